@@ -1,0 +1,144 @@
+//! URL normalisation and the five-rule matcher of DESIGN §1.5.
+//!
+//! The same rules decide which graph node a visit credits (judges) and which pages the
+//! corpus validator forbids from crediting graph nodes, so both live here, free of IO.
+
+use regex::Regex;
+
+/// Strips scheme and host, an episode prefix (`/ep/<id>`), query, fragment and trailing
+/// slashes. The result always starts with `/` (the root is `/`).
+pub fn normalise(url: &str) -> String {
+    let mut s = url.trim();
+    if let Some(i) = s.find('#') {
+        s = &s[..i];
+    }
+    if let Some(i) = s.find('?') {
+        s = &s[..i];
+    }
+    if let Some(rest) = s.split_once("://").map(|(_, rest)| rest) {
+        s = rest.find('/').map_or("", |i| &rest[i..]);
+    }
+    let mut path = s.to_string();
+    if !path.starts_with('/') {
+        path.insert(0, '/');
+    }
+    if let Some(rest) = path.strip_prefix("/ep/") {
+        path = rest.find('/').map_or_else(|| "/".to_string(), |i| rest[i..].to_string());
+    }
+    while path.len() > 1 && path.ends_with('/') {
+        path.pop();
+    }
+    path
+}
+
+fn last_segments(path: &str, n: usize) -> Option<Vec<&str>> {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    (segs.len() >= n).then(|| segs[segs.len() - n..].to_vec())
+}
+
+/// A compiled graph node: its normalised form and, when it holds `<id>` tokens, the pattern.
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub norm: String,
+    template: Option<Regex>,
+}
+
+impl Node {
+    /// Compiles a graph URL.
+    pub fn new(url: &str) -> Node {
+        let norm = normalise(url);
+        let template = norm.contains("<id>").then(|| {
+            let pattern = norm
+                .split("<id>")
+                .map(regex::escape)
+                .collect::<Vec<_>>()
+                .join("[^/]+");
+            Regex::new(&format!("^{pattern}$")).expect("escaped literal pieces form a valid regex")
+        });
+        Node { norm, template }
+    }
+
+    /// Whether a visit to `visit` (already normalised) credits this node. `shop` turns on
+    /// the shop-only rule.
+    pub fn credited_by(&self, visit: &str, shop: bool) -> bool {
+        let u = self.norm.as_str();
+        let v = visit;
+        if u == v {
+            return true;
+        }
+        if (v.starts_with(u) && v[u.len()..].starts_with('/'))
+            || (u.starts_with(v) && u[v.len()..].starts_with('/') && v != "/")
+        {
+            return true;
+        }
+        if let (Some(a), Some(b)) = (last_segments(u, 2), last_segments(v, 2))
+            && a == b
+        {
+            return true;
+        }
+        if shop
+            && let (Some(a), Some(b)) = (last_segments(u, 1), last_segments(v, 1))
+            && a == b
+            && (v.contains("order") || v.contains("customer"))
+        {
+            return true;
+        }
+        self.template.as_ref().is_some_and(|re| re.is_match(v))
+    }
+}
+
+/// Graph nodes deduplicated after normalisation, in first-seen order.
+pub fn graph_nodes(graph: &[String]) -> Vec<Node> {
+    let mut nodes: Vec<Node> = Vec::new();
+    for url in graph {
+        let node = Node::new(url);
+        if !nodes.iter().any(|n| n.norm == node.norm) {
+            nodes.push(node);
+        }
+    }
+    nodes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalise_strips_host_episode_query_fragment_and_slash() {
+        assert_eq!(normalise("http://127.0.0.1:3000/ep/abc/shop/admin/x/12/?a=1#f"), "/shop/admin/x/12");
+        assert_eq!(normalise("/wiki/A/Foo/"), "/wiki/A/Foo");
+        assert_eq!(normalise("https://host"), "/");
+        assert_eq!(normalise("/ep/abc"), "/");
+    }
+
+    #[test]
+    fn exact_and_prefix_rules_credit_both_directions() {
+        let n = Node::new("/forum/user/ada");
+        assert!(n.credited_by("/forum/user/ada", false));
+        assert!(n.credited_by("/forum/user/ada/more", false));
+        assert!(Node::new("/forum/user/ada/more").credited_by("/forum/user/ada", false));
+        assert!(!n.credited_by("/forum/user/adam", false));
+    }
+
+    #[test]
+    fn last_two_segments_rule_needs_both_segments() {
+        let n = Node::new("/wiki/A/Foo");
+        assert!(n.credited_by("/mirror/A/Foo", false));
+        assert!(!n.credited_by("/wiki/history/Foo", false));
+    }
+
+    #[test]
+    fn shop_rule_needs_order_or_customer_in_visit() {
+        let n = Node::new("/shop/admin/sales/order/view/order_id/712");
+        assert!(n.credited_by("/shop/admin/customer/index/edit/id/712", true));
+        assert!(!n.credited_by("/shop/admin/customer/index/edit/id/712", false));
+        assert!(!n.credited_by("/shop/admin/rma/712", true));
+    }
+
+    #[test]
+    fn template_tokens_match_one_segment() {
+        let n = Node::new("/shop/admin/customer/index/edit/id/<id>/");
+        assert!(n.credited_by("/shop/admin/customer/index/edit/id/88", false));
+        assert!(!n.credited_by("/shop/admin/customer/index/edit/id/88/x/y", false));
+    }
+}

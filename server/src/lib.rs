@@ -1,0 +1,3 @@
+//! Mirage server library: the engine modules and the HTTP application.
+
+pub mod corpus;
