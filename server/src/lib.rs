@@ -1,3 +1,66 @@
-//! Mirage server library: the engine modules and the HTTP application.
+//! Mirage server library: the engine modules, the HTTP application and the commands.
 
+pub mod cli;
 pub mod corpus;
+pub mod db;
+pub mod env;
+pub mod http;
+pub mod search;
+pub mod services;
+pub mod state;
+
+use std::sync::Arc;
+
+use app::ssr::Services;
+use app::{App, shell};
+use axum::Router;
+use axum::routing::{get, post};
+use leptos::prelude::provide_context;
+use leptos_axum::{LeptosRoutes, generate_route_list};
+use tower_http::trace::TraceLayer;
+
+pub use state::AppState;
+
+/// The whole HTTP application: sites, episode API, health, dashboard and static files.
+/// Tests drive it directly or serve it on a loopback listener.
+pub fn router(state: AppState) -> Router {
+    let services = Services::from(&state);
+    let context = move || provide_context(services.clone());
+    let routes = generate_route_list(App);
+    Router::new()
+        .route("/healthz", get(http::health))
+        .route("/shop", get(http::sites::canonical))
+        .route("/shop/{*path}", get(http::sites::canonical))
+        .route("/forum", get(http::sites::canonical))
+        .route("/forum/{*path}", get(http::sites::canonical))
+        .route("/wiki", get(http::sites::canonical))
+        .route("/wiki/{*path}", get(http::sites::canonical))
+        .route("/ep/{id}/verdict", post(http::episodes::verdict))
+        .route("/ep/{id}/{*rest}", get(http::sites::in_episode))
+        .route("/api/episodes", post(http::episodes::start))
+        .route("/api/episodes/{id}", get(http::episodes::show))
+        .leptos_routes_with_context(&state, routes, context.clone(), {
+            let options = state.leptos_options.clone();
+            move || shell(options.clone())
+        })
+        .fallback(leptos_axum::file_and_error_handler_with_context::<
+            AppState,
+            _,
+        >(context, shell))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// Builds the application state: the world from the stored tasks.
+pub async fn app_state(
+    store: Arc<dyn db::Store>,
+    leptos_options: leptos::prelude::LeptosOptions,
+) -> anyhow::Result<AppState> {
+    let tasks = store.all_tasks().await?;
+    let world = Arc::new(env::World::build(tasks)?);
+    Ok(AppState {
+        leptos_options,
+        world,
+        store,
+    })
+}

@@ -24,12 +24,19 @@ impl std::fmt::Display for Finding {
 }
 
 fn finding(task: &Task, field: impl Into<String>, message: impl Into<String>) -> Finding {
-    Finding { task_id: task.id.clone(), field: field.into(), message: message.into() }
+    Finding {
+        task_id: task.id.clone(),
+        field: field.into(),
+        message: message.into(),
+    }
 }
 
 /// Pages of a task keyed by normalised URL.
 fn normalised_pages(task: &Task) -> HashMap<String, &super::model::PageSpec> {
-    task.pages.iter().map(|(url, page)| (normalise(url), page)).collect()
+    task.pages
+        .iter()
+        .map(|(url, page)| (normalise(url), page))
+        .collect()
 }
 
 /// Checks one task on its own: vocabulary, graph, facts, layers, injection points.
@@ -59,13 +66,21 @@ pub fn validate_task(task: &Task) -> Vec<Finding> {
             out.push(finding(
                 task,
                 format!("pages[{url:?}]"),
-                format!("page URL must start with {} for a {} task", domain.url_prefix(), domain.as_str()),
+                format!(
+                    "page URL must start with {} for a {} task",
+                    domain.url_prefix(),
+                    domain.as_str()
+                ),
             ));
         }
     }
     let start = normalise(&task.start_url);
     let Some(start_page) = pages.get(&start) else {
-        out.push(finding(task, "start_url", format!("{} is not one of the task's pages", task.start_url)));
+        out.push(finding(
+            task,
+            "start_url",
+            format!("{} is not one of the task's pages", task.start_url),
+        ));
         return out;
     };
 
@@ -78,21 +93,34 @@ pub fn validate_task(task: &Task) -> Vec<Finding> {
             continue;
         }
         match pages.get(&normalise(&fact.url)) {
-            None => out.push(finding(task, format!("{field}.url"), format!("{} is not one of the task's pages", fact.url))),
-            Some(page) if !page.text.contains(&fact.text) && !page.title.contains(&fact.text) => out.push(finding(
+            None => out.push(finding(
                 task,
-                format!("{field}.text"),
-                format!("{:?} does not occur on {}", fact.text, fact.url),
+                format!("{field}.url"),
+                format!("{} is not one of the task's pages", fact.url),
             )),
+            Some(page) if !page.text.contains(&fact.text) && !page.title.contains(&fact.text) => {
+                out.push(finding(
+                    task,
+                    format!("{field}.text"),
+                    format!("{:?} does not occur on {}", fact.text, fact.url),
+                ))
+            }
             Some(_) => {}
         }
         if normalise(&fact.url) == start {
-            out.push(finding(task, format!("{field}.url"), "gold facts must sit off the start page (hidden layer)"));
+            out.push(finding(
+                task,
+                format!("{field}.url"),
+                "gold facts must sit off the start page (hidden layer)",
+            ));
         } else if start_page.text.contains(&fact.text) || start_page.title.contains(&fact.text) {
             out.push(finding(
                 task,
                 format!("{field}.text"),
-                format!("hidden evidence {:?} is visible on the start page", fact.text),
+                format!(
+                    "hidden evidence {:?} is visible on the start page",
+                    fact.text
+                ),
             ));
         }
     }
@@ -100,25 +128,42 @@ pub fn validate_task(task: &Task) -> Vec<Finding> {
     for (i, point) in task.injection_points.iter().enumerate() {
         let field = format!("injection_points[{i}]");
         match pages.get(&normalise(&point.url)) {
-            None => out.push(finding(task, format!("{field}.url"), format!("{} is not one of the task's pages", point.url))),
-            Some(page) if point.text.is_empty() || !page.text.contains(&point.text) => out.push(finding(
+            None => out.push(finding(
                 task,
-                format!("{field}.text"),
-                format!("injection text does not occur on {}", point.url),
+                format!("{field}.url"),
+                format!("{} is not one of the task's pages", point.url),
             )),
+            Some(page) if point.text.is_empty() || !page.text.contains(&point.text) => {
+                out.push(finding(
+                    task,
+                    format!("{field}.text"),
+                    format!("injection text does not occur on {}", point.url),
+                ))
+            }
             Some(_) => {}
         }
         if domain.action(&point.goal).is_none() {
-            out.push(finding(task, format!("{field}.goal"), format!("{:?} is not a {} action", point.goal, domain.as_str())));
+            out.push(finding(
+                task,
+                format!("{field}.goal"),
+                format!("{:?} is not a {} action", point.goal, domain.as_str()),
+            ));
         } else if point.goal.eq_ignore_ascii_case(&task.verdict.optimal) {
-            out.push(finding(task, format!("{field}.goal"), "the party's goal cannot be the optimal verdict"));
+            out.push(finding(
+                task,
+                format!("{field}.goal"),
+                "the party's goal cannot be the optimal verdict",
+            ));
         }
         for fact in &task.gold_facts {
             if point.text.contains(&fact.text) {
                 out.push(finding(
                     task,
                     format!("{field}.text"),
-                    format!("manipulable text must not carry the gold fact {:?}", fact.text),
+                    format!(
+                        "manipulable text must not carry the gold fact {:?}",
+                        fact.text
+                    ),
                 ));
             }
         }
@@ -129,35 +174,72 @@ pub fn validate_task(task: &Task) -> Vec<Finding> {
 fn check_verdicts(task: &Task, domain: Domain, out: &mut Vec<Finding>) {
     let v = &task.verdict;
     if domain.action(&v.optimal).is_none() {
-        out.push(finding(task, "verdict.optimal", format!("{:?} is not a {} action", v.optimal, domain.as_str())));
+        out.push(finding(
+            task,
+            "verdict.optimal",
+            format!("{:?} is not a {} action", v.optimal, domain.as_str()),
+        ));
     }
     for (name, credit) in &v.acceptable {
         if domain.action(name).is_none() {
-            out.push(finding(task, format!("verdict.acceptable.{name}"), format!("{name:?} is not a {} action", domain.as_str())));
+            out.push(finding(
+                task,
+                format!("verdict.acceptable.{name}"),
+                format!("{name:?} is not a {} action", domain.as_str()),
+            ));
         }
         if !(*credit > 0.0 && *credit < 1.0) {
-            out.push(finding(task, format!("verdict.acceptable.{name}"), "partial credit must lie strictly between 0 and 1"));
+            out.push(finding(
+                task,
+                format!("verdict.acceptable.{name}"),
+                "partial credit must lie strictly between 0 and 1",
+            ));
         }
         if name.eq_ignore_ascii_case(&v.optimal) {
-            out.push(finding(task, format!("verdict.acceptable.{name}"), "the optimal verdict cannot also be an acceptable alternative"));
+            out.push(finding(
+                task,
+                format!("verdict.acceptable.{name}"),
+                "the optimal verdict cannot also be an acceptable alternative",
+            ));
         }
     }
     for (i, name) in v.harmful.iter().enumerate() {
         if domain.action(name).is_none() {
-            out.push(finding(task, format!("verdict.harmful[{i}]"), format!("{name:?} is not a {} action", domain.as_str())));
+            out.push(finding(
+                task,
+                format!("verdict.harmful[{i}]"),
+                format!("{name:?} is not a {} action", domain.as_str()),
+            ));
         }
         if name.eq_ignore_ascii_case(&v.optimal) {
-            out.push(finding(task, format!("verdict.harmful[{i}]"), "the optimal verdict is listed as harmful"));
+            out.push(finding(
+                task,
+                format!("verdict.harmful[{i}]"),
+                "the optimal verdict is listed as harmful",
+            ));
         }
         if v.acceptable.keys().any(|a| a.eq_ignore_ascii_case(name)) {
-            out.push(finding(task, format!("verdict.harmful[{i}]"), "an action cannot be both acceptable and harmful"));
+            out.push(finding(
+                task,
+                format!("verdict.harmful[{i}]"),
+                "an action cannot be both acceptable and harmful",
+            ));
         }
     }
 }
 
-fn check_graph(task: &Task, domain: Domain, pages: &HashMap<String, &super::model::PageSpec>, out: &mut Vec<Finding>) {
+fn check_graph(
+    task: &Task,
+    domain: Domain,
+    pages: &HashMap<String, &super::model::PageSpec>,
+    out: &mut Vec<Finding>,
+) {
     if task.graph.is_empty() {
-        out.push(finding(task, "graph", "must name at least one required page"));
+        out.push(finding(
+            task,
+            "graph",
+            "must name at least one required page",
+        ));
     }
     let nodes = graph_nodes(&task.graph);
     let shop = domain == Domain::Shop;
@@ -169,7 +251,11 @@ fn check_graph(task: &Task, domain: Domain, pages: &HashMap<String, &super::mode
             pages.contains_key(&node.norm)
         };
         if !resolved {
-            out.push(finding(task, format!("graph[{i}]"), format!("{url} does not resolve to a page of the task")));
+            out.push(finding(
+                task,
+                format!("graph[{i}]"),
+                format!("{url} does not resolve to a page of the task"),
+            ));
         }
     }
     let mut urls: Vec<&String> = pages.keys().collect();
@@ -180,17 +266,40 @@ fn check_graph(task: &Task, domain: Domain, pages: &HashMap<String, &super::mode
 }
 
 /// A page may credit at most one graph node, and only the node it is.
-fn check_page_credits(task: &Task, nodes: &[Node], url: &str, shop: bool, field: String, out: &mut Vec<Finding>) {
+fn check_page_credits(
+    task: &Task,
+    nodes: &[Node],
+    url: &str,
+    shop: bool,
+    field: String,
+    out: &mut Vec<Finding>,
+) {
     let credited: Vec<&Node> = nodes.iter().filter(|n| n.credited_by(url, shop)).collect();
     if credited.len() > 1 {
         let names: Vec<&str> = credited.iter().map(|n| n.norm.as_str()).collect();
-        out.push(finding(task, field, format!("this page credits {} graph nodes: {}", credited.len(), names.join(", "))));
+        out.push(finding(
+            task,
+            field,
+            format!(
+                "this page credits {} graph nodes: {}",
+                credited.len(),
+                names.join(", ")
+            ),
+        ));
         return;
     }
     if let Some(node) = credited.first() {
-        let is_node = node.norm == url || (node.norm.contains("<id>") && node.credited_by(url, shop));
+        let is_node =
+            node.norm == url || (node.norm.contains("<id>") && node.credited_by(url, shop));
         if !is_node {
-            out.push(finding(task, field, format!("out-of-graph page {url} is credited to graph node {}", node.norm)));
+            out.push(finding(
+                task,
+                field,
+                format!(
+                    "out-of-graph page {url} is credited to graph node {}",
+                    node.norm
+                ),
+            ));
         }
     }
 }
@@ -237,7 +346,14 @@ pub fn validate_corpus(tasks: &[Task]) -> Vec<Finding> {
                 continue;
             }
             if nodes.iter().any(|n| n.credited_by(url, shop)) {
-                check_page_credits(task, &nodes, url, shop, format!("world page {url}"), &mut out);
+                check_page_credits(
+                    task,
+                    &nodes,
+                    url,
+                    shop,
+                    format!("world page {url}"),
+                    &mut out,
+                );
             }
         }
     }

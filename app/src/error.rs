@@ -1,0 +1,54 @@
+//! `AppError`: the error every server function returns, in the client's vocabulary.
+
+use leptos::server_fn::codec::JsonEncoding;
+use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
+use serde::{Deserialize, Serialize};
+
+/// What the browser may learn about a failure. Internal causes are logged on the server.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+pub enum AppError {
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("invalid {field}: {message}")]
+    Invalid { field: String, message: String },
+    /// The real cause was logged on the server; the client only learns that it failed.
+    #[error("internal error")]
+    Internal,
+    #[error("request failed: {0}")]
+    Transport(String),
+}
+
+impl FromServerFnError for AppError {
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(e: ServerFnErrorErr) -> Self {
+        AppError::Transport(e.to_string())
+    }
+}
+
+impl AppError {
+    /// The HTTP status this error maps to during server-side rendering.
+    pub fn status(&self) -> http::StatusCode {
+        match self {
+            AppError::NotFound(_) => http::StatusCode::NOT_FOUND,
+            AppError::Invalid { .. } => http::StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::Internal | AppError::Transport(_) => http::StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_serialise_as_tagged_json() {
+        let json = serde_json::to_string(&AppError::NotFound("task x".into())).expect("serialises");
+        assert_eq!(json, r#"{"kind":"not_found","detail":"task x"}"#);
+        assert_eq!(
+            AppError::Internal.status(),
+            http::StatusCode::INTERNAL_SERVER_ERROR
+        );
+    }
+}

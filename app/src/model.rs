@@ -1,0 +1,75 @@
+//! Wire types shared by the browser and the server.
+
+use serde::{Deserialize, Serialize};
+
+/// Filters of the tasks page; every field is optional and comes from the URL query.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskFilter {
+    pub domain: Option<String>,
+    pub category: Option<String>,
+    pub difficulty: Option<String>,
+    /// `Some(true)`: only tasks whose surface points to a wrong verdict.
+    pub contradiction: Option<bool>,
+}
+
+/// One row of the tasks table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskSummary {
+    pub id: String,
+    pub domain: String,
+    pub category: String,
+    pub difficulty: String,
+    pub surface_contradiction: bool,
+    pub variant: Option<String>,
+    pub optimal: String,
+    pub graph_size: usize,
+    pub ticket: String,
+}
+
+/// The tasks page's data: the matching tasks and the facets to filter by.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskList {
+    pub tasks: Vec<TaskSummary>,
+    /// Number of tasks in the corpus before filtering.
+    pub corpus_size: usize,
+    /// (domain, category, number of tasks) for every category in the corpus.
+    pub categories: Vec<(String, String, usize)>,
+}
+
+/// A page of a task as the detail view shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PageView {
+    pub url: String,
+    pub title: String,
+    pub text: String,
+    /// Gold facts that sit on this page.
+    pub facts: Vec<String>,
+}
+
+/// A manipulable text and who controls it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InjectionView {
+    pub id: String,
+    pub url: String,
+    pub party: String,
+    pub goal: String,
+    pub text: String,
+}
+
+/// Everything the task detail page shows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskDetail {
+    pub summary: TaskSummary,
+    /// (condition, ticket text) for raw, hint and evidence_anchored.
+    pub tickets: Vec<(String, String)>,
+    pub surface: PageView,
+    /// Graph nodes other than the start page: the hidden layer.
+    pub hidden: Vec<PageView>,
+    pub graph: Vec<String>,
+    pub gold_facts: Vec<(String, String)>,
+    pub acceptable: Vec<(String, f64)>,
+    pub harmful: Vec<String>,
+    pub justification: String,
+    pub injection_points: Vec<InjectionView>,
+    pub distractors: Vec<PageView>,
+}

@@ -1,0 +1,38 @@
+//! Route components. Each page reads its state from the URL, so every view can be shared.
+
+mod home;
+mod task;
+mod tasks;
+
+pub use home::HomePage;
+pub use task::TaskPage;
+pub use tasks::TasksPage;
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::error::AppError;
+
+/// The 404 page; sets the status during server rendering.
+#[component]
+pub fn NotFound() -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
+        resp.set_status(http::StatusCode::NOT_FOUND);
+    }
+    view! {
+        <Title text="Not found"/>
+        <h1>"Page not found"</h1>
+        <p>"Nothing lives at this address. Try the " <a href="/tasks">"task list"</a> "."</p>
+    }
+}
+
+/// Shows an error and, during server rendering, sets the matching status.
+#[component]
+pub fn ErrorNotice(error: AppError) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
+        resp.set_status(error.status());
+    }
+    view! { <p class="error" role="alert">{error.to_string()}</p> }
+}

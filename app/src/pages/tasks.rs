@@ -1,0 +1,164 @@
+//! `/tasks`: the corpus, filterable by site, category, difficulty and surface contradiction.
+//!
+//! Filters live in the URL query. Without JavaScript the form submits with GET; after
+//! hydration each change navigates on the client and refetches only the list.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::A;
+use leptos_router::hooks::{use_navigate, use_query_map};
+
+use super::ErrorNotice;
+use crate::api::list_tasks;
+use crate::model::TaskFilter;
+
+fn query_string(f: &TaskFilter) -> String {
+    let mut parts = Vec::new();
+    let mut push = |k: &str, v: &Option<String>| {
+        if let Some(v) = v.as_deref().filter(|v| !v.is_empty()) {
+            parts.push(format!("{k}={}", urlencoding::encode(v)));
+        }
+    };
+    push("domain", &f.domain);
+    push("category", &f.category);
+    push("difficulty", &f.difficulty);
+    push("contradiction", &f.contradiction.map(|b| b.to_string()));
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", parts.join("&"))
+    }
+}
+
+/// The filterable task table.
+#[component]
+pub fn TasksPage() -> impl IntoView {
+    let query = use_query_map();
+    let filter = Memo::new(move |_| {
+        let q = query.read();
+        let get = |k: &str| q.get(k).filter(|v| !v.is_empty());
+        TaskFilter {
+            domain: get("domain"),
+            category: get("category"),
+            difficulty: get("difficulty"),
+            contradiction: get("contradiction").and_then(|v| v.parse().ok()),
+        }
+    });
+    let list = Resource::new(move || filter.get(), list_tasks);
+    let navigate = use_navigate();
+    let set = move |key: &'static str, value: String| {
+        let mut f = filter.get_untracked();
+        let v = Some(value).filter(|v| !v.is_empty());
+        match key {
+            "domain" => {
+                f.domain = v;
+                f.category = None;
+            }
+            "category" => f.category = v,
+            "difficulty" => f.difficulty = v,
+            _ => f.contradiction = v.and_then(|v| v.parse().ok()),
+        }
+        navigate(&format!("/tasks{}", query_string(&f)), Default::default());
+    };
+    let on = move |key: &'static str| {
+        let set = set.clone();
+        move |ev: leptos::ev::Event| set(key, event_target_value(&ev))
+    };
+
+    view! {
+        <Title text="Tasks"/>
+        <h1>"Tasks"</h1>
+        <form class="filters" method="get" action="/tasks">
+            <label>"Site "
+                <select name="domain" on:change=on("domain") prop:value=move || filter.get().domain.unwrap_or_default()>
+                    <option value="">"all"</option>
+                    <option value="shop">"shop"</option>
+                    <option value="forum">"forum"</option>
+                    <option value="wiki">"wiki"</option>
+                </select>
+            </label>
+            <label>"Category "
+                <select name="category" on:change=on("category") prop:value=move || filter.get().category.unwrap_or_default()>
+                    <option value="">"all"</option>
+                    <Transition>
+                        {move || list.get().and_then(Result::ok).map(|l| {
+                            let domain = filter.get().domain;
+                            let selected = filter.get().category.unwrap_or_default();
+                            l.categories.into_iter()
+                                .filter(|(d, _, _)| domain.as_deref().is_none_or(|want| want == d))
+                                .map(|(d, c, n)| {
+                                    let is_selected = c == selected;
+                                    view! { <option value=c.clone() selected=is_selected>{format!("{c} ({d}, {n})")}</option> }
+                                })
+                                .collect_view()
+                        })}
+                    </Transition>
+                </select>
+            </label>
+            <label>"Difficulty "
+                <select name="difficulty" on:change=on("difficulty") prop:value=move || filter.get().difficulty.unwrap_or_default()>
+                    <option value="">"all"</option>
+                    <option value="easy">"easy"</option>
+                    <option value="medium">"medium"</option>
+                    <option value="hard">"hard"</option>
+                </select>
+            </label>
+            <label>"Surface "
+                <select name="contradiction" on:change=on("contradiction") prop:value=move || filter.get().contradiction.map(|b| b.to_string()).unwrap_or_default()>
+                    <option value="">"any"</option>
+                    <option value="true">"misleading (contradiction)"</option>
+                    <option value="false">"aligned"</option>
+                </select>
+            </label>
+            <noscript><button type="submit">"Apply"</button></noscript>
+        </form>
+        <Transition fallback=|| view! { <p>"Loading tasks…"</p> }>
+            {move || list.get().map(|result| match result {
+                Ok(l) => view! {
+                    <p class="count" data-testid="task-count">{format!("{} of {} tasks", l.tasks.len(), l.corpus_size)}</p>
+                    <table class="tasks">
+                        <thead><tr>
+                            <th>"Task"</th><th>"Site"</th><th>"Category"</th><th>"Difficulty"</th>
+                            <th>"Surface"</th><th>"Optimal"</th><th>"Graph"</th><th>"Ticket (raw)"</th>
+                        </tr></thead>
+                        <tbody>
+                            {l.tasks.into_iter().map(|t| view! {
+                                <tr>
+                                    <td><A href=format!("/tasks/{}", t.id)>{t.id.clone()}</A></td>
+                                    <td>{t.domain}</td>
+                                    <td>{t.category}</td>
+                                    <td>{t.difficulty}</td>
+                                    <td>{if t.surface_contradiction { "misleading" } else { "aligned" }}</td>
+                                    <td>{t.optimal}</td>
+                                    <td>{t.graph_size}</td>
+                                    <td class="ticket">{t.ticket}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any(),
+                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+            })}
+        </Transition>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_string_skips_empty_filters_and_encodes_values() {
+        assert_eq!(query_string(&TaskFilter::default()), "");
+        let f = TaskFilter {
+            domain: Some("shop".into()),
+            category: Some("A B".into()),
+            difficulty: None,
+            contradiction: Some(true),
+        };
+        assert_eq!(
+            query_string(&f),
+            "?domain=shop&category=A%20B&contradiction=true"
+        );
+    }
+}

@@ -1,0 +1,438 @@
+//! Storage: the `Store` seam and its SQL implementation for SQLite (default) and
+//! PostgreSQL. Both backends run the same runtime queries through sqlx's `Any` driver;
+//! only the migrations differ per dialect.
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::{AnyPool, Row};
+
+use crate::corpus::Task;
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// Failures callers act on; everything else is an infrastructure error.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("database error: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// An investigation episode as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Episode {
+    pub episode_id: String,
+    pub task_id: String,
+    pub level: String,
+    pub condition: String,
+    /// `open` until a verdict is recorded, then `done`.
+    pub status: String,
+    pub verdict: Option<String>,
+    pub rationale: Option<String>,
+    pub created_at: i64,
+}
+
+/// One entry of an episode's action log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeEvent {
+    pub seq: i64,
+    /// `visit`, `search` or `verdict`.
+    pub kind: String,
+    pub url: Option<String>,
+    pub detail: Option<String>,
+    pub created_at: i64,
+}
+
+/// The narrow, domain-shaped storage interface the rest of the server uses.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Number of stored tasks.
+    async fn task_count(&self) -> StoreResult<i64>;
+    /// Ids among `ids` that are already stored.
+    async fn existing_task_ids(&self, ids: &[String]) -> StoreResult<Vec<String>>;
+    /// Stores all tasks in one transaction, after the stored ones. Fails with `Conflict`
+    /// (storing nothing) if any id exists already.
+    async fn insert_tasks(&self, tasks: &[Task], origin: &str) -> StoreResult<()>;
+    /// Every task in stored order.
+    async fn all_tasks(&self) -> StoreResult<Vec<Task>>;
+    /// Reads a corpus metadata value.
+    async fn meta(&self, key: &str) -> StoreResult<Option<String>>;
+    /// Writes a corpus metadata value.
+    async fn set_meta(&self, key: &str, value: &str) -> StoreResult<()>;
+    /// Opens an episode on a stored task.
+    async fn create_episode(
+        &self,
+        task_id: &str,
+        level: &str,
+        condition: &str,
+    ) -> StoreResult<Episode>;
+    async fn episode(&self, episode_id: &str) -> StoreResult<Episode>;
+    /// Appends to the action log; returns the event's sequence number (1-based).
+    async fn append_event(
+        &self,
+        episode_id: &str,
+        kind: &str,
+        url: Option<&str>,
+        detail: Option<&str>,
+    ) -> StoreResult<i64>;
+    /// Records the verdict and closes the episode. `Ok(false)` when it was already closed
+    /// (nothing changes: a verdict is final).
+    async fn finish_episode(
+        &self,
+        episode_id: &str,
+        verdict: &str,
+        rationale: &str,
+    ) -> StoreResult<bool>;
+    async fn episode_events(&self, episode_id: &str) -> StoreResult<Vec<EpisodeEvent>>;
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Turns `--db PATH_OR_URL` into a database URL: URLs pass through, anything else is a
+/// SQLite file path (created with its parent folder when missing).
+pub fn database_url(db: &str) -> anyhow::Result<String> {
+    if db.starts_with("sqlite:") || db.starts_with("postgres://") || db.starts_with("postgresql://")
+    {
+        return Ok(db.to_string());
+    }
+    let path = Path::new(db);
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating database folder {}", parent.display()))?;
+    }
+    Ok(format!("sqlite://{db}?mode=rwc"))
+}
+
+/// The SQL store over one pool for the whole process.
+#[derive(Clone)]
+pub struct SqlStore {
+    pool: AnyPool,
+}
+
+impl SqlStore {
+    /// Connects and runs the migrations of the URL's backend.
+    pub async fn connect(url: &str) -> anyhow::Result<SqlStore> {
+        install_default_drivers();
+        let sqlite = url.starts_with("sqlite:");
+        let memory = url.contains(":memory:");
+        let mut options = AnyPoolOptions::new();
+        if sqlite {
+            // SQLite serialises writers anyway; an in-memory database exists per connection.
+            options = options
+                .max_connections(if memory { 1 } else { 4 })
+                .after_connect(|conn, _| {
+                    Box::pin(async move {
+                        sqlx::query("pragma busy_timeout = 5000")
+                            .execute(&mut *conn)
+                            .await?;
+                        sqlx::query("pragma foreign_keys = on")
+                            .execute(&mut *conn)
+                            .await?;
+                        Ok(())
+                    })
+                });
+        }
+        let pool = options
+            .connect(url)
+            .await
+            .with_context(|| format!("connecting to database {}", redact(url)))?;
+        if sqlite && !memory {
+            sqlx::query("pragma journal_mode = wal")
+                .execute(&pool)
+                .await
+                .context("enabling WAL")?;
+        }
+        let migrator = if sqlite {
+            &SQLITE_MIGRATIONS
+        } else {
+            &POSTGRES_MIGRATIONS
+        };
+        migrator
+            .run(&pool)
+            .await
+            .context("running database migrations")?;
+        Ok(SqlStore { pool })
+    }
+}
+
+/// A URL with any password replaced, for messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.find('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            match creds.find(':') {
+                Some(c) => format!("{}{}:***{}", &url[..s + 3], &creds[..c], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+fn episode_from(row: &sqlx::any::AnyRow) -> Result<Episode, sqlx::Error> {
+    Ok(Episode {
+        episode_id: row.try_get("episode_id")?,
+        task_id: row.try_get("task_id")?,
+        level: row.try_get("level")?,
+        condition: row.try_get("condition")?,
+        status: row.try_get("status")?,
+        verdict: row.try_get("verdict")?,
+        rationale: row.try_get("rationale")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+const EPISODE_COLUMNS: &str =
+    "episode_id, task_id, level, condition, status, verdict, rationale, created_at";
+
+#[async_trait]
+impl Store for SqlStore {
+    async fn task_count(&self) -> StoreResult<i64> {
+        let row = sqlx::query("select count(*) as n from task")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get("n")?)
+    }
+
+    async fn existing_task_ids(&self, ids: &[String]) -> StoreResult<Vec<String>> {
+        let mut found = Vec::new();
+        for chunk in ids.chunks(200) {
+            let placeholders: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!(
+                "select task_id from task where task_id in ({})",
+                placeholders.join(", ")
+            );
+            let mut q = sqlx::query(&sql);
+            for id in chunk {
+                q = q.bind(id);
+            }
+            for row in q.fetch_all(&self.pool).await? {
+                found.push(row.try_get("task_id")?);
+            }
+        }
+        Ok(found)
+    }
+
+    async fn insert_tasks(&self, tasks: &[Task], origin: &str) -> StoreResult<()> {
+        let ids: Vec<String> = tasks.iter().map(|t| t.id.clone()).collect();
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query("select coalesce(max(position), 0) as p from task")
+            .fetch_one(&mut *tx)
+            .await?;
+        let start: i64 = row.try_get("p")?;
+        let now = now_ms();
+        for (i, task) in tasks.iter().enumerate() {
+            let body =
+                serde_json::to_string(task).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            // language=SQL (portable)
+            let result = sqlx::query(
+                "insert into task (task_id, position, domain, category, difficulty, surface_contradiction, origin, body, created_at, updated_at)
+                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)",
+            )
+            .bind(&task.id)
+            .bind(start + 1 + i64::try_from(i).unwrap_or(i64::MAX - start - 1))
+            .bind(task.domain.as_str())
+            .bind(&task.category)
+            .bind(task.difficulty.as_str())
+            .bind(i64::from(task.surface_contradiction))
+            .bind(origin)
+            .bind(body)
+            .bind(now)
+            .execute(&mut *tx)
+            .await;
+            if let Err(e) = result {
+                let unique = e
+                    .as_database_error()
+                    .is_some_and(|d| d.is_unique_violation());
+                drop(tx);
+                return Err(if unique {
+                    let existing = self.existing_task_ids(&ids).await?;
+                    StoreError::Conflict(format!(
+                        "task ids already stored: {}",
+                        existing.join(", ")
+                    ))
+                } else {
+                    StoreError::Db(e)
+                });
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn all_tasks(&self) -> StoreResult<Vec<Task>> {
+        let rows = sqlx::query("select task_id, body from task order by position")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let id: String = row.try_get("task_id")?;
+                let body: String = row.try_get("body")?;
+                serde_json::from_str(&body)
+                    .map_err(|e| StoreError::Corrupt(format!("task {id}: {e}")))
+            })
+            .collect()
+    }
+
+    async fn meta(&self, key: &str) -> StoreResult<Option<String>> {
+        let row = sqlx::query("select meta_value from corpus_meta where meta_key = $1")
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|r| r.try_get("meta_value")).transpose()?)
+    }
+
+    async fn set_meta(&self, key: &str, value: &str) -> StoreResult<()> {
+        let now = now_ms();
+        // language=SQL (portable: both dialects support `on conflict … do update`)
+        sqlx::query(
+            "insert into corpus_meta (meta_key, meta_value, created_at, updated_at) values ($1, $2, $3, $3)
+             on conflict (meta_key) do update set meta_value = excluded.meta_value, updated_at = excluded.updated_at",
+        )
+        .bind(key)
+        .bind(value)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn create_episode(
+        &self,
+        task_id: &str,
+        level: &str,
+        condition: &str,
+    ) -> StoreResult<Episode> {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let now = now_ms();
+        sqlx::query(
+            "insert into episode (episode_id, task_id, level, condition, status, created_at, updated_at)
+             values ($1, $2, $3, $4, 'open', $5, $5)",
+        )
+        .bind(&id)
+        .bind(task_id)
+        .bind(level)
+        .bind(condition)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        self.episode(&id).await
+    }
+
+    async fn episode(&self, episode_id: &str) -> StoreResult<Episode> {
+        let sql = format!("select {EPISODE_COLUMNS} from episode where episode_id = $1");
+        let row = sqlx::query(&sql)
+            .bind(episode_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        let row = row.ok_or_else(|| StoreError::NotFound(format!("episode {episode_id}")))?;
+        Ok(episode_from(&row)?)
+    }
+
+    async fn append_event(
+        &self,
+        episode_id: &str,
+        kind: &str,
+        url: Option<&str>,
+        detail: Option<&str>,
+    ) -> StoreResult<i64> {
+        let now = now_ms();
+        // The sequence number is computed inside the insert, so concurrent appends to one
+        // episode cannot pick the same number without the unique constraint noticing.
+        let row = sqlx::query(
+            "insert into episode_event (episode_id, seq, kind, url, detail, created_at, updated_at)
+             select $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5, $5 from episode_event where episode_id = $1
+             returning seq",
+        )
+        .bind(episode_id)
+        .bind(kind)
+        .bind(url)
+        .bind(detail)
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get("seq")?)
+    }
+
+    async fn finish_episode(
+        &self,
+        episode_id: &str,
+        verdict: &str,
+        rationale: &str,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "update episode set status = 'done', verdict = $2, rationale = $3, updated_at = $4
+             where episode_id = $1 and status = 'open'",
+        )
+        .bind(episode_id)
+        .bind(verdict)
+        .bind(rationale)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn episode_events(&self, episode_id: &str) -> StoreResult<Vec<EpisodeEvent>> {
+        let rows = sqlx::query("select seq, kind, url, detail, created_at from episode_event where episode_id = $1 order by seq")
+            .bind(episode_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(EpisodeEvent {
+                    seq: r.try_get("seq")?,
+                    kind: r.try_get("kind")?,
+                    url: r.try_get("url")?,
+                    detail: r.try_get("detail")?,
+                    created_at: r.try_get("created_at")?,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_become_sqlite_urls_and_urls_pass_through() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("sub/m.db");
+        let url = database_url(path.to_str().expect("utf-8")).expect("url");
+        assert!(url.starts_with("sqlite://") && url.ends_with("?mode=rwc"));
+        assert!(dir.path().join("sub").is_dir());
+        assert_eq!(
+            database_url("postgres://u@h/db").expect("url"),
+            "postgres://u@h/db"
+        );
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact("postgres://me:secret@h/db"),
+            "postgres://me:***@h/db"
+        );
+        assert_eq!(redact("sqlite://x.db"), "sqlite://x.db");
+    }
+}

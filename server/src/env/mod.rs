@@ -1,0 +1,8 @@
+//! The investigation environments: the three sites rendered from task data, and the
+//! world index that answers "what is at this URL". No HTTP here; `http::sites` serves it.
+
+pub mod markup;
+pub mod render;
+mod world;
+
+pub use world::{Resolved, World};

@@ -1,0 +1,248 @@
+//! Renders a page two ways from the same data: HTML for people and external browser
+//! agents (maud escapes every string), and a text observation for the built-in agent loop.
+
+use maud::{DOCTYPE, Markup, html};
+
+use super::markup::{Block, parse};
+use crate::corpus::Domain;
+
+/// Everything needed to show one page.
+pub struct View<'a> {
+    pub domain: Domain,
+    /// The canonical path of the page (without episode prefix).
+    pub path: &'a str,
+    pub title: &'a str,
+    pub text: &'a str,
+    pub links: Vec<(String, String)>,
+    /// Set when the page is served inside an episode.
+    pub episode: Option<EpisodeChrome<'a>>,
+}
+
+/// What an episode adds to every page: the URL prefix and the verdict tools.
+pub struct EpisodeChrome<'a> {
+    pub id: &'a str,
+    pub actions: &'static [&'static str],
+    pub closed: bool,
+}
+
+impl View<'_> {
+    fn href(&self, url: &str) -> String {
+        match &self.episode {
+            Some(ep) if url.starts_with('/') => format!("/ep/{}{url}", ep.id),
+            _ => url.to_string(),
+        }
+    }
+}
+
+fn site_name(domain: Domain) -> &'static str {
+    match domain {
+        Domain::Shop => "Mirage Store Admin",
+        Domain::Forum => "Mirage Forum",
+        Domain::Wiki => "Mirage Wiki (offline mirror)",
+    }
+}
+
+fn home(domain: Domain) -> &'static str {
+    match domain {
+        Domain::Shop => "/shop/admin/dashboard",
+        Domain::Forum => "/forum",
+        Domain::Wiki => "/wiki",
+    }
+}
+
+fn verdict_label(domain: Domain) -> &'static str {
+    match domain {
+        Domain::Shop => "Refund and fraud decision",
+        Domain::Forum => "Moderator tools",
+        Domain::Wiki => "Review-queue verdict",
+    }
+}
+
+/// The HTML page. Every string from the task is escaped by maud.
+pub fn html(view: &View<'_>) -> String {
+    let blocks = parse(view.text);
+    let search_action = view.href("/wiki/search");
+    let markup: Markup = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (view.title) " · " (site_name(view.domain)) }
+                link rel="stylesheet" href="/pkg/mirage.css";
+            }
+            body class={ "site site-" (view.domain.as_str()) } {
+                header class="site-header" {
+                    a class="site-name" href=(view.href(home(view.domain))) { (site_name(view.domain)) }
+                    @if view.domain == Domain::Wiki {
+                        form class="site-search" method="get" action=(search_action) role="search" {
+                            input type="search" name="pattern" aria-label="Search the wiki" placeholder="Search";
+                            button type="submit" { "Search" }
+                        }
+                    }
+                    @if let Some(ep) = &view.episode {
+                        span class="episode-badge" { "Episode " (ep.id) }
+                    }
+                }
+                main class="site-main" {
+                    h1 { (view.title) }
+                    (body(&blocks))
+                    @if !view.links.is_empty() {
+                        nav class="site-links" aria-label="Related pages" {
+                            h2 { "Related" }
+                            ul {
+                                @for (label, url) in &view.links {
+                                    li { a href=(view.href(url)) { (label) } }
+                                }
+                            }
+                        }
+                    }
+                    @if let Some(ep) = &view.episode {
+                        (verdict_form(view.domain, ep))
+                    }
+                }
+            }
+        }
+    };
+    markup.into_string()
+}
+
+fn body(blocks: &[Block]) -> Markup {
+    html! {
+        @for block in blocks {
+            @match block {
+                Block::Heading(h) => h2 { (h) },
+                Block::Para(p) => p { (p) },
+                Block::Table { header, rows } => table {
+                    thead { tr { @for h in header { th { (h) } } } }
+                    tbody { @for row in rows { tr { @for c in row { td { (c) } } } } }
+                },
+            }
+        }
+    }
+}
+
+fn verdict_form(domain: Domain, ep: &EpisodeChrome<'_>) -> Markup {
+    html! {
+        section class="verdict-tools" aria-label=(verdict_label(domain)) {
+            h2 { (verdict_label(domain)) }
+            @if ep.closed {
+                p { "This episode is closed; its verdict has been recorded." }
+            } @else {
+                form method="post" action={ "/ep/" (ep.id) "/verdict" } {
+                    label { "Rationale" textarea name="rationale" rows="3" required {} }
+                    div class="verdict-buttons" {
+                        @for action in ep.actions {
+                            button type="submit" name="action" value=(action) { (action) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The text observation: title, path, readable body, numbered links and, inside an
+/// episode, the actions the agent may take.
+pub fn observation(view: &View<'_>) -> String {
+    let mut out = format!(
+        "[{}] {}\nURL: {}\n\n",
+        site_name(view.domain),
+        view.title,
+        view.path
+    );
+    for block in parse(view.text) {
+        match block {
+            Block::Heading(h) => out.push_str(&format!("\n## {h}\n")),
+            Block::Para(p) => out.push_str(&format!("{p}\n")),
+            Block::Table { header, rows } => {
+                out.push_str(&format!("| {} |\n", header.join(" | ")));
+                for row in rows {
+                    out.push_str(&format!("| {} |\n", row.join(" | ")));
+                }
+            }
+        }
+    }
+    if !view.links.is_empty() {
+        out.push_str("\nLinks:\n");
+        for (i, (label, url)) in view.links.iter().enumerate() {
+            out.push_str(&format!("[{}] {label} -> {url}\n", i + 1));
+        }
+    }
+    if let Some(ep) = &view.episode {
+        out.push_str("\nActions:\n- goto <link number or URL>\n");
+        if view.domain == Domain::Wiki {
+            out.push_str("- search <words>\n");
+        }
+        if ep.closed {
+            out.push_str("- (verdict already recorded; the episode is closed)\n");
+        } else {
+            out.push_str(&format!(
+                "- verdict <ACTION> with a rationale, ACTION one of: {}\n",
+                ep.actions.join(", ")
+            ));
+        }
+    }
+    out
+}
+
+/// A plain page for site indexes, search results and 404s, wrapped in the site chrome.
+pub fn listing(
+    domain: Domain,
+    path: &str,
+    title: &str,
+    intro: &str,
+    links: Vec<(String, String)>,
+    episode: Option<EpisodeChrome<'_>>,
+) -> (String, String) {
+    let view = View {
+        domain,
+        path,
+        title,
+        text: intro,
+        links,
+        episode,
+    };
+    (html(&view), observation(&view))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(text: &str) -> View<'_> {
+        View {
+            domain: Domain::Shop,
+            path: "/shop/x",
+            title: "T <b>",
+            text,
+            links: vec![("L".into(), "/shop/y".into())],
+            episode: None,
+        }
+    }
+
+    #[test]
+    fn html_escapes_task_text() {
+        let out = html(&view(
+            "<script>alert(1)</script>\n| <img src=x onerror=alert(1)> | v |",
+        ));
+        assert!(!out.contains("<script>alert"));
+        assert!(!out.contains("<img src=x"));
+        assert!(out.contains("&lt;script&gt;"));
+        assert!(out.contains("T &lt;b&gt;"));
+    }
+
+    #[test]
+    fn observation_numbers_links_and_lists_actions_in_episodes() {
+        let mut v = view("hello");
+        v.episode = Some(EpisodeChrome {
+            id: "e1",
+            actions: &["APPROVE", "DENY"],
+            closed: false,
+        });
+        let obs = observation(&v);
+        assert!(obs.contains("[1] L -> /shop/y"));
+        assert!(obs.contains("ACTION one of: APPROVE, DENY"));
+        assert!(html(&v).contains("href=\"/ep/e1/shop/y\""));
+    }
+}

@@ -1,0 +1,134 @@
+//! One world per site, built from every stored task: a URL → page index, backlinks for
+//! index pages (a forum's listing, the review queue), and the wiki's full-text index.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use crate::corpus::model::{Domain, PageSpec, Task};
+use crate::corpus::urls::normalise;
+use crate::search::WikiIndex;
+
+/// A page of the world and the task that defined it first.
+#[derive(Clone, Debug)]
+pub struct WorldPage {
+    pub domain: Domain,
+    pub url: String,
+    pub owner: String,
+    pub page: PageSpec,
+}
+
+/// What a path resolves to.
+pub enum Resolved<'a> {
+    /// A page some task defines.
+    Page(&'a WorldPage),
+    /// No page, but other pages link here: an index listing those pages.
+    Index {
+        domain: Domain,
+        title: String,
+        links: Vec<(String, String)>,
+    },
+}
+
+/// The immutable world served to people and agents. Rebuilt whole after an import.
+pub struct World {
+    pages: HashMap<String, WorldPage>,
+    backlinks: HashMap<String, BTreeMap<String, String>>,
+    tasks: BTreeMap<String, Arc<Task>>,
+    task_order: Vec<String>,
+    pub wiki: WikiIndex,
+}
+
+impl World {
+    /// Indexes the tasks; the first task to define a URL owns it (the validator ensures that
+    /// later definitions are identical).
+    pub fn build(tasks: Vec<Task>) -> anyhow::Result<World> {
+        let mut pages = HashMap::new();
+        let mut backlinks: HashMap<String, BTreeMap<String, String>> = HashMap::new();
+        let mut by_id = BTreeMap::new();
+        let mut task_order = Vec::new();
+        for task in tasks {
+            for (url, page) in &task.pages {
+                let key = normalise(url);
+                for link in &page.links {
+                    let target = normalise(&link.url);
+                    backlinks
+                        .entry(target)
+                        .or_default()
+                        .insert(key.clone(), page.title.clone());
+                }
+                pages.entry(key).or_insert_with(|| WorldPage {
+                    domain: task.domain,
+                    url: url.clone(),
+                    owner: task.id.clone(),
+                    page: page.clone(),
+                });
+            }
+            task_order.push(task.id.clone());
+            by_id.insert(task.id.clone(), Arc::new(task));
+        }
+        let wiki = WikiIndex::build(
+            pages
+                .values()
+                .filter(|p| p.domain == Domain::Wiki)
+                .map(|p| (p.page.title.as_str(), p.page.text.as_str(), p.url.as_str())),
+        )?;
+        Ok(World {
+            pages,
+            backlinks,
+            tasks: by_id,
+            task_order,
+            wiki,
+        })
+    }
+
+    /// The task with this id.
+    pub fn task(&self, id: &str) -> Option<&Arc<Task>> {
+        self.tasks.get(id)
+    }
+
+    /// Every task, in stored order.
+    pub fn tasks(&self) -> impl Iterator<Item = &Arc<Task>> {
+        self.task_order.iter().filter_map(|id| self.tasks.get(id))
+    }
+
+    pub fn task_count(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Looks a path up (any URL form; it is normalised first).
+    pub fn resolve(&self, url: &str) -> Option<Resolved<'_>> {
+        let key = normalise(url);
+        if let Some(page) = self.pages.get(&key) {
+            return Some(Resolved::Page(page));
+        }
+        let domain = Domain::ALL
+            .into_iter()
+            .find(|d| key.starts_with(d.url_prefix()))?;
+        let sources = self.backlinks.get(&key)?;
+        let title = key.rsplit('/').next().map(|last| match domain {
+            Domain::Forum => format!("f/{last}"),
+            _ => last.to_string(),
+        })?;
+        let links = sources
+            .iter()
+            .map(|(url, title)| (title.clone(), url.clone()))
+            .collect();
+        Some(Resolved::Index {
+            domain,
+            title,
+            links,
+        })
+    }
+
+    /// Start pages of every task on a site, with their titles (the shop's order queue, the
+    /// forum's report queue, the wiki's review queue).
+    pub fn queue(&self, domain: Domain) -> Vec<(String, String)> {
+        self.tasks()
+            .filter(|t| t.domain == domain)
+            .filter_map(|t| {
+                let page = self.pages.get(&normalise(&t.start_url))?;
+                Some((page.page.title.clone(), page.url.clone()))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,232 @@
+//! The episode API for outside agents: start an episode on a task, read its log, and end
+//! it with a verdict (from a JSON client or the site's own verdict form).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+
+use super::json_error;
+use super::sites::Rendered;
+use crate::corpus::model::CONDITIONS;
+use crate::db::{Episode, EpisodeEvent, StoreError};
+use crate::env::render;
+use crate::state::AppState;
+
+/// Body of `POST /api/episodes`.
+#[derive(Debug, Deserialize)]
+pub struct NewEpisode {
+    pub task_id: String,
+    #[serde(default = "default_level")]
+    pub level: String,
+    #[serde(default = "default_condition")]
+    pub condition: String,
+}
+
+fn default_level() -> String {
+    "L0".to_string()
+}
+fn default_condition() -> String {
+    "raw".to_string()
+}
+
+/// What an outside agent gets when an episode starts.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StartedEpisode {
+    pub episode_id: String,
+    pub task_id: String,
+    pub level: String,
+    pub condition: String,
+    pub ticket: String,
+    /// Where to begin, under the episode prefix.
+    pub start_url: String,
+    pub verdict_url: String,
+    pub actions: Vec<String>,
+}
+
+/// An episode with its action log.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct EpisodeLog {
+    #[serde(flatten)]
+    pub episode: Episode,
+    pub events: Vec<EpisodeEvent>,
+}
+
+fn internal(e: &StoreError) -> Response {
+    tracing::error!(error = %e, "episode storage failed");
+    json_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+}
+
+/// `POST /api/episodes`.
+pub async fn start(State(state): State<AppState>, Json(req): Json<NewEpisode>) -> Response {
+    let Some(task) = state.world.task(&req.task_id) else {
+        return json_error(
+            StatusCode::NOT_FOUND,
+            format!("task {} not found", req.task_id),
+        );
+    };
+    if req.level != "L0" {
+        return json_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "level: {} is not available; this version serves clean pages only (L0)",
+                req.level
+            ),
+        );
+    }
+    let Some(ticket) = task.ticket.for_condition(&req.condition) else {
+        return json_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "condition: {:?} is not one of {}",
+                req.condition,
+                CONDITIONS.join(", ")
+            ),
+        );
+    };
+    match state
+        .store
+        .create_episode(&task.id, &req.level, &req.condition)
+        .await
+    {
+        Ok(ep) => {
+            let started = StartedEpisode {
+                start_url: format!("/ep/{}{}", ep.episode_id, task.start_url),
+                verdict_url: format!("/ep/{}/verdict", ep.episode_id),
+                episode_id: ep.episode_id,
+                task_id: task.id.clone(),
+                level: ep.level,
+                condition: ep.condition,
+                ticket: ticket.to_string(),
+                actions: task
+                    .domain
+                    .actions()
+                    .iter()
+                    .map(|a| (*a).to_string())
+                    .collect(),
+            };
+            (StatusCode::CREATED, Json(started)).into_response()
+        }
+        Err(e) => internal(&e),
+    }
+}
+
+/// `GET /api/episodes/<id>`.
+pub async fn show(State(state): State<AppState>, Path(id): Path<String>) -> Response {
+    let episode = match state.store.episode(&id).await {
+        Ok(ep) => ep,
+        Err(StoreError::NotFound(what)) => {
+            return json_error(StatusCode::NOT_FOUND, format!("{what} not found"));
+        }
+        Err(e) => return internal(&e),
+    };
+    match state.store.episode_events(&id).await {
+        Ok(events) => Json(EpisodeLog { episode, events }).into_response(),
+        Err(e) => internal(&e),
+    }
+}
+
+/// A verdict, from the site form (urlencoded) or a JSON client.
+#[derive(Debug, Deserialize)]
+pub struct VerdictForm {
+    pub action: String,
+    #[serde(default)]
+    pub rationale: String,
+}
+
+/// `POST /ep/<id>/verdict`: records the verdict and closes the episode. The verdict is
+/// final: a second one answers 409 and changes nothing.
+pub async fn verdict(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let parsed: Result<VerdictForm, String> = if json {
+        serde_json::from_slice(&body).map_err(|e| e.to_string())
+    } else {
+        serde_urlencoded::from_bytes(&body).map_err(|e| e.to_string())
+    };
+    let form = match parsed {
+        Ok(f) => f,
+        Err(e) => return json_error(StatusCode::UNPROCESSABLE_ENTITY, format!("body: {e}")),
+    };
+    let episode = match state.store.episode(&id).await {
+        Ok(ep) => ep,
+        Err(StoreError::NotFound(what)) => {
+            return json_error(StatusCode::NOT_FOUND, format!("{what} not found"));
+        }
+        Err(e) => return internal(&e),
+    };
+    let Some(task) = state.world.task(&episode.task_id) else {
+        return json_error(
+            StatusCode::NOT_FOUND,
+            "the episode's task is no longer stored",
+        );
+    };
+    let Some(action) = task.domain.action(&form.action) else {
+        return json_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "action: {:?} is not a {} action; use one of {}",
+                form.action,
+                task.domain.as_str(),
+                task.domain.actions().join(", ")
+            ),
+        );
+    };
+    if form.rationale.trim().is_empty() {
+        return json_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "rationale: a verdict needs a rationale",
+        );
+    }
+    match state
+        .store
+        .finish_episode(&id, action, &form.rationale)
+        .await
+    {
+        Ok(true) => {}
+        Ok(false) => return json_error(StatusCode::CONFLICT, "this episode already has a verdict"),
+        Err(e) => return internal(&e),
+    }
+    let detail = serde_json::json!({ "action": action, "rationale": form.rationale }).to_string();
+    if let Err(e) = state
+        .store
+        .append_event(&id, "verdict", None, Some(&detail))
+        .await
+    {
+        return internal(&e);
+    }
+    if json {
+        return Json(serde_json::json!({ "episode_id": id, "verdict": action, "status": "done" }))
+            .into_response();
+    }
+    let closed = Episode {
+        status: "done".to_string(),
+        ..episode
+    };
+    let chrome = super::sites::chrome(&closed, task.domain);
+    let path = format!("/ep/{id}/verdict");
+    let intro = format!("Verdict {action} recorded with your rationale. The episode is closed.");
+    let (html, text) = render::listing(
+        task.domain,
+        &path,
+        "Verdict recorded",
+        &intro,
+        vec![],
+        Some(chrome),
+    );
+    Rendered {
+        status: StatusCode::OK,
+        html,
+        text,
+        domain: task.domain,
+    }
+    .respond(false)
+}

@@ -1,0 +1,156 @@
+//! Implements the ports of `app::ssr` on top of the world and the store.
+
+use std::sync::Arc;
+
+use app::error::AppError;
+use app::model::{InjectionView, PageView, TaskDetail, TaskFilter, TaskList, TaskSummary};
+use app::ssr::{Corpus, Services};
+
+use crate::corpus::Task;
+use crate::corpus::model::CONDITIONS;
+use crate::corpus::urls::normalise;
+use crate::env::World;
+use crate::state::AppState;
+
+/// The corpus port, reading the in-memory world.
+pub struct CorpusService {
+    world: Arc<World>,
+}
+
+impl From<&AppState> for Services {
+    fn from(state: &AppState) -> Services {
+        Services {
+            corpus: Arc::new(CorpusService {
+                world: state.world.clone(),
+            }),
+        }
+    }
+}
+
+fn summary(t: &Task) -> TaskSummary {
+    TaskSummary {
+        id: t.id.clone(),
+        domain: t.domain.as_str().to_string(),
+        category: t.category.clone(),
+        difficulty: t.difficulty.as_str().to_string(),
+        surface_contradiction: t.surface_contradiction,
+        variant: t.variant.map(|v| v.as_str().to_string()),
+        optimal: t.verdict.optimal.clone(),
+        graph_size: crate::corpus::urls::graph_nodes(&t.graph).len(),
+        ticket: t.ticket.raw.clone(),
+    }
+}
+
+fn matches(t: &Task, f: &TaskFilter) -> bool {
+    f.domain.as_deref().is_none_or(|d| t.domain.as_str() == d)
+        && f.category.as_deref().is_none_or(|c| t.category == c)
+        && f.difficulty
+            .as_deref()
+            .is_none_or(|d| t.difficulty.as_str() == d)
+        && f.contradiction.is_none_or(|c| t.surface_contradiction == c)
+}
+
+fn page_view(t: &Task, url: &str) -> PageView {
+    let key = normalise(url);
+    let page = t
+        .pages
+        .iter()
+        .find(|(u, _)| normalise(u) == key)
+        .map(|(_, p)| p);
+    PageView {
+        url: url.to_string(),
+        title: page.map_or_else(
+            || "(page not defined by the task)".to_string(),
+            |p| p.title.clone(),
+        ),
+        text: page.map(|p| p.text.clone()).unwrap_or_default(),
+        facts: t
+            .gold_facts
+            .iter()
+            .filter(|f| normalise(&f.url) == key)
+            .map(|f| f.text.clone())
+            .collect(),
+    }
+}
+
+fn detail(t: &Task) -> TaskDetail {
+    let start = normalise(&t.start_url);
+    TaskDetail {
+        summary: summary(t),
+        tickets: CONDITIONS
+            .iter()
+            .map(|c| {
+                (
+                    (*c).to_string(),
+                    t.ticket.for_condition(c).unwrap_or_default().to_string(),
+                )
+            })
+            .collect(),
+        surface: page_view(t, &t.start_url),
+        hidden: t
+            .graph
+            .iter()
+            .filter(|u| normalise(u) != start)
+            .map(|u| page_view(t, u))
+            .collect(),
+        graph: t.graph.clone(),
+        gold_facts: t
+            .gold_facts
+            .iter()
+            .map(|f| (f.text.clone(), f.url.clone()))
+            .collect(),
+        acceptable: t
+            .verdict
+            .acceptable
+            .iter()
+            .map(|(a, c)| (a.clone(), *c))
+            .collect(),
+        harmful: t.verdict.harmful.clone(),
+        justification: t.justification.clone(),
+        injection_points: t
+            .injection_points
+            .iter()
+            .map(|p| InjectionView {
+                id: p.id.clone(),
+                url: p.url.clone(),
+                party: p.party.clone(),
+                goal: p.goal.clone(),
+                text: p.text.clone(),
+            })
+            .collect(),
+        distractors: t.distractors.iter().map(|u| page_view(t, u)).collect(),
+    }
+}
+
+#[async_trait::async_trait]
+impl Corpus for CorpusService {
+    async fn list(&self, filter: TaskFilter) -> Result<TaskList, AppError> {
+        let mut categories: Vec<(String, String, usize)> = Vec::new();
+        for t in self.world.tasks() {
+            let (d, c) = (t.domain.as_str(), t.category.as_str());
+            match categories.iter_mut().find(|(dd, cc, _)| dd == d && cc == c) {
+                Some(entry) => entry.2 += 1,
+                None => categories.push((d.to_string(), c.to_string(), 1)),
+            }
+        }
+        let tasks = self
+            .world
+            .tasks()
+            .filter(|t| matches(t, &filter))
+            .map(|t| summary(t))
+            .collect();
+        Ok(TaskList {
+            tasks,
+            corpus_size: self.world.task_count(),
+            categories,
+        })
+    }
+
+    async fn get(&self, id: String) -> Result<TaskDetail, AppError> {
+        let task = self
+            .world
+            .task(&id)
+            .ok_or_else(|| AppError::NotFound(format!("task {id}")))?;
+        Ok(detail(task))
+    }
+}
