@@ -26,10 +26,19 @@ pub struct EpisodeChrome<'a> {
 }
 
 impl View<'_> {
-    fn href(&self, url: &str) -> String {
-        match &self.episode {
-            Some(ep) if url.starts_with('/') => format!("/ep/{}{url}", ep.id),
-            _ => url.to_string(),
+    /// The link target as served: episode-prefixed for site paths, unchanged for http(s)
+    /// URLs, and `None` for anything else (`javascript:`, `data:` …), which is shown as text.
+    fn href(&self, url: &str) -> Option<String> {
+        let lower = url.trim_start().to_ascii_lowercase();
+        if url.starts_with('/') && !url.starts_with("//") {
+            Some(match &self.episode {
+                Some(ep) => format!("/ep/{}{url}", ep.id),
+                None => url.to_string(),
+            })
+        } else if lower.starts_with("http://") || lower.starts_with("https://") {
+            Some(url.to_string())
+        } else {
+            None
         }
     }
 }
@@ -61,7 +70,7 @@ fn verdict_label(domain: Domain) -> &'static str {
 /// The HTML page. Every string from the task is escaped by maud.
 pub fn html(view: &View<'_>) -> String {
     let blocks = parse(view.text);
-    let search_action = view.href("/wiki/search");
+    let search_action = view.href("/wiki/search").unwrap_or_default();
     let markup: Markup = html! {
         (DOCTYPE)
         html lang="en" {
@@ -73,7 +82,7 @@ pub fn html(view: &View<'_>) -> String {
             }
             body class={ "site site-" (view.domain.as_str()) } {
                 header class="site-header" {
-                    a class="site-name" href=(view.href(home(view.domain))) { (site_name(view.domain)) }
+                    a class="site-name" href=(view.href(home(view.domain)).unwrap_or_default()) { (site_name(view.domain)) }
                     @if view.domain == Domain::Wiki {
                         form class="site-search" method="get" action=(search_action) role="search" {
                             input type="search" name="pattern" aria-label="Search the wiki" placeholder="Search";
@@ -92,7 +101,10 @@ pub fn html(view: &View<'_>) -> String {
                             h2 { "Related" }
                             ul {
                                 @for (label, url) in &view.links {
-                                    li { a href=(view.href(url)) { (label) } }
+                                    @match view.href(url) {
+                                        Some(href) => li { a href=(href) { (label) } },
+                                        None => li { (label) " (" (url) ")" },
+                                    }
                                 }
                             }
                         }
@@ -230,6 +242,15 @@ mod tests {
         assert!(!out.contains("<img src=x"));
         assert!(out.contains("&lt;script&gt;"));
         assert!(out.contains("T &lt;b&gt;"));
+    }
+
+    #[test]
+    fn only_site_paths_and_http_urls_become_links() {
+        let mut v = view("x");
+        v.links = vec![("bad".into(), "javascript:alert(1)".into()), ("proto".into(), "//evil.example/x".into()), ("ok".into(), "https://example.org/".into())];
+        let out = html(&v);
+        assert!(!out.contains("href=\"javascript:") && !out.contains("href=\"//evil"));
+        assert!(out.contains("href=\"https://example.org/\""));
     }
 
     #[test]

@@ -1,0 +1,115 @@
+//! The `mirage` binary as a user runs it.
+
+use std::process::{Command, Output};
+
+use crate::support::temp_path;
+
+fn mirage(db: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mirage"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run mirage")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn count(lines: &str, needle: &str) -> usize {
+    lines.lines().filter(|l| l.contains(needle)).count()
+}
+
+#[test]
+fn export_has_750_tasks_with_the_paper_split_and_is_byte_identical_across_databases() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = mirage(&temp_path(&dir, "a.db"), &["corpus", "export"]);
+    assert!(a.status.success(), "{}", stderr(&a));
+    let text = stdout(&a);
+    assert_eq!(text.lines().count(), 750);
+    assert_eq!(count(&text, "\"domain\":\"shop\""), 300);
+    assert_eq!(count(&text, "\"domain\":\"forum\""), 150);
+    assert_eq!(count(&text, "\"domain\":\"wiki\""), 300);
+    let out = temp_path(&dir, "b.jsonl");
+    let b = mirage(&temp_path(&dir, "b.db"), &["corpus", "export", "--out", out.to_str().expect("utf-8")]);
+    assert!(b.status.success(), "{}", stderr(&b));
+    assert_eq!(std::fs::read_to_string(&out).expect("exported file"), text, "same seed, same bytes");
+}
+
+#[test]
+fn the_shipped_corpus_has_a_fixed_fingerprint() {
+    // Same seed → same corpus on every machine. A deliberate generator change updates this.
+    let version = server::cli::corpus_version(&server::corpus::generate::corpus());
+    assert_eq!(version, include_str!("corpus.version").trim());
+}
+
+#[test]
+fn validate_passes_on_the_stored_corpus_and_on_an_exported_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = temp_path(&dir, "v.db");
+    let v = mirage(&db, &["corpus", "validate"]);
+    assert!(v.status.success(), "{}", stderr(&v));
+    assert!(stdout(&v).contains("750 tasks, all valid"));
+    let file = temp_path(&dir, "all.jsonl");
+    assert!(mirage(&db, &["corpus", "export", "--out", file.to_str().expect("utf-8")]).status.success());
+    let v = mirage(&db, &["corpus", "validate", file.to_str().expect("utf-8")]);
+    assert!(v.status.success(), "{}", stderr(&v));
+}
+
+fn one_task(db: &std::path::Path) -> serde_json::Value {
+    let out = mirage(db, &["corpus", "export"]);
+    serde_json::from_str(stdout(&out).lines().next().expect("a line")).expect("json")
+}
+
+#[test]
+fn an_invalid_import_names_file_line_and_field_and_stores_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = temp_path(&dir, "i.db");
+    let mut good = one_task(&db);
+    good["id"] = "imported-good".into();
+    let mut bad = good.clone();
+    bad["id"] = "imported-bad".into();
+    bad["verdict"]["optimal"] = "SELL_EVERYTHING".into();
+    let file = temp_path(&dir, "tasks.jsonl");
+    std::fs::write(&file, format!("{good}\n{bad}\n")).expect("write");
+    let out = mirage(&db, &["corpus", "import", file.to_str().expect("utf-8")]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains(&format!("{}:2:verdict.optimal:", file.display())), "{err}");
+    assert!(err.contains("nothing was imported"), "{err}");
+    let export = stdout(&mirage(&db, &["corpus", "export"]));
+    assert_eq!(export.lines().count(), 750, "nothing from the file was stored");
+    assert!(!export.contains("imported-good"));
+}
+
+#[test]
+fn a_valid_import_is_stored_and_a_repeated_one_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = temp_path(&dir, "j.db");
+    let mut task = one_task(&db);
+    task["id"] = "team-task-1".into();
+    task["team_owner"] = "qa".into();
+    let file = temp_path(&dir, "one.jsonl");
+    std::fs::write(&file, format!("{task}\n")).expect("write");
+    let out = mirage(&db, &["corpus", "import", file.to_str().expect("utf-8")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let export = stdout(&mirage(&db, &["corpus", "export"]));
+    assert_eq!(export.lines().count(), 751);
+    assert!(export.lines().last().expect("line").contains("\"team_owner\":\"qa\""), "unknown fields are kept");
+    let again = mirage(&db, &["corpus", "import", file.to_str().expect("utf-8")]);
+    assert!(!again.status.success());
+    assert!(stderr(&again).contains(":1:id: task team-task-1 is already stored"), "{}", stderr(&again));
+}
+
+#[test]
+fn a_missing_file_is_reported_by_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = mirage(&temp_path(&dir, "k.db"), &["corpus", "import", "/nonexistent/tasks.jsonl"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("reading /nonexistent/tasks.jsonl"), "{}", stderr(&out));
+}

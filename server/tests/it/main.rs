@@ -1,0 +1,9 @@
+//! The one integration-test binary: real server on a loopback port, real SQLite files,
+//! real HTTP, and the real `mirage` binary for the command line.
+
+mod cli;
+mod dashboard;
+mod episodes;
+mod sites;
+mod store;
+mod support;
