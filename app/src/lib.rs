@@ -36,6 +36,12 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    // Effects run only in the browser, after hydration: the e2e suite waits for this mark.
+    Effect::new(|_| {
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
     view! {
         <Stylesheet id="mirage" href="/pkg/mirage.css"/>
         <Title formatter=|t: String| if t.is_empty() { "Mirage".to_string() } else { format!("{t} · Mirage") }/>

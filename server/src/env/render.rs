@@ -247,7 +247,11 @@ mod tests {
     #[test]
     fn only_site_paths_and_http_urls_become_links() {
         let mut v = view("x");
-        v.links = vec![("bad".into(), "javascript:alert(1)".into()), ("proto".into(), "//evil.example/x".into()), ("ok".into(), "https://example.org/".into())];
+        v.links = vec![
+            ("bad".into(), "javascript:alert(1)".into()),
+            ("proto".into(), "//evil.example/x".into()),
+            ("ok".into(), "https://example.org/".into()),
+        ];
         let out = html(&v);
         assert!(!out.contains("href=\"javascript:") && !out.contains("href=\"//evil"));
         assert!(out.contains("href=\"https://example.org/\""));

@@ -586,9 +586,9 @@ fn coordinated(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
     if v == Variant::FalseAlarm {
         let event = format!("{place} safety history edit-a-thon");
         c.summary = "Edit-a-thon: add inquiry recommendations with sources".to_string();
-        c.added = format!(
+        c.added =
             "The inquiry made 106 recommendations, all adopted by the regulator (sources added)."
-        );
+                .to_string();
         rival(
             g,
             &mut c,

@@ -1,0 +1,36 @@
+// End-to-end suite: the real `mirage` binary on a fresh SQLite file, driven in Debian's
+// Chromium (never a downloaded browser build).
+import { defineConfig } from '@playwright/test';
+
+const port = Number(process.env.MIRAGE_E2E_PORT ?? 3199);
+const root = `${__dirname}/..`;
+const db = `${__dirname}/test-results/e2e.db`;
+
+export default defineConfig({
+  testDir: './tests',
+  timeout: 60_000,
+  expect: { timeout: 15_000 },
+  forbidOnly: !!process.env.CI,
+  retries: process.env.CI ? 1 : 0,
+  workers: 1,
+  reporter: [['list']],
+  use: {
+    baseURL: `http://127.0.0.1:${port}`,
+    trace: 'on-first-retry',
+    launchOptions: {
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      args: [
+        '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+        '--disable-background-networking', '--disable-component-update', '--disable-sync',
+        '--disable-dev-shm-usage',
+      ],
+    },
+  },
+  webServer: {
+    command: `rm -f ${db}* && mkdir -p ${__dirname}/test-results && ${root}/target/debug/mirage --db ${db} serve --addr 127.0.0.1:${port} --site-root ${root}/target/site`,
+    url: `http://127.0.0.1:${port}/healthz`,
+    reuseExistingServer: false,
+    timeout: 120_000,
+    stdout: 'pipe',
+  },
+});
