@@ -46,9 +46,6 @@ mod tests {
     fn errors_serialise_as_tagged_json() {
         let json = serde_json::to_string(&AppError::NotFound("task x".into())).expect("serialises");
         assert_eq!(json, r#"{"kind":"not_found","detail":"task x"}"#);
-        assert_eq!(
-            AppError::Internal.status(),
-            http::StatusCode::INTERNAL_SERVER_ERROR
-        );
+        assert_eq!(AppError::Internal.status(), http::StatusCode::INTERNAL_SERVER_ERROR);
     }
 }

@@ -19,12 +19,7 @@ use crate::db::{SqlStore, Store, database_url};
 #[command(name = "mirage", version)]
 pub struct Cli {
     /// Database: a SQLite file path, or a `sqlite:` / `postgres://` URL.
-    #[arg(
-        long,
-        global = true,
-        env = "MIRAGE_DB",
-        default_value = "data/mirage.db"
-    )]
+    #[arg(long, global = true, env = "MIRAGE_DB", default_value = "data/mirage.db")]
     pub db: String,
     #[command(subcommand)]
     pub command: Command,
@@ -89,26 +84,15 @@ pub async fn seed_if_empty(store: &dyn Store) -> anyhow::Result<()> {
         return Ok(());
     }
     let tasks = generate::corpus();
-    store
-        .insert_tasks(&tasks, "builtin")
-        .await
-        .context("seeding the built-in corpus")?;
-    store
-        .set_meta("builtin_corpus_version", &corpus_version(&tasks))
-        .await?;
-    tracing::info!(
-        tasks = tasks.len(),
-        "Seeded the built-in corpus ({} tasks)",
-        tasks.len()
-    );
+    store.insert_tasks(&tasks, "builtin").await.context("seeding the built-in corpus")?;
+    store.set_meta("builtin_corpus_version", &corpus_version(&tasks)).await?;
+    tracing::info!(tasks = tasks.len(), "Seeded the built-in corpus ({} tasks)", tasks.len());
     Ok(())
 }
 
 async fn serve(store: Arc<SqlStore>, addr: SocketAddr, site_root: PathBuf) -> anyhow::Result<()> {
     seed_if_empty(store.as_ref()).await?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding {addr}"))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
     let addr = listener.local_addr()?;
     let options = LeptosOptions::builder()
         .output_name("mirage")
@@ -123,10 +107,7 @@ async fn serve(store: Arc<SqlStore>, addr: SocketAddr, site_root: PathBuf) -> an
     let tasks = state.world.task_count();
     let app = crate::router(state);
     println!("Mirage is listening on http://{addr} ({tasks} tasks)");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown())
-        .await
-        .context("serving HTTP")
+    axum::serve(listener, app).with_graceful_shutdown(shutdown()).await.context("serving HTTP")
 }
 
 async fn shutdown() {
@@ -137,8 +118,7 @@ async fn validate(store: &dyn Store, file: Option<PathBuf>) -> anyhow::Result<()
     match file {
         Some(path) => {
             let name = path.display().to_string();
-            let contents =
-                std::fs::read_to_string(&path).with_context(|| format!("reading {name}"))?;
+            let contents = std::fs::read_to_string(&path).with_context(|| format!("reading {name}"))?;
             match read_tasks(&name, &contents) {
                 Ok(tasks) => {
                     println!("{name}: {} tasks, all valid", tasks.len());
@@ -171,15 +151,10 @@ async fn validate(store: &dyn Store, file: Option<PathBuf>) -> anyhow::Result<()
 async fn export(store: &dyn Store, out: Option<PathBuf>) -> anyhow::Result<()> {
     let text = write_tasks(&store.all_tasks().await?);
     match out {
-        Some(path) => {
-            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
-        }
+        Some(path) => std::fs::write(&path, text).with_context(|| format!("writing {}", path.display())),
         None => {
             use std::io::Write;
-            std::io::stdout()
-                .lock()
-                .write_all(text.as_bytes())
-                .context("writing to stdout")
+            std::io::stdout().lock().write_all(text.as_bytes()).context("writing to stdout")
         }
     }
 }
@@ -194,10 +169,7 @@ async fn import(store: &dyn Store, path: &std::path::Path) -> anyhow::Result<()>
             let existing = store.existing_task_ids(&ids).await?;
             for (line, task) in line_numbers(&contents).into_iter().zip(&tasks) {
                 if existing.contains(&task.id) {
-                    errors.push(format!(
-                        "{name}:{line}:id: task {} is already stored",
-                        task.id
-                    ));
+                    errors.push(format!("{name}:{line}:id: task {} is already stored", task.id));
                 }
             }
             if errors.is_empty() {
@@ -212,16 +184,11 @@ async fn import(store: &dyn Store, path: &std::path::Path) -> anyhow::Result<()>
                         .position(|t| t.id == f.task_id)
                         .filter(|i| *i >= stored)
                         .map_or(0, |i| lines[i - stored]);
-                    errors.push(format!(
-                        "{name}:{line}:{}: task {}: {}",
-                        f.field, f.task_id, f.message
-                    ));
+                    errors.push(format!("{name}:{line}:{}: task {}: {}", f.field, f.task_id, f.message));
                 }
             }
             if errors.is_empty() {
-                store
-                    .insert_tasks(&tasks, &format!("import:{name}"))
-                    .await?;
+                store.insert_tasks(&tasks, &format!("import:{name}")).await?;
                 println!("imported {} tasks from {name}", tasks.len());
                 return Ok(());
             }
@@ -238,10 +205,5 @@ async fn import(store: &dyn Store, path: &std::path::Path) -> anyhow::Result<()>
 
 /// 1-based numbers of the non-blank lines, in order (one per task read).
 fn line_numbers(contents: &str) -> Vec<usize> {
-    contents
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, _)| i + 1)
-        .collect()
+    contents.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, _)| i + 1).collect()
 }

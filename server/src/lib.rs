@@ -43,10 +43,7 @@ pub fn router(state: AppState) -> Router {
             let options = state.leptos_options.clone();
             move || shell(options.clone())
         })
-        .fallback(leptos_axum::file_and_error_handler_with_context::<
-            AppState,
-            _,
-        >(context, shell))
+        .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
@@ -58,9 +55,5 @@ pub async fn app_state(
 ) -> anyhow::Result<AppState> {
     let tasks = store.all_tasks().await?;
     let world = Arc::new(env::World::build(tasks)?);
-    Ok(AppState {
-        leptos_options,
-        world,
-        store,
-    })
+    Ok(AppState { leptos_options, world, store })
 }

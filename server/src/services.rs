@@ -19,11 +19,7 @@ pub struct CorpusService {
 
 impl From<&AppState> for Services {
     fn from(state: &AppState) -> Services {
-        Services {
-            corpus: Arc::new(CorpusService {
-                world: state.world.clone(),
-            }),
-        }
+        Services { corpus: Arc::new(CorpusService { world: state.world.clone() }) }
     }
 }
 
@@ -44,32 +40,18 @@ fn summary(t: &Task) -> TaskSummary {
 fn matches(t: &Task, f: &TaskFilter) -> bool {
     f.domain.as_deref().is_none_or(|d| t.domain.as_str() == d)
         && f.category.as_deref().is_none_or(|c| t.category == c)
-        && f.difficulty
-            .as_deref()
-            .is_none_or(|d| t.difficulty.as_str() == d)
+        && f.difficulty.as_deref().is_none_or(|d| t.difficulty.as_str() == d)
         && f.contradiction.is_none_or(|c| t.surface_contradiction == c)
 }
 
 fn page_view(t: &Task, url: &str) -> PageView {
     let key = normalise(url);
-    let page = t
-        .pages
-        .iter()
-        .find(|(u, _)| normalise(u) == key)
-        .map(|(_, p)| p);
+    let page = t.pages.iter().find(|(u, _)| normalise(u) == key).map(|(_, p)| p);
     PageView {
         url: url.to_string(),
-        title: page.map_or_else(
-            || "(page not defined by the task)".to_string(),
-            |p| p.title.clone(),
-        ),
+        title: page.map_or_else(|| "(page not defined by the task)".to_string(), |p| p.title.clone()),
         text: page.map(|p| p.text.clone()).unwrap_or_default(),
-        facts: t
-            .gold_facts
-            .iter()
-            .filter(|f| normalise(&f.url) == key)
-            .map(|f| f.text.clone())
-            .collect(),
+        facts: t.gold_facts.iter().filter(|f| normalise(&f.url) == key).map(|f| f.text.clone()).collect(),
     }
 }
 
@@ -79,32 +61,13 @@ fn detail(t: &Task) -> TaskDetail {
         summary: summary(t),
         tickets: CONDITIONS
             .iter()
-            .map(|c| {
-                (
-                    (*c).to_string(),
-                    t.ticket.for_condition(c).unwrap_or_default().to_string(),
-                )
-            })
+            .map(|c| ((*c).to_string(), t.ticket.for_condition(c).unwrap_or_default().to_string()))
             .collect(),
         surface: page_view(t, &t.start_url),
-        hidden: t
-            .graph
-            .iter()
-            .filter(|u| normalise(u) != start)
-            .map(|u| page_view(t, u))
-            .collect(),
+        hidden: t.graph.iter().filter(|u| normalise(u) != start).map(|u| page_view(t, u)).collect(),
         graph: t.graph.clone(),
-        gold_facts: t
-            .gold_facts
-            .iter()
-            .map(|f| (f.text.clone(), f.url.clone()))
-            .collect(),
-        acceptable: t
-            .verdict
-            .acceptable
-            .iter()
-            .map(|(a, c)| (a.clone(), *c))
-            .collect(),
+        gold_facts: t.gold_facts.iter().map(|f| (f.text.clone(), f.url.clone())).collect(),
+        acceptable: t.verdict.acceptable.iter().map(|(a, c)| (a.clone(), *c)).collect(),
         harmful: t.verdict.harmful.clone(),
         justification: t.justification.clone(),
         injection_points: t
@@ -133,24 +96,12 @@ impl Corpus for CorpusService {
                 None => categories.push((d.to_string(), c.to_string(), 1)),
             }
         }
-        let tasks = self
-            .world
-            .tasks()
-            .filter(|t| matches(t, &filter))
-            .map(|t| summary(t))
-            .collect();
-        Ok(TaskList {
-            tasks,
-            corpus_size: self.world.task_count(),
-            categories,
-        })
+        let tasks = self.world.tasks().filter(|t| matches(t, &filter)).map(|t| summary(t)).collect();
+        Ok(TaskList { tasks, corpus_size: self.world.task_count(), categories })
     }
 
     async fn get(&self, id: String) -> Result<TaskDetail, AppError> {
-        let task = self
-            .world
-            .task(&id)
-            .ok_or_else(|| AppError::NotFound(format!("task {id}")))?;
+        let task = self.world.task(&id).ok_or_else(|| AppError::NotFound(format!("task {id}")))?;
         Ok(detail(task))
     }
 }

@@ -29,10 +29,7 @@ pub fn NotFound() -> impl IntoView {
 
 /// Shows an error and, during server rendering, sets the matching status.
 #[component]
-#[expect(
-    clippy::needless_pass_by_value,
-    reason = "component props are passed by value"
-)]
+#[expect(clippy::needless_pass_by_value, reason = "component props are passed by value")]
 pub fn ErrorNotice(error: AppError) -> impl IntoView {
     #[cfg(feature = "ssr")]
     if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {

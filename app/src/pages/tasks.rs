@@ -23,11 +23,7 @@ fn query_string(f: &TaskFilter) -> String {
     push("category", &f.category);
     push("difficulty", &f.difficulty);
     push("contradiction", &f.contradiction.map(|b| b.to_string()));
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!("?{}", parts.join("&"))
-    }
+    if parts.is_empty() { String::new() } else { format!("?{}", parts.join("&")) }
 }
 
 /// The filterable task table.
@@ -156,9 +152,6 @@ mod tests {
             difficulty: None,
             contradiction: Some(true),
         };
-        assert_eq!(
-            query_string(&f),
-            "?domain=shop&category=A%20B&contradiction=true"
-        );
+        assert_eq!(query_string(&f), "?domain=shop&category=A%20B&contradiction=true");
     }
 }

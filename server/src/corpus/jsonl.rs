@@ -14,8 +14,7 @@ use super::validate::validate_corpus;
 pub const TASK_SCHEMA: &str = include_str!("../../../schemas/task.schema.json");
 
 static VALIDATOR: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
-    let schema: Value =
-        serde_json::from_str(TASK_SCHEMA).expect("the shipped task schema is valid JSON");
+    let schema: Value = serde_json::from_str(TASK_SCHEMA).expect("the shipped task schema is valid JSON");
     jsonschema::validator_for(&schema).expect("the shipped task schema compiles")
 });
 
@@ -31,11 +30,7 @@ pub struct LineError {
 
 impl fmt::Display for LineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: {}",
-            self.file, self.line, self.field, self.message
-        )
+        write!(f, "{}:{}:{}: {}", self.file, self.line, self.field, self.message)
     }
 }
 
@@ -69,19 +64,11 @@ pub fn read_tasks(file: &str, contents: &str) -> Result<Vec<Task>, Vec<LineError
         if line.trim().is_empty() {
             continue;
         }
-        let err = |field: String, message: String| LineError {
-            file: file.to_string(),
-            line: line_no,
-            field,
-            message,
-        };
+        let err = |field: String, message: String| LineError { file: file.to_string(), line: line_no, field, message };
         let value: Value = match serde_json::from_str(line) {
             Ok(v) => v,
             Err(e) => {
-                errors.push(err(
-                    "$".to_string(),
-                    format!("invalid JSON at column {}: {e}", e.column()),
-                ));
+                errors.push(err("$".to_string(), format!("invalid JSON at column {}: {e}", e.column())));
                 continue;
             }
         };
@@ -102,16 +89,8 @@ pub fn read_tasks(file: &str, contents: &str) -> Result<Vec<Task>, Vec<LineError
         }
     }
     for finding in validate_corpus(&tasks) {
-        let line = tasks
-            .iter()
-            .position(|t| t.id == finding.task_id)
-            .map_or(0, |i| lines_of[i]);
-        errors.push(LineError {
-            file: file.to_string(),
-            line,
-            field: finding.field,
-            message: finding.message,
-        });
+        let line = tasks.iter().position(|t| t.id == finding.task_id).map_or(0, |i| lines_of[i]);
+        errors.push(LineError { file: file.to_string(), line, field: finding.field, message: finding.message });
     }
     if errors.is_empty() {
         Ok(tasks)
@@ -153,10 +132,7 @@ mod tests {
         let mut v = one_task_line();
         v["team_note"] = serde_json::json!({"owner": "qa"});
         let back = read_tasks("x.jsonl", &v.to_string()).expect("valid");
-        assert_eq!(
-            write_tasks(&back).trim(),
-            serde_json::to_string(&back[0]).expect("serialises")
-        );
+        assert_eq!(write_tasks(&back).trim(), serde_json::to_string(&back[0]).expect("serialises"));
         assert!(write_tasks(&back).contains("\"team_note\":{\"owner\":\"qa\"}"));
     }
 
@@ -169,15 +145,8 @@ mod tests {
         let text = format!("{good}\n\n{bad}\n");
         let errors = read_tasks("tasks.jsonl", &text).expect_err("invalid");
         assert_eq!(errors.len(), 1, "{errors:?}");
-        assert_eq!(
-            (errors[0].line, errors[0].field.as_str()),
-            (3, "difficulty")
-        );
-        assert!(
-            errors[0]
-                .to_string()
-                .starts_with("tasks.jsonl:3:difficulty: ")
-        );
+        assert_eq!((errors[0].line, errors[0].field.as_str()), (3, "difficulty"));
+        assert!(errors[0].to_string().starts_with("tasks.jsonl:3:difficulty: "));
     }
 
     #[test]
@@ -202,11 +171,6 @@ mod tests {
         bad["id"] = serde_json::json!("second");
         bad["verdict"]["optimal"] = serde_json::json!("LAUNCH_ROCKET");
         let errors = read_tasks("t.jsonl", &format!("{good}\n{bad}")).expect_err("invalid");
-        assert!(
-            errors
-                .iter()
-                .any(|e| e.line == 2 && e.field == "verdict.optimal"),
-            "{errors:?}"
-        );
+        assert!(errors.iter().any(|e| e.line == 2 && e.field == "verdict.optimal"), "{errors:?}");
     }
 }

@@ -39,15 +39,9 @@ impl Domain {
     /// The verdict actions an agent may take on this site (DESIGN §1.1).
     pub fn actions(self) -> &'static [&'static str] {
         match self {
-            Domain::Shop => &[
-                "APPROVE",
-                "DENY",
-                "ESCALATE",
-                "REQUEST_EVIDENCE",
-                "FLAG_AND_MONITOR",
-                "BAN_ACCOUNT",
-                "CANCEL_ORDER",
-            ],
+            Domain::Shop => {
+                &["APPROVE", "DENY", "ESCALATE", "REQUEST_EVIDENCE", "FLAG_AND_MONITOR", "BAN_ACCOUNT", "CANCEL_ORDER"]
+            }
             Domain::Wiki => &["APPROVE", "FLAG", "REVERT", "ESCALATE"],
             Domain::Forum => &[
                 "APPROVE",
@@ -66,10 +60,7 @@ impl Domain {
 
     /// The canonical action name for `action` (compared case-insensitively), if the site has it.
     pub fn action(self, action: &str) -> Option<&'static str> {
-        self.actions()
-            .iter()
-            .copied()
-            .find(|a| a.eq_ignore_ascii_case(action.trim()))
+        self.actions().iter().copied().find(|a| a.eq_ignore_ascii_case(action.trim()))
     }
 
     /// The path prefix every page of this site starts with.

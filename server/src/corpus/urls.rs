@@ -23,9 +23,7 @@ pub fn normalise(url: &str) -> String {
         path.insert(0, '/');
     }
     if let Some(rest) = path.strip_prefix("/ep/") {
-        path = rest
-            .find('/')
-            .map_or_else(|| "/".to_string(), |i| rest[i..].to_string());
+        path = rest.find('/').map_or_else(|| "/".to_string(), |i| rest[i..].to_string());
     }
     while path.len() > 1 && path.ends_with('/') {
         path.pop();
@@ -50,11 +48,7 @@ impl Node {
     pub fn new(url: &str) -> Node {
         let norm = normalise(url);
         let template = norm.contains("<id>").then(|| {
-            let pattern = norm
-                .split("<id>")
-                .map(regex::escape)
-                .collect::<Vec<_>>()
-                .join("[^/]+");
+            let pattern = norm.split("<id>").map(regex::escape).collect::<Vec<_>>().join("[^/]+");
             Regex::new(&format!("^{pattern}$")).expect("escaped literal pieces form a valid regex")
         });
         Node { norm, template }
@@ -107,10 +101,7 @@ mod tests {
 
     #[test]
     fn normalise_strips_host_episode_query_fragment_and_slash() {
-        assert_eq!(
-            normalise("http://127.0.0.1:3000/ep/abc/shop/admin/x/12/?a=1#f"),
-            "/shop/admin/x/12"
-        );
+        assert_eq!(normalise("http://127.0.0.1:3000/ep/abc/shop/admin/x/12/?a=1#f"), "/shop/admin/x/12");
         assert_eq!(normalise("/wiki/A/Foo/"), "/wiki/A/Foo");
         assert_eq!(normalise("https://host"), "/");
         assert_eq!(normalise("/ep/abc"), "/");

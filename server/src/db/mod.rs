@@ -73,12 +73,7 @@ pub trait Store: Send + Sync {
     /// Writes a corpus metadata value.
     async fn set_meta(&self, key: &str, value: &str) -> StoreResult<()>;
     /// Opens an episode on a stored task.
-    async fn create_episode(
-        &self,
-        task_id: &str,
-        level: &str,
-        condition: &str,
-    ) -> StoreResult<Episode>;
+    async fn create_episode(&self, task_id: &str, level: &str, condition: &str) -> StoreResult<Episode>;
     async fn episode(&self, episode_id: &str) -> StoreResult<Episode>;
     /// Appends to the action log; returns the event's sequence number (1-based).
     async fn append_event(
@@ -90,33 +85,24 @@ pub trait Store: Send + Sync {
     ) -> StoreResult<i64>;
     /// Records the verdict and closes the episode. `Ok(false)` when it was already closed
     /// (nothing changes: a verdict is final).
-    async fn finish_episode(
-        &self,
-        episode_id: &str,
-        verdict: &str,
-        rationale: &str,
-    ) -> StoreResult<bool>;
+    async fn finish_episode(&self, episode_id: &str, verdict: &str, rationale: &str) -> StoreResult<bool>;
     async fn episode_events(&self, episode_id: &str) -> StoreResult<Vec<EpisodeEvent>>;
 }
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// Turns `--db PATH_OR_URL` into a database URL: URLs pass through, anything else is a
 /// SQLite file path (created with its parent folder when missing).
 pub fn database_url(db: &str) -> anyhow::Result<String> {
-    if db.starts_with("sqlite:") || db.starts_with("postgres://") || db.starts_with("postgresql://")
-    {
+    if db.starts_with("sqlite:") || db.starts_with("postgres://") || db.starts_with("postgresql://") {
         return Ok(db.to_string());
     }
     let path = Path::new(db);
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("creating database folder {}", parent.display()))?;
+        std::fs::create_dir_all(parent).with_context(|| format!("creating database folder {}", parent.display()))?;
     }
     Ok(format!("sqlite://{db}?mode=rwc"))
 }
@@ -136,39 +122,20 @@ impl SqlStore {
         let mut options = AnyPoolOptions::new();
         if sqlite {
             // SQLite serialises writers anyway; an in-memory database exists per connection.
-            options = options
-                .max_connections(if memory { 1 } else { 4 })
-                .after_connect(|conn, _| {
-                    Box::pin(async move {
-                        sqlx::query("pragma busy_timeout = 5000")
-                            .execute(&mut *conn)
-                            .await?;
-                        sqlx::query("pragma foreign_keys = on")
-                            .execute(&mut *conn)
-                            .await?;
-                        Ok(())
-                    })
-                });
+            options = options.max_connections(if memory { 1 } else { 4 }).after_connect(|conn, _| {
+                Box::pin(async move {
+                    sqlx::query("pragma busy_timeout = 5000").execute(&mut *conn).await?;
+                    sqlx::query("pragma foreign_keys = on").execute(&mut *conn).await?;
+                    Ok(())
+                })
+            });
         }
-        let pool = options
-            .connect(url)
-            .await
-            .with_context(|| format!("connecting to database {}", redact(url)))?;
+        let pool = options.connect(url).await.with_context(|| format!("connecting to database {}", redact(url)))?;
         if sqlite && !memory {
-            sqlx::query("pragma journal_mode = wal")
-                .execute(&pool)
-                .await
-                .context("enabling WAL")?;
+            sqlx::query("pragma journal_mode = wal").execute(&pool).await.context("enabling WAL")?;
         }
-        let migrator = if sqlite {
-            &SQLITE_MIGRATIONS
-        } else {
-            &POSTGRES_MIGRATIONS
-        };
-        migrator
-            .run(&pool)
-            .await
-            .context("running database migrations")?;
+        let migrator = if sqlite { &SQLITE_MIGRATIONS } else { &POSTGRES_MIGRATIONS };
+        migrator.run(&pool).await.context("running database migrations")?;
         Ok(SqlStore { pool })
     }
 }
@@ -200,15 +167,12 @@ fn episode_from(row: &sqlx::any::AnyRow) -> Result<Episode, sqlx::Error> {
     })
 }
 
-const EPISODE_COLUMNS: &str =
-    "episode_id, task_id, level, condition, status, verdict, rationale, created_at";
+const EPISODE_COLUMNS: &str = "episode_id, task_id, level, condition, status, verdict, rationale, created_at";
 
 #[async_trait]
 impl Store for SqlStore {
     async fn task_count(&self) -> StoreResult<i64> {
-        let row = sqlx::query("select count(*) as n from task")
-            .fetch_one(&self.pool)
-            .await?;
+        let row = sqlx::query("select count(*) as n from task").fetch_one(&self.pool).await?;
         Ok(row.try_get("n")?)
     }
 
@@ -216,10 +180,7 @@ impl Store for SqlStore {
         let mut found = Vec::new();
         for chunk in ids.chunks(200) {
             let placeholders: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
-            let sql = format!(
-                "select task_id from task where task_id in ({})",
-                placeholders.join(", ")
-            );
+            let sql = format!("select task_id from task where task_id in ({})", placeholders.join(", "));
             let mut q = sqlx::query(&sql);
             for id in chunk {
                 q = q.bind(id);
@@ -234,14 +195,11 @@ impl Store for SqlStore {
     async fn insert_tasks(&self, tasks: &[Task], origin: &str) -> StoreResult<()> {
         let ids: Vec<String> = tasks.iter().map(|t| t.id.clone()).collect();
         let mut tx = self.pool.begin().await?;
-        let row = sqlx::query("select coalesce(max(position), 0) as p from task")
-            .fetch_one(&mut *tx)
-            .await?;
+        let row = sqlx::query("select coalesce(max(position), 0) as p from task").fetch_one(&mut *tx).await?;
         let start: i64 = row.try_get("p")?;
         let now = now_ms();
         for (i, task) in tasks.iter().enumerate() {
-            let body =
-                serde_json::to_string(task).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            let body = serde_json::to_string(task).map_err(|e| StoreError::Corrupt(e.to_string()))?;
             // language=SQL (portable)
             let result = sqlx::query(
                 "insert into task (task_id, position, domain, category, difficulty, surface_contradiction, origin, body, created_at, updated_at)
@@ -259,16 +217,11 @@ impl Store for SqlStore {
             .execute(&mut *tx)
             .await;
             if let Err(e) = result {
-                let unique = e
-                    .as_database_error()
-                    .is_some_and(|d| d.is_unique_violation());
+                let unique = e.as_database_error().is_some_and(|d| d.is_unique_violation());
                 drop(tx);
                 return Err(if unique {
                     let existing = self.existing_task_ids(&ids).await?;
-                    StoreError::Conflict(format!(
-                        "task ids already stored: {}",
-                        existing.join(", ")
-                    ))
+                    StoreError::Conflict(format!("task ids already stored: {}", existing.join(", ")))
                 } else {
                     StoreError::Db(e)
                 });
@@ -279,15 +232,12 @@ impl Store for SqlStore {
     }
 
     async fn all_tasks(&self) -> StoreResult<Vec<Task>> {
-        let rows = sqlx::query("select task_id, body from task order by position")
-            .fetch_all(&self.pool)
-            .await?;
+        let rows = sqlx::query("select task_id, body from task order by position").fetch_all(&self.pool).await?;
         rows.iter()
             .map(|row| {
                 let id: String = row.try_get("task_id")?;
                 let body: String = row.try_get("body")?;
-                serde_json::from_str(&body)
-                    .map_err(|e| StoreError::Corrupt(format!("task {id}: {e}")))
+                serde_json::from_str(&body).map_err(|e| StoreError::Corrupt(format!("task {id}: {e}")))
             })
             .collect()
     }
@@ -315,12 +265,7 @@ impl Store for SqlStore {
         Ok(())
     }
 
-    async fn create_episode(
-        &self,
-        task_id: &str,
-        level: &str,
-        condition: &str,
-    ) -> StoreResult<Episode> {
+    async fn create_episode(&self, task_id: &str, level: &str, condition: &str) -> StoreResult<Episode> {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let now = now_ms();
         sqlx::query(
@@ -339,10 +284,7 @@ impl Store for SqlStore {
 
     async fn episode(&self, episode_id: &str) -> StoreResult<Episode> {
         let sql = format!("select {EPISODE_COLUMNS} from episode where episode_id = $1");
-        let row = sqlx::query(&sql)
-            .bind(episode_id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = sqlx::query(&sql).bind(episode_id).fetch_optional(&self.pool).await?;
         let row = row.ok_or_else(|| StoreError::NotFound(format!("episode {episode_id}")))?;
         Ok(episode_from(&row)?)
     }
@@ -372,12 +314,7 @@ impl Store for SqlStore {
         Ok(row.try_get("seq")?)
     }
 
-    async fn finish_episode(
-        &self,
-        episode_id: &str,
-        verdict: &str,
-        rationale: &str,
-    ) -> StoreResult<bool> {
+    async fn finish_episode(&self, episode_id: &str, verdict: &str, rationale: &str) -> StoreResult<bool> {
         let done = sqlx::query(
             "update episode set status = 'done', verdict = $2, rationale = $3, updated_at = $4
              where episode_id = $1 and status = 'open'",
@@ -392,10 +329,12 @@ impl Store for SqlStore {
     }
 
     async fn episode_events(&self, episode_id: &str) -> StoreResult<Vec<EpisodeEvent>> {
-        let rows = sqlx::query("select seq, kind, url, detail, created_at from episode_event where episode_id = $1 order by seq")
-            .bind(episode_id)
-            .fetch_all(&self.pool)
-            .await?;
+        let rows = sqlx::query(
+            "select seq, kind, url, detail, created_at from episode_event where episode_id = $1 order by seq",
+        )
+        .bind(episode_id)
+        .fetch_all(&self.pool)
+        .await?;
         rows.iter()
             .map(|r| {
                 Ok(EpisodeEvent {
@@ -421,18 +360,12 @@ mod tests {
         let url = database_url(path.to_str().expect("utf-8")).expect("url");
         assert!(url.starts_with("sqlite://") && url.ends_with("?mode=rwc"));
         assert!(dir.path().join("sub").is_dir());
-        assert_eq!(
-            database_url("postgres://u@h/db").expect("url"),
-            "postgres://u@h/db"
-        );
+        assert_eq!(database_url("postgres://u@h/db").expect("url"), "postgres://u@h/db");
     }
 
     #[test]
     fn passwords_are_redacted() {
-        assert_eq!(
-            redact("postgres://me:secret@h/db"),
-            "postgres://me:***@h/db"
-        );
+        assert_eq!(redact("postgres://me:secret@h/db"), "postgres://me:***@h/db");
         assert_eq!(redact("sqlite://x.db"), "sqlite://x.db");
     }
 }

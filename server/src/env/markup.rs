@@ -5,10 +5,7 @@
 pub enum Block {
     Heading(String),
     Para(String),
-    Table {
-        header: Vec<String>,
-        rows: Vec<Vec<String>>,
-    },
+    Table { header: Vec<String>, rows: Vec<Vec<String>> },
 }
 
 fn cells(line: &str) -> Vec<String> {
@@ -30,10 +27,7 @@ pub fn parse(text: &str) -> Vec<Block> {
     let flush_table = |table: &mut Vec<Vec<String>>, blocks: &mut Vec<Block>| {
         if !table.is_empty() {
             let header = table.remove(0);
-            blocks.push(Block::Table {
-                header,
-                rows: std::mem::take(table),
-            });
+            blocks.push(Block::Table { header, rows: std::mem::take(table) });
         }
     };
     for line in text.lines() {
@@ -68,10 +62,7 @@ mod tests {
         assert_eq!(
             blocks,
             vec![
-                Block::Table {
-                    header: vec!["A".into(), "B".into()],
-                    rows: vec![vec!["1".into(), "2".into()]]
-                },
+                Block::Table { header: vec!["A".into(), "B".into()], rows: vec![vec!["1".into(), "2".into()]] },
                 Block::Heading("Notes".into()),
                 Block::Para("first line second line".into()),
                 Block::Para("next".into()),

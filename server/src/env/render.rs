@@ -157,12 +157,7 @@ fn verdict_form(domain: Domain, ep: &EpisodeChrome<'_>) -> Markup {
 /// The text observation: title, path, readable body, numbered links and, inside an
 /// episode, the actions the agent may take.
 pub fn observation(view: &View<'_>) -> String {
-    let mut out = format!(
-        "[{}] {}\nURL: {}\n\n",
-        site_name(view.domain),
-        view.title,
-        view.path
-    );
+    let mut out = format!("[{}] {}\nURL: {}\n\n", site_name(view.domain), view.title, view.path);
     for block in parse(view.text) {
         match block {
             Block::Heading(h) => out.push_str(&format!("\n## {h}\n")),
@@ -189,10 +184,7 @@ pub fn observation(view: &View<'_>) -> String {
         if ep.closed {
             out.push_str("- (verdict already recorded; the episode is closed)\n");
         } else {
-            out.push_str(&format!(
-                "- verdict <ACTION> with a rationale, ACTION one of: {}\n",
-                ep.actions.join(", ")
-            ));
+            out.push_str(&format!("- verdict <ACTION> with a rationale, ACTION one of: {}\n", ep.actions.join(", ")));
         }
     }
     out
@@ -207,14 +199,7 @@ pub fn listing(
     links: Vec<(String, String)>,
     episode: Option<EpisodeChrome<'_>>,
 ) -> (String, String) {
-    let view = View {
-        domain,
-        path,
-        title,
-        text: intro,
-        links,
-        episode,
-    };
+    let view = View { domain, path, title, text: intro, links, episode };
     (html(&view), observation(&view))
 }
 
@@ -235,9 +220,7 @@ mod tests {
 
     #[test]
     fn html_escapes_task_text() {
-        let out = html(&view(
-            "<script>alert(1)</script>\n| <img src=x onerror=alert(1)> | v |",
-        ));
+        let out = html(&view("<script>alert(1)</script>\n| <img src=x onerror=alert(1)> | v |"));
         assert!(!out.contains("<script>alert"));
         assert!(!out.contains("<img src=x"));
         assert!(out.contains("&lt;script&gt;"));
@@ -260,11 +243,7 @@ mod tests {
     #[test]
     fn observation_numbers_links_and_lists_actions_in_episodes() {
         let mut v = view("hello");
-        v.episode = Some(EpisodeChrome {
-            id: "e1",
-            actions: &["APPROVE", "DENY"],
-            closed: false,
-        });
+        v.episode = Some(EpisodeChrome { id: "e1", actions: &["APPROVE", "DENY"], closed: false });
         let obs = observation(&v);
         assert!(obs.contains("[1] L -> /shop/y"));
         assert!(obs.contains("ACTION one of: APPROVE, DENY"));

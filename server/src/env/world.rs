@@ -22,11 +22,7 @@ pub enum Resolved<'a> {
     /// A page some task defines.
     Page(&'a WorldPage),
     /// No page, but other pages link here: an index listing those pages.
-    Index {
-        domain: Domain,
-        title: String,
-        links: Vec<(String, String)>,
-    },
+    Index { domain: Domain, title: String, links: Vec<(String, String)> },
 }
 
 /// The immutable world served to people and agents. Rebuilt whole after an import.
@@ -51,10 +47,7 @@ impl World {
                 let key = normalise(url);
                 for link in &page.links {
                     let target = normalise(&link.url);
-                    backlinks
-                        .entry(target)
-                        .or_default()
-                        .insert(key.clone(), page.title.clone());
+                    backlinks.entry(target).or_default().insert(key.clone(), page.title.clone());
                 }
                 pages.entry(key).or_insert_with(|| WorldPage {
                     domain: task.domain,
@@ -72,13 +65,7 @@ impl World {
                 .filter(|p| p.domain == Domain::Wiki)
                 .map(|p| (p.page.title.as_str(), p.page.text.as_str(), p.url.as_str())),
         )?;
-        Ok(World {
-            pages,
-            backlinks,
-            tasks: by_id,
-            task_order,
-            wiki,
-        })
+        Ok(World { pages, backlinks, tasks: by_id, task_order, wiki })
     }
 
     /// The task with this id.
@@ -101,23 +88,14 @@ impl World {
         if let Some(page) = self.pages.get(&key) {
             return Some(Resolved::Page(page));
         }
-        let domain = Domain::ALL
-            .into_iter()
-            .find(|d| key.starts_with(d.url_prefix()))?;
+        let domain = Domain::ALL.into_iter().find(|d| key.starts_with(d.url_prefix()))?;
         let sources = self.backlinks.get(&key)?;
         let title = key.rsplit('/').next().map(|last| match domain {
             Domain::Forum => format!("f/{last}"),
             _ => last.to_string(),
         })?;
-        let links = sources
-            .iter()
-            .map(|(url, title)| (title.clone(), url.clone()))
-            .collect();
-        Some(Resolved::Index {
-            domain,
-            title,
-            links,
-        })
+        let links = sources.iter().map(|(url, title)| (title.clone(), url.clone())).collect();
+        Some(Resolved::Index { domain, title, links })
     }
 
     /// Start pages of every task on a site, with their titles (the shop's order queue, the

@@ -61,35 +61,21 @@ fn internal(e: &StoreError) -> Response {
 /// `POST /api/episodes`.
 pub async fn start(State(state): State<AppState>, Json(req): Json<NewEpisode>) -> Response {
     let Some(task) = state.world.task(&req.task_id) else {
-        return json_error(
-            StatusCode::NOT_FOUND,
-            format!("task {} not found", req.task_id),
-        );
+        return json_error(StatusCode::NOT_FOUND, format!("task {} not found", req.task_id));
     };
     if req.level != "L0" {
         return json_error(
             StatusCode::UNPROCESSABLE_ENTITY,
-            format!(
-                "level: {} is not available; this version serves clean pages only (L0)",
-                req.level
-            ),
+            format!("level: {} is not available; this version serves clean pages only (L0)", req.level),
         );
     }
     let Some(ticket) = task.ticket.for_condition(&req.condition) else {
         return json_error(
             StatusCode::UNPROCESSABLE_ENTITY,
-            format!(
-                "condition: {:?} is not one of {}",
-                req.condition,
-                CONDITIONS.join(", ")
-            ),
+            format!("condition: {:?} is not one of {}", req.condition, CONDITIONS.join(", ")),
         );
     };
-    match state
-        .store
-        .create_episode(&task.id, &req.level, &req.condition)
-        .await
-    {
+    match state.store.create_episode(&task.id, &req.level, &req.condition).await {
         Ok(ep) => {
             let started = StartedEpisode {
                 start_url: format!("/ep/{}{}", ep.episode_id, task.start_url),
@@ -99,12 +85,7 @@ pub async fn start(State(state): State<AppState>, Json(req): Json<NewEpisode>) -
                 level: ep.level,
                 condition: ep.condition,
                 ticket: ticket.to_string(),
-                actions: task
-                    .domain
-                    .actions()
-                    .iter()
-                    .map(|a| (*a).to_string())
-                    .collect(),
+                actions: task.domain.actions().iter().map(|a| (*a).to_string()).collect(),
             };
             (StatusCode::CREATED, Json(started)).into_response()
         }
@@ -164,10 +145,7 @@ pub async fn verdict(
         Err(e) => return internal(&e),
     };
     let Some(task) = state.world.task(&episode.task_id) else {
-        return json_error(
-            StatusCode::NOT_FOUND,
-            "the episode's task is no longer stored",
-        );
+        return json_error(StatusCode::NOT_FOUND, "the episode's task is no longer stored");
     };
     let Some(action) = task.domain.action(&form.action) else {
         return json_error(
@@ -181,52 +159,24 @@ pub async fn verdict(
         );
     };
     if form.rationale.trim().is_empty() {
-        return json_error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "rationale: a verdict needs a rationale",
-        );
+        return json_error(StatusCode::UNPROCESSABLE_ENTITY, "rationale: a verdict needs a rationale");
     }
-    match state
-        .store
-        .finish_episode(&id, action, &form.rationale)
-        .await
-    {
+    match state.store.finish_episode(&id, action, &form.rationale).await {
         Ok(true) => {}
         Ok(false) => return json_error(StatusCode::CONFLICT, "this episode already has a verdict"),
         Err(e) => return internal(&e),
     }
     let detail = serde_json::json!({ "action": action, "rationale": form.rationale }).to_string();
-    if let Err(e) = state
-        .store
-        .append_event(&id, "verdict", None, Some(&detail))
-        .await
-    {
+    if let Err(e) = state.store.append_event(&id, "verdict", None, Some(&detail)).await {
         return internal(&e);
     }
     if json {
-        return Json(serde_json::json!({ "episode_id": id, "verdict": action, "status": "done" }))
-            .into_response();
+        return Json(serde_json::json!({ "episode_id": id, "verdict": action, "status": "done" })).into_response();
     }
-    let closed = Episode {
-        status: "done".to_string(),
-        ..episode
-    };
+    let closed = Episode { status: "done".to_string(), ..episode };
     let chrome = super::sites::chrome(&closed, task.domain);
     let path = format!("/ep/{id}/verdict");
     let intro = format!("Verdict {action} recorded with your rationale. The episode is closed.");
-    let (html, text) = render::listing(
-        task.domain,
-        &path,
-        "Verdict recorded",
-        &intro,
-        vec![],
-        Some(chrome),
-    );
-    Rendered {
-        status: StatusCode::OK,
-        html,
-        text,
-        domain: task.domain,
-    }
-    .respond(false)
+    let (html, text) = render::listing(task.domain, &path, "Verdict recorded", &intro, vec![], Some(chrome));
+    Rendered { status: StatusCode::OK, html, text, domain: task.domain }.respond(false)
 }

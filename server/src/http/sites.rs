@@ -17,7 +17,8 @@ use crate::env::{Resolved, World};
 use crate::state::AppState;
 
 /// Sites carry no scripts at all; this policy makes sure injected markup could not run.
-pub const SITE_CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+pub const SITE_CSP: &str =
+    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /// Query parameters a site page understands.
 #[derive(Debug, Default, Deserialize)]
@@ -40,37 +41,19 @@ impl Rendered {
     /// The response in the requested form, with the sites' security headers.
     pub fn respond(self, text: bool) -> Response {
         let mut resp = if text {
-            (
-                self.status,
-                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-                self.text,
-            )
-                .into_response()
+            (self.status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], self.text).into_response()
         } else {
-            (
-                self.status,
-                [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-                self.html,
-            )
-                .into_response()
+            (self.status, [(header::CONTENT_TYPE, "text/html; charset=utf-8")], self.html).into_response()
         };
-        resp.headers_mut().insert(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static(SITE_CSP),
-        );
-        resp.headers_mut().insert(
-            "x-content-type-options",
-            HeaderValue::from_static("nosniff"),
-        );
+        resp.headers_mut().insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(SITE_CSP));
+        resp.headers_mut().insert("x-content-type-options", HeaderValue::from_static("nosniff"));
         resp
     }
 }
 
 fn domain_of(path: &str) -> Option<Domain> {
     let path = normalise(path);
-    Domain::ALL
-        .into_iter()
-        .find(|d| path == d.url_prefix().trim_end_matches('/') || path.starts_with(d.url_prefix()))
+    Domain::ALL.into_iter().find(|d| path == d.url_prefix().trim_end_matches('/') || path.starts_with(d.url_prefix()))
 }
 
 fn listing(
@@ -83,21 +66,11 @@ fn listing(
     status: StatusCode,
 ) -> Rendered {
     let (html, text) = render::listing(domain, path, title, intro, links, ep);
-    Rendered {
-        status,
-        html,
-        text,
-        domain,
-    }
+    Rendered { status, html, text, domain }
 }
 
 /// Renders any site path. `ep` carries the episode chrome when served inside one.
-pub fn render_path(
-    world: &World,
-    path: &str,
-    query: &PageQuery,
-    ep: Option<EpisodeChrome<'_>>,
-) -> Rendered {
+pub fn render_path(world: &World, path: &str, query: &PageQuery, ep: Option<EpisodeChrome<'_>>) -> Rendered {
     let norm = normalise(path);
     let Some(domain) = domain_of(&norm) else {
         return listing(
@@ -142,23 +115,11 @@ pub fn render_path(
         }
         "/wiki/review/queue" => {
             let intro = "Edits waiting for a reviewer's verdict.";
-            return listing(
-                domain,
-                &norm,
-                "Review queue",
-                intro,
-                world.queue(Domain::Wiki),
-                ep,
-                StatusCode::OK,
-            );
+            return listing(domain, &norm, "Review queue", intro, world.queue(Domain::Wiki), ep, StatusCode::OK);
         }
         "/wiki/search" => {
             let pattern = query.pattern.clone().unwrap_or_default();
-            let hits = if pattern.trim().is_empty() {
-                Ok(Vec::new())
-            } else {
-                world.wiki.search(&pattern, 20)
-            };
+            let hits = if pattern.trim().is_empty() { Ok(Vec::new()) } else { world.wiki.search(&pattern, 20) };
             return match hits {
                 Ok(hits) => {
                     let intro = if pattern.trim().is_empty() {
@@ -187,40 +148,13 @@ pub fn render_path(
     }
     match world.resolve(&norm) {
         Some(Resolved::Page(p)) if p.domain == domain => {
-            let links = p
-                .page
-                .links
-                .iter()
-                .map(|l| (l.label.clone(), l.url.clone()))
-                .collect();
-            let view = View {
-                domain,
-                path: &norm,
-                title: &p.page.title,
-                text: &p.page.text,
-                links,
-                episode: ep,
-            };
-            Rendered {
-                status: StatusCode::OK,
-                html: render::html(&view),
-                text: render::observation(&view),
-                domain,
-            }
+            let links = p.page.links.iter().map(|l| (l.label.clone(), l.url.clone())).collect();
+            let view = View { domain, path: &norm, title: &p.page.title, text: &p.page.text, links, episode: ep };
+            Rendered { status: StatusCode::OK, html: render::html(&view), text: render::observation(&view), domain }
         }
-        Some(Resolved::Index {
-            domain: d,
-            title,
-            links,
-        }) if d == domain => listing(
-            domain,
-            &norm,
-            &title,
-            "Pages on this site that link here.",
-            links,
-            ep,
-            StatusCode::OK,
-        ),
+        Some(Resolved::Index { domain: d, title, links }) if d == domain => {
+            listing(domain, &norm, &title, "Pages on this site that link here.", links, ep, StatusCode::OK)
+        }
         _ => listing(
             domain,
             &norm,
@@ -234,11 +168,7 @@ pub fn render_path(
 }
 
 /// `GET /shop/…`, `/forum/…`, `/wiki/…`: the canonical, unlogged view.
-pub async fn canonical(
-    State(state): State<AppState>,
-    uri: Uri,
-    Query(query): Query<PageQuery>,
-) -> Response {
+pub async fn canonical(State(state): State<AppState>, uri: Uri, Query(query): Query<PageQuery>) -> Response {
     let text = query.format.as_deref() == Some("text");
     render_path(&state.world, uri.path(), &query, None).respond(text)
 }
@@ -262,11 +192,7 @@ pub async fn in_episode(
         }
     };
     let Some(task) = state.world.task(&episode.task_id) else {
-        return (
-            StatusCode::NOT_FOUND,
-            "the episode's task is no longer stored",
-        )
-            .into_response();
+        return (StatusCode::NOT_FOUND, "the episode's task is no longer stored").into_response();
     };
     let path = format!("/{rest}");
     let chrome = chrome(&episode, task.domain);
@@ -281,42 +207,23 @@ pub async fn in_episode(
             vec![],
             Some(chrome),
         );
-        Rendered {
-            status: StatusCode::NOT_FOUND,
-            html,
-            text,
-            domain: task.domain,
-        }
+        Rendered { status: StatusCode::NOT_FOUND, html, text, domain: task.domain }
     };
     let (kind, url, detail) = match query.pattern.as_deref() {
-        Some(p) if normalise(&path) == "/wiki/search" => {
-            ("search", path.clone(), Some(p.to_string()))
-        }
+        Some(p) if normalise(&path) == "/wiki/search" => ("search", path.clone(), Some(p.to_string())),
         _ => ("visit", path.clone(), None),
     };
     let status = rendered.status.as_u16().to_string();
     let detail = detail.map_or(status.clone(), |d| format!("{status} {d}"));
-    if let Err(e) = state
-        .store
-        .append_event(&id, kind, Some(&url), Some(&detail))
-        .await
-    {
+    if let Err(e) = state.store.append_event(&id, kind, Some(&url), Some(&detail)).await {
         // A page the log does not record must not be served: the trajectory would lie.
         tracing::error!(error = %e, episode.id = %id, "logging a page visit");
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "could not record the visit",
-        )
-            .into_response();
+        return (StatusCode::INTERNAL_SERVER_ERROR, "could not record the visit").into_response();
     }
     rendered.respond(text)
 }
 
 /// The verdict tools shown on every page of an episode.
 pub fn chrome(episode: &Episode, domain: Domain) -> EpisodeChrome<'_> {
-    EpisodeChrome {
-        id: &episode.episode_id,
-        actions: domain.actions(),
-        closed: episode.status != "open",
-    }
+    EpisodeChrome { id: &episode.episode_id, actions: domain.actions(), closed: episode.status != "open" }
 }

@@ -32,9 +32,7 @@ fn schema() -> (Schema, Field, Field, Field) {
 
 impl WikiIndex {
     /// Indexes the given pages, each as (title, text, url).
-    pub fn build<'a>(
-        pages: impl Iterator<Item = (&'a str, &'a str, &'a str)>,
-    ) -> tantivy::Result<WikiIndex> {
+    pub fn build<'a>(pages: impl Iterator<Item = (&'a str, &'a str, &'a str)>) -> tantivy::Result<WikiIndex> {
         let (schema, title, body, url) = schema();
         let index = Index::create_in_ram(schema);
         let mut writer = index.writer(15_000_000)?;
@@ -44,13 +42,7 @@ impl WikiIndex {
         writer.commit()?;
         let reader = index.reader()?;
         reader.reload()?;
-        Ok(WikiIndex {
-            index,
-            reader,
-            title,
-            body,
-            url,
-        })
+        Ok(WikiIndex { index, reader, title, body, url })
     }
 
     /// The best `limit` pages for a free-text query. Query syntax errors fall back to
@@ -63,19 +55,10 @@ impl WikiIndex {
         let mut hits = Vec::new();
         for (_score, addr) in top {
             let d: TantivyDocument = searcher.doc(addr)?;
-            let get = |f: Field| {
-                d.get_first(f)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_string()
-            };
+            let get = |f: Field| d.get_first(f).and_then(|v| v.as_str()).unwrap_or_default().to_string();
             let body = get(self.body);
             let snippet: String = body.chars().take(160).collect();
-            hits.push(Hit {
-                title: get(self.title),
-                url: get(self.url),
-                snippet,
-            });
+            hits.push(Hit { title: get(self.title), url: get(self.url), snippet });
         }
         Ok(hits)
     }

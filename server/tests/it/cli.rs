@@ -36,16 +36,9 @@ fn export_has_750_tasks_with_the_paper_split_and_is_byte_identical_across_databa
     assert_eq!(count(&text, "\"domain\":\"forum\""), 150);
     assert_eq!(count(&text, "\"domain\":\"wiki\""), 300);
     let out = temp_path(&dir, "b.jsonl");
-    let b = mirage(
-        &temp_path(&dir, "b.db"),
-        &["corpus", "export", "--out", out.to_str().expect("utf-8")],
-    );
+    let b = mirage(&temp_path(&dir, "b.db"), &["corpus", "export", "--out", out.to_str().expect("utf-8")]);
     assert!(b.status.success(), "{}", stderr(&b));
-    assert_eq!(
-        std::fs::read_to_string(&out).expect("exported file"),
-        text,
-        "same seed, same bytes"
-    );
+    assert_eq!(std::fs::read_to_string(&out).expect("exported file"), text, "same seed, same bytes");
 }
 
 #[test]
@@ -63,14 +56,7 @@ fn validate_passes_on_the_stored_corpus_and_on_an_exported_file() {
     assert!(v.status.success(), "{}", stderr(&v));
     assert!(stdout(&v).contains("750 tasks, all valid"));
     let file = temp_path(&dir, "all.jsonl");
-    assert!(
-        mirage(
-            &db,
-            &["corpus", "export", "--out", file.to_str().expect("utf-8")]
-        )
-        .status
-        .success()
-    );
+    assert!(mirage(&db, &["corpus", "export", "--out", file.to_str().expect("utf-8")]).status.success());
     let v = mirage(&db, &["corpus", "validate", file.to_str().expect("utf-8")]);
     assert!(v.status.success(), "{}", stderr(&v));
 }
@@ -94,17 +80,10 @@ fn an_invalid_import_names_file_line_and_field_and_stores_nothing() {
     let out = mirage(&db, &["corpus", "import", file.to_str().expect("utf-8")]);
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(
-        err.contains(&format!("{}:2:verdict.optimal:", file.display())),
-        "{err}"
-    );
+    assert!(err.contains(&format!("{}:2:verdict.optimal:", file.display())), "{err}");
     assert!(err.contains("nothing was imported"), "{err}");
     let export = stdout(&mirage(&db, &["corpus", "export"]));
-    assert_eq!(
-        export.lines().count(),
-        750,
-        "nothing from the file was stored"
-    );
+    assert_eq!(export.lines().count(), 750, "nothing from the file was stored");
     assert!(!export.contains("imported-good"));
 }
 
@@ -121,34 +100,16 @@ fn a_valid_import_is_stored_and_a_repeated_one_is_refused() {
     assert!(out.status.success(), "{}", stderr(&out));
     let export = stdout(&mirage(&db, &["corpus", "export"]));
     assert_eq!(export.lines().count(), 751);
-    assert!(
-        export
-            .lines()
-            .last()
-            .expect("line")
-            .contains("\"team_owner\":\"qa\""),
-        "unknown fields are kept"
-    );
+    assert!(export.lines().last().expect("line").contains("\"team_owner\":\"qa\""), "unknown fields are kept");
     let again = mirage(&db, &["corpus", "import", file.to_str().expect("utf-8")]);
     assert!(!again.status.success());
-    assert!(
-        stderr(&again).contains(":1:id: task team-task-1 is already stored"),
-        "{}",
-        stderr(&again)
-    );
+    assert!(stderr(&again).contains(":1:id: task team-task-1 is already stored"), "{}", stderr(&again));
 }
 
 #[test]
 fn a_missing_file_is_reported_by_name() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = mirage(
-        &temp_path(&dir, "k.db"),
-        &["corpus", "import", "/nonexistent/tasks.jsonl"],
-    );
+    let out = mirage(&temp_path(&dir, "k.db"), &["corpus", "import", "/nonexistent/tasks.jsonl"]);
     assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("reading /nonexistent/tasks.jsonl"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).contains("reading /nonexistent/tasks.jsonl"), "{}", stderr(&out));
 }

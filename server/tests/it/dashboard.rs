@@ -17,22 +17,12 @@ async fn tasks_page_filters_by_the_query() {
 #[tokio::test]
 async fn a_task_page_shows_layers_and_links_graph_nodes_to_live_pages() {
     let app = TestApp::start().await;
-    let task = app
-        .state
-        .world
-        .task("shop-wardrobing-001")
-        .expect("task")
-        .clone();
+    let task = app.state.world.task("shop-wardrobing-001").expect("task").clone();
     let (status, body) = app.text("/tasks/shop-wardrobing-001").await;
     assert_eq!(status, 200);
-    for section in [
-        "Tickets",
-        "Surface layer",
-        "Hidden layer",
-        "Investigation graph",
-        "Injection points",
-        "Distractors",
-    ] {
+    for section in
+        ["Tickets", "Surface layer", "Hidden layer", "Investigation graph", "Injection points", "Distractors"]
+    {
         assert!(body.contains(section), "{section}");
     }
     for node in &task.graph {

@@ -17,11 +17,7 @@ async fn every_graph_node_of_every_task_answers_200_over_http() {
         }
         urls.push((task.id.clone(), task.start_url.clone()));
     }
-    assert!(
-        urls.len() > 2000,
-        "expected the full corpus, got {} urls",
-        urls.len()
-    );
+    assert!(urls.len() > 2000, "expected the full corpus, got {} urls", urls.len());
     let gate = Arc::new(Semaphore::new(16));
     let mut handles = Vec::new();
     for (task, url) in urls {
@@ -40,22 +36,13 @@ async fn every_graph_node_of_every_task_answers_200_over_http() {
             failures.push(format!("{task}: {url} -> {status}"));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} failures, e.g. {:?}",
-        failures.len(),
-        &failures[..failures.len().min(5)]
-    );
+    assert!(failures.is_empty(), "{} failures, e.g. {:?}", failures.len(), &failures[..failures.len().min(5)]);
 }
 
 #[tokio::test]
 async fn unknown_site_urls_are_real_404_pages() {
     let app = TestApp::start().await;
-    for path in [
-        "/shop/admin/sales/order/view/order_id/1/",
-        "/forum/post/1/nothing",
-        "/wiki/A/No_such_article",
-    ] {
+    for path in ["/shop/admin/sales/order/view/order_id/1/", "/forum/post/1/nothing", "/wiki/A/No_such_article"] {
         let (status, body) = app.text(path).await;
         assert_eq!(status, 404, "{path}");
         assert!(body.contains("Page not found"), "{path}: {body}");
@@ -65,22 +52,10 @@ async fn unknown_site_urls_are_real_404_pages() {
 #[tokio::test]
 async fn pages_render_as_html_and_as_text_observations_from_the_same_data() {
     let app = TestApp::start().await;
-    let task = app
-        .state
-        .world
-        .tasks()
-        .find(|t| t.domain == server::corpus::Domain::Shop)
-        .expect("a shop task")
-        .clone();
+    let task = app.state.world.tasks().find(|t| t.domain == server::corpus::Domain::Shop).expect("a shop task").clone();
     let page = &task.pages[&task.start_url];
     let resp = app.get(&task.start_url).await;
-    let csp = resp
-        .headers()
-        .get("content-security-policy")
-        .expect("CSP header")
-        .to_str()
-        .expect("ascii")
-        .to_string();
+    let csp = resp.headers().get("content-security-policy").expect("CSP header").to_str().expect("ascii").to_string();
     assert!(csp.contains("default-src 'none'"));
     let html = resp.text().await.expect("body");
     assert!(html.contains("<h1>") && html.contains(&page.title));
@@ -88,15 +63,9 @@ async fn pages_render_as_html_and_as_text_observations_from_the_same_data() {
     assert_eq!(status, 200);
     assert!(text.contains(&format!("URL: {}", normalise(&task.start_url))));
     for (i, link) in page.links.iter().enumerate() {
-        assert!(
-            text.contains(&format!("[{}] {} -> {}", i + 1, link.label, link.url)),
-            "{text}"
-        );
+        assert!(text.contains(&format!("[{}] {} -> {}", i + 1, link.label, link.url)), "{text}");
     }
-    assert!(
-        !text.contains("Actions:"),
-        "canonical pages offer no verdict actions"
-    );
+    assert!(!text.contains("Actions:"), "canonical pages offer no verdict actions");
 }
 
 #[tokio::test]
@@ -114,29 +83,16 @@ async fn site_homes_queues_and_forum_listings_link_to_task_pages() {
 #[tokio::test]
 async fn wiki_search_finds_articles_by_their_words() {
     let app = TestApp::start().await;
-    let task = app
-        .state
-        .world
-        .tasks()
-        .find(|t| t.category == "CROSS_REFERENCE_REQUIRED")
-        .expect("task")
-        .clone();
+    let task = app.state.world.tasks().find(|t| t.category == "CROSS_REFERENCE_REQUIRED").expect("task").clone();
     let (url, page) = task
         .pages
         .iter()
         .find(|(u, _)| u.starts_with("/wiki/A/") && task.graph.contains(u))
         .expect("an article in the graph");
     let word = page.title.split_whitespace().next().expect("title word");
-    let (status, body) = app
-        .text(&format!("/wiki/search?pattern={word}&format=text"))
-        .await;
+    let (status, body) = app.text(&format!("/wiki/search?pattern={word}&format=text")).await;
     assert_eq!(status, 200);
-    assert!(
-        body.contains(&normalise(url)) || body.contains(url.as_str()),
-        "{body}"
-    );
-    let (status, _) = app
-        .text("/wiki/search?pattern=%22unbalanced%20(quote")
-        .await;
+    assert!(body.contains(&normalise(url)) || body.contains(url.as_str()), "{body}");
+    let (status, _) = app.text("/wiki/search?pattern=%22unbalanced%20(quote").await;
     assert_eq!(status, 200, "malformed queries are searched leniently");
 }

@@ -18,16 +18,11 @@ impl TestApp {
     /// Seeds the built-in corpus into a fresh SQLite file and serves the app.
     pub async fn start() -> TestApp {
         let dir = tempfile::tempdir().expect("tempdir");
-        let url =
-            database_url(dir.path().join("mirage.db").to_str().expect("utf-8 path")).expect("url");
+        let url = database_url(dir.path().join("mirage.db").to_str().expect("utf-8 path")).expect("url");
         let store = Arc::new(SqlStore::connect(&url).await.expect("connect"));
-        server::cli::seed_if_empty(store.as_ref())
-            .await
-            .expect("seed");
+        server::cli::seed_if_empty(store.as_ref()).await.expect("seed");
         // Bind first, then serve: the socket accepts before any request is sent.
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let options = LeptosOptions::builder()
             .output_name("mirage")
@@ -35,21 +30,11 @@ impl TestApp {
             .site_pkg_dir("pkg")
             .site_addr(addr)
             .build();
-        let state = server::app_state(store as Arc<dyn Store>, options)
-            .await
-            .expect("state");
+        let state = server::app_state(store as Arc<dyn Store>, options).await.expect("state");
         let app = server::router(state.clone());
         tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .expect("client");
-        TestApp {
-            base: format!("http://{addr}"),
-            client,
-            state,
-            _dir: dir,
-        }
+        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+        TestApp { base: format!("http://{addr}"), client, state, _dir: dir }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -57,11 +42,7 @@ impl TestApp {
     }
 
     pub async fn get(&self, path: &str) -> reqwest::Response {
-        self.client
-            .get(self.url(path))
-            .send()
-            .await
-            .expect("request")
+        self.client.get(self.url(path)).send().await.expect("request")
     }
 
     pub async fn text(&self, path: &str) -> (u16, String) {

@@ -18,10 +18,7 @@ use rand::{Rng, SeedableRng, seq::IndexedRandom};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Map;
 
-use super::model::{
-    Difficulty, Domain, GoldFact, InjectionPoint, Link, PageSpec, Task, Tickets, Variant,
-    VerdictSpec,
-};
+use super::model::{Difficulty, Domain, GoldFact, InjectionPoint, Link, PageSpec, Task, Tickets, Variant, VerdictSpec};
 
 /// The seed of the shipped corpus. Changing it changes every task.
 pub const CORPUS_SEED: u64 = 0x4D49_5241_4745;
@@ -50,11 +47,7 @@ impl Gen {
         };
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(stream);
-        Gen {
-            rng,
-            next_id: first_id,
-            used: HashSet::new(),
-        }
+        Gen { rng, next_id: first_id, used: HashSet::new() }
     }
 
     /// A fresh id, unique across every entity type of the site.
@@ -64,9 +57,7 @@ impl Gen {
     }
 
     pub fn pick<'a, T: ?Sized>(&mut self, items: &'a [&'a T]) -> &'a T {
-        items
-            .choose(&mut self.rng)
-            .expect("pick is only called on non-empty lists")
+        items.choose(&mut self.rng).expect("pick is only called on non-empty lists")
     }
 
     pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
@@ -96,9 +87,7 @@ impl Gen {
 
     /// A date `days` after the world's epoch.
     pub fn date(&self, days: u64) -> NaiveDate {
-        epoch()
-            .checked_add_days(Days::new(days))
-            .expect("corpus dates stay in range")
+        epoch().checked_add_days(Days::new(days)).expect("corpus dates stay in range")
     }
 }
 
@@ -151,10 +140,7 @@ impl Doc {
 
     /// A two-column table of labelled values.
     pub fn kv(self, rows: &[(&str, String)]) -> Doc {
-        let rows: Vec<Vec<String>> = rows
-            .iter()
-            .map(|(k, v)| vec![(*k).to_string(), v.clone()])
-            .collect();
+        let rows: Vec<Vec<String>> = rows.iter().map(|(k, v)| vec![(*k).to_string(), v.clone()]).collect();
         self.table(&["Field", "Value"], rows)
     }
 
@@ -194,15 +180,7 @@ impl Draft {
 
     /// Adds (or replaces) a page.
     pub fn page(&mut self, url: &str, title: impl Into<String>, text: String, links: Vec<Link>) {
-        self.pages.insert(
-            url.to_string(),
-            PageSpec {
-                title: title.into(),
-                text,
-                links,
-                extra: Map::new(),
-            },
-        );
+        self.pages.insert(url.to_string(), PageSpec { title: title.into(), text, links, extra: Map::new() });
     }
 
     /// Marks `url` as a required graph node.
@@ -213,10 +191,7 @@ impl Draft {
     }
 
     pub fn fact(&mut self, url: &str, text: impl Into<String>) {
-        self.facts.push(GoldFact {
-            text: text.into(),
-            url: url.to_string(),
-        });
+        self.facts.push(GoldFact { text: text.into(), url: url.to_string() });
     }
 
     pub fn distractor(&mut self, url: &str) {
@@ -265,11 +240,7 @@ pub(crate) fn finish(meta: Meta, draft: Draft) -> Task {
         gold_facts: draft.facts,
         verdict: VerdictSpec {
             optimal: meta.optimal.to_string(),
-            acceptable: meta
-                .acceptable
-                .iter()
-                .map(|a| ((*a).to_string(), 0.8))
-                .collect(),
+            acceptable: meta.acceptable.iter().map(|a| ((*a).to_string(), 0.8)).collect(),
             harmful: meta.harmful.iter().map(|h| (*h).to_string()).collect(),
         },
         justification: meta.justification,
@@ -283,13 +254,8 @@ pub(crate) fn finish(meta: Meta, draft: Draft) -> Task {
 /// The variant of the `i`-th task of a category: a fixed cycle of five that yields 40 %
 /// aligned, 40 % contradiction and 20 % false alarm, restricted to what the category has.
 pub(crate) fn variant_for(i: usize, allowed: &[Variant]) -> Variant {
-    const CYCLE: [Variant; 5] = [
-        Variant::Contradiction,
-        Variant::Aligned,
-        Variant::FalseAlarm,
-        Variant::Contradiction,
-        Variant::Aligned,
-    ];
+    const CYCLE: [Variant; 5] =
+        [Variant::Contradiction, Variant::Aligned, Variant::FalseAlarm, Variant::Contradiction, Variant::Aligned];
     let wanted = CYCLE[i % CYCLE.len()];
     if allowed.contains(&wanted) {
         return wanted;
@@ -301,18 +267,12 @@ pub(crate) fn variant_for(i: usize, allowed: &[Variant]) -> Variant {
         Variant::FalseAlarm => Variant::Contradiction,
         Variant::Aligned => Variant::Aligned,
     };
-    if allowed.contains(&fallback) {
-        fallback
-    } else {
-        allowed[0]
-    }
+    if allowed.contains(&fallback) { fallback } else { allowed[0] }
 }
 
 /// Spreads `total` tasks over `n` categories as evenly as possible (earlier ones get the rest).
 pub(crate) fn split(total: usize, n: usize) -> Vec<usize> {
-    (0..n)
-        .map(|i| total / n + usize::from(i < total % n))
-        .collect()
+    (0..n).map(|i| total / n + usize::from(i < total % n)).collect()
 }
 
 #[cfg(test)]
@@ -331,26 +291,14 @@ mod tests {
     fn corpus_has_the_paper_sizes() {
         let tasks = corpus();
         let count = |d: Domain| tasks.iter().filter(|t| t.domain == d).count();
-        assert_eq!(
-            (
-                count(Domain::Shop),
-                count(Domain::Forum),
-                count(Domain::Wiki)
-            ),
-            (300, 150, 300)
-        );
+        assert_eq!((count(Domain::Shop), count(Domain::Forum), count(Domain::Wiki)), (300, 150, 300));
     }
 
     #[test]
     fn built_in_corpus_passes_the_validator() {
         let findings = validate_corpus(&corpus());
         let shown: Vec<String> = findings.iter().take(400).map(ToString::to_string).collect();
-        assert!(
-            findings.is_empty(),
-            "{} findings, first ones:\n{}",
-            findings.len(),
-            shown.join("\n")
-        );
+        assert!(findings.is_empty(), "{} findings, first ones:\n{}", findings.len(), shown.join("\n"));
     }
 
     #[test]
@@ -367,11 +315,7 @@ mod tests {
             let mut seen = HashSet::new();
             for t in &tasks {
                 let text = t.ticket.for_condition(condition).expect("known condition");
-                assert!(
-                    seen.insert(text.to_string()),
-                    "{} repeats a {condition} ticket: {text}",
-                    t.id
-                );
+                assert!(seen.insert(text.to_string()), "{} repeats a {condition} ticket: {text}", t.id);
             }
         }
     }
@@ -381,16 +325,10 @@ mod tests {
         let tasks = corpus();
         let mut categories: BTreeMap<(Domain, &str), Vec<&Task>> = BTreeMap::new();
         for t in &tasks {
-            categories
-                .entry((t.domain, t.category.as_str()))
-                .or_default()
-                .push(t);
+            categories.entry((t.domain, t.category.as_str())).or_default().push(t);
         }
         for ((domain, category), ts) in &categories {
-            let lenient = ts
-                .iter()
-                .filter(|t| matches!(t.verdict.optimal.as_str(), "APPROVE" | "NO_ACTION"))
-                .count();
+            let lenient = ts.iter().filter(|t| matches!(t.verdict.optimal.as_str(), "APPROVE" | "NO_ACTION")).count();
             assert!(lenient > 0, "{category} has no approve-correct case");
             let misleading = ts.iter().filter(|t| t.surface_contradiction).count();
             assert!(misleading > 0, "{category} never misleads");
@@ -398,16 +336,9 @@ mod tests {
         }
         for domain in Domain::ALL {
             let ts: Vec<&Task> = tasks.iter().filter(|t| t.domain == domain).collect();
-            let share =
-                ts.iter().filter(|t| t.surface_contradiction).count() as f64 / ts.len() as f64;
-            assert!(
-                (0.5..=0.75).contains(&share),
-                "{domain:?} contradiction share {share}"
-            );
-            assert!(
-                ts.iter().all(|t| (2..=5).contains(&t.distractors.len())),
-                "{domain:?} distractor counts"
-            );
+            let share = ts.iter().filter(|t| t.surface_contradiction).count() as f64 / ts.len() as f64;
+            assert!((0.5..=0.75).contains(&share), "{domain:?} contradiction share {share}");
+            assert!(ts.iter().all(|t| (2..=5).contains(&t.distractors.len())), "{domain:?} distractor counts");
         }
     }
 }

@@ -4,10 +4,10 @@
 //! `Gen::unique`, so no two entities of one world share a name.
 
 pub const FIRST_NAMES: &[&str] = &[
-    "Ada", "Bram", "Celia", "Dorian", "Elsa", "Fintan", "Greta", "Hollis", "Ines", "Jory", "Kesia",
-    "Lorcan", "Maren", "Nico", "Odette", "Piers", "Quilla", "Rafe", "Sabine", "Tobin", "Una",
-    "Viggo", "Wren", "Xavi", "Yara", "Zeno", "Aurel", "Bettina", "Cosmo", "Delphine", "Emrys",
-    "Fleur", "Gideon", "Halle", "Ivo", "Juno", "Kasimir", "Lotte", "Mateo", "Nell",
+    "Ada", "Bram", "Celia", "Dorian", "Elsa", "Fintan", "Greta", "Hollis", "Ines", "Jory", "Kesia", "Lorcan", "Maren",
+    "Nico", "Odette", "Piers", "Quilla", "Rafe", "Sabine", "Tobin", "Una", "Viggo", "Wren", "Xavi", "Yara", "Zeno",
+    "Aurel", "Bettina", "Cosmo", "Delphine", "Emrys", "Fleur", "Gideon", "Halle", "Ivo", "Juno", "Kasimir", "Lotte",
+    "Mateo", "Nell",
 ];
 
 pub const LAST_NAMES: &[&str] = &[
@@ -46,8 +46,8 @@ pub const LAST_NAMES: &[&str] = &[
 ];
 
 pub const STATES: &[&str] = &[
-    "Ohio", "Oregon", "Texas", "Florida", "Nevada", "Vermont", "Georgia", "Arizona", "Maine",
-    "Utah", "Kansas", "Iowa", "Idaho", "Delaware",
+    "Ohio", "Oregon", "Texas", "Florida", "Nevada", "Vermont", "Georgia", "Arizona", "Maine", "Utah", "Kansas", "Iowa",
+    "Idaho", "Delaware",
 ];
 
 pub const CITIES: &[&str] = &[
@@ -66,21 +66,18 @@ pub const CITIES: &[&str] = &[
 ];
 
 pub const SYLLABLES_A: &[&str] = &[
-    "Vel", "Ost", "Kar", "Lun", "Bre", "Tam", "Sor", "Quen", "Hal", "Dra", "Mir", "Ael", "Fen",
-    "Gor", "Ist", "Jal", "Nor", "Pel", "Rav", "Ulm",
+    "Vel", "Ost", "Kar", "Lun", "Bre", "Tam", "Sor", "Quen", "Hal", "Dra", "Mir", "Ael", "Fen", "Gor", "Ist", "Jal",
+    "Nor", "Pel", "Rav", "Ulm",
 ];
 
 pub const SYLLABLES_B: &[&str] = &[
-    "mora", "dal", "ven", "rik", "holt", "sund", "avia", "ceni", "brook", "mere", "lund", "stad",
-    "orra", "vik", "emar", "ino",
+    "mora", "dal", "ven", "rik", "holt", "sund", "avia", "ceni", "brook", "mere", "lund", "stad", "orra", "vik",
+    "emar", "ino",
 ];
 
 pub const HANDLE_WORDS: &[&str] = &[
-    "river", "quill", "maple", "cobalt", "ember", "harbor", "pixel", "thistle", "lantern",
-    "meadow", "falcon", "copper", "orbit", "willow", "granite", "saffron", "tundra", "juniper",
-    "velvet", "cinder",
+    "river", "quill", "maple", "cobalt", "ember", "harbor", "pixel", "thistle", "lantern", "meadow", "falcon",
+    "copper", "orbit", "willow", "granite", "saffron", "tundra", "juniper", "velvet", "cinder",
 ];
 
-pub const SYLLABLES_C: &[&str] = &[
-    "", "en", "ia", "holm", "ford", "gard", "wick", "by", "ton", "ska",
-];
+pub const SYLLABLES_C: &[&str] = &["", "en", "ia", "holm", "ford", "gard", "wick", "by", "ton", "ska"];
