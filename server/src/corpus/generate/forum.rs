@@ -4,8 +4,8 @@
 //! permalinks, primary-source posts and image detail pages.
 
 use super::text::{HANDLE_WORDS, SYLLABLES_A, SYLLABLES_B, SYLLABLES_C};
-use super::{Doc, Draft, Gen, Meta, finish, split, variant_for};
-use crate::corpus::model::{Difficulty, Domain, Link, Task, Tickets, Variant};
+use super::{Doc, Draft, Gen, Meta, fill, finish, tickets};
+use crate::corpus::model::{Difficulty, Domain, Link, Task, Variant};
 
 fn handle(g: &mut Gen) -> String {
     g.unique(|g| format!("{}_{}{}", g.pick(HANDLE_WORDS), g.pick(HANDLE_WORDS), g.range(1, 99)))
@@ -192,11 +192,7 @@ fn build(g: &mut Gen, id: String, case: Case) -> Task {
         ),
         _ => format!("[f/{}] New report on \"{}\" by u/{}: {}", case.forum, case.title, case.author, case.report),
     };
-    let ticket = Tickets {
-        hint: format!("{raw} {}", case.hint),
-        evidence_anchored: format!("{raw} Key evidence: {}", case.anchor),
-        raw,
-    };
+    let ticket = tickets(raw, case.hint, &case.anchor);
     finish(
         Meta {
             id,
@@ -229,17 +225,17 @@ const CATEGORIES: &[(&str, Builder, &[Variant])] = &[
 pub fn generate(seed: u64) -> Vec<Task> {
     let mut g = Gen::new(seed, Domain::Forum, 5000);
     let mut tasks = examples(&mut g);
-    let counts = split(150, CATEGORIES.len());
-    for ((category, builder, variants), count) in CATEGORIES.iter().zip(counts) {
-        let done = tasks.iter().filter(|t| t.category == *category).count();
-        for i in done..count {
-            let variant = variant_for(i, variants);
-            let difficulty = if i % 2 == 0 { Difficulty::Easy } else { Difficulty::Medium };
+    fill(
+        &mut tasks,
+        "forum",
+        150,
+        CATEGORIES,
+        [Difficulty::Easy, Difficulty::Medium],
+        |builder, variant, difficulty, id| {
             let case = builder(&mut g, variant, difficulty);
-            let id = format!("forum-{}-{:03}", category.to_lowercase().replace('_', "-"), i + 1);
-            tasks.push(build(&mut g, id, case));
-        }
-    }
+            build(&mut g, id, case)
+        },
+    );
     tasks
 }
 

@@ -251,6 +251,31 @@ pub(crate) fn finish(meta: Meta, draft: Draft) -> Task {
     }
 }
 
+/// The three tickets: the raw notification, plus where to look, plus the decisive evidence.
+pub(crate) fn tickets(raw: String, hint: &str, anchor: &str) -> Tickets {
+    Tickets { hint: format!("{raw} {hint}"), evidence_anchored: format!("{raw} Key evidence: {anchor}"), raw }
+}
+
+/// Fills every category up to its share of `total`, after the hand-written tasks already in
+/// `tasks`. `make(category, variant, difficulty, id)` writes one task; the `i`-th task of a
+/// category gets `variant_for(i, …)` and alternates between the two difficulty `bands`.
+pub(crate) fn fill<B>(
+    tasks: &mut Vec<Task>,
+    site: &str,
+    total: usize,
+    categories: &[(&'static str, B, &[Variant])],
+    bands: [Difficulty; 2],
+    mut make: impl FnMut(&B, Variant, Difficulty, String) -> Task,
+) {
+    for ((category, builder, variants), count) in categories.iter().zip(split(total, categories.len())) {
+        let done = tasks.iter().filter(|t| t.category == *category).count();
+        for i in done..count {
+            let id = format!("{site}-{}-{:03}", category.to_lowercase().replace('_', "-"), i + 1);
+            tasks.push(make(builder, variant_for(i, variants), bands[i % 2], id));
+        }
+    }
+}
+
 /// The variant of the `i`-th task of a category: a fixed cycle of five that yields 40 %
 /// aligned, 40 % contradiction and 20 % false alarm, restricted to what the category has.
 pub(crate) fn variant_for(i: usize, allowed: &[Variant]) -> Variant {

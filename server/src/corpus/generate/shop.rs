@@ -5,8 +5,8 @@
 //! security log, disputes, coupon reports, linked accounts, shipment tracking, support chat.
 
 use super::text::{CITIES, STATES};
-use super::{Doc, Draft, Gen, Meta, finish, money, split, variant_for};
-use crate::corpus::model::{Difficulty, Domain, Link, Task, Tickets, Variant};
+use super::{Doc, Draft, Gen, Meta, fill, finish, money, tickets};
+use crate::corpus::model::{Difficulty, Domain, Link, Task, Variant};
 
 const APPROVE_HARMS: &[&str] = &["DENY", "BAN_ACCOUNT"];
 
@@ -305,11 +305,7 @@ fn build(g: &mut Gen, store: &Store, id: String, p: &Party, case: Case) -> Task 
     }
 
     let raw = raw_ticket(g, p, &case.claim);
-    let ticket = Tickets {
-        hint: format!("{raw} {}", case.hint),
-        evidence_anchored: format!("{raw} Key evidence: {}", case.anchor),
-        raw,
-    };
+    let ticket = tickets(raw, case.hint, &case.anchor);
     finish(
         Meta {
             id,
@@ -391,18 +387,18 @@ pub fn generate(seed: u64) -> Vec<Task> {
     let mut g = Gen::new(seed, Domain::Shop, 1000);
     let store = Store::new(&mut g);
     let mut tasks = examples(&mut g, &store);
-    let counts = split(300, CATEGORIES.len());
-    for ((category, builder, variants), count) in CATEGORIES.iter().zip(counts) {
-        let done = tasks.iter().filter(|t| t.category == *category).count();
-        for i in done..count {
-            let variant = variant_for(i, variants);
-            let difficulty = if i % 2 == 0 { Difficulty::Medium } else { Difficulty::Hard };
+    fill(
+        &mut tasks,
+        "shop",
+        300,
+        CATEGORIES,
+        [Difficulty::Medium, Difficulty::Hard],
+        |builder, variant, difficulty, id| {
             let p = party(&mut g, &store, None);
             let case = builder(&mut g, &p, variant, difficulty);
-            let id = format!("shop-{}-{:03}", category.to_lowercase().replace('_', "-"), i + 1);
-            tasks.push(build(&mut g, &store, id, &p, case));
-        }
-    }
+            build(&mut g, &store, id, &p, case)
+        },
+    );
     tasks
 }
 

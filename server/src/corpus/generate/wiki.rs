@@ -5,8 +5,8 @@
 //! articles and cited source pages.
 
 use super::text::{SYLLABLES_A, SYLLABLES_B, SYLLABLES_C};
-use super::{Doc, Draft, Gen, Meta, finish, split, variant_for};
-use crate::corpus::model::{Difficulty, Domain, Link, Task, Tickets, Variant};
+use super::{Doc, Draft, Gen, Meta, fill, finish, tickets};
+use crate::corpus::model::{Difficulty, Domain, Link, Task, Variant};
 
 fn article_url(slug: &str) -> String {
     format!("/wiki/A/{slug}")
@@ -162,11 +162,7 @@ fn build(g: &mut Gen, id: String, case: Case) -> Task {
             case.article, case.editor, case.summary
         ),
     };
-    let ticket = Tickets {
-        hint: format!("{raw} {}", case.hint),
-        evidence_anchored: format!("{raw} Key evidence: {}", case.anchor),
-        raw,
-    };
+    let ticket = tickets(raw, case.hint, &case.anchor);
     finish(
         Meta {
             id,
@@ -199,17 +195,17 @@ const CATEGORIES: &[(&str, Builder, &[Variant])] = &[
 pub fn generate(seed: u64) -> Vec<Task> {
     let mut g = Gen::new(seed, Domain::Wiki, 9000);
     let mut tasks = examples(&mut g);
-    let counts = split(300, CATEGORIES.len());
-    for ((category, builder, variants), count) in CATEGORIES.iter().zip(counts) {
-        let done = tasks.iter().filter(|t| t.category == *category).count();
-        for i in done..count {
-            let variant = variant_for(i, variants);
-            let difficulty = if i % 2 == 0 { Difficulty::Medium } else { Difficulty::Hard };
+    fill(
+        &mut tasks,
+        "wiki",
+        300,
+        CATEGORIES,
+        [Difficulty::Medium, Difficulty::Hard],
+        |builder, variant, difficulty, id| {
             let case = builder(&mut g, variant, difficulty);
-            let id = format!("wiki-{}-{:03}", category.to_lowercase().replace('_', "-"), i + 1);
-            tasks.push(build(&mut g, id, case));
-        }
-    }
+            build(&mut g, id, case)
+        },
+    );
     tasks
 }
 
