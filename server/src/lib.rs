@@ -1,5 +1,6 @@
 //! Mirage server library: the engine modules, the HTTP application and the commands.
 
+pub mod agent;
 pub mod cli;
 pub mod corpus;
 pub mod db;

@@ -3,6 +3,7 @@
 
 pub mod markup;
 pub mod render;
+pub mod site;
 mod world;
 
 pub use world::{Resolved, World};

@@ -190,19 +190,6 @@ pub fn observation(view: &View<'_>) -> String {
     out
 }
 
-/// A plain page for site indexes, search results and 404s, wrapped in the site chrome.
-pub fn listing(
-    domain: Domain,
-    path: &str,
-    title: &str,
-    intro: &str,
-    links: Vec<(String, String)>,
-    episode: Option<EpisodeChrome<'_>>,
-) -> (String, String) {
-    let view = View { domain, path, title, text: intro, links, episode };
-    (html(&view), observation(&view))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

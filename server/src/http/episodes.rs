@@ -8,10 +8,9 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
 use super::json_error;
-use super::sites::Rendered;
 use crate::corpus::model::CONDITIONS;
 use crate::db::{Episode, EpisodeEvent, StoreError};
-use crate::env::render;
+use crate::env::site::listing;
 use crate::state::AppState;
 
 /// Body of `POST /api/episodes`.
@@ -177,6 +176,5 @@ pub async fn verdict(
     let chrome = super::sites::chrome(&closed, task.domain);
     let path = format!("/ep/{id}/verdict");
     let intro = format!("Verdict {action} recorded with your rationale. The episode is closed.");
-    let (html, text) = render::listing(task.domain, &path, "Verdict recorded", &intro, vec![], Some(chrome));
-    Rendered { status: StatusCode::OK, html, text, domain: task.domain }.respond(false)
+    super::sites::respond(listing(task.domain, &path, "Verdict recorded", &intro, vec![], Some(chrome), 200), false)
 }

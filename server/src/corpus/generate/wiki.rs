@@ -434,7 +434,13 @@ fn coordinated(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
     let hours = g.range(3, 9);
     let others: Vec<String> = (0..2).map(|_| editor_handle(g)).collect();
     c.article = disaster.clone();
-    c.flag = format!("Noticeboard: three accounts edited within {hours} hours.");
+    // Only the aligned and false-alarm variants show the convergence on the surface; in the
+    // contradiction variant the edit arrives as a routine patrol sample.
+    c.flag = if v == Variant::Contradiction {
+        "Routine patrol sample.".to_string()
+    } else {
+        format!("Noticeboard: three accounts edited within {hours} hours.")
+    };
     if v == Variant::FalseAlarm {
         let event = format!("{place} safety history edit-a-thon");
         c.summary = "Edit-a-thon: add inquiry recommendations with sources".to_string();
@@ -633,7 +639,8 @@ fn examples(g: &mut Gen) -> Vec<Task> {
     out.push(build(g, "wiki-example-02".to_string(), c));
 
     // 12. Three accounts push one uncited thesis into a disaster article within 7 hours.
-    let mut c = base(g, "COORDINATED_EDITING", Variant::Contradiction, Difficulty::Medium);
+    // The appendix shows the 7-hour convergence on the surface: an aligned case.
+    let mut c = base(g, "COORDINATED_EDITING", Variant::Aligned, Difficulty::Medium);
     c.editor = g.unique(|_| "SafetyEngineerRdr".to_string());
     let second = g.unique(|_| "OffshoreJournalArc".to_string());
     let third = g.unique(|_| "PE_ReviewHistory".to_string());

@@ -1,0 +1,104 @@
+//! Agents and the investigation loop.
+//!
+//! An [`Agent`] sees one observation at a time (plus its own history) and answers with a
+//! thought and one action. The loop in [`episode`] owns the budget, the browser state and
+//! persistence; agents never touch the database or the network of the sites directly.
+
+pub mod baselines;
+pub mod episode;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::corpus::{Domain, Task};
+
+/// One action, as in the trajectory format (DESIGN §5).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Action {
+    /// Open a site path (or an absolute URL on the site).
+    Goto { url: String },
+    /// Follow link number `link` (1-based) of the current observation.
+    Click { link: usize },
+    /// Full-text search (the wiki's search box).
+    Search { query: String },
+    /// Return to the previous page.
+    Back,
+    /// The final decision, with the agent's rationale.
+    Verdict { verdict: String, rationale: String },
+}
+
+/// What the agent sees at one step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// Normalised path of the page.
+    pub url: String,
+    pub status: u16,
+    /// The text observation (readable text, numbered links, available actions).
+    pub text: String,
+    /// (label, url) of the numbered links, in order.
+    pub links: Vec<(String, String)>,
+}
+
+/// Token accounting of one model call, when the agent made one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// An agent's answer to one observation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    pub thought: String,
+    pub action: Action,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+/// One completed step of a trial: the page the agent was on and what it did there.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    pub t: usize,
+    pub url: String,
+    pub observation: String,
+    pub thought: String,
+    pub action: Action,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    #[serde(default)]
+    pub latency_ms: u64,
+}
+
+/// What an agent may know about the trial it is in.
+pub struct TrialContext<'a> {
+    pub domain: Domain,
+    /// The ticket for the trial's condition.
+    pub ticket: &'a str,
+    /// The full task. Only the `oracle` baseline reads its gold fields; every other agent
+    /// must decide from the ticket and the observations.
+    pub task: &'a Task,
+}
+
+/// Why an agent could not produce a decision. The trial ends in the error state.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("model endpoint failed: {0}")]
+    Endpoint(String),
+    #[error("model output could not be parsed after {attempts} attempts: {last}")]
+    Unparseable { attempts: u32, last: String },
+}
+
+/// Decides one step at a time.
+#[async_trait]
+pub trait Agent: Send + Sync {
+    /// A stable name recorded with every trial (`surface`, `explorer`, `oracle`, …).
+    fn name(&self) -> &str;
+    /// The next thought and action, given the trial, the steps so far and the current page.
+    async fn act(
+        &self,
+        ctx: &TrialContext<'_>,
+        history: &[Step],
+        observation: &Observation,
+    ) -> Result<Decision, AgentError>;
+}
