@@ -41,6 +41,61 @@ pub enum Command {
         #[command(subcommand)]
         command: CorpusCommand,
     },
+    /// Plan and execute a run (or resume one), with a progress bar.
+    Run(RunArgs),
+    /// Inspect, cancel and export runs.
+    Runs {
+        #[command(subcommand)]
+        command: RunsCommand,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Agent configurations, comma-separated or repeated: surface, explorer, oracle.
+    #[arg(long = "agent", value_delimiter = ',', required_unless_present = "resume")]
+    pub agents: Vec<String>,
+    /// `all`, a site (shop, forum, wiki), a category, or comma-separated task ids.
+    #[arg(long, default_value = "all")]
+    pub tasks: String,
+    /// Manipulation levels, comma-separated (only L0 so far).
+    #[arg(long, value_delimiter = ',', default_value = "L0")]
+    pub levels: Vec<String>,
+    /// Ticket conditions, comma-separated: raw, hint, evidence_anchored.
+    #[arg(long, value_delimiter = ',', default_value = "raw")]
+    pub conditions: Vec<String>,
+    /// Seeds, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub seeds: Vec<i64>,
+    /// Trials executed at once by this process.
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: usize,
+    /// Also write the finished trials as trajectory lines to this file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Resume an interrupted run by id instead of planning a new one.
+    #[arg(long, conflicts_with_all = ["agents"])]
+    pub resume: Option<String>,
+    /// Seconds a claimed trial stays reserved without a heartbeat (a killed worker's
+    /// trials return to the queue after this).
+    #[arg(long, default_value_t = 30, hide = true)]
+    pub lease_secs: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// Every run, newest first, with its progress.
+    List,
+    /// One run: its spec and trial counts.
+    Show { run: String },
+    /// Stop a run: queued trials are cancelled, running ones finish.
+    Cancel { run: String },
+    /// The finished trials as trajectory lines (DESIGN §5).
+    Export {
+        run: String,
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -62,6 +117,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let store = Arc::new(SqlStore::connect(&url).await?);
     match cli.command {
         Command::Serve { addr, site_root } => serve(store, addr, site_root).await,
+        Command::Run(args) => {
+            seed_if_empty(store.as_ref()).await?;
+            run_command(store, args).await
+        }
+        Command::Runs { command } => runs(store.as_ref(), command).await,
         Command::Corpus { command } => {
             seed_if_empty(store.as_ref()).await?;
             match command {
@@ -206,4 +266,124 @@ async fn import(store: &dyn Store, path: &std::path::Path) -> anyhow::Result<()>
 /// 1-based numbers of the non-blank lines, in order (one per task read).
 fn line_numbers(contents: &str) -> Vec<usize> {
     contents.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, _)| i + 1).collect()
+}
+
+async fn run_command(store: Arc<SqlStore>, args: RunArgs) -> anyhow::Result<()> {
+    use std::time::{Duration, Instant};
+
+    use indicatif::{ProgressBar, ProgressStyle};
+
+    use crate::db::TrialEnd;
+    use crate::runs::{PoolOptions, RunSpec, create_run, execute};
+
+    let tasks = store.all_tasks().await?;
+    let version = corpus_version(&tasks);
+    let world = Arc::new(crate::env::World::build(tasks)?);
+    let run_id = match args.resume {
+        Some(id) => {
+            let run = store.run(&id).await?;
+            if run.status == "cancelled" {
+                bail!("run {id} was cancelled");
+            }
+            id
+        }
+        None => {
+            let spec = RunSpec {
+                tasks: args.tasks,
+                agents: args.agents,
+                levels: args.levels,
+                conditions: args.conditions,
+                seeds: args.seeds,
+            };
+            create_run(store.as_ref(), &world, &spec, &version).await?
+        }
+    };
+    let run = store.run(&run_id).await?;
+    let before = store.progress(&run_id).await?;
+    eprintln!(
+        "run {run_id}: {} trials ({} already finished); resume with `mirage run --resume {run_id}`",
+        run.trials_total,
+        before.finished()
+    );
+    let bar = ProgressBar::new(u64::try_from(run.trials_total).unwrap_or(0));
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} trials  {per_sec}  eta {eta}  {msg}")
+            .map_err(|e| anyhow::anyhow!("progress template: {e}"))?,
+    );
+    bar.set_position(u64::try_from(before.finished()).unwrap_or(0));
+    let started = Instant::now();
+    let errors = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let on_finish = {
+        let (bar, errors) = (bar.clone(), errors.clone());
+        Arc::new(move |_: &crate::db::TrialRow, end: &TrialEnd| {
+            if matches!(end, TrialEnd::Error(_)) {
+                errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                bar.set_message(format!("{} errors", errors.load(std::sync::atomic::Ordering::Relaxed)));
+            }
+            bar.inc(1);
+        })
+    };
+    let options = PoolOptions { concurrency: args.concurrency, lease: Duration::from_secs(args.lease_secs.max(1)) };
+    execute(store.clone(), world, &run_id, options, on_finish).await?;
+    bar.finish_and_clear();
+    let p = store.progress(&run_id).await?;
+    println!(
+        "run {run_id}: {} done, {} errors, {} cancelled, {} left, in {:.1}s",
+        p.done,
+        p.error,
+        p.cancelled,
+        p.queued + p.running,
+        started.elapsed().as_secs_f64()
+    );
+    if let Some(path) = args.out {
+        let (text, _) = crate::runs::export::export_run(store.as_ref(), &run_id).await?;
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Result<()> {
+    match command {
+        RunsCommand::List => {
+            for run in store.runs().await? {
+                let p = store.progress(&run.run_id).await?;
+                println!(
+                    "{}  {:<9}  {}/{} finished ({} errors)",
+                    run.run_id,
+                    run.status,
+                    p.finished(),
+                    run.trials_total,
+                    p.error
+                );
+            }
+        }
+        RunsCommand::Show { run } => {
+            let row = store.run(&run).await?;
+            let p = store.progress(&run).await?;
+            println!("run {}\nstatus {}\ncorpus {}\nspec {}", row.run_id, row.status, row.corpus_version, row.spec);
+            println!(
+                "trials {}: {} queued, {} running, {} done, {} errors, {} cancelled",
+                row.trials_total, p.queued, p.running, p.done, p.error, p.cancelled
+            );
+        }
+        RunsCommand::Cancel { run } => {
+            store.cancel_run(&run).await?;
+            println!("run {run} cancelled");
+        }
+        RunsCommand::Export { run, out } => {
+            store.run(&run).await?;
+            let (text, unfinished) = crate::runs::export::export_run(store, &run).await?;
+            if unfinished > 0 {
+                eprintln!("{unfinished} trials of {run} have not finished and are not exported");
+            }
+            match out {
+                Some(path) => std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?,
+                None => {
+                    use std::io::Write;
+                    std::io::stdout().lock().write_all(text.as_bytes()).context("writing to stdout")?;
+                }
+            }
+        }
+    }
+    Ok(())
 }

@@ -56,6 +56,74 @@ pub struct EpisodeEvent {
     pub created_at: i64,
 }
 
+/// A trial to be planned into a run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewTrial {
+    pub task_id: String,
+    pub agent: String,
+    pub level: String,
+    pub condition: String,
+    pub seed: i64,
+}
+
+/// A run as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRow {
+    pub run_id: String,
+    /// The run specification as JSON.
+    pub spec: String,
+    /// `active`, `cancelled` or `done`.
+    pub status: String,
+    pub corpus_version: String,
+    pub trials_total: i64,
+    pub created_at: i64,
+}
+
+/// A trial as stored. `state` is `queued`, `running`, `done`, `error` or `cancelled`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrialRow {
+    pub trial_id: String,
+    pub run_id: String,
+    pub ordinal: i64,
+    pub task_id: String,
+    pub agent: String,
+    pub level: String,
+    pub condition: String,
+    pub seed: i64,
+    pub state: String,
+    pub attempts: i64,
+    pub worker: Option<String>,
+    pub verdict: Option<String>,
+    pub rationale: Option<String>,
+    pub error: Option<String>,
+}
+
+/// Trial counts of a run by state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    pub queued: i64,
+    pub running: i64,
+    pub done: i64,
+    pub error: i64,
+    pub cancelled: i64,
+}
+
+impl Progress {
+    /// Trials that reached a final state.
+    pub fn finished(&self) -> i64 {
+        self.done + self.error + self.cancelled
+    }
+}
+
+/// How a trial ended, for `finish_trial`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TrialEnd {
+    /// A verdict (or none, when the budget ran out).
+    Done { verdict: Option<String>, rationale: Option<String> },
+    /// The trial could not finish; the reason is kept.
+    Error(String),
+}
+
 /// The narrow, domain-shaped storage interface the rest of the server uses.
 #[async_trait]
 pub trait Store: Send + Sync {
@@ -87,6 +155,32 @@ pub trait Store: Send + Sync {
     /// (nothing changes: a verdict is final).
     async fn finish_episode(&self, episode_id: &str, verdict: &str, rationale: &str) -> StoreResult<bool>;
     async fn episode_events(&self, episode_id: &str) -> StoreResult<Vec<EpisodeEvent>>;
+
+    /// Stores a run and all its planned trials (queued) in one transaction.
+    async fn create_run(&self, run_id: &str, spec: &str, corpus_version: &str, trials: &[NewTrial]) -> StoreResult<()>;
+    async fn run(&self, run_id: &str) -> StoreResult<RunRow>;
+    /// Runs, newest first.
+    async fn runs(&self) -> StoreResult<Vec<RunRow>>;
+    async fn set_run_status(&self, run_id: &str, status: &str) -> StoreResult<()>;
+    /// Marks the run cancelled and its queued trials cancelled; running trials finish.
+    async fn cancel_run(&self, run_id: &str) -> StoreResult<()>;
+    async fn progress(&self, run_id: &str) -> StoreResult<Progress>;
+    /// Every trial of a run in plan order.
+    async fn trials(&self, run_id: &str) -> StoreResult<Vec<TrialRow>>;
+    /// Claims the next queued trial of the run for `worker` until `lease_until` (ms), in one
+    /// short statement. `None` when nothing is queued.
+    async fn claim_trial(&self, run_id: &str, worker: &str, lease_until: i64) -> StoreResult<Option<TrialRow>>;
+    /// Extends the lease; `false` when the trial is no longer this worker's.
+    async fn heartbeat(&self, trial_id: &str, worker: &str, lease_until: i64) -> StoreResult<bool>;
+    /// Puts running trials whose lease expired before `now` back in the queue.
+    async fn requeue_expired(&self, run_id: &str, now: i64) -> StoreResult<u64>;
+    /// Persists a step (JSON); `Conflict` if step `t` already exists.
+    async fn append_step(&self, trial_id: &str, t: i64, body: &str) -> StoreResult<()>;
+    /// The persisted steps (JSON), in order.
+    async fn steps(&self, trial_id: &str) -> StoreResult<Vec<String>>;
+    /// Finalises a running trial held by `worker`. Idempotent: `Ok(false)` when it was not
+    /// running under this worker (already finalised, or the lease was lost).
+    async fn finish_trial(&self, trial_id: &str, worker: &str, end: &TrialEnd) -> StoreResult<bool>;
 }
 
 /// Milliseconds since the Unix epoch.
@@ -111,6 +205,7 @@ pub fn database_url(db: &str) -> anyhow::Result<String> {
 #[derive(Clone)]
 pub struct SqlStore {
     pool: AnyPool,
+    postgres: bool,
 }
 
 impl SqlStore {
@@ -136,7 +231,7 @@ impl SqlStore {
         }
         let migrator = if sqlite { &SQLITE_MIGRATIONS } else { &POSTGRES_MIGRATIONS };
         migrator.run(&pool).await.context("running database migrations")?;
-        Ok(SqlStore { pool })
+        Ok(SqlStore { pool, postgres: !sqlite })
     }
 }
 
@@ -347,6 +442,242 @@ impl Store for SqlStore {
             })
             .collect()
     }
+
+    async fn create_run(&self, run_id: &str, spec: &str, corpus_version: &str, trials: &[NewTrial]) -> StoreResult<()> {
+        let now = now_ms();
+        let total = i64::try_from(trials.len()).unwrap_or(i64::MAX);
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "insert into run (run_id, spec, status, corpus_version, trials_total, created_at, updated_at)
+             values ($1, $2, 'active', $3, $4, $5, $5)",
+        )
+        .bind(run_id)
+        .bind(spec)
+        .bind(corpus_version)
+        .bind(total)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        for (i, t) in trials.iter().enumerate() {
+            let ordinal = i64::try_from(i).unwrap_or(i64::MAX);
+            sqlx::query(
+                "insert into trial (trial_id, run_id, ordinal, task_id, agent, level, condition, seed, state, attempts, created_at, updated_at)
+                 values ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', 0, $9, $9)",
+            )
+            .bind(format!("{run_id}-{ordinal:06}"))
+            .bind(run_id)
+            .bind(ordinal)
+            .bind(&t.task_id)
+            .bind(&t.agent)
+            .bind(&t.level)
+            .bind(&t.condition)
+            .bind(t.seed)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn run(&self, run_id: &str) -> StoreResult<RunRow> {
+        let row = sqlx::query(&format!("select {RUN_COLUMNS} from run where run_id = $1"))
+            .bind(run_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        let row = row.ok_or_else(|| StoreError::NotFound(format!("run {run_id}")))?;
+        Ok(run_from(&row)?)
+    }
+
+    async fn runs(&self) -> StoreResult<Vec<RunRow>> {
+        let rows = sqlx::query(&format!("select {RUN_COLUMNS} from run order by created_at desc, run_id desc"))
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(run_from).collect::<Result<_, _>>()?)
+    }
+
+    async fn set_run_status(&self, run_id: &str, status: &str) -> StoreResult<()> {
+        sqlx::query("update run set status = $2, updated_at = $3 where run_id = $1")
+            .bind(run_id)
+            .bind(status)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn cancel_run(&self, run_id: &str) -> StoreResult<()> {
+        self.run(run_id).await?;
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("update run set status = 'cancelled', updated_at = $2 where run_id = $1")
+            .bind(run_id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("update trial set state = 'cancelled', finished_at = $2, updated_at = $2 where run_id = $1 and state = 'queued'")
+            .bind(run_id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn progress(&self, run_id: &str) -> StoreResult<Progress> {
+        let rows = sqlx::query("select state, count(*) as n from trial where run_id = $1 group by state")
+            .bind(run_id)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut p = Progress::default();
+        for row in rows {
+            let state: String = row.try_get("state")?;
+            let n: i64 = row.try_get("n")?;
+            match state.as_str() {
+                "queued" => p.queued = n,
+                "running" => p.running = n,
+                "done" => p.done = n,
+                "error" => p.error = n,
+                "cancelled" => p.cancelled = n,
+                other => return Err(StoreError::Corrupt(format!("unknown trial state {other:?}"))),
+            }
+        }
+        Ok(p)
+    }
+
+    async fn trials(&self, run_id: &str) -> StoreResult<Vec<TrialRow>> {
+        let rows = sqlx::query(&format!("select {TRIAL_COLUMNS} from trial where run_id = $1 order by ordinal"))
+            .bind(run_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(trial_from).collect::<Result<_, _>>()?)
+    }
+
+    async fn claim_trial(&self, run_id: &str, worker: &str, lease_until: i64) -> StoreResult<Option<TrialRow>> {
+        // One short statement; nothing is held while the trial runs. PostgreSQL skips rows
+        // another worker is claiming at the same moment; SQLite serialises writers anyway.
+        let lock = if self.postgres { "for update skip locked" } else { "" };
+        let sql = format!(
+            "update trial set state = 'running', attempts = attempts + 1, lease_until = $3, worker = $2,
+                    started_at = coalesce(started_at, $4), updated_at = $4
+              where trial_id = (select trial_id from trial where run_id = $1 and state = 'queued' order by ordinal limit 1 {lock})
+                and state = 'queued'
+             returning {TRIAL_COLUMNS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(run_id)
+            .bind(worker)
+            .bind(lease_until)
+            .bind(now_ms())
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().map(trial_from).transpose()?)
+    }
+
+    async fn heartbeat(&self, trial_id: &str, worker: &str, lease_until: i64) -> StoreResult<bool> {
+        let r = sqlx::query("update trial set lease_until = $3, updated_at = $4 where trial_id = $1 and worker = $2 and state = 'running'")
+            .bind(trial_id)
+            .bind(worker)
+            .bind(lease_until)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    async fn requeue_expired(&self, run_id: &str, now: i64) -> StoreResult<u64> {
+        let r = sqlx::query(
+            "update trial set state = 'queued', worker = null, lease_until = null, updated_at = $2
+              where run_id = $1 and state = 'running' and lease_until < $2",
+        )
+        .bind(run_id)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected())
+    }
+
+    async fn append_step(&self, trial_id: &str, t: i64, body: &str) -> StoreResult<()> {
+        let r = sqlx::query(
+            "insert into trial_step (trial_id, t, body, created_at, updated_at) values ($1, $2, $3, $4, $4)",
+        )
+        .bind(trial_id)
+        .bind(t)
+        .bind(body)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await;
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) if e.as_database_error().is_some_and(|d| d.is_unique_violation()) => {
+                Err(StoreError::Conflict(format!("step {t} of trial {trial_id} is already stored")))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn steps(&self, trial_id: &str) -> StoreResult<Vec<String>> {
+        let rows = sqlx::query("select body from trial_step where trial_id = $1 order by t")
+            .bind(trial_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(|r| r.try_get("body")).collect::<Result<_, _>>()?)
+    }
+
+    async fn finish_trial(&self, trial_id: &str, worker: &str, end: &TrialEnd) -> StoreResult<bool> {
+        let (state, verdict, rationale, error) = match end {
+            TrialEnd::Done { verdict, rationale } => ("done", verdict.clone(), rationale.clone(), None),
+            TrialEnd::Error(reason) => ("error", None, None, Some(reason.clone())),
+        };
+        let now = now_ms();
+        let r = sqlx::query(
+            "update trial set state = $3, verdict = $4, rationale = $5, error = $6, lease_until = null, finished_at = $7, updated_at = $7
+              where trial_id = $1 and worker = $2 and state = 'running'",
+        )
+        .bind(trial_id)
+        .bind(worker)
+        .bind(state)
+        .bind(verdict)
+        .bind(rationale)
+        .bind(error)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected() == 1)
+    }
+}
+
+const RUN_COLUMNS: &str = "run_id, spec, status, corpus_version, trials_total, created_at";
+const TRIAL_COLUMNS: &str = "trial_id, run_id, ordinal, task_id, agent, level, condition, seed, state, attempts, worker, verdict, rationale, error";
+
+fn run_from(row: &sqlx::any::AnyRow) -> Result<RunRow, sqlx::Error> {
+    Ok(RunRow {
+        run_id: row.try_get("run_id")?,
+        spec: row.try_get("spec")?,
+        status: row.try_get("status")?,
+        corpus_version: row.try_get("corpus_version")?,
+        trials_total: row.try_get("trials_total")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+fn trial_from(row: &sqlx::any::AnyRow) -> Result<TrialRow, sqlx::Error> {
+    Ok(TrialRow {
+        trial_id: row.try_get("trial_id")?,
+        run_id: row.try_get("run_id")?,
+        ordinal: row.try_get("ordinal")?,
+        task_id: row.try_get("task_id")?,
+        agent: row.try_get("agent")?,
+        level: row.try_get("level")?,
+        condition: row.try_get("condition")?,
+        seed: row.try_get("seed")?,
+        state: row.try_get("state")?,
+        attempts: row.try_get("attempts")?,
+        worker: row.try_get("worker")?,
+        verdict: row.try_get("verdict")?,
+        rationale: row.try_get("rationale")?,
+        error: row.try_get("error")?,
+    })
 }
 
 #[cfg(test)]

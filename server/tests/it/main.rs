@@ -4,6 +4,7 @@
 mod cli;
 mod dashboard;
 mod episodes;
+mod runs;
 mod sites;
 mod store;
 mod support;

@@ -47,21 +47,76 @@ async fn in_memory_sqlite_works_for_quick_tries() {
     exercise(&SqlStore::connect("sqlite::memory:").await.expect("connect")).await;
 }
 
+/// A fresh database on the PostgreSQL test server named by `MIRAGE_TEST_POSTGRES_URL`
+/// (scripts/test.sh starts one); `None` when the variable is unset.
+async fn fresh_postgres() -> Option<SqlStore> {
+    let Ok(base) = std::env::var("MIRAGE_TEST_POSTGRES_URL") else {
+        eprintln!("MIRAGE_TEST_POSTGRES_URL is not set; the PostgreSQL run happens in scripts/test.sh");
+        return None;
+    };
+    let name = format!("mirage_test_{}", uuid::Uuid::new_v4().simple());
+    let mut conn =
+        <sqlx::PgConnection as sqlx::Connection>::connect(&base).await.expect("connect to the PostgreSQL test server");
+    sqlx::query(&format!("create database {name}")).execute(&mut conn).await.expect("create database");
+    let (prefix, _) = base.rsplit_once('/').expect("MIRAGE_TEST_POSTGRES_URL ends with a database name");
+    Some(SqlStore::connect(&format!("{prefix}/{name}")).await.expect("connect"))
+}
+
 #[tokio::test]
 async fn postgres_store_round_trips_tasks_meta_and_episodes() {
-    let Ok(base) = std::env::var("MIRAGE_TEST_POSTGRES_URL") else {
-        eprintln!("MIRAGE_TEST_POSTGRES_URL is not set; the PostgreSQL run happens in CI");
-        return;
-    };
-    // A fresh database per run so that reruns start clean.
-    let admin = SqlStore::connect(&base).await.expect("connect to the PostgreSQL test server");
-    drop(admin);
-    let name = format!("mirage_test_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&base).await.expect("admin connection");
-    sqlx::query(&format!("create database {name}")).execute(&mut conn).await.expect("create database");
-    let url = match base.rsplit_once('/') {
-        Some((prefix, _)) => format!("{prefix}/{name}"),
-        None => panic!("MIRAGE_TEST_POSTGRES_URL must end with a database name"),
-    };
-    exercise(&SqlStore::connect(&url).await.expect("connect")).await;
+    if let Some(store) = fresh_postgres().await {
+        exercise(&store).await;
+    }
+}
+
+async fn exercise_queue(store: &SqlStore) {
+    use server::db::{NewTrial, TrialEnd};
+    let tasks: Vec<_> = corpus().into_iter().take(2).collect();
+    store.insert_tasks(&tasks, "test").await.expect("tasks");
+    let trials: Vec<NewTrial> = tasks
+        .iter()
+        .map(|t| NewTrial {
+            task_id: t.id.clone(),
+            agent: "oracle".into(),
+            level: "L0".into(),
+            condition: "raw".into(),
+            seed: 0,
+        })
+        .collect();
+    store.create_run("r1", "{}", "v1", &trials).await.expect("run");
+    assert_eq!(store.runs().await.expect("runs")[0].trials_total, 2);
+    let now = server::db::now_ms();
+    let a = store.claim_trial("r1", "w1", now + 60_000).await.expect("claim").expect("a trial");
+    let b = store.claim_trial("r1", "w2", now - 1).await.expect("claim").expect("another trial");
+    assert_ne!(a.trial_id, b.trial_id, "a claimed trial is not claimed twice");
+    assert!(store.claim_trial("r1", "w3", now).await.expect("claim").is_none());
+    assert!(store.heartbeat(&a.trial_id, "w1", now + 90_000).await.expect("beat"));
+    assert!(!store.heartbeat(&a.trial_id, "w2", now + 90_000).await.expect("beat"), "only the holder extends");
+    assert_eq!(store.requeue_expired("r1", now).await.expect("reap"), 1, "b's lease had expired");
+    store.append_step(&a.trial_id, 0, "{\"t\":0}").await.expect("step");
+    assert!(matches!(store.append_step(&a.trial_id, 0, "{}").await, Err(StoreError::Conflict(_))));
+    assert_eq!(store.steps(&a.trial_id).await.expect("steps"), vec!["{\"t\":0}".to_string()]);
+    let end = TrialEnd::Done { verdict: Some("APPROVE".into()), rationale: Some("ok".into()) };
+    assert!(store.finish_trial(&a.trial_id, "w1", &end).await.expect("finish"));
+    assert!(!store.finish_trial(&a.trial_id, "w1", &end).await.expect("finish"), "finalising is idempotent");
+    let p = store.progress("r1").await.expect("progress");
+    assert_eq!((p.done, p.queued), (1, 1));
+    store.cancel_run("r1").await.expect("cancel");
+    let p = store.progress("r1").await.expect("progress");
+    assert_eq!((p.done, p.cancelled, p.queued), (1, 1, 0));
+    assert_eq!(store.run("r1").await.expect("run").status, "cancelled");
+    let rows = store.trials("r1").await.expect("trials");
+    assert_eq!(rows[0].verdict.as_deref(), Some("APPROVE"));
+}
+
+#[tokio::test]
+async fn sqlite_queue_claims_leases_and_finalises_once() {
+    exercise_queue(&SqlStore::connect("sqlite::memory:").await.expect("connect")).await;
+}
+
+#[tokio::test]
+async fn postgres_queue_claims_leases_and_finalises_once() {
+    if let Some(store) = fresh_postgres().await {
+        exercise_queue(&store).await;
+    }
 }

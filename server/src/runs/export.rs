@@ -1,0 +1,68 @@
+//! Trajectory lines (DESIGN §5) for every finished trial of a run.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::agent::{Action, Step};
+use crate::db::{Store, TrialRow};
+
+#[derive(Serialize)]
+struct StepLine<'a> {
+    url: &'a str,
+    observation: &'a str,
+    thought: &'a str,
+    action: &'a Action,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<crate::agent::Usage>,
+    latency_ms: u64,
+}
+
+/// One trajectory line for a finished trial (done or error) with its stored steps.
+pub fn trajectory_line(trial: &TrialRow, steps: &[Step]) -> Value {
+    let verdict = trial
+        .verdict
+        .as_ref()
+        .map(|v| serde_json::json!({"action": v, "rationale": trial.rationale.clone().unwrap_or_default()}));
+    let steps: Vec<StepLine<'_>> = steps
+        .iter()
+        .map(|s| StepLine {
+            url: &s.url,
+            observation: &s.observation,
+            thought: &s.thought,
+            action: &s.action,
+            usage: s.usage,
+            latency_ms: s.latency_ms,
+        })
+        .collect();
+    serde_json::json!({
+        "trial_id": trial.trial_id,
+        "task_id": trial.task_id,
+        "agent": trial.agent,
+        "level": trial.level,
+        "condition": trial.condition,
+        "seed": trial.seed,
+        "steps": steps,
+        "verdict": verdict,
+        "appeal": null,
+        "status": if trial.state == "error" { "error" } else { "done" },
+        "error": trial.error,
+    })
+}
+
+/// JSON Lines of every finished trial of the run, in plan order, and the number of trials
+/// left out because they have not finished (queued, running or cancelled).
+pub async fn export_run(store: &dyn Store, run_id: &str) -> anyhow::Result<(String, usize)> {
+    let mut out = String::new();
+    let mut unfinished = 0;
+    for trial in store.trials(run_id).await? {
+        if trial.state != "done" && trial.state != "error" {
+            unfinished += 1;
+            continue;
+        }
+        let steps: Vec<Step> =
+            store.steps(&trial.trial_id).await?.iter().map(|b| serde_json::from_str(b)).collect::<Result<_, _>>()?;
+        out.push_str(&trajectory_line(&trial, &steps).to_string());
+        out.push('\n');
+    }
+    Ok((out, unfinished))
+}

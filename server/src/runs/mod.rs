@@ -1,0 +1,266 @@
+//! Runs: a run is tasks × agents × levels × conditions × seeds, planned into trials in
+//! the database and executed from a durable queue by a pool of workers.
+//!
+//! A worker claims a trial with a lease in one short statement, keeps the lease alive with
+//! a heartbeat, persists every step before the next, and finalises idempotently. Nothing is
+//! held open across an agent call, so several processes (later: `mirage worker` against
+//! PostgreSQL) can share one queue, and a killed process loses at most the step in flight.
+
+pub mod export;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tracing::Instrument;
+
+use crate::agent::baselines::{Explorer, Oracle, Surface};
+use crate::agent::episode::{Outcome, StepSink, TrialError, run_trial};
+use crate::agent::{Agent, Step};
+use crate::corpus::model::CONDITIONS;
+use crate::corpus::{Domain, Task};
+use crate::db::{NewTrial, Store, StoreError, TrialEnd, TrialRow, now_ms};
+use crate::env::World;
+
+/// What a run covers. Stored as JSON on the run row.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSpec {
+    /// `all`, a site (`shop`), a category (`WARDROBING`) or comma-separated task ids.
+    pub tasks: String,
+    pub agents: Vec<String>,
+    pub levels: Vec<String>,
+    pub conditions: Vec<String>,
+    pub seeds: Vec<i64>,
+}
+
+/// The agents this version can run.
+pub const BASELINES: [&str; 3] = ["surface", "explorer", "oracle"];
+
+/// Builds the agent for a configuration name.
+pub fn agent_for(name: &str) -> anyhow::Result<Arc<dyn Agent>> {
+    Ok(match name {
+        "surface" => Arc::new(Surface),
+        "explorer" => Arc::new(Explorer),
+        "oracle" => Arc::new(Oracle),
+        other => bail!("agent: {other:?} is not known; this version runs the baselines {}", BASELINES.join(", ")),
+    })
+}
+
+/// The tasks a filter selects, in corpus order. An unknown filter is an error naming it.
+pub fn select_tasks<'w>(world: &'w World, filter: &str) -> anyhow::Result<Vec<&'w Arc<Task>>> {
+    let filter = filter.trim();
+    if filter == "all" {
+        return Ok(world.tasks().collect());
+    }
+    if let Some(domain) = Domain::parse(filter) {
+        return Ok(world.tasks().filter(|t| t.domain == domain).collect());
+    }
+    let by_category: Vec<_> = world.tasks().filter(|t| t.category == filter).collect();
+    if !by_category.is_empty() {
+        return Ok(by_category);
+    }
+    let mut out = Vec::new();
+    for id in filter.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match world.task(id) {
+            Some(t) => out.push(t),
+            None => bail!("tasks: {id:?} is neither `all`, a site, a category nor a task id"),
+        }
+    }
+    if out.is_empty() {
+        bail!("tasks: the filter {filter:?} selects no task");
+    }
+    Ok(out)
+}
+
+/// Checks a spec and expands it into trials (task-major, then agent, level, condition, seed).
+pub fn plan(world: &World, spec: &RunSpec) -> anyhow::Result<Vec<NewTrial>> {
+    for agent in &spec.agents {
+        agent_for(agent)?;
+    }
+    for level in &spec.levels {
+        if level != "L0" {
+            bail!("levels: {level} is not available; this version runs clean pages only (L0)");
+        }
+    }
+    for condition in &spec.conditions {
+        if !CONDITIONS.contains(&condition.as_str()) {
+            bail!("conditions: {condition:?} is not one of {}", CONDITIONS.join(", "));
+        }
+    }
+    if spec.agents.is_empty() || spec.levels.is_empty() || spec.conditions.is_empty() || spec.seeds.is_empty() {
+        bail!("a run needs at least one agent, level, condition and seed");
+    }
+    let mut trials = Vec::new();
+    for task in select_tasks(world, &spec.tasks)? {
+        for agent in &spec.agents {
+            for level in &spec.levels {
+                for condition in &spec.conditions {
+                    for seed in &spec.seeds {
+                        trials.push(NewTrial {
+                            task_id: task.id.clone(),
+                            agent: agent.clone(),
+                            level: level.clone(),
+                            condition: condition.clone(),
+                            seed: *seed,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(trials)
+}
+
+/// Stores a planned run; returns its id.
+pub async fn create_run(
+    store: &dyn Store,
+    world: &World,
+    spec: &RunSpec,
+    corpus_version: &str,
+) -> anyhow::Result<String> {
+    let trials = plan(world, spec)?;
+    let run_id = format!("run-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let spec_json = serde_json::to_string(spec).context("encoding the run spec")?;
+    store.create_run(&run_id, &spec_json, corpus_version, &trials).await?;
+    Ok(run_id)
+}
+
+/// Persists each step of one trial in the store.
+struct DbSink<'a> {
+    store: &'a dyn Store,
+    trial_id: &'a str,
+}
+
+#[async_trait]
+impl StepSink for DbSink<'_> {
+    async fn record(&mut self, step: &Step) -> anyhow::Result<()> {
+        let body = serde_json::to_string(step)?;
+        self.store.append_step(self.trial_id, i64::try_from(step.t)?, &body).await?;
+        Ok(())
+    }
+}
+
+/// Called after each trial this process finalises (progress bars, live counters).
+pub type OnFinish = Arc<dyn Fn(&TrialRow, &TrialEnd) + Send + Sync>;
+
+/// Tunables of a worker pool.
+#[derive(Clone, Copy, Debug)]
+pub struct PoolOptions {
+    pub concurrency: usize,
+    /// How long a claim lasts without a heartbeat.
+    pub lease: Duration,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        PoolOptions { concurrency: 4, lease: Duration::from_secs(30) }
+    }
+}
+
+/// Executes the queued trials of a run until none is left (or the run is cancelled).
+/// `on_finish` is called after each trial this process finalises.
+pub async fn execute(
+    store: Arc<dyn Store>,
+    world: Arc<World>,
+    run_id: &str,
+    options: PoolOptions,
+    on_finish: OnFinish,
+) -> anyhow::Result<()> {
+    let worker_base = format!("{}-{}", std::process::id(), &uuid::Uuid::new_v4().simple().to_string()[..6]);
+    let mut handles = Vec::new();
+    for n in 0..options.concurrency.max(1) {
+        let (store, world, on_finish) = (store.clone(), world.clone(), on_finish.clone());
+        let worker = format!("{worker_base}-{n}");
+        let run_id = run_id.to_string();
+        handles.push(tokio::spawn(async move { work(store, world, &run_id, &worker, options, on_finish).await }));
+    }
+    for h in handles {
+        h.await.context("a worker panicked")??;
+    }
+    let progress = store.progress(run_id).await?;
+    if progress.queued == 0 && progress.running == 0 && store.run(run_id).await?.status == "active" {
+        store.set_run_status(run_id, "done").await?;
+    }
+    Ok(())
+}
+
+async fn work(
+    store: Arc<dyn Store>,
+    world: Arc<World>,
+    run_id: &str,
+    worker: &str,
+    options: PoolOptions,
+    on_finish: OnFinish,
+) -> anyhow::Result<()> {
+    let lease_ms = i64::try_from(options.lease.as_millis()).unwrap_or(i64::MAX);
+    loop {
+        if store.run(run_id).await?.status == "cancelled" {
+            return Ok(());
+        }
+        store.requeue_expired(run_id, now_ms()).await?;
+        let Some(trial) = store.claim_trial(run_id, worker, now_ms() + lease_ms).await? else {
+            let p = store.progress(run_id).await?;
+            if p.running == 0 && p.queued == 0 {
+                return Ok(());
+            }
+            // Others hold trials (or a dead process's leases have yet to expire): wait.
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            continue;
+        };
+        let span =
+            tracing::info_span!("trial", trial.id = %trial.trial_id, task.id = %trial.task_id, agent = %trial.agent);
+        let end = run_claimed(store.as_ref(), &world, &trial, worker, options.lease).instrument(span).await;
+        match store.finish_trial(&trial.trial_id, worker, &end).await? {
+            true => on_finish(&trial, &end),
+            false => {
+                tracing::warn!(trial.id = %trial.trial_id, "lost the lease before finishing; another worker owns the trial")
+            }
+        }
+    }
+}
+
+/// Runs one claimed trial with a heartbeat, resuming from its persisted steps.
+async fn run_claimed(store: &dyn Store, world: &World, trial: &TrialRow, worker: &str, lease: Duration) -> TrialEnd {
+    let Some(task) = world.task(&trial.task_id) else {
+        return TrialEnd::Error(format!("task {} is no longer stored", trial.task_id));
+    };
+    let agent = match agent_for(&trial.agent) {
+        Ok(a) => a,
+        Err(e) => return TrialEnd::Error(format!("{e:#}")),
+    };
+    let prior: Vec<Step> = match store.steps(&trial.trial_id).await {
+        Ok(bodies) => match bodies.iter().map(|b| serde_json::from_str(b)).collect::<Result<_, _>>() {
+            Ok(steps) => steps,
+            Err(e) => return TrialEnd::Error(format!("stored steps are unreadable: {e}")),
+        },
+        Err(e) => return TrialEnd::Error(format!("loading stored steps: {e}")),
+    };
+    let mut sink = DbSink { store, trial_id: &trial.trial_id };
+    let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+    let beat = async {
+        loop {
+            tokio::time::sleep(lease / 3).await;
+            match store.heartbeat(&trial.trial_id, worker, now_ms() + lease_ms).await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => tracing::warn!(error = %e, "heartbeat failed"),
+            }
+        }
+    };
+    let result = tokio::select! {
+        r = run_trial(world, task, &trial.condition, agent.as_ref(), prior, &mut sink) => r,
+        () = beat => return TrialEnd::Error("lost the lease while running".to_string()),
+    };
+    match result {
+        Ok((_, Outcome::Verdict { verdict, rationale })) => {
+            TrialEnd::Done { verdict: Some(verdict), rationale: Some(rationale) }
+        }
+        Ok((_, Outcome::BudgetExhausted)) => TrialEnd::Done { verdict: None, rationale: None },
+        Err(TrialError::Persist(e)) if matches!(e.downcast_ref::<StoreError>(), Some(StoreError::Conflict(_))) => {
+            TrialEnd::Error(format!("another worker wrote this trial's steps: {e:#}"))
+        }
+        Err(e) => TrialEnd::Error(e.to_string()),
+    }
+}

@@ -1,0 +1,184 @@
+//! Runs through the real binary: planning, execution, export, cancel, and resume after
+//! the process is killed with SIGKILL.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use server::db::{SqlStore, Store, database_url};
+
+use crate::support::temp_path;
+
+fn mirage(db: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mirage"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run mirage")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn run_id_of(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("run "))
+        .and_then(|l| l.split(':').next())
+        .expect("run id line")
+        .to_string()
+}
+
+fn trajectory_validator() -> jsonschema::Validator {
+    let schema: Value =
+        serde_json::from_str(include_str!("../../../schemas/trajectory.schema.json")).expect("schema json");
+    jsonschema::validator_for(&schema).expect("schema compiles")
+}
+
+#[test]
+fn a_baseline_run_finishes_every_trial_and_exports_valid_trajectories() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = temp_path(&dir, "r.db");
+    let out = temp_path(&dir, "t.jsonl");
+    let o = mirage(
+        &db,
+        &[
+            "run",
+            "--agent",
+            "oracle,surface",
+            "--tasks",
+            "wiki",
+            "--conditions",
+            "raw,hint",
+            "--out",
+            out.to_str().expect("utf-8"),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("1200 done, 0 errors"), "{}", text(&o.stdout));
+    let lines = std::fs::read_to_string(&out).expect("trajectories");
+    assert_eq!(lines.lines().count(), 1200);
+    let validator = trajectory_validator();
+    let corpus = server::corpus::generate::corpus();
+    for line in lines.lines() {
+        let v: Value = serde_json::from_str(line).expect("json line");
+        let errors: Vec<String> = validator.iter_errors(&v).map(|e| format!("{}: {e}", e.instance_path())).collect();
+        assert!(errors.is_empty(), "{errors:?}");
+        if v["agent"] == "oracle" {
+            let task = corpus.iter().find(|t| t.id == v["task_id"]).expect("task");
+            assert_eq!(v["verdict"]["action"], task.verdict.optimal.as_str());
+        }
+    }
+    let run = run_id_of(&text(&o.stderr));
+    let export = mirage(&db, &["runs", "export", &run]);
+    assert_eq!(text(&export.stdout), lines, "runs export writes the same lines");
+    let list = mirage(&db, &["runs", "list"]);
+    assert!(text(&list.stdout).contains(&format!("{run}  done")), "{}", text(&list.stdout));
+}
+
+#[test]
+fn bad_run_input_is_refused_with_the_field_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = temp_path(&dir, "b.db");
+    for (args, message) in [
+        (vec!["run", "--agent", "gpt-17"], "agent: \"gpt-17\" is not known"),
+        (vec!["run", "--agent", "oracle", "--levels", "L2"], "levels: L2 is not available"),
+        (vec!["run", "--agent", "oracle", "--conditions", "psychic"], "conditions: \"psychic\""),
+        (vec!["run", "--agent", "oracle", "--tasks", "nope-1"], "tasks: \"nope-1\""),
+    ] {
+        let o = mirage(&db, &args);
+        assert!(!o.status.success());
+        assert!(text(&o.stderr).contains(message), "{args:?}: {}", text(&o.stderr));
+    }
+    assert!(text(&mirage(&db, &["runs", "list"]).stdout).trim().is_empty(), "nothing was stored");
+}
+
+#[test]
+fn cancel_stops_the_queued_trials() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = temp_path(&dir, "c.db");
+    let store = rt.block_on(async {
+        let store = SqlStore::connect(&database_url(db.to_str().expect("utf-8")).expect("url")).await.expect("connect");
+        server::cli::seed_if_empty(&store).await.expect("seed");
+        store
+    });
+    let world = server::env::World::build(rt.block_on(store.all_tasks()).expect("tasks")).expect("world");
+    let spec = server::runs::RunSpec {
+        tasks: "forum".into(),
+        agents: vec!["oracle".into()],
+        levels: vec!["L0".into()],
+        conditions: vec!["raw".into()],
+        seeds: vec![0, 1],
+    };
+    let run = rt.block_on(server::runs::create_run(&store, &world, &spec, "v")).expect("run");
+    let o = mirage(&db, &["runs", "cancel", &run]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let p = rt.block_on(store.progress(&run)).expect("progress");
+    assert_eq!((p.cancelled, p.queued), (300, 0));
+    let resumed = mirage(&db, &["run", "--resume", &run]);
+    assert!(!resumed.status.success());
+    assert!(text(&resumed.stderr).contains("was cancelled"));
+}
+
+#[test]
+fn a_run_killed_mid_way_resumes_with_no_trial_lost_or_finalised_twice() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = temp_path(&dir, "k.db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mirage"))
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--agent", "oracle,explorer", "--tasks", "all", "--concurrency", "3", "--lease-secs", "1"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mirage run");
+    let mut first = String::new();
+    BufReader::new(child.stderr.take().expect("stderr")).read_line(&mut first).expect("first line");
+    let run = run_id_of(&first);
+
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let store =
+        rt.block_on(SqlStore::connect(&database_url(db.to_str().expect("utf-8")).expect("url"))).expect("connect");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let p = rt.block_on(store.progress(&run)).expect("progress");
+        if p.done >= 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the run made no progress: {p:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    let at_kill = rt.block_on(store.progress(&run)).expect("progress");
+    assert!(at_kill.queued > 0, "killed before the end: {at_kill:?}");
+
+    let o = mirage(&db, &["run", "--resume", &run, "--lease-secs", "1"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let p = rt.block_on(store.progress(&run)).expect("progress");
+    assert_eq!((p.done, p.error, p.queued, p.running), (1500, 0, 0, 0));
+
+    let corpus = server::corpus::generate::corpus();
+    for trial in rt.block_on(store.trials(&run)).expect("trials") {
+        let steps: Vec<server::agent::Step> = rt
+            .block_on(store.steps(&trial.trial_id))
+            .expect("steps")
+            .iter()
+            .map(|b| serde_json::from_str(b).expect("step"))
+            .collect();
+        assert!(steps.iter().enumerate().all(|(i, s)| s.t == i), "{}: steps are contiguous", trial.trial_id);
+        let verdicts = steps.iter().filter(|s| matches!(s.action, server::agent::Action::Verdict { .. })).count();
+        assert_eq!(verdicts, 1, "{}: exactly one verdict", trial.trial_id);
+        assert!(trial.attempts <= 2, "{}: claimed {} times", trial.trial_id, trial.attempts);
+        if trial.agent == "oracle" {
+            let task = corpus.iter().find(|t| t.id == trial.task_id).expect("task");
+            assert_eq!(trial.verdict.as_deref(), Some(task.verdict.optimal.as_str()), "{}", trial.trial_id);
+        }
+    }
+}
