@@ -42,7 +42,7 @@ pub enum Command {
         command: CorpusCommand,
     },
     /// Plan and execute a run (or resume one), with a progress bar.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Inspect, cancel and export runs.
     Runs {
         #[command(subcommand)]
@@ -52,9 +52,38 @@ pub enum Command {
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// Agent configurations, comma-separated or repeated: surface, explorer, oracle.
+    /// Agent configurations, comma-separated or repeated: a baseline (surface, explorer,
+    /// oracle), an endpoint named in the config file, or `llm` with --base-url and --model.
     #[arg(long = "agent", value_delimiter = ',', required_unless_present = "resume")]
     pub agents: Vec<String>,
+    /// TOML file with `[endpoints.NAME]` tables (base_url, model, api_key_env, temperature,
+    /// seed, max_tokens, timeout_secs, max_retries, tool_calling).
+    #[arg(long, env = "MIRAGE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// For `--agent llm`: the endpoint's base URL up to /v1.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// For `--agent llm`: the model name.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// For `--agent llm`: environment variable holding the API key.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// For `--agent llm`: sampling temperature.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    /// For `--agent llm`: the seed sent to the endpoint.
+    #[arg(long)]
+    pub model_seed: Option<u64>,
+    /// For `--agent llm`: most tokens per reply.
+    #[arg(long, default_value_t = 512)]
+    pub max_tokens: u32,
+    /// For `--agent llm`: seconds per request before it counts as a timeout.
+    #[arg(long, default_value_t = 120)]
+    pub request_timeout: u64,
+    /// For `--agent llm`: ask for actions through native tool calling.
+    #[arg(long)]
+    pub tool_calling: bool,
     /// `all`, a site (shop, forum, wiki), a category, or comma-separated task ids.
     #[arg(long, default_value = "all")]
     pub tasks: String,
@@ -119,7 +148,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve { addr, site_root } => serve(store, addr, site_root).await,
         Command::Run(args) => {
             seed_if_empty(store.as_ref()).await?;
-            run_command(store, args).await
+            run_command(store, *args).await
         }
         Command::Runs { command } => runs(store.as_ref(), command).await,
         Command::Corpus { command } => {
@@ -288,12 +317,14 @@ async fn run_command(store: Arc<SqlStore>, args: RunArgs) -> anyhow::Result<()> 
             id
         }
         None => {
+            let (agents, endpoints) = endpoints_for(&args)?;
             let spec = RunSpec {
                 tasks: args.tasks,
-                agents: args.agents,
+                agents,
                 levels: args.levels,
                 conditions: args.conditions,
                 seeds: args.seeds,
+                endpoints,
             };
             create_run(store.as_ref(), &world, &spec, &version).await?
         }
@@ -386,4 +417,51 @@ async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The model endpoints a run uses: those of the config file that `--agent` names, plus an
+/// ad-hoc `llm` endpoint from the flags (named `llm:MODEL`). Returns the agent names too.
+fn endpoints_for(
+    args: &RunArgs,
+) -> anyhow::Result<(Vec<String>, std::collections::BTreeMap<String, crate::llm::EndpointSpec>)> {
+    use crate::llm::EndpointSpec;
+
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct ConfigFile {
+        #[serde(default)]
+        endpoints: std::collections::BTreeMap<String, EndpointSpec>,
+    }
+    let configured = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+            toml::from_str::<ConfigFile>(&text).with_context(|| format!("config {}", path.display()))?.endpoints
+        }
+        None => Default::default(),
+    };
+    let mut agents = Vec::new();
+    let mut endpoints = std::collections::BTreeMap::new();
+    for name in &args.agents {
+        if name == "llm" {
+            let (Some(base_url), Some(model)) = (&args.base_url, &args.model) else {
+                bail!("agent llm needs --base-url URL and --model NAME");
+            };
+            let mut spec = EndpointSpec::new(base_url, model);
+            spec.api_key_env = args.api_key_env.clone();
+            spec.temperature = args.temperature;
+            spec.seed = args.model_seed;
+            spec.max_tokens = args.max_tokens;
+            spec.timeout_secs = args.request_timeout;
+            spec.tool_calling = args.tool_calling;
+            let name = format!("llm:{model}");
+            endpoints.insert(name.clone(), spec);
+            agents.push(name);
+        } else {
+            if let Some(spec) = configured.get(name) {
+                endpoints.insert(name.clone(), spec.clone());
+            }
+            agents.push(name.clone());
+        }
+    }
+    Ok((agents, endpoints))
 }

@@ -6,6 +6,7 @@ pub mod corpus;
 pub mod db;
 pub mod env;
 pub mod http;
+pub mod llm;
 pub mod runs;
 pub mod search;
 pub mod services;

@@ -16,16 +16,20 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tracing::Instrument;
 
+use std::collections::{BTreeMap, HashMap};
+
 use crate::agent::baselines::{Explorer, Oracle, Surface};
 use crate::agent::episode::{Outcome, StepSink, TrialError, run_trial};
+use crate::agent::llm::LlmAgent;
 use crate::agent::{Agent, Step};
 use crate::corpus::model::CONDITIONS;
 use crate::corpus::{Domain, Task};
 use crate::db::{NewTrial, Store, StoreError, TrialEnd, TrialRow, now_ms};
 use crate::env::World;
+use crate::llm::{EndpointSpec, HttpLlm};
 
 /// What a run covers. Stored as JSON on the run row.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunSpec {
     /// `all`, a site (`shop`), a category (`WARDROBING`) or comma-separated task ids.
     pub tasks: String,
@@ -33,18 +37,30 @@ pub struct RunSpec {
     pub levels: Vec<String>,
     pub conditions: Vec<String>,
     pub seeds: Vec<i64>,
+    /// Model endpoints by agent name (no keys: only the names of the variables holding them).
+    #[serde(default)]
+    pub endpoints: BTreeMap<String, EndpointSpec>,
 }
 
 /// The agents this version can run.
 pub const BASELINES: [&str; 3] = ["surface", "explorer", "oracle"];
 
-/// Builds the agent for a configuration name.
-pub fn agent_for(name: &str) -> anyhow::Result<Arc<dyn Agent>> {
+/// Builds the agent for a configuration name: a baseline, or a model endpoint of the spec.
+pub fn agent_for(name: &str, endpoints: &BTreeMap<String, EndpointSpec>) -> anyhow::Result<Arc<dyn Agent>> {
     Ok(match name {
         "surface" => Arc::new(Surface),
         "explorer" => Arc::new(Explorer),
         "oracle" => Arc::new(Oracle),
-        other => bail!("agent: {other:?} is not known; this version runs the baselines {}", BASELINES.join(", ")),
+        other => match endpoints.get(other) {
+            Some(spec) => {
+                let client = HttpLlm::new(spec.clone()).with_context(|| format!("agent {other}"))?;
+                Arc::new(LlmAgent::new(other, Arc::new(client), spec.tool_calling))
+            }
+            None => bail!(
+                "agent: {other:?} is neither a baseline ({}) nor a configured model endpoint",
+                BASELINES.join(", ")
+            ),
+        },
     })
 }
 
@@ -77,7 +93,7 @@ pub fn select_tasks<'w>(world: &'w World, filter: &str) -> anyhow::Result<Vec<&'
 /// Checks a spec and expands it into trials (task-major, then agent, level, condition, seed).
 pub fn plan(world: &World, spec: &RunSpec) -> anyhow::Result<Vec<NewTrial>> {
     for agent in &spec.agents {
-        agent_for(agent)?;
+        agent_for(agent, &spec.endpoints)?;
     }
     for level in &spec.levels {
         if level != "L0" {
@@ -168,13 +184,21 @@ pub async fn execute(
     options: PoolOptions,
     on_finish: OnFinish,
 ) -> anyhow::Result<()> {
+    let spec: RunSpec = serde_json::from_str(&store.run(run_id).await?.spec).context("reading the run's spec")?;
+    // One agent (and HTTP client) per configuration for the whole run.
+    let mut agents: HashMap<String, Arc<dyn Agent>> = HashMap::new();
+    for name in &spec.agents {
+        agents.insert(name.clone(), agent_for(name, &spec.endpoints)?);
+    }
+    let agents = Arc::new(agents);
     let worker_base = format!("{}-{}", std::process::id(), &uuid::Uuid::new_v4().simple().to_string()[..6]);
     let mut handles = Vec::new();
     for n in 0..options.concurrency.max(1) {
-        let (store, world, on_finish) = (store.clone(), world.clone(), on_finish.clone());
+        let (store, world, on_finish, agents) = (store.clone(), world.clone(), on_finish.clone(), agents.clone());
         let worker = format!("{worker_base}-{n}");
         let run_id = run_id.to_string();
-        handles.push(tokio::spawn(async move { work(store, world, &run_id, &worker, options, on_finish).await }));
+        handles
+            .push(tokio::spawn(async move { work(store, world, agents, &run_id, &worker, options, on_finish).await }));
     }
     for h in handles {
         h.await.context("a worker panicked")??;
@@ -189,6 +213,7 @@ pub async fn execute(
 async fn work(
     store: Arc<dyn Store>,
     world: Arc<World>,
+    agents: Arc<HashMap<String, Arc<dyn Agent>>>,
     run_id: &str,
     worker: &str,
     options: PoolOptions,
@@ -211,7 +236,14 @@ async fn work(
         };
         let span =
             tracing::info_span!("trial", trial.id = %trial.trial_id, task.id = %trial.task_id, agent = %trial.agent);
-        let end = run_claimed(store.as_ref(), &world, &trial, worker, options.lease).instrument(span).await;
+        let end = match agents.get(&trial.agent) {
+            Some(agent) => {
+                run_claimed(store.as_ref(), &world, agent.as_ref(), &trial, worker, options.lease)
+                    .instrument(span)
+                    .await
+            }
+            None => TrialEnd::Error(format!("agent {} is not part of this run's spec", trial.agent)),
+        };
         match store.finish_trial(&trial.trial_id, worker, &end).await? {
             true => on_finish(&trial, &end),
             false => {
@@ -222,13 +254,16 @@ async fn work(
 }
 
 /// Runs one claimed trial with a heartbeat, resuming from its persisted steps.
-async fn run_claimed(store: &dyn Store, world: &World, trial: &TrialRow, worker: &str, lease: Duration) -> TrialEnd {
+async fn run_claimed(
+    store: &dyn Store,
+    world: &World,
+    agent: &dyn Agent,
+    trial: &TrialRow,
+    worker: &str,
+    lease: Duration,
+) -> TrialEnd {
     let Some(task) = world.task(&trial.task_id) else {
         return TrialEnd::Error(format!("task {} is no longer stored", trial.task_id));
-    };
-    let agent = match agent_for(&trial.agent) {
-        Ok(a) => a,
-        Err(e) => return TrialEnd::Error(format!("{e:#}")),
     };
     let prior: Vec<Step> = match store.steps(&trial.trial_id).await {
         Ok(bodies) => match bodies.iter().map(|b| serde_json::from_str(b)).collect::<Result<_, _>>() {
@@ -250,7 +285,7 @@ async fn run_claimed(store: &dyn Store, world: &World, trial: &TrialRow, worker:
         }
     };
     let result = tokio::select! {
-        r = run_trial(world, task, &trial.condition, agent.as_ref(), prior, &mut sink) => r,
+        r = run_trial(world, task, &trial.condition, agent, prior, &mut sink) => r,
         () = beat => return TrialEnd::Error("lost the lease while running".to_string()),
     };
     match result {

@@ -1,0 +1,246 @@
+//! The model-backed agent: ReAct-style, one thought and one action per step, as JSON in
+//! the reply (or through native tool calling). Replies are parsed tolerantly; an
+//! unparseable reply gets a bounded number of repair requests before the trial errors.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::{Action, Agent, AgentError, Decision, Observation, Step, TrialContext};
+use crate::llm::{LlmClient, Message};
+
+/// Observations older than this many steps are shortened in the prompt.
+const FULL_OBSERVATIONS: usize = 3;
+/// Longest observation text sent in full.
+const MAX_OBSERVATION_CHARS: usize = 8_000;
+
+/// An agent backed by a chat model.
+pub struct LlmAgent {
+    name: String,
+    client: Arc<dyn LlmClient>,
+    tool_calling: bool,
+    repair_retries: u32,
+}
+
+impl LlmAgent {
+    pub fn new(name: impl Into<String>, client: Arc<dyn LlmClient>, tool_calling: bool) -> LlmAgent {
+        LlmAgent { name: name.into(), client, tool_calling, repair_retries: 2 }
+    }
+}
+
+/// The JSON Schema of one reply (also the tool's parameters in tool-calling mode).
+pub fn reply_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["thought", "action"],
+        "properties": {
+            "thought": {"type": "string"},
+            "action": {
+                "type": "object",
+                "required": ["type"],
+                "properties": {
+                    "type": {"enum": ["goto", "click", "search", "back", "verdict"]},
+                    "url": {"type": "string"},
+                    "link": {"type": "integer"},
+                    "query": {"type": "string"},
+                    "verdict": {"type": "string"},
+                    "rationale": {"type": "string"}
+                }
+            }
+        }
+    })
+}
+
+fn system_prompt(ctx: &TrialContext<'_>) -> String {
+    format!(
+        "You are a careful reviewer working in a {site} back office. You receive a case and browse the site to investigate it \
+         before deciding. Pages can be incomplete or misleading on their own; evidence on other pages may change the answer.\n\n\
+         Reply with exactly one JSON object and nothing else:\n\
+         {{\"thought\": \"what you learned and what to do next\", \"action\": ACTION}}\n\
+         where ACTION is one of\n\
+         {{\"type\": \"click\", \"link\": N}}  (follow link number N of the current page)\n\
+         {{\"type\": \"goto\", \"url\": \"/path/on/this/site\"}}\n\
+         {{\"type\": \"search\", \"query\": \"words\"}}  (wiki only)\n\
+         {{\"type\": \"back\"}}\n\
+         {{\"type\": \"verdict\", \"verdict\": \"ACTION_NAME\", \"rationale\": \"the evidence you relied on\"}}\n\
+         Valid verdicts: {actions}. You have at most {budget} steps; the verdict ends the case.",
+        site = ctx.domain.as_str(),
+        actions = ctx.domain.actions().join(", "),
+        budget = super::episode::BUDGET,
+    )
+}
+
+fn shorten(text: &str) -> String {
+    if text.chars().count() <= MAX_OBSERVATION_CHARS {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(MAX_OBSERVATION_CHARS).collect();
+    format!("{cut}\n[… page truncated]")
+}
+
+/// The conversation so far: ticket, then each observation and the agent's own replies.
+fn conversation(ctx: &TrialContext<'_>, history: &[Step], obs: &Observation) -> Vec<Message> {
+    let mut messages = vec![Message::system(system_prompt(ctx)), Message::user(format!("Case:\n{}", ctx.ticket))];
+    let recent_from = history.len().saturating_sub(FULL_OBSERVATIONS);
+    for (i, step) in history.iter().enumerate() {
+        let page =
+            if i >= recent_from { shorten(&step.observation) } else { format!("[earlier page {} omitted]", step.url) };
+        messages.push(Message::user(format!("Step {}. Current page:\n{page}", step.t)));
+        let reply = json!({"thought": step.thought, "action": step.action});
+        messages.push(Message::assistant(reply.to_string()));
+    }
+    messages.push(Message::user(format!("Step {}. Current page:\n{}", history.len(), shorten(&obs.text))));
+    messages
+}
+
+/// The first balanced `{…}` in the text (models wrap JSON in prose or code fences).
+fn first_object(text: &str) -> Option<&str> {
+    let start = text.find('{')?;
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (i, ch) in text[start..].char_indices() {
+        if in_string {
+            match ch {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match ch {
+            '"' => in_string = true,
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(&text[start..=start + i]);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn field<'a>(v: &'a Value, names: &[&str]) -> Option<&'a Value> {
+    names.iter().find_map(|n| v.get(*n))
+}
+
+fn string(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Reads a reply into a thought and an action. Tolerates prose around the JSON, code
+/// fences, the action's fields at the top level, action names in any case, and link
+/// numbers given as strings.
+pub fn parse_reply(text: &str) -> Result<(String, Action), String> {
+    let raw = first_object(text).ok_or("no JSON object in the reply")?;
+    let v: Value = serde_json::from_str(raw).map_err(|e| format!("invalid JSON: {e}"))?;
+    let thought = string(field(&v, &["thought", "reasoning", "think"])).unwrap_or_default();
+    let action = match v.get("action") {
+        Some(Value::Object(_)) => v["action"].clone(),
+        Some(Value::String(kind)) => {
+            let mut a = v.clone();
+            a["type"] = json!(kind);
+            a
+        }
+        _ => v.clone(),
+    };
+    let kind = string(field(&action, &["type", "name", "action"])).ok_or("the action has no type")?.to_lowercase();
+    let action = match kind.as_str() {
+        "goto" | "go" | "open" | "visit" | "navigate" => {
+            Action::Goto { url: string(field(&action, &["url", "href", "path"])).ok_or("goto needs a url")? }
+        }
+        "click" | "follow" => {
+            let link = string(field(&action, &["link", "number", "index", "id"])).ok_or("click needs a link number")?;
+            Action::Click {
+                link: link
+                    .trim()
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .parse()
+                    .map_err(|_| format!("link {link:?} is not a number"))?,
+            }
+        }
+        "search" => {
+            Action::Search { query: string(field(&action, &["query", "q", "words"])).ok_or("search needs a query")? }
+        }
+        "back" => Action::Back,
+        "verdict" | "decide" | "decision" | "submit" => Action::Verdict {
+            verdict: string(field(&action, &["verdict", "decision", "value"]))
+                .ok_or("verdict needs a verdict")?
+                .trim()
+                .to_uppercase(),
+            rationale: string(field(&action, &["rationale", "reason", "justification"]))
+                .or_else(|| string(field(&v, &["rationale"])))
+                .unwrap_or_default(),
+        },
+        other => return Err(format!("unknown action type {other:?}")),
+    };
+    Ok((thought, action))
+}
+
+#[async_trait]
+impl Agent for LlmAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn act(&self, ctx: &TrialContext<'_>, history: &[Step], obs: &Observation) -> Result<Decision, AgentError> {
+        let mut messages = conversation(ctx, history, obs);
+        let schema = reply_schema();
+        let tool = self.tool_calling.then_some(&schema);
+        let mut usage = super::Usage::default();
+        let mut last = String::new();
+        for attempt in 0..=self.repair_retries {
+            let completion =
+                self.client.complete(&messages, tool).await.map_err(|e| AgentError::Endpoint(e.to_string()))?;
+            usage.prompt_tokens += completion.usage.prompt_tokens;
+            usage.completion_tokens += completion.usage.completion_tokens;
+            match parse_reply(&completion.content) {
+                Ok((thought, action)) => return Ok(Decision { thought, action, usage: Some(usage) }),
+                Err(problem) => {
+                    let cut = if completion.finish_reason.as_deref() == Some("length") {
+                        " (the reply was cut off at max_tokens)"
+                    } else {
+                        ""
+                    };
+                    last = format!("{problem}{cut}");
+                    tracing::debug!(attempt, problem = %last, "unparseable model reply");
+                    messages.push(Message::assistant(completion.content));
+                    messages.push(Message::user(format!(
+                        "Your reply could not be used: {last}. Answer again with exactly one JSON object of the form \
+                         {{\"thought\": \"…\", \"action\": {{\"type\": \"…\", …}}}} and nothing else."
+                    )));
+                }
+            }
+        }
+        Err(AgentError::Unparseable { attempts: self.repair_retries + 1, last })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_parse_tolerantly() {
+        let (t, a) = parse_reply(
+            "Sure!\n```json\n{\"thought\": \"look {deeper}\", \"action\": {\"type\": \"click\", \"link\": \"3\"}}\n```",
+        )
+        .expect("ok");
+        assert_eq!((t.as_str(), a), ("look {deeper}", Action::Click { link: 3 }));
+        let (_, a) = parse_reply(r#"{"thought":"x","action":"goto","url":"/shop/a"}"#).expect("ok");
+        assert_eq!(a, Action::Goto { url: "/shop/a".into() });
+        let (_, a) = parse_reply(r#"{"action":{"type":"Verdict","verdict":"deny","rationale":"worn"}}"#).expect("ok");
+        assert_eq!(a, Action::Verdict { verdict: "DENY".into(), rationale: "worn".into() });
+        assert!(parse_reply("I think we should deny.").is_err());
+        assert!(parse_reply(r#"{"action":{"type":"dance"}}"#).expect_err("bad").contains("unknown action"));
+        assert!(parse_reply(r#"{"action":{"type":"click","link":"two"}}"#).is_err());
+    }
+}

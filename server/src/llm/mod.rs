@@ -1,0 +1,292 @@
+//! The OpenAI-compatible chat-completions client (vLLM, Ollama, llama.cpp, OpenAI, …).
+//!
+//! Every call retries transient faults (timeouts, refused connections, 429 with
+//! Retry-After, 5xx, malformed or empty bodies) with exponential backoff and jitter, then
+//! fails with an [`LlmError`] naming the reason. Nothing here scores or guesses.
+
+pub mod scripted;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::agent::Usage;
+
+/// How to reach one model. Keys are never stored: only the name of the variable holding one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSpec {
+    /// Base URL up to `/v1`, e.g. `http://127.0.0.1:8080/v1`.
+    pub base_url: String,
+    pub model: String,
+    /// Environment variable that holds the API key, if the server wants one.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub temperature: f64,
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+    /// Seconds one request may take before it counts as a timeout.
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+    /// Retries after the first attempt for transient faults.
+    #[serde(default = "default_retries")]
+    pub max_retries: u32,
+    /// Ask for the action through native tool calling instead of JSON in the text.
+    #[serde(default)]
+    pub tool_calling: bool,
+}
+
+fn default_max_tokens() -> u32 {
+    512
+}
+fn default_timeout() -> u64 {
+    120
+}
+fn default_retries() -> u32 {
+    4
+}
+
+impl EndpointSpec {
+    /// An endpoint with the defaults for everything but URL and model.
+    pub fn new(base_url: &str, model: &str) -> EndpointSpec {
+        EndpointSpec {
+            base_url: base_url.trim_end_matches('/').to_string(),
+            model: model.to_string(),
+            api_key_env: None,
+            temperature: 0.0,
+            seed: None,
+            max_tokens: default_max_tokens(),
+            timeout_secs: default_timeout(),
+            max_retries: default_retries(),
+            tool_calling: false,
+        }
+    }
+}
+
+/// One chat message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+impl Message {
+    pub fn system(content: impl Into<String>) -> Message {
+        Message { role: "system".into(), content: content.into() }
+    }
+    pub fn user(content: impl Into<String>) -> Message {
+        Message { role: "user".into(), content: content.into() }
+    }
+    pub fn assistant(content: impl Into<String>) -> Message {
+        Message { role: "assistant".into(), content: content.into() }
+    }
+}
+
+/// A model's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Completion {
+    /// The text, or the arguments of the first tool call in tool-calling mode.
+    pub content: String,
+    pub usage: Usage,
+    /// `length` when the output hit `max_tokens`.
+    pub finish_reason: Option<String>,
+}
+
+/// Why a completion failed for good.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    #[error("{attempts} attempts failed; last: {last}")]
+    Exhausted { attempts: u32, last: String },
+    #[error("endpoint refused the request ({status}): {body}")]
+    Rejected { status: u16, body: String },
+    #[error("API key variable {0} is not set")]
+    MissingKey(String),
+}
+
+/// Anything that completes chats: the HTTP client, or a test double.
+#[async_trait]
+pub trait LlmClient: Send + Sync {
+    /// `tool` is a JSON-Schema for the single function the model must call, in
+    /// tool-calling mode.
+    async fn complete(&self, messages: &[Message], tool: Option<&Value>) -> Result<Completion, LlmError>;
+}
+
+/// The real client over HTTP.
+pub struct HttpLlm {
+    spec: EndpointSpec,
+    client: reqwest::Client,
+    key: Option<String>,
+}
+
+/// A fault worth another try, with how long the server asked us to wait.
+struct Transient {
+    reason: String,
+    retry_after: Option<Duration>,
+}
+
+impl HttpLlm {
+    /// Builds a client; reads the API key from the named variable now, so a missing key
+    /// fails before any trial starts.
+    pub fn new(spec: EndpointSpec) -> Result<HttpLlm, LlmError> {
+        let key = match &spec.api_key_env {
+            Some(var) => Some(std::env::var(var).map_err(|_| LlmError::MissingKey(var.clone()))?),
+            None => None,
+        };
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(spec.timeout_secs.max(1)))
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| LlmError::Exhausted { attempts: 0, last: format!("building the HTTP client: {e}") })?;
+        Ok(HttpLlm { spec, client, key })
+    }
+
+    fn body(&self, messages: &[Message], tool: Option<&Value>) -> Value {
+        let mut body = json!({
+            "model": self.spec.model,
+            "messages": messages,
+            "temperature": self.spec.temperature,
+            "max_tokens": self.spec.max_tokens,
+        });
+        if let Some(seed) = self.spec.seed {
+            body["seed"] = json!(seed);
+        }
+        if let Some(parameters) = tool {
+            body["tools"] = json!([{"type": "function", "function": {"name": "act", "description": "Take one action.", "parameters": parameters}}]);
+            body["tool_choice"] = json!({"type": "function", "function": {"name": "act"}});
+        }
+        body
+    }
+
+    async fn attempt(&self, body: &Value) -> Result<Result<Completion, Transient>, LlmError> {
+        let url = format!("{}/chat/completions", self.spec.base_url);
+        let mut req = self.client.post(&url).json(body);
+        if let Some(key) = &self.key {
+            req = req.bearer_auth(key);
+        }
+        let resp = match req.send().await {
+            Ok(r) => r,
+            Err(e) => {
+                let kind = if e.is_timeout() {
+                    "timeout"
+                } else if e.is_connect() {
+                    "connection failed"
+                } else {
+                    "request failed"
+                };
+                return Ok(Err(Transient { reason: format!("{kind}: {e}"), retry_after: None }));
+            }
+        };
+        let status = resp.status();
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let text = match resp.text().await {
+            Ok(t) => t,
+            Err(e) => return Ok(Err(Transient { reason: format!("reading the body: {e}"), retry_after: None })),
+        };
+        if status.as_u16() == 429 || status.is_server_error() {
+            return Ok(Err(Transient { reason: format!("HTTP {status}: {}", snippet(&text)), retry_after }));
+        }
+        if !status.is_success() {
+            return Err(LlmError::Rejected { status: status.as_u16(), body: snippet(&text) });
+        }
+        Ok(parse_completion(&text).map_err(|reason| Transient { reason, retry_after: None }))
+    }
+}
+
+fn snippet(text: &str) -> String {
+    let s: String = text.chars().take(300).collect();
+    if s.len() < text.len() { format!("{s}…") } else { s }
+}
+
+/// Reads a chat-completions response body. Malformed or empty answers are errors.
+pub fn parse_completion(text: &str) -> Result<Completion, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("malformed JSON from the endpoint: {e}"))?;
+    let choice = v
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .ok_or_else(|| format!("no choices in the response: {}", snippet(text)))?;
+    let message = choice.get("message").ok_or("the choice has no message")?;
+    let tool_args = message
+        .get("tool_calls")
+        .and_then(|t| t.get(0))
+        .and_then(|c| c.get("function"))
+        .and_then(|f| f.get("arguments"))
+        .and_then(Value::as_str);
+    let content = tool_args.or_else(|| message.get("content").and_then(Value::as_str)).unwrap_or_default().to_string();
+    if content.trim().is_empty() {
+        return Err("the model returned an empty message".to_string());
+    }
+    let usage = v.get("usage").map_or_else(Usage::default, |u| Usage {
+        prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+        completion_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+    });
+    let finish_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
+    Ok(Completion { content, usage, finish_reason })
+}
+
+/// Exponential backoff with full jitter, capped at 30 s; a server's Retry-After wins.
+fn backoff(attempt: u32, retry_after: Option<Duration>) -> Duration {
+    if let Some(wait) = retry_after {
+        return wait.min(Duration::from_secs(120));
+    }
+    let cap_ms = (250u64 << attempt.min(7)).min(30_000);
+    Duration::from_millis(rand::rng().random_range(cap_ms / 2..=cap_ms))
+}
+
+#[async_trait]
+impl LlmClient for HttpLlm {
+    async fn complete(&self, messages: &[Message], tool: Option<&Value>) -> Result<Completion, LlmError> {
+        let body = self.body(messages, tool);
+        let attempts = self.spec.max_retries + 1;
+        let mut last = String::new();
+        for attempt in 0..attempts {
+            match self.attempt(&body).await? {
+                Ok(c) => return Ok(c),
+                Err(t) => {
+                    tracing::warn!(endpoint = %self.spec.base_url, attempt = attempt + 1, reason = %t.reason, "model call failed");
+                    last = t.reason;
+                    if attempt + 1 < attempts {
+                        tokio::time::sleep(backoff(attempt, t.retry_after)).await;
+                    }
+                }
+            }
+        }
+        Err(LlmError::Exhausted { attempts, last })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completions_parse_text_tool_calls_and_usage() {
+        let c = parse_completion(r#"{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#).expect("ok");
+        assert_eq!((c.content.as_str(), c.usage.prompt_tokens, c.finish_reason.as_deref()), ("hi", 3, Some("stop")));
+        let c = parse_completion(r#"{"choices":[{"message":{"content":null,"tool_calls":[{"function":{"name":"act","arguments":"{\"a\":1}"}}]}}]}"#).expect("ok");
+        assert_eq!(c.content, "{\"a\":1}");
+        assert!(parse_completion("not json").expect_err("bad").contains("malformed JSON"));
+        assert!(parse_completion(r#"{"choices":[]}"#).expect_err("bad").contains("no choices"));
+        assert!(parse_completion(r#"{"choices":[{"message":{"content":"  "}}]}"#).expect_err("bad").contains("empty"));
+    }
+
+    #[test]
+    fn backoff_grows_is_jittered_and_obeys_retry_after() {
+        for attempt in 0..10 {
+            let d = backoff(attempt, None);
+            assert!(d <= Duration::from_secs(30));
+        }
+        assert!(backoff(5, None) >= Duration::from_millis(4000));
+        assert_eq!(backoff(0, Some(Duration::from_secs(3))), Duration::from_secs(3));
+    }
+}

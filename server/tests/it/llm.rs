@@ -1,0 +1,182 @@
+//! The model client and the model-backed agent against the scripted endpoint over real
+//! HTTP: retries, faults, repairs, tool calling, and a whole run through the binary.
+
+use std::process::Command;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use server::agent::llm::LlmAgent;
+use server::agent::{Action, Agent, Observation, TrialContext};
+use server::llm::scripted::{Reply, ScriptedServer};
+use server::llm::{EndpointSpec, HttpLlm, LlmClient, LlmError, Message};
+
+fn spec(server: &ScriptedServer, retries: u32) -> EndpointSpec {
+    let mut s = EndpointSpec::new(&server.base_url, "tiny-test-model");
+    s.max_retries = retries;
+    s.timeout_secs = 2;
+    s.seed = Some(7);
+    s
+}
+
+fn ask() -> Vec<Message> {
+    vec![Message::user("hello")]
+}
+
+#[tokio::test]
+async fn transient_faults_are_retried_until_an_answer_arrives() {
+    let server = ScriptedServer::start(vec![
+        Reply::Status(500, None),
+        Reply::Status(429, Some(0)),
+        Reply::Malformed("<html>proxy error</html>".into()),
+        Reply::Empty,
+        Reply::Text("finally".into()),
+    ])
+    .await;
+    let client = HttpLlm::new(spec(&server, 4)).expect("client");
+    let c = client.complete(&ask(), None).await.expect("answer after retries");
+    assert_eq!(c.content, "finally");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    assert_eq!((requests[0]["model"].as_str(), requests[0]["seed"].as_u64()), (Some("tiny-test-model"), Some(7)));
+    assert_eq!(requests[0]["temperature"], json!(0.0));
+}
+
+#[tokio::test]
+async fn exhausted_retries_end_in_an_error_naming_the_last_fault() {
+    let server =
+        ScriptedServer::start(vec![Reply::Status(503, None), Reply::Status(503, None), Reply::Status(503, None)]).await;
+    let err = HttpLlm::new(spec(&server, 2)).expect("client").complete(&ask(), None).await.expect_err("fails");
+    assert!(matches!(&err, LlmError::Exhausted { attempts: 3, last } if last.contains("HTTP 503")), "{err}");
+
+    let hang = ScriptedServer::start(vec![Reply::Hang]).await;
+    let mut s = spec(&hang, 0);
+    s.timeout_secs = 1;
+    let err = HttpLlm::new(s).expect("client").complete(&ask(), None).await.expect_err("times out");
+    assert!(err.to_string().contains("timeout"), "{err}");
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let s = EndpointSpec { max_retries: 1, ..EndpointSpec::new(&format!("http://127.0.0.1:{port}/v1"), "m") };
+    let err = HttpLlm::new(s).expect("client").complete(&ask(), None).await.expect_err("refused");
+    assert!(err.to_string().contains("connection failed"), "{err}");
+}
+
+#[tokio::test]
+async fn client_errors_are_not_retried_and_missing_keys_fail_early() {
+    let server = ScriptedServer::start(vec![Reply::Status(401, None), Reply::Text("never reached".into())]).await;
+    let err = HttpLlm::new(spec(&server, 4)).expect("client").complete(&ask(), None).await.expect_err("rejected");
+    assert!(matches!(err, LlmError::Rejected { status: 401, .. }), "{err}");
+    assert_eq!(server.requests().len(), 1);
+    let mut s = spec(&server, 0);
+    s.api_key_env = Some("MIRAGE_TEST_SURELY_UNSET_KEY".into());
+    assert!(matches!(HttpLlm::new(s), Err(LlmError::MissingKey(_))));
+}
+
+fn first_task() -> server::corpus::Task {
+    server::corpus::generate::corpus().into_iter().find(|t| t.domain == server::corpus::Domain::Shop).expect("task")
+}
+
+fn observation() -> Observation {
+    Observation { url: "/shop/x".into(), status: 200, text: "page".into(), links: vec![] }
+}
+
+#[tokio::test]
+async fn unparseable_replies_get_repair_requests_then_the_agent_gives_up() {
+    let server = ScriptedServer::start(vec![
+        Reply::Text("I would deny this one.".into()),
+        Reply::Text(
+            r#"Here: {"thought": "worn items", "action": {"type": "verdict", "verdict": "deny", "rationale": "worn"}}"#
+                .into(),
+        ),
+    ])
+    .await;
+    let agent = LlmAgent::new("m", Arc::new(HttpLlm::new(spec(&server, 0)).expect("client")), false);
+    let task = first_task();
+    let ctx = TrialContext { domain: task.domain, ticket: &task.ticket.raw, task: &task };
+    let d = agent.act(&ctx, &[], &observation()).await.expect("repaired");
+    assert_eq!(d.action, Action::Verdict { verdict: "DENY".into(), rationale: "worn".into() });
+    assert_eq!(d.usage.expect("usage").prompt_tokens, 200, "both calls are counted");
+    let second = &server.requests()[1]["messages"];
+    let last = second.as_array().expect("messages").last().expect("a message");
+    assert!(last["content"].as_str().expect("text").contains("could not be used"), "{last}");
+
+    let garbage =
+        ScriptedServer::start(vec![Reply::Text("a".into()), Reply::Text("b".into()), Reply::Text("c".into())]).await;
+    let agent = LlmAgent::new("m", Arc::new(HttpLlm::new(spec(&garbage, 0)).expect("client")), false);
+    let err = agent.act(&ctx, &[], &observation()).await.expect_err("gives up");
+    assert!(err.to_string().contains("after 3 attempts"), "{err}");
+}
+
+#[tokio::test]
+async fn tool_calling_mode_sends_the_schema_and_reads_the_call() {
+    let server =
+        ScriptedServer::start(vec![Reply::ToolCall(r#"{"thought":"t","action":{"type":"click","link":2}}"#.into())])
+            .await;
+    let mut s = spec(&server, 0);
+    s.tool_calling = true;
+    let agent = LlmAgent::new("m", Arc::new(HttpLlm::new(s).expect("client")), true);
+    let task = first_task();
+    let ctx = TrialContext { domain: task.domain, ticket: &task.ticket.raw, task: &task };
+    let d = agent.act(&ctx, &[], &observation()).await.expect("decision");
+    assert_eq!(d.action, Action::Click { link: 2 });
+    let req = &server.requests()[0];
+    assert_eq!(req["tools"][0]["function"]["name"], "act");
+    assert_eq!(req["tool_choice"]["function"]["name"], "act");
+}
+
+/// Three steps: follow the first link, go back, then decide.
+fn investigator(body: &Value) -> Reply {
+    let users = body["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "user").count());
+    let text = match users {
+        0..=2 => r#"{"thought": "open the customer", "action": {"type": "click", "link": 1}}"#,
+        3 => r#"{"thought": "back", "action": {"type": "back"}}"#,
+        _ => {
+            r#"{"thought": "decided", "action": {"type": "verdict", "verdict": "ESCALATE", "rationale": "needs a human"}}"#
+        }
+    };
+    Reply::Text(text.into())
+}
+
+#[test]
+fn a_run_against_a_model_endpoint_records_every_step_and_errors_explicitly() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let good = rt.block_on(ScriptedServer::responding(std::time::Duration::ZERO, investigator));
+    let bad = rt.block_on(ScriptedServer::responding(std::time::Duration::ZERO, |_| Reply::Status(500, None)));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("l.db");
+    let task = first_task();
+    let config = dir.path().join("mirage.toml");
+    std::fs::write(
+        &config,
+        format!("[endpoints.broken]\nbase_url = \"{}\"\nmodel = \"down\"\nmax_retries = 1\n", bad.base_url),
+    )
+    .expect("config");
+    let out = dir.path().join("t.jsonl");
+    let o = Command::new(env!("CARGO_BIN_EXE_mirage"))
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--agent", "llm,broken", "--base-url", &good.base_url, "--model", "tiny", "--tasks", &task.id])
+        .arg("--config")
+        .arg(&config)
+        .arg("--out")
+        .arg(&out)
+        .env("RUST_LOG", "error")
+        .output()
+        .expect("run");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("1 done, 1 errors"), "{}", String::from_utf8_lossy(&o.stdout));
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&out).expect("out").lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+    let done = lines.iter().find(|l| l["agent"] == "llm:tiny").expect("llm trial");
+    assert_eq!(done["status"], "done");
+    assert_eq!(done["verdict"]["action"], "ESCALATE");
+    let kinds: Vec<&str> =
+        done["steps"].as_array().expect("steps").iter().map(|s| s["action"]["type"].as_str().expect("type")).collect();
+    assert_eq!(kinds, ["click", "back", "verdict"]);
+    assert!(done["steps"][0]["usage"]["prompt_tokens"].as_u64().expect("usage") > 0);
+    let failed = lines.iter().find(|l| l["agent"] == "broken").expect("broken trial");
+    assert_eq!(failed["status"], "error");
+    assert_eq!(failed["verdict"], Value::Null);
+    assert!(failed["error"].as_str().expect("reason").contains("HTTP 500"), "{failed}");
+}
