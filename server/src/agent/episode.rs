@@ -59,8 +59,17 @@ pub enum TrialError {
     Condition(String),
 }
 
+/// A site the loop browses: the in-process world, or a live one over HTTP.
+#[async_trait]
+pub trait Site: Send {
+    /// The current page as the agent sees it.
+    async fn observe(&mut self) -> Observation;
+    /// Moves as the action says; impossible moves leave the agent in place with a note.
+    fn apply(&mut self, action: &Action, current: &Observation);
+}
+
 /// The agent's position on the site: a trail of (path, search words) for `back`.
-struct Browser<'w> {
+pub struct Browser<'w> {
     world: &'w World,
     domain: Domain,
     trail: Vec<(String, Option<String>)>,
@@ -68,11 +77,12 @@ struct Browser<'w> {
 }
 
 impl<'w> Browser<'w> {
-    fn new(world: &'w World, domain: Domain, start: &str) -> Browser<'w> {
+    /// Starts on `start` of the world's `domain` site.
+    pub fn new(world: &'w World, domain: Domain, start: &str) -> Browser<'w> {
         Browser { world, domain, trail: vec![(normalise(start), None)], note: None }
     }
 
-    fn observe(&mut self) -> Observation {
+    fn render(&mut self) -> Observation {
         let (path, pattern) = self.trail.last().cloned().unwrap_or_else(|| ("/".to_string(), None));
         let chrome = EpisodeChrome { id: "trial", actions: self.domain.actions(), closed: false };
         let page = if domain_of(&path) == Some(self.domain) {
@@ -95,9 +105,7 @@ impl<'w> Browser<'w> {
         Observation { url: normalise(&path), status: page.status, text, links: page.links }
     }
 
-    /// Moves as the action says. Impossible moves leave the agent where it is, with a note
-    /// in the next observation.
-    fn apply(&mut self, action: &Action, current: &Observation) {
+    fn step(&mut self, action: &Action, current: &Observation) {
         match action {
             Action::Goto { url } => self.trail.push((normalise(url), None)),
             Action::Click { link } => match link.checked_sub(1).and_then(|i| current.links.get(i)) {
@@ -123,7 +131,18 @@ impl<'w> Browser<'w> {
     }
 }
 
-/// Runs (or resumes, given the steps persisted so far) one trial.
+#[async_trait]
+impl Site for Browser<'_> {
+    async fn observe(&mut self) -> Observation {
+        self.render()
+    }
+
+    fn apply(&mut self, action: &Action, current: &Observation) {
+        self.step(action, current);
+    }
+}
+
+/// Runs (or resumes, given the steps persisted so far) one trial on the in-process world.
 pub async fn run_trial(
     world: &World,
     task: &Task,
@@ -132,20 +151,32 @@ pub async fn run_trial(
     prior: Vec<Step>,
     sink: &mut dyn StepSink,
 ) -> Result<(Vec<Step>, Outcome), TrialError> {
+    let mut browser = Browser::new(world, task.domain, &task.start_url);
+    run_trial_on(&mut browser, task, condition, agent, prior, sink).await
+}
+
+/// Runs (or resumes) one trial on any site.
+pub async fn run_trial_on(
+    browser: &mut dyn Site,
+    task: &Task,
+    condition: &str,
+    agent: &dyn Agent,
+    prior: Vec<Step>,
+    sink: &mut dyn StepSink,
+) -> Result<(Vec<Step>, Outcome), TrialError> {
     let ticket = task.ticket.for_condition(condition).ok_or_else(|| TrialError::Condition(condition.to_string()))?;
     let ctx = TrialContext { domain: task.domain, ticket, task };
-    let mut browser = Browser::new(world, task.domain, &task.start_url);
     let mut steps = prior;
     for step in &steps {
         if let Action::Verdict { verdict, rationale } = &step.action {
             let outcome = Outcome::Verdict { verdict: verdict.clone(), rationale: rationale.clone() };
             return Ok((steps, outcome));
         }
-        let obs = browser.observe();
+        let obs = browser.observe().await;
         browser.apply(&step.action, &obs);
     }
     while steps.len() < BUDGET {
-        let obs = browser.observe();
+        let obs = browser.observe().await;
         let started = Instant::now();
         let decision = agent.act(&ctx, &steps, &obs).await?;
         let step = Step {
@@ -252,15 +283,15 @@ mod tests {
         let (world, tasks) = world_and_tasks();
         let task = tasks.iter().find(|t| t.domain == Domain::Shop).expect("shop task");
         let mut b = Browser::new(&world, Domain::Shop, &task.start_url);
-        let obs = b.observe();
-        b.apply(&Action::Click { link: 99 }, &obs);
-        let again = b.observe();
+        let obs = b.render();
+        b.step(&Action::Click { link: 99 }, &obs);
+        let again = b.render();
         assert_eq!(again.url, obs.url);
         assert!(again.text.starts_with("Note: there is no link number 99"));
-        b.apply(&Action::Goto { url: "/wiki/A/Anything".into() }, &again);
-        let outside = b.observe();
+        b.step(&Action::Goto { url: "/wiki/A/Anything".into() }, &again);
+        let outside = b.render();
         assert_eq!(outside.status, 404);
-        b.apply(&Action::Back, &outside);
-        assert_eq!(b.observe().url, obs.url);
+        b.step(&Action::Back, &outside);
+        assert_eq!(b.render().url, obs.url);
     }
 }

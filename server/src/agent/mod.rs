@@ -6,6 +6,7 @@
 
 pub mod baselines;
 pub mod episode;
+pub mod live;
 pub mod llm;
 
 use async_trait::async_trait;
