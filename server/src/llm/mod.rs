@@ -40,6 +40,12 @@ pub struct EndpointSpec {
     /// Ask for the action through native tool calling instead of JSON in the text.
     #[serde(default)]
     pub tool_calling: bool,
+    /// Most requests in flight to this endpoint at once (all trials of the process).
+    #[serde(default)]
+    pub max_concurrency: Option<usize>,
+    /// Most requests started per minute (evenly spaced).
+    #[serde(default)]
+    pub requests_per_minute: Option<u32>,
 }
 
 fn default_max_tokens() -> u32 {
@@ -65,6 +71,8 @@ impl EndpointSpec {
             timeout_secs: default_timeout(),
             max_retries: default_retries(),
             tool_calling: false,
+            max_concurrency: None,
+            requests_per_minute: None,
         }
     }
 }
@@ -122,6 +130,9 @@ pub struct HttpLlm {
     spec: EndpointSpec,
     client: reqwest::Client,
     key: Option<String>,
+    in_flight: Option<tokio::sync::Semaphore>,
+    /// When the next request may start, under `requests_per_minute`.
+    next_start: tokio::sync::Mutex<tokio::time::Instant>,
 }
 
 /// A fault worth another try, with how long the server asked us to wait.
@@ -143,7 +154,9 @@ impl HttpLlm {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| LlmError::Exhausted { attempts: 0, last: format!("building the HTTP client: {e}") })?;
-        Ok(HttpLlm { spec, client, key })
+        let in_flight = spec.max_concurrency.map(|n| tokio::sync::Semaphore::new(n.max(1)));
+        let next_start = tokio::sync::Mutex::new(tokio::time::Instant::now());
+        Ok(HttpLlm { spec, client, key, in_flight, next_start })
     }
 
     fn body(&self, messages: &[Message], tool: Option<&Value>) -> Value {
@@ -163,7 +176,25 @@ impl HttpLlm {
         body
     }
 
+    /// Waits for this request's slot under the rate limit.
+    async fn pace(&self) {
+        let Some(rpm) = self.spec.requests_per_minute.filter(|r| *r > 0) else { return };
+        let gap = Duration::from_secs(60) / rpm;
+        let start = {
+            let mut next = self.next_start.lock().await;
+            let start = (*next).max(tokio::time::Instant::now());
+            *next = start + gap;
+            start
+        };
+        tokio::time::sleep_until(start).await;
+    }
+
     async fn attempt(&self, body: &Value) -> Result<Result<Completion, Transient>, LlmError> {
+        let _permit = match &self.in_flight {
+            Some(s) => Some(s.acquire().await.map_err(|e| LlmError::Exhausted { attempts: 0, last: e.to_string() })?),
+            None => None,
+        };
+        self.pace().await;
         let url = format!("{}/chat/completions", self.spec.base_url);
         let mut req = self.client.post(&url).json(body);
         if let Some(key) = &self.key {

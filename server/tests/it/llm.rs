@@ -180,3 +180,35 @@ fn a_run_against_a_model_endpoint_records_every_step_and_errors_explicitly() {
     assert_eq!(failed["verdict"], Value::Null);
     assert!(failed["error"].as_str().expect("reason").contains("HTTP 500"), "{failed}");
 }
+
+#[tokio::test]
+async fn per_endpoint_limits_cap_requests_in_flight_and_per_minute() {
+    let server = ScriptedServer::responding(std::time::Duration::from_millis(150), |_| Reply::Text("ok".into())).await;
+    let mut s = spec(&server, 0);
+    s.max_concurrency = Some(2);
+    let client = Arc::new(HttpLlm::new(s).expect("client"));
+    let started = std::time::Instant::now();
+    let calls: Vec<_> = (0..6)
+        .map(|_| {
+            let c = client.clone();
+            tokio::spawn(async move { c.complete(&ask(), None).await })
+        })
+        .collect();
+    for c in calls {
+        c.await.expect("join").expect("answer");
+    }
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(440),
+        "6 calls, 2 at a time, 150 ms each: {:?}",
+        started.elapsed()
+    );
+
+    let mut s = spec(&server, 0);
+    s.requests_per_minute = Some(600);
+    let client = HttpLlm::new(s).expect("client");
+    let started = std::time::Instant::now();
+    for _ in 0..4 {
+        client.complete(&ask(), None).await.expect("answer");
+    }
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300), "600/min spaces starts 100 ms apart");
+}
