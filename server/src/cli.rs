@@ -84,6 +84,9 @@ pub struct RunArgs {
     /// For `--agent llm`: ask for actions through native tool calling.
     #[arg(long)]
     pub tool_calling: bool,
+    /// For `--agent llm`: ask the server for JSON-constrained output.
+    #[arg(long)]
+    pub json_mode: bool,
     /// `all`, a site (shop, forum, wiki), a category, or comma-separated task ids.
     #[arg(long, default_value = "all")]
     pub tasks: String,
@@ -453,6 +456,7 @@ fn endpoints_for(
             spec.max_tokens = args.max_tokens;
             spec.timeout_secs = args.request_timeout;
             spec.tool_calling = args.tool_calling;
+            spec.json_mode = args.json_mode;
             let name = format!("llm:{model}");
             endpoints.insert(name.clone(), spec);
             agents.push(name);

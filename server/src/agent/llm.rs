@@ -19,18 +19,19 @@ const MAX_OBSERVATION_CHARS: usize = 8_000;
 pub struct LlmAgent {
     name: String,
     client: Arc<dyn LlmClient>,
-    tool_calling: bool,
     repair_retries: u32,
 }
 
 impl LlmAgent {
-    pub fn new(name: impl Into<String>, client: Arc<dyn LlmClient>, tool_calling: bool) -> LlmAgent {
-        LlmAgent { name: name.into(), client, tool_calling, repair_retries: 2 }
+    /// An agent named `name` (its configuration name in runs) on top of `client`.
+    pub fn new(name: impl Into<String>, client: Arc<dyn LlmClient>) -> LlmAgent {
+        LlmAgent { name: name.into(), client, repair_retries: 2 }
     }
 }
 
-/// The JSON Schema of one reply (also the tool's parameters in tool-calling mode).
-pub fn reply_schema() -> Value {
+/// The JSON Schema of one reply on a site whose verdicts are `verdicts` (sent as the tool's
+/// parameters in tool-calling mode and as the response format in JSON mode).
+pub fn reply_schema(verdicts: &[&str]) -> Value {
     json!({
         "type": "object",
         "required": ["thought", "action"],
@@ -44,7 +45,7 @@ pub fn reply_schema() -> Value {
                     "url": {"type": "string"},
                     "link": {"type": "integer"},
                     "query": {"type": "string"},
-                    "verdict": {"type": "string"},
+                    "verdict": {"enum": verdicts},
                     "rationale": {"type": "string"}
                 }
             }
@@ -193,13 +194,15 @@ impl Agent for LlmAgent {
 
     async fn act(&self, ctx: &TrialContext<'_>, history: &[Step], obs: &Observation) -> Result<Decision, AgentError> {
         let mut messages = conversation(ctx, history, obs);
-        let schema = reply_schema();
-        let tool = self.tool_calling.then_some(&schema);
+        let schema = reply_schema(ctx.domain.actions());
         let mut usage = super::Usage::default();
         let mut last = String::new();
         for attempt in 0..=self.repair_retries {
-            let completion =
-                self.client.complete(&messages, tool).await.map_err(|e| AgentError::Endpoint(e.to_string()))?;
+            let completion = self
+                .client
+                .complete(&messages, Some(&schema))
+                .await
+                .map_err(|e| AgentError::Endpoint(e.to_string()))?;
             usage.prompt_tokens += completion.usage.prompt_tokens;
             usage.completion_tokens += completion.usage.completion_tokens;
             match parse_reply(&completion.content) {

@@ -217,9 +217,12 @@ impl SqlStore {
         let mut options = AnyPoolOptions::new();
         if sqlite {
             // SQLite serialises writers anyway; an in-memory database exists per connection.
-            options = options.max_connections(if memory { 1 } else { 4 }).after_connect(|conn, _| {
+            options = options.max_connections(if memory { 1 } else { 8 }).after_connect(|conn, _| {
                 Box::pin(async move {
                     sqlx::query("pragma busy_timeout = 5000").execute(&mut *conn).await?;
+                    // With WAL, `normal` keeps the database consistent through a process
+                    // crash (kill -9); only an OS crash can lose the last commits.
+                    sqlx::query("pragma synchronous = normal").execute(&mut *conn).await?;
                     sqlx::query("pragma foreign_keys = on").execute(&mut *conn).await?;
                     Ok(())
                 })

@@ -40,6 +40,10 @@ pub struct EndpointSpec {
     /// Ask for the action through native tool calling instead of JSON in the text.
     #[serde(default)]
     pub tool_calling: bool,
+    /// Ask the server to constrain output to JSON (`response_format: json_object`); servers
+    /// such as llama.cpp enforce it with a grammar, which lets small models comply.
+    #[serde(default)]
+    pub json_mode: bool,
     /// Most requests in flight to this endpoint at once (all trials of the process).
     #[serde(default)]
     pub max_concurrency: Option<usize>,
@@ -71,6 +75,7 @@ impl EndpointSpec {
             timeout_secs: default_timeout(),
             max_retries: default_retries(),
             tool_calling: false,
+            json_mode: false,
             max_concurrency: None,
             requests_per_minute: None,
         }
@@ -120,9 +125,10 @@ pub enum LlmError {
 /// Anything that completes chats: the HTTP client, or a test double.
 #[async_trait]
 pub trait LlmClient: Send + Sync {
-    /// `tool` is a JSON-Schema for the single function the model must call, in
-    /// tool-calling mode.
-    async fn complete(&self, messages: &[Message], tool: Option<&Value>) -> Result<Completion, LlmError>;
+    /// `schema` is the JSON Schema of the expected reply. The HTTP client sends it as the
+    /// single tool in tool-calling mode, as the response format in JSON mode, and not at all
+    /// otherwise.
+    async fn complete(&self, messages: &[Message], schema: Option<&Value>) -> Result<Completion, LlmError>;
 }
 
 /// The real client over HTTP.
@@ -159,7 +165,7 @@ impl HttpLlm {
         Ok(HttpLlm { spec, client, key, in_flight, next_start })
     }
 
-    fn body(&self, messages: &[Message], tool: Option<&Value>) -> Value {
+    fn body(&self, messages: &[Message], schema: Option<&Value>) -> Value {
         let mut body = json!({
             "model": self.spec.model,
             "messages": messages,
@@ -169,9 +175,17 @@ impl HttpLlm {
         if let Some(seed) = self.spec.seed {
             body["seed"] = json!(seed);
         }
-        if let Some(parameters) = tool {
-            body["tools"] = json!([{"type": "function", "function": {"name": "act", "description": "Take one action.", "parameters": parameters}}]);
-            body["tool_choice"] = json!({"type": "function", "function": {"name": "act"}});
+        match schema {
+            Some(parameters) if self.spec.tool_calling => {
+                body["tools"] = json!([{"type": "function", "function": {"name": "act", "description": "Take one action.", "parameters": parameters}}]);
+                body["tool_choice"] = json!({"type": "function", "function": {"name": "act"}});
+            }
+            // `schema` inside `json_object` is how llama.cpp servers take a grammar; others
+            // ignore it and still return JSON.
+            Some(schema) if self.spec.json_mode => {
+                body["response_format"] = json!({"type": "json_object", "schema": schema})
+            }
+            _ => {}
         }
         body
     }
@@ -276,8 +290,8 @@ fn backoff(attempt: u32, retry_after: Option<Duration>) -> Duration {
 
 #[async_trait]
 impl LlmClient for HttpLlm {
-    async fn complete(&self, messages: &[Message], tool: Option<&Value>) -> Result<Completion, LlmError> {
-        let body = self.body(messages, tool);
+    async fn complete(&self, messages: &[Message], schema: Option<&Value>) -> Result<Completion, LlmError> {
+        let body = self.body(messages, schema);
         let attempts = self.spec.max_retries + 1;
         let mut last = String::new();
         for attempt in 0..attempts {

@@ -54,7 +54,7 @@ pub fn agent_for(name: &str, endpoints: &BTreeMap<String, EndpointSpec>) -> anyh
         other => match endpoints.get(other) {
             Some(spec) => {
                 let client = HttpLlm::new(spec.clone()).with_context(|| format!("agent {other}"))?;
-                Arc::new(LlmAgent::new(other, Arc::new(client), spec.tool_calling))
+                Arc::new(LlmAgent::new(other, Arc::new(client)))
             }
             None => bail!(
                 "agent: {other:?} is neither a baseline ({}) nor a configured model endpoint",
@@ -224,8 +224,12 @@ async fn work(
         if store.run(run_id).await?.status == "cancelled" {
             return Ok(());
         }
-        store.requeue_expired(run_id, now_ms()).await?;
         let Some(trial) = store.claim_trial(run_id, worker, now_ms() + lease_ms).await? else {
+            // Nothing queued: return expired claims (a killed worker's) to the queue, and
+            // stop when nothing is left at all.
+            if store.requeue_expired(run_id, now_ms()).await? > 0 {
+                continue;
+            }
             let p = store.progress(run_id).await?;
             if p.running == 0 && p.queued == 0 {
                 return Ok(());

@@ -39,6 +39,17 @@ async fn transient_faults_are_retried_until_an_answer_arrives() {
     assert_eq!(requests.len(), 5);
     assert_eq!((requests[0]["model"].as_str(), requests[0]["seed"].as_u64()), (Some("tiny-test-model"), Some(7)));
     assert_eq!(requests[0]["temperature"], json!(0.0));
+    assert_eq!(requests[0].get("response_format"), None);
+
+    let json_server = ScriptedServer::start(vec![Reply::Text("{}".into())]).await;
+    let mut s = spec(&json_server, 0);
+    s.json_mode = true;
+    let schema = json!({"type": "object"});
+    HttpLlm::new(s).expect("client").complete(&ask(), Some(&schema)).await.expect("answer");
+    assert_eq!(
+        json_server.requests()[0]["response_format"],
+        json!({"type": "json_object", "schema": {"type": "object"}})
+    );
 }
 
 #[tokio::test]
@@ -91,7 +102,7 @@ async fn unparseable_replies_get_repair_requests_then_the_agent_gives_up() {
         ),
     ])
     .await;
-    let agent = LlmAgent::new("m", Arc::new(HttpLlm::new(spec(&server, 0)).expect("client")), false);
+    let agent = LlmAgent::new("m", Arc::new(HttpLlm::new(spec(&server, 0)).expect("client")));
     let task = first_task();
     let ctx = TrialContext { domain: task.domain, ticket: &task.ticket.raw, task: &task };
     let d = agent.act(&ctx, &[], &observation()).await.expect("repaired");
@@ -103,7 +114,7 @@ async fn unparseable_replies_get_repair_requests_then_the_agent_gives_up() {
 
     let garbage =
         ScriptedServer::start(vec![Reply::Text("a".into()), Reply::Text("b".into()), Reply::Text("c".into())]).await;
-    let agent = LlmAgent::new("m", Arc::new(HttpLlm::new(spec(&garbage, 0)).expect("client")), false);
+    let agent = LlmAgent::new("m", Arc::new(HttpLlm::new(spec(&garbage, 0)).expect("client")));
     let err = agent.act(&ctx, &[], &observation()).await.expect_err("gives up");
     assert!(err.to_string().contains("after 3 attempts"), "{err}");
 }
@@ -115,7 +126,7 @@ async fn tool_calling_mode_sends_the_schema_and_reads_the_call() {
             .await;
     let mut s = spec(&server, 0);
     s.tool_calling = true;
-    let agent = LlmAgent::new("m", Arc::new(HttpLlm::new(s).expect("client")), true);
+    let agent = LlmAgent::new("m", Arc::new(HttpLlm::new(s).expect("client")));
     let task = first_task();
     let ctx = TrialContext { domain: task.domain, ticket: &task.ticket.raw, task: &task };
     let d = agent.act(&ctx, &[], &observation()).await.expect("decision");

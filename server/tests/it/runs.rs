@@ -85,7 +85,7 @@ fn bad_run_input_is_refused_with_the_field_named() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = temp_path(&dir, "b.db");
     for (args, message) in [
-        (vec!["run", "--agent", "gpt-17"], "agent: \"gpt-17\" is not known"),
+        (vec!["run", "--agent", "gpt-17"], "agent: \"gpt-17\" is neither a baseline"),
         (vec!["run", "--agent", "oracle", "--levels", "L2"], "levels: L2 is not available"),
         (vec!["run", "--agent", "oracle", "--conditions", "psychic"], "conditions: \"psychic\""),
         (vec!["run", "--agent", "oracle", "--tasks", "nope-1"], "tasks: \"nope-1\""),
