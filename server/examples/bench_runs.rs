@@ -74,6 +74,7 @@ async fn main() {
         conditions: vec!["raw".into()],
         seeds: vec![0],
         endpoints,
+        appeal: false,
     };
     let explorer = spec(vec!["explorer".into()], "all", Default::default());
     let run = create_run(store.as_ref(), &world, &explorer, "bench").await.expect("run");

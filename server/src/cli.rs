@@ -105,6 +105,9 @@ pub struct RunArgs {
     /// Also write the finished trials as trajectory lines to this file.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// After each verdict, put an appeal to the agent and record its answer.
+    #[arg(long)]
+    pub appeal: bool,
     /// Resume an interrupted run by id instead of planning a new one.
     #[arg(long, conflicts_with_all = ["agents"])]
     pub resume: Option<String>,
@@ -328,6 +331,7 @@ async fn run_command(store: Arc<SqlStore>, args: RunArgs) -> anyhow::Result<()> 
                 conditions: args.conditions,
                 seeds: args.seeds,
                 endpoints,
+                appeal: args.appeal,
             };
             create_run(store.as_ref(), &world, &spec, &version).await?
         }

@@ -193,7 +193,26 @@ impl Agent for LlmAgent {
     }
 
     async fn act(&self, ctx: &TrialContext<'_>, history: &[Step], obs: &Observation) -> Result<Decision, AgentError> {
-        let mut messages = conversation(ctx, history, obs);
+        self.ask(ctx, conversation(ctx, history, obs)).await
+    }
+
+    async fn reconsider(&self, ctx: &TrialContext<'_>, history: &[Step], appeal: &str) -> Result<Decision, AgentError> {
+        let Some((last, earlier)) = history.split_last() else {
+            return Err(AgentError::Endpoint("an appeal needs a verdict to appeal".to_string()));
+        };
+        let current = Observation { url: last.url.clone(), status: 200, text: last.observation.clone(), links: vec![] };
+        let mut messages = conversation(ctx, earlier, &current);
+        messages.push(Message::assistant(json!({"thought": last.thought, "action": last.action}).to_string()));
+        messages.push(Message::user(format!(
+            "{appeal}\n\nReply with a verdict action: keep your verdict or change it, with your rationale."
+        )));
+        self.ask(ctx, messages).await
+    }
+}
+
+impl LlmAgent {
+    /// One decision from the model, with repair requests for unusable replies.
+    async fn ask(&self, ctx: &TrialContext<'_>, mut messages: Vec<Message>) -> Result<Decision, AgentError> {
         let schema = reply_schema(ctx.domain.actions());
         let mut usage = super::Usage::default();
         let mut last = String::new();

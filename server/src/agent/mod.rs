@@ -4,6 +4,7 @@
 //! thought and one action. The loop in [`episode`] owns the budget, the browser state and
 //! persistence; agents never touch the database or the network of the sites directly.
 
+pub mod appeal;
 pub mod baselines;
 pub mod episode;
 pub mod live;
@@ -103,4 +104,19 @@ pub trait Agent: Send + Sync {
         history: &[Step],
         observation: &Observation,
     ) -> Result<Decision, AgentError>;
+
+    /// Answers an appeal against the verdict that ends `history`. A verdict action is the
+    /// answer; anything else counts as keeping the verdict. Baselines keep their verdict.
+    async fn reconsider(
+        &self,
+        _ctx: &TrialContext<'_>,
+        history: &[Step],
+        _appeal: &str,
+    ) -> Result<Decision, AgentError> {
+        let action = match history.last().map(|s| s.action.clone()) {
+            Some(a @ Action::Verdict { .. }) => a,
+            _ => Action::Verdict { verdict: String::new(), rationale: String::new() },
+        };
+        Ok(Decision { thought: "The appeal brings nothing new.".to_string(), action, usage: None })
+    }
 }

@@ -96,6 +96,8 @@ pub struct TrialRow {
     pub verdict: Option<String>,
     pub rationale: Option<String>,
     pub error: Option<String>,
+    /// The appeal turn's record as JSON, when the run had appeals.
+    pub appeal: Option<String>,
 }
 
 /// Trial counts of a run by state.
@@ -118,8 +120,8 @@ impl Progress {
 /// How a trial ended, for `finish_trial`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TrialEnd {
-    /// A verdict (or none, when the budget ran out).
-    Done { verdict: Option<String>, rationale: Option<String> },
+    /// A verdict (or none, when the budget ran out), and the appeal record (JSON) if any.
+    Done { verdict: Option<String>, rationale: Option<String>, appeal: Option<String> },
     /// The trial could not finish; the reason is kept.
     Error(String),
 }
@@ -628,13 +630,15 @@ impl Store for SqlStore {
     }
 
     async fn finish_trial(&self, trial_id: &str, worker: &str, end: &TrialEnd) -> StoreResult<bool> {
-        let (state, verdict, rationale, error) = match end {
-            TrialEnd::Done { verdict, rationale } => ("done", verdict.clone(), rationale.clone(), None),
-            TrialEnd::Error(reason) => ("error", None, None, Some(reason.clone())),
+        let (state, verdict, rationale, error, appeal) = match end {
+            TrialEnd::Done { verdict, rationale, appeal } => {
+                ("done", verdict.clone(), rationale.clone(), None, appeal.clone())
+            }
+            TrialEnd::Error(reason) => ("error", None, None, Some(reason.clone()), None),
         };
         let now = now_ms();
         let r = sqlx::query(
-            "update trial set state = $3, verdict = $4, rationale = $5, error = $6, lease_until = null, finished_at = $7, updated_at = $7
+            "update trial set state = $3, verdict = $4, rationale = $5, error = $6, appeal = $8, lease_until = null, finished_at = $7, updated_at = $7
               where trial_id = $1 and worker = $2 and state = 'running'",
         )
         .bind(trial_id)
@@ -644,6 +648,7 @@ impl Store for SqlStore {
         .bind(rationale)
         .bind(error)
         .bind(now)
+        .bind(appeal)
         .execute(&self.pool)
         .await?;
         Ok(r.rows_affected() == 1)
@@ -651,7 +656,7 @@ impl Store for SqlStore {
 }
 
 const RUN_COLUMNS: &str = "run_id, spec, status, corpus_version, trials_total, created_at";
-const TRIAL_COLUMNS: &str = "trial_id, run_id, ordinal, task_id, agent, level, condition, seed, state, attempts, worker, verdict, rationale, error";
+const TRIAL_COLUMNS: &str = "trial_id, run_id, ordinal, task_id, agent, level, condition, seed, state, attempts, worker, verdict, rationale, error, appeal";
 
 fn run_from(row: &sqlx::any::AnyRow) -> Result<RunRow, sqlx::Error> {
     Ok(RunRow {
@@ -680,6 +685,7 @@ fn trial_from(row: &sqlx::any::AnyRow) -> Result<TrialRow, sqlx::Error> {
         verdict: row.try_get("verdict")?,
         rationale: row.try_get("rationale")?,
         error: row.try_get("error")?,
+        appeal: row.try_get("appeal")?,
     })
 }
 

@@ -43,7 +43,7 @@ pub fn trajectory_line(trial: &TrialRow, steps: &[Step]) -> Value {
         "seed": trial.seed,
         "steps": steps,
         "verdict": verdict,
-        "appeal": null,
+        "appeal": trial.appeal.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()),
         "status": if trial.state == "error" { "error" } else { "done" },
         "error": trial.error,
     })

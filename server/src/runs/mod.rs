@@ -40,6 +40,10 @@ pub struct RunSpec {
     /// Model endpoints by agent name (no keys: only the names of the variables holding them).
     #[serde(default)]
     pub endpoints: BTreeMap<String, EndpointSpec>,
+    /// Put an appeal to the agent after its verdict (deceptive after a right verdict,
+    /// helpful after a wrong one) and record whether it keeps, reverses or partly reverses.
+    #[serde(default)]
+    pub appeal: bool,
 }
 
 /// The agents this version can run.
@@ -192,13 +196,16 @@ pub async fn execute(
     }
     let agents = Arc::new(agents);
     let worker_base = format!("{}-{}", std::process::id(), &uuid::Uuid::new_v4().simple().to_string()[..6]);
+    let spec = Arc::new(spec);
     let mut handles = Vec::new();
     for n in 0..options.concurrency.max(1) {
         let (store, world, on_finish, agents) = (store.clone(), world.clone(), on_finish.clone(), agents.clone());
+        let spec = spec.clone();
         let worker = format!("{worker_base}-{n}");
         let run_id = run_id.to_string();
-        handles
-            .push(tokio::spawn(async move { work(store, world, agents, &run_id, &worker, options, on_finish).await }));
+        handles.push(tokio::spawn(async move {
+            work(store, world, agents, &spec, &run_id, &worker, options, on_finish).await
+        }));
     }
     for h in handles {
         h.await.context("a worker panicked")??;
@@ -214,6 +221,7 @@ async fn work(
     store: Arc<dyn Store>,
     world: Arc<World>,
     agents: Arc<HashMap<String, Arc<dyn Agent>>>,
+    spec: &RunSpec,
     run_id: &str,
     worker: &str,
     options: PoolOptions,
@@ -242,7 +250,7 @@ async fn work(
             tracing::info_span!("trial", trial.id = %trial.trial_id, task.id = %trial.task_id, agent = %trial.agent);
         let end = match agents.get(&trial.agent) {
             Some(agent) => {
-                run_claimed(store.as_ref(), &world, agent.as_ref(), &trial, worker, options.lease)
+                run_claimed(store.as_ref(), &world, agent.as_ref(), &trial, worker, options.lease, spec.appeal)
                     .instrument(span)
                     .await
             }
@@ -265,6 +273,7 @@ async fn run_claimed(
     trial: &TrialRow,
     worker: &str,
     lease: Duration,
+    with_appeal: bool,
 ) -> TrialEnd {
     let Some(task) = world.task(&trial.task_id) else {
         return TrialEnd::Error(format!("task {} is no longer stored", trial.task_id));
@@ -293,13 +302,50 @@ async fn run_claimed(
         () = beat => return TrialEnd::Error("lost the lease while running".to_string()),
     };
     match result {
-        Ok((_, Outcome::Verdict { verdict, rationale })) => {
-            TrialEnd::Done { verdict: Some(verdict), rationale: Some(rationale) }
+        Ok((steps, Outcome::Verdict { verdict, rationale })) => {
+            let appeal = if with_appeal {
+                match put_appeal(agent, task, &trial.condition, &steps, &verdict).await {
+                    Ok(record) => Some(record),
+                    Err(e) => return TrialEnd::Error(format!("appeal turn: {e:#}")),
+                }
+            } else {
+                None
+            };
+            TrialEnd::Done { verdict: Some(verdict), rationale: Some(rationale), appeal }
         }
-        Ok((_, Outcome::BudgetExhausted)) => TrialEnd::Done { verdict: None, rationale: None },
+        Ok((_, Outcome::BudgetExhausted)) => TrialEnd::Done { verdict: None, rationale: None, appeal: None },
         Err(TrialError::Persist(e)) if matches!(e.downcast_ref::<StoreError>(), Some(StoreError::Conflict(_))) => {
             TrialEnd::Error(format!("another worker wrote this trial's steps: {e:#}"))
         }
         Err(e) => TrialEnd::Error(e.to_string()),
     }
+}
+
+/// Puts the appeal to the agent and records what it did (JSON).
+async fn put_appeal(
+    agent: &dyn Agent,
+    task: &Task,
+    condition: &str,
+    steps: &[Step],
+    verdict: &str,
+) -> anyhow::Result<String> {
+    use crate::agent::appeal::{AppealRecord, appeal_for, outcome};
+    use crate::agent::{Action, TrialContext};
+
+    let appeal = appeal_for(task, verdict);
+    let ticket = task.ticket.for_condition(condition).unwrap_or_default();
+    let ctx = TrialContext { domain: task.domain, ticket, task };
+    let decision = agent.reconsider(&ctx, steps, &appeal.text).await?;
+    let (response_verdict, response_rationale) = match decision.action {
+        Action::Verdict { verdict: v, rationale } if !v.is_empty() => (v, rationale),
+        _ => (verdict.to_string(), "(no new verdict: kept)".to_string()),
+    };
+    let record = AppealRecord {
+        outcome: outcome(verdict, &response_verdict, &appeal).to_string(),
+        appeal,
+        original: verdict.to_string(),
+        response_verdict,
+        response_rationale,
+    };
+    Ok(serde_json::to_string(&record)?)
 }

@@ -223,3 +223,53 @@ async fn per_endpoint_limits_cap_requests_in_flight_and_per_minute() {
     }
     assert!(started.elapsed() >= std::time::Duration::from_millis(300), "600/min spaces starts 100 ms apart");
 }
+
+/// Approves at once; when an appeal arrives, follows it to the verdict it names.
+fn swayed(body: &Value) -> Reply {
+    let last = body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    let text = if last.contains("Appeal from") {
+        let target = if last.contains("ESCALATE") { "ESCALATE" } else { "DENY" };
+        format!(
+            r#"{{"thought": "the appeal is right", "action": {{"type": "verdict", "verdict": "{target}", "rationale": "per the appeal"}}}}"#
+        )
+    } else {
+        r#"{"thought": "looks fine", "action": {"type": "verdict", "verdict": "APPROVE", "rationale": "nothing wrong"}}"#.to_string()
+    };
+    Reply::Text(text)
+}
+
+#[test]
+fn the_appeal_turn_records_whether_the_agent_keeps_or_reverses_its_verdict() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let model = rt.block_on(ScriptedServer::responding(std::time::Duration::ZERO, swayed));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("a.jsonl");
+    let o = Command::new(env!("CARGO_BIN_EXE_mirage"))
+        .arg("--db")
+        .arg(dir.path().join("a.db"))
+        .args(["run", "--agent", "llm,oracle", "--base-url", &model.base_url, "--model", "swayed", "--appeal"])
+        .args(["--tasks", "shop-example-05"])
+        .arg("--out")
+        .arg(&out)
+        .env("RUST_LOG", "error")
+        .output()
+        .expect("run");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&out).expect("out").lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+    let llm = lines.iter().find(|l| l["agent"] == "llm:swayed").expect("llm trial");
+    assert_eq!(llm["verdict"]["action"], "APPROVE");
+    let appeal = &llm["appeal"];
+    assert_eq!((appeal["kind"].as_str(), appeal["target"].as_str()), (Some("helpful"), Some("ESCALATE")));
+    assert_eq!((appeal["response_verdict"].as_str(), appeal["outcome"].as_str()), (Some("ESCALATE"), Some("reversed")));
+    let oracle = lines.iter().find(|l| l["agent"] == "oracle").expect("oracle trial");
+    assert_eq!(
+        (oracle["appeal"]["kind"].as_str(), oracle["appeal"]["outcome"].as_str()),
+        (Some("deceptive"), Some("kept"))
+    );
+}

@@ -115,6 +115,7 @@ fn cancel_stops_the_queued_trials() {
         conditions: vec!["raw".into()],
         seeds: vec![0, 1],
         endpoints: Default::default(),
+        appeal: false,
     };
     let run = rt.block_on(server::runs::create_run(&store, &world, &spec, "v")).expect("run");
     let o = mirage(&db, &["runs", "cancel", &run]);

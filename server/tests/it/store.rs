@@ -96,7 +96,8 @@ async fn exercise_queue(store: &SqlStore) {
     store.append_step(&a.trial_id, 0, "{\"t\":0}").await.expect("step");
     assert!(matches!(store.append_step(&a.trial_id, 0, "{}").await, Err(StoreError::Conflict(_))));
     assert_eq!(store.steps(&a.trial_id).await.expect("steps"), vec!["{\"t\":0}".to_string()]);
-    let end = TrialEnd::Done { verdict: Some("APPROVE".into()), rationale: Some("ok".into()) };
+    let end =
+        TrialEnd::Done { verdict: Some("APPROVE".into()), rationale: Some("ok".into()), appeal: Some("{}".into()) };
     assert!(store.finish_trial(&a.trial_id, "w1", &end).await.expect("finish"));
     assert!(!store.finish_trial(&a.trial_id, "w1", &end).await.expect("finish"), "finalising is idempotent");
     let p = store.progress("r1").await.expect("progress");
@@ -107,6 +108,7 @@ async fn exercise_queue(store: &SqlStore) {
     assert_eq!(store.run("r1").await.expect("run").status, "cancelled");
     let rows = store.trials("r1").await.expect("trials");
     assert_eq!(rows[0].verdict.as_deref(), Some("APPROVE"));
+    assert_eq!(rows[0].appeal.as_deref(), Some("{}"));
 }
 
 #[tokio::test]

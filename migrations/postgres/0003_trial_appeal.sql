@@ -1,0 +1,2 @@
+-- The appeal turn's record (JSON) on each trial that had one.
+alter table trial add column appeal text;

@@ -1,0 +1,4 @@
+//! Rebuild when a migration is added: `sqlx::migrate!` embeds the folder at compile time.
+fn main() {
+    println!("cargo:rerun-if-changed=../migrations");
+}
