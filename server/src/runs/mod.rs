@@ -189,23 +189,18 @@ pub async fn execute(
     on_finish: OnFinish,
 ) -> anyhow::Result<()> {
     let spec: RunSpec = serde_json::from_str(&store.run(run_id).await?.spec).context("reading the run's spec")?;
-    // One agent (and HTTP client) per configuration for the whole run.
     let mut agents: HashMap<String, Arc<dyn Agent>> = HashMap::new();
     for name in &spec.agents {
         agents.insert(name.clone(), agent_for(name, &spec.endpoints)?);
     }
-    let agents = Arc::new(agents);
+    let shared = Arc::new(Shared { store: store.clone(), world, agents, appeal: spec.appeal, options, on_finish });
     let worker_base = format!("{}-{}", std::process::id(), &uuid::Uuid::new_v4().simple().to_string()[..6]);
-    let spec = Arc::new(spec);
     let mut handles = Vec::new();
     for n in 0..options.concurrency.max(1) {
-        let (store, world, on_finish, agents) = (store.clone(), world.clone(), on_finish.clone(), agents.clone());
-        let spec = spec.clone();
+        let shared = shared.clone();
         let worker = format!("{worker_base}-{n}");
         let run_id = run_id.to_string();
-        handles.push(tokio::spawn(async move {
-            work(store, world, agents, &spec, &run_id, &worker, options, on_finish).await
-        }));
+        handles.push(tokio::spawn(async move { work(&shared, &run_id, &worker).await }));
     }
     for h in handles {
         h.await.context("a worker panicked")??;
@@ -217,16 +212,19 @@ pub async fn execute(
     Ok(())
 }
 
-async fn work(
+/// What every worker of one `execute` call shares.
+struct Shared {
     store: Arc<dyn Store>,
     world: Arc<World>,
-    agents: Arc<HashMap<String, Arc<dyn Agent>>>,
-    spec: &RunSpec,
-    run_id: &str,
-    worker: &str,
+    /// One agent (and HTTP client) per configuration for the whole run.
+    agents: HashMap<String, Arc<dyn Agent>>,
+    appeal: bool,
     options: PoolOptions,
     on_finish: OnFinish,
-) -> anyhow::Result<()> {
+}
+
+async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()> {
+    let Shared { store, world, agents, appeal, options, on_finish } = shared;
     let lease_ms = i64::try_from(options.lease.as_millis()).unwrap_or(i64::MAX);
     loop {
         if store.run(run_id).await?.status == "cancelled" {
@@ -250,7 +248,7 @@ async fn work(
             tracing::info_span!("trial", trial.id = %trial.trial_id, task.id = %trial.task_id, agent = %trial.agent);
         let end = match agents.get(&trial.agent) {
             Some(agent) => {
-                run_claimed(store.as_ref(), &world, agent.as_ref(), &trial, worker, options.lease, spec.appeal)
+                run_claimed(store.as_ref(), world, agent.as_ref(), &trial, worker, options.lease, *appeal)
                     .instrument(span)
                     .await
             }
