@@ -1,18 +1,8 @@
 //! The `mirage` binary as a user runs it.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
-use crate::support::temp_path;
-
-fn mirage(db: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mirage"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run mirage")
-}
+use crate::support::{mirage, temp_path};
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

@@ -2,23 +2,13 @@
 //! the process is killed with SIGKILL.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use server::db::{SqlStore, Store, database_url};
 
-use crate::support::temp_path;
-
-fn mirage(db: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mirage"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run mirage")
-}
+use crate::support::{mirage, temp_path};
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -56,3 +56,14 @@ impl TestApp {
 pub fn temp_path(dir: &tempfile::TempDir, name: &str) -> PathBuf {
     dir.path().join(name)
 }
+
+/// Runs the real `mirage` binary on the database `db` and waits for it.
+pub fn mirage(db: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_mirage"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run mirage")
+}
