@@ -352,12 +352,11 @@ mod tests {
         for t in &tasks {
             categories.entry((t.domain, t.category.as_str())).or_default().push(t);
         }
-        for ((domain, category), ts) in &categories {
+        for ((_, category), ts) in &categories {
             let lenient = ts.iter().filter(|t| matches!(t.verdict.optimal.as_str(), "APPROVE" | "NO_ACTION")).count();
             assert!(lenient > 0, "{category} has no approve-correct case");
             let misleading = ts.iter().filter(|t| t.surface_contradiction).count();
             assert!(misleading > 0, "{category} never misleads");
-            let _ = domain;
         }
         for domain in Domain::ALL {
             let ts: Vec<&Task> = tasks.iter().filter(|t| t.domain == domain).collect();

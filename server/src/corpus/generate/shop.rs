@@ -182,8 +182,7 @@ fn build(g: &mut Gen, store: &Store, id: String, p: &Party, case: Case) -> Task 
     let mut d = Draft::new();
     let order_url = format!("/shop/admin/sales/order/view/order_id/{}/", p.order_id);
     let account_url = Kind::Account.url(p.customer_id);
-    let (pid, pname, _, _) = store.products[p.product];
-    let _ = pid;
+    let (_, pname, _, _) = store.products[p.product];
     let product_url = store.add_product(&mut d, p.product);
     let policy_url = store.add_policy(&mut d, (p.order_id % 3) as usize);
     d.distractor(&product_url);
