@@ -28,6 +28,6 @@ if [ "${1:-}" = test ]; then
   command -v initdb >/dev/null || [ -x /usr/lib/postgresql/15/bin/initdb ] || apt_install postgresql
   command -v npm >/dev/null || apt_install nodejs npm
   if [ ! -d e2e/node_modules/@playwright/test ]; then
-    (cd e2e && npm install --no-audit --no-fund --silent)
+    (cd e2e && npm ci --no-audit --no-fund --silent)
   fi
 fi
