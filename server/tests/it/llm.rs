@@ -1,7 +1,6 @@
 //! The model client and the model-backed agent against the scripted endpoint over real
 //! HTTP: retries, faults, repairs, tool calling, and a whole run through the binary.
 
-use std::process::Command;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -9,6 +8,15 @@ use server::agent::llm::LlmAgent;
 use server::agent::{Action, Agent, Observation, TrialContext};
 use server::llm::scripted::{Reply, ScriptedServer};
 use server::llm::{EndpointSpec, HttpLlm, LlmClient, LlmError, Message};
+
+/// The trajectory lines of a file.
+fn trajectories(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("trajectories")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect()
+}
 
 fn spec(server: &ScriptedServer, retries: u32) -> EndpointSpec {
     let mut s = EndpointSpec::new(&server.base_url, "tiny-test-model");
@@ -164,21 +172,28 @@ fn a_run_against_a_model_endpoint_records_every_step_and_errors_explicitly() {
     )
     .expect("config");
     let out = dir.path().join("t.jsonl");
-    let o = Command::new(env!("CARGO_BIN_EXE_mirage"))
-        .arg("--db")
-        .arg(&db)
-        .args(["run", "--agent", "llm,broken", "--base-url", &good.base_url, "--model", "tiny", "--tasks", &task.id])
-        .arg("--config")
-        .arg(&config)
-        .arg("--out")
-        .arg(&out)
-        .env("RUST_LOG", "error")
-        .output()
-        .expect("run");
+    let (config, out_path) = (config.to_str().expect("utf-8"), out.to_str().expect("utf-8"));
+    let o = crate::support::mirage(
+        &db,
+        &[
+            "run",
+            "--agent",
+            "llm,broken",
+            "--base-url",
+            &good.base_url,
+            "--model",
+            "tiny",
+            "--tasks",
+            &task.id,
+            "--config",
+            config,
+            "--out",
+            out_path,
+        ],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("1 done, 1 errors"), "{}", String::from_utf8_lossy(&o.stdout));
-    let lines: Vec<Value> =
-        std::fs::read_to_string(&out).expect("out").lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+    let lines = trajectories(&out);
     let done = lines.iter().find(|l| l["agent"] == "llm:tiny").expect("llm trial");
     assert_eq!(done["status"], "done");
     assert_eq!(done["verdict"]["action"], "ESCALATE");
@@ -249,19 +264,25 @@ fn the_appeal_turn_records_whether_the_agent_keeps_or_reverses_its_verdict() {
     let model = rt.block_on(ScriptedServer::responding(std::time::Duration::ZERO, swayed));
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("a.jsonl");
-    let o = Command::new(env!("CARGO_BIN_EXE_mirage"))
-        .arg("--db")
-        .arg(dir.path().join("a.db"))
-        .args(["run", "--agent", "llm,oracle", "--base-url", &model.base_url, "--model", "swayed", "--appeal"])
-        .args(["--tasks", "shop-example-05"])
-        .arg("--out")
-        .arg(&out)
-        .env("RUST_LOG", "error")
-        .output()
-        .expect("run");
+    let o = crate::support::mirage(
+        &dir.path().join("a.db"),
+        &[
+            "run",
+            "--agent",
+            "llm,oracle",
+            "--base-url",
+            &model.base_url,
+            "--model",
+            "swayed",
+            "--appeal",
+            "--tasks",
+            "shop-example-05",
+            "--out",
+            out.to_str().expect("utf-8"),
+        ],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let lines: Vec<Value> =
-        std::fs::read_to_string(&out).expect("out").lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+    let lines = trajectories(&out);
     let llm = lines.iter().find(|l| l["agent"] == "llm:swayed").expect("llm trial");
     assert_eq!(llm["verdict"]["action"], "APPROVE");
     let appeal = &llm["appeal"];
