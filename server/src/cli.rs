@@ -43,6 +43,25 @@ pub enum Command {
     },
     /// Plan and execute a run (or resume one), with a progress bar.
     Run(Box<RunArgs>),
+    /// Execute queued trials of active runs: extra workers beside `mirage run` or the
+    /// dashboard, e.g. several processes against one PostgreSQL database.
+    Worker {
+        /// Only this run (default: every active run).
+        #[arg(long)]
+        run: Option<String>,
+        /// Trials executed at once by this process.
+        #[arg(long, default_value_t = 4)]
+        concurrency: usize,
+        /// Stop when no active run has work left instead of waiting for new runs.
+        #[arg(long)]
+        once: bool,
+        /// Seconds between looks for new work.
+        #[arg(long, default_value_t = 2)]
+        poll_secs: u64,
+        /// Seconds a claimed trial stays reserved without a heartbeat.
+        #[arg(long, default_value_t = 30, hide = true)]
+        lease_secs: u64,
+    },
     /// Inspect, cancel and export runs.
     Runs {
         #[command(subcommand)]
@@ -108,6 +127,9 @@ pub struct RunArgs {
     /// After each verdict, put an appeal to the agent and record its answer.
     #[arg(long)]
     pub appeal: bool,
+    /// Only plan the run and print its id; `mirage worker` processes execute it.
+    #[arg(long, conflicts_with = "resume")]
+    pub detach: bool,
     /// Resume an interrupted run by id instead of planning a new one.
     #[arg(long, conflicts_with_all = ["agents"])]
     pub resume: Option<String>,
@@ -157,6 +179,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             run_command(store, *args).await
         }
         Command::Runs { command } => runs(store.as_ref(), command).await,
+        Command::Worker { run, concurrency, once, poll_secs, lease_secs } => {
+            let options =
+                crate::runs::PoolOptions { concurrency, lease: std::time::Duration::from_secs(lease_secs.max(1)) };
+            worker(store, run, options, once, std::time::Duration::from_secs(poll_secs.max(1))).await
+        }
         Command::Corpus { command } => {
             seed_if_empty(store.as_ref()).await?;
             match command {
@@ -333,7 +360,12 @@ async fn run_command(store: Arc<SqlStore>, args: RunArgs) -> anyhow::Result<()> 
                 endpoints,
                 appeal: args.appeal,
             };
-            create_run(store.as_ref(), &world, &spec, &version).await?
+            let id = create_run(store.as_ref(), &world, &spec, &version).await?;
+            if args.detach {
+                println!("{id}");
+                return Ok(());
+            }
+            id
         }
     };
     let run = store.run(&run_id).await?;
@@ -380,6 +412,60 @@ async fn run_command(store: Arc<SqlStore>, args: RunArgs) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// Executes the queued trials of active runs until none is left (`once`) or forever.
+async fn worker(
+    store: Arc<SqlStore>,
+    only: Option<String>,
+    options: crate::runs::PoolOptions,
+    once: bool,
+    poll: std::time::Duration,
+) -> anyhow::Result<()> {
+    use crate::runs::execute;
+
+    if let Some(id) = &only {
+        store.run(id).await?;
+    }
+    let on_finish: crate::runs::OnFinish = Arc::new(|trial, end| match end {
+        crate::db::TrialEnd::Error(reason) => tracing::warn!(trial.id = %trial.trial_id, %reason, "trial errored"),
+        crate::db::TrialEnd::Done { .. } => tracing::info!(trial.id = %trial.trial_id, "trial done"),
+    });
+    let mut world: Option<(i64, Arc<crate::env::World>)> = None;
+    loop {
+        let mut worked = 0;
+        for run in store.runs().await? {
+            if run.status != "active" || only.as_ref().is_some_and(|id| *id != run.run_id) {
+                continue;
+            }
+            let p = store.progress(&run.run_id).await?;
+            if p.queued == 0 && p.running == 0 {
+                continue;
+            }
+            // Tasks may have been imported since the last pass.
+            let count = store.task_count().await?;
+            let current = match &world {
+                Some((n, w)) if *n == count => w.clone(),
+                _ => {
+                    let w = Arc::new(crate::env::World::build(store.all_tasks().await?)?);
+                    world = Some((count, w.clone()));
+                    w
+                }
+            };
+            eprintln!("worker: run {} ({} queued)", run.run_id, p.queued);
+            execute(store.clone(), current, &run.run_id, options, on_finish.clone()).await?;
+            worked += 1;
+        }
+        if once && worked == 0 {
+            return Ok(());
+        }
+        if worked == 0 {
+            tokio::select! {
+                () = tokio::time::sleep(poll) => {}
+                () = shutdown() => return Ok(()),
+            }
+        }
+    }
+}
+
 async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Result<()> {
     match command {
         RunsCommand::List => {
@@ -397,12 +483,15 @@ async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Result<()> {
         }
         RunsCommand::Show { run } => {
             let row = store.run(&run).await?;
-            let p = store.progress(&run).await?;
+            let report = crate::runs::progress_report(store, &run).await?;
+            let p = report.counts;
             println!("run {}\nstatus {}\ncorpus {}\nspec {}", row.run_id, row.status, row.corpus_version, row.spec);
             println!(
                 "trials {}: {} queued, {} running, {} done, {} errors, {} cancelled",
                 row.trials_total, p.queued, p.running, p.done, p.error, p.cancelled
             );
+            let eta = report.eta_secs.map_or_else(|| "-".to_string(), |s| format!("{s:.0}s"));
+            println!("throughput {:.1} trials/min over the last minute, eta {eta}", report.per_minute);
         }
         RunsCommand::Cancel { run } => {
             store.cancel_run(&run).await?;
@@ -433,19 +522,7 @@ fn endpoints_for(
 ) -> anyhow::Result<(Vec<String>, std::collections::BTreeMap<String, crate::llm::EndpointSpec>)> {
     use crate::llm::EndpointSpec;
 
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct ConfigFile {
-        #[serde(default)]
-        endpoints: std::collections::BTreeMap<String, EndpointSpec>,
-    }
-    let configured = match &args.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
-            toml::from_str::<ConfigFile>(&text).with_context(|| format!("config {}", path.display()))?.endpoints
-        }
-        None => Default::default(),
-    };
+    let configured = crate::config::Config::load(args.config.as_deref())?.endpoints;
     let mut agents = Vec::new();
     let mut endpoints = std::collections::BTreeMap::new();
     for name in &args.agents {

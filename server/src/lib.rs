@@ -2,15 +2,18 @@
 
 pub mod agent;
 pub mod cli;
+pub mod config;
 pub mod corpus;
 pub mod db;
 pub mod env;
 pub mod http;
+pub mod judge;
 pub mod llm;
 pub mod runs;
 pub mod search;
 pub mod services;
 pub mod state;
+pub mod stats;
 
 use std::sync::Arc;
 

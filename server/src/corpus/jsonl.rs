@@ -53,11 +53,15 @@ fn pointer_to_path(pointer: &str) -> String {
     out
 }
 
-/// Parses and validates a task file's contents. `file` names the input in messages.
-/// Blank lines are skipped. Returns every task, or every problem found.
-pub fn read_tasks(file: &str, contents: &str) -> Result<Vec<Task>, Vec<LineError>> {
-    let mut tasks = Vec::new();
-    let mut lines_of = Vec::new();
+/// Parses every non-blank line of a JSON Lines file, checks it against `schema` and
+/// deserialises it. Returns the values with their 1-based line numbers, and every problem
+/// found (each naming file, line and field).
+pub fn read_lines<T: serde::de::DeserializeOwned>(
+    file: &str,
+    contents: &str,
+    schema: &jsonschema::Validator,
+) -> (Vec<(usize, T)>, Vec<LineError>) {
+    let mut values = Vec::new();
     let mut errors = Vec::new();
     for (i, line) in contents.lines().enumerate() {
         let line_no = i + 1;
@@ -72,7 +76,7 @@ pub fn read_tasks(file: &str, contents: &str) -> Result<Vec<Task>, Vec<LineError
                 continue;
             }
         };
-        let schema_errors: Vec<LineError> = VALIDATOR
+        let schema_errors: Vec<LineError> = schema
             .iter_errors(&value)
             .map(|e| err(pointer_to_path(e.instance_path().as_str()), e.to_string()))
             .collect();
@@ -80,14 +84,19 @@ pub fn read_tasks(file: &str, contents: &str) -> Result<Vec<Task>, Vec<LineError
             errors.extend(schema_errors);
             continue;
         }
-        match serde_json::from_value::<Task>(value) {
-            Ok(task) => {
-                tasks.push(task);
-                lines_of.push(line_no);
-            }
+        match serde_json::from_value::<T>(value) {
+            Ok(v) => values.push((line_no, v)),
             Err(e) => errors.push(err("$".to_string(), e.to_string())),
         }
     }
+    (values, errors)
+}
+
+/// Parses and validates a task file's contents. `file` names the input in messages.
+/// Blank lines are skipped. Returns every task, or every problem found.
+pub fn read_tasks(file: &str, contents: &str) -> Result<Vec<Task>, Vec<LineError>> {
+    let (read, mut errors) = read_lines::<Task>(file, contents, &VALIDATOR);
+    let (lines_of, tasks): (Vec<usize>, Vec<Task>) = read.into_iter().unzip();
     for finding in validate_corpus(&tasks) {
         let line = tasks.iter().position(|t| t.id == finding.task_id).map_or(0, |i| lines_of[i]);
         errors.push(LineError { file: file.to_string(), line, field: finding.field, message: finding.message });

@@ -126,6 +126,35 @@ pub enum TrialEnd {
     Error(String),
 }
 
+/// A trial's stored score (the judge module's JSON) and the judges that produced it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredScore {
+    pub trial_id: String,
+    pub judge_version: String,
+    pub body: String,
+}
+
+/// One label event: a label given to a trial by a rule, an LLM judge or a person.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LabelEvent {
+    /// Assigned by the store; 0 for an event not stored yet.
+    pub event_id: i64,
+    pub trial_id: String,
+    /// `exposure`, `adoption`, `verification` or `recovery`.
+    pub kind: String,
+    pub value: bool,
+    pub turn: Option<i64>,
+    /// `rule`, `llm_judge` or `human`.
+    pub source: String,
+    pub confidence: f64,
+    pub reason: String,
+    /// The person, for human labels.
+    pub author: Option<String>,
+    /// The judge version, for automatic labels.
+    pub judge_version: Option<String>,
+    pub created_at: i64,
+}
+
 /// The narrow, domain-shaped storage interface the rest of the server uses.
 #[async_trait]
 pub trait Store: Send + Sync {
@@ -167,6 +196,8 @@ pub trait Store: Send + Sync {
     /// Marks the run cancelled and its queued trials cancelled; running trials finish.
     async fn cancel_run(&self, run_id: &str) -> StoreResult<()>;
     async fn progress(&self, run_id: &str) -> StoreResult<Progress>;
+    /// Trials of the run that finished (done or error) at or after `since` (ms).
+    async fn finished_since(&self, run_id: &str, since: i64) -> StoreResult<i64>;
     /// Every trial of a run in plan order.
     async fn trials(&self, run_id: &str) -> StoreResult<Vec<TrialRow>>;
     /// Claims the next queued trial of the run for `worker` until `lease_until` (ms), in one
@@ -183,6 +214,20 @@ pub trait Store: Send + Sync {
     /// Finalises a running trial held by `worker`. Idempotent: `Ok(false)` when it was not
     /// running under this worker (already finalised, or the lease was lost).
     async fn finish_trial(&self, trial_id: &str, worker: &str, end: &TrialEnd) -> StoreResult<bool>;
+
+    /// The stored scores of a run's trials.
+    async fn scores(&self, run_id: &str) -> StoreResult<Vec<StoredScore>>;
+    /// Stores (or replaces) scores of a run's trials and appends the automatic label events
+    /// that came with them, in one transaction.
+    async fn put_scores(&self, run_id: &str, scores: &[StoredScore], labels: &[LabelEvent]) -> StoreResult<()>;
+    /// Appends one label event (labels are never updated in place); returns its id.
+    async fn add_label(&self, event: &LabelEvent) -> StoreResult<i64>;
+    /// Every label event of a run's trials, oldest first.
+    async fn label_events(&self, run_id: &str) -> StoreResult<Vec<LabelEvent>>;
+    /// A cached judge answer.
+    async fn cache_get(&self, key: &str) -> StoreResult<Option<String>>;
+    /// Keeps a judge answer (the first answer for a key wins).
+    async fn cache_put(&self, key: &str, judge: &str, body: &str) -> StoreResult<()>;
 }
 
 /// Milliseconds since the Unix epoch.
@@ -550,6 +595,17 @@ impl Store for SqlStore {
         Ok(p)
     }
 
+    async fn finished_since(&self, run_id: &str, since: i64) -> StoreResult<i64> {
+        let row = sqlx::query(
+            "select count(*) as n from trial where run_id = $1 and state in ('done', 'error') and finished_at >= $2",
+        )
+        .bind(run_id)
+        .bind(since)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get("n")?)
+    }
+
     async fn trials(&self, run_id: &str) -> StoreResult<Vec<TrialRow>> {
         let rows = sqlx::query(&format!("select {TRIAL_COLUMNS} from trial where run_id = $1 order by ordinal"))
             .bind(run_id)
@@ -653,6 +709,101 @@ impl Store for SqlStore {
         .await?;
         Ok(r.rows_affected() == 1)
     }
+
+    async fn scores(&self, run_id: &str) -> StoreResult<Vec<StoredScore>> {
+        let rows = sqlx::query("select trial_id, judge_version, body from trial_score where run_id = $1")
+            .bind(run_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(StoredScore {
+                    trial_id: r.try_get("trial_id")?,
+                    judge_version: r.try_get("judge_version")?,
+                    body: r.try_get("body")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
+    }
+
+    async fn put_scores(&self, run_id: &str, scores: &[StoredScore], labels: &[LabelEvent]) -> StoreResult<()> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        for s in scores {
+            sqlx::query(
+                "insert into trial_score (trial_id, run_id, judge_version, body, created_at) values ($1, $2, $3, $4, $5) \
+                 on conflict (trial_id) do update set judge_version = excluded.judge_version, body = excluded.body, \
+                 created_at = excluded.created_at",
+            )
+            .bind(&s.trial_id)
+            .bind(run_id)
+            .bind(&s.judge_version)
+            .bind(&s.body)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for e in labels {
+            insert_label(&mut tx, e, now).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn add_label(&self, event: &LabelEvent) -> StoreResult<i64> {
+        let mut tx = self.pool.begin().await?;
+        let id = insert_label(&mut tx, event, now_ms()).await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    async fn label_events(&self, run_id: &str) -> StoreResult<Vec<LabelEvent>> {
+        let rows = sqlx::query(
+            "select event_id, trial_id, kind, value, turn, source, confidence, reason, author, judge_version, created_at \
+             from label_event where trial_id in (select trial_id from trial where run_id = $1) order by event_id",
+        )
+        .bind(run_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(LabelEvent {
+                    event_id: r.try_get("event_id")?,
+                    trial_id: r.try_get("trial_id")?,
+                    kind: r.try_get("kind")?,
+                    value: r.try_get::<i32, _>("value")? != 0,
+                    turn: r.try_get("turn")?,
+                    source: r.try_get("source")?,
+                    confidence: r.try_get("confidence")?,
+                    reason: r.try_get("reason")?,
+                    author: r.try_get("author")?,
+                    judge_version: r.try_get("judge_version")?,
+                    created_at: r.try_get("created_at")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
+    }
+
+    async fn cache_get(&self, key: &str) -> StoreResult<Option<String>> {
+        let row =
+            sqlx::query("select body from judge_cache where key = $1").bind(key).fetch_optional(&self.pool).await?;
+        Ok(row.map(|r| r.try_get("body")).transpose()?)
+    }
+
+    async fn cache_put(&self, key: &str, judge: &str, body: &str) -> StoreResult<()> {
+        sqlx::query(
+            "insert into judge_cache (key, judge, body, created_at) values ($1, $2, $3, $4) on conflict (key) do nothing",
+        )
+        .bind(key)
+        .bind(judge)
+        .bind(body)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
 }
 
 const RUN_COLUMNS: &str = "run_id, spec, status, corpus_version, trials_total, created_at";
@@ -708,4 +859,24 @@ mod tests {
         assert_eq!(redact("postgres://me:secret@h/db"), "postgres://me:***@h/db");
         assert_eq!(redact("sqlite://x.db"), "sqlite://x.db");
     }
+}
+
+async fn insert_label(tx: &mut sqlx::Transaction<'_, sqlx::Any>, e: &LabelEvent, now: i64) -> StoreResult<i64> {
+    let row = sqlx::query(
+        "insert into label_event (trial_id, kind, value, turn, source, confidence, reason, author, judge_version, created_at) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning event_id",
+    )
+    .bind(&e.trial_id)
+    .bind(&e.kind)
+    .bind(i32::from(e.value))
+    .bind(e.turn)
+    .bind(&e.source)
+    .bind(e.confidence)
+    .bind(&e.reason)
+    .bind(&e.author)
+    .bind(&e.judge_version)
+    .bind(now)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(row.try_get("event_id")?)
 }

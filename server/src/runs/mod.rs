@@ -147,6 +147,40 @@ pub async fn create_run(
     Ok(run_id)
 }
 
+/// A run's progress as the dashboard and `mirage runs show` read it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProgressReport {
+    pub total: i64,
+    pub counts: crate::db::Progress,
+    /// Trials finished per minute over the last [`RATE_WINDOW_MS`] (0 when none finished).
+    pub per_minute: f64,
+    /// Seconds until the queue is empty at that rate; `None` when the rate is 0 or nothing is left.
+    pub eta_secs: Option<f64>,
+}
+
+/// The window over which throughput is measured.
+pub const RATE_WINDOW_MS: i64 = 60_000;
+
+impl ProgressReport {
+    /// Builds the report from counts and the number finished within the window.
+    pub fn new(total: i64, counts: crate::db::Progress, finished_in_window: i64) -> ProgressReport {
+        #[allow(clippy::cast_precision_loss)]
+        let per_minute = finished_in_window as f64 * 60_000.0 / RATE_WINDOW_MS as f64;
+        let left = counts.queued + counts.running;
+        #[allow(clippy::cast_precision_loss)]
+        let eta_secs = (per_minute > 0.0 && left > 0).then(|| left as f64 / per_minute * 60.0);
+        ProgressReport { total, counts, per_minute, eta_secs }
+    }
+}
+
+/// Reads a run's counts and recent throughput from the store.
+pub async fn progress_report(store: &dyn Store, run_id: &str) -> anyhow::Result<ProgressReport> {
+    let run = store.run(run_id).await?;
+    let counts = store.progress(run_id).await?;
+    let recent = store.finished_since(run_id, now_ms() - RATE_WINDOW_MS).await?;
+    Ok(ProgressReport::new(run.trials_total, counts, recent))
+}
+
 /// Persists each step of one trial in the store.
 struct DbSink<'a> {
     store: &'a dyn Store,
@@ -346,4 +380,21 @@ async fn put_appeal(
         response_rationale,
     };
     Ok(serde_json::to_string(&record)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::Progress;
+
+    #[test]
+    fn eta_follows_the_recent_rate() {
+        let counts = Progress { queued: 90, running: 10, done: 20, error: 0, cancelled: 0 };
+        let r = ProgressReport::new(120, counts, 20);
+        assert!((r.per_minute - 20.0).abs() < 1e-9);
+        assert_eq!(r.eta_secs.map(|s| s.round()), Some(300.0));
+        assert_eq!(ProgressReport::new(120, counts, 0).eta_secs, None);
+        let finished = Progress { done: 120, ..Progress::default() };
+        assert_eq!(ProgressReport::new(120, finished, 5).eta_secs, None);
+    }
 }

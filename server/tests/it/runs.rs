@@ -174,3 +174,54 @@ fn a_run_killed_mid_way_resumes_with_no_trial_lost_or_finalised_twice() {
         }
     }
 }
+
+/// Plans a run without executing it, then lets two `mirage worker --once` processes share
+/// the queue: every trial ends exactly once.
+fn two_workers_share_one_queue(db: &std::path::Path) {
+    let o = mirage(db, &["run", "--agent", "oracle,explorer", "--tasks", "forum", "--detach"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let run = text(&o.stdout).trim().to_string();
+    assert!(run.starts_with("run-"), "{run}");
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_mirage"))
+            .arg("--db")
+            .arg(db)
+            .args(["worker", "--once", "--concurrency", "3"])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mirage worker")
+    };
+    let (a, b) = (spawn(), spawn());
+    for child in [a, b] {
+        let out = child.wait_with_output().expect("worker ends");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let show = mirage(db, &["runs", "show", &run]);
+    let shown = text(&show.stdout);
+    assert!(shown.contains("trials 300: 0 queued, 0 running, 300 done, 0 errors"), "{shown}");
+    assert!(shown.contains("trials/min over the last minute"), "{shown}");
+    let list = mirage(db, &["runs", "list"]);
+    assert!(text(&list.stdout).contains(&format!("{run}  done")), "{}", text(&list.stdout));
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let store =
+        rt.block_on(SqlStore::connect(&database_url(db.to_str().expect("utf-8")).expect("url"))).expect("connect");
+    for trial in rt.block_on(store.trials(&run)).expect("trials") {
+        assert_eq!(trial.attempts, 1, "{}: claimed once", trial.trial_id);
+    }
+}
+
+#[test]
+fn workers_execute_a_detached_run_on_sqlite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    two_workers_share_one_queue(&temp_path(&dir, "w.db"));
+}
+
+#[test]
+fn workers_execute_a_detached_run_on_postgres() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    if let Some(url) = rt.block_on(crate::support::fresh_postgres_url()) {
+        two_workers_share_one_queue(std::path::Path::new(&url));
+    }
+}

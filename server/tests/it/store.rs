@@ -50,16 +50,8 @@ async fn in_memory_sqlite_works_for_quick_tries() {
 /// A fresh database on the PostgreSQL test server named by `MIRAGE_TEST_POSTGRES_URL`
 /// (scripts/test.sh starts one); `None` when the variable is unset.
 async fn fresh_postgres() -> Option<SqlStore> {
-    let Ok(base) = std::env::var("MIRAGE_TEST_POSTGRES_URL") else {
-        eprintln!("MIRAGE_TEST_POSTGRES_URL is not set; the PostgreSQL run happens in scripts/test.sh");
-        return None;
-    };
-    let name = format!("mirage_test_{}", uuid::Uuid::new_v4().simple());
-    let mut conn =
-        <sqlx::PgConnection as sqlx::Connection>::connect(&base).await.expect("connect to the PostgreSQL test server");
-    sqlx::query(&format!("create database {name}")).execute(&mut conn).await.expect("create database");
-    let (prefix, _) = base.rsplit_once('/').expect("MIRAGE_TEST_POSTGRES_URL ends with a database name");
-    Some(SqlStore::connect(&format!("{prefix}/{name}")).await.expect("connect"))
+    let url = crate::support::fresh_postgres_url().await?;
+    Some(SqlStore::connect(&url).await.expect("connect"))
 }
 
 #[tokio::test]

@@ -67,3 +67,18 @@ pub fn mirage(db: &std::path::Path, args: &[&str]) -> std::process::Output {
         .output()
         .expect("run mirage")
 }
+
+/// A new, empty PostgreSQL database on the test server named by `MIRAGE_TEST_POSTGRES_URL`
+/// (scripts/test.sh starts one); `None` when the variable is not set.
+pub async fn fresh_postgres_url() -> Option<String> {
+    let Ok(base) = std::env::var("MIRAGE_TEST_POSTGRES_URL") else {
+        eprintln!("MIRAGE_TEST_POSTGRES_URL is not set; the PostgreSQL run happens in scripts/test.sh");
+        return None;
+    };
+    let name = format!("mirage_test_{}", uuid::Uuid::new_v4().simple());
+    let mut conn =
+        <sqlx::PgConnection as sqlx::Connection>::connect(&base).await.expect("connect to the PostgreSQL test server");
+    sqlx::query(&format!("create database {name}")).execute(&mut conn).await.expect("create database");
+    let (prefix, _) = base.rsplit_once('/').expect("MIRAGE_TEST_POSTGRES_URL ends with a database name");
+    Some(format!("{prefix}/{name}"))
+}

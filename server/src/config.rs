@@ -1,0 +1,161 @@
+//! The configuration file: named model endpoints and the roles they play.
+//!
+//! ```toml
+//! [endpoints.qwen]
+//! base_url = "http://127.0.0.1:8000/v1"
+//! model = "Qwen2.5-7B-Instruct"
+//!
+//! [endpoints.grader]
+//! base_url = "https://api.openai.com/v1"
+//! model = "gpt-4o-mini"
+//! api_key_env = "OPENAI_API_KEY"
+//!
+//! [roles]
+//! judge = "grader"      # scores reasoning (Acc_rsn) and labels
+//! attacker = "qwen"     # writes L1/L2 manipulations and proposes L4 passages
+//! ```
+//!
+//! Any endpoint can be an agent (`--agent qwen`). The roles may also come from the
+//! environment (`MIRAGE_JUDGE`, `MIRAGE_ATTACKER`, naming an endpoint) or from flags; a
+//! role that names no endpoint is an error naming the field.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+use crate::llm::EndpointSpec;
+
+/// Which endpoint plays each non-agent role.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Roles {
+    /// The LLM judge (Acc_rsn and judged labels). Without one, rules score alone.
+    pub judge: Option<String>,
+    /// The attacker/rewriter for manipulation levels. Without one, built-in generators write.
+    pub attacker: Option<String>,
+}
+
+/// The parsed configuration file.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub endpoints: BTreeMap<String, EndpointSpec>,
+    #[serde(default)]
+    pub roles: Roles,
+}
+
+impl Config {
+    /// Reads `path` (when given), then lets `MIRAGE_JUDGE` / `MIRAGE_ATTACKER` override the
+    /// roles, and checks that every role names an endpoint.
+    pub fn load(path: Option<&Path>) -> anyhow::Result<Config> {
+        let mut config = match path {
+            Some(path) => Config::parse(path)?,
+            None => Config::default(),
+        };
+        if let Ok(name) = std::env::var("MIRAGE_JUDGE")
+            && !name.is_empty()
+        {
+            config.roles.judge = Some(name);
+        }
+        if let Ok(name) = std::env::var("MIRAGE_ATTACKER")
+            && !name.is_empty()
+        {
+            config.roles.attacker = Some(name);
+        }
+        config.check(path)?;
+        Ok(config)
+    }
+
+    fn parse(path: &Path) -> anyhow::Result<Config> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("config {}", path.display()))
+    }
+
+    fn check(&self, path: Option<&Path>) -> anyhow::Result<()> {
+        let place = path.map_or_else(|| PathBuf::from("(environment)"), Path::to_path_buf);
+        for (field, name) in [("roles.judge", &self.roles.judge), ("roles.attacker", &self.roles.attacker)] {
+            if let Some(name) = name
+                && !self.endpoints.contains_key(name)
+            {
+                bail!(
+                    "config {}: {field} = {name:?} names no endpoint (known: {})",
+                    place.display(),
+                    self.endpoint_names()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn endpoint_names(&self) -> String {
+        if self.endpoints.is_empty() {
+            "none".to_string()
+        } else {
+            self.endpoints.keys().cloned().collect::<Vec<_>>().join(", ")
+        }
+    }
+
+    /// The endpoint playing the judge role, if one is configured.
+    pub fn judge(&self) -> Option<(&str, &EndpointSpec)> {
+        self.role(self.roles.judge.as_deref())
+    }
+
+    /// The endpoint playing the attacker role, if one is configured.
+    pub fn attacker(&self) -> Option<(&str, &EndpointSpec)> {
+        self.role(self.roles.attacker.as_deref())
+    }
+
+    fn role(&self, name: Option<&str>) -> Option<(&str, &EndpointSpec)> {
+        let name = name?;
+        self.endpoints.get_key_value(name).map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Sets the judge role from a flag: an endpoint name.
+    pub fn set_judge(&mut self, name: &str) -> anyhow::Result<()> {
+        if !self.endpoints.contains_key(name) {
+            bail!("--judge {name:?} names no configured endpoint (known: {})", self.endpoint_names());
+        }
+        self.roles.judge = Some(name.to_string());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(text: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().expect("temp file");
+        std::io::Write::write_all(&mut f, text.as_bytes()).expect("write config");
+        f
+    }
+
+    #[test]
+    fn roles_name_endpoints() {
+        let f = write(
+            "[endpoints.a]\nbase_url = \"http://x/v1\"\nmodel = \"m\"\n[roles]\njudge = \"a\"\nattacker = \"a\"\n",
+        );
+        let c = Config::parse(f.path()).expect("parses");
+        c.check(Some(f.path())).expect("valid");
+        assert_eq!(c.judge().map(|(n, s)| (n, s.model.as_str())), Some(("a", "m")));
+        assert_eq!(c.attacker().map(|(n, _)| n), Some("a"));
+    }
+
+    #[test]
+    fn a_role_without_endpoint_names_the_field() {
+        let f = write("[roles]\njudge = \"ghost\"\n");
+        let c = Config::parse(f.path()).expect("parses");
+        let e = c.check(Some(f.path())).expect_err("must fail").to_string();
+        assert!(e.contains("roles.judge") && e.contains("ghost"), "{e}");
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let f = write("[roles]\njudges = \"a\"\n");
+        let e = format!("{:#}", Config::parse(f.path()).expect_err("must fail"));
+        assert!(e.contains("judges"), "{e}");
+    }
+}

@@ -1,0 +1,270 @@
+//! The rule-based metrics of DESIGN §1.5: investigation accuracy and efficiency, decision
+//! accuracy in three tiers, and gold-fact coverage. Pure functions over normalised URLs.
+
+use serde::{Deserialize, Serialize};
+
+use crate::corpus::urls::{Node, graph_nodes, normalise};
+use crate::corpus::{Domain, Task};
+
+/// Discount per step of E_inv.
+pub const GAMMA: f64 = 0.95;
+/// Steps counted by E_inv (and the agent loop's budget).
+pub const STEP_CAP: usize = 25;
+
+/// A task's graph compiled for matching, with the nodes its start page credits.
+pub struct Graph {
+    nodes: Vec<Node>,
+    shop: bool,
+    /// `start[i]`: node i is credited by `start_url`.
+    start: Vec<bool>,
+}
+
+impl Graph {
+    /// Compiles the task's graph (deduplicated by normalised URL).
+    pub fn of(task: &Task) -> Graph {
+        Graph::from_urls(&task.graph, &task.start_url, task.domain)
+    }
+
+    /// Compiles a graph given as URLs.
+    pub fn from_urls(graph: &[String], start_url: &str, domain: Domain) -> Graph {
+        let nodes = graph_nodes(graph);
+        let shop = domain == Domain::Shop;
+        let start_norm = normalise(start_url);
+        let start = nodes.iter().map(|n| n.credited_by(&start_norm, shop)).collect();
+        Graph { nodes, shop, start }
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Whether node `i` is credited by the start page.
+    pub fn is_start(&self, i: usize) -> bool {
+        self.start[i]
+    }
+
+    /// Indices of the nodes a (normalised) visit credits.
+    pub fn credited<'a>(&'a self, visit: &'a str) -> impl Iterator<Item = usize> + 'a {
+        self.nodes.iter().enumerate().filter(move |(_, n)| n.credited_by(visit, self.shop)).map(|(i, _)| i)
+    }
+
+    /// Acc_inv over `visits` (normalised), leaving out node `skip` when given. `None` for an
+    /// empty graph (or one whose only node is skipped).
+    pub fn acc_inv_without(&self, visits: &[String], skip: Option<usize>) -> Option<f64> {
+        let mut seen = vec![false; self.nodes.len()];
+        for v in visits {
+            for i in self.credited(v) {
+                seen[i] = true;
+            }
+        }
+        let counted: Vec<bool> = seen.iter().enumerate().filter(|(i, _)| Some(*i) != skip).map(|(_, s)| *s).collect();
+        if counted.is_empty() {
+            return None;
+        }
+        #[allow(clippy::cast_precision_loss)]
+        Some(counted.iter().filter(|s| **s).count() as f64 / counted.len() as f64)
+    }
+
+    /// Acc_inv: the share of graph nodes some visit credits.
+    pub fn acc_inv(&self, visits: &[String]) -> Option<f64> {
+        self.acc_inv_without(visits, None)
+    }
+
+    /// Acc_inv with each node left out in turn (the leave-one-out jackknife of the MIRAGE
+    /// seed's appendix E.1); empty for graphs of fewer than two nodes.
+    pub fn acc_inv_jackknife(&self, visits: &[String]) -> Vec<f64> {
+        if self.nodes.len() < 2 {
+            return Vec::new();
+        }
+        (0..self.nodes.len()).filter_map(|skip| self.acc_inv_without(visits, Some(skip))).collect()
+    }
+
+    /// E_inv: discounted impact of the first `STEP_CAP` steps over that of the ideal order.
+    pub fn e_inv(&self, visits: &[String]) -> Option<f64> {
+        if self.nodes.is_empty() {
+            return None;
+        }
+        let mut credited = vec![false; self.nodes.len()];
+        let mut actual = 0.0;
+        let mut discount = 1.0;
+        for v in visits.iter().take(STEP_CAP) {
+            let hits: Vec<usize> = self.credited(v).collect();
+            let impact = if hits.iter().any(|&i| !self.start[i] && !credited[i]) {
+                1.0
+            } else if hits.iter().any(|&i| self.start[i] && !credited[i]) {
+                0.5
+            } else {
+                0.0
+            };
+            for i in hits {
+                credited[i] = true;
+            }
+            actual += discount * impact;
+            discount *= GAMMA;
+        }
+        let has_start = self.start.iter().any(|s| *s);
+        let non_start = self.start.iter().filter(|s| !**s).count();
+        let mut ideal = 0.0;
+        let mut t = 0;
+        if has_start {
+            ideal += 0.5;
+            t = 1;
+        }
+        for _ in 0..non_start {
+            if t >= STEP_CAP {
+                break;
+            }
+            ideal += GAMMA.powi(i32::try_from(t).unwrap_or(i32::MAX));
+            t += 1;
+        }
+        Some(if ideal > 0.0 { (actual / ideal).min(1.0) } else { 0.0 })
+    }
+}
+
+/// Decision accuracy in the three tiers of DESIGN §1.5.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecisionScore {
+    pub default: f64,
+    pub strict: f64,
+    pub loose: f64,
+}
+
+/// Scores a verdict. The second value names an action outside the domain's vocabulary.
+pub fn acc_dec(task: &Task, verdict: Option<&str>) -> (DecisionScore, Option<String>) {
+    let zero = DecisionScore { default: 0.0, strict: 0.0, loose: 0.0 };
+    let Some(verdict) = verdict.map(str::trim).filter(|v| !v.is_empty()) else {
+        return (zero, None);
+    };
+    if task.domain.action(verdict).is_none() {
+        return (zero, Some(verdict.to_string()));
+    }
+    let credit = task.credit(verdict);
+    let strict = if task.verdict.optimal.eq_ignore_ascii_case(verdict) { 1.0 } else { 0.0 };
+    let acceptable = task.verdict.acceptable.keys().any(|a| a.eq_ignore_ascii_case(verdict));
+    let loose = if strict > 0.0 || acceptable { 1.0 } else { 0.0 };
+    let harmful = task.verdict.harmful.iter().any(|h| h.eq_ignore_ascii_case(verdict));
+    let default = if harmful { 0.0 } else { credit };
+    (DecisionScore { default, strict, loose }, None)
+}
+
+/// The share of gold facts whose text occurs in the rationale (case-insensitive); `None`
+/// when the task lists no gold fact.
+pub fn gold_fact_coverage(task: &Task, rationale: &str) -> Option<f64> {
+    if task.gold_facts.is_empty() {
+        return None;
+    }
+    let hay = rationale.to_lowercase();
+    let found = task.gold_facts.iter().filter(|f| hay.contains(&f.text.to_lowercase())).count();
+    #[allow(clippy::cast_precision_loss)]
+    Some(found as f64 / task.gold_facts.len() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graph(urls: &[&str], start: &str) -> Graph {
+        let urls: Vec<String> = urls.iter().map(ToString::to_string).collect();
+        Graph::from_urls(&urls, start, Domain::Forum)
+    }
+
+    fn visits(urls: &[&str]) -> Vec<String> {
+        urls.iter().map(|u| normalise(u)).collect()
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn acc_inv_counts_credited_nodes_once() {
+        let g = graph(&["/forum/a", "/forum/b", "/forum/b/", "/forum/c"], "/forum/a");
+        assert_eq!(g.len(), 3, "duplicates after normalisation collapse");
+        assert_eq!(g.acc_inv(&visits(&["/forum/a", "/forum/a", "/ep/x/forum/b?q=1"])), Some(2.0 / 3.0));
+        assert_eq!(graph(&[], "/forum/a").acc_inv(&visits(&["/forum/a"])), None);
+    }
+
+    #[test]
+    fn e_inv_is_one_for_the_ideal_order() {
+        let g = graph(&["/forum/a", "/forum/b", "/forum/c"], "/forum/a");
+        let e = g.e_inv(&visits(&["/forum/a", "/forum/b", "/forum/c"])).expect("graph");
+        assert!(close(e, 1.0), "{e}");
+    }
+
+    #[test]
+    fn e_inv_discounts_late_visits_and_ignores_repeats() {
+        let g = graph(&["/forum/a", "/forum/b", "/forum/c"], "/forum/a");
+        let ideal = 0.5 + 1.0 * GAMMA + GAMMA * GAMMA;
+        // b at t=3 and c at t=4, with a repeat and an off-graph page before.
+        let late = g.e_inv(&visits(&["/forum/a", "/forum/x", "/forum/a", "/forum/b", "/forum/c"])).expect("graph");
+        assert!(close(late, (0.5 + GAMMA.powi(3) + GAMMA.powi(4)) / ideal), "{late}");
+        let repeated = g.e_inv(&visits(&["/forum/a", "/forum/b", "/forum/b", "/forum/b"])).expect("graph");
+        assert!(close(repeated, (0.5 + GAMMA) / ideal), "{repeated}");
+    }
+
+    #[test]
+    fn e_inv_stops_at_the_step_cap() {
+        let g = graph(&["/forum/a", "/forum/b"], "/forum/a");
+        let mut v = vec!["/forum/a"; STEP_CAP];
+        v.push("/forum/b");
+        assert_eq!(g.e_inv(&visits(&v)), Some(0.5 / (0.5 + GAMMA)));
+        let mut v = vec!["/forum/a"; STEP_CAP - 1];
+        v.push("/forum/b");
+        let e = g.e_inv(&visits(&v)).expect("graph");
+        assert!(close(e, (0.5 + GAMMA.powi(24)) / (0.5 + GAMMA)), "{e}");
+    }
+
+    #[test]
+    fn e_inv_without_a_start_node_cannot_reach_one() {
+        let g = graph(&["/forum/b"], "/forum/a");
+        let e = g.e_inv(&visits(&["/forum/a", "/forum/b"])).expect("graph");
+        assert!(close(e, GAMMA), "{e}");
+    }
+
+    #[test]
+    fn jackknife_leaves_each_node_out() {
+        let g = graph(&["/forum/a", "/forum/b", "/forum/c", "/forum/d"], "/forum/a");
+        let j = g.acc_inv_jackknife(&visits(&["/forum/a", "/forum/b"]));
+        assert_eq!(j, vec![1.0 / 3.0, 1.0 / 3.0, 2.0 / 3.0, 2.0 / 3.0]);
+        assert!(graph(&["/forum/a"], "/forum/a").acc_inv_jackknife(&visits(&["/forum/a"])).is_empty());
+    }
+
+    fn task() -> Task {
+        let mut t = crate::corpus::generate::corpus().into_iter().find(|t| t.domain == Domain::Shop).expect("shop");
+        t.verdict.optimal = "DENY".into();
+        t.verdict.acceptable = [("ESCALATE".to_string(), 0.8), ("FLAG_AND_MONITOR".to_string(), 0.8)].into();
+        t.verdict.harmful = vec!["APPROVE".into()];
+        t
+    }
+
+    #[test]
+    fn acc_dec_tiers() {
+        let t = task();
+        let s = |v: &str| acc_dec(&t, Some(v)).0;
+        assert_eq!(s("DENY"), DecisionScore { default: 1.0, strict: 1.0, loose: 1.0 });
+        assert_eq!(s("deny "), DecisionScore { default: 1.0, strict: 1.0, loose: 1.0 }, "case and space");
+        assert_eq!(s("Escalate"), DecisionScore { default: 0.8, strict: 0.0, loose: 1.0 });
+        assert_eq!(s("APPROVE"), DecisionScore { default: 0.0, strict: 0.0, loose: 0.0 });
+        assert_eq!(s("CANCEL_ORDER"), DecisionScore { default: 0.0, strict: 0.0, loose: 0.0 });
+        let (none, unknown) = acc_dec(&t, None);
+        assert_eq!((none.default, unknown), (0.0, None));
+        let (bad, unknown) = acc_dec(&t, Some("REFUND_TWICE"));
+        assert_eq!((bad.default, unknown.as_deref()), (0.0, Some("REFUND_TWICE")));
+    }
+
+    #[test]
+    fn coverage_counts_gold_facts_case_insensitively() {
+        let mut t = task();
+        t.gold_facts = vec![
+            crate::corpus::model::GoldFact { text: "14 orders".into(), url: "/x".into() },
+            crate::corpus::model::GoldFact { text: "Chargeback".into(), url: "/x".into() },
+        ];
+        assert_eq!(gold_fact_coverage(&t, "She placed 14 ORDERS last month."), Some(0.5));
+        t.gold_facts.clear();
+        assert_eq!(gold_fact_coverage(&t, "x"), None);
+    }
+}
