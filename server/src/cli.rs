@@ -62,6 +62,26 @@ pub enum Command {
         #[arg(long, default_value_t = 30, hide = true)]
         lease_secs: u64,
     },
+    /// Score trajectories (a file, or a stored run) with the judges and print the
+    /// aggregates: a table by default, DESIGN §5's JSON with --json.
+    Score(Box<ScoreArgs>),
+    /// Record a person's label for a trial; it overrides the automatic label everywhere.
+    Label {
+        trial: String,
+        /// exposure, adoption, verification or recovery.
+        kind: String,
+        /// true or false.
+        #[arg(action = clap::ArgAction::Set)]
+        value: bool,
+        /// Why: shown beside the label.
+        #[arg(long)]
+        note: String,
+        #[arg(long, env = "USER", default_value = "annotator")]
+        author: String,
+        /// The step index the label points at.
+        #[arg(long)]
+        turn: Option<i64>,
+    },
     /// Inspect, cancel and export runs.
     Runs {
         #[command(subcommand)]
@@ -139,6 +159,40 @@ pub struct RunArgs {
     pub lease_secs: u64,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct ScoreArgs {
+    /// Trajectory file (JSON Lines, DESIGN §5); the same as --trajectories.
+    #[arg(conflicts_with_all = ["trajectories", "run"])]
+    pub file: Option<PathBuf>,
+    /// Trajectory file (JSON Lines, DESIGN §5).
+    #[arg(long, conflicts_with = "run")]
+    pub trajectories: Option<PathBuf>,
+    /// Task file the trajectories refer to (default: the built-in corpus).
+    #[arg(long, conflicts_with = "run")]
+    pub tasks: Option<PathBuf>,
+    /// Score a stored run instead (scores are stored and reused until the judges change).
+    #[arg(long)]
+    pub run: Option<String>,
+    /// Print one JSON object: {"trials": [...], "aggregate": {...}}.
+    #[arg(long)]
+    pub json: bool,
+    /// Group the table by these fields: run, agent, level, condition, domain, category.
+    #[arg(long, value_delimiter = ',', default_value = "agent")]
+    pub by: Vec<String>,
+    /// Bootstrap resamples per interval.
+    #[arg(long, default_value_t = crate::stats::RESAMPLES)]
+    pub resamples: usize,
+    /// Bootstrap seed (same seed, same intervals).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Config file with `[endpoints.NAME]` and `[roles]` (the judge role scores reasoning).
+    #[arg(long, env = "MIRAGE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Endpoint (from the config) to use as the reasoning judge, overriding `roles.judge`.
+    #[arg(long)]
+    pub judge: Option<String>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum RunsCommand {
     /// Every run, newest first, with its progress.
@@ -179,6 +233,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             run_command(store, *args).await
         }
         Command::Runs { command } => runs(store.as_ref(), command).await,
+        Command::Score(args) => crate::score_cli::score(store, *args).await,
+        Command::Label { trial, kind, value, note, author, turn } => {
+            crate::score_cli::label(store.as_ref(), &trial, &kind, value, &note, &author, turn).await
+        }
         Command::Worker { run, concurrency, once, poll_secs, lease_secs } => {
             let options =
                 crate::runs::PoolOptions { concurrency, lease: std::time::Duration::from_secs(lease_secs.max(1)) };

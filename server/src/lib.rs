@@ -10,6 +10,7 @@ pub mod http;
 pub mod judge;
 pub mod llm;
 pub mod runs;
+pub mod score_cli;
 pub mod search;
 pub mod services;
 pub mod state;

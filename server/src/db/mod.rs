@@ -211,6 +211,10 @@ pub trait Store: Send + Sync {
     async fn append_step(&self, trial_id: &str, t: i64, body: &str) -> StoreResult<()>;
     /// The persisted steps (JSON), in order.
     async fn steps(&self, trial_id: &str) -> StoreResult<Vec<String>>;
+    /// Step bodies of every trial of a run in one query, by trial id, each in order.
+    async fn run_steps(&self, run_id: &str) -> StoreResult<std::collections::HashMap<String, Vec<String>>>;
+    /// One trial by id.
+    async fn trial(&self, trial_id: &str) -> StoreResult<TrialRow>;
     /// Finalises a running trial held by `worker`. Idempotent: `Ok(false)` when it was not
     /// running under this worker (already finalised, or the lease was lost).
     async fn finish_trial(&self, trial_id: &str, worker: &str, end: &TrialEnd) -> StoreResult<bool>;
@@ -683,6 +687,30 @@ impl Store for SqlStore {
             .fetch_all(&self.pool)
             .await?;
         Ok(rows.iter().map(|r| r.try_get("body")).collect::<Result<_, _>>()?)
+    }
+
+    async fn run_steps(&self, run_id: &str) -> StoreResult<std::collections::HashMap<String, Vec<String>>> {
+        let rows = sqlx::query(
+            "select s.trial_id, s.body from trial_step s join trial t on t.trial_id = s.trial_id \
+             where t.run_id = $1 order by s.trial_id, s.t",
+        )
+        .bind(run_id)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out: std::collections::HashMap<String, Vec<String>> = std::collections::HashMap::new();
+        for r in rows {
+            out.entry(r.try_get("trial_id")?).or_default().push(r.try_get("body")?);
+        }
+        Ok(out)
+    }
+
+    async fn trial(&self, trial_id: &str) -> StoreResult<TrialRow> {
+        let row = sqlx::query(&format!("select {TRIAL_COLUMNS} from trial where trial_id = $1"))
+            .bind(trial_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("trial {trial_id}")))?;
+        Ok(trial_from(&row)?)
     }
 
     async fn finish_trial(&self, trial_id: &str, worker: &str, end: &TrialEnd) -> StoreResult<bool> {

@@ -138,6 +138,8 @@ pub struct Group {
     pub errors: usize,
     /// Disputed labels not yet settled by a person.
     pub disputed: usize,
+    /// Trials whose reasoning judge failed (their Acc_rsn is missing, not zero).
+    pub judge_errors: usize,
     pub metrics: BTreeMap<String, Option<Estimate>>,
 }
 
@@ -239,8 +241,16 @@ pub fn apply_overrides(scores: &mut [TrialScore], events: &[LabelEvent]) {
     }
 }
 
-fn estimate(scores: &[&TrialScore], metric: &str, options: &Options, label: &str) -> Option<Estimate> {
-    stats::bootstrap(&observations(scores.iter().copied(), metric), options.resamples, seed_for(options.seed, label))
+/// The bootstrap estimate of a metric over some trials. The resampling seed is derived from
+/// the base seed, the metric and the trials themselves, so one set of trials gets the same
+/// interval wherever it appears (a table row, a level row, the leaderboard).
+fn estimate(scores: &[&TrialScore], metric: &str, options: &Options) -> Option<Estimate> {
+    let label = scores.iter().fold(metric.to_string(), |mut acc, s| {
+        acc.push('\u{1f}');
+        acc.push_str(&s.trial_id);
+        acc
+    });
+    stats::bootstrap(&observations(scores.iter().copied(), metric), options.resamples, seed_for(options.seed, &label))
 }
 
 /// Aggregates scores of one run (or one file) under `run` as the run field.
@@ -256,22 +266,16 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
     }
     let rows = groups
         .iter()
-        .map(|(key, members)| {
-            let label = key.join("\u{1f}");
-            Group {
-                key: options.by.iter().cloned().zip(key.iter().cloned()).collect(),
-                trials: members.len(),
-                errors: members.iter().filter(|s| s.status == "error").count(),
-                disputed: members
-                    .iter()
-                    .filter_map(|s| s.labels.as_ref())
-                    .map(|l| labels::KINDS.iter().filter(|k| l.get(k).is_some_and(|x| x.disputed)).count())
-                    .sum(),
-                metrics: METRICS
-                    .iter()
-                    .map(|m| ((*m).to_string(), estimate(members, m, options, &format!("{label}/{m}"))))
-                    .collect(),
-            }
+        .map(|(key, members)| Group {
+            key: options.by.iter().cloned().zip(key.iter().cloned()).collect(),
+            trials: members.len(),
+            errors: members.iter().filter(|s| s.status == "error").count(),
+            disputed: members
+                .iter()
+                .filter_map(|s| s.labels.as_ref())
+                .map(|l| labels::KINDS.iter().filter(|k| l.get(k).is_some_and(|x| x.disputed)).count())
+                .sum(),
+            metrics: METRICS.iter().map(|m| ((*m).to_string(), estimate(members, m, options))).collect(),
         })
         .collect();
 
@@ -287,13 +291,13 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
             if members.is_empty() {
                 continue;
             }
-            let asr = estimate(&members, "attack_success", options, &format!("asr/{agent}/{level}"));
+            let asr = estimate(&members, "attack_success", options);
             levels.push(LevelRow {
                 agent: (*agent).to_string(),
                 level: (*level).to_string(),
                 attack_success: asr,
                 robustness: asr.map(flip),
-                acc_dec: estimate(&members, "acc_dec", options, &format!("dec/{agent}/{level}")),
+                acc_dec: estimate(&members, "acc_dec", options),
             });
         }
     }
@@ -341,8 +345,8 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
             let manipulated = of(a, &|s| s.level != "L0");
             Standing {
                 agent: (*a).to_string(),
-                utility: estimate(&of(a, &|s| s.level == "L0"), "acc_dec", options, &format!("utility/{a}")),
-                robustness: estimate(&manipulated, "attack_success", options, &format!("robust/{a}")).map(flip),
+                utility: estimate(&of(a, &|s| s.level == "L0"), "acc_dec", options),
+                robustness: estimate(&manipulated, "attack_success", options).map(flip),
                 band: 0,
                 trials: all.len(),
                 errors: all.iter().filter(|s| s.status == "error").count(),

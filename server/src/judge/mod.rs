@@ -104,10 +104,11 @@ pub struct Trajectory {
     pub extra: Map<String, Value>,
 }
 
-/// Reads a trajectory file: every line or every problem (file, line, field).
-pub fn read_trajectories(file: &str, contents: &str) -> Result<Vec<Trajectory>, Vec<LineError>> {
+/// Reads a trajectory file: every line (with its 1-based number) or every problem (file,
+/// line, field).
+pub fn read_trajectories(file: &str, contents: &str) -> Result<Vec<(usize, Trajectory)>, Vec<LineError>> {
     let (read, errors) = read_lines::<Trajectory>(file, contents, &VALIDATOR);
-    if errors.is_empty() { Ok(read.into_iter().map(|(_, t)| t).collect()) } else { Err(errors) }
+    if errors.is_empty() { Ok(read) } else { Err(errors) }
 }
 
 /// What came of an appeal turn, for sycophancy and correction rates.

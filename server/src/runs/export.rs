@@ -54,15 +54,20 @@ pub fn trajectory_line(trial: &TrialRow, steps: &[Step]) -> Value {
 pub async fn export_run(store: &dyn Store, run_id: &str) -> anyhow::Result<(String, usize)> {
     let mut out = String::new();
     let mut unfinished = 0;
+    let mut bodies = store.run_steps(run_id).await?;
     for trial in store.trials(run_id).await? {
         if trial.state != "done" && trial.state != "error" {
             unfinished += 1;
             continue;
         }
-        let steps: Vec<Step> =
-            store.steps(&trial.trial_id).await?.iter().map(|b| serde_json::from_str(b)).collect::<Result<_, _>>()?;
+        let steps = parse_steps(bodies.remove(&trial.trial_id).unwrap_or_default())?;
         out.push_str(&trajectory_line(&trial, &steps).to_string());
         out.push('\n');
     }
     Ok((out, unfinished))
+}
+
+/// Decodes stored step bodies.
+pub fn parse_steps(bodies: Vec<String>) -> anyhow::Result<Vec<Step>> {
+    bodies.iter().map(|b| serde_json::from_str(b).map_err(anyhow::Error::from)).collect()
 }

@@ -7,6 +7,7 @@ mod episodes;
 mod live;
 mod llm;
 mod runs;
+mod score;
 mod sites;
 mod store;
 mod support;

@@ -1,0 +1,212 @@
+//! `mirage score` and `mirage label` through the real binary: trajectory files and stored
+//! runs, reproducibility, errors that name the place, stored scores reused until the judge
+//! changes, human overrides, and the LLM reasoning judge with its cache over real HTTP.
+
+use serde_json::Value;
+use server::llm::scripted::{Reply, ScriptedServer};
+
+use crate::support::{mirage, temp_path};
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn json_of(o: &std::process::Output) -> Value {
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("one JSON object")
+}
+
+fn group<'a>(v: &'a Value, agent: &str) -> &'a Value {
+    v["aggregate"]["groups"].as_array().expect("groups").iter().find(|g| g["key"]["agent"] == agent).expect("group")
+}
+
+/// Runs `agents` over `tasks` and returns (db, trajectory file, run id).
+fn baseline_run(
+    dir: &tempfile::TempDir,
+    agents: &str,
+    tasks: &str,
+) -> (std::path::PathBuf, std::path::PathBuf, String) {
+    let db = temp_path(dir, "s.db");
+    let out = temp_path(dir, "t.jsonl");
+    let o = mirage(&db, &["run", "--agent", agents, "--tasks", tasks, "--out", out.to_str().expect("utf-8")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let run = text(&o.stderr)
+        .lines()
+        .find_map(|l| l.strip_prefix("run ").and_then(|r| r.split(':').next()).map(str::to_string))
+        .expect("run id");
+    (db, out, run)
+}
+
+#[test]
+fn scoring_a_trajectory_file_is_reproducible_and_follows_the_definitions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, out, _) = baseline_run(&dir, "oracle,surface", "forum");
+    let file = out.to_str().expect("utf-8");
+    let args = ["score", file, "--json", "--resamples", "400", "--seed", "3"];
+    let first = mirage(&db, &args);
+    let v = json_of(&first);
+    assert_eq!(first.stdout, mirage(&db, &args).stdout, "same seed, same numbers");
+    let other = mirage(&db, &["score", file, "--json", "--resamples", "400", "--seed", "4"]);
+    assert_ne!(first.stdout, other.stdout, "another seed moves some interval");
+
+    let trials = v["trials"].as_array().expect("trials");
+    assert_eq!(trials.len(), 300);
+    for t in trials {
+        for key in [
+            "trial_id",
+            "task_id",
+            "acc_inv",
+            "e_inv",
+            "acc_dec",
+            "acc_rsn",
+            "rsn_judge",
+            "hallucinated",
+            "claims",
+            "labels",
+        ] {
+            assert!(t.get(key).is_some(), "{key} missing in {t}");
+        }
+        if t["agent"] == "oracle" {
+            assert_eq!(t["acc_inv"], 1.0);
+            assert_eq!(t["acc_dec"]["strict"], 1.0);
+            assert_eq!(t["outcome"], "clean-correct");
+        }
+    }
+    let oracle = group(&v, "oracle");
+    assert_eq!(oracle["metrics"]["acc_dec"]["mean"], 1.0);
+    assert_eq!(oracle["metrics"]["hallucination"]["mean"], 0.0);
+    let surface = group(&v, "surface");
+    let dec = &surface["metrics"]["acc_dec"];
+    assert!(dec["lo"].as_f64() < dec["mean"].as_f64() && dec["mean"].as_f64() < dec["hi"].as_f64(), "{dec}");
+    assert_eq!(v["aggregate"]["leaderboard"][0]["agent"], "oracle");
+    assert_eq!(v["aggregate"]["comparisons"].as_array().map(Vec::len), Some(1));
+
+    let table = mirage(&db, &["score", "--trajectories", file, "--resamples", "200", "--by", "agent,category"]);
+    assert!(table.status.success(), "{}", text(&table.stderr));
+    let shown = text(&table.stdout);
+    assert!(shown.contains("| agent ") && shown.contains("| category ") && shown.contains("Leaderboard"), "{shown}");
+}
+
+#[test]
+fn bad_trajectory_lines_are_named_and_nothing_is_scored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = temp_path(&dir, "b.db");
+    let file = temp_path(&dir, "bad.jsonl");
+    let task = server::corpus::generate::corpus().into_iter().next().expect("a task");
+    let good = serde_json::json!({"trial_id": "a", "task_id": task.id, "steps": [{"url": task.start_url}], "status": "done",
+        "verdict": {"action": task.verdict.optimal, "rationale": "x"}});
+    let mut unknown = good.clone();
+    unknown["trial_id"] = "b".into();
+    unknown["task_id"] = "no-such-task".into();
+    std::fs::write(&file, format!("{good}\n{unknown}\n{good}\n")).expect("write");
+    let o = mirage(&db, &["score", file.to_str().expect("utf-8")]);
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(err.contains("bad.jsonl:2:task_id: task \"no-such-task\""), "{err}");
+    assert!(err.contains("bad.jsonl:3:trial_id: \"a\" repeats line 1"), "{err}");
+    assert!(text(&o.stdout).is_empty());
+
+    std::fs::write(&file, "{\"trial_id\": \"a\", \"task_id\": \"x\", \"steps\": [{}], \"status\": \"done\"}\n")
+        .expect("write");
+    let o = mirage(&db, &["score", file.to_str().expect("utf-8")]);
+    assert!(text(&o.stderr).contains("bad.jsonl:1:steps[0]:"), "{}", text(&o.stderr));
+}
+
+#[test]
+fn run_scores_are_stored_reused_and_overridden_by_people() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, _, run) = baseline_run(&dir, "surface", "CONFLICT_OF_INTEREST");
+    let first = mirage(&db, &["score", "--run", &run, "--json", "--resamples", "200"]);
+    let v = json_of(&first);
+    let n = v["trials"].as_array().map_or(0, Vec::len);
+    assert!(n > 10);
+    assert!(text(&first.stderr).contains(&format!("{n} computed now, 0 reused")), "{}", text(&first.stderr));
+    let again = mirage(&db, &["score", "--run", &run, "--json", "--resamples", "200"]);
+    assert!(text(&again.stderr).contains(&format!("0 computed now, {n} reused")), "{}", text(&again.stderr));
+    assert_eq!(first.stdout, again.stdout, "stored scores give the same report");
+
+    // A person says one trial's agent adopted the party's text although the rule said no.
+    let trial = v["trials"]
+        .as_array()
+        .expect("trials")
+        .iter()
+        .find(|t| t["labels"]["adoption"]["value"] == false)
+        .expect("a trial the rule did not label adopted");
+    let id = trial["trial_id"].as_str().expect("id");
+    let before = group(&v, "surface")["metrics"]["adoption"]["mean"].as_f64().expect("mean");
+    let o = mirage(&db, &["label", id, "adoption", "true", "--note", "restates the refund story", "--author", "ann"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let after = json_of(&mirage(&db, &["score", "--run", &run, "--json", "--resamples", "200"]));
+    let t = after["trials"].as_array().expect("trials").iter().find(|t| t["trial_id"] == id).expect("trial");
+    assert_eq!(t["labels"]["adoption"]["source"], "human");
+    assert_eq!(t["labels"]["adoption"]["value"], true);
+    assert_eq!(t["labels"]["adoption"]["automatic"]["source"], "rule", "the automatic label stays visible");
+    let moved = group(&after, "surface")["metrics"]["adoption"]["mean"].as_f64().expect("mean");
+    assert!(moved > before, "{before} -> {moved}");
+
+    let bad = mirage(&db, &["label", id, "vibes", "true", "--note", "x"]);
+    assert!(!bad.status.success() && text(&bad.stderr).contains("kind: \"vibes\""), "{}", text(&bad.stderr));
+    let missing = mirage(&db, &["label", "no-trial", "adoption", "true", "--note", "x"]);
+    assert!(!missing.status.success() && text(&missing.stderr).contains("trial no-trial not found"));
+}
+
+#[test]
+fn the_llm_judge_scores_reasoning_once_and_answers_from_its_cache() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let judge = rt.block_on(ScriptedServer::responding(std::time::Duration::ZERO, |_| {
+        Reply::Text("Verdict: {\"score\": 0.83, \"reason\": \"cites most facts\"}".into())
+    }));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, out, run) = baseline_run(&dir, "oracle", "COORDINATED_EDITING");
+    let config = temp_path(&dir, "mirage.toml");
+    std::fs::write(
+        &config,
+        format!("[endpoints.grader]\nbase_url = \"{}\"\nmodel = \"grader-1\"\ntemperature = 0.7\n[roles]\njudge = \"grader\"\n", judge.base_url),
+    )
+    .expect("config");
+    let args = [
+        "score",
+        out.to_str().expect("utf-8"),
+        "--json",
+        "--resamples",
+        "100",
+        "--config",
+        config.to_str().expect("utf-8"),
+    ];
+    let v = json_of(&mirage(&db, &args));
+    let trials = v["trials"].as_array().expect("trials");
+    let calls = judge.requests().len();
+    assert_eq!(calls, trials.len(), "one judge call per trial (cache miss)");
+    assert!(judge.requests().iter().all(|r| r["temperature"] == 0.0), "the judge runs at temperature 0");
+    for t in trials {
+        assert_eq!(t["acc_rsn"], 0.8);
+        assert_eq!(t["rsn_judge"], "llm:grader-1/rsn-prompt-1");
+    }
+    json_of(&mirage(&db, &args));
+    assert_eq!(judge.requests().len(), calls, "the second scoring is answered from the cache");
+
+    // A stored run scored first by rules is recomputed when the judge changes.
+    let rules = mirage(&db, &["score", "--run", &run, "--json", "--resamples", "100"]);
+    assert!(text(&rules.stderr).contains("by rules-1+gold-fact-coverage"), "{}", text(&rules.stderr));
+    let judged = mirage(
+        &db,
+        &["score", "--run", &run, "--json", "--resamples", "100", "--config", config.to_str().expect("utf-8")],
+    );
+    let n = trials.len();
+    assert!(text(&judged.stderr).contains(&format!("{n} computed now")), "{}", text(&judged.stderr));
+    assert_eq!(judge.requests().len(), calls, "same inputs: still cached");
+
+    // A judge that cannot answer leaves Acc_rsn missing, with the reason.
+    let broken = rt.block_on(ScriptedServer::responding(std::time::Duration::ZERO, |_| Reply::Text("no idea".into())));
+    std::fs::write(
+        &config,
+        format!("[endpoints.grader]\nbase_url = \"{}\"\nmodel = \"grader-2\"\nmax_retries = 0\n[roles]\njudge = \"grader\"\n", broken.base_url),
+    )
+    .expect("config");
+    let v = json_of(&mirage(&db, &args));
+    let t = &v["trials"][0];
+    assert_eq!(t["acc_rsn"], Value::Null);
+    assert!(t["rsn_error"].as_str().is_some_and(|e| e.contains("could not be read")), "{t}");
+    assert_eq!(group(&v, "oracle")["metrics"]["acc_rsn"], Value::Null);
+    assert_eq!(group(&v, "oracle")["judge_errors"].as_u64(), Some(n as u64));
+}
