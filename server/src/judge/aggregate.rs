@@ -275,6 +275,7 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
                 .filter_map(|s| s.labels.as_ref())
                 .map(|l| labels::KINDS.iter().filter(|k| l.get(k).is_some_and(|x| x.disputed)).count())
                 .sum(),
+            judge_errors: members.iter().filter(|s| s.rsn_error.is_some()).count(),
             metrics: METRICS.iter().map(|m| ((*m).to_string(), estimate(members, m, options))).collect(),
         })
         .collect();
