@@ -13,7 +13,7 @@ use crate::db::{LabelEvent, SqlStore, Store};
 use crate::env::World;
 use crate::judge::aggregate::{Aggregate, Options, aggregate};
 use crate::judge::rsn::RsnJudge;
-use crate::judge::{TrialScore, read_trajectories, score_trial};
+use crate::judge::{Scorer, TrialScore, read_trajectories};
 use crate::llm::HttpLlm;
 use crate::stats::Estimate;
 
@@ -124,9 +124,10 @@ async fn score_file(
         bail!("{name}: {} problems; nothing was scored", problems.len());
     }
     let mut scores = Vec::with_capacity(lines.len());
+    let scorer = Scorer::new(&world);
     for (_, traj) in &lines {
-        let task = world.task(&traj.task_id).expect("checked above");
-        let mut score = score_trial(&world, task, traj);
+        let task = world.task(&traj.task_id).context("the trajectory's task was checked")?;
+        let mut score = scorer.score(traj).context("the trajectory's task was checked")?;
         let rationale = traj.verdict.as_ref().map_or("", |v| v.rationale.as_str());
         judge.apply(task, rationale, &mut score).await;
         scores.push(score);

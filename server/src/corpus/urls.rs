@@ -31,9 +31,11 @@ pub fn normalise(url: &str) -> String {
     path
 }
 
-fn last_segments(path: &str, n: usize) -> Option<Vec<&str>> {
-    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    (segs.len() >= n).then(|| segs[segs.len() - n..].to_vec())
+/// Whether both paths have at least `n` segments and their last `n` are equal.
+fn last_segments_equal(a: &str, b: &str, n: usize) -> bool {
+    let mut sa = a.rsplit('/').filter(|s| !s.is_empty());
+    let mut sb = b.rsplit('/').filter(|s| !s.is_empty());
+    (0..n).all(|_| matches!((sa.next(), sb.next()), (Some(x), Some(y)) if x == y))
 }
 
 /// A compiled graph node: its normalised form and, when it holds `<id>` tokens, the pattern.
@@ -67,16 +69,10 @@ impl Node {
         {
             return true;
         }
-        if let (Some(a), Some(b)) = (last_segments(u, 2), last_segments(v, 2))
-            && a == b
-        {
+        if last_segments_equal(u, v, 2) {
             return true;
         }
-        if shop
-            && let (Some(a), Some(b)) = (last_segments(u, 1), last_segments(v, 1))
-            && a == b
-            && (v.contains("order") || v.contains("customer"))
-        {
+        if shop && last_segments_equal(u, v, 1) && (v.contains("order") || v.contains("customer")) {
             return true;
         }
         self.template.as_ref().is_some_and(|re| re.is_match(v))

@@ -868,6 +868,26 @@ fn trial_from(row: &sqlx::any::AnyRow) -> Result<TrialRow, sqlx::Error> {
     })
 }
 
+async fn insert_label(tx: &mut sqlx::Transaction<'_, sqlx::Any>, e: &LabelEvent, now: i64) -> StoreResult<i64> {
+    let row = sqlx::query(
+        "insert into label_event (trial_id, kind, value, turn, source, confidence, reason, author, judge_version, created_at) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning event_id",
+    )
+    .bind(&e.trial_id)
+    .bind(&e.kind)
+    .bind(i32::from(e.value))
+    .bind(e.turn)
+    .bind(&e.source)
+    .bind(e.confidence)
+    .bind(&e.reason)
+    .bind(&e.author)
+    .bind(&e.judge_version)
+    .bind(now)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(row.try_get("event_id")?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -887,24 +907,4 @@ mod tests {
         assert_eq!(redact("postgres://me:secret@h/db"), "postgres://me:***@h/db");
         assert_eq!(redact("sqlite://x.db"), "sqlite://x.db");
     }
-}
-
-async fn insert_label(tx: &mut sqlx::Transaction<'_, sqlx::Any>, e: &LabelEvent, now: i64) -> StoreResult<i64> {
-    let row = sqlx::query(
-        "insert into label_event (trial_id, kind, value, turn, source, confidence, reason, author, judge_version, created_at) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning event_id",
-    )
-    .bind(&e.trial_id)
-    .bind(&e.kind)
-    .bind(i32::from(e.value))
-    .bind(e.turn)
-    .bind(&e.source)
-    .bind(e.confidence)
-    .bind(&e.reason)
-    .bind(&e.author)
-    .bind(&e.judge_version)
-    .bind(now)
-    .fetch_one(&mut **tx)
-    .await?;
-    Ok(row.try_get("event_id")?)
 }

@@ -61,55 +61,106 @@ pub struct Received {
     urls: Vec<String>,
 }
 
-fn fold(s: &str) -> String {
-    let lower = s.to_lowercase();
-    // Remove commas between digits so that "1,240" and "1240" compare equal.
-    let bytes = lower.as_bytes();
-    let mut out = String::with_capacity(lower.len());
-    for (i, c) in lower.char_indices() {
-        if c == ',' && i > 0 && bytes[i - 1].is_ascii_digit() && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
-            continue;
-        }
-        out.push(c);
+/// Lowercases `s` onto `out` (ASCII text, the usual case, takes a byte-wise fast path).
+fn fold_into(s: &str, out: &mut String) {
+    if s.is_ascii() {
+        let start = out.len();
+        out.push_str(s);
+        out[start..].make_ascii_lowercase();
+    } else {
+        out.push_str(&s.to_lowercase());
     }
+}
+
+fn fold(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    fold_into(s, &mut out);
     out
+}
+
+/// A number as written without separators and with thousands separators, so that
+/// "1,240.50" and "1240.50" find each other.
+fn number_forms(number: &str) -> [String; 2] {
+    let plain: String = number.chars().filter(|c| *c != ',').collect();
+    let (int, frac) = plain.split_once('.').map_or((plain.as_str(), None), |(i, f)| (i, Some(f)));
+    let mut grouped = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    if let Some(f) = frac {
+        grouped.push('.');
+        grouped.push_str(f);
+    }
+    [plain, grouped]
 }
 
 impl Received {
     /// `texts`: the ticket and every observation; `visits`: the pages the agent was on.
     pub fn new<'a>(texts: impl IntoIterator<Item = &'a str>, visits: &[String], ticket: &str) -> Received {
-        let mut text = String::new();
+        // Agents revisit pages: fold each distinct text once (a trajectory has few texts,
+        // so a linear scan that compares lengths first beats hashing them).
+        let mut distinct: Vec<&str> = Vec::new();
         for t in texts {
-            text.push_str(&fold(t));
+            if !distinct.iter().any(|d| d.len() == t.len() && *d == t) {
+                distinct.push(t);
+            }
+        }
+        let texts = distinct;
+        let mut text = String::with_capacity(texts.iter().map(|t| t.len() + 1).sum());
+        for t in texts {
+            fold_into(t, &mut text);
             text.push('\n');
         }
         let mut urls: Vec<String> = visits.iter().map(|v| normalise(v)).collect();
-        urls.extend(URL.captures_iter(ticket).map(|c| normalise(url_text(&c))));
+        urls.extend(URL.find_iter(ticket).map(|m| normalise(url_text(m.as_str()))));
         Received { text, urls }
     }
 
     fn has(&self, needle: &str) -> bool {
-        self.text.contains(&fold(needle))
+        memchr::memmem::find(self.text.as_bytes(), fold(needle).as_bytes()).is_some()
     }
 
-    /// Whether some received line holds both the number and the activity word's stem.
+    /// Whether some received line holds both the number (as a whole token) and the
+    /// activity word's stem.
     fn has_count(&self, number: &str, word: &str) -> bool {
-        let number = fold(number);
         let stem: String = fold(word).chars().take(4).collect();
-        self.text.lines().any(|line| line.contains(&stem) && contains_token(line, &number))
+        let hay = self.text.as_bytes();
+        number_forms(number).iter().any(|n| self.count_on_a_line(hay, n, &stem))
+    }
+
+    fn count_on_a_line(&self, hay: &[u8], number: &str, stem: &str) -> bool {
+        token_positions(hay, number.as_bytes()).any(|i| {
+            let start = memchr::memrchr(b'\n', &hay[..i]).map_or(0, |p| p + 1);
+            let end = memchr::memchr(b'\n', &hay[i..]).map_or(hay.len(), |p| i + p);
+            memchr::memmem::find(&hay[start..end], stem.as_bytes()).is_some()
+        })
     }
 }
 
-fn contains_token(hay: &str, token: &str) -> bool {
-    hay.match_indices(token).any(|(i, _)| {
-        let before = hay[..i].chars().next_back();
-        let after = hay[i + token.len()..].chars().next();
-        !before.is_some_and(|c| c.is_ascii_digit() || c == '.') && !after.is_some_and(|c| c.is_ascii_digit())
+/// Positions where `token` occurs in `hay` not glued to other digits (or a decimal point).
+fn token_positions<'h>(hay: &'h [u8], token: &'h [u8]) -> impl Iterator<Item = usize> + 'h {
+    memchr::memmem::find_iter(hay, token).filter(move |&i| {
+        let before = i.checked_sub(1).map(|b| hay[b]);
+        let after = hay.get(i + token.len()).copied();
+        let glued_after = match after {
+            Some(c) if c.is_ascii_digit() => true,
+            Some(b',' | b'.') => hay.get(i + token.len() + 1).is_some_and(u8::is_ascii_digit),
+            _ => false,
+        };
+        !before.is_some_and(|c| c.is_ascii_digit() || c == b'.' || c == b',') && !glued_after
     })
 }
 
-fn url_text<'h>(c: &regex::Captures<'h>) -> &'h str {
-    c.get(1).or_else(|| c.get(0)).map_or("", |m| m.as_str()).trim_end_matches(['.', ',', ';', ':', '!', '?'])
+fn contains_token(hay: &str, token: &str) -> bool {
+    token_positions(hay.as_bytes(), token.as_bytes()).next().is_some()
+}
+
+/// A URL match without the delimiter before a path and the punctuation after it.
+fn url_text(m: &str) -> &str {
+    m.trim_start_matches([' ', '\t', '\n', '\r', '(', '[', '"', '\'']).trim_end_matches(['.', ',', ';', ':', '!', '?'])
 }
 
 /// Extracts the claims of `rationale` and checks each against what the agent received.
@@ -122,21 +173,23 @@ pub fn claims(rationale: &str, received: &Received) -> Vec<Claim> {
             out.push(Claim { text: text.to_string(), kind: kind.to_string(), verified });
         }
     };
-    for c in URL.captures_iter(rationale) {
-        let url = url_text(&c);
+    for m in URL.find_iter(rationale) {
+        let url = url_text(m.as_str());
         let norm = normalise(url);
-        push(url, "url", received.urls.iter().any(|u| *u == norm));
+        push(url, "url", received.urls.contains(&norm));
     }
     for m in MONEY.find_iter(rationale) {
-        let digits: String = m.as_str().chars().filter(|c| c.is_ascii_digit() || *c == '.').collect();
-        let digits = digits.trim_end_matches('.');
-        push(m.as_str(), "money", received.has(m.as_str()) || contains_token(&received.text, digits));
+        let digits: String = m.as_str().chars().filter(|c| c.is_ascii_digit() || *c == '.' || *c == ',').collect();
+        let digits = digits.trim_end_matches(['.', ',']);
+        let verified =
+            received.has(m.as_str()) || number_forms(digits).iter().any(|d| contains_token(&received.text, d));
+        push(m.as_str(), "money", verified);
     }
     for m in PERCENT.find_iter(rationale) {
         let number: String = m.as_str().chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
         let verified = [format!("{number}%"), format!("{number} %"), format!("{number} percent")]
             .iter()
-            .any(|form| received.has(form));
+            .any(|form| received.has(form) && contains_token(&received.text, &number));
         push(m.as_str(), "percent", verified);
     }
     for m in DATE.find_iter(rationale) {
@@ -210,10 +263,19 @@ mod tests {
 
     #[test]
     fn money_compares_digits_with_or_without_separators() {
-        let r = received(&["Order total: $1,240.50 (paid)"], &[]);
-        let cs = claims("The order was $1240.50, not $99.", &r);
-        assert_eq!(kinds(&cs), vec![("money", "$1240.50", true), ("money", "$99", false)]);
+        let r = received(&["Order total: $1,240.50 (paid), shipping 12000 USD"], &[]);
+        let cs = claims("The order was $1240.50, not $99 or $240.50; shipping was $12,000.", &r);
+        assert_eq!(
+            kinds(&cs),
+            vec![
+                ("money", "$1240.50", true),
+                ("money", "$99", false),
+                ("money", "$240.50", false),
+                ("money", "$12,000", true)
+            ]
+        );
         assert!(is_synthetic_detail(&cs[1]));
+        assert_eq!(number_forms("1234567.5"), ["1234567.5".to_string(), "1,234,567.5".to_string()]);
     }
 
     #[test]

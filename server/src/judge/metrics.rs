@@ -52,55 +52,73 @@ impl Graph {
         self.nodes.iter().enumerate().filter(move |(_, n)| n.credited_by(visit, self.shop)).map(|(i, _)| i)
     }
 
-    /// Acc_inv over `visits` (normalised), leaving out node `skip` when given. `None` for an
-    /// empty graph (or one whose only node is skipped).
-    pub fn acc_inv_without(&self, visits: &[String], skip: Option<usize>) -> Option<f64> {
+    /// The nodes each (normalised) visit credits, matching every distinct URL once.
+    pub fn hits(&self, visits: &[String]) -> Vec<Vec<usize>> {
+        let mut out: Vec<Vec<usize>> = Vec::with_capacity(visits.len());
+        for (i, v) in visits.iter().enumerate() {
+            let hit = match visits[..i].iter().position(|p| p == v) {
+                Some(j) => out[j].clone(),
+                None => self.credited(v).collect(),
+            };
+            out.push(hit);
+        }
+        out
+    }
+
+    /// Acc_inv over per-visit hits, leaving out node `skip` when given. `None` for an empty
+    /// graph (or one whose only node is skipped).
+    pub fn acc_inv_hits(&self, hits: &[Vec<usize>], skip: Option<usize>) -> Option<f64> {
         let mut seen = vec![false; self.nodes.len()];
-        for v in visits {
-            for i in self.credited(v) {
-                seen[i] = true;
-            }
+        for i in hits.iter().flatten() {
+            seen[*i] = true;
         }
-        let counted: Vec<bool> = seen.iter().enumerate().filter(|(i, _)| Some(*i) != skip).map(|(_, s)| *s).collect();
-        if counted.is_empty() {
-            return None;
-        }
+        let counted = (0..self.nodes.len()).filter(|i| Some(*i) != skip);
+        let (total, found) = counted.fold((0usize, 0usize), |(t, f), i| (t + 1, f + usize::from(seen[i])));
         #[allow(clippy::cast_precision_loss)]
-        Some(counted.iter().filter(|s| **s).count() as f64 / counted.len() as f64)
+        (total > 0).then(|| found as f64 / total as f64)
     }
 
     /// Acc_inv: the share of graph nodes some visit credits.
     pub fn acc_inv(&self, visits: &[String]) -> Option<f64> {
-        self.acc_inv_without(visits, None)
+        self.acc_inv_hits(&self.hits(visits), None)
     }
 
     /// Acc_inv with each node left out in turn (the leave-one-out jackknife of the MIRAGE
     /// seed's appendix E.1); empty for graphs of fewer than two nodes.
-    pub fn acc_inv_jackknife(&self, visits: &[String]) -> Vec<f64> {
+    pub fn jackknife_hits(&self, hits: &[Vec<usize>]) -> Vec<f64> {
         if self.nodes.len() < 2 {
             return Vec::new();
         }
-        (0..self.nodes.len()).filter_map(|skip| self.acc_inv_without(visits, Some(skip))).collect()
+        (0..self.nodes.len()).filter_map(|skip| self.acc_inv_hits(hits, Some(skip))).collect()
+    }
+
+    /// [`Graph::jackknife_hits`] over URLs.
+    pub fn acc_inv_jackknife(&self, visits: &[String]) -> Vec<f64> {
+        self.jackknife_hits(&self.hits(visits))
     }
 
     /// E_inv: discounted impact of the first `STEP_CAP` steps over that of the ideal order.
     pub fn e_inv(&self, visits: &[String]) -> Option<f64> {
+        self.e_inv_hits(&self.hits(visits))
+    }
+
+    /// [`Graph::e_inv`] over per-visit hits.
+    pub fn e_inv_hits(&self, hits: &[Vec<usize>]) -> Option<f64> {
         if self.nodes.is_empty() {
             return None;
         }
         let mut credited = vec![false; self.nodes.len()];
         let mut actual = 0.0;
         let mut discount = 1.0;
-        for v in visits.iter().take(STEP_CAP) {
-            let hits: Vec<usize> = self.credited(v).collect();
-            let impact = if hits.iter().any(|&i| !self.start[i] && !credited[i]) {
+        for step in hits.iter().take(STEP_CAP) {
+            let impact = if step.iter().any(|&i| !self.start[i] && !credited[i]) {
                 1.0
-            } else if hits.iter().any(|&i| self.start[i] && !credited[i]) {
+            } else if step.iter().any(|&i| self.start[i] && !credited[i]) {
                 0.5
             } else {
                 0.0
             };
-            for i in hits {
+            for &i in step {
                 credited[i] = true;
             }
             actual += discount * impact;

@@ -60,7 +60,7 @@ pub async fn export_run(store: &dyn Store, run_id: &str) -> anyhow::Result<(Stri
             unfinished += 1;
             continue;
         }
-        let steps = parse_steps(bodies.remove(&trial.trial_id).unwrap_or_default())?;
+        let steps = parse_steps(&bodies.remove(&trial.trial_id).unwrap_or_default())?;
         out.push_str(&trajectory_line(&trial, &steps).to_string());
         out.push('\n');
     }
@@ -68,6 +68,6 @@ pub async fn export_run(store: &dyn Store, run_id: &str) -> anyhow::Result<(Stri
 }
 
 /// Decodes stored step bodies.
-pub fn parse_steps(bodies: Vec<String>) -> anyhow::Result<Vec<Step>> {
+pub fn parse_steps(bodies: &[String]) -> anyhow::Result<Vec<Step>> {
     bodies.iter().map(|b| serde_json::from_str(b).map_err(anyhow::Error::from)).collect()
 }

@@ -10,7 +10,7 @@ use crate::env::World;
 use crate::judge::aggregate::apply_overrides;
 use crate::judge::labels::KINDS;
 use crate::judge::rsn::RsnJudge;
-use crate::judge::{Trajectory, TrialScore, score_trial};
+use crate::judge::{Scorer, Trajectory, TrialScore};
 
 /// How many new scores are written per transaction.
 const BATCH: usize = 500;
@@ -32,6 +32,7 @@ pub async fn score_run(
     let mut bodies = None;
     let mut scores = Vec::new();
     let mut fresh: Vec<(StoredScore, Vec<LabelEvent>)> = Vec::new();
+    let scorer = Scorer::new(world);
     for trial in trials.iter().filter(|t| t.state == "done" || t.state == "error") {
         if let Some(s) = stored.remove(&trial.trial_id).filter(|s| s.judge_version == version) {
             scores.push(serde_json::from_str(&s.body).with_context(|| format!("stored score of {}", trial.trial_id))?);
@@ -44,9 +45,9 @@ pub async fn score_run(
             Some(b) => b,
             None => bodies.insert(store.run_steps(run_id).await?),
         };
-        let steps = parse_steps(steps.remove(&trial.trial_id).unwrap_or_default())?;
+        let steps = parse_steps(&steps.remove(&trial.trial_id).unwrap_or_default())?;
         let traj: Trajectory = serde_json::from_value(trajectory_line(trial, &steps))?;
-        let mut score = score_trial(world, task, &traj);
+        let mut score = scorer.score(&traj).context("the trial's task is in the world")?;
         let rationale = traj.verdict.as_ref().map_or("", |v| v.rationale.as_str());
         judge.apply(task, rationale, &mut score).await;
         let events = label_events(&score);
