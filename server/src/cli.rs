@@ -100,13 +100,13 @@ pub struct RunArgs {
     #[arg(long, env = "MIRAGE_CONFIG")]
     pub config: Option<PathBuf>,
     /// For `--agent llm`: the endpoint's base URL up to /v1.
-    #[arg(long)]
+    #[arg(long, env = "MIRAGE_AGENT_BASE_URL")]
     pub base_url: Option<String>,
     /// For `--agent llm`: the model name.
-    #[arg(long)]
+    #[arg(long, env = "MIRAGE_AGENT_MODEL")]
     pub model: Option<String>,
     /// For `--agent llm`: environment variable holding the API key.
-    #[arg(long)]
+    #[arg(long, env = "MIRAGE_AGENT_API_KEY_ENV")]
     pub api_key_env: Option<String>,
     /// For `--agent llm`: sampling temperature.
     #[arg(long, default_value_t = 0.0)]

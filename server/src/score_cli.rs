@@ -12,22 +12,22 @@ use crate::corpus::jsonl::read_tasks;
 use crate::db::{LabelEvent, SqlStore, Store};
 use crate::env::World;
 use crate::judge::aggregate::{Aggregate, Options, aggregate};
-use crate::judge::rsn::RsnJudge;
+use crate::judge::rsn::ModelJudge;
 use crate::judge::{Scorer, TrialScore, read_trajectories};
 use crate::llm::HttpLlm;
 use crate::stats::Estimate;
 
 /// The reasoning judge the configuration asks for (temperature forced to 0).
-pub fn judge_from(config: &Config, cache: Arc<dyn Store>) -> anyhow::Result<RsnJudge> {
+pub fn judge_from(config: &Config, cache: Arc<dyn Store>) -> anyhow::Result<ModelJudge> {
     Ok(match config.judge() {
         Some((name, spec)) => {
             let mut spec = spec.clone();
             spec.temperature = 0.0;
             let model = spec.model.clone();
             let client = HttpLlm::new(spec).with_context(|| format!("judge endpoint {name}"))?;
-            RsnJudge::Llm { model, client: Arc::new(client), cache }
+            ModelJudge::Llm { model, client: Arc::new(client), cache }
         }
-        None => RsnJudge::Coverage,
+        None => ModelJudge::Coverage,
     })
 }
 
@@ -77,7 +77,7 @@ pub async fn score(store: Arc<SqlStore>, args: ScoreArgs) -> anyhow::Result<()> 
 async fn score_file(
     path: &std::path::Path,
     tasks: Option<&std::path::Path>,
-    judge: &RsnJudge,
+    judge: &ModelJudge,
 ) -> anyhow::Result<Vec<TrialScore>> {
     let name = path.display().to_string();
     let contents = std::fs::read_to_string(path).with_context(|| format!("reading {name}"))?;
@@ -128,8 +128,7 @@ async fn score_file(
     for (_, traj) in &lines {
         let task = world.task(&traj.task_id).context("the trajectory's task was checked")?;
         let mut score = scorer.score(traj).context("the trajectory's task was checked")?;
-        let rationale = traj.verdict.as_ref().map_or("", |v| v.rationale.as_str());
-        judge.apply(task, rationale, &mut score).await;
+        judge.apply(task, traj, &mut score).await;
         scores.push(score);
     }
     Ok(scores)
@@ -229,6 +228,10 @@ pub fn print_tables(agg: &Aggregate) {
         }
         let rho = agg.jackknife_spearman.map_or_else(|| "-".to_string(), |r| format!("{r:.3}"));
         println!("Graph-node jackknife of Acc_inv (Spearman full vs jackknife ranking: {rho})\n{t}\n");
+    }
+    for a in agg.agreement.iter().filter(|a| a.n > 0) {
+        let kappa = a.kappa.map_or_else(|| "-".to_string(), |k| format!("{k:.2}"));
+        println!("agreement on {}: Cohen's kappa {kappa} over {} human labels", a.kind, a.n);
     }
     for (verdict, n) in &agg.unknown_verdicts {
         println!("unknown verdict {verdict:?}: {n} trials (scored 0)");

@@ -206,6 +206,18 @@ pub struct Aggregate {
     pub unknown_verdicts: BTreeMap<String, usize>,
     /// The judge versions behind these numbers.
     pub judges: Vec<String>,
+    /// Agreement between automatic and human labels, per kind, over trials a person labelled.
+    pub agreement: Vec<Agreement>,
+}
+
+/// Cohen's κ between the automatic label (rule, or the model judge where it disagreed) and
+/// the human label of one kind.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Agreement {
+    pub kind: String,
+    /// Trials with a human label of this kind.
+    pub n: usize,
+    pub kappa: Option<f64>,
 }
 
 /// Replaces automatic labels with the latest human label of each kind, keeping the
@@ -231,6 +243,7 @@ pub fn apply_overrides(scores: &mut [TrialScore], events: &[LabelEvent]) {
                     reason: format!("{} ({})", e.reason, e.author.as_deref().unwrap_or("annotator")),
                     disputed: false,
                     automatic: Some(automatic),
+                    second_opinion: None,
                 };
                 changed = true;
             }
@@ -412,6 +425,19 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
         *unknown_verdicts.entry(v.clone()).or_insert(0) += 1;
     }
     let judges: BTreeSet<String> = scores.iter().map(|s| s.judge_version.clone()).collect();
+    let agreement = labels::KINDS
+        .iter()
+        .map(|kind| {
+            let pairs: Vec<(bool, bool)> = scores
+                .iter()
+                .filter_map(|s| {
+                    let l = label_of(s, kind)?;
+                    Some((l.automatic.as_ref()?.value, l.value))
+                })
+                .collect();
+            Agreement { kind: (*kind).to_string(), n: pairs.len(), kappa: stats::cohen_kappa(&pairs) }
+        })
+        .collect();
     Ok(Aggregate {
         options: options.clone(),
         trials: scores.len(),
@@ -424,6 +450,7 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
         jackknife_spearman,
         unknown_verdicts,
         judges: judges.into_iter().collect(),
+        agreement,
     })
 }
 

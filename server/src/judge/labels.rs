@@ -33,6 +33,9 @@ pub struct Label {
     /// When a person's label replaced an automatic one: the automatic label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub automatic: Option<Box<Label>>,
+    /// The model judge's label of the same kind, when one was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub second_opinion: Option<Box<Label>>,
 }
 
 impl Label {
@@ -45,6 +48,7 @@ impl Label {
             reason: reason.into(),
             disputed: confidence < LOW_CONFIDENCE,
             automatic: None,
+            second_opinion: None,
         }
     }
 }

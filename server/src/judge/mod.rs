@@ -2,11 +2,12 @@
 //! trajectories produced elsewhere (the trajectory line of DESIGN §5).
 //!
 //! [`score_trial`] is pure and rule-based (matcher, E_inv, Acc_dec, claims, labels, and
-//! gold-fact coverage for Acc_rsn); [`rsn::RsnJudge`] may then replace Acc_rsn with an LLM
+//! gold-fact coverage for Acc_rsn); [`rsn::ModelJudge`] may then replace Acc_rsn with an LLM
 //! judge's score. Every score names the judges that produced it ([`TrialScore::judge_version`]).
 
 pub mod aggregate;
 pub mod claims;
+pub mod label_judge;
 pub mod labels;
 pub mod metrics;
 pub mod rsn;
@@ -197,7 +198,7 @@ impl<'w> Scorer<'w> {
 }
 
 /// Scores one trajectory against its task with the rule-based judges. Acc_rsn is
-/// gold-fact coverage here; [`rsn::RsnJudge::apply`] replaces it when an LLM judge is set.
+/// gold-fact coverage here; [`rsn::ModelJudge::apply`] replaces it when an LLM judge is set.
 /// Steps without an observation are rendered from `world`.
 pub fn score_trial(world: &World, task: &Task, traj: &Trajectory) -> TrialScore {
     score_with(world, &Graph::of(task), task, traj)

@@ -41,21 +41,23 @@ fn reply_schema() -> Value {
     })
 }
 
-/// Who scores reasoning.
+/// Who scores reasoning (and, when a model, gives second opinions on labels).
 #[derive(Clone)]
-pub enum RsnJudge {
+pub enum ModelJudge {
     /// Gold-fact coverage (no model).
     Coverage,
     /// An LLM judge: `model` names it in the cache key and in every score.
     Llm { model: String, client: Arc<dyn LlmClient>, cache: Arc<dyn Store> },
 }
 
-impl RsnJudge {
+impl ModelJudge {
     /// The name recorded with every score this judge produces.
     pub fn name(&self) -> String {
         match self {
-            RsnJudge::Coverage => COVERAGE.to_string(),
-            RsnJudge::Llm { model, .. } => format!("llm:{model}/{PROMPT_VERSION}"),
+            ModelJudge::Coverage => COVERAGE.to_string(),
+            ModelJudge::Llm { model, .. } => {
+                format!("llm:{model}/{PROMPT_VERSION}+{}", super::label_judge::PROMPT_VERSION)
+            }
         }
     }
 
@@ -64,16 +66,30 @@ impl RsnJudge {
         format!("{}+{}", super::RULES_VERSION, self.name())
     }
 
-    /// Replaces the coverage score of `score` with the LLM judge's, when this is an LLM
-    /// judge and the trial has a verdict. A failing judge leaves Acc_rsn missing with the
-    /// reason in `rsn_error`; it never turns into a score.
-    pub async fn apply(&self, task: &Task, rationale: &str, score: &mut TrialScore) {
+    /// Applies the model judge to a rule-based score: replaces gold-fact coverage with the
+    /// judge's Acc_rsn when the trial has a verdict, and for exposed trials asks for its own
+    /// adoption and recovery labels (a disagreement with the rules marks the label disputed).
+    /// A failing judge leaves Acc_rsn missing with the reason in `rsn_error`; it never
+    /// turns into a score.
+    pub async fn apply(&self, task: &Task, traj: &super::Trajectory, score: &mut TrialScore) {
         score.judge_version = self.version();
-        let RsnJudge::Llm { model, client, cache } = self else { return };
+        let ModelJudge::Llm { model, client, cache } = self else { return };
+        if let Some(labels) = score.labels.as_mut().filter(|l| l.exposure.value) {
+            match super::label_judge::judge_labels(model, client.as_ref(), cache.as_ref(), task, traj).await {
+                Ok(opinion) => super::label_judge::merge(labels, &opinion, &self.name()),
+                Err(e) => {
+                    for l in [&mut labels.adoption, &mut labels.recovery] {
+                        l.disputed = true;
+                        l.reason = format!("{} (the model judge failed: {e:#})", l.reason);
+                    }
+                }
+            }
+        }
+        let rationale = traj.verdict.as_ref().map_or("", |v| v.rationale.as_str());
         if score.status != "done" || score.verdict.is_none() || rationale.trim().is_empty() {
             return;
         }
-        score.rsn_judge = Some(self.name());
+        score.rsn_judge = Some(format!("llm:{model}/{PROMPT_VERSION}"));
         match judge(model, client.as_ref(), cache.as_ref(), task, rationale).await {
             Ok((value, reason)) => {
                 score.acc_rsn = Some(value);
@@ -124,6 +140,37 @@ pub fn parse_reply(text: &str) -> Option<(f64, String)> {
     Some(((score.clamp(0.0, 1.0) * 10.0).round() / 10.0, reason))
 }
 
+/// Asks a model for a JSON object through the cache: a cached answer that `parse` accepts
+/// is reused; otherwise up to two requests, the second asking for the bare object.
+pub async fn ask_cached<T>(
+    client: &dyn LlmClient,
+    cache: &dyn Store,
+    key: &str,
+    judge_name: &str,
+    messages: Vec<Message>,
+    schema: &Value,
+    parse: impl Fn(&str) -> Option<T>,
+) -> anyhow::Result<T> {
+    if let Some(body) = cache.cache_get(key).await?
+        && let Some(hit) = parse(&body)
+    {
+        return Ok(hit);
+    }
+    let mut messages = messages;
+    let mut last = String::new();
+    for _ in 0..2 {
+        let reply = client.complete(&messages, Some(schema)).await?;
+        if let Some(parsed) = parse(&reply.content) {
+            cache.cache_put(key, judge_name, &reply.content).await?;
+            return Ok(parsed);
+        }
+        last = reply.content.chars().take(200).collect();
+        messages.push(Message::assistant(reply.content));
+        messages.push(Message::user("Answer with only the JSON object the instructions describe."));
+    }
+    anyhow::bail!("the judge's reply could not be read: {last:?}")
+}
+
 async fn judge(
     model: &str,
     client: &dyn LlmClient,
@@ -132,25 +179,9 @@ async fn judge(
     rationale: &str,
 ) -> anyhow::Result<(f64, String)> {
     let key = cache_key(model, task, rationale);
-    if let Some(body) = cache.cache_get(&key).await?
-        && let Some(hit) = parse_reply(&body)
-    {
-        return Ok(hit);
-    }
-    let mut messages = vec![Message::system(SYSTEM), Message::user(inputs(task, rationale).to_string())];
-    let schema = reply_schema();
-    let mut last = String::new();
-    for _ in 0..2 {
-        let reply = client.complete(&messages, Some(&schema)).await?;
-        if let Some(parsed) = parse_reply(&reply.content) {
-            cache.cache_put(&key, &format!("llm:{model}/{PROMPT_VERSION}"), &reply.content).await?;
-            return Ok(parsed);
-        }
-        last = reply.content.chars().take(200).collect();
-        messages.push(Message::assistant(reply.content));
-        messages.push(Message::user("Answer with only the JSON object {\"score\": <number>, \"reason\": \"…\"}."));
-    }
-    anyhow::bail!("the judge's reply could not be read as {{\"score\", \"reason\"}}: {last:?}")
+    let messages = vec![Message::system(SYSTEM), Message::user(inputs(task, rationale).to_string())];
+    let name = format!("llm:{model}/{PROMPT_VERSION}");
+    ask_cached(client, cache, &key, &name, messages, &reply_schema(), parse_reply).await
 }
 
 #[cfg(test)]

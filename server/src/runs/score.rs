@@ -9,7 +9,7 @@ use crate::db::{LabelEvent, Store, StoredScore};
 use crate::env::World;
 use crate::judge::aggregate::apply_overrides;
 use crate::judge::labels::KINDS;
-use crate::judge::rsn::RsnJudge;
+use crate::judge::rsn::ModelJudge;
 use crate::judge::{Scorer, Trajectory, TrialScore};
 
 /// How many new scores are written per transaction.
@@ -23,7 +23,7 @@ pub async fn score_run(
     store: &dyn Store,
     world: &World,
     run_id: &str,
-    judge: &RsnJudge,
+    judge: &ModelJudge,
 ) -> anyhow::Result<(Vec<TrialScore>, usize)> {
     let version = judge.version();
     let mut stored: std::collections::HashMap<String, StoredScore> =
@@ -48,8 +48,7 @@ pub async fn score_run(
         let steps = parse_steps(&steps.remove(&trial.trial_id).unwrap_or_default())?;
         let traj: Trajectory = serde_json::from_value(trajectory_line(trial, &steps))?;
         let mut score = scorer.score(&traj).context("the trial's task is in the world")?;
-        let rationale = traj.verdict.as_ref().map_or("", |v| v.rationale.as_str());
-        judge.apply(task, rationale, &mut score).await;
+        judge.apply(task, &traj, &mut score).await;
         let events = label_events(&score);
         fresh.push((
             StoredScore {
@@ -71,26 +70,26 @@ pub async fn score_run(
     Ok((scores, computed))
 }
 
-/// The automatic label events of a score, one per kind.
+/// The automatic label events of a score: the rule's label of each kind, and the model
+/// judge's where it gave one.
 fn label_events(score: &TrialScore) -> Vec<LabelEvent> {
     let Some(labels) = &score.labels else { return Vec::new() };
     KINDS
         .iter()
-        .filter_map(|kind| {
-            let l = labels.get(kind)?;
-            Some(LabelEvent {
-                event_id: 0,
-                trial_id: score.trial_id.clone(),
-                kind: (*kind).to_string(),
-                value: l.value,
-                turn: l.turn.and_then(|t| i64::try_from(t).ok()),
-                source: l.source.clone(),
-                confidence: l.confidence,
-                reason: l.reason.clone(),
-                author: None,
-                judge_version: Some(score.judge_version.clone()),
-                created_at: 0,
-            })
+        .filter_map(|kind| labels.get(kind).map(|l| (kind, l)))
+        .flat_map(|(kind, l)| std::iter::once((kind, l)).chain(l.second_opinion.as_deref().map(|s| (kind, s))))
+        .map(|(kind, l)| LabelEvent {
+            event_id: 0,
+            trial_id: score.trial_id.clone(),
+            kind: (*kind).to_string(),
+            value: l.value,
+            turn: l.turn.and_then(|t| i64::try_from(t).ok()),
+            source: l.source.clone(),
+            confidence: l.confidence,
+            reason: l.reason.clone(),
+            author: None,
+            judge_version: Some(score.judge_version.clone()),
+            created_at: 0,
         })
         .collect()
 }

@@ -210,6 +210,22 @@ pub fn spearman(a: &[f64], b: &[f64]) -> Option<f64> {
     (va > 0.0 && vb > 0.0).then(|| cov / (va * vb).sqrt())
 }
 
+/// Cohen's κ for two raters' yes/no labels of the same items; `None` without items or
+/// when chance agreement is total (both raters constant and equal).
+pub fn cohen_kappa(pairs: &[(bool, bool)]) -> Option<f64> {
+    if pairs.is_empty() {
+        return None;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let n = pairs.len() as f64;
+    #[allow(clippy::cast_precision_loss)]
+    let count = |f: &dyn Fn(&(bool, bool)) -> bool| pairs.iter().filter(|p| f(p)).count() as f64;
+    let observed = count(&|(a, b)| a == b) / n;
+    let (a_yes, b_yes) = (count(&|(a, _)| *a) / n, count(&|(_, b)| *b) / n);
+    let expected = a_yes * b_yes + (1.0 - a_yes) * (1.0 - b_yes);
+    (expected < 1.0).then(|| (observed - expected) / (1.0 - expected))
+}
+
 /// Tie groups for a ranking: `means` in any order, `adjusted_p(i, j)` the corrected p-value
 /// of the comparison between i and j. Walking down from the best, an entry joins the band of
 /// the band's leader unless it differs significantly from it (p < `alpha`). Returns the
@@ -326,6 +342,18 @@ mod tests {
         // Hand-computed: ranks a = 1,2,3,4,5; b = 2,1,4,3,5 → d² = 1+1+1+1+0 = 4 → 1 − 6·4/120 = 0.8.
         assert!(close(spearman(&[1.0, 2.0, 3.0, 4.0, 5.0], &[2.0, 1.0, 4.0, 3.0, 5.0]).expect("rho"), 0.8, 1e-12));
         assert_eq!(spearman(&[1.0, 1.0], &[1.0, 2.0]), None);
+    }
+
+    #[test]
+    fn kappa_matches_a_hand_computed_table() {
+        // 20 yes/yes, 5 yes/no, 10 no/yes, 15 no/no: po = 0.7, pe = 0.5·0.6 + 0.5·0.4 = 0.5 → κ = 0.4.
+        let mut pairs = vec![(true, true); 20];
+        pairs.extend(vec![(true, false); 5]);
+        pairs.extend(vec![(false, true); 10]);
+        pairs.extend(vec![(false, false); 15]);
+        assert!(close(cohen_kappa(&pairs).expect("kappa"), 0.4, 1e-12));
+        assert_eq!(cohen_kappa(&[(true, true), (true, true)]), None);
+        assert_eq!(cohen_kappa(&[]), None);
     }
 
     #[test]
