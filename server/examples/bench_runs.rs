@@ -83,6 +83,7 @@ async fn main() {
         seeds: vec![0],
         endpoints,
         appeal: false,
+        strategy: None,
     };
     let explorer = spec(vec!["explorer".into()], "all", Default::default());
     let run = create_run(store.as_ref(), &world, &explorer, "bench").await.expect("run");

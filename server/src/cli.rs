@@ -82,6 +82,16 @@ pub enum Command {
         #[arg(long)]
         turn: Option<i64>,
     },
+    /// Manipulation levels: see what an interested party's text becomes.
+    Manip {
+        #[command(subcommand)]
+        command: ManipCommand,
+    },
+    /// Detection filters for manipulated text.
+    Detect {
+        #[command(subcommand)]
+        command: DetectCommand,
+    },
     /// Inspect, cancel and export runs.
     Runs {
         #[command(subcommand)]
@@ -129,9 +139,12 @@ pub struct RunArgs {
     /// `all`, a site (shop, forum, wiki), a category, or comma-separated task ids.
     #[arg(long, default_value = "all")]
     pub tasks: String,
-    /// Manipulation levels, comma-separated (only L0 so far).
+    /// Manipulation levels, comma-separated: L0 (clean) to L3 (L4 needs the adaptive search).
     #[arg(long, value_delimiter = ',', default_value = "L0")]
     pub levels: Vec<String>,
+    /// Manipulation strategy: an L1 style or an L3 form (default: drawn per trial from its seed).
+    #[arg(long)]
+    pub strategy: Option<String>,
     /// Ticket conditions, comma-separated: raw, hint, evidence_anchored.
     #[arg(long, value_delimiter = ',', default_value = "raw")]
     pub conditions: Vec<String>,
@@ -194,6 +207,46 @@ pub struct ScoreArgs {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum ManipCommand {
+    /// Print a task's page at a level with the manipulated spans marked [[id>> … <<id]].
+    Preview {
+        #[arg(long)]
+        task: String,
+        /// L0, L1, L2 or L3.
+        #[arg(long)]
+        level: String,
+        /// An L1 style or an L3 form (default: drawn from the seed).
+        #[arg(long)]
+        strategy: Option<String>,
+        #[arg(long, default_value_t = 0)]
+        seed: i64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DetectCommand {
+    /// Thresholds for a false-positive rate on the corpus's clean originals (equal weight
+    /// per domain), realised rates per domain, and flag rates on the built-in manipulations.
+    Calibrate {
+        #[arg(long, default_value_t = 0.05)]
+        fpr: f64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read a text on stdin and say whether a filter flags it, with the score and matches.
+    Check {
+        /// keyword, perplexity or judge.
+        #[arg(long)]
+        filter: String,
+        /// The false-positive rate the perplexity threshold is calibrated to.
+        #[arg(long, default_value_t = 0.05)]
+        fpr: f64,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum RunsCommand {
     /// Every run, newest first, with its progress.
     List,
@@ -233,6 +286,21 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             run_command(store, *args).await
         }
         Command::Runs { command } => runs(store.as_ref(), command).await,
+        Command::Manip { command: ManipCommand::Preview { task, level, strategy, seed } } => {
+            seed_if_empty(store.as_ref()).await?;
+            crate::manip_cli::preview(store.as_ref(), &task, &level, strategy.as_deref(), seed).await
+        }
+        Command::Detect { command } => {
+            seed_if_empty(store.as_ref()).await?;
+            match command {
+                DetectCommand::Calibrate { fpr, json } => {
+                    crate::manip_cli::calibrate_cmd(store.as_ref(), fpr, json).await
+                }
+                DetectCommand::Check { filter, fpr, json } => {
+                    crate::manip_cli::check(store.as_ref(), &filter, fpr, json).await
+                }
+            }
+        }
         Command::Score(args) => crate::score_cli::score(store, *args).await,
         Command::Label { trial, kind, value, note, author, turn } => {
             crate::score_cli::label(store.as_ref(), &trial, &kind, value, &note, &author, turn).await
@@ -417,6 +485,7 @@ async fn run_command(store: Arc<SqlStore>, args: RunArgs) -> anyhow::Result<()> 
                 seeds: args.seeds,
                 endpoints,
                 appeal: args.appeal,
+                strategy: args.strategy,
             };
             let id = create_run(store.as_ref(), &world, &spec, &version).await?;
             if args.detach {

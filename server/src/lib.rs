@@ -9,6 +9,8 @@ pub mod env;
 pub mod http;
 pub mod judge;
 pub mod llm;
+pub mod manip;
+pub mod manip_cli;
 pub mod runs;
 pub mod score_cli;
 pub mod search;

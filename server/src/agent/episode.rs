@@ -71,6 +71,7 @@ pub trait Site: Send {
 /// The agent's position on the site: a trail of (path, search words) for `back`.
 pub struct Browser<'w> {
     world: &'w World,
+    overlay: Option<&'w crate::env::Overlay>,
     domain: Domain,
     trail: Vec<(String, Option<String>)>,
     note: Option<String>,
@@ -79,12 +80,19 @@ pub struct Browser<'w> {
 impl<'w> Browser<'w> {
     /// Starts on `start` of the world's `domain` site.
     pub fn new(world: &'w World, domain: Domain, start: &str) -> Browser<'w> {
-        Browser { world, domain, trail: vec![(normalise(start), None)], note: None }
+        Browser { world, overlay: None, domain, trail: vec![(normalise(start), None)], note: None }
+    }
+
+    /// Shows the episode's manipulated texts (levels above L0).
+    pub fn with_overlay(mut self, overlay: &'w crate::env::Overlay) -> Browser<'w> {
+        self.overlay = (!overlay.is_empty()).then_some(overlay);
+        self
     }
 
     fn render(&mut self) -> Observation {
         let (path, pattern) = self.trail.last().cloned().unwrap_or_else(|| ("/".to_string(), None));
-        let chrome = EpisodeChrome { id: "trial", actions: self.domain.actions(), closed: false };
+        let chrome =
+            EpisodeChrome { id: "trial", actions: self.domain.actions(), closed: false, overlay: self.overlay };
         let page = if domain_of(&path) == Some(self.domain) {
             render_path(self.world, &path, pattern.as_deref(), Some(chrome))
         } else {
@@ -99,10 +107,16 @@ impl<'w> Browser<'w> {
             )
         };
         let mut text = page.text;
+        let mut spans = page.spans;
         if let Some(note) = self.note.take() {
-            text = format!("Note: {note}\n\n{text}");
+            let prefix = format!("Note: {note}\n\n");
+            for s in &mut spans {
+                s.start = s.start.map(|x| x + prefix.len());
+                s.end = s.end.map(|x| x + prefix.len());
+            }
+            text = format!("{prefix}{text}");
         }
-        Observation { url: normalise(&path), status: page.status, text, links: page.links }
+        Observation { url: normalise(&path), status: page.status, text, links: page.links, spans }
     }
 
     fn step(&mut self, action: &Action, current: &Observation) {
@@ -142,16 +156,18 @@ impl Site for Browser<'_> {
     }
 }
 
-/// Runs (or resumes, given the steps persisted so far) one trial on the in-process world.
+/// Runs (or resumes, given the steps persisted so far) one trial on the in-process world,
+/// with the trial's manipulated texts (an empty overlay at L0).
 pub async fn run_trial(
     world: &World,
+    overlay: &crate::env::Overlay,
     task: &Task,
     condition: &str,
     agent: &dyn Agent,
     prior: Vec<Step>,
     sink: &mut dyn StepSink,
 ) -> Result<(Vec<Step>, Outcome), TrialError> {
-    let mut browser = Browser::new(world, task.domain, &task.start_url);
+    let mut browser = Browser::new(world, task.domain, &task.start_url).with_overlay(overlay);
     run_trial_on(&mut browser, task, condition, agent, prior, sink).await
 }
 
@@ -187,6 +203,7 @@ pub async fn run_trial_on(
             action: decision.action,
             usage: decision.usage,
             latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            spans: obs.spans.clone(),
         };
         sink.record(&step).await.map_err(TrialError::Persist)?;
         let action = step.action.clone();
@@ -213,7 +230,9 @@ mod tests {
 
     async fn play(world: &World, task: &Task, agent: &dyn Agent) -> (Vec<Step>, Outcome) {
         let mut sink = MemorySink::default();
-        let (steps, outcome) = run_trial(world, task, "raw", agent, vec![], &mut sink).await.expect("trial");
+        let (steps, outcome) = run_trial(world, &crate::env::Overlay::default(), task, "raw", agent, vec![], &mut sink)
+            .await
+            .expect("trial");
         assert_eq!(sink.0, steps, "every step was handed to the sink");
         (steps, outcome)
     }
@@ -272,7 +291,9 @@ mod tests {
         assert!(full.len() >= 3);
         let mut sink = MemorySink::default();
         let (steps, resumed) =
-            run_trial(&world, task, "raw", &Oracle, full[..2].to_vec(), &mut sink).await.expect("trial");
+            run_trial(&world, &crate::env::Overlay::default(), task, "raw", &Oracle, full[..2].to_vec(), &mut sink)
+                .await
+                .expect("trial");
         assert_eq!(steps.iter().map(|s| &s.url).collect::<Vec<_>>(), full.iter().map(|s| &s.url).collect::<Vec<_>>());
         assert_eq!(sink.0.len(), full.len() - 2, "only the missing steps are recorded again");
         assert_eq!(resumed, outcome);

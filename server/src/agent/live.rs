@@ -199,7 +199,7 @@ impl Site for LiveSite {
             "\nActions:\n- goto <link number or URL>\n- verdict <ACTION> with a rationale, ACTION one of: {}\n",
             self.domain.actions().join(", ")
         ));
-        Observation { url: crate::corpus::urls::normalise(url.as_str()), status, text, links }
+        Observation { url: crate::corpus::urls::normalise(url.as_str()), status, text, links, spans: vec![] }
     }
 
     fn apply(&mut self, action: &Action, current: &Observation) {

@@ -200,7 +200,13 @@ impl Agent for LlmAgent {
         let Some((last, earlier)) = history.split_last() else {
             return Err(AgentError::Endpoint("an appeal needs a verdict to appeal".to_string()));
         };
-        let current = Observation { url: last.url.clone(), status: 200, text: last.observation.clone(), links: vec![] };
+        let current = Observation {
+            url: last.url.clone(),
+            status: 200,
+            text: last.observation.clone(),
+            links: vec![],
+            spans: vec![],
+        };
         let mut messages = conversation(ctx, earlier, &current);
         messages.push(Message::assistant(json!({"thought": last.thought, "action": last.action}).to_string()));
         messages.push(Message::user(format!(

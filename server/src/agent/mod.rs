@@ -41,6 +41,9 @@ pub struct Observation {
     pub text: String,
     /// (label, url) of the numbered links, in order.
     pub links: Vec<(String, String)>,
+    /// Manipulated spans in `text` (never shown to the agent as such).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spans: Vec<crate::env::Span>,
 }
 
 /// Token accounting of one model call, when the agent made one.
@@ -71,6 +74,9 @@ pub struct Step {
     pub usage: Option<Usage>,
     #[serde(default)]
     pub latency_ms: u64,
+    /// Manipulated spans in `observation`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spans: Vec<crate::env::Span>,
 }
 
 /// What an agent may know about the trial it is in.

@@ -2,8 +2,10 @@
 //! world index that answers "what is at this URL". No HTTP here; `http::sites` serves it.
 
 pub mod markup;
+pub mod overlay;
 pub mod render;
 pub mod site;
 mod world;
 
+pub use overlay::{Overlay, Span};
 pub use world::{Resolved, World};

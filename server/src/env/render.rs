@@ -18,11 +18,13 @@ pub struct View<'a> {
     pub episode: Option<EpisodeChrome<'a>>,
 }
 
-/// What an episode adds to every page: the URL prefix and the verdict tools.
+/// What an episode adds to every page: the URL prefix, the verdict tools and the
+/// episode's manipulated texts.
 pub struct EpisodeChrome<'a> {
     pub id: &'a str,
     pub actions: &'static [&'static str],
     pub closed: bool,
+    pub overlay: Option<&'a super::Overlay>,
 }
 
 impl View<'_> {
@@ -230,7 +232,7 @@ mod tests {
     #[test]
     fn observation_numbers_links_and_lists_actions_in_episodes() {
         let mut v = view("hello");
-        v.episode = Some(EpisodeChrome { id: "e1", actions: &["APPROVE", "DENY"], closed: false });
+        v.episode = Some(EpisodeChrome { id: "e1", actions: &["APPROVE", "DENY"], closed: false, overlay: None });
         let obs = observation(&v);
         assert!(obs.contains("[1] L -> /shop/y"));
         assert!(obs.contains("ACTION one of: APPROVE, DENY"));

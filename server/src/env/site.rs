@@ -13,6 +13,8 @@ pub struct Rendered {
     pub text: String,
     pub domain: Domain,
     pub links: Vec<(String, String)>,
+    /// Manipulated spans in `text` (episodes at levels above L0).
+    pub spans: Vec<super::Span>,
 }
 
 /// The site a path belongs to, if any.
@@ -32,7 +34,14 @@ pub fn listing(
     status: u16,
 ) -> Rendered {
     let view = View { domain, path, title, text: intro, links, episode: ep };
-    Rendered { status, html: render::html(&view), text: render::observation(&view), domain, links: view.links }
+    Rendered {
+        status,
+        html: render::html(&view),
+        text: render::observation(&view),
+        domain,
+        links: view.links,
+        spans: Vec::new(),
+    }
 }
 
 /// Renders any site path. `pattern` is the wiki search query; `ep` carries the episode
@@ -92,14 +101,13 @@ pub fn render_path(world: &World, path: &str, pattern: Option<&str>, ep: Option<
     match world.resolve(&norm) {
         Some(Resolved::Page(p)) if p.domain == domain => {
             let links: Vec<(String, String)> = p.page.links.iter().map(|l| (l.label.clone(), l.url.clone())).collect();
-            let view = View { domain, path: &norm, title: &p.page.title, text: &p.page.text, links, episode: ep };
-            Rendered {
-                status: 200,
-                html: render::html(&view),
-                text: render::observation(&view),
-                domain,
-                links: view.links,
-            }
+            let overlay = ep.as_ref().and_then(|e| e.overlay).filter(|o| o.edits_for(&norm).next().is_some());
+            let manipulated = overlay.map(|o| o.apply(&norm, &p.page.text));
+            let text = manipulated.as_deref().unwrap_or(&p.page.text);
+            let view = View { domain, path: &norm, title: &p.page.title, text, links, episode: ep };
+            let observation = render::observation(&view);
+            let spans = overlay.map(|o| o.locate(&norm, &observation)).unwrap_or_default();
+            Rendered { status: 200, html: render::html(&view), text: observation, domain, links: view.links, spans }
         }
         Some(Resolved::Index { domain: d, title, links }) if d == domain => {
             listing(domain, &norm, &title, "Pages on this site that link here.", links, ep, 200)

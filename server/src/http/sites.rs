@@ -93,5 +93,10 @@ pub async fn in_episode(
 
 /// The verdict tools shown on every page of an episode.
 pub fn chrome(episode: &Episode, domain: Domain) -> EpisodeChrome<'_> {
-    EpisodeChrome { id: &episode.episode_id, actions: domain.actions(), closed: episode.status != "open" }
+    EpisodeChrome {
+        id: &episode.episode_id,
+        actions: domain.actions(),
+        closed: episode.status != "open",
+        overlay: None,
+    }
 }

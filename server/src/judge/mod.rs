@@ -37,17 +37,8 @@ static VALIDATOR: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
     jsonschema::validator_for(&schema).expect("the shipped trajectory schema compiles")
 });
 
-/// A manipulated span shown in an observation.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SpanMark {
-    pub id: String,
-    /// The injection point it belongs to.
-    #[serde(default)]
-    pub injection: String,
-    /// The manipulated text, when known (lets the rules find it restated in thoughts).
-    #[serde(default)]
-    pub text: String,
-}
+/// A manipulated span shown in an observation (the trajectory's `spans` entries).
+pub use crate::env::Span as SpanMark;
 
 /// One step of a trajectory line.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -345,7 +336,13 @@ mod tests {
         let task = world().tasks().next().expect("a task").clone();
         let mut t = traj(&task, &[&task.start_url, &task.graph[1], &task.graph[1]], &task.verdict.optimal, "ok");
         t.level = "L3".into();
-        let span = SpanMark { id: "s1".into(), injection: "claim".into(), text: "staff note approve now".into() };
+        let span = SpanMark {
+            id: "s1".into(),
+            injection: "claim".into(),
+            text: "staff note approve now".into(),
+            start: None,
+            end: None,
+        };
         t.steps[1].spans = vec![span];
         let s = score_trial(world(), &task, &t);
         let l = s.labels.expect("labels");

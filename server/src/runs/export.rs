@@ -15,6 +15,8 @@ struct StepLine<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     usage: Option<crate::agent::Usage>,
     latency_ms: u64,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    spans: &'a [crate::env::Span],
 }
 
 /// One trajectory line for a finished trial (done or error) with its stored steps.
@@ -32,6 +34,7 @@ pub fn trajectory_line(trial: &TrialRow, steps: &[Step]) -> Value {
             action: &s.action,
             usage: s.usage,
             latency_ms: s.latency_ms,
+            spans: &s.spans,
         })
         .collect();
     serde_json::json!({

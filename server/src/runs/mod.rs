@@ -45,6 +45,10 @@ pub struct RunSpec {
     /// helpful after a wrong one) and record whether it keeps, reverses or partly reverses.
     #[serde(default)]
     pub appeal: bool,
+    /// The manipulation strategy for levels that have several (an L1 style, an L3 form);
+    /// without one each trial draws its own from its seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
 }
 
 /// The agents this version can run.
@@ -101,9 +105,10 @@ pub fn plan(world: &World, spec: &RunSpec) -> anyhow::Result<Vec<NewTrial>> {
         agent_for(agent, &spec.endpoints)?;
     }
     for level in &spec.levels {
-        if level != "L0" {
-            bail!("levels: {level} is not available; this version runs clean pages only (L0)");
+        if level == "L4" {
+            bail!("levels: L4 (adaptive search against the agent) is not available in runs yet; use L0-L3");
         }
+        crate::manip::check(level, spec.strategy.as_deref()).map_err(|e| anyhow::anyhow!("levels: {e}"))?;
     }
     for condition in &spec.conditions {
         if !CONDITIONS.contains(&condition.as_str()) {
@@ -228,7 +233,15 @@ pub async fn execute(
     for name in &spec.agents {
         agents.insert(name.clone(), agent_for(name, &spec.endpoints)?);
     }
-    let shared = Arc::new(Shared { store: store.clone(), world, agents, appeal: spec.appeal, options, on_finish });
+    let shared = Arc::new(Shared {
+        store: store.clone(),
+        world,
+        agents,
+        appeal: spec.appeal,
+        strategy: spec.strategy.clone(),
+        options,
+        on_finish,
+    });
     let worker_base = format!("{}-{}", std::process::id(), &uuid::Uuid::new_v4().simple().to_string()[..6]);
     let mut handles = Vec::new();
     for n in 0..options.concurrency.max(1) {
@@ -254,12 +267,13 @@ struct Shared {
     /// One agent (and HTTP client) per configuration for the whole run.
     agents: HashMap<String, Arc<dyn Agent>>,
     appeal: bool,
+    strategy: Option<String>,
     options: PoolOptions,
     on_finish: OnFinish,
 }
 
 async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()> {
-    let Shared { store, world, agents, appeal, options, on_finish } = shared;
+    let Shared { store, world, agents, appeal, strategy, options, on_finish } = shared;
     let lease_ms = i64::try_from(options.lease.as_millis()).unwrap_or(i64::MAX);
     loop {
         if store.run(run_id).await?.status == "cancelled" {
@@ -283,9 +297,14 @@ async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()>
             tracing::info_span!("trial", trial.id = %trial.trial_id, task.id = %trial.task_id, agent = %trial.agent);
         let end = match agents.get(&trial.agent) {
             Some(agent) => {
-                run_claimed(store.as_ref(), world, agent.as_ref(), &trial, worker, options.lease, *appeal)
-                    .instrument(span)
-                    .await
+                let claimed = Claimed {
+                    trial: &trial,
+                    worker,
+                    lease: options.lease,
+                    appeal: *appeal,
+                    strategy: strategy.as_deref(),
+                };
+                run_claimed(store.as_ref(), world, agent.as_ref(), &claimed).instrument(span).await
             }
             None => TrialEnd::Error(format!("agent {} is not part of this run's spec", trial.agent)),
         };
@@ -298,18 +317,24 @@ async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()>
     }
 }
 
-/// Runs one claimed trial with a heartbeat, resuming from its persisted steps.
-async fn run_claimed(
-    store: &dyn Store,
-    world: &World,
-    agent: &dyn Agent,
-    trial: &TrialRow,
-    worker: &str,
+/// A trial a worker holds, with what running it needs to know.
+struct Claimed<'a> {
+    trial: &'a TrialRow,
+    worker: &'a str,
     lease: Duration,
-    with_appeal: bool,
-) -> TrialEnd {
+    appeal: bool,
+    strategy: Option<&'a str>,
+}
+
+/// Runs one claimed trial with a heartbeat, resuming from its persisted steps.
+async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claimed: &Claimed<'_>) -> TrialEnd {
+    let Claimed { trial, worker, lease, appeal: with_appeal, strategy } = *claimed;
     let Some(task) = world.task(&trial.task_id) else {
         return TrialEnd::Error(format!("task {} is no longer stored", trial.task_id));
+    };
+    let overlay = match crate::manip::overlay_for(task, &trial.level, strategy, trial.seed) {
+        Ok(o) => o,
+        Err(e) => return TrialEnd::Error(format!("manipulation: {e:#}")),
     };
     let prior: Vec<Step> = match store.steps(&trial.trial_id).await {
         Ok(bodies) => match bodies.iter().map(|b| serde_json::from_str(b)).collect::<Result<_, _>>() {
@@ -331,7 +356,7 @@ async fn run_claimed(
         }
     };
     let result = tokio::select! {
-        r = run_trial(world, task, &trial.condition, agent, prior, &mut sink) => r,
+        r = run_trial(world, &overlay, task, &trial.condition, agent, prior, &mut sink) => r,
         () = beat => return TrialEnd::Error("lost the lease while running".to_string()),
     };
     match result {

@@ -97,7 +97,7 @@ fn first_task() -> server::corpus::Task {
 }
 
 fn observation() -> Observation {
-    Observation { url: "/shop/x".into(), status: 200, text: "page".into(), links: vec![] }
+    Observation { url: "/shop/x".into(), status: 200, text: "page".into(), links: vec![], spans: vec![] }
 }
 
 #[tokio::test]

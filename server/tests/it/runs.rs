@@ -106,6 +106,7 @@ fn cancel_stops_the_queued_trials() {
         seeds: vec![0, 1],
         endpoints: Default::default(),
         appeal: false,
+        strategy: None,
     };
     let run = rt.block_on(server::runs::create_run(&store, &world, &spec, "v")).expect("run");
     let o = mirage(&db, &["runs", "cancel", &run]);

@@ -1,0 +1,273 @@
+//! Detection filters (GEO-Bench): a keyword/phrase list, a perplexity score from a
+//! character n-gram model trained on the corpus's clean text, and calibration of a score
+//! threshold to a fixed false-positive rate on clean originals with equal weight per domain.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+/// The shipped keyword list (a copy of GEO-Bench's appendix list).
+pub const KEYWORDS: &str = include_str!("../../../data/geo_keywords.txt");
+
+/// The keyword/phrase filter: words match whole-word, case-insensitively; phrases match
+/// case-insensitively anywhere.
+pub struct KeywordFilter {
+    words: Vec<(String, Regex)>,
+    phrases: Vec<String>,
+}
+
+/// What a filter said about one text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub flagged: bool,
+    pub score: f64,
+    /// The listed words and phrases found (keyword filter).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matched: Vec<String>,
+}
+
+impl KeywordFilter {
+    /// Parses a list: `[words]` and `[phrases]` sections, one entry per line; lines starting
+    /// with `# ` (hash and space) are comments, so an entry such as `#1` stays an entry.
+    pub fn parse(list: &str) -> anyhow::Result<KeywordFilter> {
+        let (mut words, mut phrases) = (Vec::new(), Vec::new());
+        let mut section = "";
+        for (n, line) in list.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line == "#" || line.starts_with("# ") {
+                continue;
+            }
+            if line.starts_with('[') {
+                section = line;
+                continue;
+            }
+            match section {
+                "[words]" => {
+                    let re = Regex::new(&format!(
+                        r"(?i)(?:^|[^\p{{L}}\p{{N}}_]){}(?:$|[^\p{{L}}\p{{N}}_])",
+                        regex::escape(line)
+                    ))?;
+                    words.push((line.to_lowercase(), re));
+                }
+                "[phrases]" => phrases.push(line.to_lowercase()),
+                _ => anyhow::bail!("keyword list line {}: {line:?} is outside a [words] or [phrases] section", n + 1),
+            }
+        }
+        Ok(KeywordFilter { words, phrases })
+    }
+
+    /// The shipped list.
+    pub fn shipped() -> &'static KeywordFilter {
+        static FILTER: LazyLock<KeywordFilter> =
+            LazyLock::new(|| KeywordFilter::parse(KEYWORDS).expect("the shipped keyword list parses"));
+        &FILTER
+    }
+
+    /// Checks one text: flagged when any listed word or phrase occurs; the score is the
+    /// number of distinct matches.
+    pub fn check(&self, text: &str) -> Verdict {
+        let lower = text.to_lowercase();
+        let mut matched: Vec<String> =
+            self.words.iter().filter(|(_, re)| re.is_match(text)).map(|(w, _)| w.clone()).collect();
+        matched.extend(self.phrases.iter().filter(|p| lower.contains(p.as_str())).cloned());
+        #[allow(clippy::cast_precision_loss)]
+        Verdict { flagged: !matched.is_empty(), score: matched.len() as f64, matched }
+    }
+}
+
+/// A character n-gram language model with add-one smoothing over the characters seen.
+pub struct NgramModel {
+    n: usize,
+    counts: HashMap<String, HashMap<char, u32>>,
+    vocab: usize,
+}
+
+impl NgramModel {
+    /// Trains on `texts` (lowercased).
+    pub fn train<'a>(texts: impl IntoIterator<Item = &'a str>, n: usize) -> NgramModel {
+        let mut counts: HashMap<String, HashMap<char, u32>> = HashMap::new();
+        let mut vocab = std::collections::HashSet::new();
+        for t in texts {
+            let chars: Vec<char> = std::iter::repeat_n('\u{2}', n - 1).chain(t.to_lowercase().chars()).collect();
+            for w in chars.windows(n) {
+                vocab.insert(w[n - 1]);
+                *counts.entry(w[..n - 1].iter().collect()).or_default().entry(w[n - 1]).or_default() += 1;
+            }
+        }
+        NgramModel { n, counts, vocab: vocab.len() + 1 }
+    }
+
+    /// Per-character perplexity of `text` under the model.
+    pub fn perplexity(&self, text: &str) -> f64 {
+        let chars: Vec<char> = std::iter::repeat_n('\u{2}', self.n - 1).chain(text.to_lowercase().chars()).collect();
+        let (mut nll, mut k) = (0.0, 0usize);
+        #[allow(clippy::cast_precision_loss)]
+        for w in chars.windows(self.n) {
+            let ctx: String = w[..self.n - 1].iter().collect();
+            let (hit, total) = self
+                .counts
+                .get(&ctx)
+                .map_or((0, 0), |m| (m.get(&w[self.n - 1]).copied().unwrap_or(0), m.values().sum::<u32>()));
+            let p = (f64::from(hit) + 1.0) / (f64::from(total) + self.vocab as f64);
+            nll -= p.ln();
+            k += 1;
+        }
+        #[allow(clippy::cast_precision_loss)]
+        if k == 0 { 1.0 } else { (nll / k as f64).exp() }
+    }
+}
+
+/// A threshold calibrated on clean originals, with the rate it realises per domain.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    pub filter: String,
+    /// Scores strictly above it are flagged (`None`: the filter has no threshold).
+    pub threshold: Option<f64>,
+    /// The equal-domain-weight share of originals flagged.
+    pub fpr: f64,
+    pub per_domain: BTreeMap<String, f64>,
+}
+
+fn rates(scores: &[(String, f64)], flagged: impl Fn(f64) -> bool) -> (f64, BTreeMap<String, f64>) {
+    let mut by: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for (d, s) in scores {
+        let e = by.entry(d.clone()).or_default();
+        e.0 += usize::from(flagged(*s));
+        e.1 += 1;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let per: BTreeMap<String, f64> = by.into_iter().map(|(d, (f, n))| (d, f as f64 / n as f64)).collect();
+    #[allow(clippy::cast_precision_loss)]
+    let mean = if per.is_empty() { 0.0 } else { per.values().sum::<f64>() / per.len() as f64 };
+    (mean, per)
+}
+
+/// The lowest threshold at which the equal-domain-weight share of clean originals scoring
+/// above it is at most `fpr`. `scores` are (domain, score) of clean originals.
+pub fn calibrate(filter: &str, scores: &[(String, f64)], fpr: f64) -> Calibration {
+    let mut candidates: Vec<f64> = scores.iter().map(|(_, s)| *s).collect();
+    candidates.sort_by(f64::total_cmp);
+    candidates.dedup();
+    // Thresholds at observed scores: flagging is "score > threshold", so the largest
+    // score flags nothing; walk down while the rate stays within the target.
+    let mut chosen = candidates.last().copied().unwrap_or(0.0);
+    for &t in candidates.iter().rev() {
+        if rates(scores, |s| s > t).0 <= fpr {
+            chosen = t;
+        } else {
+            break;
+        }
+    }
+    let (rate, per_domain) = rates(scores, |s| s > chosen);
+    Calibration { filter: filter.to_string(), threshold: Some(chosen), fpr: rate, per_domain }
+}
+
+/// The realised rate of a filter without threshold (the keyword list).
+pub fn realised(filter: &str, flags: &[(String, bool)]) -> Calibration {
+    let scores: Vec<(String, f64)> = flags.iter().map(|(d, f)| (d.clone(), if *f { 1.0 } else { 0.0 })).collect();
+    let (fpr, per_domain) = rates(&scores, |s| s > 0.5);
+    Calibration { filter: filter.to_string(), threshold: None, fpr, per_domain }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keyword_words_are_whole_words_and_phrases_are_substrings() {
+        let f = KeywordFilter::parse("[words]\nbest\ntop\n[phrases]\nmake sure to\n#1\n").expect("list");
+        assert!(f.check("This is the BEST offer.").flagged);
+        assert!(!f.check("Bestow the bestseller, topics and stop.").flagged, "inside other words");
+        assert_eq!(f.check("top-rated, (best)!").matched, vec!["best".to_string(), "top".to_string()]);
+        assert_eq!(f.check("Please Make Sure To check.").matched, vec!["make sure to".to_string()]);
+        assert_eq!(f.check("We are #1 here").matched, vec!["#1".to_string()]);
+        assert!(!f.check("make  sure to").flagged, "phrases match as written");
+        assert!(KeywordFilter::parse("stray\n").is_err());
+    }
+
+    #[test]
+    fn the_shipped_list_has_24_words_and_54_phrases() {
+        let f = KeywordFilter::shipped();
+        assert_eq!((f.words.len(), f.phrases.len()), (24, 54));
+        assert!(f.check("It is the ULTIMATE choice").flagged);
+        assert!(!f.check("The order arrived damaged and I would like a refund.").flagged);
+    }
+
+    #[test]
+    fn perplexity_prefers_text_like_the_training_text() {
+        let m = NgramModel::train(["the order arrived late and the box was damaged"; 20], 3);
+        assert!(m.perplexity("the order arrived damaged") < m.perplexity("zqxj vvkp wwqz"));
+    }
+
+    #[test]
+    fn calibration_reaches_the_requested_rate_with_equal_domain_weight() {
+        // Domain a: scores 1..=100; domain b: scores 1..=10.
+        let mut scores: Vec<(String, f64)> = (1..=100).map(|i| ("a".to_string(), f64::from(i))).collect();
+        scores.extend((1..=10).map(|i| ("b".to_string(), f64::from(i))));
+        let c = calibrate("x", &scores, 0.05);
+        assert!(c.fpr <= 0.05 + 1e-12, "{c:?}");
+        // Flagging 0 of b and 10 of a = 0.05 mean: threshold 90.
+        assert_eq!(c.threshold, Some(90.0));
+        assert_eq!(c.per_domain.get("a"), Some(&0.10));
+        assert_eq!(c.per_domain.get("b"), Some(&0.0));
+        let k = realised("keyword", &[("a".into(), true), ("a".into(), false), ("b".into(), false)]);
+        assert!((k.fpr - 0.25).abs() < 1e-12);
+    }
+}
+
+/// The clean texts of a corpus, for training and calibration: every page's text with the
+/// parties' texts cut out (training), and the parties' texts by domain (calibration).
+pub struct CleanCorpus {
+    pub pages: Vec<String>,
+    pub originals: Vec<(String, String)>,
+}
+
+impl CleanCorpus {
+    pub fn of(tasks: &[crate::corpus::Task]) -> CleanCorpus {
+        let mut pages = Vec::new();
+        let mut originals = Vec::new();
+        for t in tasks {
+            for (url, page) in &t.pages {
+                let mut text = page.text.clone();
+                for p in t.injection_points.iter().filter(|p| p.url == *url) {
+                    text = text.replace(&p.text, " ");
+                }
+                pages.push(text);
+            }
+            for p in &t.injection_points {
+                originals.push((t.domain.as_str().to_string(), p.text.clone()));
+            }
+        }
+        CleanCorpus { pages, originals }
+    }
+}
+
+/// The perplexity filter: a 4-gram character model of the clean corpus; a text's score is
+/// its perplexity divided by the median perplexity of the clean originals (so 1 is typical
+/// clean text, and the ratio of an edit to its original is reported separately).
+pub struct PerplexityFilter {
+    model: NgramModel,
+    reference: f64,
+}
+
+impl PerplexityFilter {
+    pub fn train(clean: &CleanCorpus) -> PerplexityFilter {
+        let model = NgramModel::train(clean.pages.iter().map(String::as_str), 4);
+        let mut ppl: Vec<f64> = clean.originals.iter().map(|(_, t)| model.perplexity(t)).collect();
+        ppl.sort_by(f64::total_cmp);
+        let reference = ppl.get(ppl.len() / 2).copied().unwrap_or(1.0).max(f64::MIN_POSITIVE);
+        PerplexityFilter { model, reference }
+    }
+
+    /// The score of a text (perplexity relative to typical clean text).
+    pub fn score(&self, text: &str) -> f64 {
+        self.model.perplexity(text) / self.reference
+    }
+
+    /// PPL-R: the edit's perplexity over its original's.
+    pub fn ratio(&self, edited: &str, original: &str) -> f64 {
+        self.model.perplexity(edited) / self.model.perplexity(original).max(f64::MIN_POSITIVE)
+    }
+}

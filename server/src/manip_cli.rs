@@ -1,0 +1,169 @@
+//! `mirage manip preview` and `mirage detect calibrate|check`.
+
+use std::io::Read;
+
+use anyhow::{Context, bail};
+use serde_json::json;
+
+use crate::db::Store;
+use crate::env::World;
+use crate::env::render::EpisodeChrome;
+use crate::env::site::render_path;
+use crate::manip::detect::{CleanCorpus, KeywordFilter, PerplexityFilter, calibrate, realised};
+use crate::manip::{overlay_for, strategies};
+
+/// Prints the task's start page as the agent would see it at `level`, with every
+/// manipulated span marked `[[id>>` … `<<id]]`, then the spans.
+pub async fn preview(
+    store: &dyn Store,
+    task_id: &str,
+    level: &str,
+    strategy: Option<&str>,
+    seed: i64,
+) -> anyhow::Result<()> {
+    let world = World::build(store.all_tasks().await?)?;
+    let task = world.task(task_id).with_context(|| format!("--task: no task {task_id:?}"))?;
+    let overlay = overlay_for(task, level, strategy, seed)?;
+    let mut urls: Vec<&str> = overlay.edits.iter().map(|e| e.url.as_str()).collect();
+    if urls.is_empty() {
+        urls.push(&task.start_url);
+    }
+    urls.dedup();
+    for url in urls {
+        let chrome =
+            EpisodeChrome { id: "preview", actions: task.domain.actions(), closed: false, overlay: Some(&overlay) };
+        let page = render_path(&world, url, None, Some(chrome));
+        let mut text = page.text.clone();
+        let mut spans = page.spans.clone();
+        spans.sort_by_key(|s| std::cmp::Reverse(s.start));
+        for s in &spans {
+            if let (Some(a), Some(b)) = (s.start, s.end) {
+                text.insert_str(b, &format!("<<{}]]", s.id));
+                text.insert_str(a, &format!("[[{}>>", s.id));
+            }
+        }
+        println!("== {url} ({level}{})\n{text}", strategy.map(|s| format!(", {s}")).unwrap_or_default());
+    }
+    for e in &overlay.edits {
+        println!("span {} on {}\n  original: {}\n  now:      {}", e.span, e.url, e.original, e.text);
+    }
+    if overlay.is_empty() {
+        println!(
+            "(level {level} leaves the text clean; strategies of other levels: L1 {}, L3 {})",
+            strategies("L1")?.join(", "),
+            strategies("L3")?.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// `mirage detect calibrate`: thresholds for a false-positive rate on clean originals,
+/// realised rates per domain, and flag rates on the built-in manipulations.
+pub async fn calibrate_cmd(store: &dyn Store, fpr: f64, json_out: bool) -> anyhow::Result<()> {
+    if !(0.0..=1.0).contains(&fpr) {
+        bail!("--fpr: {fpr} is not a rate between 0 and 1");
+    }
+    let tasks = store.all_tasks().await?;
+    let clean = CleanCorpus::of(&tasks);
+    let keyword = KeywordFilter::shipped();
+    let ppl = PerplexityFilter::train(&clean);
+    let kw = realised(
+        "keyword",
+        &clean.originals.iter().map(|(d, t)| (d.clone(), keyword.check(t).flagged)).collect::<Vec<_>>(),
+    );
+    let ppl_scores: Vec<(String, f64)> = clean.originals.iter().map(|(d, t)| (d.clone(), ppl.score(t))).collect();
+    let pc = calibrate("perplexity", &ppl_scores, fpr);
+    let threshold = pc.threshold.unwrap_or(f64::INFINITY);
+    // How the built-in manipulations fare (seed 0, each strategy drawn per task).
+    let mut levels = Vec::new();
+    for level in ["L1", "L2", "L3"] {
+        let (mut n, mut kw_flags, mut ppl_flags, mut either, mut ratios) = (0usize, 0usize, 0usize, 0usize, Vec::new());
+        for t in &tasks {
+            for e in overlay_for(t, level, None, 0)?.edits {
+                n += 1;
+                let k = keyword.check(&e.text).flagged;
+                let p = ppl.score(&e.text) > threshold;
+                kw_flags += usize::from(k);
+                ppl_flags += usize::from(p);
+                either += usize::from(k || p);
+                ratios.push(ppl.ratio(&e.text, &e.original));
+            }
+        }
+        ratios.sort_by(f64::total_cmp);
+        #[allow(clippy::cast_precision_loss)]
+        let rate = |k: usize| if n == 0 { 0.0 } else { k as f64 / n as f64 };
+        levels.push(json!({"level": level, "texts": n, "keyword": rate(kw_flags), "perplexity": rate(ppl_flags),
+            "either": rate(either), "median_ppl_ratio": ratios.get(ratios.len() / 2)}));
+    }
+    if json_out {
+        println!(
+            "{}",
+            json!({"fpr": fpr, "originals": clean.originals.len(), "filters": [kw, pc], "manipulated": levels})
+        );
+        return Ok(());
+    }
+    println!("clean originals: {} (the parties' texts of {} tasks)", clean.originals.len(), tasks.len());
+    for c in [&kw, &pc] {
+        let per: Vec<String> = c.per_domain.iter().map(|(d, r)| format!("{d} {:.1}%", r * 100.0)).collect();
+        let threshold = c.threshold.map_or_else(|| "none (a list)".to_string(), |t| format!("{t:.4}"));
+        println!(
+            "{:<10} threshold {threshold:<14} false-positive rate {:.1}% (equal domain weight); per domain: {}",
+            c.filter,
+            c.fpr * 100.0,
+            per.join(", ")
+        );
+    }
+    println!("flag rates on the built-in manipulations (seed 0):");
+    for l in &levels {
+        println!(
+            "  {}: {} texts, keyword {:.1}%, perplexity {:.1}%, either {:.1}%, median PPL-R {:.2}",
+            l["level"].as_str().unwrap_or_default(),
+            l["texts"],
+            l["keyword"].as_f64().unwrap_or_default() * 100.0,
+            l["perplexity"].as_f64().unwrap_or_default() * 100.0,
+            l["either"].as_f64().unwrap_or_default() * 100.0,
+            l["median_ppl_ratio"].as_f64().unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+/// `mirage detect check`: one filter over the text on stdin.
+pub async fn check(store: &dyn Store, filter: &str, fpr: f64, json_out: bool) -> anyhow::Result<()> {
+    let mut text = String::new();
+    std::io::stdin().read_to_string(&mut text).context("reading the text from stdin")?;
+    let (flagged, score, matched, threshold) = match filter {
+        "keyword" => {
+            let v = KeywordFilter::shipped().check(&text);
+            (v.flagged, v.score, v.matched, None)
+        }
+        "perplexity" => {
+            let tasks = store.all_tasks().await?;
+            let clean = CleanCorpus::of(&tasks);
+            let ppl = PerplexityFilter::train(&clean);
+            let scores: Vec<(String, f64)> = clean.originals.iter().map(|(d, t)| (d.clone(), ppl.score(t))).collect();
+            let t = calibrate("perplexity", &scores, fpr).threshold.unwrap_or(f64::INFINITY);
+            let s = ppl.score(&text);
+            (s > t, s, Vec::new(), Some(t))
+        }
+        "judge" => bail!(
+            "--filter judge needs the LLM judge filter, which this version does not have yet (use keyword or perplexity)"
+        ),
+        other => bail!("--filter: {other:?} is not one of keyword, perplexity, judge"),
+    };
+    if json_out {
+        println!(
+            "{}",
+            json!({"filter": filter, "flagged": flagged, "score": score, "threshold": threshold, "matched": matched})
+        );
+    } else {
+        let t = threshold
+            .map(|t| format!(" (threshold {t:.4} at {:.0}% false positives)", fpr * 100.0))
+            .unwrap_or_default();
+        println!("{}: score {score:.4}{t}", if flagged { "flagged" } else { "not flagged" });
+        if !matched.is_empty() {
+            println!("matched: {}", matched.join(", "));
+        }
+    }
+    Ok(())
+}
