@@ -38,6 +38,9 @@ pub struct Episode {
     pub task_id: String,
     pub level: String,
     pub condition: String,
+    /// The manipulation strategy (levels above L0) and seed.
+    pub strategy: Option<String>,
+    pub seed: i64,
     /// `open` until a verdict is recorded, then `done`.
     pub status: String,
     pub verdict: Option<String>,
@@ -172,7 +175,14 @@ pub trait Store: Send + Sync {
     /// Writes a corpus metadata value.
     async fn set_meta(&self, key: &str, value: &str) -> StoreResult<()>;
     /// Opens an episode on a stored task.
-    async fn create_episode(&self, task_id: &str, level: &str, condition: &str) -> StoreResult<Episode>;
+    async fn create_episode(
+        &self,
+        task_id: &str,
+        level: &str,
+        condition: &str,
+        strategy: Option<&str>,
+        seed: i64,
+    ) -> StoreResult<Episode>;
     async fn episode(&self, episode_id: &str) -> StoreResult<Episode>;
     /// Appends to the action log; returns the event's sequence number (1-based).
     async fn append_event(
@@ -309,6 +319,8 @@ fn episode_from(row: &sqlx::any::AnyRow) -> Result<Episode, sqlx::Error> {
         task_id: row.try_get("task_id")?,
         level: row.try_get("level")?,
         condition: row.try_get("condition")?,
+        strategy: row.try_get("strategy")?,
+        seed: row.try_get("seed")?,
         status: row.try_get("status")?,
         verdict: row.try_get("verdict")?,
         rationale: row.try_get("rationale")?,
@@ -316,7 +328,8 @@ fn episode_from(row: &sqlx::any::AnyRow) -> Result<Episode, sqlx::Error> {
     })
 }
 
-const EPISODE_COLUMNS: &str = "episode_id, task_id, level, condition, status, verdict, rationale, created_at";
+const EPISODE_COLUMNS: &str =
+    "episode_id, task_id, level, condition, strategy, seed, status, verdict, rationale, created_at";
 
 #[async_trait]
 impl Store for SqlStore {
@@ -414,18 +427,27 @@ impl Store for SqlStore {
         Ok(())
     }
 
-    async fn create_episode(&self, task_id: &str, level: &str, condition: &str) -> StoreResult<Episode> {
+    async fn create_episode(
+        &self,
+        task_id: &str,
+        level: &str,
+        condition: &str,
+        strategy: Option<&str>,
+        seed: i64,
+    ) -> StoreResult<Episode> {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let now = now_ms();
         sqlx::query(
-            "insert into episode (episode_id, task_id, level, condition, status, created_at, updated_at)
-             values ($1, $2, $3, $4, 'open', $5, $5)",
+            "insert into episode (episode_id, task_id, level, condition, strategy, seed, status, created_at, updated_at)
+             values ($1, $2, $3, $4, $6, $7, 'open', $5, $5)",
         )
         .bind(&id)
         .bind(task_id)
         .bind(level)
         .bind(condition)
         .bind(now)
+        .bind(strategy)
+        .bind(seed)
         .execute(&self.pool)
         .await?;
         self.episode(&id).await

@@ -21,6 +21,11 @@ pub struct NewEpisode {
     pub level: String,
     #[serde(default = "default_condition")]
     pub condition: String,
+    /// An L1 style or an L3 form; drawn from the seed when absent.
+    #[serde(default)]
+    pub strategy: Option<String>,
+    #[serde(default)]
+    pub seed: i64,
 }
 
 fn default_level() -> String {
@@ -36,6 +41,9 @@ pub struct StartedEpisode {
     pub episode_id: String,
     pub task_id: String,
     pub level: String,
+    /// The manipulation strategy the episode shows (levels above L0).
+    pub strategy: Option<String>,
+    pub seed: i64,
     pub condition: String,
     pub ticket: String,
     /// Where to begin, under the episode prefix.
@@ -62,19 +70,23 @@ pub async fn start(State(state): State<AppState>, Json(req): Json<NewEpisode>) -
     let Some(task) = state.world.task(&req.task_id) else {
         return json_error(StatusCode::NOT_FOUND, format!("task {} not found", req.task_id));
     };
-    if req.level != "L0" {
+    if req.level == "L4" {
         return json_error(
             StatusCode::UNPROCESSABLE_ENTITY,
-            format!("level: {} is not available; this version serves clean pages only (L0)", req.level),
+            "level: L4 is searched against an agent run by Mirage; episodes serve L0-L3",
         );
     }
+    let strategy = match crate::manip::strategy_for(task, &req.level, req.strategy.as_deref(), req.seed) {
+        Ok(s) => s,
+        Err(e) => return json_error(StatusCode::UNPROCESSABLE_ENTITY, format!("level/strategy: {e:#}")),
+    };
     let Some(ticket) = task.ticket.for_condition(&req.condition) else {
         return json_error(
             StatusCode::UNPROCESSABLE_ENTITY,
             format!("condition: {:?} is not one of {}", req.condition, CONDITIONS.join(", ")),
         );
     };
-    match state.store.create_episode(&task.id, &req.level, &req.condition).await {
+    match state.store.create_episode(&task.id, &req.level, &req.condition, strategy.as_deref(), req.seed).await {
         Ok(ep) => {
             let started = StartedEpisode {
                 start_url: format!("/ep/{}{}", ep.episode_id, task.start_url),
@@ -82,6 +94,8 @@ pub async fn start(State(state): State<AppState>, Json(req): Json<NewEpisode>) -
                 episode_id: ep.episode_id,
                 task_id: task.id.clone(),
                 level: ep.level,
+                strategy: ep.strategy,
+                seed: ep.seed,
                 condition: ep.condition,
                 ticket: ticket.to_string(),
                 actions: task.domain.actions().iter().map(|a| (*a).to_string()).collect(),

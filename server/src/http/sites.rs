@@ -70,7 +70,16 @@ pub async fn in_episode(
         return (StatusCode::NOT_FOUND, "the episode's task is no longer stored").into_response();
     };
     let path = format!("/{rest}");
-    let chrome = chrome(&episode, task.domain);
+    let overlay = match crate::manip::overlay_for(task, &episode.level, episode.strategy.as_deref(), episode.seed) {
+        Ok(o) => o,
+        Err(e) => {
+            tracing::error!(error = %e, episode.id = %id, "building the episode's manipulation");
+            return (StatusCode::INTERNAL_SERVER_ERROR, "the episode's manipulation could not be built")
+                .into_response();
+        }
+    };
+    let mut chrome = chrome(&episode, task.domain);
+    chrome.overlay = Some(&overlay);
     let rendered = if domain_of(&path) == Some(task.domain) {
         render_path(&state.world, &path, query.pattern.as_deref(), Some(chrome))
     } else {

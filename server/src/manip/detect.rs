@@ -171,52 +171,6 @@ pub fn realised(filter: &str, flags: &[(String, bool)]) -> Calibration {
     Calibration { filter: filter.to_string(), threshold: None, fpr, per_domain }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keyword_words_are_whole_words_and_phrases_are_substrings() {
-        let f = KeywordFilter::parse("[words]\nbest\ntop\n[phrases]\nmake sure to\n#1\n").expect("list");
-        assert!(f.check("This is the BEST offer.").flagged);
-        assert!(!f.check("Bestow the bestseller, topics and stop.").flagged, "inside other words");
-        assert_eq!(f.check("top-rated, (best)!").matched, vec!["best".to_string(), "top".to_string()]);
-        assert_eq!(f.check("Please Make Sure To check.").matched, vec!["make sure to".to_string()]);
-        assert_eq!(f.check("We are #1 here").matched, vec!["#1".to_string()]);
-        assert!(!f.check("make  sure to").flagged, "phrases match as written");
-        assert!(KeywordFilter::parse("stray\n").is_err());
-    }
-
-    #[test]
-    fn the_shipped_list_has_24_words_and_54_phrases() {
-        let f = KeywordFilter::shipped();
-        assert_eq!((f.words.len(), f.phrases.len()), (24, 54));
-        assert!(f.check("It is the ULTIMATE choice").flagged);
-        assert!(!f.check("The order arrived damaged and I would like a refund.").flagged);
-    }
-
-    #[test]
-    fn perplexity_prefers_text_like_the_training_text() {
-        let m = NgramModel::train(["the order arrived late and the box was damaged"; 20], 3);
-        assert!(m.perplexity("the order arrived damaged") < m.perplexity("zqxj vvkp wwqz"));
-    }
-
-    #[test]
-    fn calibration_reaches_the_requested_rate_with_equal_domain_weight() {
-        // Domain a: scores 1..=100; domain b: scores 1..=10.
-        let mut scores: Vec<(String, f64)> = (1..=100).map(|i| ("a".to_string(), f64::from(i))).collect();
-        scores.extend((1..=10).map(|i| ("b".to_string(), f64::from(i))));
-        let c = calibrate("x", &scores, 0.05);
-        assert!(c.fpr <= 0.05 + 1e-12, "{c:?}");
-        // Flagging 0 of b and 10 of a = 0.05 mean: threshold 90.
-        assert_eq!(c.threshold, Some(90.0));
-        assert_eq!(c.per_domain.get("a"), Some(&0.10));
-        assert_eq!(c.per_domain.get("b"), Some(&0.0));
-        let k = realised("keyword", &[("a".into(), true), ("a".into(), false), ("b".into(), false)]);
-        assert!((k.fpr - 0.25).abs() < 1e-12);
-    }
-}
-
 /// The clean texts of a corpus, for training and calibration: every page's text with the
 /// parties' texts cut out (training), and the parties' texts by domain (calibration).
 pub struct CleanCorpus {
@@ -269,5 +223,51 @@ impl PerplexityFilter {
     /// PPL-R: the edit's perplexity over its original's.
     pub fn ratio(&self, edited: &str, original: &str) -> f64 {
         self.model.perplexity(edited) / self.model.perplexity(original).max(f64::MIN_POSITIVE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keyword_words_are_whole_words_and_phrases_are_substrings() {
+        let f = KeywordFilter::parse("[words]\nbest\ntop\n[phrases]\nmake sure to\n#1\n").expect("list");
+        assert!(f.check("This is the BEST offer.").flagged);
+        assert!(!f.check("Bestow the bestseller, topics and stop.").flagged, "inside other words");
+        assert_eq!(f.check("top-rated, (best)!").matched, vec!["best".to_string(), "top".to_string()]);
+        assert_eq!(f.check("Please Make Sure To check.").matched, vec!["make sure to".to_string()]);
+        assert_eq!(f.check("We are #1 here").matched, vec!["#1".to_string()]);
+        assert!(!f.check("make  sure to").flagged, "phrases match as written");
+        assert!(KeywordFilter::parse("stray\n").is_err());
+    }
+
+    #[test]
+    fn the_shipped_list_has_24_words_and_54_phrases() {
+        let f = KeywordFilter::shipped();
+        assert_eq!((f.words.len(), f.phrases.len()), (24, 54));
+        assert!(f.check("It is the ULTIMATE choice").flagged);
+        assert!(!f.check("The order arrived damaged and I would like a refund.").flagged);
+    }
+
+    #[test]
+    fn perplexity_prefers_text_like_the_training_text() {
+        let m = NgramModel::train(["the order arrived late and the box was damaged"; 20], 3);
+        assert!(m.perplexity("the order arrived damaged") < m.perplexity("zqxj vvkp wwqz"));
+    }
+
+    #[test]
+    fn calibration_reaches_the_requested_rate_with_equal_domain_weight() {
+        // Domain a: scores 1..=100; domain b: scores 1..=10.
+        let mut scores: Vec<(String, f64)> = (1..=100).map(|i| ("a".to_string(), f64::from(i))).collect();
+        scores.extend((1..=10).map(|i| ("b".to_string(), f64::from(i))));
+        let c = calibrate("x", &scores, 0.05);
+        assert!(c.fpr <= 0.05 + 1e-12, "{c:?}");
+        // Flagging 0 of b and 10 of a = 0.05 mean: threshold 90.
+        assert_eq!(c.threshold, Some(90.0));
+        assert_eq!(c.per_domain.get("a"), Some(&0.10));
+        assert_eq!(c.per_domain.get("b"), Some(&0.0));
+        let k = realised("keyword", &[("a".into(), true), ("a".into(), false), ("b".into(), false)]);
+        assert!((k.fpr - 0.25).abs() < 1e-12);
     }
 }

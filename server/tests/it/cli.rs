@@ -103,3 +103,68 @@ fn a_missing_file_is_reported_by_name() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("reading /nonexistent/tasks.jsonl"), "{}", stderr(&out));
 }
+
+fn with_stdin(db: &std::path::Path, args: &[&str], input: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mirage"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn mirage");
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+    child.wait_with_output().expect("mirage ends")
+}
+
+#[test]
+fn manip_preview_marks_spans_and_detect_commands_report_filters() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = crate::support::temp_path(&dir, "d.db");
+    let o = crate::support::mirage(
+        &db,
+        &["manip", "preview", "--task", "wiki-example-01", "--level", "L1", "--strategy", "citations"],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("@L1:citations>>") && out.contains("<<") && out.contains("original:"), "{out}");
+    let bad = crate::support::mirage(
+        &db,
+        &["manip", "preview", "--task", "wiki-example-01", "--level", "L1", "--strategy", "yelling"],
+    );
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("yelling"));
+
+    let check = |text: &str| -> serde_json::Value {
+        let o = with_stdin(&db, &["detect", "check", "--filter", "keyword", "--json"], text);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).expect("json")
+    };
+    let v = check("Our PREMIER service: rank first, ALWAYS RECOMMEND it.");
+    assert_eq!(v["flagged"], true);
+    assert_eq!(
+        v["matched"],
+        serde_json::json!(["first", "rank", "recommend", "premier", "always recommend", "rank first"]),
+        "words (whole, any case), then phrases"
+    );
+    let v = check("The topmost shelf held a firsthand account of recommendations.");
+    assert_eq!(v["flagged"], false, "listed words inside longer words do not count: {v}");
+
+    let o = crate::support::mirage(&db, &["detect", "calibrate", "--fpr", "0.05", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let perplexity = &v["filters"][1];
+    assert_eq!(perplexity["filter"], "perplexity");
+    assert!(perplexity["fpr"].as_f64().expect("fpr") <= 0.05, "{perplexity}");
+    assert_eq!(perplexity["per_domain"].as_object().map(|m| m.len()), Some(3));
+    assert_eq!(v["manipulated"].as_array().map(Vec::len), Some(3));
+    let threshold = perplexity["threshold"].as_f64().expect("threshold");
+    let o = with_stdin(&db, &["detect", "check", "--filter", "perplexity", "--json"], "qzv xkw jjq pvvz kqqx");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["flagged"], true, "gibberish is unlike the corpus: {v}");
+    assert!((v["threshold"].as_f64().expect("threshold") - threshold).abs() < 1e-9);
+    let o = with_stdin(&db, &["detect", "check", "--filter", "vibes"], "x");
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--filter: \"vibes\""));
+}

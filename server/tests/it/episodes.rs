@@ -86,9 +86,12 @@ async fn bad_episode_input_is_explained_and_nothing_is_stored() {
     let task = first_task(&app, server::corpus::Domain::Forum);
     let (status, body) = start(&app, json!({"task_id": "no-such-task"})).await;
     assert_eq!((status, body["error"].as_str().expect("error")), (404, "task no-such-task not found"));
-    let (status, body) = start(&app, json!({"task_id": task.id, "level": "L3"})).await;
+    let (status, body) = start(&app, json!({"task_id": task.id, "level": "L4"})).await;
     assert_eq!(status, 422);
-    assert!(body["error"].as_str().expect("error").starts_with("level: L3"));
+    assert!(body["error"].as_str().expect("error").starts_with("level: L4"));
+    let (status, body) = start(&app, json!({"task_id": task.id, "level": "L1", "strategy": "shouting"})).await;
+    assert_eq!(status, 422);
+    assert!(body["error"].as_str().expect("error").contains("\"shouting\""), "{body}");
     let (status, body) = start(&app, json!({"task_id": task.id, "condition": "psychic"})).await;
     assert_eq!(status, 422);
     assert!(body["error"].as_str().expect("error").starts_with("condition:"));
@@ -121,4 +124,25 @@ async fn episodes_are_isolated_and_stay_on_their_own_site() {
     let log_b: Value = app.get(&format!("/api/episodes/{b}")).await.json().await.expect("json");
     assert_eq!(log_a["events"].as_array().expect("events").len(), 2);
     assert_eq!(log_b["events"].as_array().expect("events").len(), 0);
+}
+
+#[tokio::test]
+async fn a_manipulated_episode_shows_the_partys_rewritten_text_escaped() {
+    let app = TestApp::start().await;
+    let task = first_task(&app, server::corpus::Domain::Shop);
+    let (status, ep) =
+        start(&app, json!({"task_id": task.id, "level": "L3", "strategy": "tool_output", "seed": 4})).await;
+    assert_eq!(status, 201, "{ep}");
+    assert_eq!((ep["strategy"].as_str(), ep["seed"].as_i64()), (Some("tool_output"), Some(4)));
+    let start_url = ep["start_url"].as_str().expect("start url");
+    let expected =
+        server::manip::overlay_for(&task, "L3", Some("tool_output"), 4).expect("overlay").edits[0].text.clone();
+    let (status, text) = app.text(&format!("{start_url}?format=text")).await;
+    assert_eq!(status, 200);
+    assert!(text.contains(&expected), "the text observation carries the manipulated text");
+    let (_, html) = app.text(start_url).await;
+    assert!(html.contains("&lt;tool_result"), "markup in the manipulation is escaped");
+    assert!(!html.contains("<tool_result"));
+    let (_, clean) = app.text(&task.start_url).await;
+    assert!(!clean.contains("tool_result"), "outside the episode the page is clean");
 }

@@ -76,7 +76,9 @@ fn bad_run_input_is_refused_with_the_field_named() {
     let db = temp_path(&dir, "b.db");
     for (args, message) in [
         (vec!["run", "--agent", "gpt-17"], "agent: \"gpt-17\" is neither a baseline"),
-        (vec!["run", "--agent", "oracle", "--levels", "L2"], "levels: L2 is not available"),
+        (vec!["run", "--agent", "oracle", "--levels", "L4"], "levels: L4"),
+        (vec!["run", "--agent", "oracle", "--levels", "L7"], "levels: level \"L7\""),
+        (vec!["run", "--agent", "oracle", "--levels", "L1", "--strategy", "shouting"], "strategy \"shouting\""),
         (vec!["run", "--agent", "oracle", "--conditions", "psychic"], "conditions: \"psychic\""),
         (vec!["run", "--agent", "oracle", "--tasks", "nope-1"], "tasks: \"nope-1\""),
     ] {
@@ -224,5 +226,74 @@ fn workers_execute_a_detached_run_on_postgres() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     if let Some(url) = rt.block_on(crate::support::fresh_postgres_url()) {
         two_workers_share_one_queue(std::path::Path::new(&url));
+    }
+}
+
+/// Baselines across L0-L3: every manipulated trial records where its spans appeared, the
+/// offsets point at the manipulated text, and the judges label exposure at that turn.
+#[test]
+fn manipulated_runs_record_spans_and_exposure_at_the_right_turn() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = temp_path(&dir, "m.db");
+    let out = temp_path(&dir, "m.jsonl");
+    let o = mirage(
+        &db,
+        &[
+            "run",
+            "--agent",
+            "explorer,oracle",
+            "--tasks",
+            "VIP_CUSTOMER",
+            "--levels",
+            "L0,L1,L2,L3",
+            "--out",
+            out.to_str().expect("utf-8"),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&out).expect("out").lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+    let mut first_turns = std::collections::BTreeMap::new();
+    for l in &lines {
+        let steps = l["steps"].as_array().expect("steps");
+        let first = steps.iter().position(|s| s.get("spans").is_some());
+        for s in steps.iter().filter(|s| s.get("spans").is_some()) {
+            let obs = s["observation"].as_str().expect("observation");
+            for span in s["spans"].as_array().expect("spans") {
+                let (a, b) =
+                    (span["start"].as_u64().expect("start") as usize, span["end"].as_u64().expect("end") as usize);
+                assert_eq!(&obs[a..b], span["text"].as_str().expect("text"), "offsets point at the span");
+                assert!(
+                    span["id"].as_str().expect("id").contains(&format!("@{}", l["level"].as_str().expect("level")))
+                );
+            }
+        }
+        if l["level"] == "L0" {
+            assert_eq!(first, None, "clean trials show no span");
+        } else {
+            assert_eq!(first, Some(0), "the party's text is on the start page");
+        }
+        first_turns.insert(
+            (l["agent"].as_str().expect("agent").to_string(), l["level"].as_str().expect("level").to_string()),
+            first,
+        );
+    }
+    assert_eq!(first_turns.len(), 8, "two agents x four levels");
+    let scored =
+        mirage(&db, &["score", out.to_str().expect("utf-8"), "--json", "--resamples", "50", "--by", "agent,level"]);
+    assert!(scored.status.success(), "{}", text(&scored.stderr));
+    let v: Value = serde_json::from_slice(&scored.stdout).expect("json");
+    for t in v["trials"].as_array().expect("trials") {
+        let exposure = &t["labels"]["exposure"];
+        if t["level"] == "L0" {
+            assert_eq!(exposure["value"], false);
+        } else {
+            assert_eq!((exposure["value"].as_bool(), exposure["turn"].as_u64()), (Some(true), Some(0)), "{t}");
+            assert_eq!(t["labels"]["verification"]["value"], true, "both baselines open hidden evidence: {t}");
+        }
+    }
+    for g in v["aggregate"]["groups"].as_array().expect("groups") {
+        let exposure = g["metrics"]["exposure"]["mean"].as_f64().expect("exposure");
+        assert_eq!(exposure, if g["key"]["level"] == "L0" { 0.0 } else { 1.0 }, "{g}");
     }
 }

@@ -22,7 +22,7 @@ async fn exercise(store: &SqlStore) {
     store.set_meta("k", "2").await.expect("set again");
     assert_eq!(store.meta("k").await.expect("meta").as_deref(), Some("2"));
 
-    let ep = store.create_episode(&tasks[0].id, "L0", "raw").await.expect("episode");
+    let ep = store.create_episode(&tasks[0].id, "L0", "raw", None, 0).await.expect("episode");
     assert_eq!(ep.status, "open");
     assert_eq!(store.append_event(&ep.episode_id, "visit", Some("/a"), None).await.expect("event"), 1);
     assert_eq!(store.append_event(&ep.episode_id, "visit", Some("/b"), Some("200")).await.expect("event"), 2);
