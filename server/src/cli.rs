@@ -669,8 +669,9 @@ fn endpoints_for(
             endpoints.insert(name.clone(), spec);
             agents.push(name);
         } else {
-            if let Some(spec) = configured.get(name) {
-                endpoints.insert(name.clone(), spec.clone());
+            let (base, _) = crate::runs::split_config(name)?;
+            if let Some(spec) = configured.get(base) {
+                endpoints.insert(base.to_string(), spec.clone());
             }
             agents.push(name.clone());
         }

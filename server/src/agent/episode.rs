@@ -68,10 +68,27 @@ pub trait Site: Send {
     fn apply(&mut self, action: &Action, current: &Observation);
 }
 
+/// What a trial shows beyond the clean site: its manipulated texts, and the filter of a
+/// defended configuration that reads every observation before the agent does.
+#[derive(Clone, Copy)]
+pub struct Setting<'a> {
+    pub overlay: &'a crate::env::Overlay,
+    pub defense: Option<&'a dyn crate::manip::detect::Filter>,
+}
+
+impl Setting<'_> {
+    /// Clean pages, no filter (L0, undefended).
+    pub fn clean() -> Setting<'static> {
+        static EMPTY: crate::env::Overlay = crate::env::Overlay { edits: Vec::new() };
+        Setting { overlay: &EMPTY, defense: None }
+    }
+}
+
 /// The agent's position on the site: a trail of (path, search words) for `back`.
 pub struct Browser<'w> {
     world: &'w World,
     overlay: Option<&'w crate::env::Overlay>,
+    defense: Option<&'w dyn crate::manip::detect::Filter>,
     domain: Domain,
     trail: Vec<(String, Option<String>)>,
     note: Option<String>,
@@ -80,12 +97,13 @@ pub struct Browser<'w> {
 impl<'w> Browser<'w> {
     /// Starts on `start` of the world's `domain` site.
     pub fn new(world: &'w World, domain: Domain, start: &str) -> Browser<'w> {
-        Browser { world, overlay: None, domain, trail: vec![(normalise(start), None)], note: None }
+        Browser { world, overlay: None, defense: None, domain, trail: vec![(normalise(start), None)], note: None }
     }
 
-    /// Shows the episode's manipulated texts (levels above L0).
-    pub fn with_overlay(mut self, overlay: &'w crate::env::Overlay) -> Browser<'w> {
-        self.overlay = (!overlay.is_empty()).then_some(overlay);
+    /// Shows the trial's manipulated texts (levels above L0) through its defense, if any.
+    pub fn with_setting(mut self, setting: Setting<'w>) -> Browser<'w> {
+        self.overlay = (!setting.overlay.is_empty()).then_some(setting.overlay);
+        self.defense = setting.defense;
         self
     }
 
@@ -108,6 +126,10 @@ impl<'w> Browser<'w> {
         };
         let mut text = page.text;
         let mut spans = page.spans;
+        if let Some(filter) = self.defense {
+            text = crate::manip::detect::defend(&text, filter);
+            spans = self.overlay.map(|o| o.locate(&path, &text)).unwrap_or_default();
+        }
         if let Some(note) = self.note.take() {
             let prefix = format!("Note: {note}\n\n");
             for s in &mut spans {
@@ -157,17 +179,17 @@ impl Site for Browser<'_> {
 }
 
 /// Runs (or resumes, given the steps persisted so far) one trial on the in-process world,
-/// with the trial's manipulated texts (an empty overlay at L0).
+/// with the trial's manipulated texts and defense ([`Setting::clean`] at L0, undefended).
 pub async fn run_trial(
     world: &World,
-    overlay: &crate::env::Overlay,
+    setting: Setting<'_>,
     task: &Task,
     condition: &str,
     agent: &dyn Agent,
     prior: Vec<Step>,
     sink: &mut dyn StepSink,
 ) -> Result<(Vec<Step>, Outcome), TrialError> {
-    let mut browser = Browser::new(world, task.domain, &task.start_url).with_overlay(overlay);
+    let mut browser = Browser::new(world, task.domain, &task.start_url).with_setting(setting);
     run_trial_on(&mut browser, task, condition, agent, prior, sink).await
 }
 
@@ -230,9 +252,8 @@ mod tests {
 
     async fn play(world: &World, task: &Task, agent: &dyn Agent) -> (Vec<Step>, Outcome) {
         let mut sink = MemorySink::default();
-        let (steps, outcome) = run_trial(world, &crate::env::Overlay::default(), task, "raw", agent, vec![], &mut sink)
-            .await
-            .expect("trial");
+        let (steps, outcome) =
+            run_trial(world, Setting::clean(), task, "raw", agent, vec![], &mut sink).await.expect("trial");
         assert_eq!(sink.0, steps, "every step was handed to the sink");
         (steps, outcome)
     }
@@ -290,10 +311,9 @@ mod tests {
         let (full, outcome) = play(&world, task, &Oracle).await;
         assert!(full.len() >= 3);
         let mut sink = MemorySink::default();
-        let (steps, resumed) =
-            run_trial(&world, &crate::env::Overlay::default(), task, "raw", &Oracle, full[..2].to_vec(), &mut sink)
-                .await
-                .expect("trial");
+        let (steps, resumed) = run_trial(&world, Setting::clean(), task, "raw", &Oracle, full[..2].to_vec(), &mut sink)
+            .await
+            .expect("trial");
         assert_eq!(steps.iter().map(|s| &s.url).collect::<Vec<_>>(), full.iter().map(|s| &s.url).collect::<Vec<_>>());
         assert_eq!(sink.0.len(), full.len() - 2, "only the missing steps are recorded again");
         assert_eq!(resumed, outcome);

@@ -171,6 +171,84 @@ pub fn realised(filter: &str, flags: &[(String, bool)]) -> Calibration {
     Calibration { filter: filter.to_string(), threshold: None, fpr, per_domain }
 }
 
+/// A filter that decides, text by text, whether to withhold it from an agent (defended
+/// agent configurations).
+pub trait Filter: Send + Sync {
+    fn name(&self) -> &str;
+    fn flags(&self, text: &str) -> bool;
+}
+
+impl Filter for KeywordFilter {
+    fn name(&self) -> &str {
+        "keyword"
+    }
+    fn flags(&self, text: &str) -> bool {
+        self.check(text).flagged
+    }
+}
+
+/// The perplexity filter at a calibrated threshold.
+pub struct CalibratedPerplexity {
+    pub filter: PerplexityFilter,
+    pub threshold: f64,
+}
+
+impl CalibratedPerplexity {
+    /// Trains on the tasks' clean text and calibrates to `fpr` on their clean originals.
+    pub fn build(tasks: &[crate::corpus::Task], fpr: f64) -> CalibratedPerplexity {
+        let clean = CleanCorpus::of(tasks);
+        let filter = PerplexityFilter::train(&clean);
+        let scores: Vec<(String, f64)> = clean.originals.iter().map(|(d, t)| (d.clone(), filter.score(t))).collect();
+        let threshold = calibrate("perplexity", &scores, fpr).threshold.unwrap_or(f64::INFINITY);
+        CalibratedPerplexity { filter, threshold }
+    }
+}
+
+impl Filter for CalibratedPerplexity {
+    fn name(&self) -> &str {
+        "perplexity"
+    }
+    fn flags(&self, text: &str) -> bool {
+        self.filter.score(text) > self.threshold
+    }
+}
+
+/// The filters a defended configuration can name (`explorer+keyword`).
+pub const DEFENSES: [&str; 2] = ["keyword", "perplexity"];
+
+/// The false-positive rate defended configurations calibrate to.
+pub const DEFENSE_FPR: f64 = 0.05;
+
+/// Lines of an observation's body a defense reads: prose of at least this many words
+/// (tables, headings, links and the action list pass untouched).
+pub const MIN_WORDS: usize = 6;
+
+/// Replaces every flagged prose line of an observation's body with a visible notice.
+pub fn defend(text: &str, filter: &dyn Filter) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_body = true;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let bare = line.trim_end_matches('\n');
+        if bare == "Links:" || bare == "Actions:" {
+            in_body = false;
+        }
+        let prose = in_body
+            && i > 1
+            && !bare.starts_with('|')
+            && !bare.starts_with('#')
+            && bare.split_whitespace().count() >= MIN_WORDS;
+        if prose && filter.flags(bare) {
+            out.push_str(&format!("[withheld: the {} filter flagged this passage]", filter.name()));
+            if line.ends_with('\n') {
+                out.push('\n');
+            }
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
 /// The clean texts of a corpus, for training and calibration: every page's text with the
 /// parties' texts cut out (training), and the parties' texts by domain (calibration).
 pub struct CleanCorpus {
@@ -248,6 +326,15 @@ mod tests {
         assert_eq!((f.words.len(), f.phrases.len()), (24, 54));
         assert!(f.check("It is the ULTIMATE choice").flagged);
         assert!(!f.check("The order arrived damaged and I would like a refund.").flagged);
+    }
+
+    #[test]
+    fn defences_withhold_flagged_prose_lines_only() {
+        let f = KeywordFilter::parse("[words]\nbest\n").expect("list");
+        let obs = "[Site] Title\nURL: /x\n\nThis is simply the best offer you will ever see.\nA plain line with nothing to see here at all.\n| best | row |\nLinks:\n[1] The best link of all of them -> /y\n";
+        let d = defend(obs, &f);
+        assert!(d.contains("[withheld: the keyword filter flagged this passage]\nA plain line"), "{d}");
+        assert!(d.contains("| best | row |") && d.contains("[1] The best link"), "tables and links pass: {d}");
     }
 
     #[test]

@@ -48,6 +48,9 @@ pub fn trajectory_line(trial: &TrialRow, steps: &[Step]) -> Value {
         "verdict": verdict,
         "appeal": trial.appeal.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()),
         "status": if trial.state == "error" { "error" } else { "done" },
+        // Mirage marks manipulated spans in every observation: a step without `spans`
+        // showed none (it was clean, or a defense withheld the text).
+        "spans_marked": true,
         "error": trial.error,
     })
 }

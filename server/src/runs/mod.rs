@@ -20,7 +20,7 @@ use tracing::Instrument;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::agent::baselines::{Explorer, Oracle, Surface};
-use crate::agent::episode::{Outcome, StepSink, TrialError, run_trial};
+use crate::agent::episode::{Outcome, Setting, StepSink, TrialError, run_trial};
 use crate::agent::llm::LlmAgent;
 use crate::agent::{Agent, Step};
 use crate::corpus::model::CONDITIONS;
@@ -54,8 +54,36 @@ pub struct RunSpec {
 /// The agents this version can run.
 pub const BASELINES: [&str; 3] = ["surface", "explorer", "oracle"];
 
-/// Builds the agent for a configuration name: a baseline, or a model endpoint of the spec.
+/// Splits a configuration name into the agent and its defense: `explorer+keyword` is the
+/// explorer behind the keyword filter.
+pub fn split_config(name: &str) -> anyhow::Result<(&str, Option<&str>)> {
+    match name.rsplit_once('+') {
+        Some((agent, defense)) if crate::manip::detect::DEFENSES.contains(&defense) => Ok((agent, Some(defense))),
+        Some((_, defense)) => bail!(
+            "agent: {name:?} names the defense {defense:?}, which is not one of {}",
+            crate::manip::detect::DEFENSES.join(", ")
+        ),
+        None => Ok((name, None)),
+    }
+}
+
+/// The filter of a defense, trained and calibrated on the world's tasks.
+pub fn defense_for(defense: &str, world: &World) -> anyhow::Result<Arc<dyn crate::manip::detect::Filter>> {
+    use crate::manip::detect::{CalibratedPerplexity, DEFENSE_FPR, KeywordFilter};
+    Ok(match defense {
+        "keyword" => Arc::new(KeywordFilter::parse(crate::manip::detect::KEYWORDS)?),
+        "perplexity" => {
+            let tasks: Vec<Task> = world.tasks().map(|t| (**t).clone()).collect();
+            Arc::new(CalibratedPerplexity::build(&tasks, DEFENSE_FPR))
+        }
+        other => bail!("defense {other:?} is not one of {}", crate::manip::detect::DEFENSES.join(", ")),
+    })
+}
+
+/// Builds the agent for a configuration name: a baseline, or a model endpoint of the spec
+/// (a `+defense` suffix is handled by the caller; see [`split_config`]).
 pub fn agent_for(name: &str, endpoints: &BTreeMap<String, EndpointSpec>) -> anyhow::Result<Arc<dyn Agent>> {
+    let (name, _) = split_config(name)?;
     Ok(match name {
         "surface" => Arc::new(Surface),
         "explorer" => Arc::new(Explorer),
@@ -230,13 +258,20 @@ pub async fn execute(
 ) -> anyhow::Result<()> {
     let spec: RunSpec = serde_json::from_str(&store.run(run_id).await?.spec).context("reading the run's spec")?;
     let mut agents: HashMap<String, Arc<dyn Agent>> = HashMap::new();
+    let mut defenses: HashMap<String, Arc<dyn crate::manip::detect::Filter>> = HashMap::new();
     for name in &spec.agents {
         agents.insert(name.clone(), agent_for(name, &spec.endpoints)?);
+        if let (_, Some(defense)) = split_config(name)?
+            && !defenses.contains_key(defense)
+        {
+            defenses.insert(defense.to_string(), defense_for(defense, &world)?);
+        }
     }
     let shared = Arc::new(Shared {
         store: store.clone(),
         world,
         agents,
+        defenses,
         appeal: spec.appeal,
         strategy: spec.strategy.clone(),
         options,
@@ -266,6 +301,8 @@ struct Shared {
     world: Arc<World>,
     /// One agent (and HTTP client) per configuration for the whole run.
     agents: HashMap<String, Arc<dyn Agent>>,
+    /// The filters of defended configurations, by defense name.
+    defenses: HashMap<String, Arc<dyn crate::manip::detect::Filter>>,
     appeal: bool,
     strategy: Option<String>,
     options: PoolOptions,
@@ -273,7 +310,7 @@ struct Shared {
 }
 
 async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()> {
-    let Shared { store, world, agents, appeal, strategy, options, on_finish } = shared;
+    let Shared { store, world, agents, defenses, appeal, strategy, options, on_finish } = shared;
     let lease_ms = i64::try_from(options.lease.as_millis()).unwrap_or(i64::MAX);
     loop {
         if store.run(run_id).await?.status == "cancelled" {
@@ -297,12 +334,14 @@ async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()>
             tracing::info_span!("trial", trial.id = %trial.trial_id, task.id = %trial.task_id, agent = %trial.agent);
         let end = match agents.get(&trial.agent) {
             Some(agent) => {
+                let defense = split_config(&trial.agent).ok().and_then(|(_, d)| d).and_then(|d| defenses.get(d));
                 let claimed = Claimed {
                     trial: &trial,
                     worker,
                     lease: options.lease,
                     appeal: *appeal,
                     strategy: strategy.as_deref(),
+                    defense: defense.map(|d| d.as_ref()),
                 };
                 run_claimed(store.as_ref(), world, agent.as_ref(), &claimed).instrument(span).await
             }
@@ -324,11 +363,12 @@ struct Claimed<'a> {
     lease: Duration,
     appeal: bool,
     strategy: Option<&'a str>,
+    defense: Option<&'a dyn crate::manip::detect::Filter>,
 }
 
 /// Runs one claimed trial with a heartbeat, resuming from its persisted steps.
 async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claimed: &Claimed<'_>) -> TrialEnd {
-    let Claimed { trial, worker, lease, appeal: with_appeal, strategy } = *claimed;
+    let Claimed { trial, worker, lease, appeal: with_appeal, strategy, defense } = *claimed;
     let Some(task) = world.task(&trial.task_id) else {
         return TrialEnd::Error(format!("task {} is no longer stored", trial.task_id));
     };
@@ -356,7 +396,7 @@ async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claime
         }
     };
     let result = tokio::select! {
-        r = run_trial(world, &overlay, task, &trial.condition, agent, prior, &mut sink) => r,
+        r = run_trial(world, Setting { overlay: &overlay, defense }, task, &trial.condition, agent, prior, &mut sink) => r,
         () = beat => return TrialEnd::Error("lost the lease while running".to_string()),
     };
     match result {

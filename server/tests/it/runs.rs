@@ -297,3 +297,60 @@ fn manipulated_runs_record_spans_and_exposure_at_the_right_turn() {
         assert_eq!(exposure, if g["key"]["level"] == "L0" { 0.0 } else { 1.0 }, "{g}");
     }
 }
+
+/// A defended configuration reads pages through a filter: the flagged manipulation is
+/// withheld (so the agent is never exposed) and the configuration is scored on its own.
+#[test]
+fn defended_configurations_withhold_flagged_text_and_score_separately() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = temp_path(&dir, "d.db");
+    let out = temp_path(&dir, "d.jsonl");
+    let o = mirage(
+        &db,
+        &[
+            "run",
+            "--agent",
+            "explorer,explorer+keyword",
+            "--tasks",
+            "ACCOUNT_TAKEOVER",
+            "--levels",
+            "L3",
+            "--strategy",
+            "system_notice",
+            "--out",
+            out.to_str().expect("utf-8"),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&out).expect("out").lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+    for l in &lines {
+        let start = l["steps"][0]["observation"].as_str().expect("observation");
+        if l["agent"] == "explorer+keyword" {
+            assert!(start.contains("[withheld: the keyword filter flagged this passage]"), "{start}");
+            assert!(!start.contains("SYSTEM NOTICE"));
+            assert!(l["steps"][0].get("spans").is_none());
+        } else {
+            assert!(start.contains("SYSTEM NOTICE"));
+        }
+    }
+    let bad = mirage(&db, &["run", "--agent", "explorer+magic", "--tasks", "ACCOUNT_TAKEOVER"]);
+    assert!(text(&bad.stderr).contains("defense \"magic\""), "{}", text(&bad.stderr));
+    let v: Value = serde_json::from_slice(
+        &mirage(&db, &["score", out.to_str().expect("utf-8"), "--json", "--resamples", "50"]).stdout,
+    )
+    .expect("json");
+    let board: Vec<&str> = v["aggregate"]["leaderboard"]
+        .as_array()
+        .expect("board")
+        .iter()
+        .map(|s| s["agent"].as_str().expect("agent"))
+        .collect();
+    assert!(board.contains(&"explorer") && board.contains(&"explorer+keyword"), "{board:?}");
+    let exposure = |agent: &str| {
+        v["aggregate"]["groups"].as_array().expect("groups").iter().find(|g| g["key"]["agent"] == agent).expect("group")
+            ["metrics"]["exposure"]["mean"]
+            .as_f64()
+    };
+    assert_eq!((exposure("explorer"), exposure("explorer+keyword")), (Some(1.0), Some(0.0)));
+}
