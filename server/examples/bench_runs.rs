@@ -84,6 +84,7 @@ async fn main() {
         endpoints,
         appeal: false,
         strategy: None,
+        tap: Default::default(),
     };
     let explorer = spec(vec!["explorer".into()], "all", Default::default());
     let run = create_run(store.as_ref(), &world, &explorer, "bench").await.expect("run");

@@ -139,12 +139,15 @@ pub struct RunArgs {
     /// `all`, a site (shop, forum, wiki), a category, or comma-separated task ids.
     #[arg(long, default_value = "all")]
     pub tasks: String,
-    /// Manipulation levels, comma-separated: L0 (clean) to L3 (L4 needs the adaptive search).
+    /// Manipulation levels, comma-separated: L0 (clean) to L4 (adaptive search per trial).
     #[arg(long, value_delimiter = ',', default_value = "L0")]
     pub levels: Vec<String>,
     /// Manipulation strategy: an L1 style or an L3 form (default: drawn per trial from its seed).
     #[arg(long)]
     pub strategy: Option<String>,
+    /// L4: most agent calls one trial's search may spend (3 roots, 5 best × 3 children, 5 levels).
+    #[arg(long, default_value_t = 300)]
+    pub tap_budget: usize,
     /// Ticket conditions, comma-separated: raw, hint, evidence_anchored.
     #[arg(long, value_delimiter = ',', default_value = "raw")]
     pub conditions: Vec<String>,
@@ -486,6 +489,7 @@ async fn run_command(store: Arc<SqlStore>, args: RunArgs) -> anyhow::Result<()> 
                 endpoints,
                 appeal: args.appeal,
                 strategy: args.strategy,
+                tap: crate::manip::tap::TapOptions { budget: args.tap_budget, ..Default::default() },
             };
             let id = create_run(store.as_ref(), &world, &spec, &version).await?;
             if args.detach {

@@ -238,6 +238,20 @@ pub trait Store: Send + Sync {
     async fn add_label(&self, event: &LabelEvent) -> StoreResult<i64>;
     /// Every label event of a run's trials, oldest first.
     async fn label_events(&self, run_id: &str) -> StoreResult<Vec<LabelEvent>>;
+    /// Appends a scored L4 search node (`body` is the node as JSON).
+    async fn add_tap_node(
+        &self,
+        trial_id: &str,
+        node_id: i64,
+        parent: Option<i64>,
+        depth: i64,
+        score: f64,
+        body: &str,
+    ) -> StoreResult<()>;
+    /// The search nodes of a trial, in order (JSON bodies).
+    async fn tap_nodes(&self, trial_id: &str) -> StoreResult<Vec<String>>;
+    /// Forgets a trial's search nodes (an interrupted search starts again).
+    async fn reset_tap(&self, trial_id: &str) -> StoreResult<()>;
     /// A cached judge answer.
     async fn cache_get(&self, key: &str) -> StoreResult<Option<String>>;
     /// Keeps a judge answer (the first answer for a key wins).
@@ -834,6 +848,43 @@ impl Store for SqlStore {
             })
             .collect::<Result<_, sqlx::Error>>()
             .map_err(StoreError::from)
+    }
+
+    async fn add_tap_node(
+        &self,
+        trial_id: &str,
+        node_id: i64,
+        parent: Option<i64>,
+        depth: i64,
+        score: f64,
+        body: &str,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "insert into tap_node (trial_id, node_id, parent, depth, body, score, created_at) values ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(trial_id)
+        .bind(node_id)
+        .bind(parent)
+        .bind(depth)
+        .bind(body)
+        .bind(score)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn tap_nodes(&self, trial_id: &str) -> StoreResult<Vec<String>> {
+        let rows = sqlx::query("select body from tap_node where trial_id = $1 order by node_id")
+            .bind(trial_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(|r| r.try_get("body")).collect::<Result<_, _>>()?)
+    }
+
+    async fn reset_tap(&self, trial_id: &str) -> StoreResult<()> {
+        sqlx::query("delete from tap_node where trial_id = $1").bind(trial_id).execute(&self.pool).await?;
+        Ok(())
     }
 
     async fn cache_get(&self, key: &str) -> StoreResult<Option<String>> {

@@ -49,6 +49,9 @@ pub struct RunSpec {
     /// without one each trial draws its own from its seed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<String>,
+    /// Shape and budget of L4 searches.
+    #[serde(default)]
+    pub tap: crate::manip::tap::TapOptions,
 }
 
 /// The agents this version can run.
@@ -133,9 +136,6 @@ pub fn plan(world: &World, spec: &RunSpec) -> anyhow::Result<Vec<NewTrial>> {
         agent_for(agent, &spec.endpoints)?;
     }
     for level in &spec.levels {
-        if level == "L4" {
-            bail!("levels: L4 (adaptive search against the agent) is not available in runs yet; use L0-L3");
-        }
         crate::manip::check(level, spec.strategy.as_deref()).map_err(|e| anyhow::anyhow!("levels: {e}"))?;
     }
     for condition in &spec.conditions {
@@ -274,6 +274,7 @@ pub async fn execute(
         defenses,
         appeal: spec.appeal,
         strategy: spec.strategy.clone(),
+        tap: spec.tap,
         options,
         on_finish,
     });
@@ -305,12 +306,13 @@ struct Shared {
     defenses: HashMap<String, Arc<dyn crate::manip::detect::Filter>>,
     appeal: bool,
     strategy: Option<String>,
+    tap: crate::manip::tap::TapOptions,
     options: PoolOptions,
     on_finish: OnFinish,
 }
 
 async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()> {
-    let Shared { store, world, agents, defenses, appeal, strategy, options, on_finish } = shared;
+    let Shared { store, world, agents, defenses, appeal, strategy, tap, options, on_finish } = shared;
     let lease_ms = i64::try_from(options.lease.as_millis()).unwrap_or(i64::MAX);
     loop {
         if store.run(run_id).await?.status == "cancelled" {
@@ -342,6 +344,7 @@ async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()>
                     appeal: *appeal,
                     strategy: strategy.as_deref(),
                     defense: defense.map(|d| d.as_ref()),
+                    tap: *tap,
                 };
                 run_claimed(store.as_ref(), world, agent.as_ref(), &claimed).instrument(span).await
             }
@@ -364,17 +367,25 @@ struct Claimed<'a> {
     appeal: bool,
     strategy: Option<&'a str>,
     defense: Option<&'a dyn crate::manip::detect::Filter>,
+    tap: crate::manip::tap::TapOptions,
 }
 
 /// Runs one claimed trial with a heartbeat, resuming from its persisted steps.
 async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claimed: &Claimed<'_>) -> TrialEnd {
-    let Claimed { trial, worker, lease, appeal: with_appeal, strategy, defense } = *claimed;
+    let Claimed { trial, worker, lease, appeal: with_appeal, strategy, defense, tap } = *claimed;
     let Some(task) = world.task(&trial.task_id) else {
         return TrialEnd::Error(format!("task {} is no longer stored", trial.task_id));
     };
-    let overlay = match crate::manip::overlay_for(task, &trial.level, strategy, trial.seed) {
-        Ok(o) => o,
-        Err(e) => return TrialEnd::Error(format!("manipulation: {e:#}")),
+    let overlay = if trial.level == "L4" {
+        match searched_overlay(store, world, agent, trial, defense, tap).await {
+            Ok(o) => o,
+            Err(e) => return TrialEnd::Error(format!("L4 search: {e:#}")),
+        }
+    } else {
+        match crate::manip::overlay_for(task, &trial.level, strategy, trial.seed) {
+            Ok(o) => o,
+            Err(e) => return TrialEnd::Error(format!("manipulation: {e:#}")),
+        }
     };
     let prior: Vec<Step> = match store.steps(&trial.trial_id).await {
         Ok(bodies) => match bodies.iter().map(|b| serde_json::from_str(b)).collect::<Result<_, _>>() {
@@ -417,6 +428,50 @@ async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claime
         }
         Err(e) => TrialEnd::Error(e.to_string()),
     }
+}
+
+/// Stores each scored search node as it comes.
+struct DbTapLog<'a> {
+    store: &'a dyn Store,
+    trial_id: &'a str,
+}
+
+#[async_trait]
+impl crate::manip::tap::TapLog for DbTapLog<'_> {
+    async fn node(&mut self, node: &crate::manip::tap::Node) -> anyhow::Result<()> {
+        let id = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+        let body = serde_json::to_string(node)?;
+        self.store
+            .add_tap_node(self.trial_id, id(node.id), node.parent.map(id), id(node.depth), node.score, &body)
+            .await?;
+        Ok(())
+    }
+}
+
+/// The overlay of an L4 trial: the best passage of its search. A finished search (one
+/// whose trial already has steps) is reused; otherwise the search runs (again) now.
+async fn searched_overlay(
+    store: &dyn Store,
+    world: &World,
+    agent: &dyn Agent,
+    trial: &TrialRow,
+    defense: Option<&dyn crate::manip::detect::Filter>,
+    tap: crate::manip::tap::TapOptions,
+) -> anyhow::Result<crate::env::Overlay> {
+    use crate::manip::tap::{Node, Target, overlay_with, search};
+    let task = world.task(&trial.task_id).context("the trial's task")?;
+    let started = !store.steps(&trial.trial_id).await?.is_empty();
+    let nodes: Vec<Node> =
+        store.tap_nodes(&trial.trial_id).await?.iter().map(|b| serde_json::from_str(b)).collect::<Result<_, _>>()?;
+    if started && let Some(best) = nodes.iter().max_by(|a, b| a.score.total_cmp(&b.score).then(b.id.cmp(&a.id))) {
+        return Ok(overlay_with(task, &best.text));
+    }
+    store.reset_tap(&trial.trial_id).await?;
+    let mut log = DbTapLog { store, trial_id: &trial.trial_id };
+    let target = Target { world, task, condition: &trial.condition, agent, defense };
+    let result = search(target, tap, trial.seed, &mut log).await?;
+    tracing::info!(trial.id = %trial.trial_id, nodes = result.nodes, calls = result.calls, stopped = %result.stopped, "L4 search done");
+    Ok(overlay_with(task, &result.best.text))
 }
 
 /// Puts the appeal to the agent and records what it did (JSON).

@@ -76,7 +76,6 @@ fn bad_run_input_is_refused_with_the_field_named() {
     let db = temp_path(&dir, "b.db");
     for (args, message) in [
         (vec!["run", "--agent", "gpt-17"], "agent: \"gpt-17\" is neither a baseline"),
-        (vec!["run", "--agent", "oracle", "--levels", "L4"], "levels: L4"),
         (vec!["run", "--agent", "oracle", "--levels", "L7"], "levels: level \"L7\""),
         (vec!["run", "--agent", "oracle", "--levels", "L1", "--strategy", "shouting"], "strategy \"shouting\""),
         (vec!["run", "--agent", "oracle", "--conditions", "psychic"], "conditions: \"psychic\""),
@@ -109,6 +108,7 @@ fn cancel_stops_the_queued_trials() {
         endpoints: Default::default(),
         appeal: false,
         strategy: None,
+        tap: Default::default(),
     };
     let run = rt.block_on(server::runs::create_run(&store, &world, &spec, "v")).expect("run");
     let o = mirage(&db, &["runs", "cancel", &run]);
