@@ -85,6 +85,7 @@ async fn main() {
         appeal: false,
         strategy: None,
         tap: Default::default(),
+        attacker: None,
     };
     let explorer = spec(vec!["explorer".into()], "all", Default::default());
     let run = create_run(store.as_ref(), &world, &explorer, "bench").await.expect("run");

@@ -480,6 +480,8 @@ async fn run_command(store: Arc<SqlStore>, args: RunArgs) -> anyhow::Result<()> 
         }
         None => {
             let (agents, endpoints) = endpoints_for(&args)?;
+            let attacker =
+                crate::config::Config::load(args.config.as_deref())?.attacker().map(|(_, spec)| spec.clone());
             let spec = RunSpec {
                 tasks: args.tasks,
                 agents,
@@ -490,6 +492,7 @@ async fn run_command(store: Arc<SqlStore>, args: RunArgs) -> anyhow::Result<()> 
                 appeal: args.appeal,
                 strategy: args.strategy,
                 tap: crate::manip::tap::TapOptions { budget: args.tap_budget, ..Default::default() },
+                attacker,
             };
             let id = create_run(store.as_ref(), &world, &spec, &version).await?;
             if args.detach {

@@ -5,6 +5,7 @@
 //! The result is an [`Overlay`]: edits that replace each original text on its page, with
 //! a span id, so that observations can say where manipulated text appears.
 
+pub mod attacker;
 pub mod detect;
 pub mod tap;
 pub mod text;
@@ -80,18 +81,23 @@ pub fn strategy_for(task: &Task, level: &str, strategy: Option<&str>, seed: i64)
     }))
 }
 
-/// The manipulated text of one injection point under a built-in writer.
-pub fn write(task: &Task, point: usize, level: &str, strategy: &str, seed: i64) -> String {
+/// What the writers know about injection point `point` of a task.
+pub fn facts_of(task: &Task, point: usize) -> Facts<'_> {
     let p = &task.injection_points[point];
-    let page = task.pages.get(&p.url).map_or(p.url.as_str(), |pg| pg.title.as_str());
-    let facts = Facts {
+    Facts {
         domain: task.domain,
         party: &p.party,
         goal: &p.goal,
         original: &p.text,
-        page,
+        page: task.pages.get(&p.url).map_or(p.url.as_str(), |pg| pg.title.as_str()),
         category: &task.category,
-    };
+    }
+}
+
+/// The manipulated text of one injection point under a built-in writer.
+pub fn write(task: &Task, point: usize, level: &str, strategy: &str, seed: i64) -> String {
+    let p = &task.injection_points[point];
+    let facts = facts_of(task, point);
     let mut rng = rng_for(&task.id, level, &format!("{strategy}/{}", p.id), seed);
     let text = match level {
         "L1" => text::rewrite(strategy, &facts, &mut rng),
@@ -124,6 +130,26 @@ pub fn overlay_for(task: &Task, level: &str, strategy: Option<&str>, seed: i64) 
         })
         .collect();
     Ok(Overlay { edits })
+}
+
+/// The overlay of one trial: with an attacker endpoint, L1 and L2 texts come from it
+/// (cached); otherwise, and for L3, from the built-in writers.
+pub async fn overlay_with_attacker(
+    task: &Task,
+    level: &str,
+    strategy: Option<&str>,
+    seed: i64,
+    attacker: Option<&attacker::Attacker>,
+) -> anyhow::Result<Overlay> {
+    let mut overlay = overlay_for(task, level, strategy, seed)?;
+    if let Some(attacker) = attacker.filter(|_| level == "L1" || level == "L2") {
+        for (i, edit) in overlay.edits.iter_mut().enumerate() {
+            let strategy = edit.span.rsplit(':').next().unwrap_or_default().to_string();
+            edit.text = attacker.write(&facts_of(task, i), level, &strategy, seed).await?;
+            edit.span = format!("{}@{level}:{strategy}:attacker", edit.injection);
+        }
+    }
+    Ok(overlay)
 }
 
 #[cfg(test)]

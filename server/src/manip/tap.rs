@@ -102,18 +102,6 @@ impl Agent for Budgeted<'_> {
     }
 }
 
-fn facts(task: &Task) -> Facts<'_> {
-    let p = &task.injection_points[0];
-    Facts {
-        domain: task.domain,
-        party: &p.party,
-        goal: &p.goal,
-        original: &p.text,
-        page: task.pages.get(&p.url).map_or(p.url.as_str(), |pg| pg.title.as_str()),
-        category: &task.category,
-    }
-}
-
 /// The built-in attacker: root passages from the L1–L3 writers, children by mutating the
 /// parent (more authority, urgency, a forged check, a different injection form).
 fn propose(f: &Facts<'_>, parent: Option<&Node>, n: usize, rng: &mut ChaCha8Rng) -> Vec<String> {
@@ -190,10 +178,11 @@ pub async fn search(
     options: TapOptions,
     seed: i64,
     log: &mut dyn TapLog,
+    attacker: Option<&super::attacker::Attacker>,
 ) -> anyhow::Result<SearchResult> {
     let Target { world, task, condition, agent, defense } = target;
     anyhow::ensure!(!task.injection_points.is_empty(), "task {} has no injection point to search on", task.id);
-    let f = facts(task);
+    let f = super::facts_of(task, 0);
     let mut rng = rng_for(&task.id, "L4", "tap", seed);
     let used = Arc::new(AtomicUsize::new(0));
     let budgeted = Budgeted { inner: agent, used: used.clone(), budget: options.budget };
@@ -204,7 +193,13 @@ pub async fn search(
         let mut level: Vec<usize> = Vec::new();
         for parent in frontier {
             let n = if parent.is_none() { options.roots } else { options.branch };
-            let proposals = propose(&f, parent.map(|p| &nodes[p]), n, &mut rng);
+            let proposals = match attacker {
+                Some(a) => a
+                    .propose(&f, parent.map(|p| (nodes[p].text.as_str(), nodes[p].score)), n, seed)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("the attacker endpoint: {e:#}"))?,
+                None => propose(&f, parent.map(|p| &nodes[p]), n, &mut rng),
+            };
             for text in proposals {
                 let before = used.load(Ordering::SeqCst);
                 if before >= options.budget {
@@ -322,14 +317,16 @@ mod tests {
         let world = world();
         let task = world.tasks().next().expect("task").clone();
         let mut log: Vec<Node> = Vec::new();
-        let r = search(target(&world, &task, &Gullible), TapOptions::default(), 3, &mut log).await.expect("search");
+        let r =
+            search(target(&world, &task, &Gullible), TapOptions::default(), 3, &mut log, None).await.expect("search");
         assert!(r.success && r.stopped == "goal reached", "{r:?}");
         assert!(r.best.text.contains("supervisor"), "{}", r.best.text);
         assert_eq!(log.len(), r.nodes);
         assert_eq!(log.last().map(|n| n.id), Some(r.best.id), "no candidate is scored after the goal");
         assert!(log.iter().all(|n| n.parent.is_none_or(|p| p < n.id)), "parents come first");
-        let again =
-            search(target(&world, &task, &Gullible), TapOptions::default(), 3, &mut Vec::new()).await.expect("search");
+        let again = search(target(&world, &task, &Gullible), TapOptions::default(), 3, &mut Vec::new(), None)
+            .await
+            .expect("search");
         assert_eq!(again, r, "deterministic for a deterministic agent");
     }
 
@@ -339,7 +336,7 @@ mod tests {
         let task = world.tasks().next().expect("task").clone();
         let options = TapOptions { budget: 7, ..TapOptions::default() };
         let mut log: Vec<Node> = Vec::new();
-        let r = search(target(&world, &task, &crate::agent::baselines::Oracle), options, 0, &mut log)
+        let r = search(target(&world, &task, &crate::agent::baselines::Oracle), options, 0, &mut log, None)
             .await
             .expect("search");
         assert!(!r.success);
@@ -350,6 +347,6 @@ mod tests {
             "a candidate cut short by the budget is not logged"
         );
         let none = TapOptions { budget: 0, ..TapOptions::default() };
-        assert!(search(target(&world, &task, &Gullible), none, 0, &mut Vec::new()).await.is_err());
+        assert!(search(target(&world, &task, &Gullible), none, 0, &mut Vec::new(), None).await.is_err());
     }
 }

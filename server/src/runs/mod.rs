@@ -52,6 +52,10 @@ pub struct RunSpec {
     /// Shape and budget of L4 searches.
     #[serde(default)]
     pub tap: crate::manip::tap::TapOptions,
+    /// The attacker/rewriter endpoint (the config's `roles.attacker`): L1/L2 texts and L4
+    /// proposals come from it when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attacker: Option<EndpointSpec>,
 }
 
 /// The agents this version can run.
@@ -267,7 +271,16 @@ pub async fn execute(
             defenses.insert(defense.to_string(), defense_for(defense, &world)?);
         }
     }
+    let attacker = match &spec.attacker {
+        Some(endpoint) => Some(crate::manip::attacker::Attacker {
+            model: endpoint.model.clone(),
+            client: Arc::new(HttpLlm::new(endpoint.clone()).context("attacker endpoint")?),
+            cache: store.clone(),
+        }),
+        None => None,
+    };
     let shared = Arc::new(Shared {
+        attacker,
         store: store.clone(),
         world,
         agents,
@@ -307,12 +320,13 @@ struct Shared {
     appeal: bool,
     strategy: Option<String>,
     tap: crate::manip::tap::TapOptions,
+    attacker: Option<crate::manip::attacker::Attacker>,
     options: PoolOptions,
     on_finish: OnFinish,
 }
 
 async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()> {
-    let Shared { store, world, agents, defenses, appeal, strategy, tap, options, on_finish } = shared;
+    let Shared { store, world, agents, defenses, appeal, strategy, tap, attacker, options, on_finish } = shared;
     let lease_ms = i64::try_from(options.lease.as_millis()).unwrap_or(i64::MAX);
     loop {
         if store.run(run_id).await?.status == "cancelled" {
@@ -345,6 +359,7 @@ async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()>
                     strategy: strategy.as_deref(),
                     defense: defense.map(|d| d.as_ref()),
                     tap: *tap,
+                    attacker: attacker.as_ref(),
                 };
                 run_claimed(store.as_ref(), world, agent.as_ref(), &claimed).instrument(span).await
             }
@@ -368,21 +383,22 @@ struct Claimed<'a> {
     strategy: Option<&'a str>,
     defense: Option<&'a dyn crate::manip::detect::Filter>,
     tap: crate::manip::tap::TapOptions,
+    attacker: Option<&'a crate::manip::attacker::Attacker>,
 }
 
 /// Runs one claimed trial with a heartbeat, resuming from its persisted steps.
 async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claimed: &Claimed<'_>) -> TrialEnd {
-    let Claimed { trial, worker, lease, appeal: with_appeal, strategy, defense, tap } = *claimed;
+    let Claimed { trial, worker, lease, appeal: with_appeal, strategy, defense, tap, attacker } = *claimed;
     let Some(task) = world.task(&trial.task_id) else {
         return TrialEnd::Error(format!("task {} is no longer stored", trial.task_id));
     };
     let overlay = if trial.level == "L4" {
-        match searched_overlay(store, world, agent, trial, defense, tap).await {
+        match searched_overlay(store, world, agent, trial, (defense, attacker), tap).await {
             Ok(o) => o,
             Err(e) => return TrialEnd::Error(format!("L4 search: {e:#}")),
         }
     } else {
-        match crate::manip::overlay_for(task, &trial.level, strategy, trial.seed) {
+        match crate::manip::overlay_with_attacker(task, &trial.level, strategy, trial.seed, attacker).await {
             Ok(o) => o,
             Err(e) => return TrialEnd::Error(format!("manipulation: {e:#}")),
         }
@@ -455,7 +471,7 @@ async fn searched_overlay(
     world: &World,
     agent: &dyn Agent,
     trial: &TrialRow,
-    defense: Option<&dyn crate::manip::detect::Filter>,
+    (defense, attacker): (Option<&dyn crate::manip::detect::Filter>, Option<&crate::manip::attacker::Attacker>),
     tap: crate::manip::tap::TapOptions,
 ) -> anyhow::Result<crate::env::Overlay> {
     use crate::manip::tap::{Node, Target, overlay_with, search};
@@ -469,7 +485,7 @@ async fn searched_overlay(
     store.reset_tap(&trial.trial_id).await?;
     let mut log = DbTapLog { store, trial_id: &trial.trial_id };
     let target = Target { world, task, condition: &trial.condition, agent, defense };
-    let result = search(target, tap, trial.seed, &mut log).await?;
+    let result = search(target, tap, trial.seed, &mut log, attacker).await?;
     tracing::info!(trial.id = %trial.trial_id, nodes = result.nodes, calls = result.calls, stopped = %result.stopped, "L4 search done");
     Ok(overlay_with(task, &result.best.text))
 }
