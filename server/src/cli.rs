@@ -235,17 +235,26 @@ pub enum DetectCommand {
         fpr: f64,
         #[arg(long)]
         json: bool,
+        /// Also calibrate the LLM-judge filter (and keyword-or-judge) with the judge endpoint.
+        #[arg(long)]
+        with_judge: bool,
+        /// Config file naming the judge endpoint (`roles.judge`).
+        #[arg(long, env = "MIRAGE_CONFIG")]
+        config: Option<PathBuf>,
     },
     /// Read a text on stdin and say whether a filter flags it, with the score and matches.
     Check {
         /// keyword, perplexity or judge.
         #[arg(long)]
         filter: String,
-        /// The false-positive rate the perplexity threshold is calibrated to.
+        /// The false-positive rate the perplexity and judge thresholds are calibrated to.
         #[arg(long, default_value_t = 0.05)]
         fpr: f64,
         #[arg(long)]
         json: bool,
+        /// Config file naming the judge endpoint (`roles.judge`), for --filter judge.
+        #[arg(long, env = "MIRAGE_CONFIG")]
+        config: Option<PathBuf>,
     },
 }
 
@@ -296,11 +305,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Detect { command } => {
             seed_if_empty(store.as_ref()).await?;
             match command {
-                DetectCommand::Calibrate { fpr, json } => {
-                    crate::manip_cli::calibrate_cmd(store.as_ref(), fpr, json).await
+                DetectCommand::Calibrate { fpr, json, with_judge, config } => {
+                    let judge = if with_judge {
+                        Some(crate::manip_cli::judge_filter(store.clone(), config.as_deref())?)
+                    } else {
+                        None
+                    };
+                    crate::manip_cli::calibrate_cmd(store.as_ref(), judge, fpr, json).await
                 }
-                DetectCommand::Check { filter, fpr, json } => {
-                    crate::manip_cli::check(store.as_ref(), &filter, fpr, json).await
+                DetectCommand::Check { filter, fpr, json, config } => {
+                    let arc: Arc<dyn Store> = store.clone();
+                    crate::manip_cli::check(store.as_ref(), Some(arc), config.as_deref(), &filter, fpr, json).await
                 }
             }
         }

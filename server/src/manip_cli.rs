@@ -58,8 +58,14 @@ pub async fn preview(
 }
 
 /// `mirage detect calibrate`: thresholds for a false-positive rate on clean originals,
-/// realised rates per domain, and flag rates on the built-in manipulations.
-pub async fn calibrate_cmd(store: &dyn Store, fpr: f64, json_out: bool) -> anyhow::Result<()> {
+/// realised rates per domain, and flag rates on the built-in manipulations. With
+/// `judge`, the LLM-judge filter and the keyword-or-judge union are calibrated too.
+pub async fn calibrate_cmd(
+    store: &dyn Store,
+    judge: Option<crate::manip::detect::JudgeFilter>,
+    fpr: f64,
+    json_out: bool,
+) -> anyhow::Result<()> {
     if !(0.0..=1.0).contains(&fpr) {
         bail!("--fpr: {fpr} is not a rate between 0 and 1");
     }
@@ -74,10 +80,24 @@ pub async fn calibrate_cmd(store: &dyn Store, fpr: f64, json_out: bool) -> anyho
     let ppl_scores: Vec<(String, f64)> = clean.originals.iter().map(|(d, t)| (d.clone(), ppl.score(t))).collect();
     let pc = calibrate("perplexity", &ppl_scores, fpr);
     let threshold = pc.threshold.unwrap_or(f64::INFINITY);
+    let mut filters = vec![kw, pc];
+    let mut judge_threshold = None;
+    if let Some(judge) = &judge {
+        let mut items = Vec::new();
+        for (d, t) in &clean.originals {
+            items.push((d.clone(), keyword.check(t).flagged, judge.score(t).await?));
+        }
+        let scores: Vec<(String, f64)> = items.iter().map(|(d, _, s)| (d.clone(), *s)).collect();
+        let jc = calibrate("judge", &scores, fpr);
+        judge_threshold = jc.threshold;
+        filters.push(jc);
+        filters.push(crate::manip::detect::calibrate_union(&items, fpr));
+    }
     // How the built-in manipulations fare (seed 0, each strategy drawn per task).
     let mut levels = Vec::new();
     for level in ["L1", "L2", "L3"] {
         let (mut n, mut kw_flags, mut ppl_flags, mut either, mut ratios) = (0usize, 0usize, 0usize, 0usize, Vec::new());
+        let mut judge_flags = 0usize;
         for t in &tasks {
             for e in overlay_for(t, level, None, 0)?.edits {
                 n += 1;
@@ -86,6 +106,9 @@ pub async fn calibrate_cmd(store: &dyn Store, fpr: f64, json_out: bool) -> anyho
                 kw_flags += usize::from(k);
                 ppl_flags += usize::from(p);
                 either += usize::from(k || p);
+                if let (Some(judge), Some(t)) = (&judge, judge_threshold) {
+                    judge_flags += usize::from(judge.score(&e.text).await? > t);
+                }
                 ratios.push(ppl.ratio(&e.text, &e.original));
             }
         }
@@ -93,17 +116,18 @@ pub async fn calibrate_cmd(store: &dyn Store, fpr: f64, json_out: bool) -> anyho
         #[allow(clippy::cast_precision_loss)]
         let rate = |k: usize| if n == 0 { 0.0 } else { k as f64 / n as f64 };
         levels.push(json!({"level": level, "texts": n, "keyword": rate(kw_flags), "perplexity": rate(ppl_flags),
-            "either": rate(either), "median_ppl_ratio": ratios.get(ratios.len() / 2)}));
+            "either": rate(either), "judge": judge.as_ref().map(|_| rate(judge_flags)),
+            "median_ppl_ratio": ratios.get(ratios.len() / 2)}));
     }
     if json_out {
         println!(
             "{}",
-            json!({"fpr": fpr, "originals": clean.originals.len(), "filters": [kw, pc], "manipulated": levels})
+            json!({"fpr": fpr, "originals": clean.originals.len(), "filters": filters, "manipulated": levels})
         );
         return Ok(());
     }
     println!("clean originals: {} (the parties' texts of {} tasks)", clean.originals.len(), tasks.len());
-    for c in [&kw, &pc] {
+    for c in &filters {
         let per: Vec<String> = c.per_domain.iter().map(|(d, r)| format!("{d} {:.1}%", r * 100.0)).collect();
         let threshold = c.threshold.map_or_else(|| "none (a list)".to_string(), |t| format!("{t:.4}"));
         println!(
@@ -124,12 +148,41 @@ pub async fn calibrate_cmd(store: &dyn Store, fpr: f64, json_out: bool) -> anyho
             l["either"].as_f64().unwrap_or_default() * 100.0,
             l["median_ppl_ratio"].as_f64().unwrap_or_default()
         );
+        if let Some(j) = l["judge"].as_f64() {
+            println!("      judge {:.1}%", j * 100.0);
+        }
     }
     Ok(())
 }
 
-/// `mirage detect check`: one filter over the text on stdin.
-pub async fn check(store: &dyn Store, filter: &str, fpr: f64, json_out: bool) -> anyhow::Result<()> {
+/// The judge filter of the configuration's judge role.
+pub fn judge_filter(
+    store: std::sync::Arc<dyn Store>,
+    config: Option<&std::path::Path>,
+) -> anyhow::Result<crate::manip::detect::JudgeFilter> {
+    let config = crate::config::Config::load(config)?;
+    let Some((name, spec)) = config.judge() else {
+        bail!(
+            "the judge filter needs a judge endpoint: set roles.judge in the config (--config or MIRAGE_CONFIG) or MIRAGE_JUDGE"
+        );
+    };
+    let mut spec = spec.clone();
+    spec.temperature = 0.0;
+    let model = spec.model.clone();
+    let client = crate::llm::HttpLlm::new(spec).with_context(|| format!("judge endpoint {name}"))?;
+    Ok(crate::manip::detect::JudgeFilter { model, client: std::sync::Arc::new(client), cache: store })
+}
+
+/// `mirage detect check`: one filter over the text on stdin. The judge filter scores the
+/// clean originals too (cached) to set its threshold.
+pub async fn check(
+    store: &dyn Store,
+    store_arc: Option<std::sync::Arc<dyn Store>>,
+    config: Option<&std::path::Path>,
+    filter: &str,
+    fpr: f64,
+    json_out: bool,
+) -> anyhow::Result<()> {
     let mut text = String::new();
     std::io::stdin().read_to_string(&mut text).context("reading the text from stdin")?;
     let (flagged, score, matched, threshold) = match filter {
@@ -146,9 +199,18 @@ pub async fn check(store: &dyn Store, filter: &str, fpr: f64, json_out: bool) ->
             let s = ppl.score(&text);
             (s > t, s, Vec::new(), Some(t))
         }
-        "judge" => bail!(
-            "--filter judge needs the LLM judge filter, which this version does not have yet (use keyword or perplexity)"
-        ),
+        "judge" => {
+            let judge = judge_filter(store_arc.context("the judge filter needs the database cache")?, config)?;
+            let tasks = store.all_tasks().await?;
+            let clean = CleanCorpus::of(&tasks);
+            let mut scores = Vec::new();
+            for (d, t) in &clean.originals {
+                scores.push((d.clone(), judge.score(t).await?));
+            }
+            let t = calibrate("judge", &scores, fpr).threshold.unwrap_or(1.0);
+            let s = judge.score(&text).await?;
+            (s > t, s, Vec::new(), Some(t))
+        }
         other => bail!("--filter: {other:?} is not one of keyword, perplexity, judge"),
     };
     if json_out {
