@@ -229,6 +229,28 @@ pub fn print_tables(agg: &Aggregate) {
         let rho = agg.jackknife_spearman.map_or_else(|| "-".to_string(), |r| format!("{r:.3}"));
         println!("Graph-node jackknife of Acc_inv (Spearman full vs jackknife ranking: {rho})\n{t}\n");
     }
+    if !agg.detection.is_empty() {
+        let mut t = table(
+            ["agent", "level", "trials", "ASR", "flagged kw/ppl/either", "residual ASR kw", "ppl", "either"]
+                .map(String::from)
+                .to_vec(),
+        );
+        for d in &agg.detection {
+            let rate = |f: &str| d.flag_rate.get(f).map_or_else(|| "-".to_string(), |r| format!("{:.0}%", r * 100.0));
+            let residual = |f: &str| cell(d.residual_attack_success.get(f).and_then(Option::as_ref));
+            t.add_row(vec![
+                d.agent.clone(),
+                d.level.clone(),
+                d.trials.to_string(),
+                cell(d.attack_success.as_ref()),
+                format!("{}/{}/{}", rate("keyword"), rate("perplexity"), rate("either")),
+                residual("keyword"),
+                residual("perplexity"),
+                residual("either"),
+            ]);
+        }
+        println!("Detection filters on manipulated trials (5% false positives on clean originals)\n{t}\n");
+    }
     for a in agg.agreement.iter().filter(|a| a.n > 0) {
         let kappa = a.kappa.map_or_else(|| "-".to_string(), |k| format!("{k:.2}"));
         println!("agreement on {}: Cohen's kappa {kappa} over {} human labels", a.kind, a.n);

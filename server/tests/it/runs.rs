@@ -297,6 +297,17 @@ fn manipulated_runs_record_spans_and_exposure_at_the_right_turn() {
         let exposure = g["metrics"]["exposure"]["mean"].as_f64().expect("exposure");
         assert_eq!(exposure, if g["key"]["level"] == "L0" { 0.0 } else { 1.0 }, "{g}");
     }
+    let detection = v["aggregate"]["detection"].as_array().expect("detection rows");
+    assert_eq!(detection.len(), 6, "two agents x L1-L3");
+    for d in detection {
+        for f in ["keyword", "perplexity", "either"] {
+            let rate = d["flag_rate"][f].as_f64().expect("rate");
+            assert!((0.0..=1.0).contains(&rate), "{d}");
+        }
+        let asr = d["attack_success"]["mean"].as_f64().expect("asr");
+        let residual = d["residual_attack_success"]["either"]["mean"].as_f64().expect("residual");
+        assert!(residual <= asr + 1e-12, "a filter never adds attack success: {d}");
+    }
 }
 
 /// A defended configuration reads pages through a filter: the flagged manipulation is
