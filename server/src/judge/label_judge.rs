@@ -80,7 +80,7 @@ fn read_label(v: &Value) -> Option<(bool, Option<usize>, f64)> {
 
 /// Reads the judge's reply, tolerating text around the object.
 pub fn parse_reply(text: &str) -> Option<Opinion> {
-    let v: Value = serde_json::from_str(text.get(text.find('{')?..=text.rfind('}')?)?).ok()?;
+    let v = crate::llm::json_object(text)?;
     Some(Opinion {
         adoption: read_label(v.get("adoption")?)?,
         recovery: read_label(v.get("recovery")?)?,

@@ -129,9 +129,7 @@ pub fn cache_key(model: &str, task: &Task, rationale: &str) -> String {
 /// Reads `{"score", "reason"}` from a reply, tolerating text around the object. The score
 /// is clamped to [0, 1] and rounded to a tenth, so that it falls in one rubric band.
 pub fn parse_reply(text: &str) -> Option<(f64, String)> {
-    let start = text.find('{')?;
-    let end = text.rfind('}')?;
-    let v: Value = serde_json::from_str(text.get(start..=end)?).ok()?;
+    let v = crate::llm::json_object(text)?;
     let score = v.get("score")?.as_f64().or_else(|| v.get("score")?.as_str()?.trim().parse().ok())?;
     if !score.is_finite() {
         return None;

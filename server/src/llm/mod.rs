@@ -82,6 +82,12 @@ impl EndpointSpec {
     }
 }
 
+/// The JSON object in a model's reply: from the first `{` to the last `}`, so that prose
+/// or code fences around it do not matter.
+pub fn json_object(reply: &str) -> Option<Value> {
+    serde_json::from_str(reply.get(reply.find('{')?..=reply.rfind('}')?)?).ok()
+}
+
 /// One chat message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Message {

@@ -53,13 +53,13 @@ fn system(f: &Facts<'_>) -> String {
 }
 
 fn read_text(reply: &str) -> Option<String> {
-    let v: Value = serde_json::from_str(reply.get(reply.find('{')?..=reply.rfind('}')?)?).ok()?;
+    let v = crate::llm::json_object(reply)?;
     let t = v.get("text")?.as_str()?.trim();
     (!t.is_empty()).then(|| sanitise(t))
 }
 
 fn read_passages(reply: &str) -> Option<Vec<String>> {
-    let v: Value = serde_json::from_str(reply.get(reply.find('{')?..=reply.rfind('}')?)?).ok()?;
+    let v = crate::llm::json_object(reply)?;
     let list: Vec<String> = v
         .get("passages")?
         .as_array()?
@@ -73,6 +73,20 @@ fn read_passages(reply: &str) -> Option<Vec<String>> {
 }
 
 impl Attacker {
+    /// Asks the attacker through the cache; `inputs` identify the request.
+    async fn ask<T>(
+        &self,
+        f: &Facts<'_>,
+        inputs: &Value,
+        ask: String,
+        schema: &Value,
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> anyhow::Result<T> {
+        let messages = vec![Message::system(system(f)), Message::user(ask)];
+        ask_cached(self.client.as_ref(), self.cache.as_ref(), &self.key(inputs), &self.name(), messages, schema, parse)
+            .await
+    }
+
     fn key(&self, parts: &Value) -> String {
         hex::encode(Sha256::digest(format!("{}\0{PROMPT_VERSION}\0{parts}", self.model).as_bytes()))
     }
@@ -101,17 +115,7 @@ impl Attacker {
         };
         let inputs = json!({"original": f.original, "page": f.page, "goal": f.goal, "level": level, "strategy": strategy, "seed": seed});
         let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
-        let messages = vec![Message::system(system(f)), Message::user(ask)];
-        ask_cached(
-            self.client.as_ref(),
-            self.cache.as_ref(),
-            &self.key(&inputs),
-            &self.name(),
-            messages,
-            &schema,
-            read_text,
-        )
-        .await
+        self.ask(f, &inputs, ask, &schema, read_text).await
     }
 
     /// `n` passages for the L4 search: roots without a parent, children improving on one.
@@ -137,17 +141,7 @@ impl Attacker {
         };
         let inputs = json!({"original": f.original, "goal": f.goal, "parent": parent.map(|p| p.0), "score": parent.map(|p| p.1), "n": n, "seed": seed});
         let schema = json!({"type": "object", "properties": {"passages": {"type": "array", "items": {"type": "string"}}}, "required": ["passages"]});
-        let messages = vec![Message::system(system(f)), Message::user(ask)];
-        let mut list = ask_cached(
-            self.client.as_ref(),
-            self.cache.as_ref(),
-            &self.key(&inputs),
-            &self.name(),
-            messages,
-            &schema,
-            read_passages,
-        )
-        .await?;
+        let mut list = self.ask(f, &inputs, ask, &schema, read_passages).await?;
         list.truncate(n);
         Ok(list)
     }

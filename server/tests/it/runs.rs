@@ -246,7 +246,9 @@ fn manipulated_runs_record_spans_and_exposure_at_the_right_turn() {
             "--tasks",
             "VIP_CUSTOMER",
             "--levels",
-            "L0,L1,L2,L3",
+            "L0,L1,L2,L3,L4",
+            "--tap-budget",
+            "40",
             "--out",
             out.to_str().expect("utf-8"),
         ],
@@ -279,7 +281,7 @@ fn manipulated_runs_record_spans_and_exposure_at_the_right_turn() {
             first,
         );
     }
-    assert_eq!(first_turns.len(), 8, "two agents x four levels");
+    assert_eq!(first_turns.len(), 10, "two agents x five levels");
     let scored =
         mirage(&db, &["score", out.to_str().expect("utf-8"), "--json", "--resamples", "50", "--by", "agent,level"]);
     assert!(scored.status.success(), "{}", text(&scored.stderr));
@@ -298,7 +300,7 @@ fn manipulated_runs_record_spans_and_exposure_at_the_right_turn() {
         assert_eq!(exposure, if g["key"]["level"] == "L0" { 0.0 } else { 1.0 }, "{g}");
     }
     let detection = v["aggregate"]["detection"].as_array().expect("detection rows");
-    assert_eq!(detection.len(), 6, "two agents x L1-L3");
+    assert_eq!(detection.len(), 8, "two agents x L1-L4");
     for d in detection {
         for f in ["keyword", "perplexity", "either"] {
             let rate = d["flag_rate"][f].as_f64().expect("rate");
