@@ -170,6 +170,11 @@ mod tests {
             .map(|s| overlay_for(t, "L1", Some("statistics"), s).expect("overlay").edits[0].text.clone())
             .collect();
         assert!(distinct.len() >= 5, "seeds give varied rewrites: {distinct:?}");
+        for style in STYLES {
+            let texts: std::collections::BTreeSet<String> =
+                (0..12).map(|s| overlay_for(t, "L1", Some(style), s).expect("overlay").edits[0].text.clone()).collect();
+            assert!(texts.len() >= 2, "{style} varies with the seed: {texts:?}");
+        }
         assert!(overlay_for(t, "L0", None, 1).expect("overlay").is_empty());
     }
 
