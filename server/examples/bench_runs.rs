@@ -86,6 +86,7 @@ async fn main() {
         strategy: None,
         tap: Default::default(),
         attacker: None,
+        judge: None,
     };
     let explorer = spec(vec!["explorer".into()], "all", Default::default());
     let run = create_run(store.as_ref(), &world, &explorer, "bench").await.expect("run");

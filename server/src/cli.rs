@@ -495,8 +495,9 @@ async fn run_command(store: Arc<SqlStore>, args: RunArgs) -> anyhow::Result<()> 
         }
         None => {
             let (agents, endpoints) = endpoints_for(&args)?;
-            let attacker =
-                crate::config::Config::load(args.config.as_deref())?.attacker().map(|(_, spec)| spec.clone());
+            let config = crate::config::Config::load(args.config.as_deref())?;
+            let attacker = config.attacker().map(|(_, spec)| spec.clone());
+            let judge = config.judge().map(|(_, spec)| spec.clone());
             let spec = RunSpec {
                 tasks: args.tasks,
                 agents,
@@ -508,6 +509,7 @@ async fn run_command(store: Arc<SqlStore>, args: RunArgs) -> anyhow::Result<()> 
                 strategy: args.strategy,
                 tap: crate::manip::tap::TapOptions { budget: args.tap_budget, ..Default::default() },
                 attacker,
+                judge,
             };
             let id = create_run(store.as_ref(), &world, &spec, &version).await?;
             if args.detach {

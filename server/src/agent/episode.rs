@@ -57,6 +57,8 @@ pub enum TrialError {
     Persist(anyhow::Error),
     #[error("unknown condition {0:?}")]
     Condition(String),
+    #[error("{0}")]
+    Site(String),
 }
 
 /// A site the loop browses: the in-process world, or a live one over HTTP.
@@ -66,6 +68,11 @@ pub trait Site: Send {
     async fn observe(&mut self) -> Observation;
     /// Moves as the action says; impossible moves leave the agent in place with a note.
     fn apply(&mut self, action: &Action, current: &Observation);
+    /// Why the last observation is not what the agent should have seen, if it is not (the
+    /// trial then ends in the error state).
+    fn failure(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// What a trial shows beyond the clean site: its manipulated texts, and the filter of a
@@ -73,7 +80,7 @@ pub trait Site: Send {
 #[derive(Clone, Copy)]
 pub struct Setting<'a> {
     pub overlay: &'a crate::env::Overlay,
-    pub defense: Option<&'a dyn crate::manip::detect::Filter>,
+    pub defense: Option<&'a dyn crate::manip::detect::Defense>,
 }
 
 impl Setting<'_> {
@@ -88,7 +95,9 @@ impl Setting<'_> {
 pub struct Browser<'w> {
     world: &'w World,
     overlay: Option<&'w crate::env::Overlay>,
-    defense: Option<&'w dyn crate::manip::detect::Filter>,
+    defense: Option<&'w dyn crate::manip::detect::Defense>,
+    /// Why the last observation could not be made (a defense's endpoint failed).
+    failure: Option<String>,
     domain: Domain,
     trail: Vec<(String, Option<String>)>,
     note: Option<String>,
@@ -97,7 +106,15 @@ pub struct Browser<'w> {
 impl<'w> Browser<'w> {
     /// Starts on `start` of the world's `domain` site.
     pub fn new(world: &'w World, domain: Domain, start: &str) -> Browser<'w> {
-        Browser { world, overlay: None, defense: None, domain, trail: vec![(normalise(start), None)], note: None }
+        Browser {
+            world,
+            overlay: None,
+            defense: None,
+            failure: None,
+            domain,
+            trail: vec![(normalise(start), None)],
+            note: None,
+        }
     }
 
     /// Shows the trial's manipulated texts (levels above L0) through its defense, if any.
@@ -107,7 +124,7 @@ impl<'w> Browser<'w> {
         self
     }
 
-    fn render(&mut self) -> Observation {
+    async fn render(&mut self) -> Observation {
         let (path, pattern) = self.trail.last().cloned().unwrap_or_else(|| ("/".to_string(), None));
         let chrome =
             EpisodeChrome { id: "trial", actions: self.domain.actions(), closed: false, overlay: self.overlay };
@@ -127,7 +144,10 @@ impl<'w> Browser<'w> {
         let mut text = page.text;
         let mut spans = page.spans;
         if let Some(filter) = self.defense {
-            text = crate::manip::detect::defend(&text, filter);
+            match crate::manip::detect::defend(&text, filter).await {
+                Ok(defended) => text = defended,
+                Err(e) => self.failure = Some(format!("the {} defense failed: {e:#}", filter.name())),
+            }
             spans = self.overlay.map(|o| o.locate(&path, &text)).unwrap_or_default();
         }
         if let Some(note) = self.note.take() {
@@ -170,7 +190,11 @@ impl<'w> Browser<'w> {
 #[async_trait]
 impl Site for Browser<'_> {
     async fn observe(&mut self) -> Observation {
-        self.render()
+        self.render().await
+    }
+
+    fn failure(&mut self) -> Option<String> {
+        self.failure.take()
     }
 
     fn apply(&mut self, action: &Action, current: &Observation) {
@@ -215,6 +239,9 @@ pub async fn run_trial_on(
     }
     while steps.len() < BUDGET {
         let obs = browser.observe().await;
+        if let Some(reason) = browser.failure() {
+            return Err(TrialError::Site(reason));
+        }
         let started = Instant::now();
         let decision = agent.act(&ctx, &steps, &obs).await?;
         let step = Step {
@@ -324,15 +351,15 @@ mod tests {
         let (world, tasks) = world_and_tasks();
         let task = tasks.iter().find(|t| t.domain == Domain::Shop).expect("shop task");
         let mut b = Browser::new(&world, Domain::Shop, &task.start_url);
-        let obs = b.render();
+        let obs = b.render().await;
         b.step(&Action::Click { link: 99 }, &obs);
-        let again = b.render();
+        let again = b.render().await;
         assert_eq!(again.url, obs.url);
         assert!(again.text.starts_with("Note: there is no link number 99"));
         b.step(&Action::Goto { url: "/wiki/A/Anything".into() }, &again);
-        let outside = b.render();
+        let outside = b.render().await;
         assert_eq!(outside.status, 404);
         b.step(&Action::Back, &outside);
-        assert_eq!(b.render().url, obs.url);
+        assert_eq!(b.render().await.url, obs.url);
     }
 }

@@ -169,7 +169,7 @@ pub struct Target<'a> {
     pub task: &'a Task,
     pub condition: &'a str,
     pub agent: &'a dyn Agent,
-    pub defense: Option<&'a dyn super::detect::Filter>,
+    pub defense: Option<&'a dyn super::detect::Defense>,
 }
 
 /// Runs the search for one trial. Deterministic for a deterministic agent.

@@ -56,6 +56,9 @@ pub struct RunSpec {
     /// proposals come from it when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attacker: Option<EndpointSpec>,
+    /// The judge endpoint (the config's `roles.judge`), for `+judge` defended configurations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<EndpointSpec>,
 }
 
 /// The agents this version can run.
@@ -74,14 +77,29 @@ pub fn split_config(name: &str) -> anyhow::Result<(&str, Option<&str>)> {
     }
 }
 
-/// The filter of a defense, trained and calibrated on the world's tasks.
-pub fn defense_for(defense: &str, world: &World) -> anyhow::Result<Arc<dyn crate::manip::detect::Filter>> {
-    use crate::manip::detect::{CalibratedPerplexity, DEFENSE_FPR, KeywordFilter};
+/// The filter of a defense, trained and calibrated (5 % false positives) on the world's
+/// tasks. The judge defense uses the run's judge endpoint, with the store as its cache.
+pub async fn defense_for(
+    defense: &str,
+    world: &World,
+    judge: Option<&EndpointSpec>,
+    cache: Arc<dyn Store>,
+) -> anyhow::Result<Arc<dyn crate::manip::detect::Defense>> {
+    use crate::manip::detect::{CalibratedPerplexity, DEFENSE_FPR, JudgeDefense, JudgeFilter, KeywordFilter};
+    let tasks = || -> Vec<Task> { world.tasks().map(|t| (**t).clone()).collect() };
     Ok(match defense {
         "keyword" => Arc::new(KeywordFilter::parse(crate::manip::detect::KEYWORDS)?),
-        "perplexity" => {
-            let tasks: Vec<Task> = world.tasks().map(|t| (**t).clone()).collect();
-            Arc::new(CalibratedPerplexity::build(&tasks, DEFENSE_FPR))
+        "perplexity" => Arc::new(CalibratedPerplexity::build(&tasks(), DEFENSE_FPR)),
+        "judge" => {
+            let Some(spec) = judge else {
+                bail!("the judge defense needs a judge endpoint (roles.judge in the config)");
+            };
+            let mut spec = spec.clone();
+            spec.temperature = 0.0;
+            let model = spec.model.clone();
+            let client = Arc::new(HttpLlm::new(spec).context("judge endpoint")?);
+            let filter = JudgeFilter { model, client, cache };
+            Arc::new(JudgeDefense::build(filter, &tasks(), DEFENSE_FPR).await.context("calibrating the judge defense")?)
         }
         other => bail!("defense {other:?} is not one of {}", crate::manip::detect::DEFENSES.join(", ")),
     })
@@ -138,6 +156,9 @@ pub fn select_tasks<'w>(world: &'w World, filter: &str) -> anyhow::Result<Vec<&'
 pub fn plan(world: &World, spec: &RunSpec) -> anyhow::Result<Vec<NewTrial>> {
     for agent in &spec.agents {
         agent_for(agent, &spec.endpoints)?;
+        if split_config(agent)?.1 == Some("judge") && spec.judge.is_none() {
+            bail!("agent: {agent} reads pages through the judge filter, which needs a judge endpoint (roles.judge)");
+        }
     }
     for level in &spec.levels {
         crate::manip::check(level, spec.strategy.as_deref()).map_err(|e| anyhow::anyhow!("levels: {e}"))?;
@@ -262,13 +283,14 @@ pub async fn execute(
 ) -> anyhow::Result<()> {
     let spec: RunSpec = serde_json::from_str(&store.run(run_id).await?.spec).context("reading the run's spec")?;
     let mut agents: HashMap<String, Arc<dyn Agent>> = HashMap::new();
-    let mut defenses: HashMap<String, Arc<dyn crate::manip::detect::Filter>> = HashMap::new();
+    let mut defenses: HashMap<String, Arc<dyn crate::manip::detect::Defense>> = HashMap::new();
     for name in &spec.agents {
         agents.insert(name.clone(), agent_for(name, &spec.endpoints)?);
         if let (_, Some(defense)) = split_config(name)?
             && !defenses.contains_key(defense)
         {
-            defenses.insert(defense.to_string(), defense_for(defense, &world)?);
+            let built = defense_for(defense, &world, spec.judge.as_ref(), store.clone()).await?;
+            defenses.insert(defense.to_string(), built);
         }
     }
     let attacker = match &spec.attacker {
@@ -316,7 +338,7 @@ struct Shared {
     /// One agent (and HTTP client) per configuration for the whole run.
     agents: HashMap<String, Arc<dyn Agent>>,
     /// The filters of defended configurations, by defense name.
-    defenses: HashMap<String, Arc<dyn crate::manip::detect::Filter>>,
+    defenses: HashMap<String, Arc<dyn crate::manip::detect::Defense>>,
     appeal: bool,
     strategy: Option<String>,
     tap: crate::manip::tap::TapOptions,
@@ -381,7 +403,7 @@ struct Claimed<'a> {
     lease: Duration,
     appeal: bool,
     strategy: Option<&'a str>,
-    defense: Option<&'a dyn crate::manip::detect::Filter>,
+    defense: Option<&'a dyn crate::manip::detect::Defense>,
     tap: crate::manip::tap::TapOptions,
     attacker: Option<&'a crate::manip::attacker::Attacker>,
 }
@@ -471,7 +493,7 @@ async fn searched_overlay(
     world: &World,
     agent: &dyn Agent,
     trial: &TrialRow,
-    (defense, attacker): (Option<&dyn crate::manip::detect::Filter>, Option<&crate::manip::attacker::Attacker>),
+    (defense, attacker): (Option<&dyn crate::manip::detect::Defense>, Option<&crate::manip::attacker::Attacker>),
     tap: crate::manip::tap::TapOptions,
 ) -> anyhow::Result<crate::env::Overlay> {
     use crate::manip::tap::{Node, Target, overlay_with, search};

@@ -481,3 +481,48 @@ fn the_judge_filter_is_calibrated_on_clean_originals_and_flags_forged_notices() 
     assert_eq!(v["flagged"], true, "{v}");
     assert_eq!(judge.requests().len(), calls + 1, "the originals' scores come from the cache");
 }
+
+#[test]
+fn a_judge_defended_configuration_withholds_what_the_judge_flags() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let judge = rt.block_on(ScriptedServer::responding(std::time::Duration::ZERO, |body| {
+        let text = body["messages"][1]["content"].as_str().unwrap_or_default();
+        let p = if text.contains("SYSTEM NOTICE") { 0.97 } else { 0.05 };
+        Reply::Text(format!("{{\"score\": {p}}}"))
+    }));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("jd.db");
+    let out = dir.path().join("jd.jsonl");
+    let no_judge = crate::support::mirage(&db, &["run", "--agent", "explorer+judge", "--tasks", "shop-example-01"]);
+    assert!(!no_judge.status.success());
+    assert!(String::from_utf8_lossy(&no_judge.stderr).contains("needs a judge endpoint"));
+    let config = dir.path().join("m.toml");
+    std::fs::write(
+        &config,
+        format!("[endpoints.j]\nbase_url = \"{}\"\nmodel = \"j\"\n[roles]\njudge = \"j\"\n", judge.base_url),
+    )
+    .expect("config");
+    let o = crate::support::mirage(
+        &db,
+        &[
+            "run",
+            "--agent",
+            "explorer+judge",
+            "--tasks",
+            "shop-example-01",
+            "--levels",
+            "L3",
+            "--strategy",
+            "system_notice",
+            "--config",
+            config.to_str().expect("utf-8"),
+            "--out",
+            out.to_str().expect("utf-8"),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let line = &trajectories(&out)[0];
+    let start = line["steps"][0]["observation"].as_str().expect("observation");
+    assert!(start.contains("[withheld: the judge filter flagged this passage]"), "{start}");
+    assert!(!start.contains("SYSTEM NOTICE"));
+}

@@ -110,6 +110,7 @@ fn cancel_stops_the_queued_trials() {
         strategy: None,
         tap: Default::default(),
         attacker: None,
+        judge: None,
     };
     let run = rt.block_on(server::runs::create_run(&store, &world, &spec, "v")).expect("run");
     let o = mirage(&db, &["runs", "cancel", &run]);
