@@ -311,7 +311,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     } else {
                         None
                     };
-                    crate::manip_cli::calibrate_cmd(store.as_ref(), judge, fpr, json).await
+                    let cache: Arc<dyn Store> = store.clone();
+                    crate::manip_cli::calibrate_cmd(store.as_ref(), (Some(cache), config.as_deref()), judge, fpr, json)
+                        .await
                 }
                 DetectCommand::Check { filter, fpr, json, config } => {
                     let arc: Arc<dyn Store> = store.clone();

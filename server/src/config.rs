@@ -35,6 +35,9 @@ pub struct Roles {
     pub judge: Option<String>,
     /// The attacker/rewriter for manipulation levels. Without one, built-in generators write.
     pub attacker: Option<String>,
+    /// The scoring model for the perplexity filter (token log-probabilities through the
+    /// completions API). Without one, a character n-gram model of the corpus scores.
+    pub scorer: Option<String>,
 }
 
 /// The parsed configuration file.
@@ -76,7 +79,11 @@ impl Config {
 
     fn check(&self, path: Option<&Path>) -> anyhow::Result<()> {
         let place = path.map_or_else(|| PathBuf::from("(environment)"), Path::to_path_buf);
-        for (field, name) in [("roles.judge", &self.roles.judge), ("roles.attacker", &self.roles.attacker)] {
+        for (field, name) in [
+            ("roles.judge", &self.roles.judge),
+            ("roles.attacker", &self.roles.attacker),
+            ("roles.scorer", &self.roles.scorer),
+        ] {
             if let Some(name) = name
                 && !self.endpoints.contains_key(name)
             {
@@ -101,6 +108,11 @@ impl Config {
     /// The endpoint playing the judge role, if one is configured.
     pub fn judge(&self) -> Option<(&str, &EndpointSpec)> {
         self.role(self.roles.judge.as_deref())
+    }
+
+    /// The endpoint playing the scorer role, if one is configured.
+    pub fn scorer(&self) -> Option<(&str, &EndpointSpec)> {
+        self.role(self.roles.scorer.as_deref())
     }
 
     /// The endpoint playing the attacker role, if one is configured.

@@ -9,7 +9,26 @@ use crate::db::Store;
 use crate::env::World;
 use crate::env::render::EpisodeChrome;
 use crate::env::site::render_path;
-use crate::manip::detect::{CleanCorpus, KeywordFilter, PerplexityFilter, calibrate, realised};
+use crate::manip::detect::{
+    CleanCorpus, EndpointPerplexity, KeywordFilter, Perplexity, PerplexityFilter, calibrate, realised,
+};
+
+/// The perplexity scorer: the config's `roles.scorer` endpoint, else the built-in model.
+async fn perplexity(
+    store: Option<std::sync::Arc<dyn Store>>,
+    config: Option<&std::path::Path>,
+    clean: &CleanCorpus,
+) -> anyhow::Result<Perplexity> {
+    let config = crate::config::Config::load(config)?;
+    match (config.scorer(), store) {
+        (Some((name, spec)), Some(cache)) => {
+            let model = spec.model.clone();
+            let client = crate::llm::HttpLlm::new(spec.clone()).with_context(|| format!("scorer endpoint {name}"))?;
+            Perplexity::endpoint(EndpointPerplexity { model, client, cache }, clean).await
+        }
+        _ => Ok(Perplexity::Ngram(PerplexityFilter::train(clean))),
+    }
+}
 use crate::manip::{overlay_for, strategies};
 
 /// Prints the task's start page as the agent would see it at `level`, with every
@@ -62,6 +81,7 @@ pub async fn preview(
 /// `judge`, the LLM-judge filter and the keyword-or-judge union are calibrated too.
 pub async fn calibrate_cmd(
     store: &dyn Store,
+    (cache, config): (Option<std::sync::Arc<dyn Store>>, Option<&std::path::Path>),
     judge: Option<crate::manip::detect::JudgeFilter>,
     fpr: f64,
     json_out: bool,
@@ -72,12 +92,15 @@ pub async fn calibrate_cmd(
     let tasks = store.all_tasks().await?;
     let clean = CleanCorpus::of(&tasks);
     let keyword = KeywordFilter::shipped();
-    let ppl = PerplexityFilter::train(&clean);
+    let ppl = perplexity(cache, config, &clean).await?;
     let kw = realised(
         "keyword",
         &clean.originals.iter().map(|(d, t)| (d.clone(), keyword.check(t).flagged)).collect::<Vec<_>>(),
     );
-    let ppl_scores: Vec<(String, f64)> = clean.originals.iter().map(|(d, t)| (d.clone(), ppl.score(t))).collect();
+    let mut ppl_scores: Vec<(String, f64)> = Vec::with_capacity(clean.originals.len());
+    for (d, t) in &clean.originals {
+        ppl_scores.push((d.clone(), ppl.score(t).await?));
+    }
     let pc = calibrate("perplexity", &ppl_scores, fpr);
     let threshold = pc.threshold.unwrap_or(f64::INFINITY);
     let mut filters = vec![kw, pc];
@@ -102,14 +125,14 @@ pub async fn calibrate_cmd(
             for e in overlay_for(t, level, None, 0)?.edits {
                 n += 1;
                 let k = keyword.check(&e.text).flagged;
-                let p = ppl.score(&e.text) > threshold;
+                let p = ppl.score(&e.text).await? > threshold;
                 kw_flags += usize::from(k);
                 ppl_flags += usize::from(p);
                 either += usize::from(k || p);
                 if let (Some(judge), Some(t)) = (&judge, judge_threshold) {
                     judge_flags += usize::from(judge.score(&e.text).await? > t);
                 }
-                ratios.push(ppl.ratio(&e.text, &e.original));
+                ratios.push(ppl.ratio(&e.text, &e.original).await?);
             }
         }
         ratios.sort_by(f64::total_cmp);
@@ -122,11 +145,12 @@ pub async fn calibrate_cmd(
     if json_out {
         println!(
             "{}",
-            json!({"fpr": fpr, "originals": clean.originals.len(), "filters": filters, "manipulated": levels})
+            json!({"fpr": fpr, "originals": clean.originals.len(), "perplexity_source": ppl.source(), "filters": filters, "manipulated": levels})
         );
         return Ok(());
     }
     println!("clean originals: {} (the parties' texts of {} tasks)", clean.originals.len(), tasks.len());
+    println!("perplexity from the {}", ppl.source());
     for c in &filters {
         let per: Vec<String> = c.per_domain.iter().map(|(d, r)| format!("{d} {:.1}%", r * 100.0)).collect();
         let threshold = c.threshold.map_or_else(|| "none (a list)".to_string(), |t| format!("{t:.4}"));
@@ -193,10 +217,13 @@ pub async fn check(
         "perplexity" => {
             let tasks = store.all_tasks().await?;
             let clean = CleanCorpus::of(&tasks);
-            let ppl = PerplexityFilter::train(&clean);
-            let scores: Vec<(String, f64)> = clean.originals.iter().map(|(d, t)| (d.clone(), ppl.score(t))).collect();
+            let ppl = perplexity(store_arc.clone(), config, &clean).await?;
+            let mut scores: Vec<(String, f64)> = Vec::with_capacity(clean.originals.len());
+            for (d, t) in &clean.originals {
+                scores.push((d.clone(), ppl.score(t).await?));
+            }
             let t = calibrate("perplexity", &scores, fpr).threshold.unwrap_or(f64::INFINITY);
-            let s = ppl.score(&text);
+            let s = ppl.score(&text).await?;
             (s > t, s, Vec::new(), Some(t))
         }
         "judge" => {

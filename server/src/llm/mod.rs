@@ -209,13 +209,18 @@ impl HttpLlm {
         tokio::time::sleep_until(start).await;
     }
 
-    async fn attempt(&self, body: &Value) -> Result<Result<Completion, Transient>, LlmError> {
+    async fn attempt<T>(
+        &self,
+        path: &str,
+        body: &Value,
+        parse: &(dyn Fn(&str) -> Result<T, String> + Sync),
+    ) -> Result<Result<T, Transient>, LlmError> {
         let _permit = match &self.in_flight {
             Some(s) => Some(s.acquire().await.map_err(|e| LlmError::Exhausted { attempts: 0, last: e.to_string() })?),
             None => None,
         };
         self.pace().await;
-        let url = format!("{}/chat/completions", self.spec.base_url);
+        let url = format!("{}/{path}", self.spec.base_url);
         let mut req = self.client.post(&url).json(body);
         if let Some(key) = &self.key {
             req = req.bearer_auth(key);
@@ -250,8 +255,65 @@ impl HttpLlm {
         if !status.is_success() {
             return Err(LlmError::Rejected { status: status.as_u16(), body: snippet(&text) });
         }
-        Ok(parse_completion(&text).map_err(|reason| Transient { reason, retry_after: None }))
+        Ok(parse(&text).map_err(|reason| Transient { reason, retry_after: None }))
     }
+
+    /// One request with retries: transient faults back off and try again, then fail with
+    /// the last reason.
+    async fn call<T>(
+        &self,
+        path: &str,
+        body: &Value,
+        parse: &(dyn Fn(&str) -> Result<T, String> + Sync),
+    ) -> Result<T, LlmError> {
+        let attempts = self.spec.max_retries + 1;
+        let mut last = String::new();
+        for attempt in 0..attempts {
+            match self.attempt(path, body, parse).await? {
+                Ok(c) => return Ok(c),
+                Err(t) => {
+                    tracing::warn!(endpoint = %self.spec.base_url, attempt = attempt + 1, reason = %t.reason, "model call failed");
+                    last = t.reason;
+                    if attempt + 1 < attempts {
+                        tokio::time::sleep(backoff(attempt, t.retry_after)).await;
+                    }
+                }
+            }
+        }
+        Err(LlmError::Exhausted { attempts, last })
+    }
+
+    /// The log-probabilities the model gives each token of `text` (the legacy completions
+    /// API with `echo`, as vLLM, llama.cpp and OpenAI-compatible servers offer it). The
+    /// first token, which has none, is left out, and so is anything generated after `text`.
+    pub async fn prompt_logprobs(&self, text: &str) -> Result<Vec<f64>, LlmError> {
+        let body = json!({"model": self.spec.model, "prompt": text, "max_tokens": 1, "temperature": 0.0, "echo": true, "logprobs": 0});
+        let len = text.len();
+        self.call("completions", &body, &move |raw: &str| parse_prompt_logprobs(raw, len)).await
+    }
+}
+
+/// Reads `choices[0].logprobs` of an echoed completion: the log-probabilities of tokens
+/// whose offset lies inside the prompt (`prompt_len` bytes), nulls left out.
+pub fn parse_prompt_logprobs(raw: &str, prompt_len: usize) -> Result<Vec<f64>, String> {
+    let v: Value = serde_json::from_str(raw).map_err(|e| format!("malformed JSON from the endpoint: {e}"))?;
+    let lp = v
+        .pointer("/choices/0/logprobs")
+        .ok_or_else(|| format!("no logprobs in the response (does the server support echo?): {}", snippet(raw)))?;
+    let values = lp.get("token_logprobs").and_then(Value::as_array).ok_or("logprobs without token_logprobs")?;
+    let offsets = lp.get("text_offset").and_then(Value::as_array);
+    let out: Vec<f64> = values
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| {
+            offsets.and_then(|o| o.get(*i)).and_then(Value::as_u64).is_none_or(|off| (off as usize) < prompt_len)
+        })
+        .filter_map(|(_, v)| v.as_f64())
+        .collect();
+    if out.is_empty() {
+        return Err("the endpoint gave no token log-probabilities for the text".to_string());
+    }
+    Ok(out)
 }
 
 fn snippet(text: &str) -> String {
@@ -298,21 +360,7 @@ fn backoff(attempt: u32, retry_after: Option<Duration>) -> Duration {
 impl LlmClient for HttpLlm {
     async fn complete(&self, messages: &[Message], schema: Option<&Value>) -> Result<Completion, LlmError> {
         let body = self.body(messages, schema);
-        let attempts = self.spec.max_retries + 1;
-        let mut last = String::new();
-        for attempt in 0..attempts {
-            match self.attempt(&body).await? {
-                Ok(c) => return Ok(c),
-                Err(t) => {
-                    tracing::warn!(endpoint = %self.spec.base_url, attempt = attempt + 1, reason = %t.reason, "model call failed");
-                    last = t.reason;
-                    if attempt + 1 < attempts {
-                        tokio::time::sleep(backoff(attempt, t.retry_after)).await;
-                    }
-                }
-            }
-        }
-        Err(LlmError::Exhausted { attempts, last })
+        self.call("chat/completions", &body, &parse_completion).await
     }
 }
 

@@ -67,7 +67,10 @@ impl ScriptedServer {
     async fn launch(script: Vec<Reply>, responder: Option<Responder>, latency: Duration) -> ScriptedServer {
         let inner =
             Arc::new(Inner { script: Mutex::new(script.into()), responder, latency, requests: Mutex::new(Vec::new()) });
-        let app = axum::Router::new().route("/v1/chat/completions", post(complete)).with_state(inner.clone());
+        let app = axum::Router::new()
+            .route("/v1/chat/completions", post(complete))
+            .route("/v1/completions", post(echo_logprobs))
+            .with_state(inner.clone());
         let listener =
             tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind a loopback port for the scripted endpoint");
         let addr = listener.local_addr().expect("bound address");
@@ -81,6 +84,30 @@ impl ScriptedServer {
     pub fn requests(&self) -> Vec<Value> {
         self.inner.requests.lock().map(|r| r.clone()).unwrap_or_default()
     }
+}
+
+/// The legacy completions API with `echo`: one token per whitespace-separated word, whose
+/// log-probability falls with the share of rare letters in it (so gibberish scores a high
+/// perplexity), plus one generated token after the prompt.
+async fn echo_logprobs(State(inner): State<Arc<Inner>>, Json(body): Json<Value>) -> Response {
+    if let Ok(mut r) = inner.requests.lock() {
+        r.push(body.clone());
+    }
+    let prompt = body["prompt"].as_str().unwrap_or_default();
+    let mut offsets = Vec::new();
+    let mut logprobs = Vec::new();
+    let mut pos = 0;
+    for word in prompt.split_inclusive(' ') {
+        #[allow(clippy::cast_precision_loss)]
+        let rare = word.chars().filter(|c| "zqxjkvwZQXJKVW".contains(*c)).count() as f64;
+        offsets.push(pos);
+        logprobs.push(if pos == 0 { Value::Null } else { json!(-1.0 - 3.0 * rare) });
+        pos += word.len();
+    }
+    offsets.push(pos);
+    logprobs.push(json!(-0.5));
+    Json(json!({"choices": [{"text": prompt, "logprobs": {"token_logprobs": logprobs, "text_offset": offsets}}]}))
+        .into_response()
 }
 
 fn message(content: &Value, tool_calls: Option<Value>) -> Value {

@@ -421,6 +421,77 @@ pub fn calibrate_union(items: &[(String, bool, f64)], fpr: f64) -> Calibration {
     Calibration { filter: "keyword+judge".to_string(), threshold: Some(chosen), fpr: rate, per_domain }
 }
 
+/// Perplexity from a scoring model's token log-probabilities (`roles.scorer`), cached per
+/// text like every model answer.
+pub struct EndpointPerplexity {
+    pub model: String,
+    pub client: crate::llm::HttpLlm,
+    pub cache: std::sync::Arc<dyn crate::db::Store>,
+}
+
+impl EndpointPerplexity {
+    /// exp(−mean log-probability) of the text's tokens under the scoring model.
+    pub async fn perplexity(&self, text: &str) -> anyhow::Result<f64> {
+        use sha2::Digest;
+        let key = hex::encode(sha2::Sha256::digest(format!("{}\0logprobs-1\0{text}", self.model).as_bytes()));
+        if let Some(hit) = self.cache.cache_get(&key).await?.and_then(|b| b.parse::<f64>().ok()) {
+            return Ok(hit);
+        }
+        let lp = self.client.prompt_logprobs(text).await?;
+        #[allow(clippy::cast_precision_loss)]
+        let ppl = (-lp.iter().sum::<f64>() / lp.len() as f64).exp();
+        self.cache.cache_put(&key, &format!("logprobs:{}", self.model), &ppl.to_string()).await?;
+        Ok(ppl)
+    }
+}
+
+/// The perplexity scorer `mirage detect` uses: the scoring endpoint when one is
+/// configured, else the built-in character model. Scores are relative to the median
+/// clean original, so 1 is typical clean text either way.
+pub enum Perplexity {
+    Ngram(PerplexityFilter),
+    Endpoint { scorer: Box<EndpointPerplexity>, reference: f64 },
+}
+
+impl Perplexity {
+    /// The endpoint scorer, with its reference from the clean originals.
+    pub async fn endpoint(scorer: EndpointPerplexity, clean: &CleanCorpus) -> anyhow::Result<Perplexity> {
+        let mut ppl = Vec::with_capacity(clean.originals.len());
+        for (_, t) in &clean.originals {
+            ppl.push(scorer.perplexity(t).await?);
+        }
+        ppl.sort_by(f64::total_cmp);
+        let reference = ppl.get(ppl.len() / 2).copied().unwrap_or(1.0).max(f64::MIN_POSITIVE);
+        Ok(Perplexity::Endpoint { scorer: Box::new(scorer), reference })
+    }
+
+    /// The text's perplexity relative to typical clean text.
+    pub async fn score(&self, text: &str) -> anyhow::Result<f64> {
+        Ok(match self {
+            Perplexity::Ngram(f) => f.score(text),
+            Perplexity::Endpoint { scorer, reference } => scorer.perplexity(text).await? / reference,
+        })
+    }
+
+    /// PPL-R: an edit's perplexity over its original's.
+    pub async fn ratio(&self, edited: &str, original: &str) -> anyhow::Result<f64> {
+        Ok(match self {
+            Perplexity::Ngram(f) => f.ratio(edited, original),
+            Perplexity::Endpoint { scorer, .. } => {
+                scorer.perplexity(edited).await? / scorer.perplexity(original).await?.max(f64::MIN_POSITIVE)
+            }
+        })
+    }
+
+    /// Which model scores.
+    pub fn source(&self) -> String {
+        match self {
+            Perplexity::Ngram(_) => "built-in character 4-gram model".to_string(),
+            Perplexity::Endpoint { scorer, .. } => format!("log-probabilities of {}", scorer.model),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -526,3 +526,38 @@ fn a_judge_defended_configuration_withholds_what_the_judge_flags() {
     assert!(start.contains("[withheld: the judge filter flagged this passage]"), "{start}");
     assert!(!start.contains("SYSTEM NOTICE"));
 }
+
+#[test]
+fn the_perplexity_filter_uses_a_scoring_endpoints_logprobs_when_configured() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let scorer = rt.block_on(ScriptedServer::responding(std::time::Duration::ZERO, |_| Reply::Text("unused".into())));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("p.db");
+    let config = dir.path().join("m.toml");
+    std::fs::write(
+        &config,
+        format!("[endpoints.s]\nbase_url = \"{}\"\nmodel = \"s\"\n[roles]\nscorer = \"s\"\n", scorer.base_url),
+    )
+    .expect("config");
+    let cfg = config.to_str().expect("utf-8");
+    let o = crate::support::mirage(&db, &["detect", "calibrate", "--config", cfg, "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["perplexity_source"], "log-probabilities of s");
+    assert!(v["filters"][1]["fpr"].as_f64().expect("fpr") <= 0.05);
+    let first = scorer.requests();
+    assert!(first.iter().all(|r| r["echo"] == true && r["logprobs"] == 0), "echoed completions");
+
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mirage"))
+        .arg("--db")
+        .arg(&db)
+        .args(["detect", "check", "--filter", "perplexity", "--config", cfg, "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), b"zqxj vkwq jjxz qqzv kxwj").expect("stdin");
+    let v: Value = serde_json::from_slice(&child.wait_with_output().expect("ends").stdout).expect("json");
+    assert_eq!(v["flagged"], true, "{v}");
+    assert_eq!(scorer.requests().len(), first.len() + 1, "the originals come from the cache");
+}
