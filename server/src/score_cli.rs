@@ -25,7 +25,7 @@ pub fn judge_from(config: &Config, cache: Arc<dyn Store>) -> anyhow::Result<Mode
             spec.temperature = 0.0;
             let model = spec.model.clone();
             let client = HttpLlm::new(spec).with_context(|| format!("judge endpoint {name}"))?;
-            ModelJudge::Llm { model, client: Arc::new(client), cache }
+            ModelJudge::Llm { model, client: Arc::new(client), cache, filter_threshold: Arc::default() }
         }
         None => ModelJudge::Coverage,
     })
@@ -128,7 +128,7 @@ async fn score_file(
     for (_, traj) in &lines {
         let task = world.task(&traj.task_id).context("the trajectory's task was checked")?;
         let mut score = scorer.score(traj).context("the trajectory's task was checked")?;
-        judge.apply(task, traj, &mut score).await;
+        judge.apply(&world, task, traj, &mut score).await;
         scores.push(score);
     }
     Ok(scores)

@@ -463,7 +463,9 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
             }
             let mut flag_rate = BTreeMap::new();
             let mut residual = BTreeMap::new();
-            for filter in ["keyword", "perplexity", "either"] {
+            let present: BTreeSet<&str> =
+                members.iter().flat_map(|s| s.filter_flags.keys().map(String::as_str)).collect();
+            for filter in present {
                 let flagged = members.iter().filter(|s| s.filter_flags.get(filter).copied().unwrap_or(false)).count();
                 #[allow(clippy::cast_precision_loss)]
                 flag_rate.insert(filter.to_string(), flagged as f64 / members.len() as f64);

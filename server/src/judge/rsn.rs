@@ -46,8 +46,14 @@ fn reply_schema() -> Value {
 pub enum ModelJudge {
     /// Gold-fact coverage (no model).
     Coverage,
-    /// An LLM judge: `model` names it in the cache key and in every score.
-    Llm { model: String, client: Arc<dyn LlmClient>, cache: Arc<dyn Store> },
+    /// An LLM judge: `model` names it in the cache key and in every score. As a detection
+    /// filter its threshold is calibrated once per process on the clean originals.
+    Llm {
+        model: String,
+        client: Arc<dyn LlmClient>,
+        cache: Arc<dyn Store>,
+        filter_threshold: Arc<tokio::sync::OnceCell<f64>>,
+    },
 }
 
 impl ModelJudge {
@@ -71,9 +77,25 @@ impl ModelJudge {
     /// adoption and recovery labels (a disagreement with the rules marks the label disputed).
     /// A failing judge leaves Acc_rsn missing with the reason in `rsn_error`; it never
     /// turns into a score.
-    pub async fn apply(&self, task: &Task, traj: &super::Trajectory, score: &mut TrialScore) {
+    pub async fn apply(
+        &self,
+        world: &crate::env::World,
+        task: &Task,
+        traj: &super::Trajectory,
+        score: &mut TrialScore,
+    ) {
         score.judge_version = self.version();
-        let ModelJudge::Llm { model, client, cache } = self else { return };
+        let ModelJudge::Llm { model, client, cache, filter_threshold } = self else { return };
+        if !score.manipulated_text.is_empty() {
+            match judge_flags(world, model, client, cache, filter_threshold, &score.manipulated_text).await {
+                Ok(flagged) => {
+                    let either = score.filter_flags.get("either").copied().unwrap_or(false);
+                    score.filter_flags.insert("judge".to_string(), flagged);
+                    score.filter_flags.insert("any".to_string(), either || flagged);
+                }
+                Err(e) => score.rsn_error = Some(format!("the judge filter failed: {e:#}")),
+            }
+        }
         if let Some(labels) = score.labels.as_mut().filter(|l| l.exposure.value) {
             match super::label_judge::judge_labels(model, client.as_ref(), cache.as_ref(), task, traj).await {
                 Ok(opinion) => super::label_judge::merge(labels, &opinion, &self.name()),
@@ -103,6 +125,37 @@ impl ModelJudge {
             }
         }
     }
+}
+
+/// Whether the judge, as a detection filter at a 5 % false-positive rate on the clean
+/// originals, flags any of the trial's manipulated texts.
+async fn judge_flags(
+    world: &crate::env::World,
+    model: &str,
+    client: &Arc<dyn LlmClient>,
+    cache: &Arc<dyn Store>,
+    threshold: &tokio::sync::OnceCell<f64>,
+    texts: &[String],
+) -> anyhow::Result<bool> {
+    use crate::manip::detect::{CleanCorpus, DEFENSE_FPR, JudgeFilter, calibrate};
+    let filter = JudgeFilter { model: model.to_string(), client: client.clone(), cache: cache.clone() };
+    let threshold = *threshold
+        .get_or_try_init(|| async {
+            let tasks: Vec<Task> = world.tasks().map(|t| (**t).clone()).collect();
+            let clean = CleanCorpus::of(&tasks);
+            let mut scores = Vec::with_capacity(clean.originals.len());
+            for (d, t) in &clean.originals {
+                scores.push((d.clone(), filter.score(t).await?));
+            }
+            anyhow::Ok(calibrate("judge", &scores, DEFENSE_FPR).threshold.unwrap_or(1.0))
+        })
+        .await?;
+    for t in texts {
+        if filter.score(t).await? > threshold {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The judge's inputs, as sent (and hashed for the cache).

@@ -48,7 +48,7 @@ pub async fn score_run(
         let steps = parse_steps(&steps.remove(&trial.trial_id).unwrap_or_default())?;
         let traj: Trajectory = serde_json::from_value(trajectory_line(trial, &steps))?;
         let mut score = scorer.score(&traj).context("the trial's task is in the world")?;
-        judge.apply(task, &traj, &mut score).await;
+        judge.apply(world, task, &traj, &mut score).await;
         let events = label_events(&score);
         fresh.push((
             StoredScore {
