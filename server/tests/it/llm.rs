@@ -389,15 +389,7 @@ fn an_attacker_endpoint_writes_l1_texts_and_l4_proposals_once() {
     let model = rt.block_on(ScriptedServer::responding(std::time::Duration::ZERO, gullible));
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("att.db");
-    let config = dir.path().join("m.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[endpoints.writer]\nbase_url = \"{}\"\nmodel = \"w1\"\n[roles]\nattacker = \"writer\"\n",
-            writer.base_url
-        ),
-    )
-    .expect("config");
+    let config = crate::support::role_config(&dir, &writer.base_url, "writer", "w1", "attacker");
     let run = |levels: &str, out: &std::path::Path| {
         let o = crate::support::mirage(
             &db,
@@ -445,12 +437,7 @@ fn the_judge_filter_is_calibrated_on_clean_originals_and_flags_forged_notices() 
     }));
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("j.db");
-    let config = dir.path().join("m.toml");
-    std::fs::write(
-        &config,
-        format!("[endpoints.j]\nbase_url = \"{}\"\nmodel = \"j\"\n[roles]\njudge = \"j\"\n", judge.base_url),
-    )
-    .expect("config");
+    let config = crate::support::role_config(&dir, &judge.base_url, "j", "j", "judge");
     let cfg = config.to_str().expect("utf-8");
     let o = crate::support::mirage(
         &db,
@@ -496,12 +483,7 @@ fn a_judge_defended_configuration_withholds_what_the_judge_flags() {
     let no_judge = crate::support::mirage(&db, &["run", "--agent", "explorer+judge", "--tasks", "shop-example-01"]);
     assert!(!no_judge.status.success());
     assert!(String::from_utf8_lossy(&no_judge.stderr).contains("needs a judge endpoint"));
-    let config = dir.path().join("m.toml");
-    std::fs::write(
-        &config,
-        format!("[endpoints.j]\nbase_url = \"{}\"\nmodel = \"j\"\n[roles]\njudge = \"j\"\n", judge.base_url),
-    )
-    .expect("config");
+    let config = crate::support::role_config(&dir, &judge.base_url, "j", "j", "judge");
     let o = crate::support::mirage(
         &db,
         &[
@@ -533,12 +515,7 @@ fn the_perplexity_filter_uses_a_scoring_endpoints_logprobs_when_configured() {
     let scorer = rt.block_on(ScriptedServer::responding(std::time::Duration::ZERO, |_| Reply::Text("unused".into())));
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("p.db");
-    let config = dir.path().join("m.toml");
-    std::fs::write(
-        &config,
-        format!("[endpoints.s]\nbase_url = \"{}\"\nmodel = \"s\"\n[roles]\nscorer = \"s\"\n", scorer.base_url),
-    )
-    .expect("config");
+    let config = crate::support::role_config(&dir, &scorer.base_url, "s", "s", "scorer");
     let cfg = config.to_str().expect("utf-8");
     let o = crate::support::mirage(&db, &["detect", "calibrate", "--config", cfg, "--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

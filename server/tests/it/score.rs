@@ -241,12 +241,7 @@ fn the_model_judge_second_opinion_disputes_a_label_it_disagrees_with() {
     });
     let file = temp_path(&dir, "x.jsonl");
     std::fs::write(&file, format!("{line}\n")).expect("write");
-    let config = temp_path(&dir, "m.toml");
-    std::fs::write(
-        &config,
-        format!("[endpoints.j]\nbase_url = \"{}\"\nmodel = \"j1\"\n[roles]\njudge = \"j\"\n", judge.base_url),
-    )
-    .expect("config");
+    let config = crate::support::role_config(&dir, &judge.base_url, "j", "j1", "judge");
     let v = json_of(&mirage(
         &temp_path(&dir, "x.db"),
         &[
@@ -306,12 +301,7 @@ fn residual_attack_success_is_reported_for_every_filter_including_the_judge() {
         ],
     );
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let config = temp_path(&dir, "m.toml");
-    std::fs::write(
-        &config,
-        format!("[endpoints.j]\nbase_url = \"{}\"\nmodel = \"j\"\n[roles]\njudge = \"j\"\n", judge.base_url),
-    )
-    .expect("config");
+    let config = crate::support::role_config(&dir, &judge.base_url, "j", "j", "judge");
     let v = json_of(&mirage(
         &db,
         &[

@@ -82,3 +82,13 @@ pub async fn fresh_postgres_url() -> Option<String> {
     let (prefix, _) = base.rsplit_once('/').expect("MIRAGE_TEST_POSTGRES_URL ends with a database name");
     Some(format!("{prefix}/{name}"))
 }
+
+/// Writes `m.toml` in `dir`: one endpoint named `name` (model `model`) at `base_url`, playing
+/// `role` (judge, attacker or scorer). Returns its path.
+pub fn role_config(dir: &tempfile::TempDir, base_url: &str, name: &str, model: &str, role: &str) -> PathBuf {
+    let path = dir.path().join("m.toml");
+    let text =
+        format!("[endpoints.{name}]\nbase_url = \"{base_url}\"\nmodel = \"{model}\"\n[roles]\n{role} = \"{name}\"\n");
+    std::fs::write(&path, text).expect("write the config");
+    path
+}
