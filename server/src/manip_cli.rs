@@ -97,11 +97,7 @@ pub async fn calibrate_cmd(
         "keyword",
         &clean.originals.iter().map(|(d, t)| (d.clone(), keyword.check(t).flagged)).collect::<Vec<_>>(),
     );
-    let mut ppl_scores: Vec<(String, f64)> = Vec::with_capacity(clean.originals.len());
-    for (d, t) in &clean.originals {
-        ppl_scores.push((d.clone(), ppl.score(t).await?));
-    }
-    let pc = calibrate("perplexity", &ppl_scores, fpr);
+    let pc = ppl.calibration(&clean, fpr).await?;
     let threshold = pc.threshold.unwrap_or(f64::INFINITY);
     let mut filters = vec![kw, pc];
     let mut judge_threshold = None;
@@ -218,23 +214,13 @@ pub async fn check(
             let tasks = store.all_tasks().await?;
             let clean = CleanCorpus::of(&tasks);
             let ppl = perplexity(store_arc.clone(), config, &clean).await?;
-            let mut scores: Vec<(String, f64)> = Vec::with_capacity(clean.originals.len());
-            for (d, t) in &clean.originals {
-                scores.push((d.clone(), ppl.score(t).await?));
-            }
-            let t = calibrate("perplexity", &scores, fpr).threshold.unwrap_or(f64::INFINITY);
+            let t = ppl.calibration(&clean, fpr).await?.threshold.unwrap_or(f64::INFINITY);
             let s = ppl.score(&text).await?;
             (s > t, s, Vec::new(), Some(t))
         }
         "judge" => {
             let judge = judge_filter(store_arc.context("the judge filter needs the database cache")?, config)?;
-            let tasks = store.all_tasks().await?;
-            let clean = CleanCorpus::of(&tasks);
-            let mut scores = Vec::new();
-            for (d, t) in &clean.originals {
-                scores.push((d.clone(), judge.score(t).await?));
-            }
-            let t = calibrate("judge", &scores, fpr).threshold.unwrap_or(1.0);
+            let t = judge.threshold(&CleanCorpus::of(&store.all_tasks().await?), fpr).await?;
             let s = judge.score(&text).await?;
             (s > t, s, Vec::new(), Some(t))
         }

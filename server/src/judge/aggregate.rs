@@ -273,12 +273,12 @@ pub fn apply_overrides(scores: &mut [TrialScore], events: &[LabelEvent]) {
 /// the base seed, the metric and the trials themselves, so one set of trials gets the same
 /// interval wherever it appears (a table row, a level row, the leaderboard).
 fn estimate(scores: &[&TrialScore], metric: &str, options: &Options) -> Option<Estimate> {
-    let label = scores.iter().fold(metric.to_string(), |mut acc, s| {
-        acc.push('\u{1f}');
-        acc.push_str(&s.trial_id);
-        acc
+    let seed = scores.iter().fold(seed_for(options.seed, metric), |h, s| {
+        std::iter::once(0x1f)
+            .chain(s.trial_id.bytes())
+            .fold(h, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
     });
-    stats::bootstrap(&observations(scores.iter().copied(), metric), options.resamples, seed_for(options.seed, &label))
+    stats::bootstrap(&observations(scores.iter().copied(), metric), options.resamples, seed)
 }
 
 /// Aggregates scores of one run (or one file) under `run` as the run field.

@@ -137,17 +137,12 @@ async fn judge_flags(
     threshold: &tokio::sync::OnceCell<f64>,
     texts: &[String],
 ) -> anyhow::Result<bool> {
-    use crate::manip::detect::{CleanCorpus, DEFENSE_FPR, JudgeFilter, calibrate};
+    use crate::manip::detect::{CleanCorpus, DEFENSE_FPR, JudgeFilter};
     let filter = JudgeFilter { model: model.to_string(), client: client.clone(), cache: cache.clone() };
     let threshold = *threshold
         .get_or_try_init(|| async {
             let tasks: Vec<Task> = world.tasks().map(|t| (**t).clone()).collect();
-            let clean = CleanCorpus::of(&tasks);
-            let mut scores = Vec::with_capacity(clean.originals.len());
-            for (d, t) in &clean.originals {
-                scores.push((d.clone(), filter.score(t).await?));
-            }
-            anyhow::Ok(calibrate("judge", &scores, DEFENSE_FPR).threshold.unwrap_or(1.0))
+            filter.threshold(&CleanCorpus::of(&tasks), DEFENSE_FPR).await
         })
         .await?;
     for t in texts {

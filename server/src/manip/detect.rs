@@ -345,6 +345,16 @@ fn read_probability(reply: &str) -> Option<f64> {
 }
 
 impl JudgeFilter {
+    /// The threshold that flags at most `fpr` of the clean originals (equal domain weight),
+    /// scoring every original through the judge (cached).
+    pub async fn threshold(&self, clean: &CleanCorpus, fpr: f64) -> anyhow::Result<f64> {
+        let mut scores = Vec::with_capacity(clean.originals.len());
+        for (d, t) in &clean.originals {
+            scores.push((d.clone(), self.score(t).await?));
+        }
+        Ok(calibrate("judge", &scores, fpr).threshold.unwrap_or(1.0))
+    }
+
     /// The judge's probability that `text` is manipulative.
     pub async fn score(&self, text: &str) -> anyhow::Result<f64> {
         use sha2::Digest;
@@ -376,12 +386,7 @@ pub struct JudgeDefense {
 impl JudgeDefense {
     /// Scores the clean originals (cached) and calibrates to `fpr`.
     pub async fn build(filter: JudgeFilter, tasks: &[crate::corpus::Task], fpr: f64) -> anyhow::Result<JudgeDefense> {
-        let clean = CleanCorpus::of(tasks);
-        let mut scores = Vec::with_capacity(clean.originals.len());
-        for (d, t) in &clean.originals {
-            scores.push((d.clone(), filter.score(t).await?));
-        }
-        let threshold = calibrate("judge", &scores, fpr).threshold.unwrap_or(1.0);
+        let threshold = filter.threshold(&CleanCorpus::of(tasks), fpr).await?;
         Ok(JudgeDefense { filter, threshold })
     }
 }
@@ -471,6 +476,15 @@ impl Perplexity {
             Perplexity::Ngram(f) => f.score(text),
             Perplexity::Endpoint { scorer, reference } => scorer.perplexity(text).await? / reference,
         })
+    }
+
+    /// The threshold for a false-positive rate on the clean originals, with realised rates.
+    pub async fn calibration(&self, clean: &CleanCorpus, fpr: f64) -> anyhow::Result<Calibration> {
+        let mut scores = Vec::with_capacity(clean.originals.len());
+        for (d, t) in &clean.originals {
+            scores.push((d.clone(), self.score(t).await?));
+        }
+        Ok(calibrate("perplexity", &scores, fpr))
     }
 
     /// PPL-R: an edit's perplexity over its original's.

@@ -138,6 +138,11 @@ fn propose(f: &Facts<'_>, parent: Option<&Node>, n: usize, rng: &mut ChaCha8Rng)
         .collect()
 }
 
+/// The best node: highest score, the earliest among equals.
+pub fn best(nodes: &[Node]) -> Option<&Node> {
+    nodes.iter().max_by(|a, b| a.score.total_cmp(&b.score).then(b.id.cmp(&a.id)))
+}
+
 /// The overlay that puts `text` in place of the task's first injection point.
 pub fn overlay_with(task: &Task, text: &str) -> Overlay {
     let p = &task.injection_points[0];

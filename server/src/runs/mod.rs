@@ -414,8 +414,15 @@ async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claime
     let Some(task) = world.task(&trial.task_id) else {
         return TrialEnd::Error(format!("task {} is no longer stored", trial.task_id));
     };
+    let prior: Vec<Step> = match store.steps(&trial.trial_id).await {
+        Ok(bodies) => match bodies.iter().map(|b| serde_json::from_str(b)).collect::<Result<_, _>>() {
+            Ok(steps) => steps,
+            Err(e) => return TrialEnd::Error(format!("stored steps are unreadable: {e}")),
+        },
+        Err(e) => return TrialEnd::Error(format!("loading stored steps: {e}")),
+    };
     let overlay = if trial.level == "L4" {
-        match searched_overlay(store, world, agent, trial, (defense, attacker), tap).await {
+        match searched_overlay(store, world, agent, trial, !prior.is_empty(), (defense, attacker), tap).await {
             Ok(o) => o,
             Err(e) => return TrialEnd::Error(format!("L4 search: {e:#}")),
         }
@@ -424,13 +431,6 @@ async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claime
             Ok(o) => o,
             Err(e) => return TrialEnd::Error(format!("manipulation: {e:#}")),
         }
-    };
-    let prior: Vec<Step> = match store.steps(&trial.trial_id).await {
-        Ok(bodies) => match bodies.iter().map(|b| serde_json::from_str(b)).collect::<Result<_, _>>() {
-            Ok(steps) => steps,
-            Err(e) => return TrialEnd::Error(format!("stored steps are unreadable: {e}")),
-        },
-        Err(e) => return TrialEnd::Error(format!("loading stored steps: {e}")),
     };
     let mut sink = DbSink { store, trial_id: &trial.trial_id };
     let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
@@ -486,23 +486,29 @@ impl crate::manip::tap::TapLog for DbTapLog<'_> {
     }
 }
 
-/// The overlay of an L4 trial: the best passage of its search. A finished search (one
-/// whose trial already has steps) is reused; otherwise the search runs (again) now.
+/// The overlay of an L4 trial: the best passage of its search. A finished search (the
+/// trial has `started`: it already has steps) is reused; otherwise the search runs (again).
 async fn searched_overlay(
     store: &dyn Store,
     world: &World,
     agent: &dyn Agent,
     trial: &TrialRow,
+    started: bool,
     (defense, attacker): (Option<&dyn crate::manip::detect::Defense>, Option<&crate::manip::attacker::Attacker>),
     tap: crate::manip::tap::TapOptions,
 ) -> anyhow::Result<crate::env::Overlay> {
-    use crate::manip::tap::{Node, Target, overlay_with, search};
+    use crate::manip::tap::{Node, Target, best, overlay_with, search};
     let task = world.task(&trial.task_id).context("the trial's task")?;
-    let started = !store.steps(&trial.trial_id).await?.is_empty();
-    let nodes: Vec<Node> =
-        store.tap_nodes(&trial.trial_id).await?.iter().map(|b| serde_json::from_str(b)).collect::<Result<_, _>>()?;
-    if started && let Some(best) = nodes.iter().max_by(|a, b| a.score.total_cmp(&b.score).then(b.id.cmp(&a.id))) {
-        return Ok(overlay_with(task, &best.text));
+    if started {
+        let nodes: Vec<Node> = store
+            .tap_nodes(&trial.trial_id)
+            .await?
+            .iter()
+            .map(|b| serde_json::from_str(b))
+            .collect::<Result<_, _>>()?;
+        if let Some(best) = best(&nodes) {
+            return Ok(overlay_with(task, &best.text));
+        }
     }
     store.reset_tap(&trial.trial_id).await?;
     let mut log = DbTapLog { store, trial_id: &trial.trial_id };

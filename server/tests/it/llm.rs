@@ -9,14 +9,7 @@ use server::agent::{Action, Agent, Observation, TrialContext};
 use server::llm::scripted::{Reply, ScriptedServer};
 use server::llm::{EndpointSpec, HttpLlm, LlmClient, LlmError, Message};
 
-/// The trajectory lines of a file.
-fn trajectories(path: &std::path::Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .expect("trajectories")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("json"))
-        .collect()
-}
+use crate::support::trajectories;
 
 fn spec(server: &ScriptedServer, retries: u32) -> EndpointSpec {
     let mut s = EndpointSpec::new(&server.base_url, "tiny-test-model");

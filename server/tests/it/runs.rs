@@ -255,8 +255,7 @@ fn manipulated_runs_record_spans_and_exposure_at_the_right_turn() {
         ],
     );
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let lines: Vec<Value> =
-        std::fs::read_to_string(&out).expect("out").lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+    let lines = crate::support::trajectories(&out);
     let mut first_turns = std::collections::BTreeMap::new();
     for l in &lines {
         let steps = l["steps"].as_array().expect("steps");
@@ -337,8 +336,7 @@ fn defended_configurations_withhold_flagged_text_and_score_separately() {
         ],
     );
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let lines: Vec<Value> =
-        std::fs::read_to_string(&out).expect("out").lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+    let lines = crate::support::trajectories(&out);
     for l in &lines {
         let start = l["steps"][0]["observation"].as_str().expect("observation");
         if l["agent"] == "explorer+keyword" {

@@ -92,3 +92,12 @@ pub fn role_config(dir: &tempfile::TempDir, base_url: &str, name: &str, model: &
     std::fs::write(&path, text).expect("write the config");
     path
 }
+
+/// The JSON lines of a trajectory file.
+pub fn trajectories(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .expect("trajectories")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect()
+}
