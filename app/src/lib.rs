@@ -2,6 +2,7 @@
 //! binary and with `hydrate` into the browser's wasm module.
 
 pub mod api;
+mod components;
 pub mod error;
 pub mod model;
 mod pages;
@@ -13,8 +14,25 @@ use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
 use leptos_router::components::{A, Route, Router, Routes};
 use leptos_router::path;
 
+/// The Content-Security-Policy of every dashboard page: scripts only from this origin or
+/// carrying this response's nonce (the hydration bootstrap), no plugins, no inline styles,
+/// no framing, and forms and links only to this origin.
+pub fn content_security_policy(nonce: &str) -> String {
+    format!(
+        "default-src 'none'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self'; \
+         img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; \
+         frame-ancestors 'none'; object-src 'none'"
+    )
+}
+
 /// The HTML document around the app, rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let (Some(nonce), Some(resp)) = (leptos::nonce::use_nonce(), use_context::<leptos_axum::ResponseOptions>())
+        && let Ok(value) = http::HeaderValue::from_str(&content_security_policy(&nonce.to_string()))
+    {
+        resp.insert_header(http::header::CONTENT_SECURITY_POLICY, value);
+    }
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -49,6 +67,10 @@ pub fn App() -> impl IntoView {
             <header class="topbar">
                 <A href="/" attr:class="brand">"Mirage"</A>
                 <nav aria-label="Main">
+                    <A href="/runs">"Runs"</A>
+                    <A href="/leaderboard">"Leaderboard"</A>
+                    <A href="/robustness">"Robustness"</A>
+                    <A href="/heatmaps">"Heatmaps"</A>
                     <A href="/tasks">"Tasks"</A>
                     <a href="/shop/admin/dashboard" rel="external">"Shop admin"</a>
                     <a href="/forum" rel="external">"Forum"</a>
@@ -60,6 +82,13 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/") view=pages::HomePage/>
                     <Route path=path!("/tasks") view=pages::TasksPage/>
                     <Route path=path!("/tasks/:id") view=pages::TaskPage/>
+                    <Route path=path!("/runs") view=pages::RunsPage/>
+                    <Route path=path!("/runs/:id") view=pages::RunPage/>
+                    <Route path=path!("/runs/:run/trials/:trial") view=pages::TrajectoryPage/>
+                    <Route path=path!("/leaderboard") view=pages::LeaderboardPage/>
+                    <Route path=path!("/team") view=pages::TeamPage/>
+                    <Route path=path!("/robustness") view=pages::RobustnessPage/>
+                    <Route path=path!("/heatmaps") view=pages::HeatmapsPage/>
                 </Routes>
             </main>
         </Router>

@@ -73,3 +73,9 @@ pub struct TaskDetail {
     pub injection_points: Vec<InjectionView>,
     pub distractors: Vec<PageView>,
 }
+
+mod insights;
+mod runs;
+
+pub use insights::*;
+pub use runs::*;

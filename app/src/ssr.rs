@@ -6,7 +6,10 @@ use std::sync::Arc;
 use leptos::prelude::use_context;
 
 use crate::error::AppError;
-use crate::model::{TaskDetail, TaskFilter, TaskList};
+use crate::model::{
+    BoardQuery, HeatQuery, Heatmap, Leaderboard, NewRun, Robustness, RunDetail, RunSummary, TaskDetail, TaskFilter,
+    TaskList, TrajectoryView, TrialPage, TrialQuery,
+};
 
 /// Read access to the task corpus.
 #[async_trait::async_trait]
@@ -17,10 +20,37 @@ pub trait Corpus: Send + Sync {
     async fn get(&self, id: String) -> Result<TaskDetail, AppError>;
 }
 
+/// Runs: list, launch, cancel, trials and trajectories.
+#[async_trait::async_trait]
+pub trait Runs: Send + Sync {
+    /// Every run, newest first, with live progress.
+    async fn list(&self) -> Result<Vec<RunSummary>, AppError>;
+    /// One run with its coverage and versions.
+    async fn get(&self, id: String) -> Result<RunDetail, AppError>;
+    /// A page of a run's trials.
+    async fn trials(&self, query: TrialQuery) -> Result<TrialPage, AppError>;
+    /// Plans, stores and starts a run; `Invalid` names the form field at fault.
+    async fn start(&self, form: NewRun) -> Result<String, AppError>;
+    /// Cancels a run's unfinished trials.
+    async fn cancel(&self, id: String) -> Result<(), AppError>;
+    /// One trial turn by turn (a page of turns), with its score and labels.
+    async fn trajectory(&self, trial: String, page: usize) -> Result<TrajectoryView, AppError>;
+}
+
+/// Aggregates: leaderboard, robustness plot, heatmaps.
+#[async_trait::async_trait]
+pub trait Insights: Send + Sync {
+    async fn leaderboard(&self, query: BoardQuery) -> Result<Leaderboard, AppError>;
+    async fn robustness(&self, run: Option<String>, level: Option<String>) -> Result<Robustness, AppError>;
+    async fn heatmap(&self, query: HeatQuery) -> Result<Heatmap, AppError>;
+}
+
 /// Everything a server function may touch. Provided once per request via context.
 #[derive(Clone)]
 pub struct Services {
     pub corpus: Arc<dyn Corpus>,
+    pub runs: Arc<dyn Runs>,
+    pub insights: Arc<dyn Insights>,
 }
 
 /// The services of the current request.

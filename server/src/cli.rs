@@ -35,6 +35,10 @@ pub enum Command {
         /// Folder with the built browser bundle (`pkg/`) and public files.
         #[arg(long, env = "MIRAGE_SITE_ROOT", default_value = "target/site")]
         site_root: PathBuf,
+        /// Config file with model endpoints and roles (`[endpoints.NAME]`, `[roles]`): agents
+        /// the launch form may name, and the judge that scores runs.
+        #[arg(long, env = "MIRAGE_CONFIG")]
+        config: Option<PathBuf>,
     },
     /// Work with the task corpus.
     Corpus {
@@ -292,7 +296,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let url = database_url(&cli.db)?;
     let store = Arc::new(SqlStore::connect(&url).await?);
     match cli.command {
-        Command::Serve { addr, site_root } => serve(store, addr, site_root).await,
+        Command::Serve { addr, site_root, config } => serve(store, addr, site_root, config).await,
         Command::Run(args) => {
             seed_if_empty(store.as_ref()).await?;
             run_command(store, *args).await
@@ -358,7 +362,13 @@ pub async fn seed_if_empty(store: &dyn Store) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn serve(store: Arc<SqlStore>, addr: SocketAddr, site_root: PathBuf) -> anyhow::Result<()> {
+async fn serve(
+    store: Arc<SqlStore>,
+    addr: SocketAddr,
+    site_root: PathBuf,
+    config: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let config = crate::config::Config::load(config.as_deref())?;
     seed_if_empty(store.as_ref()).await?;
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
     let addr = listener.local_addr()?;
@@ -371,7 +381,7 @@ async fn serve(store: Arc<SqlStore>, addr: SocketAddr, site_root: PathBuf) -> an
     if !site_root.join("pkg/mirage_bg.wasm").exists() {
         tracing::warn!(site_root = %site_root.display(), "No browser bundle under {}/pkg: pages render but do not hydrate (run scripts/build-site.sh)", site_root.display());
     }
-    let state = crate::app_state(store, options).await?;
+    let state = crate::app_state(store, options, config).await?;
     let tasks = state.world.task_count();
     let app = crate::router(state);
     println!("Mirage is listening on http://{addr} ({tasks} tasks)");

@@ -1,6 +1,7 @@
 //! Mirage server library: the engine modules, the HTTP application and the commands.
 
 pub mod agent;
+pub mod charts;
 pub mod cli;
 pub mod config;
 pub mod corpus;
@@ -48,6 +49,8 @@ pub fn router(state: AppState) -> Router {
         .route("/ep/{id}/{*rest}", get(http::sites::in_episode))
         .route("/api/episodes", post(http::episodes::start))
         .route("/api/episodes/{id}", get(http::episodes::show))
+        .route("/api/runs/events", get(http::dashboard::events))
+        .route("/api/export/{name}", get(http::dashboard::export))
         .leptos_routes_with_context(&state, routes, context.clone(), {
             let options = state.leptos_options.clone();
             move || shell(options.clone())
@@ -57,12 +60,17 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Builds the application state: the world from the stored tasks.
+/// Builds the application state: the world from the stored tasks, the judge from the
+/// configuration's `roles.judge` (gold-fact coverage without one).
 pub async fn app_state(
     store: Arc<dyn db::Store>,
     leptos_options: leptos::prelude::LeptosOptions,
+    config: config::Config,
 ) -> anyhow::Result<AppState> {
     let tasks = store.all_tasks().await?;
+    let corpus_version = cli::corpus_version(&tasks);
     let world = Arc::new(env::World::build(tasks)?);
-    Ok(AppState { leptos_options, world, store })
+    let judge = Arc::new(score_cli::judge_from(&config, store.clone())?);
+    let insights = Arc::new(services::insights::InsightsService::new(store.clone(), world.clone(), judge.clone()));
+    Ok(AppState { leptos_options, world, store, config: Arc::new(config), judge, corpus_version, insights })
 }

@@ -38,7 +38,8 @@ pub async fn score(store: Arc<SqlStore>, args: ScoreArgs) -> anyhow::Result<()> 
         config.set_judge(name)?;
     }
     let judge = judge_from(&config, store.clone())?;
-    let options = Options { by: args.by.clone(), resamples: args.resamples.max(1), seed: args.seed, alpha: 0.05 };
+    let options =
+        Options { by: args.by.clone(), resamples: args.resamples.max(1), seed: args.seed, ..Options::default() };
     let (scores, source) = match &args.run {
         Some(run) => {
             store.run(run).await?;

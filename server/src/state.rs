@@ -5,8 +5,10 @@ use std::sync::Arc;
 use axum::extract::FromRef;
 use leptos::prelude::LeptosOptions;
 
+use crate::config::Config;
 use crate::db::Store;
 use crate::env::World;
+use crate::judge::rsn::ModelJudge;
 
 /// State of the HTTP application: built once in `serve`, cloned per request.
 #[derive(Clone, FromRef)]
@@ -14,4 +16,12 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub world: Arc<World>,
     pub store: Arc<dyn Store>,
+    /// Model endpoints and roles for runs launched from the dashboard.
+    pub config: Arc<Config>,
+    /// The reasoning judge that scores runs for the dashboard.
+    pub judge: Arc<ModelJudge>,
+    /// Fingerprint of the stored corpus, recorded with every launched run.
+    pub corpus_version: String,
+    /// Aggregates of runs, cached across requests.
+    pub insights: Arc<crate::services::insights::InsightsService>,
 }

@@ -1,12 +1,20 @@
 //! Route components. Each page reads its state from the URL, so every view can be shared.
 
 mod home;
+mod leaderboard;
+mod plots;
+mod runs;
 mod task;
 mod tasks;
+mod trajectory;
 
 pub use home::HomePage;
+pub use leaderboard::{LeaderboardPage, TeamPage};
+pub use plots::{HeatmapsPage, RobustnessPage};
+pub use runs::{RunPage, RunsPage};
 pub use task::TaskPage;
 pub use tasks::TasksPage;
+pub use trajectory::TrajectoryPage;
 
 use leptos::prelude::*;
 use leptos_meta::Title;

@@ -103,6 +103,14 @@ pub struct TrialRow {
     pub appeal: Option<String>,
 }
 
+/// Which trials of a run a page lists; `None` matches all.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TrialFilter {
+    pub agent: Option<String>,
+    pub level: Option<String>,
+    pub state: Option<String>,
+}
+
 /// Trial counts of a run by state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Progress {
@@ -238,6 +246,26 @@ pub trait Store: Send + Sync {
     async fn add_label(&self, event: &LabelEvent) -> StoreResult<i64>;
     /// Every label event of a run's trials, oldest first.
     async fn label_events(&self, run_id: &str) -> StoreResult<Vec<LabelEvent>>;
+    /// The label events of one trial, oldest first.
+    async fn trial_label_events(&self, trial_id: &str) -> StoreResult<Vec<LabelEvent>>;
+    /// The id of the newest label event anywhere (0 when none): it changes whenever a label
+    /// is added, so caches of aggregates key on it.
+    async fn label_generation(&self) -> StoreResult<i64>;
+    /// The judge versions behind a run's stored scores.
+    async fn score_judges(&self, run_id: &str) -> StoreResult<Vec<String>>;
+    /// The stored score of one trial.
+    async fn trial_score(&self, trial_id: &str) -> StoreResult<Option<StoredScore>>;
+    /// One page of a run's trials in order, filtered by agent, level and state (each
+    /// optional), and how many match.
+    async fn trial_page(
+        &self,
+        run_id: &str,
+        filter: &TrialFilter,
+        offset: i64,
+        limit: i64,
+    ) -> StoreResult<(Vec<TrialRow>, i64)>;
+    /// Trial counts of a run by (agent, level, condition, state).
+    async fn coverage(&self, run_id: &str) -> StoreResult<Vec<(String, String, String, String, i64)>>;
     /// Appends a scored L4 search node (`body` is the node as JSON).
     async fn add_tap_node(
         &self,
@@ -823,28 +851,104 @@ impl Store for SqlStore {
     }
 
     async fn label_events(&self, run_id: &str) -> StoreResult<Vec<LabelEvent>> {
+        let rows = sqlx::query(&format!(
+            "select {LABEL_COLUMNS} from label_event \
+             where trial_id in (select trial_id from trial where run_id = $1) order by event_id"
+        ))
+        .bind(run_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(label_from).collect::<Result<_, _>>()?)
+    }
+
+    async fn trial_label_events(&self, trial_id: &str) -> StoreResult<Vec<LabelEvent>> {
+        let rows =
+            sqlx::query(&format!("select {LABEL_COLUMNS} from label_event where trial_id = $1 order by event_id"))
+                .bind(trial_id)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows.iter().map(label_from).collect::<Result<_, _>>()?)
+    }
+
+    async fn label_generation(&self) -> StoreResult<i64> {
+        let row = sqlx::query("select coalesce(max(event_id), 0) as g from label_event").fetch_one(&self.pool).await?;
+        Ok(row.try_get("g")?)
+    }
+
+    async fn score_judges(&self, run_id: &str) -> StoreResult<Vec<String>> {
+        let rows =
+            sqlx::query("select distinct judge_version from trial_score where run_id = $1 order by judge_version")
+                .bind(run_id)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows.iter().map(|r| r.try_get("judge_version")).collect::<Result<_, _>>()?)
+    }
+
+    async fn trial_score(&self, trial_id: &str) -> StoreResult<Option<StoredScore>> {
+        let row = sqlx::query("select trial_id, judge_version, body from trial_score where trial_id = $1")
+            .bind(trial_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| {
+            Ok(StoredScore {
+                trial_id: r.try_get("trial_id")?,
+                judge_version: r.try_get("judge_version")?,
+                body: r.try_get("body")?,
+            })
+        })
+        .transpose()
+        .map_err(|e: sqlx::Error| StoreError::from(e))
+    }
+
+    async fn trial_page(
+        &self,
+        run_id: &str,
+        filter: &TrialFilter,
+        offset: i64,
+        limit: i64,
+    ) -> StoreResult<(Vec<TrialRow>, i64)> {
+        // Absent filters bind NULL and match everything, so one statement serves all shapes.
+        let clause = "run_id = $1 and ($2 is null or agent = $2) and ($3 is null or level = $3) \
+                      and ($4 is null or state = $4)";
+        let total: i64 = sqlx::query(&format!("select count(*) as n from trial where {clause}"))
+            .bind(run_id)
+            .bind(filter.agent.as_deref())
+            .bind(filter.level.as_deref())
+            .bind(filter.state.as_deref())
+            .fetch_one(&self.pool)
+            .await?
+            .try_get("n")?;
+        let rows = sqlx::query(&format!(
+            "select {TRIAL_COLUMNS} from trial where {clause} order by ordinal limit $5 offset $6"
+        ))
+        .bind(run_id)
+        .bind(filter.agent.as_deref())
+        .bind(filter.level.as_deref())
+        .bind(filter.state.as_deref())
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok((rows.iter().map(trial_from).collect::<Result<_, _>>()?, total))
+    }
+
+    async fn coverage(&self, run_id: &str) -> StoreResult<Vec<(String, String, String, String, i64)>> {
         let rows = sqlx::query(
-            "select event_id, trial_id, kind, value, turn, source, confidence, reason, author, judge_version, created_at \
-             from label_event where trial_id in (select trial_id from trial where run_id = $1) order by event_id",
+            "select agent, level, condition, state, count(*) as n from trial where run_id = $1 \
+             group by agent, level, condition, state order by agent, level, condition, state",
         )
         .bind(run_id)
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
             .map(|r| {
-                Ok(LabelEvent {
-                    event_id: r.try_get("event_id")?,
-                    trial_id: r.try_get("trial_id")?,
-                    kind: r.try_get("kind")?,
-                    value: r.try_get::<i32, _>("value")? != 0,
-                    turn: r.try_get("turn")?,
-                    source: r.try_get("source")?,
-                    confidence: r.try_get("confidence")?,
-                    reason: r.try_get("reason")?,
-                    author: r.try_get("author")?,
-                    judge_version: r.try_get("judge_version")?,
-                    created_at: r.try_get("created_at")?,
-                })
+                Ok((
+                    r.try_get("agent")?,
+                    r.try_get("level")?,
+                    r.try_get("condition")?,
+                    r.try_get("state")?,
+                    r.try_get("n")?,
+                ))
             })
             .collect::<Result<_, sqlx::Error>>()
             .map_err(StoreError::from)
@@ -918,6 +1022,25 @@ fn run_from(row: &sqlx::any::AnyRow) -> Result<RunRow, sqlx::Error> {
         corpus_version: row.try_get("corpus_version")?,
         trials_total: row.try_get("trials_total")?,
         created_at: row.try_get("created_at")?,
+    })
+}
+
+const LABEL_COLUMNS: &str =
+    "event_id, trial_id, kind, value, turn, source, confidence, reason, author, judge_version, created_at";
+
+fn label_from(r: &sqlx::any::AnyRow) -> Result<LabelEvent, sqlx::Error> {
+    Ok(LabelEvent {
+        event_id: r.try_get("event_id")?,
+        trial_id: r.try_get("trial_id")?,
+        kind: r.try_get("kind")?,
+        value: r.try_get::<i32, _>("value")? != 0,
+        turn: r.try_get("turn")?,
+        source: r.try_get("source")?,
+        confidence: r.try_get("confidence")?,
+        reason: r.try_get("reason")?,
+        author: r.try_get("author")?,
+        judge_version: r.try_get("judge_version")?,
+        created_at: r.try_get("created_at")?,
     })
 }
 

@@ -30,7 +30,9 @@ impl TestApp {
             .site_pkg_dir("pkg")
             .site_addr(addr)
             .build();
-        let state = server::app_state(store as Arc<dyn Store>, options).await.expect("state");
+        let state = server::app_state(store as Arc<dyn Store>, options, server::config::Config::default())
+            .await
+            .expect("state");
         let app = server::router(state.clone());
         tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
         let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");

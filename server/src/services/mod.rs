@@ -1,5 +1,8 @@
 //! Implements the ports of `app::ssr` on top of the world and the store.
 
+pub mod insights;
+pub mod runs;
+
 use std::sync::Arc;
 
 use app::error::AppError;
@@ -19,8 +22,23 @@ pub struct CorpusService {
 
 impl From<&AppState> for Services {
     fn from(state: &AppState) -> Services {
-        Services { corpus: Arc::new(CorpusService { world: state.world.clone() }) }
+        Services {
+            corpus: Arc::new(CorpusService { world: state.world.clone() }),
+            runs: Arc::new(runs::RunsService {
+                store: state.store.clone(),
+                world: state.world.clone(),
+                config: state.config.clone(),
+                corpus_version: state.corpus_version.clone(),
+            }),
+            insights: state.insights.clone(),
+        }
     }
+}
+
+/// Logs an unexpected failure and hides its detail from the browser.
+pub fn internal(e: impl std::fmt::Display) -> AppError {
+    tracing::error!("dashboard request failed: {e:#}");
+    AppError::Internal
 }
 
 fn summary(t: &Task) -> TaskSummary {

@@ -1,0 +1,139 @@
+//! Pieces shared by several pages: estimate cells, progress bars, the live progress
+//! subscription, run pickers and query helpers.
+
+use std::collections::HashMap;
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
+
+use crate::model::{Est, Progress};
+
+/// A query parameter of the current URL, `None` when absent or empty.
+pub fn query_param(key: &'static str) -> Memo<Option<String>> {
+    let query = use_query_map();
+    Memo::new(move |_| query.read().get(key).filter(|v| !v.is_empty()))
+}
+
+/// `?a=1&b=2` from pairs, leaving out empty values (percent-encoded).
+pub fn query_string(pairs: &[(&str, Option<String>)]) -> String {
+    let parts: Vec<String> = pairs
+        .iter()
+        .filter_map(|(k, v)| v.as_deref().filter(|v| !v.is_empty()).map(|v| format!("{k}={}", urlencoding::encode(v))))
+        .collect();
+    if parts.is_empty() { String::new() } else { format!("?{}", parts.join("&")) }
+}
+
+/// Formats a share 0–1 with three decimals.
+pub fn fmt3(v: f64) -> String {
+    format!("{v:.3}")
+}
+
+/// A table cell with a mean, its 95 % interval and n (empty when the metric does not apply).
+#[component]
+pub fn EstCell(est: Option<Est>) -> impl IntoView {
+    match est {
+        Some(e) => view! {
+            <td class="num" title=format!("95% CI [{:.3}, {:.3}], n = {}", e.lo, e.hi, e.n)>
+                <span class="mean">{fmt3(e.mean)}</span>
+                <span class="ci">{format!(" [{:.2}, {:.2}]", e.lo, e.hi)}</span>
+                <span class="n">{format!(" n={}", e.n)}</span>
+            </td>
+        }
+        .into_any(),
+        None => view! { <td class="num na">"–"</td> }.into_any(),
+    }
+}
+
+/// A progress bar with counts.
+#[component]
+#[expect(clippy::needless_pass_by_value, reason = "component props are passed by value")]
+pub fn ProgressLine(progress: Progress) -> impl IntoView {
+    let c = progress.counts;
+    let eta = progress.eta_secs.map(|s| format!(", about {:.0} s left", s.ceil())).unwrap_or_default();
+    view! {
+        <div class="progress-line" data-run=progress.run_id.clone() data-status=progress.status.clone()>
+            <progress max="100" value=format!("{:.1}", progress.percent())></progress>
+            <span class="progress-text">
+                {format!(
+                    "{} of {} finished ({} done, {} errors, {} cancelled, {} running, {} queued), {:.0}/min{eta}",
+                    c.finished(), progress.total, c.done, c.error, c.cancelled, c.running, c.queued, progress.per_minute
+                )}
+            </span>
+            <span class=format!("status status-{}", progress.status)>{progress.status.clone()}</span>
+        </div>
+    }
+}
+
+/// Live progress by run id, fed by the server's event stream after hydration.
+#[derive(Clone, Copy)]
+pub struct Live(pub RwSignal<HashMap<String, Progress>>);
+
+impl Live {
+    /// The newest progress of a run: from the stream when it sent one, else `fallback`.
+    pub fn of(&self, fallback: &Progress) -> Progress {
+        self.0.with(|m| m.get(&fallback.run_id).cloned()).unwrap_or_else(|| fallback.clone())
+    }
+}
+
+/// Subscribes to `/api/runs/events` (one run, or every active run) for as long as the
+/// calling component lives.
+#[cfg_attr(not(feature = "hydrate"), expect(clippy::needless_pass_by_value, reason = "used by the browser build"))]
+pub fn live_progress(run: Option<String>) -> Live {
+    let live = Live(RwSignal::new(HashMap::new()));
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| subscribe(run.as_deref(), live.0));
+    #[cfg(not(feature = "hydrate"))]
+    let _ = run;
+    live
+}
+
+#[cfg(feature = "hydrate")]
+fn subscribe(run: Option<&str>, live: RwSignal<HashMap<String, Progress>>) {
+    use wasm_bindgen::JsCast;
+    use wasm_bindgen::closure::Closure;
+
+    let single = run.is_some();
+    let url = match run {
+        Some(r) => format!("/api/runs/events?run={}", urlencoding::encode(r)),
+        None => "/api/runs/events".to_string(),
+    };
+    let Ok(source) = web_sys::EventSource::new(&url) else { return };
+    let inner = source.clone();
+    let on_progress = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
+        let Some(text) = ev.data().as_string() else { return };
+        let Ok(p) = serde_json::from_str::<Progress>(&text) else { return };
+        // A finished run's stream ends; without this the browser would reconnect forever.
+        if single && p.status != "active" {
+            inner.close();
+        }
+        live.update(|m| {
+            m.insert(p.run_id.clone(), p);
+        });
+    });
+    let _ = source.add_event_listener_with_callback("progress", on_progress.as_ref().unchecked_ref());
+    on_progress.forget();
+    let source = send_wrapper::SendWrapper::new(source);
+    on_cleanup(move || source.close());
+}
+
+/// A `<select>` of runs that navigates to `base` with the chosen run (other parameters kept
+/// by the caller through `rest`).
+#[component]
+#[expect(clippy::needless_pass_by_value, reason = "component props are passed by value")]
+pub fn RunPicker(runs: Vec<String>, current: String, href: Callback<String, String>) -> impl IntoView {
+    let navigate = leptos_router::hooks::use_navigate();
+    view! {
+        <label class="picker">"Run "
+            <select
+                name="run"
+                on:change=move |ev| navigate(&href.run(event_target_value(&ev)), Default::default())
+                prop:value=current.clone()
+            >
+                {runs.into_iter().map(|r| {
+                    let selected = r == current;
+                    view! { <option value=r.clone() selected=selected>{r.clone()}</option> }
+                }).collect_view()}
+            </select>
+        </label>
+    }
+}

@@ -1,0 +1,132 @@
+//! Wire types of the leaderboard, the robustness plot and the heatmaps.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A mean with its 95 % bootstrap interval and the observations behind it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Est {
+    pub mean: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub n: usize,
+}
+
+/// Which numbers to show. Every field comes from the URL query.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoardQuery {
+    /// The run; the latest run with finished trials when absent.
+    pub run: Option<String>,
+    /// `default`, `strict` or `loose` decision accuracy.
+    pub tier: Option<String>,
+    /// Break the table down by `domain`, `condition` or `level`.
+    pub by: Option<String>,
+}
+
+/// One configuration's row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BoardRow {
+    pub agent: String,
+    /// Tie band on utility: rows in one band are not significantly different.
+    pub band: usize,
+    pub trials: usize,
+    pub errors: usize,
+    /// Labels still disputed (not settled by a person).
+    pub disputed: usize,
+    /// Metric → estimate (`None` where the metric does not apply).
+    pub cells: BTreeMap<String, Option<Est>>,
+}
+
+/// A paired comparison of two configurations on shared L0 trials.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PairView {
+    pub a: String,
+    pub b: String,
+    pub diff: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub n: usize,
+    pub p: f64,
+    pub p_holm: f64,
+}
+
+/// The leaderboard of one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Leaderboard {
+    pub run: String,
+    /// Runs that can be chosen instead (newest first).
+    pub runs: Vec<String>,
+    pub tier: String,
+    /// Metric columns in display order.
+    pub columns: Vec<String>,
+    pub rows: Vec<BoardRow>,
+    pub by: Option<String>,
+    /// (value of the breakdown field, rows) when broken down.
+    pub breakdown: Vec<(String, Vec<BoardRow>)>,
+    pub pairs: Vec<PairView>,
+    pub judges: Vec<String>,
+    /// Labels a person settled in this run.
+    pub human_labels: usize,
+    /// Cohen's κ between automatic and human labels: (kind, n, κ).
+    pub agreement: Vec<(String, usize, Option<f64>)>,
+}
+
+/// One configuration on the robustness–utility plane.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParetoPoint {
+    pub agent: String,
+    pub utility: Est,
+    pub robustness: Est,
+    /// No other configuration is at least as good on both axes and better on one.
+    pub frontier: bool,
+}
+
+/// The robustness page's data: the points, and the plot drawn on the server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Robustness {
+    pub run: String,
+    pub runs: Vec<String>,
+    /// `pooled` or a level (`L1` … `L4`).
+    pub level: String,
+    pub levels: Vec<String>,
+    pub points: Vec<ParetoPoint>,
+    /// Configurations left out for lack of L0 or manipulated trials.
+    pub missing: Vec<String>,
+    /// The plot as an SVG document (escaped text only).
+    pub svg: String,
+}
+
+/// Which heatmap to draw.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeatQuery {
+    pub run: Option<String>,
+    /// `attack_success`, `acc_dec`, `exposure`, `verification` or `recovery`.
+    pub metric: Option<String>,
+    /// Columns: `agent`, `domain` or `category`.
+    pub by: Option<String>,
+}
+
+/// One cell of a heatmap.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HeatCell {
+    pub level: String,
+    pub column: String,
+    pub est: Option<Est>,
+    /// Too few observations (or too wide an interval) to read.
+    pub underpowered: bool,
+}
+
+/// A level × column heatmap of one metric.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Heatmap {
+    pub run: String,
+    pub runs: Vec<String>,
+    pub metric: String,
+    pub by: String,
+    pub levels: Vec<String>,
+    pub columns: Vec<String>,
+    pub cells: Vec<HeatCell>,
+    /// Cells with fewer observations than this are greyed.
+    pub min_n: usize,
+}

@@ -1,0 +1,212 @@
+//! Wire types of the runs pages and the trajectory viewer.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Trials of a run by state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub queued: i64,
+    pub running: i64,
+    pub done: i64,
+    pub error: i64,
+    pub cancelled: i64,
+}
+
+impl Counts {
+    /// Trials that will not run again.
+    pub fn finished(&self) -> i64 {
+        self.done + self.error + self.cancelled
+    }
+}
+
+/// Live progress of a run: what the runs list shows and the event stream sends.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    pub run_id: String,
+    /// `active`, `cancelled` or `done`.
+    pub status: String,
+    pub total: i64,
+    pub counts: Counts,
+    /// Trials finished per minute over the last minute.
+    pub per_minute: f64,
+    pub eta_secs: Option<f64>,
+}
+
+impl Progress {
+    /// Share of trials finished, 0–100.
+    pub fn percent(&self) -> f64 {
+        if self.total == 0 {
+            return 100.0;
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let share = self.counts.finished() as f64 / self.total as f64;
+        share * 100.0
+    }
+}
+
+/// One row of the runs list.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub id: String,
+    /// Milliseconds since the epoch.
+    pub created_at: i64,
+    pub tasks: String,
+    pub agents: Vec<String>,
+    pub levels: Vec<String>,
+    pub progress: Progress,
+}
+
+/// Trials of one agent configuration × level × condition cell.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CoverageCell {
+    pub agent: String,
+    pub level: String,
+    pub condition: String,
+    pub counts: Counts,
+}
+
+/// Everything the run page shows above its trial table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunDetail {
+    pub summary: RunSummary,
+    pub conditions: Vec<String>,
+    pub seeds: Vec<i64>,
+    pub appeal: bool,
+    pub strategy: Option<String>,
+    pub corpus_version: String,
+    /// Judge versions of the stored scores (empty until the run is scored).
+    pub judges: Vec<String>,
+    pub coverage: Vec<CoverageCell>,
+}
+
+/// Which trials of a run to list.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrialQuery {
+    pub run: String,
+    pub agent: Option<String>,
+    pub level: Option<String>,
+    pub state: Option<String>,
+    /// Zero-based page.
+    pub page: usize,
+}
+
+/// One row of a run's trial table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrialSummary {
+    pub id: String,
+    pub task_id: String,
+    pub agent: String,
+    pub level: String,
+    pub condition: String,
+    pub seed: i64,
+    pub state: String,
+    pub verdict: Option<String>,
+    pub error: Option<String>,
+}
+
+/// A page of trials.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrialPage {
+    pub rows: Vec<TrialSummary>,
+    /// Trials matching the query.
+    pub total: usize,
+    pub page: usize,
+    pub page_size: usize,
+}
+
+/// The launch form as submitted: every field is text so that a mistake can be explained
+/// next to the field it came from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewRun {
+    pub tasks: String,
+    /// Comma-separated agent configurations (`explorer`, `explorer+keyword`, …).
+    pub agents: String,
+    pub levels: String,
+    pub conditions: String,
+    pub seeds: String,
+    pub concurrency: String,
+    /// Present when the appeal box is ticked.
+    #[serde(default)]
+    pub appeal: Option<String>,
+}
+
+/// A piece of an observation: plain text, or text an interested party controls (named
+/// by its injection point).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Segment {
+    pub text: String,
+    pub injection: Option<String>,
+}
+
+/// One turn of a trajectory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TurnView {
+    pub t: usize,
+    pub thought: String,
+    /// The action as the agent wrote it (`open /url`, `verdict REFUND …`).
+    pub action: String,
+    pub url: Option<String>,
+    pub status: Option<u16>,
+    /// The page text the agent received, cut at the manipulated spans.
+    pub observation: Vec<Segment>,
+    pub tokens: Option<u64>,
+    pub latency_ms: Option<u64>,
+}
+
+/// A label on the timeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LabelView {
+    pub kind: String,
+    pub value: bool,
+    pub turn: Option<usize>,
+    pub source: String,
+    pub confidence: f64,
+    pub reason: String,
+    pub disputed: bool,
+    /// The automatic label a person's label replaced.
+    pub automatic: Option<Box<LabelView>>,
+}
+
+/// A claim of the rationale and whether the agent's observations support it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClaimView {
+    pub text: String,
+    /// `url`, `money`, `date`, `number`, …
+    pub kind: String,
+    pub verified: bool,
+}
+
+/// A graph node and whether the agent opened it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeView {
+    pub url: String,
+    pub visited: bool,
+    /// The first turn that opened it.
+    pub turn: Option<usize>,
+}
+
+/// The trajectory viewer's data: the trial, its score and one page of turns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrajectoryView {
+    pub trial: TrialSummary,
+    pub run: String,
+    pub ticket: String,
+    pub rationale: Option<String>,
+    pub optimal: String,
+    /// (tier, score) for Default, Strict and Loose; empty until the trial is finished.
+    pub tiers: Vec<(String, f64)>,
+    pub acc_inv: Option<f64>,
+    pub outcome: Option<String>,
+    pub labels: Vec<LabelView>,
+    pub claims: Vec<ClaimView>,
+    pub graph: Vec<NodeView>,
+    /// The appeal turn, when the run had appeals: (kind, outcome, text, final verdict).
+    pub appeal: Option<BTreeMap<String, String>>,
+    pub turns: Vec<TurnView>,
+    /// All turns of the trial (the page holds `turns`).
+    pub turn_count: usize,
+    pub page: usize,
+    pub page_size: usize,
+}

@@ -1,0 +1,228 @@
+//! `/leaderboard`: agent configurations × metrics with 95 % intervals, tie bands, the
+//! Default/Strict/Loose toggle, breakdowns by domain, condition or level, sortable columns,
+//! pairwise comparisons (Holm-adjusted) on demand, κ of automatic vs human labels, and CSV /
+//! JSON downloads. `/team`: the same table, read-only, for sharing.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::A;
+
+use super::ErrorNotice;
+use crate::api::get_leaderboard;
+use crate::components::{EstCell, RunPicker, fmt3, query_param, query_string};
+use crate::model::{BoardQuery, BoardRow, Leaderboard};
+
+const TIERS: [&str; 3] = ["default", "strict", "loose"];
+
+fn column_title(c: &str, tier: &str) -> String {
+    match c {
+        "utility" => format!("Utility (Acc_dec {tier}, L0)"),
+        "robustness" => "Robustness (1 − ASR, L1–L4)".into(),
+        "acc_inv" => "Acc_inv".into(),
+        "e_inv" => "E_inv".into(),
+        "acc_rsn" => "Acc_rsn".into(),
+        "attack_success" => "Attack success".into(),
+        other => {
+            let mut s = other.replace('_', " ");
+            if let Some(first) = s.get_mut(0..1) {
+                first.make_ascii_uppercase();
+            }
+            s
+        }
+    }
+}
+
+fn sorted(mut rows: Vec<BoardRow>, sort: Option<&str>) -> Vec<BoardRow> {
+    if let Some(key) = sort {
+        let (key, asc) = key.strip_prefix('-').map_or((key, false), |k| (k, true));
+        rows.sort_by(|a, b| {
+            let va = a.cells.get(key).copied().flatten().map_or(f64::NEG_INFINITY, |e| e.mean);
+            let vb = b.cells.get(key).copied().flatten().map_or(f64::NEG_INFINITY, |e| e.mean);
+            let o = vb.total_cmp(&va);
+            if asc { o.reverse() } else { o }
+        });
+    }
+    rows
+}
+
+/// The table of one set of rows. `sort_href` builds the link of a column header (none on
+/// the read-only page).
+fn board_table(
+    rows: Vec<BoardRow>,
+    columns: &[String],
+    tier: &str,
+    show_band: bool,
+    sort_href: Option<&dyn Fn(&str) -> String>,
+) -> impl IntoView {
+    view! {
+        <table class="board">
+            <thead><tr>
+                {show_band.then(|| view! { <th title="Configurations in one band are not significantly different on utility">"Band"</th> })}
+                <th>"Configuration"</th><th>"Trials"</th><th>"Errors"</th><th>"Disputed"</th>
+                {columns.iter().map(|c| {
+                    let title = column_title(c, tier);
+                    match sort_href {
+                        Some(f) => view! { <th><A href=f(c) attr:class="sort">{title}</A></th> }.into_any(),
+                        None => view! { <th>{title}</th> }.into_any(),
+                    }
+                }).collect_view()}
+            </tr></thead>
+            <tbody>
+                {rows.into_iter().map(|r| {
+                    let cells: Vec<_> = columns.iter().map(|c| r.cells.get(c).copied().flatten()).collect();
+                    view! {
+                        <tr class=format!("band-{}", r.band % 2) data-agent=r.agent.clone()>
+                            {show_band.then(|| view! { <td class="num band">{r.band}</td> })}
+                            <th scope="row">{r.agent.clone()}</th>
+                            <td class="num">{r.trials}</td><td class="num">{r.errors}</td><td class="num">{r.disputed}</td>
+                            {cells.into_iter().map(|e| view! { <EstCell est=e/> }).collect_view()}
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+fn export_links(b: &Leaderboard) -> impl IntoView {
+    let q = |extra: &[(&str, Option<String>)]| {
+        let mut pairs = vec![("run", Some(b.run.clone())), ("tier", Some(b.tier.clone())), ("by", b.by.clone())];
+        pairs.extend(extra.iter().cloned());
+        query_string(&pairs)
+    };
+    view! {
+        <p class="downloads">"Download: "
+            <a href=format!("/api/export/leaderboard.csv{}", q(&[])) download="">"table (CSV)"</a>" · "
+            {b.by.is_some().then(|| view! {
+                <a href=format!("/api/export/leaderboard.csv{}", q(&[("table", Some("breakdown".into()))])) download="">"breakdown (CSV)"</a>" · "
+            })}
+            <a href=format!("/api/export/leaderboard.csv{}", q(&[("table", Some("pairs".into()))])) download="">"comparisons (CSV)"</a>" · "
+            <a href=format!("/api/export/leaderboard.csv{}", q(&[("table", Some("agreement".into()))])) download="">"agreement (CSV)"</a>" · "
+            <a href=format!("/api/export/leaderboard.json{}", q(&[])) download="">"everything (JSON)"</a>
+        </p>
+    }
+}
+
+/// `/leaderboard`.
+#[component]
+pub fn LeaderboardPage() -> impl IntoView {
+    let run = query_param("run");
+    let tier = query_param("tier");
+    let by = query_param("by");
+    let sort = query_param("sort");
+    let board = Resource::new(move || BoardQuery { run: run.get(), tier: tier.get(), by: by.get() }, get_leaderboard);
+    let show_pairs = RwSignal::new(false);
+    let href = move |run: Option<String>, tier: Option<String>, by: Option<String>, sort: Option<String>| {
+        format!("/leaderboard{}", query_string(&[("run", run), ("tier", tier), ("by", by), ("sort", sort)]))
+    };
+    view! {
+        <Title text="Leaderboard"/>
+        <h1>"Leaderboard"</h1>
+        <Transition fallback=|| view! { <p>"Scoring…"</p> }>
+            {move || board.get().map(|b| match b {
+                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                Ok(b) => {
+                    let (r, t, g) = (b.run.clone(), b.tier.clone(), b.by.clone());
+                    let picker = Callback::new({
+                        let (t, g) = (t.clone(), g.clone());
+                        move |run: String| href(Some(run), Some(t.clone()), g.clone(), None)
+                    });
+                    let sort_now = sort.get();
+                    let sort_href = {
+                        let (r, t, g, s) = (r.clone(), t.clone(), g.clone(), sort_now.clone());
+                        move |c: &str| {
+                            let next = if s.as_deref() == Some(c) { format!("-{c}") } else { c.to_string() };
+                            href(Some(r.clone()), Some(t.clone()), g.clone(), Some(next))
+                        }
+                    };
+                    let rows = sorted(b.rows.clone(), sort_now.as_deref());
+                    let pairs = b.pairs.clone();
+                    view! {
+                        <div class="controls">
+                            <RunPicker runs=b.runs.clone() current=r.clone() href=picker/>
+                            <span class="toggle" role="group" aria-label="Decision tier">"Tier: "
+                                {TIERS.iter().map(|tt| view! {
+                                    <A href=href(Some(r.clone()), Some((*tt).to_string()), g.clone(), sort_now.clone())
+                                        attr:class=if *tt == t { "on" } else { "" } attr:aria-current=(*tt == t).then_some("true")>{*tt}</A>
+                                }).collect_view()}
+                            </span>
+                            <span class="toggle" role="group" aria-label="Break down by">"By: "
+                                {[None, Some("domain"), Some("condition"), Some("level")].into_iter().map(|x| {
+                                    let on = g.as_deref() == x;
+                                    view! {
+                                        <A href=href(Some(r.clone()), Some(t.clone()), x.map(String::from), sort_now.clone())
+                                            attr:class=if on { "on" } else { "" }>{x.unwrap_or("none")}</A>
+                                    }
+                                }).collect_view()}
+                            </span>
+                        </div>
+                        <p class="muted">{format!(
+                            "Judges: {}. {} labels settled by people (they override automatic labels everywhere).",
+                            if b.judges.is_empty() { "none".to_string() } else { b.judges.join(", ") }, b.human_labels
+                        )}</p>
+                        {board_table(rows, &b.columns, &b.tier, true, Some(&sort_href))}
+                        {export_links(&b)}
+                        {b.breakdown.iter().map(|(value, rows)| view! {
+                            <h2>{format!("{}: {value}", g.clone().unwrap_or_default())}</h2>
+                            {board_table(rows.clone(), &b.columns, &b.tier, false, None)}
+                        }).collect_view()}
+                        <h2>"Pairwise comparisons"</h2>
+                        <button on:click=move |_| show_pairs.update(|s| *s = !*s)>
+                            {move || if show_pairs.get() { "Hide comparisons" } else { "Compare every pair" }}
+                        </button>
+                        {move || show_pairs.get().then(|| view! {
+                            <table class="pairs">
+                                <thead><tr><th>"A"</th><th>"B"</th><th>"A − B"</th><th>"95% CI"</th><th>"n"</th><th>"p"</th><th>"p (Holm)"</th></tr></thead>
+                                <tbody>
+                                    {pairs.iter().map(|p| view! {
+                                        <tr class:significant=p.p_holm < 0.05>
+                                            <td>{p.a.clone()}</td><td>{p.b.clone()}</td>
+                                            <td class="num">{fmt3(p.diff)}</td>
+                                            <td class="num">{format!("[{:.3}, {:.3}]", p.lo, p.hi)}</td>
+                                            <td class="num">{p.n}</td>
+                                            <td class="num">{format!("{:.4}", p.p)}</td>
+                                            <td class="num">{format!("{:.4}", p.p_holm)}</td>
+                                        </tr>
+                                    }).collect_view()}
+                                </tbody>
+                            </table>
+                        })}
+                        <h2>"Judge vs human agreement"</h2>
+                        <table class="agreement">
+                            <thead><tr><th>"Label"</th><th>"Trials labelled by a person"</th><th>"Cohen's κ"</th></tr></thead>
+                            <tbody>
+                                {b.agreement.iter().map(|(k, n, kappa)| view! {
+                                    <tr><td>{k.clone()}</td><td class="num">{*n}</td>
+                                    <td class="num">{kappa.map(fmt3).unwrap_or_else(|| "–".into())}</td></tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    }.into_any()
+                }
+            })}
+        </Transition>
+    }
+}
+
+/// `/team`: the leaderboard of a run, read-only, with no controls but the tier.
+#[component]
+pub fn TeamPage() -> impl IntoView {
+    let run = query_param("run");
+    let tier = query_param("tier");
+    let board = Resource::new(move || BoardQuery { run: run.get(), tier: tier.get(), by: None }, get_leaderboard);
+    view! {
+        <Title text="Team leaderboard"/>
+        <Transition fallback=|| view! { <p>"Scoring…"</p> }>
+            {move || board.get().map(|b| match b {
+                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                Ok(b) => view! {
+                    <h1>{format!("Team leaderboard: {}", b.run)}</h1>
+                    <p class="muted">{format!("Decision tier {}; bands group configurations whose utility is not significantly different.", b.tier)}</p>
+                    {board_table(b.rows.clone(), &b.columns, &b.tier, true, None)}
+                    {export_links(&b)}
+                    <p><A href=format!("/leaderboard{}", query_string(&[("run", Some(b.run.clone())), ("tier", Some(b.tier.clone()))]))>"Open the full leaderboard"</A></p>
+                }.into_any(),
+            })}
+        </Transition>
+    }
+}

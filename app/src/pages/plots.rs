@@ -1,0 +1,160 @@
+//! `/robustness`: the robustness–utility plane (drawn on the server by plotters), pooled
+//! or per level; `/heatmaps`: level × configuration / domain / category for one metric.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::A;
+
+use super::ErrorNotice;
+use crate::api::{get_heatmap, get_robustness};
+use crate::components::{EstCell, RunPicker, query_param, query_string};
+use crate::model::{HeatCell, HeatQuery};
+
+/// `/robustness`.
+#[component]
+pub fn RobustnessPage() -> impl IntoView {
+    let run = query_param("run");
+    let level = query_param("level");
+    let data = Resource::new(move || (run.get(), level.get()), |(run, level)| get_robustness(run, level));
+    let href = |run: &str, level: &str| {
+        format!("/robustness{}", query_string(&[("run", Some(run.into())), ("level", Some(level.into()))]))
+    };
+    view! {
+        <Title text="Robustness"/>
+        <h1>"Robustness vs utility"</h1>
+        <Transition fallback=|| view! { <p>"Scoring…"</p> }>
+            {move || data.get().map(|d| match d {
+                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                Ok(d) => {
+                    let lvl = d.level.clone();
+                    let picker = Callback::new(move |run: String| href(&run, &lvl));
+                    let q = query_string(&[("run", Some(d.run.clone())), ("level", Some(d.level.clone()))]);
+                    view! {
+                        <div class="controls">
+                            <RunPicker runs=d.runs.clone() current=d.run.clone() href=picker/>
+                            <span class="toggle" role="group" aria-label="Level">"Level: "
+                                {std::iter::once("pooled".to_string()).chain(d.levels.clone()).map(|l| {
+                                    let class = if l == d.level { "on" } else { "" };
+                                    view! { <A href=href(&d.run, &l) attr:class=class>{l.clone()}</A> }
+                                }).collect_view()}
+                            </span>
+                        </div>
+                        {(!d.missing.is_empty()).then(|| view! {
+                            <p class="muted">{format!("Not plotted (no L0 or no manipulated trials with a harmful goal): {}", d.missing.join(", "))}</p>
+                        })}
+                        // The SVG is generated on the server by plotters; every piece of text in it is escaped.
+                        <figure class="plot" inner_html=d.svg.clone()></figure>
+                        <p class="downloads">"Download: "
+                            <a href=format!("/api/export/robustness.svg{q}") download="">"plot (SVG)"</a>" · "
+                            <a href=format!("/api/export/robustness.csv{q}") download="">"points (CSV)"</a>
+                        </p>
+                        <table class="points">
+                            <thead><tr><th>"Configuration"</th><th>"Utility"</th><th>"Robustness"</th><th>"Frontier"</th></tr></thead>
+                            <tbody>
+                                {d.points.iter().map(|p| view! {
+                                    <tr data-agent=p.agent.clone()>
+                                        <th scope="row">{p.agent.clone()}</th>
+                                        <EstCell est=Some(p.utility)/>
+                                        <EstCell est=Some(p.robustness)/>
+                                        <td>{if p.frontier { "on the frontier" } else { "" }}</td>
+                                    </tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    }.into_any()
+                }
+            })}
+        </Transition>
+    }
+}
+
+const METRICS: [&str; 5] = ["attack_success", "acc_dec", "exposure", "verification", "recovery"];
+
+fn heat_class(c: &HeatCell) -> String {
+    match (&c.est, c.underpowered) {
+        (None, _) => "heat na".into(),
+        (Some(_), true) => "heat underpowered".into(),
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        (Some(e), false) => format!("heat heat-{}", (e.mean * 10.0).round().clamp(0.0, 10.0) as u8),
+    }
+}
+
+/// `/heatmaps`.
+#[component]
+pub fn HeatmapsPage() -> impl IntoView {
+    let run = query_param("run");
+    let metric = query_param("metric");
+    let by = query_param("by");
+    let data = Resource::new(move || HeatQuery { run: run.get(), metric: metric.get(), by: by.get() }, get_heatmap);
+    let href = |run: &str, metric: &str, by: &str| {
+        format!(
+            "/heatmaps{}",
+            query_string(&[("run", Some(run.into())), ("metric", Some(metric.into())), ("by", Some(by.into()))])
+        )
+    };
+    view! {
+        <Title text="Heatmaps"/>
+        <h1>"Heatmaps"</h1>
+        <Transition fallback=|| view! { <p>"Scoring…"</p> }>
+            {move || data.get().map(|d| match d {
+                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                Ok(h) => {
+                    let (m, b) = (h.metric.clone(), h.by.clone());
+                    let picker = Callback::new(move |run: String| href(&run, &m, &b));
+                    let q = query_string(&[("run", Some(h.run.clone())), ("metric", Some(h.metric.clone())), ("by", Some(h.by.clone()))]);
+                    view! {
+                        <div class="controls">
+                            <RunPicker runs=h.runs.clone() current=h.run.clone() href=picker/>
+                            <span class="toggle" role="group" aria-label="Metric">"Metric: "
+                                {METRICS.iter().map(|x| view! {
+                                    <A href=href(&h.run, x, &h.by) attr:class=if *x == h.metric { "on" } else { "" }>{*x}</A>
+                                }).collect_view()}
+                            </span>
+                            <span class="toggle" role="group" aria-label="Columns">"Columns: "
+                                {["agent", "domain", "category"].iter().map(|x| view! {
+                                    <A href=href(&h.run, &h.metric, x) attr:class=if *x == h.by { "on" } else { "" }>{*x}</A>
+                                }).collect_view()}
+                            </span>
+                        </div>
+                        <p class="muted">{format!(
+                            "{} by level × {}. Each cell: mean, 95% interval, n. Grey cells have fewer than {} observations or an interval wider than 0.5.",
+                            h.metric, h.by, h.min_n
+                        )}</p>
+                        <table class="heatmap">
+                            <thead><tr><th>"Level"</th>{h.columns.iter().map(|c| view! { <th>{c.clone()}</th> }).collect_view()}</tr></thead>
+                            <tbody>
+                                {h.levels.iter().map(|l| view! {
+                                    <tr>
+                                        <th scope="row">{l.clone()}</th>
+                                        {h.columns.iter().map(|c| {
+                                            match h.cells.iter().find(|x| &x.level == l && &x.column == c) {
+                                                Some(cell) => {
+                                                    let class = heat_class(cell);
+                                                    match cell.est {
+                                                        Some(e) => view! {
+                                                            <td class=class title=format!("{l} × {c}: {:.3} [{:.3}, {:.3}], n = {}", e.mean, e.lo, e.hi, e.n)>
+                                                                <span class="mean">{format!("{:.2}", e.mean)}</span>
+                                                                <span class="ci">{format!("[{:.2}, {:.2}]", e.lo, e.hi)}</span>
+                                                                <span class="n">{format!("n={}", e.n)}</span>
+                                                            </td>
+                                                        }.into_any(),
+                                                        None => view! { <td class=class>"–"</td> }.into_any(),
+                                                    }
+                                                }
+                                                None => view! { <td class="heat na">""</td> }.into_any(),
+                                            }
+                                        }).collect_view()}
+                                    </tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                        <p class="downloads">"Download: "
+                            <a href=format!("/api/export/heatmap.csv{q}") download="">"cells (CSV)"</a>" · "
+                            <a href=format!("/api/export/heatmap.json{q}") download="">"JSON"</a>
+                        </p>
+                    }.into_any()
+                }
+            })}
+        </Transition>
+    }
+}

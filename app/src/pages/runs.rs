@@ -1,0 +1,297 @@
+//! `/runs`: every run with live progress and the launch form; `/runs/:id`: one run's
+//! progress, coverage, versions and trials.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::A;
+use leptos_router::hooks::{use_navigate, use_params_map};
+
+use super::ErrorNotice;
+use crate::api::{CancelRun, StartRun, get_run, list_runs, list_trials};
+use crate::components::{ProgressLine, live_progress, query_param, query_string};
+use crate::error::AppError;
+use crate::model::{NewRun, TrialQuery};
+
+fn when(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms).map_or_else(String::new, |d| d.format("%Y-%m-%d %H:%M UTC").to_string())
+}
+
+/// The message for `field` when the last launch failed on it.
+fn field_error(result: Option<Result<String, AppError>>, field: &'static str) -> Option<String> {
+    match result {
+        Some(Err(AppError::Invalid { field: f, message })) if f == field => Some(message),
+        _ => None,
+    }
+}
+
+#[component]
+fn Field(
+    label: &'static str,
+    name: &'static str,
+    value: RwSignal<String>,
+    help: &'static str,
+    error: Signal<Option<String>>,
+) -> impl IntoView {
+    let id = format!("launch-{name}");
+    let err_id = format!("{id}-error");
+    view! {
+        <div class="field" class:invalid=move || error.get().is_some()>
+            <label for=id.clone()>{label}</label>
+            <input id=id name=name prop:value=move || value.get() on:input=move |ev| value.set(event_target_value(&ev))
+                aria-describedby=err_id.clone()/>
+            <small class="help">{help}</small>
+            <span class="field-error" id=err_id role="alert">{move || error.get()}</span>
+        </div>
+    }
+}
+
+/// The launch form: invalid input is explained next to its field.
+#[component]
+fn LaunchForm() -> impl IntoView {
+    let start = ServerAction::<StartRun>::new();
+    let tasks = RwSignal::new("shop".to_string());
+    let agents = RwSignal::new("surface, explorer, oracle".to_string());
+    let levels = RwSignal::new("L0, L1".to_string());
+    let conditions = RwSignal::new("raw".to_string());
+    let seeds = RwSignal::new("0".to_string());
+    let concurrency = RwSignal::new("4".to_string());
+    let appeal = RwSignal::new(false);
+    let navigate = use_navigate();
+    Effect::new(move |_| {
+        if let Some(Ok(id)) = start.value().get() {
+            navigate(&format!("/runs/{id}"), Default::default());
+        }
+    });
+    let err = move |field: &'static str| Signal::derive(move || field_error(start.value().get(), field));
+    let other_error = move || match start.value().get() {
+        Some(Err(e @ (AppError::Internal | AppError::Transport(_) | AppError::NotFound(_)))) => Some(e.to_string()),
+        _ => None,
+    };
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        start.dispatch(StartRun {
+            form: NewRun {
+                tasks: tasks.get_untracked(),
+                agents: agents.get_untracked(),
+                levels: levels.get_untracked(),
+                conditions: conditions.get_untracked(),
+                seeds: seeds.get_untracked(),
+                concurrency: concurrency.get_untracked(),
+                appeal: appeal.get_untracked().then(|| "on".to_string()),
+            },
+        });
+    };
+    view! {
+        <form class="launch" on:submit=submit aria-label="Launch a run">
+            <h2>"Launch a run"</h2>
+            <div class="fields">
+                <Field label="Tasks" name="tasks" value=tasks error=err("tasks")
+                    help="all, a site (shop, forum, wiki), a category or task ids"/>
+                <Field label="Agent configurations" name="agents" value=agents error=err("agents")
+                    help="surface, explorer, oracle, configured endpoints; add +keyword, +perplexity or +judge for a defense"/>
+                <Field label="Levels" name="levels" value=levels error=err("levels") help="L0 (clean) to L4 (adaptive search)"/>
+                <Field label="Conditions" name="conditions" value=conditions error=err("conditions")
+                    help="raw, hint, evidence_anchored"/>
+                <Field label="Seeds" name="seeds" value=seeds error=err("seeds") help="whole numbers, e.g. 0, 1, 2"/>
+                <Field label="Concurrency" name="concurrency" value=concurrency error=err("concurrency")
+                    help="trials at once (1–64)"/>
+                <div class="field">
+                    <label><input type="checkbox" name="appeal" prop:checked=move || appeal.get()
+                        on:change=move |ev| appeal.set(event_target_checked(&ev))/>" Appeal after each verdict"</label>
+                </div>
+            </div>
+            <button type="submit" disabled=move || start.pending().get()>
+                {move || if start.pending().get() { "Launching…" } else { "Launch" }}
+            </button>
+            <span class="error" role="alert">{other_error}</span>
+        </form>
+    }
+}
+
+/// `/runs`.
+#[component]
+pub fn RunsPage() -> impl IntoView {
+    let runs = Resource::new(|| (), |()| list_runs());
+    let live = live_progress(None);
+    view! {
+        <Title text="Runs"/>
+        <h1>"Runs"</h1>
+        <LaunchForm/>
+        <h2>"All runs"</h2>
+        <Transition fallback=|| view! { <p>"Loading runs…"</p> }>
+            {move || runs.get().map(|r| match r {
+                Ok(list) if list.is_empty() => view! { <p>"No runs yet: launch one above."</p> }.into_any(),
+                Ok(list) => view! {
+                    <table class="runs">
+                        <thead><tr><th>"Run"</th><th>"Started"</th><th>"Tasks"</th><th>"Agents"</th><th>"Levels"</th><th>"Progress"</th></tr></thead>
+                        <tbody>
+                            {list.into_iter().map(|run| {
+                                let fallback = run.progress.clone();
+                                view! {
+                                    <tr>
+                                        <td><A href=format!("/runs/{}", run.id)>{run.id.clone()}</A></td>
+                                        <td>{when(run.created_at)}</td>
+                                        <td>{run.tasks}</td>
+                                        <td>{run.agents.join(", ")}</td>
+                                        <td>{run.levels.join(", ")}</td>
+                                        <td>{move || view! { <ProgressLine progress=live.of(&fallback)/> }}</td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any(),
+                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+            })}
+        </Transition>
+    }
+}
+
+/// `/runs/:id`.
+#[component]
+pub fn RunPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
+    let detail = Resource::new(move || id.get(), get_run);
+    let live = live_progress(params.read_untracked().get("id"));
+    let agent = query_param("agent");
+    let level = query_param("level");
+    let state = query_param("state");
+    let page = Memo::new(move |_| query_param("page").get().and_then(|p| p.parse::<usize>().ok()).unwrap_or(0));
+    // Trials refetch as trials finish (the stream updates the counts).
+    let finished = Memo::new(move |_| live.0.with(|m| m.get(&id.get()).map(|p| p.counts.finished())));
+    let trials = Resource::new(
+        move || {
+            (
+                TrialQuery {
+                    run: id.get(),
+                    agent: agent.get(),
+                    level: level.get(),
+                    state: state.get(),
+                    page: page.get(),
+                },
+                finished.get(),
+            )
+        },
+        |(q, _)| list_trials(q),
+    );
+    let cancel = ServerAction::<CancelRun>::new();
+    let href = move |page: usize| {
+        format!(
+            "/runs/{}{}",
+            id.get(),
+            query_string(&[
+                ("agent", agent.get()),
+                ("level", level.get()),
+                ("state", state.get()),
+                ("page", (page > 0).then(|| page.to_string())),
+            ])
+        )
+    };
+    view! {
+        <Title text=move || id.get()/>
+        <Suspense fallback=|| view! { <p>"Loading run…"</p> }>
+            {move || detail.get().map(|d| match d {
+                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                Ok(d) => {
+                    let fallback = d.summary.progress.clone();
+                    let run_id = d.summary.id.clone();
+                    view! {
+                        <h1>{d.summary.id.clone()}</h1>
+                        <div class="run-progress">{move || view! { <ProgressLine progress=live.of(&fallback)/> }}</div>
+                        {move || (live.of(&d.summary.progress).status == "active").then(|| {
+                            let run_id = run_id.clone();
+                            view! {
+                                <button class="danger" on:click=move |_| { cancel.dispatch(CancelRun { id: run_id.clone() }); }>
+                                    "Cancel run"
+                                </button>
+                            }
+                        })}
+                        <table class="kv"><tbody>
+                            <tr><th>"Tasks"</th><td>{d.summary.tasks.clone()}</td></tr>
+                            <tr><th>"Agent configurations"</th><td>{d.summary.agents.join(", ")}</td></tr>
+                            <tr><th>"Levels"</th><td>{d.summary.levels.join(", ")}</td></tr>
+                            <tr><th>"Conditions"</th><td>{d.conditions.join(", ")}</td></tr>
+                            <tr><th>"Seeds"</th><td>{d.seeds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")}</td></tr>
+                            <tr><th>"Appeal"</th><td>{if d.appeal { "yes" } else { "no" }}</td></tr>
+                            <tr><th>"Strategy"</th><td>{d.strategy.clone().unwrap_or_else(|| "drawn per trial".into())}</td></tr>
+                            <tr><th>"Corpus version"</th><td><code>{d.corpus_version.clone()}</code></td></tr>
+                            <tr><th>"Judge versions"</th><td>
+                                {if d.judges.is_empty() { "not scored yet (open the leaderboard to score)".to_string() } else { d.judges.join(", ") }}
+                            </td></tr>
+                        </tbody></table>
+                        <p class="links">
+                            <A href=format!("/leaderboard?run={}", d.summary.id)>"Leaderboard"</A>" · "
+                            <A href=format!("/robustness?run={}", d.summary.id)>"Robustness"</A>" · "
+                            <A href=format!("/heatmaps?run={}", d.summary.id)>"Heatmaps"</A>
+                        </p>
+                        <h2>"Coverage"</h2>
+                        <table class="coverage">
+                            <thead><tr><th>"Agent"</th><th>"Level"</th><th>"Condition"</th><th>"Done"</th><th>"Errors"</th><th>"Running"</th><th>"Queued"</th><th>"Cancelled"</th></tr></thead>
+                            <tbody>
+                                {d.coverage.into_iter().map(|c| view! {
+                                    <tr class:complete=c.counts.queued + c.counts.running == 0>
+                                        <td>{c.agent}</td><td>{c.level}</td><td>{c.condition}</td>
+                                        <td class="num">{c.counts.done}</td><td class="num">{c.counts.error}</td>
+                                        <td class="num">{c.counts.running}</td><td class="num">{c.counts.queued}</td>
+                                        <td class="num">{c.counts.cancelled}</td>
+                                    </tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    }.into_any()
+                }
+            })}
+        </Suspense>
+        <h2>"Trials"</h2>
+        <form class="filters" method="get">
+            <label>"Agent "<input name="agent" value=move || agent.get().unwrap_or_default()/></label>
+            <label>"Level "<input name="level" value=move || level.get().unwrap_or_default() size="4"/></label>
+            <label>"State "
+                <select name="state" prop:value=move || state.get().unwrap_or_default()>
+                    <option value="">"any"</option>
+                    {["queued", "running", "done", "error", "cancelled"].map(|s| view! { <option value=s>{s}</option> })}
+                </select>
+            </label>
+            <button type="submit">"Filter"</button>
+        </form>
+        <Transition fallback=|| view! { <p>"Loading trials…"</p> }>
+            {move || trials.get().map(|t| match t {
+                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                Ok(t) => {
+                    let pages = t.total.div_ceil(t.page_size).max(1);
+                    view! {
+                        <table class="trials">
+                            <thead><tr><th>"Trial"</th><th>"Task"</th><th>"Agent"</th><th>"Level"</th><th>"Condition"</th><th>"Seed"</th><th>"State"</th><th>"Verdict"</th></tr></thead>
+                            <tbody>
+                                {t.rows.into_iter().map(|r| view! {
+                                    <tr>
+                                        <td><A href=format!("/runs/{}/trials/{}", id.get_untracked(), r.id)>{r.id.clone()}</A></td>
+                                        <td><A href=format!("/tasks/{}", r.task_id)>{r.task_id.clone()}</A></td>
+                                        <td>{r.agent}</td><td>{r.level}</td><td>{r.condition}</td><td class="num">{r.seed}</td>
+                                        <td><span class=format!("state state-{}", r.state)>{r.state.clone()}</span></td>
+                                        <td>{r.verdict.unwrap_or_default()}{r.error.map(|e| view! { <span class="error">{e}</span> })}</td>
+                                    </tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                        <nav class="pager" aria-label="Trial pages">
+                            {(t.page > 0).then(|| view! { <A href=href(t.page - 1)>"← previous"</A> })}
+                            <span>{format!(" page {} of {pages} ({} trials) ", t.page + 1, t.total)}</span>
+                            {(t.page + 1 < pages).then(|| view! { <A href=href(t.page + 1)>"next →"</A> })}
+                        </nav>
+                    }.into_any()
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn dates_are_civil() {
+        assert_eq!(super::when(0), "1970-01-01 00:00 UTC");
+        assert_eq!(super::when(1_795_990_000_000), "2026-11-29 22:06 UTC");
+    }
+}

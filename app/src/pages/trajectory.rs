@@ -1,0 +1,245 @@
+//! `/runs/:run/trials/:trial`: one trajectory turn by turn. Manipulated spans are
+//! highlighted and named; a timeline marks exposure, adoption, verification and recovery
+//! (each a link to its turn); the gold graph shows visited nodes; the verdict is set against
+//! the optimal one under the three tiers; rationale claims are marked verified or not.
+//!
+//! Turns come a page at a time (`?page=`); `?turn=` selects one. Keys: `j`/`k` next and
+//! previous turn, `n`/`p` next and previous page.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::A;
+use leptos_router::hooks::{use_navigate, use_params_map};
+
+use super::ErrorNotice;
+use crate::api::get_trajectory;
+use crate::components::{fmt3, query_param, query_string};
+use crate::model::{LabelView, TrajectoryView, TurnView};
+
+/// The page of turns that holds turn `t`.
+fn page_of(t: usize, page_size: usize) -> usize {
+    t / page_size.max(1)
+}
+
+fn turn_href(base: &str, t: usize, page_size: usize) -> String {
+    format!(
+        "{base}{}",
+        query_string(&[("page", Some(page_of(t, page_size).to_string())), ("turn", Some(t.to_string()))])
+    )
+}
+
+#[component]
+fn Turn(turn: TurnView, selected: Signal<Option<usize>>, marks: Vec<String>) -> impl IntoView {
+    let t = turn.t;
+    view! {
+        <article class="turn" id=format!("turn-{t}") class:current=move || selected.get() == Some(t) tabindex="-1">
+            <header>
+                <span class="turn-no">{format!("Turn {t}")}</span>
+                {marks.into_iter().map(|m| view! { <span class=format!("mark mark-{m}")>{m.clone()}</span> }).collect_view()}
+                <code class="action">{turn.action}</code>
+                {turn.url.map(|u| view! { <code class="url">{u}</code> })}
+                {turn.tokens.map(|n| view! { <span class="meta">{format!("{n} tokens")}</span> })}
+                {turn.latency_ms.map(|ms| view! { <span class="meta">{format!("{ms} ms")}</span> })}
+            </header>
+            <p class="thought"><strong>"Thought: "</strong>{turn.thought}</p>
+            <details open=true>
+                <summary>"What the agent saw"</summary>
+                <pre class="observation">
+                    {turn.observation.into_iter().map(|s| match s.injection {
+                        Some(name) => view! {
+                            <mark class="manipulated" title=format!("manipulated text: injection point {name}") data-injection=name.clone()>
+                                <span class="span-name">{format!("[{name}]")}</span>{s.text}
+                            </mark>
+                        }.into_any(),
+                        None => view! { <span>{s.text}</span> }.into_any(),
+                    }).collect_view()}
+                </pre>
+            </details>
+        </article>
+    }
+}
+
+fn label_line(l: &LabelView) -> String {
+    let what = if l.value { "yes" } else { "no" };
+    let turn = l.turn.map(|t| format!(" at turn {t}")).unwrap_or_default();
+    format!("{what}{turn} ({}, confidence {:.2}): {}", l.source, l.confidence, l.reason)
+}
+
+fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> impl IntoView {
+    let pages = v.turn_count.div_ceil(v.page_size).max(1);
+    let marks_at = |t: usize| -> Vec<String> {
+        v.labels.iter().filter(|l| l.value && l.turn == Some(t)).map(|l| l.kind.clone()).collect()
+    };
+    let turns: Vec<(TurnView, Vec<String>)> = v.turns.iter().map(|t| (t.clone(), marks_at(t.t))).collect();
+    let page_href = {
+        let base = base.to_string();
+        move |p: usize| format!("{base}{}", query_string(&[("page", (p > 0).then(|| p.to_string()))]))
+    };
+    let verdict = v.trial.verdict.clone().unwrap_or_else(|| "none".into());
+    view! {
+        <Title text=v.trial.id.clone()/>
+        <p class="crumbs"><A href=format!("/runs/{}", v.run)>{v.run.clone()}</A>" / trial"</p>
+        <h1>{v.trial.id.clone()}</h1>
+        <p class="badges">
+            <span class="badge">{v.trial.agent.clone()}</span>
+            <span class="badge">{v.trial.level.clone()}</span>
+            <span class="badge">{v.trial.condition.clone()}</span>
+            <span class="badge">{format!("seed {}", v.trial.seed)}</span>
+            <span class=format!("badge state-{}", v.trial.state)>{v.trial.state.clone()}</span>
+            <A href=format!("/tasks/{}", v.trial.task_id)>{v.trial.task_id.clone()}</A>
+        </p>
+        {v.trial.error.clone().map(|e| view! { <p class="error" role="alert">{format!("Error: {e}")}</p> })}
+        <section class="summary-grid">
+            <div>
+                <h2>"Ticket"</h2>
+                <p class="ticket">{v.ticket.clone()}</p>
+                <h2>"Verdict"</h2>
+                <table class="kv verdict"><tbody>
+                    <tr><th>"Agent's verdict"</th><td data-testid="verdict">{verdict}</td></tr>
+                    <tr><th>"Optimal"</th><td>{v.optimal.clone()}</td></tr>
+                    {v.tiers.iter().map(|(tier, s)| view! {
+                        <tr><th>{format!("Acc_dec {tier}")}</th><td class="num">{fmt3(*s)}</td></tr>
+                    }).collect_view()}
+                    <tr><th>"Acc_inv"</th><td class="num">{v.acc_inv.map(fmt3).unwrap_or_else(|| "–".into())}</td></tr>
+                    <tr><th>"Outcome"</th><td>{v.outcome.clone().unwrap_or_else(|| "not finished".into())}</td></tr>
+                </tbody></table>
+                {v.rationale.clone().map(|r| view! { <h2>"Rationale"</h2><blockquote class="rationale">{r}</blockquote> })}
+                <h2>"Claims in the rationale"</h2>
+                {if v.claims.is_empty() {
+                    view! { <p class="muted">"No checkable claims."</p> }.into_any()
+                } else {
+                    view! {
+                        <ul class="claims">
+                            {v.claims.iter().map(|c| view! {
+                                <li class=if c.verified { "verified" } else { "hallucinated" }>
+                                    <span class="claim-tag">{if c.verified { "verified" } else { "not in any page seen" }}</span>
+                                    " "<code>{c.text.clone()}</code>" "<span class="muted">{format!("({})", c.kind)}</span>
+                                </li>
+                            }).collect_view()}
+                        </ul>
+                    }.into_any()
+                }}
+                {v.appeal.clone().map(|a| view! {
+                    <h2>"Appeal"</h2>
+                    <table class="kv appeal"><tbody>
+                        {a.into_iter().map(|(k, val)| view! { <tr><th>{k}</th><td>{val}</td></tr> }).collect_view()}
+                    </tbody></table>
+                })}
+            </div>
+            <div>
+                <h2>"Timeline"</h2>
+                <ol class="timeline" aria-label="Labels">
+                    {v.labels.iter().map(|l| {
+                        let line = label_line(l);
+                        let link = l.turn.filter(|_| l.value).map(|t| turn_href(base, t, v.page_size));
+                        view! {
+                            <li class=format!("label label-{}", l.kind) class:disputed=l.disputed class:yes=l.value>
+                                <strong>{l.kind.clone()}</strong>" "
+                                {match link {
+                                    Some(href) => view! { <A href=href attr:class="jump" attr:data-kind=l.kind.clone()>{line}</A> }.into_any(),
+                                    None => view! { <span>{line}</span> }.into_any(),
+                                }}
+                                {l.disputed.then(|| view! { <span class="badge warn">"disputed"</span> })}
+                                {l.automatic.as_ref().map(|a| view! { <div class="muted">{format!("automatic label: {}", label_line(a))}</div> })}
+                            </li>
+                        }
+                    }).collect_view()}
+                </ol>
+                <div class="turn-strip" aria-label="Turns">
+                    {(0..v.turn_count).map(|t| {
+                        let marks = v.labels.iter().filter(|l| l.value && l.turn == Some(t)).map(|l| l.kind.clone()).collect::<Vec<_>>().join(" ");
+                        view! { <A href=turn_href(base, t, v.page_size) attr:class=format!("tick {marks}") attr:title=format!("turn {t} {marks}")>{t}</A> }
+                    }).collect_view()}
+                </div>
+                <h2>"Gold graph"</h2>
+                <ul class="graph-nodes">
+                    {v.graph.iter().map(|n| view! {
+                        <li class=if n.visited { "visited" } else { "unvisited" }>
+                            <span class="node-state">{if n.visited { "visited" } else { "not visited" }}</span>" "
+                            <code>{n.url.clone()}</code>
+                            {n.turn.map(|t| view! { " " <A href=turn_href(base, t, v.page_size)>{format!("turn {t}")}</A> })}
+                        </li>
+                    }).collect_view()}
+                </ul>
+            </div>
+        </section>
+        <h2>{format!("Turns ({})", v.turn_count)}</h2>
+        <p class="muted keys">"Keys: j / k next and previous turn, n / p next and previous page."</p>
+        <nav class="pager" aria-label="Turn pages">
+            {(v.page > 0).then(|| view! { <A href=page_href(v.page - 1)>"← previous turns"</A> })}
+            <span>{format!(" page {} of {pages} ", v.page + 1)}</span>
+            {(v.page + 1 < pages).then(|| view! { <A href=page_href(v.page + 1)>"next turns →"</A> })}
+        </nav>
+        <div class="turns">
+            {turns.into_iter().map(|(t, marks)| view! { <Turn turn=t selected=selected marks=marks/> }).collect_view()}
+        </div>
+    }
+}
+
+/// `/runs/:run/trials/:trial`.
+#[component]
+pub fn TrajectoryPage() -> impl IntoView {
+    let params = use_params_map();
+    let trial = Memo::new(move |_| params.read().get("trial").unwrap_or_default());
+    let run = Memo::new(move |_| params.read().get("run").unwrap_or_default());
+    let page = query_param("page");
+    let turn = query_param("turn");
+    let selected = Signal::derive(move || turn.get().and_then(|t| t.parse::<usize>().ok()));
+    let data = Resource::new(
+        move || (trial.get(), page.get().and_then(|p| p.parse::<usize>().ok()).unwrap_or(0)),
+        |(trial, page)| get_trajectory(trial, page),
+    );
+    let base = move || format!("/runs/{}/trials/{}", run.get(), trial.get());
+
+    // Bring the selected turn into view once its page is on screen.
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if let (Some(t), Some(Ok(_))) = (selected.get(), data.get()) {
+            request_animation_frame(move || {
+                if let Some(el) = document().get_element_by_id(&format!("turn-{t}")) {
+                    el.scroll_into_view();
+                }
+            });
+        }
+    });
+
+    // Keyboard navigation between turns and pages.
+    let navigate = use_navigate();
+    #[cfg(feature = "hydrate")]
+    {
+        let handle = window_event_listener(leptos::ev::keydown, move |ev| {
+            let target_is_field = ev
+                .target()
+                .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
+                .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
+            if target_is_field || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
+                return;
+            }
+            let Some(Ok(v)) = data.get_untracked() else { return };
+            let current = selected.get_untracked().unwrap_or_else(|| v.page * v.page_size);
+            let last = v.turn_count.saturating_sub(1);
+            let target = match ev.key().as_str() {
+                "j" => Some(current.saturating_add(1).min(last)),
+                "k" => Some(current.saturating_sub(1)),
+                "n" => Some(((v.page + 1) * v.page_size).min(last)),
+                "p" => Some(v.page.saturating_sub(1) * v.page_size),
+                _ => None,
+            };
+            if let Some(t) = target.filter(|_| v.turn_count > 0) {
+                navigate(&turn_href(&base(), t, v.page_size), Default::default());
+            }
+        });
+        on_cleanup(move || handle.remove());
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = navigate;
+
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading trajectory…"</p> }>
+            {move || data.get().map(|d| match d {
+                Ok(v) => view_of(v, &base(), selected).into_any(),
+                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+            })}
+        </Suspense>
+    }
+}

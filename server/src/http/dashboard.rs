@@ -1,0 +1,292 @@
+//! Dashboard routes that are not server functions: the live progress stream and the
+//! downloads (CSV, JSON, SVG) of every table and plot.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use app::error::AppError;
+use app::model::{BoardQuery, BoardRow, Est, HeatQuery, Progress};
+use app::ssr::Insights;
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::{Stream, StreamExt};
+use serde::Deserialize;
+
+use super::json_error;
+use crate::services::runs::progress;
+use crate::state::AppState;
+
+/// How often the progress stream looks at the store.
+const TICK: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Deserialize)]
+pub struct EventsQuery {
+    /// One run; every active run when absent.
+    pub run: Option<String>,
+}
+
+fn app_error(e: &AppError) -> Response {
+    json_error(e.status(), e.to_string())
+}
+
+/// `GET /api/runs/events`: server-sent `progress` events (a JSON [`Progress`]) once a
+/// second while something changes. For one run the stream ends after the run stops.
+pub async fn events(State(state): State<AppState>, Query(q): Query<EventsQuery>) -> Response {
+    if let Some(run) = &q.run
+        && let Err(e) = progress(state.store.as_ref(), run).await
+    {
+        return app_error(&e);
+    }
+    Sse::new(progress_stream(state, q.run)).keep_alive(KeepAlive::default()).into_response()
+}
+
+fn progress_stream(state: AppState, run: Option<String>) -> impl Stream<Item = Result<Event, Infallible>> {
+    // (last sent per run, finished?)
+    let seen: std::collections::HashMap<String, Progress> = std::collections::HashMap::new();
+    futures::stream::unfold((state, run, seen, false), |(state, run, mut seen, done)| async move {
+        if done {
+            return None;
+        }
+        loop {
+            let ids: Vec<String> = match &run {
+                Some(r) => vec![r.clone()],
+                None => match state.store.runs().await {
+                    Ok(runs) => runs
+                        .into_iter()
+                        .filter(|r| r.status == "active" || seen.get(&r.run_id).is_some_and(|p| p.status == "active"))
+                        .map(|r| r.run_id)
+                        .collect(),
+                    Err(_) => Vec::new(),
+                },
+            };
+            let mut changed = Vec::new();
+            for id in ids {
+                if let Ok(p) = progress(state.store.as_ref(), &id).await
+                    && seen.get(&id) != Some(&p)
+                {
+                    seen.insert(id, p.clone());
+                    changed.push(p);
+                }
+            }
+            let finished = run.as_ref().is_some_and(|r| seen.get(r).is_some_and(|p| p.status != "active"));
+            if !changed.is_empty() {
+                let events: Vec<Result<Event, Infallible>> = changed
+                    .iter()
+                    .map(|p| Ok(Event::default().event("progress").json_data(p).unwrap_or_default()))
+                    .collect();
+                // One event per item: unfold yields one, so send the batch as one stream
+                // item each by flattening below.
+                return Some((futures::stream::iter(events), (state, run, seen, finished)));
+            }
+            if finished {
+                return None;
+            }
+            tokio::time::sleep(TICK).await;
+        }
+    })
+    .flatten()
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ExportQuery {
+    pub run: Option<String>,
+    pub tier: Option<String>,
+    pub by: Option<String>,
+    pub level: Option<String>,
+    pub metric: Option<String>,
+    /// Leaderboard tables: `rows` (default), `breakdown`, `pairs`, `agreement`.
+    pub table: Option<String>,
+}
+
+fn attachment(name: &str, content_type: &str, body: String) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, content_type.to_string()),
+            (header::CONTENT_DISPOSITION, format!("attachment; filename=\"{name}\"")),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+fn csv_text(header_row: &[String], rows: &[Vec<String>]) -> Result<String, Box<Response>> {
+    let fail = |e: &dyn std::fmt::Display| {
+        Box::new(json_error(StatusCode::INTERNAL_SERVER_ERROR, format!("writing CSV: {e}")))
+    };
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(header_row).map_err(|e| fail(&e))?;
+    for r in rows {
+        w.write_record(r).map_err(|e| fail(&e))?;
+    }
+    let bytes = w.into_inner().map_err(|e| fail(&e))?;
+    String::from_utf8(bytes).map_err(|e| fail(&e))
+}
+
+fn est_cells(e: Option<&Est>) -> [String; 4] {
+    match e {
+        Some(e) => [format!("{:.4}", e.mean), format!("{:.4}", e.lo), format!("{:.4}", e.hi), e.n.to_string()],
+        None => Default::default(),
+    }
+}
+
+fn board_csv(columns: &[String], rows: &[(String, &BoardRow)], group: Option<&str>) -> Result<String, Box<Response>> {
+    let mut head: Vec<String> = group.map(|g| vec![g.to_string()]).unwrap_or_default();
+    head.extend(["agent", "band", "trials", "errors", "disputed"].map(String::from));
+    for c in columns {
+        head.extend([c.clone(), format!("{c}_lo"), format!("{c}_hi"), format!("{c}_n")]);
+    }
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(g, r)| {
+            let mut line: Vec<String> = group.map(|_| vec![g.clone()]).unwrap_or_default();
+            line.extend([
+                r.agent.clone(),
+                r.band.to_string(),
+                r.trials.to_string(),
+                r.errors.to_string(),
+                r.disputed.to_string(),
+            ]);
+            for c in columns {
+                line.extend(est_cells(r.cells.get(c).and_then(Option::as_ref)));
+            }
+            line
+        })
+        .collect();
+    csv_text(&head, &body)
+}
+
+/// `GET /api/export/{name}`: `leaderboard.csv|json`, `robustness.svg|csv|json`,
+/// `heatmap.csv|json`, with the page's query parameters.
+pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Query(q): Query<ExportQuery>) -> Response {
+    let insights = state.insights.clone();
+    let result: Result<Response, Box<Response>> = async {
+        match name.as_str() {
+            "leaderboard.json" | "leaderboard.csv" => {
+                let board = insights
+                    .leaderboard(BoardQuery { run: q.run.clone(), tier: q.tier.clone(), by: q.by.clone() })
+                    .await
+                    .map_err(|e| Box::new(app_error(&e)))?;
+                if name.ends_with("json") {
+                    return Ok(Json(board).into_response());
+                }
+                let file = format!("leaderboard-{}-{}.csv", board.run, board.tier);
+                let text = match q.table.as_deref().unwrap_or("rows") {
+                    "rows" => board_csv(
+                        &board.columns,
+                        &board.rows.iter().map(|r| (String::new(), r)).collect::<Vec<_>>(),
+                        None,
+                    )?,
+                    "breakdown" => board_csv(
+                        &board.columns,
+                        &board
+                            .breakdown
+                            .iter()
+                            .flat_map(|(g, rs)| rs.iter().map(move |r| (g.clone(), r)))
+                            .collect::<Vec<_>>(),
+                        Some(board.by.as_deref().unwrap_or("group")),
+                    )?,
+                    "pairs" => csv_text(
+                        &["a", "b", "diff", "lo", "hi", "n", "p", "p_holm"].map(String::from),
+                        &board
+                            .pairs
+                            .iter()
+                            .map(|p| {
+                                vec![
+                                    p.a.clone(),
+                                    p.b.clone(),
+                                    format!("{:.4}", p.diff),
+                                    format!("{:.4}", p.lo),
+                                    format!("{:.4}", p.hi),
+                                    p.n.to_string(),
+                                    format!("{:.6}", p.p),
+                                    format!("{:.6}", p.p_holm),
+                                ]
+                            })
+                            .collect::<Vec<_>>(),
+                    )?,
+                    "agreement" => csv_text(
+                        &["kind", "n", "kappa"].map(String::from),
+                        &board
+                            .agreement
+                            .iter()
+                            .map(|(k, n, kappa)| {
+                                vec![k.clone(), n.to_string(), kappa.map(|v| format!("{v:.4}")).unwrap_or_default()]
+                            })
+                            .collect::<Vec<_>>(),
+                    )?,
+                    other => {
+                        return Err(Box::new(json_error(
+                            StatusCode::UNPROCESSABLE_ENTITY,
+                            format!("table: {other:?} is not one of rows, breakdown, pairs, agreement"),
+                        )));
+                    }
+                };
+                Ok(attachment(&file, "text/csv; charset=utf-8", text))
+            }
+            "robustness.svg" | "robustness.csv" | "robustness.json" => {
+                let r =
+                    insights.robustness(q.run.clone(), q.level.clone()).await.map_err(|e| Box::new(app_error(&e)))?;
+                let stem = format!("robustness-{}-{}", r.run, r.level);
+                if name.ends_with("svg") {
+                    return Ok(attachment(&format!("{stem}.svg"), "image/svg+xml", r.svg));
+                }
+                if name.ends_with("json") {
+                    return Ok(Json(r).into_response());
+                }
+                let head = [
+                    "agent",
+                    "utility",
+                    "utility_lo",
+                    "utility_hi",
+                    "utility_n",
+                    "robustness",
+                    "robustness_lo",
+                    "robustness_hi",
+                    "robustness_n",
+                    "frontier",
+                ]
+                .map(String::from);
+                let rows: Vec<Vec<String>> = r
+                    .points
+                    .iter()
+                    .map(|p| {
+                        let mut line = vec![p.agent.clone()];
+                        line.extend(est_cells(Some(&p.utility)));
+                        line.extend(est_cells(Some(&p.robustness)));
+                        line.push(p.frontier.to_string());
+                        line
+                    })
+                    .collect();
+                Ok(attachment(&format!("{stem}.csv"), "text/csv; charset=utf-8", csv_text(&head, &rows)?))
+            }
+            "heatmap.csv" | "heatmap.json" => {
+                let h = insights
+                    .heatmap(HeatQuery { run: q.run.clone(), metric: q.metric.clone(), by: q.by.clone() })
+                    .await
+                    .map_err(|e| Box::new(app_error(&e)))?;
+                if name.ends_with("json") {
+                    return Ok(Json(h).into_response());
+                }
+                let head = ["level", h.by.as_str(), "mean", "lo", "hi", "n", "underpowered"].map(String::from);
+                let rows: Vec<Vec<String>> = h
+                    .cells
+                    .iter()
+                    .map(|c| {
+                        let mut line = vec![c.level.clone(), c.column.clone()];
+                        line.extend(est_cells(c.est.as_ref()));
+                        line.push(c.underpowered.to_string());
+                        line
+                    })
+                    .collect();
+                let file = format!("heatmap-{}-{}-{}.csv", h.run, h.metric, h.by);
+                Ok(attachment(&file, "text/csv; charset=utf-8", csv_text(&head, &rows)?))
+            }
+            other => Err(Box::new(json_error(StatusCode::NOT_FOUND, format!("no export named {other:?}")))),
+        }
+    }
+    .await;
+    result.unwrap_or_else(|e| *e)
+}

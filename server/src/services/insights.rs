@@ -1,0 +1,352 @@
+//! The insights port: leaderboard, robustness plot and heatmaps of a run, from its scores.
+//!
+//! Scores and aggregates are cached in memory, keyed by the run's finished-trial count and
+//! the newest label event: a finished trial or a person's label invalidates them, nothing
+//! else recomputes a bootstrap on a page view.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use app::error::AppError;
+use app::model::{
+    BoardQuery, BoardRow, Est, HeatCell, HeatQuery, Heatmap, Leaderboard, PairView, ParetoPoint, Robustness,
+};
+
+use super::internal;
+use crate::db::Store;
+use crate::env::World;
+use crate::judge::TrialScore;
+use crate::judge::aggregate::{Aggregate, Group, Options, aggregate};
+use crate::judge::rsn::ModelJudge;
+use crate::stats::Estimate;
+
+/// Leaderboard columns, in display order (`utility` and `robustness` first).
+pub const COLUMNS: [&str; 11] = [
+    "utility",
+    "robustness",
+    "acc_inv",
+    "e_inv",
+    "acc_rsn",
+    "hallucination",
+    "exposure",
+    "adoption",
+    "verification",
+    "recovery",
+    "attack_success",
+];
+/// Metrics a heatmap may show.
+pub const HEAT_METRICS: [&str; 5] = ["attack_success", "acc_dec", "exposure", "verification", "recovery"];
+/// Heatmap cells with fewer observations are greyed.
+pub const MIN_N: usize = 10;
+/// Heatmap cells whose interval is wider than this are greyed too.
+const MAX_WIDTH: f64 = 0.5;
+
+type Fingerprint = (i64, i64);
+/// (run, group fields, utility metric, group metrics).
+type AggregateKey = (String, Vec<String>, String, Vec<String>);
+
+#[derive(Default)]
+struct Cache {
+    scores: HashMap<String, (Fingerprint, Arc<Vec<TrialScore>>)>,
+    aggregates: HashMap<AggregateKey, (Fingerprint, Arc<Aggregate>)>,
+}
+
+/// Aggregates of runs for the dashboard pages and their exports.
+pub struct InsightsService {
+    pub store: Arc<dyn Store>,
+    pub world: Arc<World>,
+    pub judge: Arc<ModelJudge>,
+    cache: Mutex<Cache>,
+}
+
+fn est(e: Estimate) -> Est {
+    Est { mean: e.mean, lo: e.lo, hi: e.hi, n: e.n }
+}
+
+fn flip(e: Estimate) -> Estimate {
+    Estimate { mean: 1.0 - e.mean, lo: 1.0 - e.hi, hi: 1.0 - e.lo, n: e.n }
+}
+
+/// The metric behind a tier name.
+pub fn tier_metric(tier: &str) -> Result<&'static str, AppError> {
+    match tier {
+        "default" => Ok("acc_dec"),
+        "strict" => Ok("acc_dec_strict"),
+        "loose" => Ok("acc_dec_loose"),
+        other => Err(AppError::Invalid {
+            field: "tier".into(),
+            message: format!("{other:?} is not one of default, strict, loose"),
+        }),
+    }
+}
+
+/// The group metrics behind the leaderboard columns.
+fn board_metrics(utility: &str) -> Vec<&str> {
+    let mut m: Vec<&str> = COLUMNS.iter().copied().filter(|c| *c != "utility" && *c != "robustness").collect();
+    m.push(utility);
+    m
+}
+
+fn group_cells(g: &Group, utility: &str) -> BTreeMap<String, Option<Est>> {
+    let m = |k: &str| g.metrics.get(k).copied().flatten();
+    COLUMNS
+        .iter()
+        .map(|c| {
+            let v = match *c {
+                "utility" => m(utility),
+                "robustness" => m("attack_success").map(flip),
+                other => m(other),
+            };
+            ((*c).to_string(), v.map(est))
+        })
+        .collect()
+}
+
+impl InsightsService {
+    pub fn new(store: Arc<dyn Store>, world: Arc<World>, judge: Arc<ModelJudge>) -> InsightsService {
+        InsightsService { store, world, judge, cache: Mutex::default() }
+    }
+
+    /// The runs that can be chosen (newest first) and the one asked for, or the newest with
+    /// finished trials.
+    async fn pick(&self, run: Option<String>) -> Result<(String, Vec<String>), AppError> {
+        let runs = self.store.runs().await.map_err(internal)?;
+        let ids: Vec<String> = runs.iter().map(|r| r.run_id.clone()).collect();
+        if let Some(run) = run.filter(|r| !r.is_empty()) {
+            if !ids.contains(&run) {
+                return Err(AppError::NotFound(format!("run {run}")));
+            }
+            return Ok((run, ids));
+        }
+        for id in &ids {
+            if self.store.progress(id).await.map_err(internal)?.done > 0 {
+                return Ok((id.clone(), ids));
+            }
+        }
+        Err(AppError::NotFound("a run with finished trials (launch one on the Runs page)".into()))
+    }
+
+    async fn fingerprint(&self, run: &str) -> Result<Fingerprint, AppError> {
+        let p = self.store.progress(run).await.map_err(internal)?;
+        Ok((p.done + p.error, self.store.label_generation().await.map_err(internal)?))
+    }
+
+    /// The run's scores with human labels applied, scoring new trials first.
+    pub async fn scores(&self, run: &str) -> Result<Arc<Vec<TrialScore>>, AppError> {
+        let key = self.fingerprint(run).await?;
+        if let Some((k, s)) = self.lock().scores.get(run)
+            && *k == key
+        {
+            return Ok(s.clone());
+        }
+        let (scores, _) = crate::runs::score::score_run(self.store.as_ref(), &self.world, run, &self.judge)
+            .await
+            .map_err(internal)?;
+        let scores = Arc::new(scores);
+        self.lock().scores.insert(run.to_string(), (key, scores.clone()));
+        Ok(scores)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The run's aggregate grouped by `by`, with utility on `utility`, estimating `metrics`
+    /// for the groups.
+    pub async fn aggregate(
+        &self,
+        run: &str,
+        by: &[&str],
+        utility: &str,
+        metrics: &[&str],
+    ) -> Result<Arc<Aggregate>, AppError> {
+        let key = self.fingerprint(run).await?;
+        let list = |xs: &[&str]| xs.iter().map(ToString::to_string).collect::<Vec<_>>();
+        let ck = (run.to_string(), list(by), utility.to_string(), list(metrics));
+        if let Some((k, a)) = self.lock().aggregates.get(&ck)
+            && *k == key
+        {
+            return Ok(a.clone());
+        }
+        let scores = self.scores(run).await?;
+        let options =
+            Options { by: ck.1.clone(), utility: utility.to_string(), metrics: ck.3.clone(), ..Options::default() };
+        let run_id = run.to_string();
+        // The bootstrap is CPU work: keep it off the async workers.
+        let agg = tokio::task::spawn_blocking(move || aggregate(&scores, &run_id, &options))
+            .await
+            .map_err(internal)?
+            .map_err(internal)?;
+        let agg = Arc::new(agg);
+        self.lock().aggregates.insert(ck, (key, agg.clone()));
+        Ok(agg)
+    }
+}
+
+#[async_trait::async_trait]
+impl app::ssr::Insights for InsightsService {
+    async fn leaderboard(&self, q: BoardQuery) -> Result<Leaderboard, AppError> {
+        let tier = q.tier.clone().filter(|t| !t.is_empty()).unwrap_or_else(|| "default".into());
+        let utility = tier_metric(&tier)?;
+        let by = q.by.clone().filter(|b| !b.is_empty());
+        if let Some(b) = &by
+            && !["domain", "condition", "level"].contains(&b.as_str())
+        {
+            return Err(AppError::Invalid {
+                field: "by".into(),
+                message: format!("{b:?} is not one of domain, condition, level"),
+            });
+        }
+        let (run, runs) = self.pick(q.run.clone()).await?;
+        let metrics = board_metrics(utility);
+        let agg = self.aggregate(&run, &["agent"], utility, &metrics).await?;
+        let groups: HashMap<&str, &Group> =
+            agg.groups.iter().map(|g| (g.key.get("agent").map_or("", String::as_str), g)).collect();
+        let rows = agg
+            .leaderboard
+            .iter()
+            .map(|s| {
+                let g = groups.get(s.agent.as_str());
+                let mut cells = g.map(|g| group_cells(g, utility)).unwrap_or_default();
+                cells.insert("utility".into(), s.utility.map(est));
+                cells.insert("robustness".into(), s.robustness.map(est));
+                BoardRow {
+                    agent: s.agent.clone(),
+                    band: s.band,
+                    trials: s.trials,
+                    errors: s.errors,
+                    disputed: g.map_or(0, |g| g.disputed),
+                    cells,
+                }
+            })
+            .collect();
+        let mut breakdown = Vec::new();
+        if let Some(field) = &by {
+            let split = self.aggregate(&run, &[field.as_str(), "agent"], utility, &metrics).await?;
+            let mut parts: BTreeMap<String, Vec<BoardRow>> = BTreeMap::new();
+            for g in &split.groups {
+                parts.entry(g.key.get(field.as_str()).cloned().unwrap_or_default()).or_default().push(BoardRow {
+                    agent: g.key.get("agent").cloned().unwrap_or_default(),
+                    band: 0,
+                    trials: g.trials,
+                    errors: g.errors,
+                    disputed: g.disputed,
+                    cells: group_cells(g, utility),
+                });
+            }
+            breakdown = parts.into_iter().collect();
+        }
+        let human_labels = self
+            .scores(&run)
+            .await?
+            .iter()
+            .filter_map(|s| s.labels.as_ref())
+            .map(|l| {
+                crate::judge::labels::KINDS.iter().filter(|k| l.get(k).is_some_and(|x| x.source == "human")).count()
+            })
+            .sum();
+        Ok(Leaderboard {
+            run,
+            runs,
+            tier,
+            columns: COLUMNS.iter().map(ToString::to_string).collect(),
+            rows,
+            by,
+            breakdown,
+            pairs: agg
+                .comparisons
+                .iter()
+                .map(|c| PairView {
+                    a: c.a.clone(),
+                    b: c.b.clone(),
+                    diff: c.paired.diff.mean,
+                    lo: c.paired.diff.lo,
+                    hi: c.paired.diff.hi,
+                    n: c.paired.diff.n,
+                    p: c.paired.p,
+                    p_holm: c.p_holm,
+                })
+                .collect(),
+            judges: agg.judges.clone(),
+            human_labels,
+            agreement: agg.agreement.iter().map(|a| (a.kind.clone(), a.n, a.kappa)).collect(),
+        })
+    }
+
+    async fn robustness(&self, run: Option<String>, level: Option<String>) -> Result<Robustness, AppError> {
+        let (run, runs) = self.pick(run).await?;
+        let agg = self.aggregate(&run, &["agent"], "acc_dec", &board_metrics("acc_dec")).await?;
+        let level = level.filter(|l| !l.is_empty()).unwrap_or_else(|| "pooled".into());
+        let mut levels: Vec<String> = agg.levels.iter().map(|l| l.level.clone()).filter(|l| l != "L0").collect();
+        levels.sort();
+        levels.dedup();
+        if level != "pooled" && !levels.contains(&level) {
+            return Err(AppError::Invalid {
+                field: "level".into(),
+                message: format!("{level:?} is not pooled or a manipulated level of this run ({})", levels.join(", ")),
+            });
+        }
+        let mut points = Vec::new();
+        let mut missing = Vec::new();
+        for s in &agg.leaderboard {
+            let robustness = if level == "pooled" {
+                s.robustness
+            } else {
+                agg.levels.iter().find(|l| l.agent == s.agent && l.level == level).and_then(|l| l.robustness)
+            };
+            match (s.utility, robustness) {
+                (Some(u), Some(r)) => {
+                    points.push(ParetoPoint {
+                        agent: s.agent.clone(),
+                        utility: est(u),
+                        robustness: est(r),
+                        frontier: false,
+                    });
+                }
+                _ => missing.push(s.agent.clone()),
+            }
+        }
+        crate::charts::mark_frontier(&mut points);
+        let svg = crate::charts::pareto_svg(&points, &format!("{run}, {level}")).map_err(internal)?;
+        Ok(Robustness { run, runs, level, levels, points, missing, svg })
+    }
+
+    async fn heatmap(&self, q: HeatQuery) -> Result<Heatmap, AppError> {
+        let metric = q.metric.clone().filter(|m| !m.is_empty()).unwrap_or_else(|| "attack_success".into());
+        if !HEAT_METRICS.contains(&metric.as_str()) {
+            return Err(AppError::Invalid {
+                field: "metric".into(),
+                message: format!("{metric:?} is not one of {}", HEAT_METRICS.join(", ")),
+            });
+        }
+        let by = q.by.clone().filter(|b| !b.is_empty()).unwrap_or_else(|| "agent".into());
+        if !["agent", "domain", "category"].contains(&by.as_str()) {
+            return Err(AppError::Invalid {
+                field: "by".into(),
+                message: format!("{by:?} is not one of agent, domain, category"),
+            });
+        }
+        let (run, runs) = self.pick(q.run.clone()).await?;
+        let agg = self.aggregate(&run, &["level", by.as_str()], "acc_dec", &[metric.as_str()]).await?;
+        let mut levels: Vec<String> = agg.groups.iter().filter_map(|g| g.key.get("level").cloned()).collect();
+        levels.sort();
+        levels.dedup();
+        let mut columns: Vec<String> = agg.groups.iter().filter_map(|g| g.key.get(by.as_str()).cloned()).collect();
+        columns.sort();
+        columns.dedup();
+        let cells = agg
+            .groups
+            .iter()
+            .map(|g| {
+                let e = g.metrics.get(metric.as_str()).copied().flatten();
+                HeatCell {
+                    level: g.key.get("level").cloned().unwrap_or_default(),
+                    column: g.key.get(by.as_str()).cloned().unwrap_or_default(),
+                    est: e.map(est),
+                    underpowered: e.is_none_or(|e| e.n < MIN_N || e.hi - e.lo > MAX_WIDTH),
+                }
+            })
+            .collect();
+        Ok(Heatmap { run, runs, metric, by, levels, columns, cells, min_n: MIN_N })
+    }
+}

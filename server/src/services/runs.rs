@@ -1,0 +1,457 @@
+//! The runs port: list, launch, cancel and follow runs, and read single trajectories.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use app::error::AppError;
+use app::model::{
+    ClaimView, Counts, CoverageCell, LabelView, NewRun, NodeView, Progress, RunDetail, RunSummary, Segment,
+    TrajectoryView, TrialPage, TrialQuery, TrialSummary, TurnView,
+};
+
+use super::internal;
+use crate::agent::{Action, Step};
+use crate::config::Config;
+use crate::corpus::model::CONDITIONS;
+use crate::corpus::urls::{graph_nodes, normalise};
+use crate::db::{Store, TrialFilter, TrialRow};
+use crate::env::World;
+use crate::judge::aggregate::apply_overrides;
+use crate::judge::labels::Label;
+use crate::judge::{Scorer, Trajectory, TrialScore};
+use crate::runs::export::{parse_steps, trajectory_line};
+use crate::runs::{PoolOptions, RunSpec};
+
+/// Trials per page of a run's trial table.
+pub const TRIAL_PAGE: usize = 50;
+/// Turns per page of the trajectory viewer.
+pub const TURN_PAGE: usize = 20;
+/// Label kinds in the order a trial lives them.
+const TIMELINE: [&str; 4] = ["exposure", "adoption", "verification", "recovery"];
+/// Most workers one launched run may use.
+pub const MAX_CONCURRENCY: usize = 64;
+
+/// Runs, trials and trajectories from the store; launched runs execute in this process.
+pub struct RunsService {
+    pub store: Arc<dyn Store>,
+    pub world: Arc<World>,
+    pub config: Arc<Config>,
+    pub corpus_version: String,
+}
+
+fn counts(p: crate::db::Progress) -> Counts {
+    Counts { queued: p.queued, running: p.running, done: p.done, error: p.error, cancelled: p.cancelled }
+}
+
+/// A run's live progress (counts, throughput, ETA).
+pub async fn progress(store: &dyn Store, run_id: &str) -> Result<Progress, AppError> {
+    let run = store.run(run_id).await.map_err(|e| not_found_or_internal(e, &format!("run {run_id}")))?;
+    let report = crate::runs::progress_report(store, run_id).await.map_err(internal)?;
+    Ok(Progress {
+        run_id: run_id.to_string(),
+        status: run.status,
+        total: report.total,
+        counts: counts(report.counts),
+        per_minute: report.per_minute,
+        eta_secs: report.eta_secs,
+    })
+}
+
+fn not_found_or_internal(e: crate::db::StoreError, what: &str) -> AppError {
+    match e {
+        crate::db::StoreError::NotFound(_) => AppError::NotFound(what.to_string()),
+        other => internal(other),
+    }
+}
+
+fn summary(t: &TrialRow) -> TrialSummary {
+    TrialSummary {
+        id: t.trial_id.clone(),
+        task_id: t.task_id.clone(),
+        agent: t.agent.clone(),
+        level: t.level.clone(),
+        condition: t.condition.clone(),
+        seed: t.seed,
+        state: t.state.clone(),
+        verdict: t.verdict.clone(),
+        error: t.error.clone(),
+    }
+}
+
+fn list(text: &str) -> Vec<String> {
+    text.split([',', ' ', '\n']).map(str::trim).filter(|s| !s.is_empty()).map(ToString::to_string).collect()
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> AppError {
+    AppError::Invalid { field: field.to_string(), message: message.into() }
+}
+
+/// Reads the launch form into a run spec; a mistake names the field it came from.
+pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize), AppError> {
+    let tasks = form.tasks.trim();
+    if tasks.is_empty() {
+        return Err(invalid("tasks", "name `all`, a site, a category or task ids"));
+    }
+    let agents = list(&form.agents);
+    if agents.is_empty() {
+        return Err(invalid("agents", "choose at least one agent configuration"));
+    }
+    let mut endpoints = BTreeMap::new();
+    for agent in &agents {
+        let (base, _) = crate::runs::split_config(agent).map_err(|e| invalid("agents", e.to_string()))?;
+        if let Some(spec) = config.endpoints.get(base) {
+            endpoints.insert(base.to_string(), spec.clone());
+        }
+    }
+    let levels = list(&form.levels);
+    if levels.is_empty() {
+        return Err(invalid("levels", "choose at least one level"));
+    }
+    let conditions = list(&form.conditions);
+    if conditions.is_empty() {
+        return Err(invalid("conditions", "choose at least one condition"));
+    }
+    if let Some(c) = conditions.iter().find(|c| !CONDITIONS.contains(&c.as_str())) {
+        return Err(invalid("conditions", format!("{c:?} is not one of {}", CONDITIONS.join(", "))));
+    }
+    let seeds = list(&form.seeds)
+        .iter()
+        .map(|s| s.parse::<i64>().map_err(|_| invalid("seeds", format!("{s:?} is not a whole number"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    if seeds.is_empty() {
+        return Err(invalid("seeds", "give at least one seed, e.g. 0"));
+    }
+    let concurrency =
+        match form.concurrency.trim() {
+            "" => PoolOptions::default().concurrency,
+            text => text.parse::<usize>().ok().filter(|n| (1..=MAX_CONCURRENCY).contains(n)).ok_or_else(|| {
+                invalid("concurrency", format!("{text:?} is not a number from 1 to {MAX_CONCURRENCY}"))
+            })?,
+        };
+    let spec = RunSpec {
+        tasks: tasks.to_string(),
+        agents,
+        levels,
+        conditions,
+        seeds,
+        endpoints,
+        appeal: form.appeal.is_some(),
+        strategy: None,
+        tap: crate::manip::tap::TapOptions::default(),
+        attacker: config.attacker().map(|(_, s)| s.clone()),
+        judge: config.judge().map(|(_, s)| s.clone()),
+    };
+    Ok((spec, concurrency))
+}
+
+/// The field a planning error is about: planning errors start with the field's name.
+fn field_of(message: &str) -> &'static str {
+    for (prefix, field) in [("tasks", "tasks"), ("agent", "agents"), ("levels", "levels"), ("conditions", "conditions")]
+    {
+        if message.starts_with(prefix) {
+            return field;
+        }
+    }
+    if message.contains("agent") { "agents" } else { "tasks" }
+}
+
+/// Executes a run's queued trials in the background of this process.
+pub fn spawn_execution(store: Arc<dyn Store>, world: Arc<World>, run_id: String, concurrency: usize) {
+    tokio::spawn(async move {
+        let options = PoolOptions { concurrency, lease: Duration::from_secs(30) };
+        if let Err(e) = crate::runs::execute(store, world, &run_id, options, Arc::new(|_, _| {})).await {
+            tracing::error!(run = %run_id, "run stopped: {e:#}");
+        }
+    });
+}
+
+/// Segments of an observation cut at its manipulated spans (byte offsets, checked).
+pub fn segments(text: &str, spans: &[crate::env::Span]) -> Vec<Segment> {
+    let mut cuts: Vec<(usize, usize, &str)> = spans
+        .iter()
+        .filter_map(|s| {
+            let (start, end) = (s.start?, s.end?);
+            (start < end && end <= text.len() && text.is_char_boundary(start) && text.is_char_boundary(end))
+                .then_some((start, end, s.injection.as_str()))
+        })
+        .collect();
+    cuts.sort_unstable();
+    let mut out = Vec::new();
+    let mut at = 0;
+    for (start, end, injection) in cuts {
+        if start < at {
+            continue;
+        }
+        if start > at {
+            out.push(Segment { text: text[at..start].to_string(), injection: None });
+        }
+        out.push(Segment { text: text[start..end].to_string(), injection: Some(injection.to_string()) });
+        at = end;
+    }
+    if at < text.len() || out.is_empty() {
+        out.push(Segment { text: text[at..].to_string(), injection: None });
+    }
+    out
+}
+
+fn action_text(a: &Action) -> String {
+    match a {
+        Action::Goto { url } => format!("goto {url}"),
+        Action::Click { link } => format!("click [{link}]"),
+        Action::Search { query } => format!("search {query:?}"),
+        Action::Back => "back".to_string(),
+        Action::Verdict { verdict, .. } => format!("verdict {verdict}"),
+    }
+}
+
+fn label_view(kind: &str, l: &Label) -> LabelView {
+    LabelView {
+        kind: kind.to_string(),
+        value: l.value,
+        turn: l.turn,
+        source: l.source.clone(),
+        confidence: l.confidence,
+        reason: l.reason.clone(),
+        disputed: l.disputed,
+        automatic: l.automatic.as_ref().map(|a| Box::new(label_view(kind, a))),
+    }
+}
+
+impl RunsService {
+    /// The trial's score: the stored one, else computed by the rules (no model call on a
+    /// page view); human labels applied.
+    pub async fn score_of(&self, trial: &TrialRow, steps: &[Step]) -> Result<Option<TrialScore>, AppError> {
+        if trial.state != "done" && trial.state != "error" {
+            return Ok(None);
+        }
+        let mut score = match self.store.trial_score(&trial.trial_id).await.map_err(internal)? {
+            Some(stored) => serde_json::from_str::<TrialScore>(&stored.body).map_err(internal)?,
+            None => {
+                let traj: Trajectory = serde_json::from_value(trajectory_line(trial, steps)).map_err(internal)?;
+                let Some(score) = Scorer::new(&self.world).score(&traj) else { return Ok(None) };
+                score
+            }
+        };
+        let events = self.store.trial_label_events(&trial.trial_id).await.map_err(internal)?;
+        apply_overrides(std::slice::from_mut(&mut score), &events);
+        Ok(Some(score))
+    }
+
+    async fn summary_of(&self, run: crate::db::RunRow) -> Result<RunSummary, AppError> {
+        let spec: RunSpec = serde_json::from_str(&run.spec).map_err(internal)?;
+        Ok(RunSummary {
+            progress: progress(self.store.as_ref(), &run.run_id).await?,
+            id: run.run_id,
+            created_at: run.created_at,
+            tasks: spec.tasks,
+            agents: spec.agents,
+            levels: spec.levels,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl app::ssr::Runs for RunsService {
+    async fn list(&self) -> Result<Vec<RunSummary>, AppError> {
+        let mut out = Vec::new();
+        for run in self.store.runs().await.map_err(internal)? {
+            out.push(self.summary_of(run).await?);
+        }
+        Ok(out)
+    }
+
+    async fn get(&self, id: String) -> Result<RunDetail, AppError> {
+        let run = self.store.run(&id).await.map_err(|e| not_found_or_internal(e, &format!("run {id}")))?;
+        let spec: RunSpec = serde_json::from_str(&run.spec).map_err(internal)?;
+        let corpus_version = run.corpus_version.clone();
+        let mut cells: BTreeMap<(String, String, String), Counts> = BTreeMap::new();
+        for (agent, level, condition, state, n) in self.store.coverage(&id).await.map_err(internal)? {
+            let c = cells.entry((agent, level, condition)).or_default();
+            match state.as_str() {
+                "queued" => c.queued += n,
+                "running" => c.running += n,
+                "done" => c.done += n,
+                "error" => c.error += n,
+                _ => c.cancelled += n,
+            }
+        }
+        let judges = self.store.score_judges(&id).await.map_err(internal)?;
+        Ok(RunDetail {
+            summary: self.summary_of(run).await?,
+            conditions: spec.conditions,
+            seeds: spec.seeds,
+            appeal: spec.appeal,
+            strategy: spec.strategy,
+            corpus_version,
+            judges,
+            coverage: cells
+                .into_iter()
+                .map(|((agent, level, condition), counts)| CoverageCell { agent, level, condition, counts })
+                .collect(),
+        })
+    }
+
+    async fn trials(&self, q: TrialQuery) -> Result<TrialPage, AppError> {
+        self.store.run(&q.run).await.map_err(|e| not_found_or_internal(e, &format!("run {}", q.run)))?;
+        let filter = TrialFilter { agent: q.agent.clone(), level: q.level.clone(), state: q.state.clone() };
+        let offset = i64::try_from(q.page * TRIAL_PAGE).map_err(internal)?;
+        let (rows, total) =
+            self.store.trial_page(&q.run, &filter, offset, TRIAL_PAGE as i64).await.map_err(internal)?;
+        Ok(TrialPage {
+            rows: rows.iter().map(summary).collect(),
+            total: usize::try_from(total).unwrap_or(0),
+            page: q.page,
+            page_size: TRIAL_PAGE,
+        })
+    }
+
+    async fn start(&self, form: NewRun) -> Result<String, AppError> {
+        let (spec, concurrency) = spec_from_form(&form, &self.config)?;
+        let run_id = crate::runs::create_run(self.store.as_ref(), &self.world, &spec, &self.corpus_version)
+            .await
+            .map_err(|e| {
+                let message = format!("{e:#}");
+                invalid(field_of(&message), message)
+            })?;
+        spawn_execution(self.store.clone(), self.world.clone(), run_id.clone(), concurrency);
+        Ok(run_id)
+    }
+
+    async fn cancel(&self, id: String) -> Result<(), AppError> {
+        self.store.run(&id).await.map_err(|e| not_found_or_internal(e, &format!("run {id}")))?;
+        self.store.cancel_run(&id).await.map_err(internal)
+    }
+
+    async fn trajectory(&self, trial_id: String, page: usize) -> Result<TrajectoryView, AppError> {
+        let trial =
+            self.store.trial(&trial_id).await.map_err(|e| not_found_or_internal(e, &format!("trial {trial_id}")))?;
+        let task =
+            self.world.task(&trial.task_id).ok_or_else(|| AppError::NotFound(format!("task {}", trial.task_id)))?;
+        let steps = parse_steps(&self.store.steps(&trial_id).await.map_err(internal)?).map_err(internal)?;
+        let score = self.score_of(&trial, &steps).await?;
+        let shop = task.domain == crate::corpus::Domain::Shop;
+        let visits: Vec<String> = steps.iter().map(|s| normalise(&s.url)).collect();
+        let graph = graph_nodes(&task.graph)
+            .iter()
+            .map(|node| {
+                let turn = visits.iter().position(|v| node.credited_by(v, shop));
+                NodeView { url: node.norm.clone(), visited: turn.is_some(), turn }
+            })
+            .collect();
+        let turn_count = steps.len();
+        let pages = turn_count.div_ceil(TURN_PAGE).max(1);
+        let page = page.min(pages - 1);
+        let turns = steps
+            .iter()
+            .skip(page * TURN_PAGE)
+            .take(TURN_PAGE)
+            .map(|s| TurnView {
+                t: s.t,
+                thought: s.thought.clone(),
+                action: action_text(&s.action),
+                url: Some(s.url.clone()),
+                status: None,
+                observation: segments(&s.observation, &s.spans),
+                tokens: s.usage.map(|u| u.prompt_tokens + u.completion_tokens),
+                latency_ms: (s.latency_ms > 0).then_some(s.latency_ms),
+            })
+            .collect();
+        let appeal = trial.appeal.as_deref().and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok()).map(|v| {
+            v.as_object()
+                .map(|o| {
+                    o.iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), ToString::to_string)))
+                        .collect()
+                })
+                .unwrap_or_default()
+        });
+        let (tiers, acc_inv, outcome, labels, claims) = match &score {
+            Some(s) => (
+                s.acc_dec
+                    .map(|d| {
+                        vec![("Default".into(), d.default), ("Strict".into(), d.strict), ("Loose".into(), d.loose)]
+                    })
+                    .unwrap_or_default(),
+                s.acc_inv,
+                Some(s.outcome.clone()),
+                s.labels
+                    .as_ref()
+                    .map(|ls| TIMELINE.iter().filter_map(|k| ls.get(k).map(|l| label_view(k, l))).collect())
+                    .unwrap_or_default(),
+                s.claims
+                    .iter()
+                    .map(|c| ClaimView { text: c.text.clone(), kind: c.kind.clone(), verified: c.verified })
+                    .collect(),
+            ),
+            None => (Vec::new(), None, None, Vec::new(), Vec::new()),
+        };
+        Ok(TrajectoryView {
+            run: trial.run_id.clone(),
+            ticket: task.ticket.for_condition(&trial.condition).unwrap_or(&task.ticket.raw).to_string(),
+            rationale: trial.rationale.clone(),
+            optimal: task.verdict.optimal.clone(),
+            trial: summary(&trial),
+            tiers,
+            acc_inv,
+            outcome,
+            labels,
+            claims,
+            graph,
+            appeal,
+            turns,
+            turn_count,
+            page,
+            page_size: TURN_PAGE,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::Span;
+
+    fn span(start: usize, end: usize) -> Span {
+        Span { id: "s".into(), injection: "review".into(), text: String::new(), start: Some(start), end: Some(end) }
+    }
+
+    #[test]
+    fn segments_cut_at_spans_and_skip_bad_offsets() {
+        let text = "ab€cdef";
+        let s = segments(text, &[span(2, 5), span(3, 4), span(6, 99)]);
+        let parts: Vec<(&str, bool)> = s.iter().map(|x| (x.text.as_str(), x.injection.is_some())).collect();
+        assert_eq!(parts, vec![("ab", false), ("€", true), ("cdef", false)]);
+        assert_eq!(segments("", &[]).len(), 1);
+    }
+
+    #[test]
+    fn the_form_names_the_field_at_fault() {
+        let config = Config::default();
+        let good = NewRun {
+            tasks: "shop".into(),
+            agents: "explorer, surface".into(),
+            levels: "L0,L1".into(),
+            conditions: "raw".into(),
+            seeds: "0 1".into(),
+            concurrency: "4".into(),
+            appeal: None,
+        };
+        let (spec, n) = spec_from_form(&good, &config).expect("valid");
+        assert_eq!((spec.agents.len(), spec.seeds, n), (2, vec![0, 1], 4));
+        for (field, bad) in [
+            ("seeds", NewRun { seeds: "x".into(), ..good.clone() }),
+            ("concurrency", NewRun { concurrency: "0".into(), ..good.clone() }),
+            ("conditions", NewRun { conditions: "sideways".into(), ..good.clone() }),
+            ("agents", NewRun { agents: String::new(), ..good.clone() }),
+            ("tasks", NewRun { tasks: " ".into(), ..good.clone() }),
+        ] {
+            match spec_from_form(&bad, &config) {
+                Err(AppError::Invalid { field: f, .. }) => assert_eq!(f, field),
+                other => panic!("{field}: {other:?}"),
+            }
+        }
+        assert_eq!(field_of("levels: level \"L9\" is not one of L0"), "levels");
+        assert_eq!(field_of("agent: nobody is not a known agent"), "agents");
+    }
+}
