@@ -12,6 +12,13 @@ pub enum AppError {
     NotFound(String),
     #[error("invalid {field}: {message}")]
     Invalid { field: String, message: String },
+    #[error("sign in first")]
+    Unauthorized,
+    #[error("not allowed: {0}")]
+    Forbidden(String),
+    /// Someone else holds the item (an annotation lock).
+    #[error("{0}")]
+    Conflict(String),
     /// The real cause was logged on the server; the client only learns that it failed.
     #[error("internal error")]
     Internal,
@@ -33,6 +40,9 @@ impl AppError {
         match self {
             AppError::NotFound(_) => http::StatusCode::NOT_FOUND,
             AppError::Invalid { .. } => http::StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::Unauthorized => http::StatusCode::UNAUTHORIZED,
+            AppError::Forbidden(_) => http::StatusCode::FORBIDDEN,
+            AppError::Conflict(_) => http::StatusCode::CONFLICT,
             AppError::Internal | AppError::Transport(_) => http::StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

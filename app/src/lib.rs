@@ -71,11 +71,14 @@ pub fn App() -> impl IntoView {
                     <A href="/leaderboard">"Leaderboard"</A>
                     <A href="/robustness">"Robustness"</A>
                     <A href="/heatmaps">"Heatmaps"</A>
+                    <A href="/annotate">"Annotate"</A>
+                    <A href="/search">"Search"</A>
                     <A href="/tasks">"Tasks"</A>
                     <a href="/shop/admin/dashboard" rel="external">"Shop admin"</a>
                     <a href="/forum" rel="external">"Forum"</a>
                     <a href="/wiki" rel="external">"Wiki"</a>
                 </nav>
+                <WhoAmI/>
             </header>
             <main class="content">
                 <Routes fallback=pages::NotFound>
@@ -89,9 +92,28 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/team") view=pages::TeamPage/>
                     <Route path=path!("/robustness") view=pages::RobustnessPage/>
                     <Route path=path!("/heatmaps") view=pages::HeatmapsPage/>
+                    <Route path=path!("/annotate") view=pages::AnnotatePage/>
+                    <Route path=path!("/search") view=pages::SearchPage/>
+                    <Route path=path!("/annotate/:trial/:kind") view=pages::AnnotateItemPage/>
                 </Routes>
             </main>
         </Router>
+    }
+}
+
+/// Who is signed in, with a sign-out button (nothing when no accounts exist).
+#[component]
+fn WhoAmI() -> impl IntoView {
+    let who = Resource::new(|| (), |()| api::whoami());
+    view! {
+        <Transition>
+            {move || who.get().and_then(Result::ok).filter(|w| !w.open).map(|w| view! {
+                <form class="whoami" method="post" action="/logout">
+                    <span>{format!("{} ({})", w.name, w.role.as_str())}</span>
+                    <button type="submit" class="link">"Sign out"</button>
+                </form>
+            })}
+        </Transition>
     }
 }
 

@@ -74,8 +74,50 @@ pub struct TaskDetail {
     pub distractors: Vec<PageView>,
 }
 
+mod annotate;
 mod insights;
 mod runs;
 
+pub use annotate::*;
 pub use insights::*;
 pub use runs::*;
+
+/// Who may do what on the dashboard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Reads every page.
+    Viewer,
+    /// Also settles disputed labels.
+    Annotator,
+    /// Also launches and cancels runs and adjudicates conflicts.
+    Operator,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Annotator => "annotator",
+            Role::Operator => "operator",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "viewer" => Some(Role::Viewer),
+            "annotator" => Some(Role::Annotator),
+            "operator" => Some(Role::Operator),
+            _ => None,
+        }
+    }
+}
+
+/// The person behind a request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    pub name: String,
+    pub role: Role,
+    /// No accounts exist: the dashboard serves loopback only and everyone is the operator.
+    pub open: bool,
+}

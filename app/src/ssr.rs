@@ -7,8 +7,8 @@ use leptos::prelude::use_context;
 
 use crate::error::AppError;
 use crate::model::{
-    BoardQuery, HeatQuery, Heatmap, Leaderboard, NewRun, Robustness, RunDetail, RunSummary, TaskDetail, TaskFilter,
-    TaskList, TrajectoryView, TrialPage, TrialQuery,
+    BoardQuery, HeatQuery, Heatmap, Identity, Leaderboard, NewLabel, NewRun, OpenItem, Queue, Robustness, RunDetail,
+    RunSummary, TaskDetail, TaskFilter, TaskList, TrajectoryView, TrialPage, TrialQuery,
 };
 
 /// Read access to the task corpus.
@@ -45,12 +45,54 @@ pub trait Insights: Send + Sync {
     async fn heatmap(&self, query: HeatQuery) -> Result<Heatmap, AppError>;
 }
 
+/// The annotation queue.
+#[async_trait::async_trait]
+pub trait Annotate: Send + Sync {
+    /// Disputed labels of a run (the newest run when absent).
+    async fn queue(&self, run: Option<String>) -> Result<Queue, AppError>;
+    /// Opens an item for `who`, taking its lock; `Conflict` when someone else holds it.
+    async fn open(&self, who: Identity, trial: String, kind: String) -> Result<OpenItem, AppError>;
+    /// Records `who`'s label (an adjudication when `adjudicate`) and releases the lock.
+    async fn label(&self, who: Identity, label: NewLabel, adjudicate: bool) -> Result<(), AppError>;
+    /// Releases `who`'s lock on an item.
+    async fn release(&self, who: Identity, trial: String, kind: String) -> Result<(), AppError>;
+}
+
+/// Full-text search over tasks, thoughts, rationales and observations.
+#[async_trait::async_trait]
+pub trait Search: Send + Sync {
+    async fn search(&self, query: String, kind: Option<String>) -> Result<crate::model::SearchResults, AppError>;
+}
+
 /// Everything a server function may touch. Provided once per request via context.
 #[derive(Clone)]
 pub struct Services {
     pub corpus: Arc<dyn Corpus>,
     pub runs: Arc<dyn Runs>,
     pub insights: Arc<dyn Insights>,
+    pub annotate: Arc<dyn Annotate>,
+    pub search: Arc<dyn Search>,
+}
+
+/// The person behind the current request, as the server's access layer found them.
+pub fn identity() -> Result<crate::model::Identity, AppError> {
+    use_context::<http::request::Parts>()
+        .and_then(|p| p.extensions.get::<crate::model::Identity>().cloned())
+        .ok_or(AppError::Unauthorized)
+}
+
+/// The identity of the request, if its role is at least `role`.
+pub fn require(role: crate::model::Role) -> Result<crate::model::Identity, AppError> {
+    let who = identity()?;
+    if who.role < role {
+        return Err(AppError::Forbidden(format!(
+            "{} is a {}; this needs a {}",
+            who.name,
+            who.role.as_str(),
+            role.as_str()
+        )));
+    }
+    Ok(who)
 }
 
 /// The services of the current request.

@@ -26,6 +26,23 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Adds an account (or sets the password and role of an existing one). The password is
+    /// read from MIRAGE_PASSWORD, else from the first line of standard input.
+    Add {
+        name: String,
+        /// viewer (reads), annotator (also settles disputed labels), operator (also launches
+        /// and cancels runs, adjudicates conflicts).
+        #[arg(long)]
+        role: String,
+    },
+    /// Lists accounts and their roles.
+    List,
+    /// Removes an account and its sessions.
+    Remove { name: String },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the dashboard and the three investigation sites.
     Serve {
@@ -39,6 +56,12 @@ pub enum Command {
         /// the launch form may name, and the judge that scores runs.
         #[arg(long, env = "MIRAGE_CONFIG")]
         config: Option<PathBuf>,
+    },
+    /// Dashboard accounts. Without any, `serve` listens on loopback only and everyone
+    /// local is the operator.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
     },
     /// Work with the task corpus.
     Corpus {
@@ -276,6 +299,9 @@ pub enum RunsCommand {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Stores trajectories produced elsewhere (DESIGN §5 lines) as a finished run, to replay,
+    /// score and compare them on the dashboard. Prints the run id.
+    Import { file: PathBuf },
 }
 
 #[derive(Debug, Subcommand)]
@@ -297,6 +323,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let store = Arc::new(SqlStore::connect(&url).await?);
     match cli.command {
         Command::Serve { addr, site_root, config } => serve(store, addr, site_root, config).await,
+        Command::User { command } => user(store.as_ref(), command).await,
         Command::Run(args) => {
             seed_if_empty(store.as_ref()).await?;
             run_command(store, *args).await
@@ -362,6 +389,45 @@ pub async fn seed_if_empty(store: &dyn Store) -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn user(store: &dyn Store, command: UserCommand) -> anyhow::Result<()> {
+    match command {
+        UserCommand::Add { name, role } => {
+            if app::model::Role::parse(&role).is_none() {
+                bail!("--role: {role:?} is not one of viewer, annotator, operator");
+            }
+            if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_alphanumeric() || "._-".contains(c)) {
+                bail!("NAME: {name:?} must be 1–64 letters, digits, '.', '_' or '-'");
+            }
+            let password = match std::env::var("MIRAGE_PASSWORD") {
+                Ok(p) => p,
+                Err(_) => {
+                    let mut line = String::new();
+                    std::io::stdin().read_line(&mut line).context("reading the password from standard input")?;
+                    line.trim_end_matches(['\r', '\n']).to_string()
+                }
+            };
+            if password.chars().count() < 8 {
+                bail!("password: use at least 8 characters (MIRAGE_PASSWORD or the first line of standard input)");
+            }
+            let hash = crate::http::auth::hash_password(&password)?;
+            let new = store.put_user(&name, &hash, &role).await?;
+            println!("{} {name} ({role})", if new { "added" } else { "updated" });
+        }
+        UserCommand::List => {
+            for (name, role) in store.users().await? {
+                println!("{name}\t{role}");
+            }
+        }
+        UserCommand::Remove { name } => {
+            if !store.remove_user(&name).await? {
+                bail!("no account named {name:?}");
+            }
+            println!("removed {name}");
+        }
+    }
+    Ok(())
+}
+
 async fn serve(
     store: Arc<SqlStore>,
     addr: SocketAddr,
@@ -369,6 +435,12 @@ async fn serve(
     config: Option<PathBuf>,
 ) -> anyhow::Result<()> {
     let config = crate::config::Config::load(config.as_deref())?;
+    if !addr.ip().is_loopback() && !store.has_users().await? {
+        bail!(
+            "refusing to listen on {addr} without accounts: anyone who can reach it would be the operator. \
+             Add one with `mirage user add NAME --role operator`, or listen on 127.0.0.1"
+        );
+    }
     seed_if_empty(store.as_ref()).await?;
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
     let addr = listener.local_addr()?;
@@ -659,6 +731,17 @@ async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Result<()> {
         RunsCommand::Cancel { run } => {
             store.cancel_run(&run).await?;
             println!("run {run} cancelled");
+        }
+        RunsCommand::Import { file } => {
+            let name = file.display().to_string();
+            let contents = std::fs::read_to_string(&file).with_context(|| format!("reading {name}"))?;
+            seed_if_empty(store).await?;
+            let tasks = store.all_tasks().await?;
+            let version = corpus_version(&tasks);
+            let world = crate::env::World::build(tasks)?;
+            let (run, n) = crate::runs::import::import_run(store, &world, &name, &contents, &version).await?;
+            eprintln!("{name}: {n} trajectories stored as run {run}");
+            println!("{run}");
         }
         RunsCommand::Export { run, out } => {
             store.run(&run).await?;

@@ -49,6 +49,8 @@ pub fn router(state: AppState) -> Router {
         .route("/ep/{id}/{*rest}", get(http::sites::in_episode))
         .route("/api/episodes", post(http::episodes::start))
         .route("/api/episodes/{id}", get(http::episodes::show))
+        .route("/login", get(http::auth::login_form).post(http::auth::login))
+        .route("/logout", post(http::auth::logout))
         .route("/api/runs/events", get(http::dashboard::events))
         .route("/api/export/{name}", get(http::dashboard::export))
         .leptos_routes_with_context(&state, routes, context.clone(), {
@@ -56,6 +58,7 @@ pub fn router(state: AppState) -> Router {
             move || shell(options.clone())
         })
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), http::auth::layer))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
@@ -72,5 +75,22 @@ pub async fn app_state(
     let world = Arc::new(env::World::build(tasks)?);
     let judge = Arc::new(score_cli::judge_from(&config, store.clone())?);
     let insights = Arc::new(services::insights::InsightsService::new(store.clone(), world.clone(), judge.clone()));
-    Ok(AppState { leptos_options, world, store, config: Arc::new(config), judge, corpus_version, insights })
+    let search = Arc::new(search::trajectories::TrajectoryIndex::new(&world)?);
+    follow_trials(search.clone(), store.clone());
+    Ok(AppState { leptos_options, world, store, config: Arc::new(config), judge, corpus_version, insights, search })
+}
+
+/// How often the search index looks for newly finished trials.
+const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Keeps the search index up with finished trials, in the background.
+fn follow_trials(index: Arc<search::trajectories::TrajectoryIndex>, store: Arc<dyn db::Store>) {
+    tokio::spawn(async move {
+        loop {
+            if let Err(e) = index.follow(store.as_ref()).await {
+                tracing::warn!("search index: {e:#}");
+            }
+            tokio::time::sleep(FOLLOW_EVERY).await;
+        }
+    });
 }

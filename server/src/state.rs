@@ -22,6 +22,8 @@ pub struct AppState {
     pub judge: Arc<ModelJudge>,
     /// Fingerprint of the stored corpus, recorded with every launched run.
     pub corpus_version: String,
+    /// Full-text index of tasks and finished trajectories.
+    pub search: Arc<crate::search::trajectories::TrajectoryIndex>,
     /// Aggregates of runs, cached across requests.
     pub insights: Arc<crate::services::insights::InsightsService>,
 }

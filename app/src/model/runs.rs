@@ -210,3 +210,26 @@ pub struct TrajectoryView {
     pub page: usize,
     pub page_size: usize,
 }
+
+/// One search result: where it is, and a snippet cut into plain and matching pieces.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchHit {
+    /// `task`, `thought`, `rationale` or `observation`.
+    pub kind: String,
+    pub task_id: String,
+    pub run: Option<String>,
+    pub trial: Option<String>,
+    pub turn: Option<usize>,
+    /// (text, matches the query).
+    pub snippet: Vec<(String, bool)>,
+}
+
+/// Results of a search.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchResults {
+    pub query: String,
+    pub kind: Option<String>,
+    pub hits: Vec<SearchHit>,
+    /// Trials indexed so far.
+    pub indexed_trials: usize,
+}

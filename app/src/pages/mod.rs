@@ -1,17 +1,21 @@
 //! Route components. Each page reads its state from the URL, so every view can be shared.
 
+mod annotate;
 mod home;
 mod leaderboard;
 mod plots;
 mod runs;
+mod search;
 mod task;
 mod tasks;
 mod trajectory;
 
+pub use annotate::{AnnotateItemPage, AnnotatePage};
 pub use home::HomePage;
 pub use leaderboard::{LeaderboardPage, TeamPage};
 pub use plots::{HeatmapsPage, RobustnessPage};
 pub use runs::{RunPage, RunsPage};
+pub use search::SearchPage;
 pub use task::TaskPage;
 pub use tasks::TasksPage;
 pub use trajectory::TrajectoryPage;

@@ -64,8 +64,8 @@ fn LaunchForm() -> impl IntoView {
     });
     let err = move |field: &'static str| Signal::derive(move || field_error(start.value().get(), field));
     let other_error = move || match start.value().get() {
-        Some(Err(e @ (AppError::Internal | AppError::Transport(_) | AppError::NotFound(_)))) => Some(e.to_string()),
-        _ => None,
+        Some(Err(AppError::Invalid { .. }) | Ok(_)) | None => None,
+        Some(Err(e)) => Some(e.to_string()),
     };
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();

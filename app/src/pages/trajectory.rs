@@ -28,8 +28,9 @@ fn turn_href(base: &str, t: usize, page_size: usize) -> String {
     )
 }
 
+/// One turn: header with marks, thought, and the observation with manipulated spans named.
 #[component]
-fn Turn(turn: TurnView, selected: Signal<Option<usize>>, marks: Vec<String>) -> impl IntoView {
+pub(crate) fn Turn(turn: TurnView, selected: Signal<Option<usize>>, marks: Vec<String>) -> impl IntoView {
     let t = turn.t;
     view! {
         <article class="turn" id=format!("turn-{t}") class:current=move || selected.get() == Some(t) tabindex="-1">

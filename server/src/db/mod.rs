@@ -251,6 +251,9 @@ pub trait Store: Send + Sync {
     /// The id of the newest label event anywhere (0 when none): it changes whenever a label
     /// is added, so caches of aggregates key on it.
     async fn label_generation(&self) -> StoreResult<i64>;
+    /// Finished trials (done or error) in the order they finished, after the cursor
+    /// (finished_at ms, trial id), at most `limit`: the search index follows this.
+    async fn finished_after(&self, after: (i64, &str), limit: i64) -> StoreResult<Vec<(TrialRow, i64)>>;
     /// The judge versions behind a run's stored scores.
     async fn score_judges(&self, run_id: &str) -> StoreResult<Vec<String>>;
     /// The stored score of one trial.
@@ -280,6 +283,36 @@ pub trait Store: Send + Sync {
     async fn tap_nodes(&self, trial_id: &str) -> StoreResult<Vec<String>>;
     /// Forgets a trial's search nodes (an interrupted search starts again).
     async fn reset_tap(&self, trial_id: &str) -> StoreResult<()>;
+    /// Adds an account, or replaces the hash and role of an existing one; `true` when new.
+    async fn put_user(&self, name: &str, password_hash: &str, role: &str) -> StoreResult<bool>;
+    /// Every account: (name, role), by name.
+    async fn users(&self) -> StoreResult<Vec<(String, String)>>;
+    /// Removes an account and its sessions; `false` when there was none.
+    async fn remove_user(&self, name: &str) -> StoreResult<bool>;
+    /// An account's (password hash, role).
+    async fn user(&self, name: &str) -> StoreResult<Option<(String, String)>>;
+    /// Whether any account exists.
+    async fn has_users(&self) -> StoreResult<bool>;
+    /// Stores a session token for `name` until `expires_at` (ms).
+    async fn create_session(&self, token: &str, name: &str, expires_at: i64) -> StoreResult<()>;
+    /// The (name, role) behind an unexpired session token.
+    async fn session(&self, token: &str, now: i64) -> StoreResult<Option<(String, String)>>;
+    /// Ends a session.
+    async fn end_session(&self, token: &str) -> StoreResult<()>;
+    /// Takes the lock on a disputed label for `holder` until `until` (ms): granted when it is
+    /// free, expired or already theirs. Returns the other holder and expiry when refused.
+    async fn lock_label(
+        &self,
+        trial_id: &str,
+        kind: &str,
+        holder: &str,
+        now: i64,
+        until: i64,
+    ) -> StoreResult<Option<(String, i64)>>;
+    /// Releases `holder`'s lock on a label (no-op when they hold none).
+    async fn unlock_label(&self, trial_id: &str, kind: &str, holder: &str) -> StoreResult<()>;
+    /// Unexpired locks: (trial id, kind, holder, expires at).
+    async fn label_locks(&self, now: i64) -> StoreResult<Vec<(String, String, String, i64)>>;
     /// A cached judge answer.
     async fn cache_get(&self, key: &str) -> StoreResult<Option<String>>;
     /// Keeps a judge answer (the first answer for a key wins).
@@ -875,6 +908,22 @@ impl Store for SqlStore {
         Ok(row.try_get("g")?)
     }
 
+    async fn finished_after(&self, after: (i64, &str), limit: i64) -> StoreResult<Vec<(TrialRow, i64)>> {
+        let rows = sqlx::query(&format!(
+            "select {TRIAL_COLUMNS}, finished_at from trial where state in ('done', 'error') \
+             and (finished_at > $1 or (finished_at = $1 and trial_id > $2)) order by finished_at, trial_id limit $3"
+        ))
+        .bind(after.0)
+        .bind(after.1)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| Ok((trial_from(r)?, r.try_get::<Option<i64>, _>("finished_at")?.unwrap_or(0))))
+            .collect::<Result<_, sqlx::Error>>()?)
+    }
+
     async fn score_judges(&self, run_id: &str) -> StoreResult<Vec<String>> {
         let rows =
             sqlx::query("select distinct judge_version from trial_score where run_id = $1 order by judge_version")
@@ -989,6 +1038,150 @@ impl Store for SqlStore {
     async fn reset_tap(&self, trial_id: &str) -> StoreResult<()> {
         sqlx::query("delete from tap_node where trial_id = $1").bind(trial_id).execute(&self.pool).await?;
         Ok(())
+    }
+
+    async fn put_user(&self, name: &str, password_hash: &str, role: &str) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let existing =
+            sqlx::query("select name from app_user where name = $1").bind(name).fetch_optional(&mut *tx).await?;
+        if existing.is_some() {
+            sqlx::query("update app_user set password_hash = $1, role = $2 where name = $3")
+                .bind(password_hash)
+                .bind(role)
+                .bind(name)
+                .execute(&mut *tx)
+                .await?;
+        } else {
+            sqlx::query("insert into app_user (name, password_hash, role, created_at) values ($1, $2, $3, $4)")
+                .bind(name)
+                .bind(password_hash)
+                .bind(role)
+                .bind(now_ms())
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(existing.is_none())
+    }
+
+    async fn users(&self) -> StoreResult<Vec<(String, String)>> {
+        let rows = sqlx::query("select name, role from app_user order by name").fetch_all(&self.pool).await?;
+        Ok(rows.iter().map(|r| Ok((r.try_get("name")?, r.try_get("role")?))).collect::<Result<_, sqlx::Error>>()?)
+    }
+
+    async fn remove_user(&self, name: &str) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("delete from app_session where name = $1").bind(name).execute(&mut *tx).await?;
+        let done = sqlx::query("delete from app_user where name = $1").bind(name).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn user(&self, name: &str) -> StoreResult<Option<(String, String)>> {
+        let row = sqlx::query("select password_hash, role from app_user where name = $1")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|r| Ok::<_, sqlx::Error>((r.try_get("password_hash")?, r.try_get("role")?))).transpose()?)
+    }
+
+    async fn has_users(&self) -> StoreResult<bool> {
+        Ok(sqlx::query("select name from app_user limit 1").fetch_optional(&self.pool).await?.is_some())
+    }
+
+    async fn create_session(&self, token: &str, name: &str, expires_at: i64) -> StoreResult<()> {
+        sqlx::query("insert into app_session (token, name, expires_at) values ($1, $2, $3)")
+            .bind(token)
+            .bind(name)
+            .bind(expires_at)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn session(&self, token: &str, now: i64) -> StoreResult<Option<(String, String)>> {
+        let row = sqlx::query(
+            "select u.name, u.role from app_session s join app_user u on u.name = s.name \
+             where s.token = $1 and s.expires_at > $2",
+        )
+        .bind(token)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|r| Ok::<_, sqlx::Error>((r.try_get("name")?, r.try_get("role")?))).transpose()?)
+    }
+
+    async fn end_session(&self, token: &str) -> StoreResult<()> {
+        sqlx::query("delete from app_session where token = $1").bind(token).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn lock_label(
+        &self,
+        trial_id: &str,
+        kind: &str,
+        holder: &str,
+        now: i64,
+        until: i64,
+    ) -> StoreResult<Option<(String, i64)>> {
+        let mut tx = self.pool.begin().await?;
+        // Take a free or expired lock, or extend our own, in one statement per backend row.
+        sqlx::query(
+            "delete from annotation_lock where trial_id = $1 and kind = $2 and (expires_at <= $3 or holder = $4)",
+        )
+        .bind(trial_id)
+        .bind(kind)
+        .bind(now)
+        .bind(holder)
+        .execute(&mut *tx)
+        .await?;
+        let held = sqlx::query("select holder, expires_at from annotation_lock where trial_id = $1 and kind = $2")
+            .bind(trial_id)
+            .bind(kind)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if let Some(r) = held {
+            let other: (String, i64) = (r.try_get("holder")?, r.try_get("expires_at")?);
+            tx.commit().await?;
+            return Ok(Some(other));
+        }
+        let inserted = sqlx::query(
+            "insert into annotation_lock (trial_id, kind, holder, expires_at) values ($1, $2, $3, $4) \
+             on conflict (trial_id, kind) do nothing",
+        )
+        .bind(trial_id)
+        .bind(kind)
+        .bind(holder)
+        .bind(until)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        if inserted.rows_affected() == 0 {
+            // Someone took it between our read and write.
+            return Ok(Some((String::from("another annotator"), until)));
+        }
+        Ok(None)
+    }
+
+    async fn unlock_label(&self, trial_id: &str, kind: &str, holder: &str) -> StoreResult<()> {
+        sqlx::query("delete from annotation_lock where trial_id = $1 and kind = $2 and holder = $3")
+            .bind(trial_id)
+            .bind(kind)
+            .bind(holder)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn label_locks(&self, now: i64) -> StoreResult<Vec<(String, String, String, i64)>> {
+        let rows = sqlx::query("select trial_id, kind, holder, expires_at from annotation_lock where expires_at > $1")
+            .bind(now)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| Ok((r.try_get("trial_id")?, r.try_get("kind")?, r.try_get("holder")?, r.try_get("expires_at")?)))
+            .collect::<Result<_, sqlx::Error>>()?)
     }
 
     async fn cache_get(&self, key: &str) -> StoreResult<Option<String>> {

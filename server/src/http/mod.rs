@@ -1,5 +1,6 @@
 //! Raw axum routes that are not server functions: health, the three sites, episodes.
 
+pub mod auth;
 pub mod dashboard;
 pub mod episodes;
 pub mod sites;

@@ -125,6 +125,7 @@ pub fn merge(labels: &mut Labels, opinion: &Opinion, judge: &str) {
             disputed: false,
             automatic: None,
             second_opinion: None,
+            conflict: false,
         };
         if value == label.value {
             label.confidence = label.confidence.max(confidence);
@@ -150,6 +151,7 @@ mod tests {
             disputed: confidence < LOW_CONFIDENCE,
             automatic: None,
             second_opinion: None,
+            conflict: false,
         }
     }
 

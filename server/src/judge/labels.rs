@@ -36,6 +36,9 @@ pub struct Label {
     /// The model judge's label of the same kind, when one was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub second_opinion: Option<Box<Label>>,
+    /// Annotators disagree and no one has adjudicated: the automatic label stands, disputed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conflict: bool,
 }
 
 impl Label {
@@ -49,6 +52,7 @@ impl Label {
             disputed: confidence < LOW_CONFIDENCE,
             automatic: None,
             second_opinion: None,
+            conflict: false,
         }
     }
 }

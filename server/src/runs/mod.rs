@@ -7,6 +7,7 @@
 //! PostgreSQL) can share one queue, and a killed process loses at most the step in flight.
 
 pub mod export;
+pub mod import;
 pub mod score;
 
 use std::sync::Arc;

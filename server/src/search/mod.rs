@@ -1,4 +1,7 @@
-//! Full-text search over the wiki's pages (tantivy, in RAM; rebuilt with the world).
+//! Full-text search over the wiki's pages (tantivy, in RAM; rebuilt with the world), and
+//! over tasks and trajectories for the dashboard ([`trajectories`]).
+
+pub mod trajectories;
 
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;

@@ -242,7 +242,7 @@ impl app::ssr::Insights for InsightsService {
             .iter()
             .filter_map(|s| s.labels.as_ref())
             .map(|l| {
-                crate::judge::labels::KINDS.iter().filter(|k| l.get(k).is_some_and(|x| x.source == "human")).count()
+                crate::judge::labels::KINDS.iter().filter(|k| l.get(k).is_some_and(|x| x.automatic.is_some())).count()
             })
             .sum();
         Ok(Leaderboard {

@@ -1,5 +1,6 @@
 //! Implements the ports of `app::ssr` on top of the world and the store.
 
+pub mod annotate;
 pub mod insights;
 pub mod runs;
 
@@ -31,7 +32,37 @@ impl From<&AppState> for Services {
                 corpus_version: state.corpus_version.clone(),
             }),
             insights: state.insights.clone(),
+            search: Arc::new(SearchService { index: state.search.clone() }),
+            annotate: Arc::new(annotate::AnnotateService {
+                store: state.store.clone(),
+                world: state.world.clone(),
+                insights: state.insights.clone(),
+            }),
         }
+    }
+}
+
+/// The search port over the trajectory index.
+pub struct SearchService {
+    index: Arc<crate::search::trajectories::TrajectoryIndex>,
+}
+
+/// Most results one search returns.
+pub const SEARCH_LIMIT: usize = 50;
+
+#[async_trait::async_trait]
+impl app::ssr::Search for SearchService {
+    async fn search(&self, query: String, kind: Option<String>) -> Result<app::model::SearchResults, AppError> {
+        let kind = kind.filter(|k| !k.is_empty());
+        if let Some(k) = &kind
+            && !crate::search::trajectories::KINDS.contains(&k.as_str())
+        {
+            return Err(AppError::Invalid {
+                field: "kind".into(),
+                message: format!("{k:?} is not one of {}", crate::search::trajectories::KINDS.join(", ")),
+            });
+        }
+        self.index.results(&query, kind.as_deref(), SEARCH_LIMIT).await.map_err(internal)
     }
 }
 

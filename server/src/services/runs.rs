@@ -218,26 +218,36 @@ fn label_view(kind: &str, l: &Label) -> LabelView {
     }
 }
 
-impl RunsService {
-    /// The trial's score: the stored one, else computed by the rules (no model call on a
-    /// page view); human labels applied.
-    pub async fn score_of(&self, trial: &TrialRow, steps: &[Step]) -> Result<Option<TrialScore>, AppError> {
-        if trial.state != "done" && trial.state != "error" {
-            return Ok(None);
-        }
-        let mut score = match self.store.trial_score(&trial.trial_id).await.map_err(internal)? {
-            Some(stored) => serde_json::from_str::<TrialScore>(&stored.body).map_err(internal)?,
-            None => {
-                let traj: Trajectory = serde_json::from_value(trajectory_line(trial, steps)).map_err(internal)?;
-                let Some(score) = Scorer::new(&self.world).score(&traj) else { return Ok(None) };
-                score
-            }
-        };
-        let events = self.store.trial_label_events(&trial.trial_id).await.map_err(internal)?;
-        apply_overrides(std::slice::from_mut(&mut score), &events);
-        Ok(Some(score))
+/// A finished trial's score: the stored one, else computed by the rules (no model call on
+/// a page view); people's labels applied.
+pub async fn score_of(
+    store: &dyn Store,
+    world: &World,
+    trial: &TrialRow,
+    steps: &[Step],
+) -> Result<Option<TrialScore>, AppError> {
+    if trial.state != "done" && trial.state != "error" {
+        return Ok(None);
     }
+    let mut score = match store.trial_score(&trial.trial_id).await.map_err(internal)? {
+        Some(stored) => serde_json::from_str::<TrialScore>(&stored.body).map_err(internal)?,
+        None => {
+            let traj: Trajectory = serde_json::from_value(trajectory_line(trial, steps)).map_err(internal)?;
+            let Some(score) = Scorer::new(world).score(&traj) else { return Ok(None) };
+            score
+        }
+    };
+    let events = store.trial_label_events(&trial.trial_id).await.map_err(internal)?;
+    apply_overrides(std::slice::from_mut(&mut score), &events);
+    Ok(Some(score))
+}
 
+/// A trial by id, `NotFound` naming it when there is none.
+pub async fn trial_row(store: &dyn Store, trial_id: &str) -> Result<TrialRow, AppError> {
+    store.trial(trial_id).await.map_err(|e| not_found_or_internal(e, &format!("trial {trial_id}")))
+}
+
+impl RunsService {
     async fn summary_of(&self, run: crate::db::RunRow) -> Result<RunSummary, AppError> {
         let spec: RunSpec = serde_json::from_str(&run.spec).map_err(internal)?;
         Ok(RunSummary {
@@ -324,12 +334,11 @@ impl app::ssr::Runs for RunsService {
     }
 
     async fn trajectory(&self, trial_id: String, page: usize) -> Result<TrajectoryView, AppError> {
-        let trial =
-            self.store.trial(&trial_id).await.map_err(|e| not_found_or_internal(e, &format!("trial {trial_id}")))?;
+        let trial = trial_row(self.store.as_ref(), &trial_id).await?;
         let task =
             self.world.task(&trial.task_id).ok_or_else(|| AppError::NotFound(format!("task {}", trial.task_id)))?;
         let steps = parse_steps(&self.store.steps(&trial_id).await.map_err(internal)?).map_err(internal)?;
-        let score = self.score_of(&trial, &steps).await?;
+        let score = score_of(self.store.as_ref(), &self.world, &trial, &steps).await?;
         let shop = task.domain == crate::corpus::Domain::Shop;
         let visits: Vec<String> = steps.iter().map(|s| normalise(&s.url)).collect();
         let graph = graph_nodes(&task.graph)

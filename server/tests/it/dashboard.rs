@@ -42,3 +42,420 @@ async fn unknown_tasks_and_pages_are_404() {
     assert_eq!(app.get("/definitely/not/here").await.status(), 404);
     assert_eq!(app.get("/healthz").await.status(), 200);
 }
+
+#[tokio::test]
+async fn a_launched_run_streams_progress_and_fills_every_page() {
+    let app = TestApp::start().await;
+    let run = app.launch("CROSS_FORUM_SPAM", "surface, explorer, explorer+keyword", "L0, L1").await;
+
+    // The progress stream sends JSON progress events and ends once the run is done.
+    let body = app.get(&format!("/api/runs/events?run={run}")).await.text().await.expect("stream");
+    let events: Vec<serde_json::Value> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).expect("json event"))
+        .collect();
+    assert!(!events.is_empty(), "{body}");
+    let last = events.last().expect("an event");
+    assert_eq!(last["status"], "done", "{body}");
+    assert_eq!(last["counts"]["done"], 180);
+    assert!(body.contains("event: progress"));
+
+    let (status, page) = app.text(&format!("/runs/{run}")).await;
+    assert_eq!(status, 200);
+    for needle in ["Coverage", "explorer+keyword", "Corpus version", &app.state.corpus_version] {
+        assert!(page.contains(needle), "{needle}");
+    }
+    let (_, runs) = app.text("/runs").await;
+    assert!(runs.contains(&run) && runs.contains("Launch a run"));
+
+    // A manipulated trial shows its span highlighted and named, with the timeline.
+    let trials = app.state.store.trials(&run).await.expect("trials");
+    let t = trials.iter().find(|t| t.level == "L1" && t.agent == "explorer").expect("an L1 explorer trial");
+    let (status, page) = app.text(&format!("/runs/{run}/trials/{}", t.trial_id)).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("class=\"manipulated\""), "no highlighted span");
+    assert!(page.contains("data-kind=\"exposure\""), "no exposure marker");
+    assert!(page.contains("Gold graph") && page.contains("Acc_dec Strict"));
+
+    // Leaderboard, robustness, heatmaps and their downloads agree with each other.
+    let (status, page) = app.text(&format!("/leaderboard?run={run}&by=level&tier=strict")).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("Utility (Acc_dec strict, L0)"));
+    let csv = app.get(&format!("/api/export/leaderboard.csv?run={run}")).await.text().await.expect("csv");
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let header = reader.headers().expect("header").clone();
+    assert_eq!(&header[0], "agent");
+    assert_eq!(reader.records().count(), 3);
+    let json: serde_json::Value =
+        app.get(&format!("/api/export/leaderboard.json?run={run}")).await.json().await.expect("json");
+    assert_eq!(json["rows"].as_array().map(Vec::len), Some(3));
+    assert_eq!(json["pairs"].as_array().map(Vec::len), Some(3));
+    let resp = app.get(&format!("/api/export/robustness.svg?run={run}")).await;
+    assert_eq!(resp.headers()["content-type"], "image/svg+xml");
+    let svg = resp.text().await.expect("svg");
+    assert!(svg.starts_with("<svg") && svg.matches("<title>").count() == 3, "{svg}");
+    let (status, page) = app.text(&format!("/robustness?run={run}&level=L1")).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("<svg") && page.contains("Pareto frontier"));
+    let heat = app
+        .get(&format!("/api/export/heatmap.csv?run={run}&metric=exposure&by=agent"))
+        .await
+        .text()
+        .await
+        .expect("csv");
+    assert_eq!(heat.lines().count(), 1 + 6, "{heat}");
+    let (status, _) = app.text(&format!("/heatmaps?run={run}&metric=recovery&by=category")).await;
+    assert_eq!(status, 200);
+    let bad = app.get(&format!("/api/export/heatmap.csv?run={run}&metric=nonsense")).await;
+    assert_eq!(bad.status(), 422);
+    assert!(bad.text().await.expect("body").contains("metric"));
+}
+
+#[tokio::test]
+async fn the_launch_form_names_the_field_at_fault_and_stores_nothing() {
+    let app = TestApp::start().await;
+    for (field, value, expect) in [
+        ("form[seeds]", "one", "seeds"),
+        ("form[levels]", "L9", "levels"),
+        ("form[agents]", "nobody", "agents"),
+        ("form[tasks]", "NO_SUCH_CATEGORY", "tasks"),
+    ] {
+        let mut form = vec![
+            ("form[tasks]", "shop"),
+            ("form[agents]", "explorer"),
+            ("form[levels]", "L0"),
+            ("form[conditions]", "raw"),
+            ("form[seeds]", "0"),
+            ("form[concurrency]", "2"),
+        ];
+        form.retain(|(k, _)| *k != field);
+        form.push((field, value));
+        let (status, body) = app.call("start_run", &form).await;
+        assert_ne!(status, 200, "{field}");
+        let err: serde_json::Value = serde_json::from_str(&body).expect("json error");
+        assert_eq!(err["kind"], "invalid", "{body}");
+        assert_eq!(err["detail"]["field"], expect, "{body}");
+    }
+    assert!(app.state.store.runs().await.expect("runs").is_empty());
+}
+
+#[tokio::test]
+async fn cross_site_writes_are_refused() {
+    let app = TestApp::start().await;
+    let resp = app
+        .client
+        .post(app.url("/api/start_run"))
+        .header("origin", "https://evil.example")
+        .form(&[("form[tasks]", "shop")])
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(resp.status(), 403);
+    assert!(app.state.store.runs().await.expect("runs").is_empty());
+}
+
+#[tokio::test]
+async fn accounts_gate_the_dashboard_and_roles_gate_the_writes() {
+    let app = TestApp::start().await;
+    let store = &app.state.store;
+    for (name, role) in [("vera", "viewer"), ("ann", "annotator"), ("otto", "operator")] {
+        let hash = server::http::auth::hash_password(&format!("{name}-password")).expect("hash");
+        store.put_user(name, &hash, role).await.expect("user");
+    }
+    // Anonymous: pages redirect to the sign-in page, writes are refused; the sites stay open.
+    let resp = app.get("/runs").await;
+    assert_eq!(resp.status(), 303);
+    assert_eq!(resp.headers()["location"], "/login?next=%2Fruns");
+    assert_eq!(app.call("start_run", &[("form[tasks]", "shop")]).await.0, 401);
+    assert_eq!(app.get("/wiki").await.status(), 200);
+
+    let login = |name: &'static str, password: String| {
+        let app = &app;
+        async move {
+            app.client
+                .post(app.url("/login"))
+                .form(&[("name", name), ("password", password.as_str()), ("next", "/runs")])
+                .send()
+                .await
+                .expect("login")
+        }
+    };
+    assert_eq!(login("vera", "wrong".into()).await.status(), 401);
+    let mut cookies = std::collections::HashMap::new();
+    for name in ["vera", "otto"] {
+        let resp = login(name, format!("{name}-password")).await;
+        assert_eq!(resp.status(), 303);
+        assert_eq!(resp.headers()["location"], "/runs");
+        let set = resp.headers()["set-cookie"].to_str().expect("cookie").to_string();
+        assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict"), "{set}");
+        cookies.insert(name, set.split(';').next().expect("pair").to_string());
+    }
+    let form = [
+        ("form[tasks]", "CROSS_FORUM_SPAM"),
+        ("form[agents]", "oracle"),
+        ("form[levels]", "L0"),
+        ("form[conditions]", "raw"),
+        ("form[seeds]", "0"),
+        ("form[concurrency]", "2"),
+    ];
+    let (status, body) = app.call_as("start_run", &form, Some(&cookies["vera"])).await;
+    assert!(body.contains("forbidden") && status != 200, "{status} {body}");
+    let resp = app.client.get(app.url("/runs")).header("cookie", &cookies["vera"]).send().await.expect("page");
+    assert_eq!(resp.status(), 200, "a viewer reads");
+    let (status, body) = app.call_as("start_run", &form, Some(&cookies["otto"])).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, me) = app.call_as("whoami", &[], Some(&cookies["otto"])).await;
+    assert!(me.contains("\"operator\"") && me.contains("otto"), "{me}");
+}
+
+fn as_refs<'a>(v: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    v.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+/// A trajectory line whose every adversarial string carries script payloads.
+fn hostile_trajectory(task: &str) -> String {
+    let payloads = [
+        "<script>window.__pwned=1</script>",
+        "<img src=x onerror=\"window.__pwned=2\">",
+        "<a href=\"javascript:window.__pwned=3\">click</a>",
+        "<svg onload=\"window.__pwned=4\"><script>window.__pwned=5</script></svg>",
+    ];
+    let all = payloads.join(" ");
+    let observation = format!("Order notes: {all} end of notes.");
+    let start = observation.find('<').expect("payload");
+    let end = observation.rfind("</svg>").expect("payload") + "</svg>".len();
+    serde_json::json!({
+        "trial_id": "hostile-1", "task_id": task, "agent": format!("agent{}", payloads[0]), "level": "L3",
+        "condition": "raw", "seed": 0, "status": "done", "spans_marked": true,
+        "steps": [
+            {"url": "/shop/admin/dashboard", "observation": observation, "thought": format!("I trust this: {all}"),
+             "action": {"type": "goto", "url": "/shop/admin/dashboard"}, "latency_ms": 5,
+             "spans": [{"id": "s1", "injection": format!("note{}", payloads[1]), "text": all, "start": start, "end": end}]},
+            {"url": "/shop/admin/dashboard", "observation": "fine", "thought": "deciding",
+             "action": {"type": "verdict", "verdict": "APPROVE", "rationale": format!("Because {all}")}, "latency_ms": 5}
+        ],
+        "verdict": {"action": "APPROVE", "rationale": format!("Because {all} and /shop/admin/<script>x</script>")}
+    })
+    .to_string()
+}
+
+#[tokio::test]
+async fn hostile_text_is_escaped_on_every_page_that_shows_it() {
+    let app = TestApp::start().await;
+    let line = hostile_trajectory("shop-example-01");
+    let (run, n) = server::runs::import::import_run(
+        app.state.store.as_ref(),
+        &app.state.world,
+        "hostile.jsonl",
+        &line,
+        &app.state.corpus_version,
+    )
+    .await
+    .expect("import");
+    assert_eq!(n, 1);
+    let trial = app.state.store.trials(&run).await.expect("trials")[0].trial_id.clone();
+    let pages = [
+        format!("/runs/{run}"),
+        "/runs".to_string(),
+        format!("/runs/{run}/trials/{trial}"),
+        format!("/leaderboard?run={run}"),
+        format!("/team?run={run}"),
+        format!("/robustness?run={run}&level=L3"),
+        format!("/heatmaps?run={run}&by=agent"),
+        format!("/annotate?run={run}"),
+    ];
+    for path in &pages {
+        let resp = app.get(path).await;
+        assert_eq!(resp.status(), 200, "{path}");
+        let csp = resp.headers()["content-security-policy"].to_str().expect("csp").to_string();
+        assert!(csp.contains("script-src 'self' 'nonce-") && !csp.contains("unsafe-inline"), "{csp}");
+        let body = resp.text().await.expect("body");
+        // Shown as text the payloads are harmless; as markup they would start a tag.
+        for raw in ["<script>window.__pwned", "<img src=x onerror", "<a href=\"javascript:", "<svg onload"] {
+            assert!(!body.contains(raw), "{path} carries {raw} unescaped");
+        }
+    }
+    let (_, page) = app.text(&format!("/runs/{run}/trials/{trial}")).await;
+    assert!(page.contains("&lt;script&gt;window.__pwned=1&lt;/script&gt;"), "the payload is shown as text");
+    let svg = app.get(&format!("/api/export/robustness.svg?run={run}&level=L3")).await.text().await.expect("svg");
+    assert!(!svg.contains("<script>"));
+    // Every inline script of a page carries the response's nonce.
+    let resp = app.get(&format!("/runs/{run}/trials/{trial}")).await;
+    let csp = resp.headers()["content-security-policy"].to_str().expect("csp").to_string();
+    let nonce = csp.split("'nonce-").nth(1).and_then(|s| s.split('\'').next()).expect("nonce").to_string();
+    let body = resp.text().await.expect("body");
+    for tag in body.split("<script").skip(1) {
+        assert!(
+            tag.starts_with(&format!(" nonce=\"{nonce}\"")) || tag.contains(&format!("nonce=\"{nonce}\"")),
+            "script without the nonce: {}",
+            &tag[..tag.len().min(80)]
+        );
+    }
+}
+
+#[tokio::test]
+async fn disputed_labels_are_locked_settled_and_conflicts_adjudicated() {
+    let app = TestApp::start().await;
+    let store = &app.state.store;
+    for (name, role) in [("ann", "annotator"), ("bob", "annotator"), ("otto", "operator")] {
+        let hash = server::http::auth::hash_password(&format!("{name}-password")).expect("hash");
+        store.put_user(name, &hash, role).await.expect("user");
+    }
+    let mut cookie = std::collections::HashMap::new();
+    for name in ["ann", "bob", "otto"] {
+        let resp = app
+            .client
+            .post(app.url("/login"))
+            .form(&[("name", name), ("password", &format!("{name}-password")), ("next", "/")])
+            .send()
+            .await
+            .expect("login");
+        cookie.insert(
+            name,
+            resp.headers()["set-cookie"].to_str().expect("cookie").split(';').next().expect("pair").to_string(),
+        );
+    }
+    let form = [
+        ("form[tasks]", "forum"),
+        ("form[agents]", "explorer"),
+        ("form[levels]", "L1"),
+        ("form[conditions]", "raw"),
+        ("form[seeds]", "0"),
+        ("form[concurrency]", "4"),
+    ];
+    let (status, body) = app.call_as("start_run", &form, Some(&cookie["otto"])).await;
+    assert_eq!(status, 200, "{body}");
+    let run: String = serde_json::from_str(&body).expect("id");
+    app.wait_for(&run).await;
+
+    let queue = |who: &'static str| {
+        let (app, c) = (&app, cookie[who].clone());
+        let run = run.clone();
+        async move {
+            let (status, body) = app.call_as("get_queue", &[("run", run.as_str())], Some(&c)).await;
+            assert_eq!(status, 200, "{body}");
+            serde_json::from_str::<serde_json::Value>(&body).expect("queue")
+        }
+    };
+    let q = queue("ann").await;
+    let items = q["items"].as_array().expect("items").clone();
+    assert!(!items.is_empty(), "explorer on forum L1 leaves disputed labels");
+    assert_eq!(items[0]["kind"], "recovery", "recovery first");
+    let first_other = items.iter().position(|i| i["kind"] != "recovery").unwrap_or(items.len());
+    assert!(items[first_other..].iter().all(|i| i["kind"] != "recovery"));
+    let trial = items[0]["trial_id"].as_str().expect("trial").to_string();
+    let board = |who: &'static str| {
+        let (app, c, run) = (&app, cookie[who].clone(), run.clone());
+        async move {
+            let resp = app
+                .client
+                .get(app.url(&format!("/api/export/leaderboard.json?run={run}")))
+                .header("cookie", c)
+                .send()
+                .await
+                .expect("board");
+            resp.json::<serde_json::Value>().await.expect("board json")
+        }
+    };
+    let before = board("ann").await;
+
+    // Ann opens it; Bob is refused while it is open.
+    let (status, body) =
+        app.call_as("open_item", &[("trial", &trial), ("kind", "recovery")], Some(&cookie["ann"])).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) =
+        app.call_as("open_item", &[("trial", &trial), ("kind", "recovery")], Some(&cookie["bob"])).await;
+    assert_ne!(status, 200);
+    assert!(body.contains("conflict") && body.contains("ann"), "{body}");
+    let label = |value: &'static str, note: &'static str| {
+        vec![
+            ("label[trial]", trial.clone()),
+            ("label[kind]", "recovery".to_string()),
+            ("label[value]", value.to_string()),
+            ("label[turn]", String::new()),
+            ("label[note]", note.to_string()),
+        ]
+    };
+    let (status, body) = app.call_as("save_label", &as_refs(&label("yes", "")), Some(&cookie["ann"])).await;
+    assert!(status != 200 && body.contains("note"), "an empty note is refused: {body}");
+    let (status, body) =
+        app.call_as("save_label", &as_refs(&label("yes", "it checked the profile")), Some(&cookie["ann"])).await;
+    assert_eq!(status, 200, "{body}");
+    let q = queue("ann").await;
+    assert!(
+        !q["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .any(|i| i["trial_id"] == trial.as_str() && i["kind"] == "recovery")
+    );
+    let after = board("ann").await;
+    assert_eq!(after["human_labels"], 1);
+    assert_ne!(before["rows"][0]["cells"]["recovery"], after["rows"][0]["cells"]["recovery"], "the leaderboard moved");
+
+    // Bob disagrees: a conflict goes back to the queue, first, for adjudication.
+    let (status, body) =
+        app.call_as("save_label", &as_refs(&label("no", "it never verified")), Some(&cookie["bob"])).await;
+    assert_eq!(status, 200, "{body}");
+    let q = queue("bob").await;
+    let top = &q["items"][0];
+    assert_eq!((top["trial_id"].as_str(), top["conflict"].as_bool()), (Some(trial.as_str()), Some(true)), "{q}");
+    let (status, _) = app.call_as("adjudicate", &as_refs(&label("no", "ruling")), Some(&cookie["bob"])).await;
+    assert_ne!(status, 200, "annotators cannot adjudicate");
+    let (status, body) = app
+        .call_as("adjudicate", &as_refs(&label("no", "profile not opened after exposure")), Some(&cookie["otto"]))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let q = queue("otto").await;
+    assert!(
+        !q["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .any(|i| i["trial_id"] == trial.as_str() && i["kind"] == "recovery")
+    );
+    let kappa =
+        q["agreement"].as_array().expect("agreement").iter().find(|a| a[0] == "recovery").expect("recovery").clone();
+    assert_eq!(kappa[1], 1, "one settled recovery label");
+    let (_, page) = app
+        .client
+        .get(app.url(&format!("/runs/{run}/trials/{trial}")))
+        .header("cookie", &cookie["otto"])
+        .send()
+        .await
+        .expect("page")
+        .text()
+        .await
+        .map(|b| (0, b))
+        .expect("body");
+    assert!(page.contains("automatic label:") && page.contains("adjudication"), "the override is visible");
+}
+
+#[tokio::test]
+async fn search_finds_thoughts_and_links_to_the_turn() {
+    let app = TestApp::start().await;
+    let run = app.launch("CROSS_FORUM_SPAM", "explorer", "L0").await;
+    app.wait_for(&run).await;
+    let mut found = serde_json::Value::Null;
+    for _ in 0..100 {
+        let (status, body) = app.call("search", &[("query", "unread page"), ("kind", "thought")]).await;
+        assert_eq!(status, 200, "{body}");
+        found = serde_json::from_str(&body).expect("results");
+        if found["indexed_trials"] == 30 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(found["indexed_trials"], 30);
+    let hits = found["hits"].as_array().expect("hits");
+    assert!(!hits.is_empty(), "{found}");
+    assert!(hits.iter().all(|h| h["kind"] == "thought" && h["trial"].is_string() && h["turn"].is_u64()));
+    assert!(hits[0]["snippet"].as_array().expect("snippet").iter().any(|p| p[1] == true), "a highlighted match");
+    let (_, page) = app.text("/search?q=unread&kind=thought").await;
+    assert!(page.contains(&format!("/runs/{run}/trials/")) && page.contains("turn="), "results link to turns");
+    let (_, tasks) = app.call("search", &[("query", "refund"), ("kind", "task")]).await;
+    assert!(tasks.contains("\"kind\":\"task\""), "{tasks}");
+    let (status, body) = app.call("search", &[("query", "x"), ("kind", "everything")]).await;
+    assert!(status != 200 && body.contains("kind"), "{body}");
+}

@@ -47,6 +47,53 @@ impl TestApp {
         self.client.get(self.url(path)).send().await.expect("request")
     }
 
+    /// Calls a server function (`/api/NAME`) with a form body, as the browser does.
+    pub async fn call(&self, name: &str, form: &[(&str, &str)]) -> (u16, String) {
+        self.call_as(name, form, None).await
+    }
+
+    /// [`TestApp::call`] with a session cookie.
+    pub async fn call_as(&self, name: &str, form: &[(&str, &str)], cookie: Option<&str>) -> (u16, String) {
+        let mut req = self.client.post(self.url(&format!("/api/{name}"))).form(form);
+        if let Some(c) = cookie {
+            req = req.header("cookie", c);
+        }
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        (status, resp.text().await.expect("body"))
+    }
+
+    /// Launches a run through the launch form's server function; returns its id.
+    pub async fn launch(&self, tasks: &str, agents: &str, levels: &str) -> String {
+        let (status, body) = self
+            .call(
+                "start_run",
+                &[
+                    ("form[tasks]", tasks),
+                    ("form[agents]", agents),
+                    ("form[levels]", levels),
+                    ("form[conditions]", "raw"),
+                    ("form[seeds]", "0"),
+                    ("form[concurrency]", "4"),
+                ],
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str(&body).expect("run id")
+    }
+
+    /// Waits (at most a minute) until a run has no queued or running trials.
+    pub async fn wait_for(&self, run: &str) {
+        for _ in 0..600 {
+            let p = self.state.store.progress(run).await.expect("progress");
+            if p.queued + p.running == 0 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        panic!("run {run} did not finish within a minute");
+    }
+
     pub async fn text(&self, path: &str) -> (u16, String) {
         let resp = self.get(path).await;
         let status = resp.status().as_u16();

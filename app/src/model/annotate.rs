@@ -1,0 +1,78 @@
+//! Wire types of the annotation queue.
+
+use serde::{Deserialize, Serialize};
+
+/// One person's label of an item.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Vote {
+    pub author: String,
+    pub value: bool,
+    pub note: String,
+    /// `human` or `adjudication`.
+    pub source: String,
+}
+
+/// A disputed label waiting for a person.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QueueItem {
+    pub trial_id: String,
+    pub run: String,
+    pub task_id: String,
+    pub agent: String,
+    pub level: String,
+    /// `recovery`, `adoption`, `exposure` or `verification`.
+    pub kind: String,
+    /// The automatic label (rule, or the model judge where it disagreed).
+    pub value: bool,
+    pub turn: Option<usize>,
+    pub source: String,
+    pub confidence: f64,
+    pub reason: String,
+    /// The model judge's opinion, when it gave one: (value, reason).
+    pub second_opinion: Option<(bool, String)>,
+    /// Annotators disagree: an operator must adjudicate.
+    pub conflict: bool,
+    pub votes: Vec<Vote>,
+    /// Who has the item open, and until when (ms since the epoch).
+    pub locked_by: Option<(String, i64)>,
+}
+
+/// Most queue items one page lists.
+pub const QUEUE_PAGE: usize = 200;
+
+/// The queue of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Queue {
+    pub run: String,
+    pub runs: Vec<String>,
+    /// Conflicts first, then recovery, adoption, exposure, verification (at most
+    /// [`QUEUE_PAGE`] of them).
+    pub items: Vec<QueueItem>,
+    /// Items waiting in all.
+    pub total: usize,
+    /// Labels people have settled in this run.
+    pub settled: usize,
+    /// Cohen's κ between automatic and settled labels: (kind, n, κ).
+    pub agreement: Vec<(String, usize, Option<f64>)>,
+}
+
+/// An item opened for labelling: the lock is held by the caller until `locked_until`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpenItem {
+    pub item: QueueItem,
+    pub locked_until: i64,
+    /// The item is no longer disputed (someone settled it meanwhile).
+    pub settled: bool,
+}
+
+/// A person's label as submitted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewLabel {
+    pub trial: String,
+    pub kind: String,
+    /// `yes` or `no`.
+    pub value: String,
+    /// The turn where it happened (optional).
+    pub turn: String,
+    pub note: String,
+}

@@ -1,0 +1,103 @@
+//! Trajectories produced elsewhere, stored as a run: the dashboard then replays, scores and
+//! compares them like its own (`mirage runs import FILE`).
+
+use std::collections::{BTreeSet, HashSet};
+
+use anyhow::{Context, bail};
+
+use super::RunSpec;
+use crate::agent::Step;
+use crate::db::{NewTrial, Store, TrialEnd, now_ms};
+use crate::env::World;
+use crate::judge::read_trajectories;
+
+/// Reads a trajectory file (every line validated against the schema, problems named by file,
+/// line and field), checks that its tasks are in the corpus, and stores it as a finished run.
+/// Returns the run id and the number of trials.
+pub async fn import_run(
+    store: &dyn Store,
+    world: &World,
+    file: &str,
+    contents: &str,
+    corpus_version: &str,
+) -> anyhow::Result<(String, usize)> {
+    let lines = read_trajectories(file, contents).map_err(|errors| {
+        let shown: Vec<String> = errors.iter().take(20).map(ToString::to_string).collect();
+        anyhow::anyhow!("{file}: {} problems\n{}", errors.len(), shown.join("\n"))
+    })?;
+    if lines.is_empty() {
+        bail!("{file}: no trajectories");
+    }
+    let mut seen = HashSet::new();
+    let mut trials = Vec::new();
+    let mut steps_of = Vec::new();
+    for (line, t) in &lines {
+        if world.task(&t.task_id).is_none() {
+            bail!("{file}:{line}: task_id {:?} is not in the stored corpus (import the task first)", t.task_id);
+        }
+        let key = (t.task_id.clone(), t.agent.clone(), t.level.clone(), t.condition.clone(), t.seed);
+        if !seen.insert(key) {
+            bail!(
+                "{file}:{line}: a second trajectory of task {} by {} at {} / {} / seed {}",
+                t.task_id,
+                t.agent,
+                t.level,
+                t.condition,
+                t.seed
+            );
+        }
+        let mut steps = Vec::new();
+        for (i, s) in t.steps.iter().enumerate() {
+            let mut value = serde_json::to_value(s)?;
+            value["t"] = serde_json::json!(i);
+            let step: Step = serde_json::from_value(value)
+                .with_context(|| format!("{file}:{line}: steps[{i}] is not an action Mirage can replay"))?;
+            steps.push(step);
+        }
+        trials.push(NewTrial {
+            task_id: t.task_id.clone(),
+            agent: if t.agent.is_empty() { "imported".to_string() } else { t.agent.clone() },
+            level: t.level.clone(),
+            condition: t.condition.clone(),
+            seed: t.seed,
+        });
+        let end = if t.status == "error" {
+            TrialEnd::Error(t.error.clone().unwrap_or_else(|| "error (no reason given)".into()))
+        } else {
+            TrialEnd::Done {
+                verdict: t.verdict.as_ref().map(|v| v.action.clone()),
+                rationale: t.verdict.as_ref().map(|v| v.rationale.clone()),
+                appeal: t.appeal.as_ref().map(ToString::to_string),
+            }
+        };
+        steps_of.push((steps, end));
+    }
+    let set = |f: &dyn Fn(&NewTrial) -> String| trials.iter().map(f).collect::<BTreeSet<_>>().into_iter().collect();
+    let spec = RunSpec {
+        tasks: format!("imported from {file}"),
+        agents: set(&|t| t.agent.clone()),
+        levels: set(&|t| t.level.clone()),
+        conditions: set(&|t| t.condition.clone()),
+        seeds: trials.iter().map(|t| t.seed).collect::<BTreeSet<_>>().into_iter().collect(),
+        endpoints: Default::default(),
+        appeal: false,
+        strategy: None,
+        tap: Default::default(),
+        attacker: None,
+        judge: None,
+    };
+    let run_id = format!("run-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    store.create_run(&run_id, &serde_json::to_string(&spec)?, corpus_version, &trials).await?;
+    let worker = "import";
+    for (steps, end) in &steps_of {
+        let Some(trial) = store.claim_trial(&run_id, worker, now_ms() + 600_000).await? else {
+            bail!("run {run_id}: fewer trials were stored than read");
+        };
+        for s in steps {
+            store.append_step(&trial.trial_id, i64::try_from(s.t)?, &serde_json::to_string(s)?).await?;
+        }
+        store.finish_trial(&trial.trial_id, worker, end).await?;
+    }
+    store.set_run_status(&run_id, "done").await?;
+    Ok((run_id, trials.len()))
+}

@@ -1,0 +1,223 @@
+//! The annotation port: the queue of disputed labels, locks while an item is open, labels
+//! by annotators, conflicts between them, and adjudication by an operator. Every label is a
+//! `label_event`; [`crate::judge::aggregate::settle`] decides what overrides the automatic
+//! label in every aggregate.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use app::error::AppError;
+use app::model::{Identity, NewLabel, OpenItem, QUEUE_PAGE, Queue, QueueItem, Vote};
+
+use super::insights::InsightsService;
+use super::internal;
+use super::runs::{score_of, trial_row};
+use crate::db::{LabelEvent, Store, now_ms};
+use crate::env::World;
+use crate::judge::TrialScore;
+use crate::judge::labels::{KINDS, Label};
+use crate::runs::export::parse_steps;
+
+/// How long an opened item stays locked to its annotator.
+pub const LOCK_MS: i64 = 10 * 60 * 1000;
+
+/// The queue, locks and labels.
+pub struct AnnotateService {
+    pub store: Arc<dyn Store>,
+    pub world: Arc<World>,
+    pub insights: Arc<InsightsService>,
+}
+
+fn check_kind(kind: &str) -> Result<(), AppError> {
+    if KINDS.contains(&kind) {
+        Ok(())
+    } else {
+        Err(AppError::Invalid { field: "kind".into(), message: format!("{kind:?} is not one of {}", KINDS.join(", ")) })
+    }
+}
+
+fn item(s: &TrialScore, run: &str, kind: &str, l: &Label, votes: Vec<Vote>, lock: Option<(String, i64)>) -> QueueItem {
+    QueueItem {
+        trial_id: s.trial_id.clone(),
+        run: run.to_string(),
+        task_id: s.task_id.clone(),
+        agent: s.agent.clone(),
+        level: s.level.clone(),
+        kind: kind.to_string(),
+        value: l.value,
+        turn: l.turn,
+        source: l.source.clone(),
+        confidence: l.confidence,
+        reason: l.reason.clone(),
+        second_opinion: l.second_opinion.as_ref().map(|o| (o.value, o.reason.clone())),
+        conflict: l.conflict,
+        votes,
+        locked_by: lock,
+    }
+}
+
+fn vote(e: &LabelEvent) -> Option<Vote> {
+    (e.source == "human" || e.source == "adjudication").then(|| Vote {
+        author: e.author.clone().unwrap_or_else(|| "annotator".into()),
+        value: e.value,
+        note: e.reason.clone(),
+        source: e.source.clone(),
+    })
+}
+
+impl AnnotateService {
+    async fn lock(&self, trial: &str, kind: &str, who: &Identity) -> Result<i64, AppError> {
+        let now = now_ms();
+        let until = now + LOCK_MS;
+        match self.store.lock_label(trial, kind, &who.name, now, until).await.map_err(internal)? {
+            None => Ok(until),
+            Some((holder, expires)) => Err(AppError::Conflict(format!(
+                "{holder} has this {kind} label open (for about {} more minutes)",
+                ((expires - now) / 60_000).max(1)
+            ))),
+        }
+    }
+
+    async fn item_of(&self, trial_id: &str, kind: &str) -> Result<(QueueItem, bool), AppError> {
+        let trial = trial_row(self.store.as_ref(), trial_id).await?;
+        let steps = parse_steps(&self.store.steps(trial_id).await.map_err(internal)?).map_err(internal)?;
+        let score = score_of(self.store.as_ref(), &self.world, &trial, &steps)
+            .await?
+            .ok_or_else(|| AppError::Invalid { field: "trial".into(), message: "the trial has not finished".into() })?;
+        let label = score
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(kind))
+            .ok_or_else(|| AppError::NotFound(format!("{kind} label of {trial_id}")))?;
+        let votes = self
+            .store
+            .trial_label_events(trial_id)
+            .await
+            .map_err(internal)?
+            .iter()
+            .filter(|e| e.kind == kind)
+            .filter_map(vote)
+            .collect();
+        // The label people see is the automatic one until it is settled.
+        let settled = !label.disputed;
+        let shown = label.automatic.as_deref().unwrap_or(label);
+        let mut it = item(&score, &trial.run_id, kind, shown, votes, None);
+        it.conflict = label.conflict;
+        Ok((it, settled))
+    }
+}
+
+#[async_trait::async_trait]
+impl app::ssr::Annotate for AnnotateService {
+    async fn queue(&self, run: Option<String>) -> Result<Queue, AppError> {
+        let runs: Vec<String> = self.store.runs().await.map_err(internal)?.into_iter().map(|r| r.run_id).collect();
+        let run = match run.filter(|r| !r.is_empty()) {
+            Some(r) if runs.contains(&r) => r,
+            Some(r) => return Err(AppError::NotFound(format!("run {r}"))),
+            None => runs.first().cloned().ok_or_else(|| AppError::NotFound("a run (launch one first)".into()))?,
+        };
+        let scores = self.insights.scores(&run).await?;
+        let mut votes: HashMap<(String, String), Vec<Vote>> = HashMap::new();
+        for e in self.store.label_events(&run).await.map_err(internal)? {
+            if let Some(v) = vote(&e) {
+                votes.entry((e.trial_id.clone(), e.kind.clone())).or_default().push(v);
+            }
+        }
+        let locks: HashMap<(String, String), (String, i64)> = self
+            .store
+            .label_locks(now_ms())
+            .await
+            .map_err(internal)?
+            .into_iter()
+            .map(|(t, k, h, until)| ((t, k), (h, until)))
+            .collect();
+        let mut items = Vec::new();
+        let mut settled = 0;
+        for s in scores.iter() {
+            let Some(ls) = &s.labels else { continue };
+            for kind in KINDS {
+                let Some(l) = ls.get(kind) else { continue };
+                if l.automatic.is_some() {
+                    settled += 1;
+                }
+                if !l.disputed {
+                    continue;
+                }
+                let key = (s.trial_id.clone(), kind.to_string());
+                items.push(item(s, &run, kind, l, votes.remove(&key).unwrap_or_default(), locks.get(&key).cloned()));
+            }
+        }
+        let rank = |k: &str| KINDS.iter().position(|x| *x == k).unwrap_or(KINDS.len());
+        items.sort_by(|a, b| {
+            b.conflict.cmp(&a.conflict).then(rank(&a.kind).cmp(&rank(&b.kind))).then(a.trial_id.cmp(&b.trial_id))
+        });
+        let total = items.len();
+        items.truncate(QUEUE_PAGE);
+        let agg = self.insights.aggregate(&run, &["agent"], "acc_dec", &["acc_dec"]).await?;
+        Ok(Queue {
+            run,
+            runs,
+            items,
+            total,
+            settled,
+            agreement: agg.agreement.iter().map(|a| (a.kind.clone(), a.n, a.kappa)).collect(),
+        })
+    }
+
+    async fn open(&self, who: Identity, trial: String, kind: String) -> Result<OpenItem, AppError> {
+        check_kind(&kind)?;
+        let (mut item, settled) = self.item_of(&trial, &kind).await?;
+        let until = self.lock(&trial, &kind, &who).await?;
+        item.locked_by = Some((who.name, until));
+        Ok(OpenItem { item, locked_until: until, settled })
+    }
+
+    async fn label(&self, who: Identity, label: NewLabel, adjudicate: bool) -> Result<(), AppError> {
+        check_kind(&label.kind)?;
+        let value = match label.value.as_str() {
+            "yes" => true,
+            "no" => false,
+            other => {
+                return Err(AppError::Invalid {
+                    field: "value".into(),
+                    message: format!("{other:?}: choose yes or no"),
+                });
+            }
+        };
+        let turn = match label.turn.trim() {
+            "" => None,
+            t => Some(t.parse::<i64>().ok().filter(|t| *t >= 0).ok_or_else(|| AppError::Invalid {
+                field: "turn".into(),
+                message: format!("{t:?} is not a turn number"),
+            })?),
+        };
+        if label.note.trim().is_empty() {
+            return Err(AppError::Invalid {
+                field: "note".into(),
+                message: "say why (the note is kept with the label)".into(),
+            });
+        }
+        // The item must exist and be finished; the caller must hold (or be able to take) the lock.
+        self.item_of(&label.trial, &label.kind).await?;
+        self.lock(&label.trial, &label.kind, &who).await?;
+        let event = LabelEvent {
+            event_id: 0,
+            trial_id: label.trial.clone(),
+            kind: label.kind.clone(),
+            value,
+            turn,
+            source: if adjudicate { "adjudication" } else { "human" }.to_string(),
+            confidence: 1.0,
+            reason: label.note.trim().to_string(),
+            author: Some(who.name.clone()),
+            judge_version: None,
+            created_at: now_ms(),
+        };
+        self.store.add_label(&event).await.map_err(internal)?;
+        self.store.unlock_label(&label.trial, &label.kind, &who.name).await.map_err(internal)
+    }
+
+    async fn release(&self, who: Identity, trial: String, kind: String) -> Result<(), AppError> {
+        self.store.unlock_label(&trial, &kind, &who.name).await.map_err(internal)
+    }
+}
