@@ -1,4 +1,5 @@
-//! Server functions: one-line adapters from the browser to the ports in `ssr`.
+//! Server functions: thin adapters from the browser to the ports in `ssr`. Each checks the
+//! caller's role where it writes, and answers errors with their HTTP status.
 
 use leptos::prelude::*;
 
@@ -11,113 +12,131 @@ use crate::model::{
 /// Tasks matching the filter.
 #[server(endpoint = "list_tasks")]
 pub async fn list_tasks(filter: TaskFilter) -> Result<TaskList, AppError> {
-    crate::ssr::services()?.corpus.list(filter).await
+    crate::ssr::respond(async move { crate::ssr::services()?.corpus.list(filter).await }).await
 }
 
 /// One task in full.
 #[server(endpoint = "get_task")]
 pub async fn get_task(id: String) -> Result<TaskDetail, AppError> {
-    crate::ssr::services()?.corpus.get(id).await
+    crate::ssr::respond(async move { crate::ssr::services()?.corpus.get(id).await }).await
 }
 
 /// Every run with its progress.
 #[server(endpoint = "list_runs")]
 pub async fn list_runs() -> Result<Vec<RunSummary>, AppError> {
-    crate::ssr::services()?.runs.list().await
+    crate::ssr::respond(async move { crate::ssr::services()?.runs.list().await }).await
 }
 
 /// One run in full.
 #[server(endpoint = "get_run")]
 pub async fn get_run(id: String) -> Result<RunDetail, AppError> {
-    crate::ssr::services()?.runs.get(id).await
+    crate::ssr::respond(async move { crate::ssr::services()?.runs.get(id).await }).await
 }
 
 /// A page of a run's trials.
 #[server(endpoint = "list_trials")]
 pub async fn list_trials(query: TrialQuery) -> Result<TrialPage, AppError> {
-    crate::ssr::services()?.runs.trials(query).await
+    crate::ssr::respond(async move { crate::ssr::services()?.runs.trials(query).await }).await
 }
 
 /// Launches a run from the form; returns its id.
 #[server(endpoint = "start_run")]
 pub async fn start_run(form: NewRun) -> Result<String, AppError> {
-    crate::ssr::require(crate::model::Role::Operator)?;
-    crate::ssr::services()?.runs.start(form).await
+    crate::ssr::respond(async move {
+        crate::ssr::require(crate::model::Role::Operator)?;
+        crate::ssr::services()?.runs.start(form).await
+    })
+    .await
 }
 
 /// Cancels a run.
 #[server(endpoint = "cancel_run")]
 pub async fn cancel_run(id: String) -> Result<(), AppError> {
-    crate::ssr::require(crate::model::Role::Operator)?;
-    crate::ssr::services()?.runs.cancel(id).await
+    crate::ssr::respond(async move {
+        crate::ssr::require(crate::model::Role::Operator)?;
+        crate::ssr::services()?.runs.cancel(id).await
+    })
+    .await
 }
 
 /// One trial, turn by turn.
 #[server(endpoint = "get_trajectory")]
 pub async fn get_trajectory(trial: String, page: usize) -> Result<TrajectoryView, AppError> {
-    crate::ssr::services()?.runs.trajectory(trial, page).await
+    crate::ssr::respond(async move { crate::ssr::services()?.runs.trajectory(trial, page).await }).await
 }
 
 /// The leaderboard of a run.
 #[server(endpoint = "get_leaderboard")]
 pub async fn get_leaderboard(query: BoardQuery) -> Result<Leaderboard, AppError> {
-    crate::ssr::services()?.insights.leaderboard(query).await
+    crate::ssr::respond(async move { crate::ssr::services()?.insights.leaderboard(query).await }).await
 }
 
 /// The robustness–utility plot of a run.
 #[server(endpoint = "get_robustness")]
 pub async fn get_robustness(run: Option<String>, level: Option<String>) -> Result<Robustness, AppError> {
-    crate::ssr::services()?.insights.robustness(run, level).await
+    crate::ssr::respond(async move { crate::ssr::services()?.insights.robustness(run, level).await }).await
 }
 
 /// A level-wise heatmap of a run.
 #[server(endpoint = "get_heatmap")]
 pub async fn get_heatmap(query: HeatQuery) -> Result<Heatmap, AppError> {
-    crate::ssr::services()?.insights.heatmap(query).await
+    crate::ssr::respond(async move { crate::ssr::services()?.insights.heatmap(query).await }).await
 }
 
 /// Who is signed in (or the local operator when no accounts exist).
 #[server(endpoint = "whoami")]
 pub async fn whoami() -> Result<crate::model::Identity, AppError> {
-    crate::ssr::identity()
+    crate::ssr::respond(async move { crate::ssr::identity() }).await
 }
 
 /// The disputed labels of a run.
 #[server(endpoint = "get_queue")]
 pub async fn get_queue(run: Option<String>) -> Result<crate::model::Queue, AppError> {
-    crate::ssr::services()?.annotate.queue(run).await
+    crate::ssr::respond(async move { crate::ssr::services()?.annotate.queue(run).await }).await
 }
 
 /// Opens a disputed label for labelling (locks it to the caller).
 #[server(endpoint = "open_item")]
 pub async fn open_item(trial: String, kind: String) -> Result<crate::model::OpenItem, AppError> {
-    let who = crate::ssr::require(crate::model::Role::Annotator)?;
-    crate::ssr::services()?.annotate.open(who, trial, kind).await
+    crate::ssr::respond(async move {
+        let who = crate::ssr::require(crate::model::Role::Annotator)?;
+        crate::ssr::services()?.annotate.open(who, trial, kind).await
+    })
+    .await
 }
 
 /// Records the caller's label of a disputed item.
 #[server(endpoint = "save_label")]
 pub async fn save_label(label: crate::model::NewLabel) -> Result<(), AppError> {
-    let who = crate::ssr::require(crate::model::Role::Annotator)?;
-    crate::ssr::services()?.annotate.label(who, label, false).await
+    crate::ssr::respond(async move {
+        let who = crate::ssr::require(crate::model::Role::Annotator)?;
+        crate::ssr::services()?.annotate.label(who, label, false).await
+    })
+    .await
 }
 
 /// Settles a label for good (annotators disagreed, or an operator overrules).
 #[server(endpoint = "adjudicate")]
 pub async fn adjudicate(label: crate::model::NewLabel) -> Result<(), AppError> {
-    let who = crate::ssr::require(crate::model::Role::Operator)?;
-    crate::ssr::services()?.annotate.label(who, label, true).await
+    crate::ssr::respond(async move {
+        let who = crate::ssr::require(crate::model::Role::Operator)?;
+        crate::ssr::services()?.annotate.label(who, label, true).await
+    })
+    .await
 }
 
 /// Gives an opened item back to the queue.
 #[server(endpoint = "release_item")]
 pub async fn release_item(trial: String, kind: String) -> Result<(), AppError> {
-    let who = crate::ssr::require(crate::model::Role::Annotator)?;
-    crate::ssr::services()?.annotate.release(who, trial, kind).await
+    crate::ssr::respond(async move {
+        let who = crate::ssr::require(crate::model::Role::Annotator)?;
+        crate::ssr::services()?.annotate.release(who, trial, kind).await
+    })
+    .await
 }
 
 /// Searches tasks and trajectories.
 #[server(endpoint = "search")]
 pub async fn search(query: String, kind: Option<String>) -> Result<crate::model::SearchResults, AppError> {
-    crate::ssr::services()?.search.search(query, kind).await
+    crate::ssr::respond(async move { crate::ssr::services()?.search.search(query, kind).await }).await
 }

@@ -95,6 +95,16 @@ pub fn require(role: crate::model::Role) -> Result<crate::model::Identity, AppEr
     Ok(who)
 }
 
+/// Runs a server function's body and gives its error the matching HTTP status (the
+/// framework would answer 500 for every error).
+pub async fn respond<T>(body: impl std::future::Future<Output = Result<T, AppError>>) -> Result<T, AppError> {
+    let result = body.await;
+    if let (Err(e), Some(resp)) = (&result, use_context::<leptos_axum::ResponseOptions>()) {
+        resp.set_status(e.status());
+    }
+    result
+}
+
 /// The services of the current request.
 pub fn services() -> Result<Services, AppError> {
     use_context::<Services>().ok_or(AppError::Internal)

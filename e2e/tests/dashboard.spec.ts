@@ -1,0 +1,132 @@
+// The main flows of the dashboard in Chromium: launch a baseline run and watch it finish,
+// open a trajectory and jump to its exposure turn, settle a disputed label, and see the
+// leaderboard and the plots change. Every page is photographed.
+import { test, expect, hydrated } from '../fixtures';
+
+test.describe.configure({ mode: 'serial' });
+
+test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }) => {
+  test.setTimeout(240_000);
+  const problems: string[] = [];
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
+  page.on('pageerror', (e) => problems.push(e.message));
+
+  // Launch: a mistake is explained next to its field, then a valid run starts.
+  await page.goto('/runs');
+  await hydrated(page);
+  await shoot('runs-empty');
+  await page.getByLabel('Tasks').fill('forum');
+  await page.getByLabel('Agent configurations').fill('surface, explorer');
+  await page.getByLabel('Levels').fill('L0, L1');
+  await page.getByLabel('Seeds').fill('zero');
+  await page.getByRole('button', { name: 'Launch' }).click();
+  await expect(page.locator('#launch-seeds-error')).toContainText('not a whole number');
+  await shoot('launch-invalid');
+  await page.getByLabel('Seeds').fill('0');
+  await page.getByRole('button', { name: 'Launch' }).click();
+  await expect(page).toHaveURL(/\/runs\/run-[0-9a-f]+$/);
+  const run = page.url().split('/').pop()!;
+
+  // Live progress: the status flips to done without a reload.
+  await page.evaluate(() => ((window as any).__sameDocument = true));
+  await expect(page.locator('.run-progress [data-status]')).toHaveAttribute('data-status', 'done', { timeout: 120_000 });
+  expect(await page.evaluate(() => (window as any).__sameDocument)).toBe(true);
+  await expect(page.locator('.run-progress .progress-text')).toContainText('600 of 600 finished');
+  await expect(page.getByRole('heading', { name: 'Coverage' })).toBeVisible();
+  await shoot('run-done');
+  await page.goto('/runs');
+  await expect(page.locator('table.runs')).toContainText(run);
+  await shoot('runs-list');
+
+  // Replay: an explorer trial at L1, jump to its exposure turn, then step with the keyboard.
+  await page.goto(`/runs/${run}?agent=explorer&level=L1`);
+  await hydrated(page);
+  await page.locator('table.trials tbody tr a[href*="/trials/"]').first().click();
+  await expect(page.getByRole('heading', { name: 'Timeline' })).toBeVisible();
+  await hydrated(page);
+  const jump = page.locator('a.jump[data-kind="exposure"]');
+  await expect(jump).toBeVisible();
+  await jump.click();
+  await expect(page).toHaveURL(/turn=\d+/);
+  const turn = Number(new URL(page.url()).searchParams.get('turn'));
+  const current = page.locator(`#turn-${turn}`);
+  await expect(current).toHaveClass(/current/);
+  await expect(current).toBeInViewport();
+  await expect(current.locator('mark.manipulated').first()).toBeVisible();
+  await shoot('trajectory-exposure');
+  await page.keyboard.press('j');
+  await expect(page).toHaveURL(new RegExp(`turn=${turn + 1}`));
+  await expect(page.locator(`#turn-${turn + 1}`)).toHaveClass(/current/);
+
+  // Numbers before any person labels anything.
+  const boardBefore = await (await request.get(`/api/export/leaderboard.json?run=${run}`)).json();
+  const heatBefore = await (await request.get(`/api/export/heatmap.csv?run=${run}&metric=recovery&by=agent`)).text();
+  expect(boardBefore.human_labels).toBe(0);
+  await page.goto(`/leaderboard?run=${run}`);
+  await hydrated(page);
+  await expect(page.locator('table.board tbody tr')).toHaveCount(2);
+  await shoot('leaderboard-before');
+  await page.getByRole('link', { name: 'strict' }).click();
+  await expect(page).toHaveURL(/tier=strict/);
+  await expect(page.locator('table.board')).toContainText('Acc_dec strict');
+  await page.getByRole('button', { name: 'Compare every pair' }).click();
+  await expect(page.locator('table.pairs tbody tr')).toHaveCount(1);
+  await shoot('leaderboard-strict-pairs');
+
+  // Annotate: the queue starts with recovery labels; settle the first one.
+  await page.goto(`/annotate?run=${run}`);
+  await hydrated(page);
+  const count = page.getByTestId('queue-count');
+  const waiting = Number((await count.textContent())!.split(' ')[0]);
+  expect(waiting).toBeGreaterThan(0);
+  await expect(page.locator('table.queue tbody tr').first()).toHaveAttribute('data-kind', 'recovery');
+  await shoot('queue');
+  await page.locator('table.queue a.open-item').first().click();
+  await expect(page.getByRole('heading', { level: 1 })).toContainText('recovery');
+  await hydrated(page);
+  await shoot('annotate-item');
+  await page.getByRole('button', { name: 'Save label' }).click();
+  await expect(page.getByRole('alert').filter({ hasText: 'choose yes or no' })).toBeVisible();
+  const automatic = (await page.getByTestId('automatic').textContent())!.startsWith('yes');
+  await page.getByLabel(automatic ? 'no' : 'yes', { exact: true }).check();
+  await page.getByLabel('Note').fill('Read the turns: the agent never opened the profile after the injected note.');
+  await page.getByRole('button', { name: 'Save label' }).click();
+  await expect(page).toHaveURL(new RegExp(`/annotate\\?run=${run}$`));
+  await expect(count).toContainText(`${waiting - 1} labels wait`);
+  await shoot('queue-after');
+
+  // The leaderboard and the plots now carry the person's label.
+  const boardAfter = await (await request.get(`/api/export/leaderboard.json?run=${run}`)).json();
+  expect(boardAfter.human_labels).toBe(1);
+  const heatAfter = await (await request.get(`/api/export/heatmap.csv?run=${run}&metric=recovery&by=agent`)).text();
+  expect(heatAfter).not.toEqual(heatBefore);
+  await page.goto(`/leaderboard?run=${run}`);
+  await expect(page.getByText('1 labels settled by people')).toBeVisible();
+  await shoot('leaderboard-after');
+  await page.goto(`/robustness?run=${run}`);
+  await hydrated(page);
+  await expect(page.locator('figure.plot svg title')).toHaveCount(2);
+  await shoot('robustness');
+  const svg = await request.get(`/api/export/robustness.svg?run=${run}`);
+  expect(svg.headers()['content-type']).toBe('image/svg+xml');
+  await page.goto(`/heatmaps?run=${run}&metric=recovery&by=agent`);
+  await expect(page.locator('table.heatmap td.heat').first()).toBeVisible();
+  await shoot('heatmap-recovery');
+  await page.goto(`/heatmaps?run=${run}&metric=exposure&by=category`);
+  await shoot('heatmap-exposure-category');
+  await page.goto(`/team?run=${run}`);
+  await expect(page.getByRole('heading', { name: /Team leaderboard/ })).toBeVisible();
+  await shoot('team');
+
+  // Search reaches the exact turn.
+  await page.goto('/search?q=unread&kind=thought');
+  await hydrated(page);
+  const hit = page.locator('ol.hits li a').first();
+  await expect(hit).toHaveAttribute('href', /turn=\d+/);
+  await shoot('search');
+  await hit.click();
+  await expect(page.locator('.turn.current')).toBeVisible();
+
+  // The two refused submissions above answer 422 (Chromium logs every failed fetch).
+  expect(problems.filter((p) => !p.includes('favicon') && !p.includes('status of 422'))).toEqual([]);
+});
