@@ -137,3 +137,9 @@ pub fn RunPicker(runs: Vec<String>, current: String, href: Callback<String, Stri
         </label>
     }
 }
+
+/// Whether the person behind this page may do what `role` allows (false until known).
+pub fn may(role: crate::model::Role) -> Signal<bool> {
+    let who = Resource::new(|| (), |()| crate::api::whoami());
+    Signal::derive(move || who.get().and_then(Result::ok).is_some_and(|w| w.role >= role))
+}

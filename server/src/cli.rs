@@ -454,10 +454,29 @@ async fn serve(
         tracing::warn!(site_root = %site_root.display(), "No browser bundle under {}/pkg: pages render but do not hydrate (run scripts/build-site.sh)", site_root.display());
     }
     let state = crate::app_state(store, options, config).await?;
+    resume_orphaned_runs(&state).await?;
     let tasks = state.world.task_count();
     let app = crate::router(state);
     println!("Mirage is listening on http://{addr} ({tasks} tasks)");
     axum::serve(listener, app).with_graceful_shutdown(shutdown()).await.context("serving HTTP")
+}
+
+/// Runs left active with queued trials and nobody working on them (the server that launched
+/// them stopped) continue in this server.
+async fn resume_orphaned_runs(state: &crate::AppState) -> anyhow::Result<()> {
+    for run in state.store.runs().await?.into_iter().filter(|r| r.status == "active") {
+        let p = state.store.progress(&run.run_id).await?;
+        if p.queued > 0 && p.running == 0 {
+            tracing::info!(run = %run.run_id, queued = p.queued, "resuming an orphaned run");
+            crate::services::runs::spawn_execution(
+                state.store.clone(),
+                state.world.clone(),
+                run.run_id,
+                crate::runs::PoolOptions::default().concurrency,
+            );
+        }
+    }
+    Ok(())
 }
 
 async fn shutdown() {

@@ -54,6 +54,9 @@ pub struct Queue {
     pub settled: usize,
     /// Cohen's κ between automatic and settled labels: (kind, n, κ).
     pub agreement: Vec<(String, usize, Option<f64>)>,
+    /// How people's labels moved the numbers: per configuration and label metric whose mean
+    /// changed, (agent, metric, mean with automatic labels only, mean with people's labels).
+    pub effects: Vec<(String, String, f64, f64)>,
 }
 
 /// An item opened for labelling: the lock is held by the caller until `locked_until`.

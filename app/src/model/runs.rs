@@ -140,6 +140,9 @@ pub struct Segment {
     pub injection: Option<String>,
 }
 
+/// Turns per page of the trajectory viewer: turn `t` is on page `t / TURN_PAGE`.
+pub const TURN_PAGE: usize = 20;
+
 /// One turn of a trajectory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TurnView {

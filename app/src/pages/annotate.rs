@@ -12,7 +12,7 @@ use super::trajectory::Turn;
 use crate::api::{Adjudicate, ReleaseItem, SaveLabel, get_queue, get_trajectory, open_item};
 use crate::components::{RunPicker, fmt3, query_param, query_string};
 use crate::error::AppError;
-use crate::model::{NewLabel, QueueItem};
+use crate::model::{NewLabel, QueueItem, TURN_PAGE};
 
 fn yes_no(v: bool) -> &'static str {
     if v { "yes" } else { "no" }
@@ -78,6 +78,21 @@ pub fn AnnotatePage() -> impl IntoView {
                                 }).collect_view()}
                             </tbody>
                         </table>
+                        <h2>"How people's labels moved the numbers"</h2>
+                        {if q.effects.is_empty() {
+                            view! { <p class="muted">"No settled label has changed a mean yet."</p> }.into_any()
+                        } else {
+                            view! {
+                                <table class="effects">
+                                    <thead><tr><th>"Configuration"</th><th>"Metric"</th><th>"Automatic labels only"</th><th>"With people's labels"</th></tr></thead>
+                                    <tbody>
+                                        {q.effects.into_iter().map(|(agent, metric, before, after)| view! {
+                                            <tr><td>{agent}</td><td>{metric}</td><td class="num">{fmt3(before)}</td><td class="num">{fmt3(after)}</td></tr>
+                                        }).collect_view()}
+                                    </tbody>
+                                </table>
+                            }.into_any()
+                        }}
                         <p><A href=format!("/leaderboard?run={}", q.run)>"See the leaderboard with people's labels applied"</A></p>
                     }.into_any()
                 }
@@ -97,7 +112,7 @@ pub fn AnnotateItemPage() -> impl IntoView {
     let opened = Resource::new(move || key.get(), |(trial, kind)| open_item(trial, kind));
     let turns = Resource::new(
         move || (key.get().0, opened.get().and_then(Result::ok).and_then(|o| o.item.turn)),
-        |(trial, turn)| get_trajectory(trial, turn.map_or(0, |t| t / 20)),
+        |(trial, turn)| get_trajectory(trial, turn.map_or(0, |t| t / TURN_PAGE)),
     );
     let save = ServerAction::<SaveLabel>::new();
     let adjudicate = ServerAction::<Adjudicate>::new();

@@ -8,9 +8,9 @@ use leptos_router::hooks::{use_navigate, use_params_map};
 
 use super::ErrorNotice;
 use crate::api::{CancelRun, StartRun, get_run, list_runs, list_trials};
-use crate::components::{ProgressLine, live_progress, query_param, query_string};
+use crate::components::{ProgressLine, live_progress, may, query_param, query_string};
 use crate::error::AppError;
-use crate::model::{NewRun, TrialQuery};
+use crate::model::{NewRun, Role, TrialQuery};
 
 fn when(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms).map_or_else(String::new, |d| d.format("%Y-%m-%d %H:%M UTC").to_string())
@@ -113,10 +113,11 @@ fn LaunchForm() -> impl IntoView {
 pub fn RunsPage() -> impl IntoView {
     let runs = Resource::new(|| (), |()| list_runs());
     let live = live_progress(None);
+    let operator = may(Role::Operator);
     view! {
         <Title text="Runs"/>
         <h1>"Runs"</h1>
-        <LaunchForm/>
+        <Transition>{move || operator.get().then(|| view! { <LaunchForm/> })}</Transition>
         <h2>"All runs"</h2>
         <Transition fallback=|| view! { <p>"Loading runs…"</p> }>
             {move || runs.get().map(|r| match r {
@@ -176,6 +177,7 @@ pub fn RunPage() -> impl IntoView {
         |(q, _)| list_trials(q),
     );
     let cancel = ServerAction::<CancelRun>::new();
+    let operator = may(Role::Operator);
     let href = move |page: usize| {
         format!(
             "/runs/{}{}",
@@ -199,7 +201,7 @@ pub fn RunPage() -> impl IntoView {
                     view! {
                         <h1>{d.summary.id.clone()}</h1>
                         <div class="run-progress">{move || view! { <ProgressLine progress=live.of(&fallback)/> }}</div>
-                        {move || (live.of(&d.summary.progress).status == "active").then(|| {
+                        {move || (operator.get() && live.of(&d.summary.progress).status == "active").then(|| {
                             let run_id = run_id.clone();
                             view! {
                                 <button class="danger" on:click=move |_| { cancel.dispatch(CancelRun { id: run_id.clone() }); }>

@@ -8,13 +8,13 @@ use leptos_router::components::{A, Form};
 use super::ErrorNotice;
 use crate::api::search;
 use crate::components::{query_param, query_string};
-use crate::model::SearchHit;
+use crate::model::{SearchHit, TURN_PAGE};
 
 fn href(h: &SearchHit) -> String {
     match (&h.run, &h.trial, h.turn) {
         (Some(run), Some(trial), Some(turn)) => format!(
             "/runs/{run}/trials/{trial}{}",
-            query_string(&[("page", Some((turn / 20).to_string())), ("turn", Some(turn.to_string()))])
+            query_string(&[("page", Some((turn / TURN_PAGE).to_string())), ("turn", Some(turn.to_string()))])
         ),
         _ => format!("/tasks/{}", h.task_id),
     }

@@ -65,6 +65,48 @@ fn vote(e: &LabelEvent) -> Option<Vote> {
     })
 }
 
+/// Label metrics whose per-configuration mean people's labels changed: (agent, metric,
+/// automatic-only mean, settled mean). Plain means; the leaderboard has the intervals.
+fn effects(scores: &[TrialScore]) -> Vec<(String, String, f64, f64)> {
+    const METRICS: [&str; 5] = ["exposure", "adoption", "verification", "recovery", "attack_success"];
+    let automatic: Vec<TrialScore> = scores
+        .iter()
+        .map(|s| {
+            let mut s = s.clone();
+            if let Some(ls) = s.labels.as_mut() {
+                for kind in KINDS {
+                    if let Some(l) = ls.get_mut(kind)
+                        && let Some(a) = l.automatic.take()
+                    {
+                        *l = *a;
+                    }
+                }
+            }
+            s
+        })
+        .collect();
+    let mean = |set: &[TrialScore], agent: &str, metric: &str| {
+        let (n, d) = set
+            .iter()
+            .filter(|s| s.agent == agent)
+            .filter_map(|s| crate::judge::aggregate::contribution(s, metric))
+            .fold((0.0, 0.0), |(n, d), (a, b)| (n + a, d + b));
+        (d > 0.0).then(|| n / d)
+    };
+    let agents: std::collections::BTreeSet<&str> = scores.iter().map(|s| s.agent.as_str()).collect();
+    let mut out = Vec::new();
+    for agent in agents {
+        for metric in METRICS {
+            if let (Some(before), Some(after)) = (mean(&automatic, agent, metric), mean(scores, agent, metric))
+                && (before - after).abs() > 1e-12
+            {
+                out.push((agent.to_string(), metric.to_string(), before, after));
+            }
+        }
+    }
+    out
+}
+
 impl AnnotateService {
     async fn lock(&self, trial: &str, kind: &str, who: &Identity) -> Result<i64, AppError> {
         let now = now_ms();
@@ -154,6 +196,7 @@ impl app::ssr::Annotate for AnnotateService {
         let total = items.len();
         items.truncate(QUEUE_PAGE);
         let agg = self.insights.aggregate(&run, &["agent"], "acc_dec", &["acc_dec"]).await?;
+        let effects = effects(&scores);
         Ok(Queue {
             run,
             runs,
@@ -161,6 +204,7 @@ impl app::ssr::Annotate for AnnotateService {
             total,
             settled,
             agreement: agg.agreement.iter().map(|a| (a.kind.clone(), a.n, a.kappa)).collect(),
+            effects,
         })
     }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use app::error::AppError;
 use app::model::{
-    ClaimView, Counts, CoverageCell, LabelView, NewRun, NodeView, Progress, RunDetail, RunSummary, Segment,
+    ClaimView, Counts, TURN_PAGE, CoverageCell, LabelView, NewRun, NodeView, Progress, RunDetail, RunSummary, Segment,
     TrajectoryView, TrialPage, TrialQuery, TrialSummary, TurnView,
 };
 
@@ -25,8 +25,6 @@ use crate::runs::{PoolOptions, RunSpec};
 
 /// Trials per page of a run's trial table.
 pub const TRIAL_PAGE: usize = 50;
-/// Turns per page of the trajectory viewer.
-pub const TURN_PAGE: usize = 20;
 /// Label kinds in the order a trial lives them.
 const TIMELINE: [&str; 4] = ["exposure", "adoption", "verification", "recovery"];
 /// Most workers one launched run may use.

@@ -459,3 +459,41 @@ async fn search_finds_thoughts_and_links_to_the_turn() {
     let (status, body) = app.call("search", &[("query", "x"), ("kind", "everything")]).await;
     assert!(status != 200 && body.contains("kind"), "{body}");
 }
+
+#[tokio::test]
+async fn the_dashboard_shows_the_numbers_mirage_score_prints() {
+    let app = TestApp::start().await;
+    let run = app.launch("FACT_CHECK_SOURCE", "surface, explorer, explorer+keyword", "L0, L1, L3").await;
+    app.wait_for(&run).await;
+    let board: serde_json::Value =
+        app.get(&format!("/api/export/leaderboard.json?run={run}")).await.json().await.expect("board");
+    let points: serde_json::Value =
+        app.get(&format!("/api/export/robustness.json?run={run}")).await.json().await.expect("points");
+    let heat: serde_json::Value =
+        app.get(&format!("/api/export/heatmap.json?run={run}&metric=exposure&by=agent")).await.json().await.expect("heat");
+    let out = crate::support::mirage(&app.db, &["score", "--run", &run, "--json", "--by", "agent,level"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cli: serde_json::Value = serde_json::from_slice(&out.stdout).expect("score json");
+    let standings = cli["aggregate"]["leaderboard"].as_array().expect("leaderboard");
+    assert_eq!(standings.len(), 3);
+    for s in standings {
+        let agent = s["agent"].as_str().expect("agent");
+        let row = board["rows"].as_array().expect("rows").iter().find(|r| r["agent"] == agent).expect("row");
+        assert_eq!(row["cells"]["utility"]["mean"], s["utility"]["mean"], "{agent} utility");
+        assert_eq!(row["cells"]["utility"]["lo"], s["utility"]["lo"], "{agent} utility interval");
+        assert_eq!(row["cells"]["robustness"]["hi"], s["robustness"]["hi"], "{agent} robustness");
+        assert_eq!(row["band"], s["band"], "{agent} band");
+        let p = points["points"].as_array().expect("points").iter().find(|p| p["agent"] == agent).expect("point");
+        assert_eq!(p["utility"]["mean"], s["utility"]["mean"]);
+        assert_eq!(p["robustness"]["mean"], s["robustness"]["mean"]);
+    }
+    for g in cli["aggregate"]["groups"].as_array().expect("groups") {
+        let cell = heat["cells"]
+            .as_array()
+            .expect("cells")
+            .iter()
+            .find(|c| c["level"] == g["key"]["level"] && c["column"] == g["key"]["agent"])
+            .expect("cell");
+        assert_eq!(cell["est"], g["metrics"]["exposure"], "{}", g["key"]);
+    }
+}

@@ -11,6 +11,8 @@ pub struct TestApp {
     pub base: String,
     pub client: reqwest::Client,
     pub state: server::AppState,
+    /// The SQLite file behind the app (for the command line).
+    pub db: PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -18,7 +20,8 @@ impl TestApp {
     /// Seeds the built-in corpus into a fresh SQLite file and serves the app.
     pub async fn start() -> TestApp {
         let dir = tempfile::tempdir().expect("tempdir");
-        let url = database_url(dir.path().join("mirage.db").to_str().expect("utf-8 path")).expect("url");
+        let db = dir.path().join("mirage.db");
+        let url = database_url(db.to_str().expect("utf-8 path")).expect("url");
         let store = Arc::new(SqlStore::connect(&url).await.expect("connect"));
         server::cli::seed_if_empty(store.as_ref()).await.expect("seed");
         // Bind first, then serve: the socket accepts before any request is sent.
@@ -36,7 +39,7 @@ impl TestApp {
         let app = server::router(state.clone());
         tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
         let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
-        TestApp { base: format!("http://{addr}"), client, state, _dir: dir }
+        TestApp { base: format!("http://{addr}"), client, state, db, _dir: dir }
     }
 
     pub fn url(&self, path: &str) -> String {

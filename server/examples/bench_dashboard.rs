@@ -1,0 +1,122 @@
+//! Benchmark of the dashboard's server latency with 100,000 trials in the database (issue
+//! targets, p95: leaderboard < 100 ms, trajectory < 50 ms, search < 50 ms).
+//!
+//! ```sh
+//! cargo run --release -p server --example bench_dashboard            # 101,250 trials
+//! cargo run --release -p server --example bench_dashboard -- 20000   # a smaller run
+//! ```
+//!
+//! One run of real baseline trials (five configurations × 750 tasks × L0/L1/L3 × three
+//! conditions × three seeds) on a SQLite file, served on loopback; requests go over HTTP to
+//! the server functions the pages call. The first leaderboard request scores the run and
+//! computes the bootstrap (reported as "cold"); the timed requests after it hit the cache,
+//! as every page view does until a trial finishes or a person labels something.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use leptos::prelude::LeptosOptions;
+use server::db::{SqlStore, Store, database_url};
+use server::runs::{PoolOptions, RunSpec, create_run, execute};
+
+const SAMPLES: usize = 200;
+
+fn percentile(sorted: &[Duration], q: f64) -> f64 {
+    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+async fn timed(client: &reqwest::Client, url: &str, form: &[(&str, String)]) -> Duration {
+    let start = Instant::now();
+    let resp = client.post(url).form(form).send().await.expect("request");
+    assert!(resp.status().is_success(), "{url}: {}", resp.status());
+    let _ = resp.bytes().await.expect("body");
+    start.elapsed()
+}
+
+fn report(name: &str, target_ms: f64, mut samples: Vec<Duration>) {
+    samples.sort();
+    let (p50, p95) = (percentile(&samples, 0.5), percentile(&samples, 0.95));
+    let verdict = if p95 < target_ms { "met" } else { "NOT met" };
+    println!("{name:<12} p50 {p50:7.2} ms   p95 {p95:7.2} ms   (target p95 < {target_ms} ms: {verdict}, {} requests)", samples.len());
+}
+
+#[tokio::main]
+async fn main() {
+    let seeds: i64 = match std::env::args().nth(1).and_then(|a| a.parse::<usize>().ok()) {
+        Some(n) => i64::try_from(n.div_ceil(750 * 5 * 3 * 3)).expect("seeds").max(1),
+        None => 3,
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = database_url(dir.path().join("bench.db").to_str().expect("utf-8")).expect("url");
+    let store = Arc::new(SqlStore::connect(&url).await.expect("connect"));
+    server::cli::seed_if_empty(store.as_ref()).await.expect("seed");
+    let options = LeptosOptions::builder().output_name("mirage").site_root("target/site").site_pkg_dir("pkg").build();
+    let state = server::app_state(store.clone() as Arc<dyn Store>, options, server::config::Config::default())
+        .await
+        .expect("state");
+
+    let spec = RunSpec {
+        tasks: "all".into(),
+        agents: ["surface", "explorer", "oracle", "explorer+keyword", "surface+keyword"].map(String::from).to_vec(),
+        levels: ["L0", "L1", "L3"].map(String::from).to_vec(),
+        conditions: ["raw", "hint", "evidence_anchored"].map(String::from).to_vec(),
+        seeds: (0..seeds).collect(),
+        endpoints: Default::default(),
+        appeal: false,
+        strategy: None,
+        tap: Default::default(),
+        attacker: None,
+        judge: None,
+    };
+    let run = create_run(store.as_ref(), &state.world, &spec, &state.corpus_version).await.expect("run");
+    let total = store.run(&run).await.expect("run").trials_total;
+    let started = Instant::now();
+    let pool = PoolOptions { concurrency: 32, ..PoolOptions::default() };
+    execute(store.clone(), state.world.clone(), &run, pool, Arc::new(|_, _| {})).await.expect("execute");
+    println!("{total} trials executed in {:.1} s", started.elapsed().as_secs_f64());
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let app = server::router(state.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+    let client = reqwest::Client::new();
+
+    // The search index follows finished trials in the background; wait until it has all.
+    let started = Instant::now();
+    while state.search.trials().await < usize::try_from(total).expect("total") {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    println!("search index caught up with {total} trials {:.1} s after serving began", started.elapsed().as_secs_f64());
+
+    let board = format!("{base}/api/get_leaderboard");
+    let q = |tier: &str| vec![("query[run]", run.clone()), ("query[tier]", tier.to_string())];
+    let cold = timed(&client, &board, &q("default")).await;
+    println!("leaderboard cold (score {total} trials + bootstrap): {:.1} s", cold.as_secs_f64());
+    let cold_strict = timed(&client, &board, &q("strict")).await;
+    println!("leaderboard cold for another tier (bootstrap only): {:.1} s", cold_strict.as_secs_f64());
+    let mut samples = Vec::new();
+    for i in 0..SAMPLES {
+        samples.push(timed(&client, &board, &q(if i % 2 == 0 { "default" } else { "strict" })).await);
+    }
+    report("leaderboard", 100.0, samples);
+
+    let trials = store.trials(&run).await.expect("trials");
+    let mut samples = Vec::new();
+    for i in 0..SAMPLES {
+        let t = &trials[(i * 7919) % trials.len()];
+        let form = vec![("trial", t.trial_id.clone()), ("page", "0".to_string())];
+        samples.push(timed(&client, &format!("{base}/api/get_trajectory"), &form).await);
+    }
+    report("trajectory", 50.0, samples);
+
+    let words = ["refund", "unread page", "defective", "spam", "revert", "profile", "exonerating", "order", "ban", "source"];
+    let kinds = ["", "thought", "observation", "rationale", "task"];
+    let mut samples = Vec::new();
+    for i in 0..SAMPLES {
+        let form = vec![("query", words[i % words.len()].to_string()), ("kind", kinds[i % kinds.len()].to_string())];
+        samples.push(timed(&client, &format!("{base}/api/search"), &form).await);
+    }
+    report("search", 50.0, samples);
+}
