@@ -39,7 +39,10 @@ fn report(name: &str, target_ms: f64, mut samples: Vec<Duration>) {
     samples.sort();
     let (p50, p95) = (percentile(&samples, 0.5), percentile(&samples, 0.95));
     let verdict = if p95 < target_ms { "met" } else { "NOT met" };
-    println!("{name:<12} p50 {p50:7.2} ms   p95 {p95:7.2} ms   (target p95 < {target_ms} ms: {verdict}, {} requests)", samples.len());
+    println!(
+        "{name:<12} p50 {p50:7.2} ms   p95 {p95:7.2} ms   (target p95 < {target_ms} ms: {verdict}, {} requests)",
+        samples.len()
+    );
 }
 
 #[tokio::main]
@@ -111,7 +114,8 @@ async fn main() {
     }
     report("trajectory", 50.0, samples);
 
-    let words = ["refund", "unread page", "defective", "spam", "revert", "profile", "exonerating", "order", "ban", "source"];
+    let words =
+        ["refund", "unread page", "defective", "spam", "revert", "profile", "exonerating", "order", "ban", "source"];
     let kinds = ["", "thought", "observation", "rationale", "task"];
     let mut samples = Vec::new();
     for i in 0..SAMPLES {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use app::error::AppError;
 use app::model::{
-    ClaimView, Counts, TURN_PAGE, CoverageCell, LabelView, NewRun, NodeView, Progress, RunDetail, RunSummary, Segment,
+    ClaimView, Counts, CoverageCell, LabelView, NewRun, NodeView, Progress, RunDetail, RunSummary, Segment, TURN_PAGE,
     TrajectoryView, TrialPage, TrialQuery, TrialSummary, TurnView,
 };
 

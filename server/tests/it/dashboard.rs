@@ -469,8 +469,12 @@ async fn the_dashboard_shows_the_numbers_mirage_score_prints() {
         app.get(&format!("/api/export/leaderboard.json?run={run}")).await.json().await.expect("board");
     let points: serde_json::Value =
         app.get(&format!("/api/export/robustness.json?run={run}")).await.json().await.expect("points");
-    let heat: serde_json::Value =
-        app.get(&format!("/api/export/heatmap.json?run={run}&metric=exposure&by=agent")).await.json().await.expect("heat");
+    let heat: serde_json::Value = app
+        .get(&format!("/api/export/heatmap.json?run={run}&metric=exposure&by=agent"))
+        .await
+        .json()
+        .await
+        .expect("heat");
     let out = crate::support::mirage(&app.db, &["score", "--run", &run, "--json", "--by", "agent,level"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let cli: serde_json::Value = serde_json::from_slice(&out.stdout).expect("score json");

@@ -114,3 +114,111 @@ async fn postgres_queue_claims_leases_and_finalises_once() {
         exercise_queue(&store).await;
     }
 }
+
+/// What the dashboard reads and writes: trial pages, coverage, the search cursor, accounts,
+/// sessions, annotation locks and label generations.
+async fn exercise_dashboard(store: &SqlStore) {
+    use server::db::{LabelEvent, NewTrial, TrialEnd, TrialFilter, now_ms};
+
+    let tasks: Vec<_> = corpus().into_iter().take(2).collect();
+    store.insert_tasks(&tasks, "test").await.expect("insert");
+    let trials: Vec<NewTrial> = ["a", "b"]
+        .iter()
+        .flat_map(|agent| {
+            tasks.iter().map(move |t| NewTrial {
+                task_id: t.id.clone(),
+                agent: (*agent).to_string(),
+                level: "L0".into(),
+                condition: "raw".into(),
+                seed: 0,
+            })
+        })
+        .collect();
+    store.create_run("r1", "{}", "v", &trials).await.expect("run");
+    let first = store.claim_trial("r1", "w", now_ms() + 60_000).await.expect("claim").expect("a trial");
+    store.append_step(&first.trial_id, 0, "{}").await.expect("step");
+    let end = TrialEnd::Done { verdict: Some("APPROVE".into()), rationale: Some("ok".into()), appeal: None };
+    assert!(store.finish_trial(&first.trial_id, "w", &end).await.expect("finish"));
+
+    let all = TrialFilter::default();
+    let (page, total) = store.trial_page("r1", &all, 0, 3).await.expect("page");
+    assert_eq!((page.len(), total), (3, 4));
+    let (page, total) = store.trial_page("r1", &all, 3, 3).await.expect("page");
+    assert_eq!((page.len(), total), (1, 4));
+    let only_b = TrialFilter { agent: Some("b".into()), ..TrialFilter::default() };
+    let (page, total) = store.trial_page("r1", &only_b, 0, 10).await.expect("page");
+    assert_eq!(total, 2);
+    assert!(page.iter().all(|t| t.agent == "b"));
+    let done = TrialFilter { state: Some("done".into()), level: Some("L0".into()), ..TrialFilter::default() };
+    assert_eq!(store.trial_page("r1", &done, 0, 10).await.expect("page").1, 1);
+    let coverage = store.coverage("r1").await.expect("coverage");
+    assert!(coverage.contains(&("a".into(), "L0".into(), "raw".into(), "done".into(), 1)), "{coverage:?}");
+    assert_eq!(coverage.iter().map(|c| c.4).sum::<i64>(), 4);
+
+    let finished = store.finished_after((i64::MIN, ""), 10).await.expect("finished");
+    assert_eq!(finished.len(), 1);
+    let cursor = (finished[0].1, finished[0].0.trial_id.as_str());
+    assert!(store.finished_after(cursor, 10).await.expect("after").is_empty());
+    assert!(store.score_judges("r1").await.expect("judges").is_empty());
+    assert_eq!(store.trial_score(&first.trial_id).await.expect("score"), None);
+
+    assert_eq!(store.label_generation().await.expect("generation"), 0);
+    let event = LabelEvent {
+        event_id: 0,
+        trial_id: first.trial_id.clone(),
+        kind: "recovery".into(),
+        value: true,
+        turn: Some(0),
+        source: "human".into(),
+        confidence: 1.0,
+        reason: "note".into(),
+        author: Some("ann".into()),
+        judge_version: None,
+        created_at: now_ms(),
+    };
+    let id = store.add_label(&event).await.expect("label");
+    assert_eq!(store.label_generation().await.expect("generation"), id);
+    assert_eq!(store.trial_label_events(&first.trial_id).await.expect("events").len(), 1);
+
+    assert!(!store.has_users().await.expect("users"));
+    assert!(store.put_user("ann", "h1", "annotator").await.expect("add"));
+    assert!(!store.put_user("ann", "h2", "operator").await.expect("update"));
+    assert_eq!(store.user("ann").await.expect("user"), Some(("h2".into(), "operator".into())));
+    assert!(store.has_users().await.expect("users"));
+    store.create_session("tok", "ann", now_ms() + 60_000).await.expect("session");
+    store.create_session("old", "ann", now_ms() - 1).await.expect("session");
+    assert_eq!(store.session("tok", now_ms()).await.expect("session"), Some(("ann".into(), "operator".into())));
+    assert_eq!(store.session("old", now_ms()).await.expect("expired"), None);
+    store.end_session("tok").await.expect("end");
+    assert_eq!(store.session("tok", now_ms()).await.expect("ended"), None);
+
+    let now = now_ms();
+    assert_eq!(store.lock_label("t1", "recovery", "ann", now, now + 1_000).await.expect("lock"), None);
+    assert_eq!(
+        store.lock_label("t1", "recovery", "ann", now, now + 2_000).await.expect("again"),
+        None,
+        "own lock extends"
+    );
+    let refused = store.lock_label("t1", "recovery", "bob", now, now + 1_000).await.expect("refused");
+    assert_eq!(refused.map(|r| r.0).as_deref(), Some("ann"));
+    assert_eq!(store.label_locks(now).await.expect("locks").len(), 1);
+    assert_eq!(store.lock_label("t1", "recovery", "bob", now + 3_000, now + 4_000).await.expect("expired"), None);
+    store.unlock_label("t1", "recovery", "ann").await.expect("not ann's any more");
+    assert_eq!(store.label_locks(now + 3_000).await.expect("locks")[0].2, "bob");
+    store.unlock_label("t1", "recovery", "bob").await.expect("unlock");
+    assert!(store.label_locks(now).await.expect("locks").is_empty());
+    assert!(store.remove_user("ann").await.expect("remove"));
+    assert!(!store.remove_user("ann").await.expect("gone"));
+}
+
+#[tokio::test]
+async fn sqlite_store_serves_the_dashboard() {
+    exercise_dashboard(&SqlStore::connect("sqlite::memory:").await.expect("connect")).await;
+}
+
+#[tokio::test]
+async fn postgres_store_serves_the_dashboard() {
+    if let Some(store) = fresh_postgres().await {
+        exercise_dashboard(&store).await;
+    }
+}
