@@ -60,19 +60,13 @@ async fn main() {
         .await
         .expect("state");
 
-    let spec = RunSpec {
-        tasks: "all".into(),
-        agents: ["surface", "explorer", "oracle", "explorer+keyword", "surface+keyword"].map(String::from).to_vec(),
-        levels: ["L0", "L1", "L3"].map(String::from).to_vec(),
-        conditions: ["raw", "hint", "evidence_anchored"].map(String::from).to_vec(),
-        seeds: (0..seeds).collect(),
-        endpoints: Default::default(),
-        appeal: false,
-        strategy: None,
-        tap: Default::default(),
-        attacker: None,
-        judge: None,
-    };
+    let spec = RunSpec::basic(
+        "all",
+        &["surface", "explorer", "oracle", "explorer+keyword", "surface+keyword"],
+        &["L0", "L1", "L3"],
+        &["raw", "hint", "evidence_anchored"],
+        (0..seeds).collect(),
+    );
     let run = create_run(store.as_ref(), &state.world, &spec, &state.corpus_version).await.expect("run");
     let total = store.run(&run).await.expect("run").trials_total;
     let started = Instant::now();

@@ -473,6 +473,7 @@ async fn resume_orphaned_runs(state: &crate::AppState) -> anyhow::Result<()> {
                 state.world.clone(),
                 run.run_id,
                 crate::runs::PoolOptions::default().concurrency,
+                state.insights.clone(),
             );
         }
     }

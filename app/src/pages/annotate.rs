@@ -10,9 +10,9 @@ use leptos_router::hooks::{use_navigate, use_params_map};
 use super::ErrorNotice;
 use super::trajectory::Turn;
 use crate::api::{Adjudicate, ReleaseItem, SaveLabel, get_queue, get_trajectory, open_item};
-use crate::components::{RunPicker, fmt3, query_param, query_string};
+use crate::components::{RunPicker, fmt3, may, query_param, query_string};
 use crate::error::AppError;
-use crate::model::{NewLabel, QueueItem, TURN_PAGE};
+use crate::model::{NewLabel, QueueItem, Role, TURN_PAGE};
 
 fn yes_no(v: bool) -> &'static str {
     if v { "yes" } else { "no" }
@@ -120,6 +120,7 @@ pub fn AnnotateItemPage() -> impl IntoView {
     let value = RwSignal::new(String::new());
     let turn = RwSignal::new(String::new());
     let note = RwSignal::new(String::new());
+    let operator = may(Role::Operator);
     let navigate = use_navigate();
     let back = Memo::new(move |_| opened.get().and_then(Result::ok).map(|o| format!("/annotate?run={}", o.item.run)));
     Effect::new(move |_| {
@@ -190,7 +191,13 @@ pub fn AnnotateItemPage() -> impl IntoView {
             </div>
             <div class="buttons">
                 <button type="button" on:click=move |_| { save.dispatch(SaveLabel { label: label() }); }>"Save label"</button>
-                <button type="button" class="secondary" on:click=move |_| { adjudicate.dispatch(Adjudicate { label: label() }); }>"Adjudicate (operator)"</button>
+                <Transition>
+                    {move || operator.get().then(|| view! {
+                        <button type="button" class="secondary" on:click=move |_| { adjudicate.dispatch(Adjudicate { label: label() }); }>
+                            "Adjudicate (settles it for good)"
+                        </button>
+                    })}
+                </Transition>
                 <button type="button" class="secondary" on:click=move |_| {
                     let (trial, kind) = key.get_untracked();
                     release.dispatch(ReleaseItem { trial, kind });

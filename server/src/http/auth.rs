@@ -166,10 +166,9 @@ pub async fn login(State(state): State<AppState>, jar: CookieJar, Form(form): Fo
         Ok(u) => u,
         Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, format!("reading accounts: {e}")),
     };
-    let Some((hash, _)) = user.filter(|(hash, _)| verify_password(&form.password, hash)) else {
+    if !user.is_some_and(|(hash, _)| verify_password(&form.password, &hash)) {
         return (StatusCode::UNAUTHORIZED, login_page(&next, Some("Unknown name or wrong password."))).into_response();
-    };
-    drop(hash);
+    }
     let token = new_token();
     if let Err(e) = state.store.create_session(&token, &form.name, now_ms() + SESSION_MS).await {
         return json_error(StatusCode::INTERNAL_SERVER_ERROR, format!("opening a session: {e}"));

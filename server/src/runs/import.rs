@@ -72,21 +72,16 @@ pub async fn import_run(
         };
         steps_of.push((steps, end));
     }
-    let set = |f: &dyn Fn(&NewTrial) -> String| trials.iter().map(f).collect::<BTreeSet<_>>().into_iter().collect();
-    let spec = RunSpec {
-        tasks: format!("imported from {file}"),
-        agents: set(&|t| t.agent.clone()),
-        levels: set(&|t| t.level.clone()),
-        conditions: set(&|t| t.condition.clone()),
-        seeds: trials.iter().map(|t| t.seed).collect::<BTreeSet<_>>().into_iter().collect(),
-        endpoints: Default::default(),
-        appeal: false,
-        strategy: None,
-        tap: Default::default(),
-        attacker: None,
-        judge: None,
-    };
-    let run_id = format!("run-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let set =
+        |f: &dyn Fn(&NewTrial) -> &str| trials.iter().map(f).collect::<BTreeSet<_>>().into_iter().collect::<Vec<_>>();
+    let spec = RunSpec::basic(
+        &format!("imported from {file}"),
+        &set(&|t| &t.agent),
+        &set(&|t| &t.level),
+        &set(&|t| &t.condition),
+        trials.iter().map(|t| t.seed).collect::<BTreeSet<_>>().into_iter().collect(),
+    );
+    let run_id = super::new_run_id();
     store.create_run(&run_id, &serde_json::to_string(&spec)?, corpus_version, &trials).await?;
     let worker = "import";
     for (steps, end) in &steps_of {

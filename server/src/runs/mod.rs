@@ -62,6 +62,32 @@ pub struct RunSpec {
     pub judge: Option<EndpointSpec>,
 }
 
+impl RunSpec {
+    /// A spec with these tasks, configurations, levels, conditions and seeds, and nothing
+    /// else (no endpoints, appeal, strategy, attacker or judge; the default L4 search).
+    pub fn basic(tasks: &str, agents: &[&str], levels: &[&str], conditions: &[&str], seeds: Vec<i64>) -> RunSpec {
+        let own = |xs: &[&str]| xs.iter().map(ToString::to_string).collect();
+        RunSpec {
+            tasks: tasks.to_string(),
+            agents: own(agents),
+            levels: own(levels),
+            conditions: own(conditions),
+            seeds,
+            endpoints: BTreeMap::new(),
+            appeal: false,
+            strategy: None,
+            tap: crate::manip::tap::TapOptions::default(),
+            attacker: None,
+            judge: None,
+        }
+    }
+}
+
+/// A fresh run id.
+pub fn new_run_id() -> String {
+    format!("run-{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+}
+
 /// The agents this version can run.
 pub const BASELINES: [&str; 3] = ["surface", "explorer", "oracle"];
 
@@ -201,7 +227,7 @@ pub async fn create_run(
     corpus_version: &str,
 ) -> anyhow::Result<String> {
     let trials = plan(world, spec)?;
-    let run_id = format!("run-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let run_id = new_run_id();
     let spec_json = serde_json::to_string(spec).context("encoding the run spec")?;
     store.create_run(&run_id, &spec_json, corpus_version, &trials).await?;
     Ok(run_id)

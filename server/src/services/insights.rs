@@ -57,6 +57,9 @@ pub struct InsightsService {
     pub world: Arc<World>,
     pub judge: Arc<ModelJudge>,
     cache: Mutex<Cache>,
+    /// One scoring at a time: two requests (or a request and a finished run) must not score
+    /// the same trials twice.
+    scoring: tokio::sync::Mutex<()>,
 }
 
 fn est(e: Estimate) -> Est {
@@ -104,7 +107,7 @@ fn group_cells(g: &Group, utility: &str) -> BTreeMap<String, Option<Est>> {
 
 impl InsightsService {
     pub fn new(store: Arc<dyn Store>, world: Arc<World>, judge: Arc<ModelJudge>) -> InsightsService {
-        InsightsService { store, world, judge, cache: Mutex::default() }
+        InsightsService { store, world, judge, cache: Mutex::default(), scoring: tokio::sync::Mutex::new(()) }
     }
 
     /// The runs that can be chosen (newest first) and the one asked for, or the newest with
@@ -134,6 +137,13 @@ impl InsightsService {
     /// The run's scores with human labels applied, scoring new trials first.
     pub async fn scores(&self, run: &str) -> Result<Arc<Vec<TrialScore>>, AppError> {
         let key = self.fingerprint(run).await?;
+        if let Some((k, s)) = self.lock().scores.get(run)
+            && *k == key
+        {
+            return Ok(s.clone());
+        }
+        let _scoring = self.scoring.lock().await;
+        // Someone may have scored while this request waited.
         if let Some((k, s)) = self.lock().scores.get(run)
             && *k == key
         {

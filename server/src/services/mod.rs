@@ -30,6 +30,7 @@ impl From<&AppState> for Services {
                 world: state.world.clone(),
                 config: state.config.clone(),
                 corpus_version: state.corpus_version.clone(),
+                insights: state.insights.clone(),
             }),
             insights: state.insights.clone(),
             search: Arc::new(SearchService { index: state.search.clone() }),

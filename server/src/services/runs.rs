@@ -36,6 +36,7 @@ pub struct RunsService {
     pub world: Arc<World>,
     pub config: Arc<Config>,
     pub corpus_version: String,
+    pub insights: Arc<super::insights::InsightsService>,
 }
 
 fn counts(p: crate::db::Progress) -> Counts {
@@ -154,12 +155,23 @@ fn field_of(message: &str) -> &'static str {
     if message.contains("agent") { "agents" } else { "tasks" }
 }
 
-/// Executes a run's queued trials in the background of this process.
-pub fn spawn_execution(store: Arc<dyn Store>, world: Arc<World>, run_id: String, concurrency: usize) {
+/// Executes a run's queued trials in the background of this process, then scores it so
+/// that its first leaderboard view finds the scores stored.
+pub fn spawn_execution(
+    store: Arc<dyn Store>,
+    world: Arc<World>,
+    run_id: String,
+    concurrency: usize,
+    insights: Arc<super::insights::InsightsService>,
+) {
     tokio::spawn(async move {
         let options = PoolOptions { concurrency, lease: Duration::from_secs(30) };
         if let Err(e) = crate::runs::execute(store, world, &run_id, options, Arc::new(|_, _| {})).await {
             tracing::error!(run = %run_id, "run stopped: {e:#}");
+            return;
+        }
+        if let Err(e) = insights.scores(&run_id).await {
+            tracing::warn!(run = %run_id, "scoring the finished run: {e}");
         }
     });
 }
@@ -322,7 +334,7 @@ impl app::ssr::Runs for RunsService {
                 let message = format!("{e:#}");
                 invalid(field_of(&message), message)
             })?;
-        spawn_execution(self.store.clone(), self.world.clone(), run_id.clone(), concurrency);
+        spawn_execution(self.store.clone(), self.world.clone(), run_id.clone(), concurrency, self.insights.clone());
         Ok(run_id)
     }
 

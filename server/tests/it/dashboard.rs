@@ -158,11 +158,7 @@ async fn cross_site_writes_are_refused() {
 #[tokio::test]
 async fn accounts_gate_the_dashboard_and_roles_gate_the_writes() {
     let app = TestApp::start().await;
-    let store = &app.state.store;
-    for (name, role) in [("vera", "viewer"), ("ann", "annotator"), ("otto", "operator")] {
-        let hash = server::http::auth::hash_password(&format!("{name}-password")).expect("hash");
-        store.put_user(name, &hash, role).await.expect("user");
-    }
+    app.add_users(&[("vera", "viewer"), ("ann", "annotator"), ("otto", "operator")]).await;
     // Anonymous: pages redirect to the sign-in page, writes are refused; the sites stay open.
     let resp = app.get("/runs").await;
     assert_eq!(resp.status(), 303);
@@ -170,26 +166,13 @@ async fn accounts_gate_the_dashboard_and_roles_gate_the_writes() {
     assert_eq!(app.call("start_run", &[("form[tasks]", "shop")]).await.0, 401);
     assert_eq!(app.get("/wiki").await.status(), 200);
 
-    let login = |name: &'static str, password: String| {
-        let app = &app;
-        async move {
-            app.client
-                .post(app.url("/login"))
-                .form(&[("name", name), ("password", password.as_str()), ("next", "/runs")])
-                .send()
-                .await
-                .expect("login")
-        }
-    };
-    assert_eq!(login("vera", "wrong".into()).await.status(), 401);
+    let (status, cookie) = app.sign_in("vera", "wrong", "/runs").await;
+    assert_eq!((status, cookie), (401, None));
     let mut cookies = std::collections::HashMap::new();
     for name in ["vera", "otto"] {
-        let resp = login(name, format!("{name}-password")).await;
-        assert_eq!(resp.status(), 303);
-        assert_eq!(resp.headers()["location"], "/runs");
-        let set = resp.headers()["set-cookie"].to_str().expect("cookie").to_string();
-        assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict"), "{set}");
-        cookies.insert(name, set.split(';').next().expect("pair").to_string());
+        let (status, cookie) = app.sign_in(name, &format!("{name}-password"), "/runs").await;
+        assert_eq!(status, 303);
+        cookies.insert(name, cookie.expect("a session cookie"));
     }
     let form = [
         ("form[tasks]", "CROSS_FORUM_SPAM"),
@@ -207,6 +190,11 @@ async fn accounts_gate_the_dashboard_and_roles_gate_the_writes() {
     assert_eq!(status, 200, "{body}");
     let (_, me) = app.call_as("whoami", &[], Some(&cookies["otto"])).await;
     assert!(me.contains("\"operator\"") && me.contains("otto"), "{me}");
+}
+
+/// Whether the queue still lists the recovery label of `trial`.
+fn waiting(queue: &serde_json::Value, trial: &str) -> bool {
+    queue["items"].as_array().expect("items").iter().any(|i| i["trial_id"] == trial && i["kind"] == "recovery")
 }
 
 fn as_refs<'a>(v: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
@@ -297,24 +285,10 @@ async fn hostile_text_is_escaped_on_every_page_that_shows_it() {
 #[tokio::test]
 async fn disputed_labels_are_locked_settled_and_conflicts_adjudicated() {
     let app = TestApp::start().await;
-    let store = &app.state.store;
-    for (name, role) in [("ann", "annotator"), ("bob", "annotator"), ("otto", "operator")] {
-        let hash = server::http::auth::hash_password(&format!("{name}-password")).expect("hash");
-        store.put_user(name, &hash, role).await.expect("user");
-    }
+    app.add_users(&[("ann", "annotator"), ("bob", "annotator"), ("otto", "operator")]).await;
     let mut cookie = std::collections::HashMap::new();
     for name in ["ann", "bob", "otto"] {
-        let resp = app
-            .client
-            .post(app.url("/login"))
-            .form(&[("name", name), ("password", &format!("{name}-password")), ("next", "/")])
-            .send()
-            .await
-            .expect("login");
-        cookie.insert(
-            name,
-            resp.headers()["set-cookie"].to_str().expect("cookie").split(';').next().expect("pair").to_string(),
-        );
+        cookie.insert(name, app.sign_in(name, &format!("{name}-password"), "/").await.1.expect("signed in"));
     }
     let form = [
         ("form[tasks]", "forum"),
@@ -383,13 +357,7 @@ async fn disputed_labels_are_locked_settled_and_conflicts_adjudicated() {
         app.call_as("save_label", &as_refs(&label("yes", "it checked the profile")), Some(&cookie["ann"])).await;
     assert_eq!(status, 200, "{body}");
     let q = queue("ann").await;
-    assert!(
-        !q["items"]
-            .as_array()
-            .expect("items")
-            .iter()
-            .any(|i| i["trial_id"] == trial.as_str() && i["kind"] == "recovery")
-    );
+    assert!(!waiting(&q, &trial), "settled labels leave the queue");
     let after = board("ann").await;
     assert_eq!(after["human_labels"], 1);
     assert_ne!(before["rows"][0]["cells"]["recovery"], after["rows"][0]["cells"]["recovery"], "the leaderboard moved");
@@ -408,13 +376,7 @@ async fn disputed_labels_are_locked_settled_and_conflicts_adjudicated() {
         .await;
     assert_eq!(status, 200, "{body}");
     let q = queue("otto").await;
-    assert!(
-        !q["items"]
-            .as_array()
-            .expect("items")
-            .iter()
-            .any(|i| i["trial_id"] == trial.as_str() && i["kind"] == "recovery")
-    );
+    assert!(!waiting(&q, &trial), "settled labels leave the queue");
     let kappa =
         q["agreement"].as_array().expect("agreement").iter().find(|a| a[0] == "recovery").expect("recovery").clone();
     assert_eq!(kappa[1], 1, "one settled recovery label");

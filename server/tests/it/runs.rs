@@ -99,19 +99,7 @@ fn cancel_stops_the_queued_trials() {
         store
     });
     let world = server::env::World::build(rt.block_on(store.all_tasks()).expect("tasks")).expect("world");
-    let spec = server::runs::RunSpec {
-        tasks: "forum".into(),
-        agents: vec!["oracle".into()],
-        levels: vec!["L0".into()],
-        conditions: vec!["raw".into()],
-        seeds: vec![0, 1],
-        endpoints: Default::default(),
-        appeal: false,
-        strategy: None,
-        tap: Default::default(),
-        attacker: None,
-        judge: None,
-    };
+    let spec = server::runs::RunSpec::basic("forum", &["oracle"], &["L0"], &["raw"], vec![0, 1]);
     let run = rt.block_on(server::runs::create_run(&store, &world, &spec, "v")).expect("run");
     let o = mirage(&db, &["runs", "cancel", &run]);
     assert!(o.status.success(), "{}", text(&o.stderr));

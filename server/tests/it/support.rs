@@ -66,6 +66,32 @@ impl TestApp {
         (status, resp.text().await.expect("body"))
     }
 
+    /// Adds accounts (name, role); each one's password is `NAME-password`.
+    pub async fn add_users(&self, users: &[(&str, &str)]) {
+        for (name, role) in users {
+            let hash = server::http::auth::hash_password(&format!("{name}-password")).expect("hash");
+            self.state.store.put_user(name, &hash, role).await.expect("user");
+        }
+    }
+
+    /// Signs in through the form; returns the status and, on success, the session cookie
+    /// (`name=value`), after checking that it is HttpOnly and SameSite=Strict and that the
+    /// answer sends the browser to `next`.
+    pub async fn sign_in(&self, name: &str, password: &str, next: &str) -> (u16, Option<String>) {
+        let resp = self
+            .client
+            .post(self.url("/login"))
+            .form(&[("name", name), ("password", password), ("next", next)])
+            .send()
+            .await
+            .expect("login");
+        let status = resp.status().as_u16();
+        let Some(set) = resp.headers().get("set-cookie").and_then(|c| c.to_str().ok()) else { return (status, None) };
+        assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict"), "{set}");
+        assert_eq!(resp.headers()["location"], next);
+        (status, set.split(';').next().map(ToString::to_string))
+    }
+
     /// Launches a run through the launch form's server function; returns its id.
     pub async fn launch(&self, tasks: &str, agents: &str, levels: &str) -> String {
         let (status, body) = self
