@@ -168,3 +168,51 @@ fn manip_preview_marks_spans_and_detect_commands_report_filters() {
     let o = with_stdin(&db, &["detect", "check", "--filter", "vibes"], "x");
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--filter: \"vibes\""));
 }
+
+#[test]
+fn accounts_are_added_listed_and_removed_and_bad_input_is_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = temp_path(&dir, "m.db");
+    let o = with_stdin(&db, &["user", "add", "ada", "--role", "operator"], "a long passphrase\n");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "added ada (operator)");
+    let o = with_stdin(&db, &["user", "add", "bo", "--role", "admin"], "a long passphrase\n");
+    assert!(!o.status.success() && stderr(&o).contains("--role: \"admin\""), "{}", stderr(&o));
+    let o = with_stdin(&db, &["user", "add", "bo", "--role", "viewer"], "short\n");
+    assert!(!o.status.success() && stderr(&o).contains("at least 8"), "{}", stderr(&o));
+    let o = with_stdin(&db, &["user", "add", "a b", "--role", "viewer"], "a long passphrase\n");
+    assert!(!o.status.success() && stderr(&o).contains("NAME"), "{}", stderr(&o));
+    let o = mirage(&db, &["user", "list"]);
+    assert_eq!(stdout(&o), "ada\toperator\n");
+    let o = mirage(&db, &["user", "remove", "ada"]);
+    assert!(o.status.success());
+    let o = mirage(&db, &["user", "remove", "ada"]);
+    assert!(!o.status.success() && stderr(&o).contains("no account named \"ada\""));
+}
+
+#[test]
+fn without_accounts_serve_refuses_to_leave_loopback() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = temp_path(&dir, "m.db");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mirage"))
+        .args(["--db", db.to_str().expect("utf-8"), "serve", "--addr", "0.0.0.0:0"])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("serve listened on 0.0.0.0 without accounts");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().expect("output");
+    assert!(!status.success());
+    assert!(stderr(&out).contains("refusing to listen on 0.0.0.0:0 without accounts"), "{}", stderr(&out));
+}
