@@ -165,6 +165,10 @@ async fn accounts_gate_the_dashboard_and_roles_gate_the_writes() {
     assert_eq!(resp.headers()["location"], "/login?next=%2Fruns");
     assert_eq!(app.call("start_run", &[("form[tasks]", "shop")]).await.0, 401);
     assert_eq!(app.get("/wiki").await.status(), 200);
+    let login_page = app.get("/login?next=%2Fruns").await;
+    assert_eq!(login_page.status(), 200);
+    assert!(login_page.headers()["content-security-policy"].to_str().expect("csp").starts_with("default-src 'none'"));
+    assert!(login_page.text().await.expect("page").contains("value=\"/runs\""));
 
     let (status, cookie) = app.sign_in("vera", "wrong", "/runs").await;
     assert_eq!((status, cookie), (401, None));
