@@ -82,6 +82,23 @@ async fn a_launched_run_streams_progress_and_fills_every_page() {
     let (status, page) = app.text(&format!("/leaderboard?run={run}&by=level&tier=strict")).await;
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("Utility (Acc_dec strict, L0)"));
+    // Sorting by a column, then the other way round.
+    let order = |page: &str| -> Vec<String> {
+        let board = page.split("<table class=\"board\"").nth(1).unwrap_or_default();
+        let board = board.split("</table>").next().unwrap_or_default();
+        board
+            .split("<tr data-agent=\"")
+            .skip(1)
+            .filter_map(|row| row.split('"').next().map(ToString::to_string))
+            .collect()
+    };
+    let (_, down) = app.text(&format!("/leaderboard?run={run}&sort=exposure")).await;
+    let (_, up) = app.text(&format!("/leaderboard?run={run}&sort=-exposure")).await;
+    let (down, up) = (order(&down), order(&up));
+    assert_eq!(down.len(), 3, "{down:?}");
+    // The keyword filter withholds flagged text, so the defended explorer sees least of it.
+    assert_eq!(down.last().map(String::as_str), Some("explorer+keyword"), "{down:?}");
+    assert_eq!(up.first().map(String::as_str), Some("explorer+keyword"), "{up:?}");
     let csv = app.get(&format!("/api/export/leaderboard.csv?run={run}")).await.text().await.expect("csv");
     let mut reader = csv::Reader::from_reader(csv.as_bytes());
     let header = reader.headers().expect("header").clone();
@@ -466,4 +483,41 @@ async fn the_dashboard_shows_the_numbers_mirage_score_prints() {
             .expect("cell");
         assert_eq!(cell["est"], g["metrics"]["exposure"], "{}", g["key"]);
     }
+}
+
+#[tokio::test]
+async fn long_trajectories_come_a_page_of_turns_at_a_time() {
+    let app = TestApp::start().await;
+    let steps: Vec<serde_json::Value> = (0..300)
+        .map(|i| {
+            serde_json::json!({"url": "/shop/admin/dashboard", "observation": format!("page {i}"), "thought": format!("step {i}"),
+                "action": {"type": "goto", "url": "/shop/admin/dashboard"}, "latency_ms": 1})
+        })
+        .collect();
+    let line = serde_json::json!({"trial_id": "long", "task_id": "shop-example-01", "agent": "walker", "level": "L0",
+        "condition": "raw", "seed": 0, "status": "done", "steps": steps,
+        "verdict": {"action": "APPROVE", "rationale": "walked"}})
+    .to_string();
+    let (run, _) = server::runs::import::import_run(
+        app.state.store.as_ref(),
+        &app.state.world,
+        "long.jsonl",
+        &line,
+        &app.state.corpus_version,
+    )
+    .await
+    .expect("import");
+    let trial = format!("{run}-000000");
+    let (status, body) = app.call("get_trajectory", &[("trial", &trial), ("page", "14")]).await;
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).expect("view");
+    assert_eq!(v["turn_count"], 300);
+    let turns = v["turns"].as_array().expect("turns");
+    assert_eq!((turns.len(), turns[0]["t"].as_u64(), turns[19]["t"].as_u64()), (20, Some(280), Some(299)));
+    let (_, page) = app.text(&format!("/runs/{run}/trials/{trial}?page=14&turn=285")).await;
+    assert!(page.contains("id=\"turn-285\"") && !page.contains("id=\"turn-279\""));
+    assert!(page.contains("page 15 of 15"));
+    // A page past the end shows the last one.
+    let (_, body) = app.call("get_trajectory", &[("trial", &trial), ("page", "99")]).await;
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&body).expect("view")["page"], 14);
 }
