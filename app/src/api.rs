@@ -1,5 +1,7 @@
 //! Server functions: thin adapters from the browser to the ports in `ssr`. Each checks the
-//! caller's role where it writes, and answers errors with their HTTP status.
+//! caller's role where it writes, and answers errors with their HTTP status. Arguments made
+//! only of optional fields are `#[server(default)]`: with every field empty the browser
+//! sends no key for them at all.
 
 use leptos::prelude::*;
 
@@ -11,7 +13,7 @@ use crate::model::{
 
 /// Tasks matching the filter.
 #[server(endpoint = "list_tasks")]
-pub async fn list_tasks(filter: TaskFilter) -> Result<TaskList, AppError> {
+pub async fn list_tasks(#[server(default)] filter: TaskFilter) -> Result<TaskList, AppError> {
     crate::ssr::respond(async move { crate::ssr::services()?.corpus.list(filter).await }).await
 }
 
@@ -67,7 +69,7 @@ pub async fn get_trajectory(trial: String, page: usize) -> Result<TrajectoryView
 
 /// The leaderboard of a run.
 #[server(endpoint = "get_leaderboard")]
-pub async fn get_leaderboard(query: BoardQuery) -> Result<Leaderboard, AppError> {
+pub async fn get_leaderboard(#[server(default)] query: BoardQuery) -> Result<Leaderboard, AppError> {
     crate::ssr::respond(async move { crate::ssr::services()?.insights.leaderboard(query).await }).await
 }
 
@@ -79,7 +81,7 @@ pub async fn get_robustness(run: Option<String>, level: Option<String>) -> Resul
 
 /// A level-wise heatmap of a run.
 #[server(endpoint = "get_heatmap")]
-pub async fn get_heatmap(query: HeatQuery) -> Result<Heatmap, AppError> {
+pub async fn get_heatmap(#[server(default)] query: HeatQuery) -> Result<Heatmap, AppError> {
     crate::ssr::respond(async move { crate::ssr::services()?.insights.heatmap(query).await }).await
 }
 

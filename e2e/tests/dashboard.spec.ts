@@ -10,6 +10,7 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   const problems: string[] = [];
   page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
   page.on('pageerror', (e) => problems.push(e.message));
+  page.on('response', (r) => { if (r.status() >= 500) problems.push(`${r.status()} ${r.url()}`); });
 
   // Launch: a mistake is explained next to its field, then a valid run starts.
   await page.goto('/runs');

@@ -47,6 +47,8 @@ test('script payloads in a manipulation and a rationale never run', async ({ pag
   const violations: string[] = [];
   page.on('console', (m) => { if (/Content Security Policy|Refused to/i.test(m.text())) violations.push(m.text()); });
   page.on('dialog', (d) => { violations.push(`dialog: ${d.message()}`); d.dismiss(); });
+  // Client-side navigation calls server functions; none may fail.
+  page.on('response', (r) => { if (r.status() >= 500) violations.push(`${r.status()} ${r.url()}`); });
   const trial = `${run}-000000`;
   const pages = [
     ['runs', '/runs'],

@@ -64,7 +64,7 @@ pub struct Queue {
 pub struct OpenItem {
     pub item: QueueItem,
     pub locked_until: i64,
-    /// The item is no longer disputed (someone settled it meanwhile).
+    /// A person's label already replaced the automatic one.
     pub settled: bool,
 }
 

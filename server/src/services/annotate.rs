@@ -140,8 +140,8 @@ impl AnnotateService {
             .filter(|e| e.kind == kind)
             .filter_map(vote)
             .collect();
-        // The label people see is the automatic one until it is settled.
-        let settled = !label.disputed;
+        // The label people see is the automatic one; `settled`: a person's label replaced it.
+        let settled = label.automatic.is_some();
         let shown = label.automatic.as_deref().unwrap_or(label);
         let mut it = item(&score, &trial.run_id, kind, shown, votes, None);
         it.conflict = label.conflict;

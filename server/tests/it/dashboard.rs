@@ -521,3 +521,20 @@ async fn long_trajectories_come_a_page_of_turns_at_a_time() {
     let (_, body) = app.call("get_trajectory", &[("trial", &trial), ("page", "99")]).await;
     assert_eq!(serde_json::from_str::<serde_json::Value>(&body).expect("view")["page"], 14);
 }
+
+#[tokio::test]
+async fn server_functions_accept_queries_with_every_field_empty() {
+    // After hydration, pages call these with all-default filters (client-side navigation
+    // to `/tasks`, `/leaderboard`, `/heatmaps`): the form body then has no key for them.
+    let app = TestApp::start().await;
+    let (status, body) = app.call("list_tasks", &[]).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"corpus_size\":750"));
+    let run = app.launch("CROSS_FORUM_SPAM", "oracle", "L0").await;
+    app.wait_for(&run).await;
+    for name in ["get_leaderboard", "get_heatmap", "get_robustness", "get_queue"] {
+        let (status, body) = app.call(name, &[]).await;
+        assert_eq!(status, 200, "{name}: {body}");
+        assert!(body.contains(&run), "{name} picks the newest run");
+    }
+}
