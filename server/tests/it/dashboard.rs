@@ -538,3 +538,19 @@ async fn server_functions_accept_queries_with_every_field_empty() {
         assert!(body.contains(&run), "{name} picks the newest run");
     }
 }
+
+#[tokio::test]
+async fn an_operator_cancels_a_running_run_from_the_dashboard() {
+    let app = TestApp::start().await;
+    let run = app.launch("all", "explorer", "L0, L1, L2, L3").await;
+    let (status, body) = app.call("cancel_run", &[("id", run.as_str())]).await;
+    assert_eq!(status, 200, "{body}");
+    app.wait_for(&run).await;
+    let p = app.state.store.progress(&run).await.expect("progress");
+    assert!(p.cancelled > 0, "queued trials are cancelled: {p:?}");
+    assert_eq!(app.state.store.run(&run).await.expect("run").status, "cancelled");
+    let (_, page) = app.text(&format!("/runs/{run}")).await;
+    assert!(page.contains("data-status=\"cancelled\""));
+    let (status, _) = app.call("cancel_run", &[("id", "run-nope")]).await;
+    assert_eq!(status, 404);
+}
