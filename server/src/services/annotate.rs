@@ -158,7 +158,8 @@ impl app::ssr::Annotate for AnnotateService {
             Some(r) => return Err(AppError::NotFound(format!("run {r}"))),
             None => runs.first().cloned().ok_or_else(|| AppError::NotFound("a run (launch one first)".into()))?,
         };
-        let scores = self.insights.scores(&run).await?;
+        let key = self.insights.fingerprint(&run).await?;
+        let scores = self.insights.scores_at(&run, key).await?;
         let mut votes: HashMap<(String, String), Vec<Vote>> = HashMap::new();
         for e in self.store.label_events(&run).await.map_err(internal)? {
             if let Some(v) = vote(&e) {
@@ -195,7 +196,7 @@ impl app::ssr::Annotate for AnnotateService {
         });
         let total = items.len();
         items.truncate(QUEUE_PAGE);
-        let agg = self.insights.aggregate(&run, &["agent"], "acc_dec", &["acc_dec"]).await?;
+        let agg = self.insights.aggregate_at(&run, key, &["agent"], "acc_dec", &["acc_dec"]).await?;
         let effects = effects(&scores);
         Ok(Queue {
             run,

@@ -41,7 +41,8 @@ pub const MIN_N: usize = 10;
 /// Heatmap cells whose interval is wider than this are greyed too.
 const MAX_WIDTH: f64 = 0.5;
 
-type Fingerprint = (i64, i64);
+/// What a run's cached scores depend on: (finished trials, newest label event).
+pub type Fingerprint = (i64, i64);
 /// (run, group fields, utility metric, group metrics).
 type AggregateKey = (String, Vec<String>, String, Vec<String>);
 
@@ -129,14 +130,21 @@ impl InsightsService {
         Err(AppError::NotFound("a run with finished trials (launch one on the Runs page)".into()))
     }
 
-    async fn fingerprint(&self, run: &str) -> Result<Fingerprint, AppError> {
+    /// The run's state as the caches see it. A request reads it once and hands it to every
+    /// [`Self::scores_at`] / [`Self::aggregate_at`] it makes (two queries, one of them a
+    /// count over the run's trials).
+    pub async fn fingerprint(&self, run: &str) -> Result<Fingerprint, AppError> {
         let p = self.store.progress(run).await.map_err(internal)?;
         Ok((p.done + p.error, self.store.label_generation().await.map_err(internal)?))
     }
 
     /// The run's scores with human labels applied, scoring new trials first.
     pub async fn scores(&self, run: &str) -> Result<Arc<Vec<TrialScore>>, AppError> {
-        let key = self.fingerprint(run).await?;
+        self.scores_at(run, self.fingerprint(run).await?).await
+    }
+
+    /// [`Self::scores`] for a fingerprint already read.
+    pub async fn scores_at(&self, run: &str, key: Fingerprint) -> Result<Arc<Vec<TrialScore>>, AppError> {
         if let Some((k, s)) = self.lock().scores.get(run)
             && *k == key
         {
@@ -162,15 +170,15 @@ impl InsightsService {
     }
 
     /// The run's aggregate grouped by `by`, with utility on `utility`, estimating `metrics`
-    /// for the groups.
-    pub async fn aggregate(
+    /// for the groups, at the fingerprint `key`.
+    pub async fn aggregate_at(
         &self,
         run: &str,
+        key: Fingerprint,
         by: &[&str],
         utility: &str,
         metrics: &[&str],
     ) -> Result<Arc<Aggregate>, AppError> {
-        let key = self.fingerprint(run).await?;
         let list = |xs: &[&str]| xs.iter().map(ToString::to_string).collect::<Vec<_>>();
         let ck = (run.to_string(), list(by), utility.to_string(), list(metrics));
         if let Some((k, a)) = self.lock().aggregates.get(&ck)
@@ -178,7 +186,7 @@ impl InsightsService {
         {
             return Ok(a.clone());
         }
-        let scores = self.scores(run).await?;
+        let scores = self.scores_at(run, key).await?;
         let options =
             Options { by: ck.1.clone(), utility: utility.to_string(), metrics: ck.3.clone(), ..Options::default() };
         let run_id = run.to_string();
@@ -209,7 +217,8 @@ impl app::ssr::Insights for InsightsService {
         }
         let (run, runs) = self.pick(q.run.clone()).await?;
         let metrics = board_metrics(utility);
-        let agg = self.aggregate(&run, &["agent"], utility, &metrics).await?;
+        let key = self.fingerprint(&run).await?;
+        let agg = self.aggregate_at(&run, key, &["agent"], utility, &metrics).await?;
         let groups: HashMap<&str, &Group> =
             agg.groups.iter().map(|g| (g.key.get("agent").map_or("", String::as_str), g)).collect();
         let rows = agg
@@ -232,7 +241,7 @@ impl app::ssr::Insights for InsightsService {
             .collect();
         let mut breakdown = Vec::new();
         if let Some(field) = &by {
-            let split = self.aggregate(&run, &[field.as_str(), "agent"], utility, &metrics).await?;
+            let split = self.aggregate_at(&run, key, &[field.as_str(), "agent"], utility, &metrics).await?;
             let mut parts: BTreeMap<String, Vec<BoardRow>> = BTreeMap::new();
             for g in &split.groups {
                 parts.entry(g.key.get(field.as_str()).cloned().unwrap_or_default()).or_default().push(BoardRow {
@@ -246,15 +255,8 @@ impl app::ssr::Insights for InsightsService {
             }
             breakdown = parts.into_iter().collect();
         }
-        let human_labels = self
-            .scores(&run)
-            .await?
-            .iter()
-            .filter_map(|s| s.labels.as_ref())
-            .map(|l| {
-                crate::judge::labels::KINDS.iter().filter(|k| l.get(k).is_some_and(|x| x.automatic.is_some())).count()
-            })
-            .sum();
+        // A label a person settled keeps its automatic one: exactly the pairs κ is computed on.
+        let human_labels = agg.agreement.iter().map(|a| a.n).sum();
         Ok(Leaderboard {
             run,
             runs,
@@ -285,7 +287,8 @@ impl app::ssr::Insights for InsightsService {
 
     async fn robustness(&self, run: Option<String>, level: Option<String>) -> Result<Robustness, AppError> {
         let (run, runs) = self.pick(run).await?;
-        let agg = self.aggregate(&run, &["agent"], "acc_dec", &board_metrics("acc_dec")).await?;
+        let key = self.fingerprint(&run).await?;
+        let agg = self.aggregate_at(&run, key, &["agent"], "acc_dec", &board_metrics("acc_dec")).await?;
         let level = level.filter(|l| !l.is_empty()).unwrap_or_else(|| "pooled".into());
         let mut levels: Vec<String> = agg.levels.iter().map(|l| l.level.clone()).filter(|l| l != "L0").collect();
         levels.sort();
@@ -337,7 +340,8 @@ impl app::ssr::Insights for InsightsService {
             });
         }
         let (run, runs) = self.pick(q.run.clone()).await?;
-        let agg = self.aggregate(&run, &["level", by.as_str()], "acc_dec", &[metric.as_str()]).await?;
+        let key = self.fingerprint(&run).await?;
+        let agg = self.aggregate_at(&run, key, &["level", by.as_str()], "acc_dec", &[metric.as_str()]).await?;
         let mut levels: Vec<String> = agg.groups.iter().filter_map(|g| g.key.get("level").cloned()).collect();
         levels.sort();
         levels.dedup();
