@@ -808,10 +808,7 @@ fn endpoints_for(
             endpoints.insert(name.clone(), spec);
             agents.push(name);
         } else {
-            let (base, _) = crate::runs::split_config(name)?;
-            if let Some(spec) = configured.get(base) {
-                endpoints.insert(base.to_string(), spec.clone());
-            }
+            endpoints.extend(crate::runs::configured_endpoints(std::slice::from_ref(name), &configured)?);
             agents.push(name.clone());
         }
     }

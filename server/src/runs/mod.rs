@@ -83,6 +83,22 @@ impl RunSpec {
     }
 }
 
+/// The configured endpoints the named configurations run on (`grader+keyword` runs on the
+/// endpoint `grader`); baselines need none.
+pub fn configured_endpoints(
+    agents: &[String],
+    configured: &BTreeMap<String, EndpointSpec>,
+) -> anyhow::Result<BTreeMap<String, EndpointSpec>> {
+    let mut out = BTreeMap::new();
+    for agent in agents {
+        let (base, _) = split_config(agent)?;
+        if let Some(spec) = configured.get(base) {
+            out.insert(base.to_string(), spec.clone());
+        }
+    }
+    Ok(out)
+}
+
 /// A fresh run id.
 pub fn new_run_id() -> String {
     format!("run-{}", &uuid::Uuid::new_v4().simple().to_string()[..12])

@@ -96,13 +96,8 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
     if agents.is_empty() {
         return Err(invalid("agents", "choose at least one agent configuration"));
     }
-    let mut endpoints = BTreeMap::new();
-    for agent in &agents {
-        let (base, _) = crate::runs::split_config(agent).map_err(|e| invalid("agents", e.to_string()))?;
-        if let Some(spec) = config.endpoints.get(base) {
-            endpoints.insert(base.to_string(), spec.clone());
-        }
-    }
+    let endpoints =
+        crate::runs::configured_endpoints(&agents, &config.endpoints).map_err(|e| invalid("agents", e.to_string()))?;
     let levels = list(&form.levels);
     if levels.is_empty() {
         return Err(invalid("levels", "choose at least one level"));
