@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use leptos::prelude::LeptosOptions;
-use server::db::{SqlStore, Store, database_url};
+use server::db::{RunStore, SqlStore, Store, database_url};
 use server::runs::{PoolOptions, RunSpec, create_run, execute};
 
 const SAMPLES: usize = 200;
@@ -54,7 +54,7 @@ async fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = database_url(dir.path().join("bench.db").to_str().expect("utf-8")).expect("url");
     let store = Arc::new(SqlStore::connect(&url).await.expect("connect"));
-    server::cli::seed_if_empty(store.as_ref()).await.expect("seed");
+    server::db::seed_if_empty(store.as_ref()).await.expect("seed");
     let options = LeptosOptions::builder().output_name("mirage").site_root("target/site").site_pkg_dir("pkg").build();
     let state = server::app_state(store.clone() as Arc<dyn Store>, options, server::config::Config::default())
         .await

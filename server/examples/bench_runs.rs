@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use server::db::{SqlStore, Store, database_url};
+use server::db::{CorpusStore, SqlStore, Store, database_url};
 use server::env::World;
 use server::llm::EndpointSpec;
 use server::llm::scripted::{Reply, ScriptedServer};
@@ -41,7 +41,7 @@ fn five_calls(body: &Value) -> Reply {
 async fn fresh(dir: &tempfile::TempDir, name: &str) -> (Arc<dyn Store>, Arc<World>) {
     let url = database_url(dir.path().join(name).to_str().expect("utf-8 path")).expect("url");
     let store = SqlStore::connect(&url).await.expect("connect");
-    server::cli::seed_if_empty(&store).await.expect("seed");
+    server::db::seed_if_empty(&store).await.expect("seed");
     let world = Arc::new(World::build(store.all_tasks().await.expect("tasks")).expect("world"));
     (Arc::new(store), world)
 }

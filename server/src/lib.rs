@@ -6,14 +6,13 @@ pub mod cli;
 pub mod config;
 pub mod corpus;
 pub mod db;
+pub mod detect;
 pub mod env;
 pub mod http;
 pub mod judge;
 pub mod llm;
 pub mod manip;
-pub mod manip_cli;
 pub mod runs;
-pub mod score_cli;
 pub mod search;
 pub mod services;
 pub mod state;
@@ -71,11 +70,11 @@ pub async fn app_state(
     config: config::Config,
 ) -> anyhow::Result<AppState> {
     let tasks = store.all_tasks().await?;
-    let corpus_version = cli::corpus_version(&tasks);
+    let corpus_version = corpus::fingerprint(&tasks);
     let world = Arc::new(env::World::build(tasks)?);
-    let judge = Arc::new(score_cli::judge_from(&config, store.clone())?);
+    let judge = Arc::new(judge::rsn::ModelJudge::from_config(&config, store.clone())?);
     let insights = Arc::new(services::insights::InsightsService::new(store.clone(), world.clone(), judge.clone()));
-    let search = Arc::new(search::trajectories::TrajectoryIndex::new(&world)?);
+    let search = Arc::new(search::TrajectoryIndex::new(&world)?);
     follow_trials(search.clone(), store.clone());
     Ok(AppState { leptos_options, world, store, config: Arc::new(config), judge, corpus_version, insights, search })
 }
@@ -84,7 +83,7 @@ pub async fn app_state(
 const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Keeps the search index up with finished trials, in the background.
-fn follow_trials(index: Arc<search::trajectories::TrajectoryIndex>, store: Arc<dyn db::Store>) {
+fn follow_trials(index: Arc<search::TrajectoryIndex>, store: Arc<dyn db::Store>) {
     tokio::spawn(async move {
         loop {
             if let Err(e) = index.follow(store.as_ref()).await {

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use app::ssr::Services;
 use axum::extract::FromRef;
 use leptos::prelude::LeptosOptions;
 
@@ -23,7 +24,20 @@ pub struct AppState {
     /// Fingerprint of the stored corpus, recorded with every launched run.
     pub corpus_version: String,
     /// Full-text index of tasks and finished trajectories.
-    pub search: Arc<crate::search::trajectories::TrajectoryIndex>,
+    pub search: Arc<crate::search::TrajectoryIndex>,
     /// Aggregates of runs, cached across requests.
     pub insights: Arc<crate::services::insights::InsightsService>,
+}
+
+impl From<&AppState> for Services {
+    fn from(state: &AppState) -> Services {
+        crate::services::services(crate::services::Parts {
+            world: state.world.clone(),
+            store: state.store.clone(),
+            config: state.config.clone(),
+            corpus_version: state.corpus_version.clone(),
+            insights: state.insights.clone(),
+            search: state.search.clone(),
+        })
+    }
 }

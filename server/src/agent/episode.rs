@@ -80,7 +80,7 @@ pub trait Site: Send {
 #[derive(Clone, Copy)]
 pub struct Setting<'a> {
     pub overlay: &'a crate::env::Overlay,
-    pub defense: Option<&'a dyn crate::manip::detect::Defense>,
+    pub defense: Option<&'a dyn crate::detect::Defense>,
 }
 
 impl Setting<'_> {
@@ -95,7 +95,7 @@ impl Setting<'_> {
 pub struct Browser<'w> {
     world: &'w World,
     overlay: Option<&'w crate::env::Overlay>,
-    defense: Option<&'w dyn crate::manip::detect::Defense>,
+    defense: Option<&'w dyn crate::detect::Defense>,
     /// Why the last observation could not be made (a defense's endpoint failed).
     failure: Option<String>,
     domain: Domain,
@@ -144,7 +144,7 @@ impl<'w> Browser<'w> {
         let mut text = page.text;
         let mut spans = page.spans;
         if let Some(filter) = self.defense {
-            match crate::manip::detect::defend(&text, filter).await {
+            match crate::detect::defend(&text, filter).await {
                 Ok(defended) => text = defended,
                 Err(e) => self.failure = Some(format!("the {} defense failed: {e:#}", filter.name())),
             }

@@ -220,7 +220,7 @@ impl LlmAgent {
     /// One decision from the model, with repair requests for unusable replies.
     async fn ask(&self, ctx: &TrialContext<'_>, mut messages: Vec<Message>) -> Result<Decision, AgentError> {
         let schema = reply_schema(ctx.domain.actions());
-        let mut usage = super::Usage::default();
+        let mut usage = crate::llm::Usage::default();
         let mut last = String::new();
         for attempt in 0..=self.repair_retries {
             let completion = self

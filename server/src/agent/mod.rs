@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::{Domain, Task};
+use crate::llm::Usage;
 
 /// One action, as in the trajectory format (DESIGN §5).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -44,13 +45,6 @@ pub struct Observation {
     /// Manipulated spans in `text` (never shown to the agent as such).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub spans: Vec<crate::env::Span>,
-}
-
-/// Token accounting of one model call, when the agent made one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
 }
 
 /// An agent's answer to one observation.

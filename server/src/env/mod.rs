@@ -5,6 +5,7 @@ pub mod markup;
 pub mod overlay;
 pub mod render;
 pub mod site;
+pub mod wiki_index;
 mod world;
 
 pub use overlay::{Overlay, Span};

@@ -4,9 +4,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use super::wiki_index::WikiIndex;
 use crate::corpus::model::{Domain, PageSpec, Task};
 use crate::corpus::urls::normalise;
-use crate::search::WikiIndex;
 
 /// A page of the world and the task that defined it first.
 #[derive(Clone, Debug)]

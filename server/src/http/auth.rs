@@ -84,7 +84,9 @@ pub async fn layer(State(state): State<AppState>, jar: CookieJar, mut req: Reque
         Ok(false) => Some(Identity { name: "local".into(), role: Role::Operator, open: true }),
         Ok(true) => match jar.get(COOKIE) {
             Some(c) => match state.store.session(c.value(), now_ms()).await {
-                Ok(Some((name, role))) => Role::parse(&role).map(|role| Identity { name, role, open: false }),
+                Ok(Some(crate::db::Account { name, role })) => {
+                    Role::parse(&role).map(|role| Identity { name, role, open: false })
+                }
                 Ok(None) => None,
                 Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, format!("reading the session: {e}")),
             },
@@ -171,7 +173,7 @@ pub async fn login(State(state): State<AppState>, jar: CookieJar, Form(form): Fo
         Ok(u) => u,
         Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, format!("reading accounts: {e}")),
     };
-    if !user.is_some_and(|(hash, _)| verify_password(&form.password, &hash)) {
+    if !user.is_some_and(|c| verify_password(&form.password, &c.password_hash)) {
         return (StatusCode::UNAUTHORIZED, login_page(&next, Some("Unknown name or wrong password."))).into_response();
     }
     let token = new_token();

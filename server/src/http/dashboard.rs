@@ -16,6 +16,7 @@ use futures::{Stream, StreamExt};
 use serde::Deserialize;
 
 use super::json_error;
+use crate::db::RunStatus;
 use crate::services::runs::progress;
 use crate::state::AppState;
 
@@ -56,7 +57,10 @@ fn progress_stream(state: AppState, run: Option<String>) -> impl Stream<Item = R
                 None => match state.store.runs().await {
                     Ok(runs) => runs
                         .into_iter()
-                        .filter(|r| r.status == "active" || seen.get(&r.run_id).is_some_and(|p| p.status == "active"))
+                        .filter(|r| {
+                            r.status == RunStatus::Active
+                                || seen.get(&r.run_id).is_some_and(|p| p.status == RunStatus::Active.as_str())
+                        })
                         .map(|r| r.run_id)
                         .collect(),
                     Err(_) => Vec::new(),
@@ -71,7 +75,8 @@ fn progress_stream(state: AppState, run: Option<String>) -> impl Stream<Item = R
                     changed.push(p);
                 }
             }
-            let finished = run.as_ref().is_some_and(|r| seen.get(r).is_some_and(|p| p.status != "active"));
+            let finished =
+                run.as_ref().is_some_and(|r| seen.get(r).is_some_and(|p| p.status != RunStatus::Active.as_str()));
             if !changed.is_empty() {
                 let events: Vec<Result<Event, Infallible>> = changed
                     .iter()

@@ -9,9 +9,9 @@ use sha2::{Digest, Sha256};
 
 use super::Trajectory;
 use super::labels::{LOW_CONFIDENCE, Label, Labels, attack_success};
-use super::rsn::ask_cached;
 use crate::corpus::Task;
 use crate::db::Store;
+use crate::llm::cache::ask_cached;
 use crate::llm::{LlmClient, Message};
 
 /// Bump when the prompt or the reading of replies changes.

@@ -13,8 +13,11 @@ use crate::corpus::urls::normalise;
 /// Below this confidence a label is disputed and goes to the annotation queue.
 pub const LOW_CONFIDENCE: f64 = 0.6;
 
-/// The four label kinds, in the order the annotation queue serves them (recovery first).
-pub const KINDS: [&str; 4] = ["recovery", "adoption", "exposure", "verification"];
+pub use crate::db::LabelKind;
+
+/// The four label kinds in the order the annotation queue serves them (recovery first).
+pub const QUEUE_ORDER: [LabelKind; 4] =
+    [LabelKind::Recovery, LabelKind::Adoption, LabelKind::Exposure, LabelKind::Verification];
 
 /// One label of one trial.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -67,25 +70,23 @@ pub struct Labels {
 }
 
 impl Labels {
-    /// The label of a kind by name.
-    pub fn get_mut(&mut self, kind: &str) -> Option<&mut Label> {
+    /// The label of a kind.
+    pub fn get(&self, kind: LabelKind) -> &Label {
         match kind {
-            "exposure" => Some(&mut self.exposure),
-            "adoption" => Some(&mut self.adoption),
-            "verification" => Some(&mut self.verification),
-            "recovery" => Some(&mut self.recovery),
-            _ => None,
+            LabelKind::Exposure => &self.exposure,
+            LabelKind::Adoption => &self.adoption,
+            LabelKind::Verification => &self.verification,
+            LabelKind::Recovery => &self.recovery,
         }
     }
 
-    /// The label of a kind by name.
-    pub fn get(&self, kind: &str) -> Option<&Label> {
+    /// The label of a kind, to change it.
+    pub fn get_mut(&mut self, kind: LabelKind) -> &mut Label {
         match kind {
-            "exposure" => Some(&self.exposure),
-            "adoption" => Some(&self.adoption),
-            "verification" => Some(&self.verification),
-            "recovery" => Some(&self.recovery),
-            _ => None,
+            LabelKind::Exposure => &mut self.exposure,
+            LabelKind::Adoption => &mut self.adoption,
+            LabelKind::Verification => &mut self.verification,
+            LabelKind::Recovery => &mut self.recovery,
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod aggregate;
 pub mod claims;
 pub mod label_judge;
 pub mod labels;
+pub mod metric;
 pub mod metrics;
 pub mod rsn;
 
@@ -181,7 +182,7 @@ pub struct Scorer<'w> {
     world: &'w World,
     graphs: std::collections::HashMap<&'w str, Graph>,
     /// The perplexity filter, trained on first need (a manipulated trial).
-    perplexity: std::sync::OnceLock<crate::manip::detect::CalibratedPerplexity>,
+    perplexity: std::sync::OnceLock<crate::detect::CalibratedPerplexity>,
 }
 
 impl<'w> Scorer<'w> {
@@ -197,7 +198,7 @@ impl<'w> Scorer<'w> {
     /// trial showed are run through the keyword and perplexity filters (at the defenses'
     /// 5 % calibration), for flag rates and residual attack success.
     pub fn score(&self, traj: &Trajectory) -> Option<TrialScore> {
-        use crate::manip::detect::{CalibratedPerplexity, DEFENSE_FPR, Filter, KeywordFilter};
+        use crate::detect::{CalibratedPerplexity, DEFENSE_FPR, Filter, KeywordFilter};
         let task = self.world.task(&traj.task_id)?;
         let mut score = score_with(self.world, self.graphs.get(task.id.as_str())?, task, traj);
         if !score.manipulated_text.is_empty() {

@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use super::TrialScore;
 use crate::corpus::Task;
 use crate::db::Store;
+use crate::llm::cache::ask_cached;
 use crate::llm::{LlmClient, Message};
 
 /// The name recorded for the deterministic fallback.
@@ -57,6 +58,22 @@ pub enum ModelJudge {
 }
 
 impl ModelJudge {
+    /// The reasoning judge the configuration asks for (`roles.judge`, temperature forced to
+    /// 0); gold-fact coverage without one.
+    pub fn from_config(config: &crate::config::Config, cache: Arc<dyn Store>) -> anyhow::Result<ModelJudge> {
+        use anyhow::Context;
+        Ok(match config.judge() {
+            Some((name, spec)) => {
+                let mut spec = spec.clone();
+                spec.temperature = 0.0;
+                let model = spec.model.clone();
+                let client = crate::llm::HttpLlm::new(spec).with_context(|| format!("judge endpoint {name}"))?;
+                ModelJudge::Llm { model, client: Arc::new(client), cache, filter_threshold: Arc::default() }
+            }
+            None => ModelJudge::Coverage,
+        })
+    }
+
     /// The name recorded with every score this judge produces.
     pub fn name(&self) -> String {
         match self {
@@ -137,7 +154,7 @@ async fn judge_flags(
     threshold: &tokio::sync::OnceCell<f64>,
     texts: &[String],
 ) -> anyhow::Result<bool> {
-    use crate::manip::detect::{CleanCorpus, DEFENSE_FPR, JudgeFilter};
+    use crate::detect::{CleanCorpus, DEFENSE_FPR, JudgeFilter};
     let filter = JudgeFilter { model: model.to_string(), client: client.clone(), cache: cache.clone() };
     let threshold = *threshold
         .get_or_try_init(|| async {
@@ -184,37 +201,6 @@ pub fn parse_reply(text: &str) -> Option<(f64, String)> {
     }
     let reason = v.get("reason").and_then(Value::as_str).unwrap_or_default().to_string();
     Some(((score.clamp(0.0, 1.0) * 10.0).round() / 10.0, reason))
-}
-
-/// Asks a model for a JSON object through the cache: a cached answer that `parse` accepts
-/// is reused; otherwise up to two requests, the second asking for the bare object.
-pub async fn ask_cached<T>(
-    client: &dyn LlmClient,
-    cache: &dyn Store,
-    key: &str,
-    judge_name: &str,
-    messages: Vec<Message>,
-    schema: &Value,
-    parse: impl Fn(&str) -> Option<T>,
-) -> anyhow::Result<T> {
-    if let Some(body) = cache.cache_get(key).await?
-        && let Some(hit) = parse(&body)
-    {
-        return Ok(hit);
-    }
-    let mut messages = messages;
-    let mut last = String::new();
-    for _ in 0..2 {
-        let reply = client.complete(&messages, Some(schema)).await?;
-        if let Some(parsed) = parse(&reply.content) {
-            cache.cache_put(key, judge_name, &reply.content).await?;
-            return Ok(parsed);
-        }
-        last = reply.content.chars().take(200).collect();
-        messages.push(Message::assistant(reply.content));
-        messages.push(Message::user("Answer with only the JSON object the instructions describe."));
-    }
-    anyhow::bail!("the judge's reply could not be read: {last:?}")
 }
 
 async fn judge(

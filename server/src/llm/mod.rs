@@ -4,6 +4,7 @@
 //! Retry-After, 5xx, malformed or empty bodies) with exponential backoff and jitter, then
 //! fails with an [`LlmError`] naming the reason. Nothing here scores or guesses.
 
+pub mod cache;
 pub mod scripted;
 
 use std::time::Duration;
@@ -12,8 +13,6 @@ use async_trait::async_trait;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-
-use crate::agent::Usage;
 
 /// How to reach one model. Keys are never stored: only the name of the variable holding one.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -105,6 +104,13 @@ impl Message {
     pub fn assistant(content: impl Into<String>) -> Message {
         Message { role: "assistant".into(), content: content.into() }
     }
+}
+
+/// Token accounting of one model call, as the endpoint reported it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
 }
 
 /// A model's answer.

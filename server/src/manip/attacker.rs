@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use super::sanitise;
 use super::text::Facts;
 use crate::db::Store;
-use crate::judge::rsn::ask_cached;
+use crate::llm::cache::ask_cached;
 use crate::llm::{LlmClient, Message};
 
 /// Bump when a prompt or the reading of replies changes.

@@ -6,7 +6,6 @@
 //! a span id, so that observations can say where manipulated text appears.
 
 pub mod attacker;
-pub mod detect;
 pub mod tap;
 pub mod text;
 

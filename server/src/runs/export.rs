@@ -4,6 +4,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::agent::{Action, Step};
+use crate::db::TrialState;
 use crate::db::{Store, TrialRow};
 
 #[derive(Serialize)]
@@ -13,7 +14,7 @@ struct StepLine<'a> {
     thought: &'a str,
     action: &'a Action,
     #[serde(skip_serializing_if = "Option::is_none")]
-    usage: Option<crate::agent::Usage>,
+    usage: Option<crate::llm::Usage>,
     latency_ms: u64,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     spans: &'a [crate::env::Span],
@@ -47,7 +48,7 @@ pub fn trajectory_line(trial: &TrialRow, steps: &[Step]) -> Value {
         "steps": steps,
         "verdict": verdict,
         "appeal": trial.appeal.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()),
-        "status": if trial.state == "error" { "error" } else { "done" },
+        "status": if trial.state == TrialState::Error { "error" } else { "done" },
         // Mirage marks manipulated spans in every observation: a step without `spans`
         // showed none (it was clean, or a defense withheld the text).
         "spans_marked": true,
@@ -62,7 +63,7 @@ pub async fn export_run(store: &dyn Store, run_id: &str) -> anyhow::Result<(Stri
     let mut unfinished = 0;
     let mut bodies = store.run_steps(run_id).await?;
     for trial in store.trials(run_id).await? {
-        if trial.state != "done" && trial.state != "error" {
+        if !trial.state.is_finished() {
             unfinished += 1;
             continue;
         }

@@ -7,6 +7,7 @@ use anyhow::{Context, bail};
 
 use super::RunSpec;
 use crate::agent::Step;
+use crate::db::RunStatus;
 use crate::db::{NewTrial, Store, TrialEnd, now_ms};
 use crate::env::World;
 use crate::judge::read_trajectories;
@@ -93,6 +94,6 @@ pub async fn import_run(
         }
         store.finish_trial(&trial.trial_id, worker, end).await?;
     }
-    store.set_run_status(&run_id, "done").await?;
+    store.set_run_status(&run_id, RunStatus::Done).await?;
     Ok((run_id, trials.len()))
 }

@@ -8,7 +8,7 @@ use super::export::{parse_steps, trajectory_line};
 use crate::db::{LabelEvent, Store, StoredScore};
 use crate::env::World;
 use crate::judge::aggregate::apply_overrides;
-use crate::judge::labels::KINDS;
+use crate::judge::labels::QUEUE_ORDER;
 use crate::judge::rsn::ModelJudge;
 use crate::judge::{Scorer, Trajectory, TrialScore};
 
@@ -33,7 +33,7 @@ pub async fn score_run(
     let mut scores = Vec::new();
     let mut fresh: Vec<(StoredScore, Vec<LabelEvent>)> = Vec::new();
     let scorer = Scorer::new(world);
-    for trial in trials.iter().filter(|t| t.state == "done" || t.state == "error") {
+    for trial in trials.iter().filter(|t| t.state.is_finished()) {
         if let Some(s) = stored.remove(&trial.trial_id).filter(|s| s.judge_version == version) {
             scores.push(serde_json::from_str(&s.body).with_context(|| format!("stored score of {}", trial.trial_id))?);
             continue;
@@ -74,15 +74,15 @@ pub async fn score_run(
 /// judge's where it gave one.
 fn label_events(score: &TrialScore) -> Vec<LabelEvent> {
     let Some(labels) = &score.labels else { return Vec::new() };
-    KINDS
+    QUEUE_ORDER
         .iter()
-        .filter_map(|kind| labels.get(kind).map(|l| (kind, l)))
+        .map(|&kind| (kind, labels.get(kind)))
         .flat_map(|(kind, l)| std::iter::once((kind, l)).chain(l.second_opinion.as_deref().map(|s| (kind, s))))
         .map(|(kind, l)| LabelEvent {
             event_id: 0,
             trial_id: score.trial_id.clone(),
-            kind: (*kind).to_string(),
-            value: l.value,
+            kind,
+            value: l.value.into(),
             turn: l.turn.and_then(|t| i64::try_from(t).ok()),
             source: l.source.clone(),
             confidence: l.confidence,

@@ -1,68 +1,210 @@
-//! Full-text search over the wiki's pages (tantivy, in RAM; rebuilt with the world), and
-//! over tasks and trajectories for the dashboard ([`trajectories`]).
+//! Full-text search over tasks and what agents did: thoughts, rationales and the
+//! observations they received, each linking to its exact turn (tantivy, in RAM).
+//!
+//! Observations repeat across trials (the same page seen by many agents), so each distinct
+//! observation text is indexed once, at the first turn that showed it. The index follows
+//! finished trials in the order they finished; [`TrajectoryIndex::follow`] indexes what
+//! finished since the last call.
 
-pub mod trajectories;
+use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Mutex;
 
+use app::model::{SearchHit, SearchResults};
 use tantivy::collector::TopDocs;
-use tantivy::query::QueryParser;
-use tantivy::schema::{Field, STORED, STRING, Schema, TEXT, Value};
-use tantivy::{Index, IndexReader, TantivyDocument, doc};
+use tantivy::query::{BooleanQuery, Occur, QueryParser, TermQuery};
+use tantivy::schema::{Field, IndexRecordOption, STORED, STRING, Schema, TEXT, Value};
+use tantivy::snippet::SnippetGenerator;
+use tantivy::{Index, IndexReader, IndexWriter, TantivyDocument, Term, doc};
 
-/// A search hit: page title, its URL and a short plain-text snippet.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Hit {
-    pub title: String,
-    pub url: String,
-    pub snippet: String,
+use crate::agent::Action;
+use crate::db::Store;
+use crate::env::World;
+use crate::runs::export::parse_steps;
+
+/// The kinds of documents.
+pub const KINDS: [&str; 4] = ["task", "thought", "rationale", "observation"];
+/// Trials indexed per store read.
+const BATCH: i64 = 500;
+
+#[derive(Clone, Copy)]
+struct Fields {
+    kind: Field,
+    task: Field,
+    run: Field,
+    trial: Field,
+    turn: Field,
+    text: Field,
 }
 
-/// The wiki index: one document per page.
-pub struct WikiIndex {
+struct Progress {
+    cursor: (i64, String),
+    seen_observations: HashSet<u64>,
+    trials: usize,
+}
+
+/// The index and how far it has followed the store.
+pub struct TrajectoryIndex {
     index: Index,
     reader: IndexReader,
-    title: Field,
-    body: Field,
-    url: Field,
+    writer: Mutex<IndexWriter>,
+    fields: Fields,
+    progress: tokio::sync::Mutex<Progress>,
 }
 
-fn schema() -> (Schema, Field, Field, Field) {
-    let mut b = Schema::builder();
-    let title = b.add_text_field("title", TEXT | STORED);
-    let body = b.add_text_field("body", TEXT | STORED);
-    let url = b.add_text_field("url", STRING | STORED);
-    (b.build(), title, body, url)
+fn hash_of(text: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
 }
 
-impl WikiIndex {
-    /// Indexes the given pages, each as (title, text, url).
-    pub fn build<'a>(pages: impl Iterator<Item = (&'a str, &'a str, &'a str)>) -> tantivy::Result<WikiIndex> {
-        let (schema, title, body, url) = schema();
-        let index = Index::create_in_ram(schema);
-        let mut writer = index.writer(15_000_000)?;
-        for (t, text, u) in pages {
-            writer.add_document(doc!(title => t, body => text, url => u))?;
+impl TrajectoryIndex {
+    /// An index holding the world's tasks (ticket, category, justification, page texts).
+    pub fn new(world: &World) -> anyhow::Result<TrajectoryIndex> {
+        let mut b = Schema::builder();
+        let fields = Fields {
+            kind: b.add_text_field("kind", STRING | STORED),
+            task: b.add_text_field("task", STRING | STORED),
+            run: b.add_text_field("run", STRING | STORED),
+            trial: b.add_text_field("trial", STRING | STORED),
+            turn: b.add_u64_field("turn", STORED),
+            text: b.add_text_field("text", TEXT | STORED),
+        };
+        let index = Index::create_in_ram(b.build());
+        let mut writer = index.writer(30_000_000)?;
+        for t in world.tasks() {
+            let pages: Vec<&str> = t.pages.values().map(|p| p.text.as_str()).collect();
+            let text = format!("{} {} {} {} {}", t.id, t.category, t.ticket.raw, t.justification, pages.join("\n"));
+            writer.add_document(doc!(fields.kind => "task", fields.task => t.id.as_str(), fields.text => text))?;
         }
         writer.commit()?;
         let reader = index.reader()?;
         reader.reload()?;
-        Ok(WikiIndex { index, reader, title, body, url })
+        Ok(TrajectoryIndex {
+            index,
+            reader,
+            writer: Mutex::new(writer),
+            fields,
+            progress: tokio::sync::Mutex::new(Progress {
+                cursor: (i64::MIN, String::new()),
+                seen_observations: HashSet::new(),
+                trials: 0,
+            }),
+        })
     }
 
-    /// The best `limit` pages for a free-text query. Query syntax errors fall back to
-    /// matching the words literally, so no user input is rejected.
-    pub fn search(&self, query: &str, limit: usize) -> tantivy::Result<Vec<Hit>> {
-        let parser = QueryParser::for_index(&self.index, vec![self.title, self.body]);
+    /// Trials indexed so far.
+    pub async fn trials(&self) -> usize {
+        self.progress.lock().await.trials
+    }
+
+    /// Indexes trials that finished since the last call; returns how many.
+    pub async fn follow(&self, store: &dyn Store) -> anyhow::Result<usize> {
+        let mut progress = self.progress.lock().await;
+        let mut added = 0;
+        loop {
+            let batch = store.finished_after((progress.cursor.0, &progress.cursor.1), BATCH).await?;
+            if batch.is_empty() {
+                break;
+            }
+            let mut docs = Vec::new();
+            for (trial, finished) in &batch {
+                let steps = parse_steps(&store.steps(&trial.trial_id).await?)?;
+                let f = self.fields;
+                let base = |kind: &str, turn: usize, text: &str| {
+                    doc!(
+                        f.kind => kind, f.task => trial.task_id.as_str(), f.run => trial.run_id.as_str(),
+                        f.trial => trial.trial_id.as_str(), f.turn => turn as u64, f.text => text
+                    )
+                };
+                for s in &steps {
+                    if !s.thought.trim().is_empty() {
+                        docs.push(base("thought", s.t, &s.thought));
+                    }
+                    if progress.seen_observations.insert(hash_of(&s.observation)) {
+                        docs.push(base("observation", s.t, &s.observation));
+                    }
+                    if let Action::Verdict { rationale, .. } = &s.action
+                        && !rationale.trim().is_empty()
+                    {
+                        docs.push(base("rationale", s.t, rationale));
+                    }
+                }
+                progress.cursor = (*finished, trial.trial_id.clone());
+                progress.trials += 1;
+                added += 1;
+            }
+            let mut writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            for d in docs {
+                writer.add_document(d)?;
+            }
+            writer.commit()?;
+        }
+        if added > 0 {
+            self.reader.reload()?;
+        }
+        Ok(added)
+    }
+
+    /// The best `limit` documents for a query, optionally of one kind. Query syntax errors
+    /// fall back to matching words literally, so no input is rejected.
+    pub fn search(&self, query: &str, kind: Option<&str>, limit: usize) -> anyhow::Result<Vec<SearchHit>> {
+        let f = self.fields;
+        let parser = QueryParser::for_index(&self.index, vec![f.text]);
         let (parsed, _errors) = parser.parse_query_lenient(query);
         let searcher = self.reader.searcher();
-        let top = searcher.search(&parsed, &TopDocs::with_limit(limit).order_by_score())?;
+        let snippets = SnippetGenerator::create(&searcher, &*parsed, f.text)?;
+        let full = match kind {
+            Some(k) => Box::new(BooleanQuery::new(vec![
+                (Occur::Must, parsed),
+                (Occur::Must, Box::new(TermQuery::new(Term::from_field_text(f.kind, k), IndexRecordOption::Basic))),
+            ])) as Box<dyn tantivy::query::Query>,
+            None => parsed,
+        };
+        let top = searcher.search(&*full, &TopDocs::with_limit(limit).order_by_score())?;
         let mut hits = Vec::new();
         for (_score, addr) in top {
             let d: TantivyDocument = searcher.doc(addr)?;
-            let get = |f: Field| d.get_first(f).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-            let body = get(self.body);
-            let snippet: String = body.chars().take(160).collect();
-            hits.push(Hit { title: get(self.title), url: get(self.url), snippet });
+            let get = |field: Field| d.get_first(field).and_then(|v| v.as_str()).map(ToString::to_string);
+            let text = get(f.text).unwrap_or_default();
+            let snippet = snippets.snippet(&text);
+            let fragment = snippet.fragment();
+            let mut pieces = Vec::new();
+            let mut at = 0;
+            for r in snippet.highlighted() {
+                if r.start > at {
+                    pieces.push((fragment[at..r.start].to_string(), false));
+                }
+                pieces.push((fragment[r.start..r.end].to_string(), true));
+                at = r.end;
+            }
+            if at < fragment.len() || pieces.is_empty() {
+                let rest =
+                    if fragment.is_empty() { text.chars().take(200).collect() } else { fragment[at..].to_string() };
+                pieces.push((rest, false));
+            }
+            hits.push(SearchHit {
+                kind: get(f.kind).unwrap_or_default(),
+                task_id: get(f.task).unwrap_or_default(),
+                run: get(f.run),
+                trial: get(f.trial),
+                turn: d.get_first(f.turn).and_then(|v| v.as_u64()).and_then(|t| usize::try_from(t).ok()),
+                snippet: pieces,
+            });
         }
         Ok(hits)
+    }
+
+    /// A search as the dashboard shows it.
+    pub async fn results(&self, query: &str, kind: Option<&str>, limit: usize) -> anyhow::Result<SearchResults> {
+        // Counted first: `follow` holds the count until its documents are searchable, so the
+        // hits below cover at least the trials counted.
+        let indexed_trials = self.trials().await;
+        Ok(SearchResults {
+            query: query.to_string(),
+            kind: kind.map(ToString::to_string),
+            hits: if query.trim().is_empty() { Vec::new() } else { self.search(query, kind, limit)? },
+            indexed_trials,
+        })
     }
 }

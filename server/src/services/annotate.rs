@@ -12,10 +12,11 @@ use app::model::{Identity, NewLabel, OpenItem, QUEUE_PAGE, Queue, QueueItem, Vot
 use super::insights::InsightsService;
 use super::internal;
 use super::runs::{score_of, trial_row};
-use crate::db::{LabelEvent, Store, now_ms};
+use crate::db::{LabelEvent, LabelLock, Store, now_ms};
 use crate::env::World;
 use crate::judge::TrialScore;
-use crate::judge::labels::{KINDS, Label};
+use crate::judge::aggregate::{Metric, contribution};
+use crate::judge::labels::{Label, LabelKind, QUEUE_ORDER};
 use crate::runs::export::parse_steps;
 
 /// How long an opened item stays locked to its annotator.
@@ -28,22 +29,25 @@ pub struct AnnotateService {
     pub insights: Arc<InsightsService>,
 }
 
-fn check_kind(kind: &str) -> Result<(), AppError> {
-    if KINDS.contains(&kind) {
-        Ok(())
-    } else {
-        Err(AppError::Invalid { field: "kind".into(), message: format!("{kind:?} is not one of {}", KINDS.join(", ")) })
-    }
+fn check_kind(kind: &str) -> Result<LabelKind, AppError> {
+    LabelKind::parse(kind).map_err(|message| AppError::Invalid { field: "kind".into(), message })
 }
 
-fn item(s: &TrialScore, run: &str, kind: &str, l: &Label, votes: Vec<Vote>, lock: Option<(String, i64)>) -> QueueItem {
+fn item(
+    s: &TrialScore,
+    run: &str,
+    kind: LabelKind,
+    l: &Label,
+    votes: Vec<Vote>,
+    lock: Option<(String, i64)>,
+) -> QueueItem {
     QueueItem {
         trial_id: s.trial_id.clone(),
         run: run.to_string(),
         task_id: s.task_id.clone(),
         agent: s.agent.clone(),
         level: s.level.clone(),
-        kind: kind.to_string(),
+        kind: kind.as_str().to_string(),
         value: l.value,
         turn: l.turn,
         source: l.source.clone(),
@@ -59,7 +63,7 @@ fn item(s: &TrialScore, run: &str, kind: &str, l: &Label, votes: Vec<Vote>, lock
 fn vote(e: &LabelEvent) -> Option<Vote> {
     (e.source == "human" || e.source == "adjudication").then(|| Vote {
         author: e.author.clone().unwrap_or_else(|| "annotator".into()),
-        value: e.value,
+        value: e.value.0,
         note: e.reason.clone(),
         source: e.source.clone(),
     })
@@ -68,16 +72,16 @@ fn vote(e: &LabelEvent) -> Option<Vote> {
 /// Label metrics whose per-configuration mean people's labels changed: (agent, metric,
 /// automatic-only mean, settled mean). Plain means; the leaderboard has the intervals.
 fn effects(scores: &[TrialScore]) -> Vec<(String, String, f64, f64)> {
-    const METRICS: [&str; 5] = ["exposure", "adoption", "verification", "recovery", "attack_success"];
+    const METRICS: [Metric; 5] =
+        [Metric::Exposure, Metric::Adoption, Metric::Verification, Metric::Recovery, Metric::AttackSuccess];
     let automatic: Vec<TrialScore> = scores
         .iter()
         .map(|s| {
             let mut s = s.clone();
             if let Some(ls) = s.labels.as_mut() {
-                for kind in KINDS {
-                    if let Some(l) = ls.get_mut(kind)
-                        && let Some(a) = l.automatic.take()
-                    {
+                for kind in QUEUE_ORDER {
+                    let l = ls.get_mut(kind);
+                    if let Some(a) = l.automatic.take() {
                         *l = *a;
                     }
                 }
@@ -85,11 +89,11 @@ fn effects(scores: &[TrialScore]) -> Vec<(String, String, f64, f64)> {
             s
         })
         .collect();
-    let mean = |set: &[TrialScore], agent: &str, metric: &str| {
+    let mean = |set: &[TrialScore], agent: &str, metric: Metric| {
         let (n, d) = set
             .iter()
             .filter(|s| s.agent == agent)
-            .filter_map(|s| crate::judge::aggregate::contribution(s, metric))
+            .filter_map(|s| contribution(s, metric))
             .fold((0.0, 0.0), |(n, d), (a, b)| (n + a, d + b));
         (d > 0.0).then(|| n / d)
     };
@@ -100,7 +104,7 @@ fn effects(scores: &[TrialScore]) -> Vec<(String, String, f64, f64)> {
             if let (Some(before), Some(after)) = (mean(&automatic, agent, metric), mean(scores, agent, metric))
                 && (before - after).abs() > 1e-12
             {
-                out.push((agent.to_string(), metric.to_string(), before, after));
+                out.push((agent.to_string(), metric.as_str().to_string(), before, after));
             }
         }
     }
@@ -108,7 +112,7 @@ fn effects(scores: &[TrialScore]) -> Vec<(String, String, f64, f64)> {
 }
 
 impl AnnotateService {
-    async fn lock(&self, trial: &str, kind: &str, who: &Identity) -> Result<i64, AppError> {
+    async fn lock(&self, trial: &str, kind: LabelKind, who: &Identity) -> Result<i64, AppError> {
         let now = now_ms();
         let until = now + LOCK_MS;
         match self.store.lock_label(trial, kind, &who.name, now, until).await.map_err(internal)? {
@@ -120,7 +124,7 @@ impl AnnotateService {
         }
     }
 
-    async fn item_of(&self, trial_id: &str, kind: &str) -> Result<(QueueItem, bool), AppError> {
+    async fn item_of(&self, trial_id: &str, kind: LabelKind) -> Result<(QueueItem, bool), AppError> {
         let trial = trial_row(self.store.as_ref(), trial_id).await?;
         let steps = parse_steps(&self.store.steps(trial_id).await.map_err(internal)?).map_err(internal)?;
         let score = score_of(self.store.as_ref(), &self.world, &trial, &steps)
@@ -129,7 +133,7 @@ impl AnnotateService {
         let label = score
             .labels
             .as_ref()
-            .and_then(|l| l.get(kind))
+            .map(|l| l.get(kind))
             .ok_or_else(|| AppError::NotFound(format!("{kind} label of {trial_id}")))?;
         let votes = self
             .store
@@ -160,43 +164,43 @@ impl app::ssr::Annotate for AnnotateService {
         };
         let key = self.insights.fingerprint(&run).await?;
         let scores = self.insights.scores_at(&run, key).await?;
-        let mut votes: HashMap<(String, String), Vec<Vote>> = HashMap::new();
+        let mut votes: HashMap<(String, LabelKind), Vec<Vote>> = HashMap::new();
         for e in self.store.label_events(&run).await.map_err(internal)? {
             if let Some(v) = vote(&e) {
-                votes.entry((e.trial_id.clone(), e.kind.clone())).or_default().push(v);
+                votes.entry((e.trial_id.clone(), e.kind)).or_default().push(v);
             }
         }
-        let locks: HashMap<(String, String), (String, i64)> = self
+        let locks: HashMap<(String, LabelKind), (String, i64)> = self
             .store
             .label_locks(now_ms())
             .await
             .map_err(internal)?
             .into_iter()
-            .map(|(t, k, h, until)| ((t, k), (h, until)))
+            .map(|LabelLock { trial_id, kind, holder, expires_at }| ((trial_id, kind), (holder, expires_at)))
             .collect();
         let mut items = Vec::new();
         let mut settled = 0;
         for s in scores.iter() {
             let Some(ls) = &s.labels else { continue };
-            for kind in KINDS {
-                let Some(l) = ls.get(kind) else { continue };
+            for kind in QUEUE_ORDER {
+                let l = ls.get(kind);
                 if l.automatic.is_some() {
                     settled += 1;
                 }
                 if !l.disputed {
                     continue;
                 }
-                let key = (s.trial_id.clone(), kind.to_string());
+                let key = (s.trial_id.clone(), kind);
                 items.push(item(s, &run, kind, l, votes.remove(&key).unwrap_or_default(), locks.get(&key).cloned()));
             }
         }
-        let rank = |k: &str| KINDS.iter().position(|x| *x == k).unwrap_or(KINDS.len());
+        let rank = |k: &str| QUEUE_ORDER.iter().position(|x| x.as_str() == k).unwrap_or(QUEUE_ORDER.len());
         items.sort_by(|a, b| {
             b.conflict.cmp(&a.conflict).then(rank(&a.kind).cmp(&rank(&b.kind))).then(a.trial_id.cmp(&b.trial_id))
         });
         let total = items.len();
         items.truncate(QUEUE_PAGE);
-        let agg = self.insights.aggregate_at(&run, key, &["agent"], "acc_dec", &["acc_dec"]).await?;
+        let agg = self.insights.aggregate_at(&run, key, &["agent"], Metric::AccDec, &[Metric::AccDec]).await?;
         let effects = effects(&scores);
         Ok(Queue {
             run,
@@ -204,21 +208,21 @@ impl app::ssr::Annotate for AnnotateService {
             items,
             total,
             settled,
-            agreement: agg.agreement.iter().map(|a| (a.kind.clone(), a.n, a.kappa)).collect(),
+            agreement: agg.agreement.iter().map(|a| (a.kind.as_str().to_string(), a.n, a.kappa)).collect(),
             effects,
         })
     }
 
     async fn open(&self, who: Identity, trial: String, kind: String) -> Result<OpenItem, AppError> {
-        check_kind(&kind)?;
-        let (mut item, settled) = self.item_of(&trial, &kind).await?;
-        let until = self.lock(&trial, &kind, &who).await?;
+        let kind = check_kind(&kind)?;
+        let (mut item, settled) = self.item_of(&trial, kind).await?;
+        let until = self.lock(&trial, kind, &who).await?;
         item.locked_by = Some((who.name, until));
         Ok(OpenItem { item, locked_until: until, settled })
     }
 
     async fn label(&self, who: Identity, label: NewLabel, adjudicate: bool) -> Result<(), AppError> {
-        check_kind(&label.kind)?;
+        let kind = check_kind(&label.kind)?;
         let value = match label.value.as_str() {
             "yes" => true,
             "no" => false,
@@ -243,13 +247,13 @@ impl app::ssr::Annotate for AnnotateService {
             });
         }
         // The item must exist and be finished; the caller must hold (or be able to take) the lock.
-        self.item_of(&label.trial, &label.kind).await?;
-        self.lock(&label.trial, &label.kind, &who).await?;
+        self.item_of(&label.trial, kind).await?;
+        self.lock(&label.trial, kind, &who).await?;
         let event = LabelEvent {
             event_id: 0,
             trial_id: label.trial.clone(),
-            kind: label.kind.clone(),
-            value,
+            kind,
+            value: value.into(),
             turn,
             source: if adjudicate { "adjudication" } else { "human" }.to_string(),
             confidence: 1.0,
@@ -259,10 +263,11 @@ impl app::ssr::Annotate for AnnotateService {
             created_at: now_ms(),
         };
         self.store.add_label(&event).await.map_err(internal)?;
-        self.store.unlock_label(&label.trial, &label.kind, &who.name).await.map_err(internal)
+        self.store.unlock_label(&label.trial, kind, &who.name).await.map_err(internal)
     }
 
     async fn release(&self, who: Identity, trial: String, kind: String) -> Result<(), AppError> {
-        self.store.unlock_label(&trial, &kind, &who.name).await.map_err(internal)
+        let kind = check_kind(&kind)?;
+        self.store.unlock_label(&trial, kind, &who.name).await.map_err(internal)
     }
 }

@@ -16,26 +16,31 @@ use super::internal;
 use crate::db::Store;
 use crate::env::World;
 use crate::judge::TrialScore;
-use crate::judge::aggregate::{Aggregate, Group, Options, aggregate};
+use crate::judge::aggregate::{Aggregate, Group, Metric, Options, aggregate};
 use crate::judge::rsn::ModelJudge;
 use crate::stats::Estimate;
 
-/// Leaderboard columns, in display order (`utility` and `robustness` first).
-pub const COLUMNS: [&str; 11] = [
-    "utility",
-    "robustness",
-    "acc_inv",
-    "e_inv",
-    "acc_rsn",
-    "hallucination",
-    "exposure",
-    "adoption",
-    "verification",
-    "recovery",
-    "attack_success",
+/// The metrics of the leaderboard's columns, after `utility` and `robustness`.
+const BOARD: [Metric; 9] = [
+    Metric::AccInv,
+    Metric::EInv,
+    Metric::AccRsn,
+    Metric::Hallucination,
+    Metric::Exposure,
+    Metric::Adoption,
+    Metric::Verification,
+    Metric::Recovery,
+    Metric::AttackSuccess,
 ];
+
+/// Leaderboard columns, in display order (`utility` and `robustness` first).
+pub fn columns() -> Vec<&'static str> {
+    ["utility", "robustness"].into_iter().chain(BOARD.iter().map(|m| m.as_str())).collect()
+}
+
 /// Metrics a heatmap may show.
-pub const HEAT_METRICS: [&str; 5] = ["attack_success", "acc_dec", "exposure", "verification", "recovery"];
+pub const HEAT_METRICS: [Metric; 5] =
+    [Metric::AttackSuccess, Metric::AccDec, Metric::Exposure, Metric::Verification, Metric::Recovery];
 /// Heatmap cells with fewer observations are greyed.
 pub const MIN_N: usize = 10;
 /// Heatmap cells whose interval is wider than this are greyed too.
@@ -44,7 +49,7 @@ const MAX_WIDTH: f64 = 0.5;
 /// What a run's cached scores depend on: (finished trials, newest label event).
 pub type Fingerprint = (i64, i64);
 /// (run, group fields, utility metric, group metrics).
-type AggregateKey = (String, Vec<String>, String, Vec<String>);
+type AggregateKey = (String, Vec<String>, Metric, Vec<Metric>);
 
 #[derive(Default)]
 struct Cache {
@@ -72,11 +77,11 @@ fn flip(e: Estimate) -> Estimate {
 }
 
 /// The metric behind a tier name.
-pub fn tier_metric(tier: &str) -> Result<&'static str, AppError> {
+pub fn tier_metric(tier: &str) -> Result<Metric, AppError> {
     match tier {
-        "default" => Ok("acc_dec"),
-        "strict" => Ok("acc_dec_strict"),
-        "loose" => Ok("acc_dec_loose"),
+        "default" => Ok(Metric::AccDec),
+        "strict" => Ok(Metric::AccDecStrict),
+        "loose" => Ok(Metric::AccDecLoose),
         other => Err(AppError::Invalid {
             field: "tier".into(),
             message: format!("{other:?} is not one of default, strict, loose"),
@@ -85,25 +90,20 @@ pub fn tier_metric(tier: &str) -> Result<&'static str, AppError> {
 }
 
 /// The group metrics behind the leaderboard columns.
-fn board_metrics(utility: &str) -> Vec<&str> {
-    let mut m: Vec<&str> = COLUMNS.iter().copied().filter(|c| *c != "utility" && *c != "robustness").collect();
+fn board_metrics(utility: Metric) -> Vec<Metric> {
+    let mut m = BOARD.to_vec();
     m.push(utility);
     m
 }
 
-fn group_cells(g: &Group, utility: &str) -> BTreeMap<String, Option<Est>> {
-    let m = |k: &str| g.metrics.get(k).copied().flatten();
-    COLUMNS
-        .iter()
-        .map(|c| {
-            let v = match *c {
-                "utility" => m(utility),
-                "robustness" => m("attack_success").map(flip),
-                other => m(other),
-            };
-            ((*c).to_string(), v.map(est))
-        })
-        .collect()
+fn group_cells(g: &Group, utility: Metric) -> BTreeMap<String, Option<Est>> {
+    let m = |k: Metric| g.metrics.get(k.as_str()).copied().flatten();
+    let mut cells = BTreeMap::from([
+        ("utility".to_string(), m(utility).map(est)),
+        ("robustness".to_string(), m(Metric::AttackSuccess).map(flip).map(est)),
+    ]);
+    cells.extend(BOARD.iter().map(|&k| (k.as_str().to_string(), m(k).map(est))));
+    cells
 }
 
 impl InsightsService {
@@ -176,19 +176,17 @@ impl InsightsService {
         run: &str,
         key: Fingerprint,
         by: &[&str],
-        utility: &str,
-        metrics: &[&str],
+        utility: Metric,
+        metrics: &[Metric],
     ) -> Result<Arc<Aggregate>, AppError> {
-        let list = |xs: &[&str]| xs.iter().map(ToString::to_string).collect::<Vec<_>>();
-        let ck = (run.to_string(), list(by), utility.to_string(), list(metrics));
+        let ck = (run.to_string(), by.iter().map(ToString::to_string).collect(), utility, metrics.to_vec());
         if let Some((k, a)) = self.lock().aggregates.get(&ck)
             && *k == key
         {
             return Ok(a.clone());
         }
         let scores = self.scores_at(run, key).await?;
-        let options =
-            Options { by: ck.1.clone(), utility: utility.to_string(), metrics: ck.3.clone(), ..Options::default() };
+        let options = Options { by: ck.1.clone(), utility, metrics: ck.3.clone(), ..Options::default() };
         let run_id = run.to_string();
         // The bootstrap is CPU work: keep it off the async workers.
         let agg = tokio::task::spawn_blocking(move || aggregate(&scores, &run_id, &options))
@@ -261,7 +259,7 @@ impl app::ssr::Insights for InsightsService {
             run,
             runs,
             tier,
-            columns: COLUMNS.iter().map(ToString::to_string).collect(),
+            columns: columns().into_iter().map(ToString::to_string).collect(),
             rows,
             by,
             breakdown,
@@ -281,14 +279,14 @@ impl app::ssr::Insights for InsightsService {
                 .collect(),
             judges: agg.judges.clone(),
             human_labels,
-            agreement: agg.agreement.iter().map(|a| (a.kind.clone(), a.n, a.kappa)).collect(),
+            agreement: agg.agreement.iter().map(|a| (a.kind.as_str().to_string(), a.n, a.kappa)).collect(),
         })
     }
 
     async fn robustness(&self, run: Option<String>, level: Option<String>) -> Result<Robustness, AppError> {
         let (run, runs) = self.pick(run).await?;
         let key = self.fingerprint(&run).await?;
-        let agg = self.aggregate_at(&run, key, &["agent"], "acc_dec", &board_metrics("acc_dec")).await?;
+        let agg = self.aggregate_at(&run, key, &["agent"], Metric::AccDec, &board_metrics(Metric::AccDec)).await?;
         let level = level.filter(|l| !l.is_empty()).unwrap_or_else(|| "pooled".into());
         let mut levels: Vec<String> = agg.levels.iter().map(|l| l.level.clone()).filter(|l| l != "L0").collect();
         levels.sort();
@@ -325,13 +323,11 @@ impl app::ssr::Insights for InsightsService {
     }
 
     async fn heatmap(&self, q: HeatQuery) -> Result<Heatmap, AppError> {
-        let metric = q.metric.clone().filter(|m| !m.is_empty()).unwrap_or_else(|| "attack_success".into());
-        if !HEAT_METRICS.contains(&metric.as_str()) {
-            return Err(AppError::Invalid {
-                field: "metric".into(),
-                message: format!("{metric:?} is not one of {}", HEAT_METRICS.join(", ")),
-            });
-        }
+        let metric = match q.metric.as_deref().filter(|m| !m.is_empty()) {
+            None => Metric::AttackSuccess,
+            Some(name) => Metric::parse_among(name, &HEAT_METRICS)
+                .map_err(|message| AppError::Invalid { field: "metric".into(), message })?,
+        };
         let by = q.by.clone().filter(|b| !b.is_empty()).unwrap_or_else(|| "agent".into());
         if !["agent", "domain", "category"].contains(&by.as_str()) {
             return Err(AppError::Invalid {
@@ -341,7 +337,7 @@ impl app::ssr::Insights for InsightsService {
         }
         let (run, runs) = self.pick(q.run.clone()).await?;
         let key = self.fingerprint(&run).await?;
-        let agg = self.aggregate_at(&run, key, &["level", by.as_str()], "acc_dec", &[metric.as_str()]).await?;
+        let agg = self.aggregate_at(&run, key, &["level", by.as_str()], Metric::AccDec, &[metric]).await?;
         let mut levels: Vec<String> = agg.groups.iter().filter_map(|g| g.key.get("level").cloned()).collect();
         levels.sort();
         levels.dedup();
@@ -361,6 +357,6 @@ impl app::ssr::Insights for InsightsService {
                 }
             })
             .collect();
-        Ok(Heatmap { run, runs, metric, by, levels, columns, cells, min_n: MIN_N })
+        Ok(Heatmap { run, runs, metric: metric.as_str().to_string(), by, levels, columns, cells, min_n: MIN_N })
     }
 }

@@ -10,42 +10,49 @@ use app::error::AppError;
 use app::model::{InjectionView, PageView, TaskDetail, TaskFilter, TaskList, TaskSummary};
 use app::ssr::{Corpus, Services};
 
+use crate::config::Config;
 use crate::corpus::Task;
 use crate::corpus::model::CONDITIONS;
 use crate::corpus::urls::normalise;
+use crate::db::Store;
 use crate::env::World;
-use crate::state::AppState;
 
 /// The corpus port, reading the in-memory world.
 pub struct CorpusService {
     world: Arc<World>,
 }
 
-impl From<&AppState> for Services {
-    fn from(state: &AppState) -> Services {
-        Services {
-            corpus: Arc::new(CorpusService { world: state.world.clone() }),
-            runs: Arc::new(runs::RunsService {
-                store: state.store.clone(),
-                world: state.world.clone(),
-                config: state.config.clone(),
-                corpus_version: state.corpus_version.clone(),
-                insights: state.insights.clone(),
-            }),
-            insights: state.insights.clone(),
-            search: Arc::new(SearchService { index: state.search.clone() }),
-            annotate: Arc::new(annotate::AnnotateService {
-                store: state.store.clone(),
-                world: state.world.clone(),
-                insights: state.insights.clone(),
-            }),
-        }
+/// Everything the ports are built from (the application state's shared parts).
+pub struct Parts {
+    pub world: Arc<World>,
+    pub store: Arc<dyn Store>,
+    pub config: Arc<Config>,
+    pub corpus_version: String,
+    pub insights: Arc<insights::InsightsService>,
+    pub search: Arc<crate::search::TrajectoryIndex>,
+}
+
+/// The ports of `app::ssr`, for one request's context.
+pub fn services(parts: Parts) -> Services {
+    let Parts { world, store, config, corpus_version, insights, search } = parts;
+    Services {
+        corpus: Arc::new(CorpusService { world: world.clone() }),
+        runs: Arc::new(runs::RunsService {
+            store: store.clone(),
+            world: world.clone(),
+            config,
+            corpus_version,
+            insights: insights.clone(),
+        }),
+        insights: insights.clone(),
+        search: Arc::new(SearchService { index: search }),
+        annotate: Arc::new(annotate::AnnotateService { store, world, insights }),
     }
 }
 
 /// The search port over the trajectory index.
 pub struct SearchService {
-    index: Arc<crate::search::trajectories::TrajectoryIndex>,
+    index: Arc<crate::search::TrajectoryIndex>,
 }
 
 /// Most results one search returns.
@@ -56,11 +63,11 @@ impl app::ssr::Search for SearchService {
     async fn search(&self, query: String, kind: Option<String>) -> Result<app::model::SearchResults, AppError> {
         let kind = kind.filter(|k| !k.is_empty());
         if let Some(k) = &kind
-            && !crate::search::trajectories::KINDS.contains(&k.as_str())
+            && !crate::search::KINDS.contains(&k.as_str())
         {
             return Err(AppError::Invalid {
                 field: "kind".into(),
-                message: format!("{k:?} is not one of {}", crate::search::trajectories::KINDS.join(", ")),
+                message: format!("{k:?} is not one of {}", crate::search::KINDS.join(", ")),
             });
         }
         self.index.results(&query, kind.as_deref(), SEARCH_LIMIT).await.map_err(internal)

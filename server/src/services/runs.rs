@@ -15,10 +15,10 @@ use crate::agent::{Action, Step};
 use crate::config::Config;
 use crate::corpus::model::CONDITIONS;
 use crate::corpus::urls::{graph_nodes, normalise};
-use crate::db::{Store, TrialFilter, TrialRow};
+use crate::db::{Store, TrialFilter, TrialRow, TrialState};
 use crate::env::World;
 use crate::judge::aggregate::apply_overrides;
-use crate::judge::labels::Label;
+use crate::judge::labels::{Label, LabelKind};
 use crate::judge::{Scorer, Trajectory, TrialScore};
 use crate::runs::export::{parse_steps, trajectory_line};
 use crate::runs::{PoolOptions, RunSpec};
@@ -26,7 +26,8 @@ use crate::runs::{PoolOptions, RunSpec};
 /// Trials per page of a run's trial table.
 pub const TRIAL_PAGE: usize = 50;
 /// Label kinds in the order a trial lives them.
-const TIMELINE: [&str; 4] = ["exposure", "adoption", "verification", "recovery"];
+const TIMELINE: [LabelKind; 4] =
+    [LabelKind::Exposure, LabelKind::Adoption, LabelKind::Verification, LabelKind::Recovery];
 /// Most workers one launched run may use.
 pub const MAX_CONCURRENCY: usize = 64;
 
@@ -49,7 +50,7 @@ pub async fn progress(store: &dyn Store, run_id: &str) -> Result<Progress, AppEr
     let report = crate::runs::progress_report(store, run_id).await.map_err(internal)?;
     Ok(Progress {
         run_id: run_id.to_string(),
-        status: run.status,
+        status: run.status.as_str().to_string(),
         total: report.total,
         counts: counts(report.counts),
         per_minute: report.per_minute,
@@ -72,7 +73,7 @@ fn summary(t: &TrialRow) -> TrialSummary {
         level: t.level.clone(),
         condition: t.condition.clone(),
         seed: t.seed,
-        state: t.state.clone(),
+        state: t.state.as_str().to_string(),
         verdict: t.verdict.clone(),
         error: t.error.clone(),
     }
@@ -210,9 +211,9 @@ fn action_text(a: &Action) -> String {
     }
 }
 
-fn label_view(kind: &str, l: &Label) -> LabelView {
+fn label_view(kind: LabelKind, l: &Label) -> LabelView {
     LabelView {
-        kind: kind.to_string(),
+        kind: kind.as_str().to_string(),
         value: l.value,
         turn: l.turn,
         source: l.source.clone(),
@@ -231,7 +232,7 @@ pub async fn score_of(
     trial: &TrialRow,
     steps: &[Step],
 ) -> Result<Option<TrialScore>, AppError> {
-    if trial.state != "done" && trial.state != "error" {
+    if !trial.state.is_finished() {
         return Ok(None);
     }
     let mut score = match store.trial_score(&trial.trial_id).await.map_err(internal)? {
@@ -281,14 +282,14 @@ impl app::ssr::Runs for RunsService {
         let spec: RunSpec = serde_json::from_str(&run.spec).map_err(internal)?;
         let corpus_version = run.corpus_version.clone();
         let mut cells: BTreeMap<(String, String, String), Counts> = BTreeMap::new();
-        for (agent, level, condition, state, n) in self.store.coverage(&id).await.map_err(internal)? {
-            let c = cells.entry((agent, level, condition)).or_default();
-            match state.as_str() {
-                "queued" => c.queued += n,
-                "running" => c.running += n,
-                "done" => c.done += n,
-                "error" => c.error += n,
-                _ => c.cancelled += n,
+        for row in self.store.coverage(&id).await.map_err(internal)? {
+            let c = cells.entry((row.agent, row.level, row.condition)).or_default();
+            match row.state {
+                TrialState::Queued => c.queued += row.n,
+                TrialState::Running => c.running += row.n,
+                TrialState::Done => c.done += row.n,
+                TrialState::Error => c.error += row.n,
+                TrialState::Cancelled => c.cancelled += row.n,
             }
         }
         let judges = self.store.score_judges(&id).await.map_err(internal)?;
@@ -309,7 +310,14 @@ impl app::ssr::Runs for RunsService {
 
     async fn trials(&self, q: TrialQuery) -> Result<TrialPage, AppError> {
         self.store.run(&q.run).await.map_err(|e| not_found_or_internal(e, &format!("run {}", q.run)))?;
-        let filter = TrialFilter { agent: q.agent.clone(), level: q.level.clone(), state: q.state.clone() };
+        let state = match q.state.as_deref().filter(|s| !s.is_empty()) {
+            None => None,
+            Some(s) => Some(s.parse::<TrialState>().map_err(|_| AppError::Invalid {
+                field: "state".into(),
+                message: format!("{s:?} is not one of queued, running, done, error, cancelled"),
+            })?),
+        };
+        let filter = TrialFilter { agent: q.agent.clone(), level: q.level.clone(), state };
         let offset = i64::try_from(q.page * TRIAL_PAGE).map_err(internal)?;
         let (rows, total) =
             self.store.trial_page(&q.run, &filter, offset, TRIAL_PAGE as i64).await.map_err(internal)?;
@@ -391,7 +399,7 @@ impl app::ssr::Runs for RunsService {
                 Some(s.outcome.clone()),
                 s.labels
                     .as_ref()
-                    .map(|ls| TIMELINE.iter().filter_map(|k| ls.get(k).map(|l| label_view(k, l))).collect())
+                    .map(|ls| TIMELINE.iter().map(|&k| label_view(k, ls.get(k))).collect())
                     .unwrap_or_default(),
                 s.claims
                     .iter()

@@ -34,7 +34,7 @@ fn export_has_750_tasks_with_the_paper_split_and_is_byte_identical_across_databa
 #[test]
 fn the_shipped_corpus_has_a_fixed_fingerprint() {
     // Same seed → same corpus on every machine. A deliberate generator change updates this.
-    let version = server::cli::corpus_version(&server::corpus::generate::corpus());
+    let version = server::corpus::fingerprint(&server::corpus::generate::corpus());
     assert_eq!(version, include_str!("corpus.version").trim());
 }
 

@@ -548,7 +548,7 @@ async fn an_operator_cancels_a_running_run_from_the_dashboard() {
     app.wait_for(&run).await;
     let p = app.state.store.progress(&run).await.expect("progress");
     assert!(p.cancelled > 0, "queued trials are cancelled: {p:?}");
-    assert_eq!(app.state.store.run(&run).await.expect("run").status, "cancelled");
+    assert_eq!(app.state.store.run(&run).await.expect("run").status, server::db::RunStatus::Cancelled);
     let (_, page) = app.text(&format!("/runs/{run}")).await;
     assert!(page.contains("data-status=\"cancelled\""));
     let (status, _) = app.call("cancel_run", &[("id", "run-nope")]).await;

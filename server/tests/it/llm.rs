@@ -345,7 +345,7 @@ fn an_l4_trial_searches_against_the_model_within_its_budget_and_keeps_the_tree()
         .expect("connect");
     let trial = line["trial_id"].as_str().expect("trial id");
     let nodes: Vec<Value> = rt2
-        .block_on(server::db::Store::tap_nodes(&store, trial))
+        .block_on(server::db::RunStore::tap_nodes(&store, trial))
         .expect("nodes")
         .iter()
         .map(|b| serde_json::from_str(b).expect("node"))

@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use server::db::{SqlStore, Store, database_url};
+use server::db::{CorpusStore, RunStore, SqlStore, database_url};
 
 use crate::support::{mirage, temp_path};
 
@@ -95,7 +95,7 @@ fn cancel_stops_the_queued_trials() {
     let db = temp_path(&dir, "c.db");
     let store = rt.block_on(async {
         let store = SqlStore::connect(&database_url(db.to_str().expect("utf-8")).expect("url")).await.expect("connect");
-        server::cli::seed_if_empty(&store).await.expect("seed");
+        server::db::seed_if_empty(&store).await.expect("seed");
         store
     });
     let world = server::env::World::build(rt.block_on(store.all_tasks()).expect("tasks")).expect("world");

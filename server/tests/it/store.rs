@@ -2,9 +2,9 @@
 //! server (CI starts one): the same queries must work on both.
 
 use server::corpus::generate::corpus;
-use server::db::{SqlStore, Store, StoreError};
+use server::db::{Account, CorpusStore, Credentials, LabelKind, SqlStore, Store, StoreError, TrialState};
 
-async fn exercise(store: &SqlStore) {
+async fn exercise(store: &dyn Store) {
     let tasks: Vec<_> = corpus().into_iter().take(5).collect();
     store.insert_tasks(&tasks[..3], "test").await.expect("insert");
     assert_eq!(store.task_count().await.expect("count"), 3);
@@ -61,7 +61,7 @@ async fn postgres_store_round_trips_tasks_meta_and_episodes() {
     }
 }
 
-async fn exercise_queue(store: &SqlStore) {
+async fn exercise_queue(store: &dyn Store) {
     use server::db::{NewTrial, TrialEnd};
     let tasks: Vec<_> = corpus().into_iter().take(2).collect();
     store.insert_tasks(&tasks, "test").await.expect("tasks");
@@ -97,7 +97,7 @@ async fn exercise_queue(store: &SqlStore) {
     store.cancel_run("r1").await.expect("cancel");
     let p = store.progress("r1").await.expect("progress");
     assert_eq!((p.done, p.cancelled, p.queued), (1, 1, 0));
-    assert_eq!(store.run("r1").await.expect("run").status, "cancelled");
+    assert_eq!(store.run("r1").await.expect("run").status, server::db::RunStatus::Cancelled);
     let rows = store.trials("r1").await.expect("trials");
     assert_eq!(rows[0].verdict.as_deref(), Some("APPROVE"));
     assert_eq!(rows[0].appeal.as_deref(), Some("{}"));
@@ -117,7 +117,7 @@ async fn postgres_queue_claims_leases_and_finalises_once() {
 
 /// What the dashboard reads and writes: trial pages, coverage, the search cursor, accounts,
 /// sessions, annotation locks and label generations.
-async fn exercise_dashboard(store: &SqlStore) {
+async fn exercise_dashboard(store: &dyn Store) {
     use server::db::{LabelEvent, NewTrial, TrialEnd, TrialFilter, now_ms};
 
     let tasks: Vec<_> = corpus().into_iter().take(2).collect();
@@ -149,11 +149,15 @@ async fn exercise_dashboard(store: &SqlStore) {
     let (page, total) = store.trial_page("r1", &only_b, 0, 10).await.expect("page");
     assert_eq!(total, 2);
     assert!(page.iter().all(|t| t.agent == "b"));
-    let done = TrialFilter { state: Some("done".into()), level: Some("L0".into()), ..TrialFilter::default() };
+    let done = TrialFilter { state: Some(TrialState::Done), level: Some("L0".into()), ..TrialFilter::default() };
     assert_eq!(store.trial_page("r1", &done, 0, 10).await.expect("page").1, 1);
     let coverage = store.coverage("r1").await.expect("coverage");
-    assert!(coverage.contains(&("a".into(), "L0".into(), "raw".into(), "done".into(), 1)), "{coverage:?}");
-    assert_eq!(coverage.iter().map(|c| c.4).sum::<i64>(), 4);
+    assert!(
+        coverage.iter().any(|c| (c.agent.as_str(), c.level.as_str(), c.condition.as_str(), c.state, c.n)
+            == ("a", "L0", "raw", TrialState::Done, 1)),
+        "{coverage:?}"
+    );
+    assert_eq!(coverage.iter().map(|c| c.n).sum::<i64>(), 4);
 
     let finished = store.finished_after((i64::MIN, ""), 10).await.expect("finished");
     assert_eq!(finished.len(), 1);
@@ -166,8 +170,8 @@ async fn exercise_dashboard(store: &SqlStore) {
     let event = LabelEvent {
         event_id: 0,
         trial_id: first.trial_id.clone(),
-        kind: "recovery".into(),
-        value: true,
+        kind: LabelKind::Recovery,
+        value: true.into(),
         turn: Some(0),
         source: "human".into(),
         confidence: 1.0,
@@ -183,29 +187,39 @@ async fn exercise_dashboard(store: &SqlStore) {
     assert!(!store.has_users().await.expect("users"));
     assert!(store.put_user("ann", "h1", "annotator").await.expect("add"));
     assert!(!store.put_user("ann", "h2", "operator").await.expect("update"));
-    assert_eq!(store.user("ann").await.expect("user"), Some(("h2".into(), "operator".into())));
+    assert_eq!(
+        store.user("ann").await.expect("user"),
+        Some(Credentials { password_hash: "h2".into(), role: "operator".into() })
+    );
     assert!(store.has_users().await.expect("users"));
     store.create_session("tok", "ann", now_ms() + 60_000).await.expect("session");
     store.create_session("old", "ann", now_ms() - 1).await.expect("session");
-    assert_eq!(store.session("tok", now_ms()).await.expect("session"), Some(("ann".into(), "operator".into())));
+    assert_eq!(
+        store.session("tok", now_ms()).await.expect("session"),
+        Some(Account { name: "ann".into(), role: "operator".into() })
+    );
+    assert_eq!(store.users().await.expect("users"), vec![Account { name: "ann".into(), role: "operator".into() }]);
     assert_eq!(store.session("old", now_ms()).await.expect("expired"), None);
     store.end_session("tok").await.expect("end");
     assert_eq!(store.session("tok", now_ms()).await.expect("ended"), None);
 
     let now = now_ms();
-    assert_eq!(store.lock_label("t1", "recovery", "ann", now, now + 1_000).await.expect("lock"), None);
+    assert_eq!(store.lock_label("t1", LabelKind::Recovery, "ann", now, now + 1_000).await.expect("lock"), None);
     assert_eq!(
-        store.lock_label("t1", "recovery", "ann", now, now + 2_000).await.expect("again"),
+        store.lock_label("t1", LabelKind::Recovery, "ann", now, now + 2_000).await.expect("again"),
         None,
         "own lock extends"
     );
-    let refused = store.lock_label("t1", "recovery", "bob", now, now + 1_000).await.expect("refused");
+    let refused = store.lock_label("t1", LabelKind::Recovery, "bob", now, now + 1_000).await.expect("refused");
     assert_eq!(refused.map(|r| r.0).as_deref(), Some("ann"));
     assert_eq!(store.label_locks(now).await.expect("locks").len(), 1);
-    assert_eq!(store.lock_label("t1", "recovery", "bob", now + 3_000, now + 4_000).await.expect("expired"), None);
-    store.unlock_label("t1", "recovery", "ann").await.expect("not ann's any more");
-    assert_eq!(store.label_locks(now + 3_000).await.expect("locks")[0].2, "bob");
-    store.unlock_label("t1", "recovery", "bob").await.expect("unlock");
+    assert_eq!(
+        store.lock_label("t1", LabelKind::Recovery, "bob", now + 3_000, now + 4_000).await.expect("expired"),
+        None
+    );
+    store.unlock_label("t1", LabelKind::Recovery, "ann").await.expect("not ann's any more");
+    assert_eq!(store.label_locks(now + 3_000).await.expect("locks")[0].holder, "bob");
+    store.unlock_label("t1", LabelKind::Recovery, "bob").await.expect("unlock");
     assert!(store.label_locks(now).await.expect("locks").is_empty());
     assert!(store.remove_user("ann").await.expect("remove"));
     assert!(!store.remove_user("ann").await.expect("gone"));
@@ -221,4 +235,129 @@ async fn postgres_store_serves_the_dashboard() {
     if let Some(store) = fresh_postgres().await {
         exercise_dashboard(&store).await;
     }
+}
+
+/// What scoring, the L4 search, the progress line and the answer cache read and write:
+/// stored scores with their label events, run steps in one query, single trials, run
+/// status, finished-trial counts, search nodes and cached answers; and a run larger than
+/// one bulk insert.
+async fn exercise_scores(store: &dyn Store) {
+    use server::db::{LabelEvent, NewTrial, RunStatus, StoredScore, TrialEnd, now_ms};
+
+    let tasks: Vec<_> = corpus().into_iter().take(3).collect();
+    store.insert_tasks(&tasks, "test").await.expect("insert");
+    // 2,500 trials: three bulk statements on both backends, in plan order.
+    let trials: Vec<NewTrial> = (0..2_500)
+        .map(|i| NewTrial {
+            task_id: tasks[i % 3].id.clone(),
+            agent: "oracle".into(),
+            level: "L0".into(),
+            condition: "raw".into(),
+            seed: i64::try_from(i).expect("seed"),
+        })
+        .collect();
+    store.create_run("big", "{}", "v", &trials).await.expect("run");
+    let rows = store.trials("big").await.expect("trials");
+    assert_eq!(rows.len(), 2_500);
+    assert!(rows.iter().enumerate().all(|(i, t)| t.ordinal == i64::try_from(i).expect("i") && t.seed == t.ordinal));
+    assert!(rows.iter().all(|t| t.state == TrialState::Queued));
+    let one = store.trial(&rows[1_234].trial_id).await.expect("trial");
+    assert_eq!(one, rows[1_234]);
+    assert!(matches!(store.trial("missing").await, Err(StoreError::NotFound(_))));
+
+    let before = now_ms();
+    let mut finished = Vec::new();
+    for _ in 0..2 {
+        let t = store.claim_trial("big", "w", now_ms() + 60_000).await.expect("claim").expect("queued");
+        store.append_step(&t.trial_id, 0, "{\"t\":0}").await.expect("step");
+        store.append_step(&t.trial_id, 1, "{\"t\":1}").await.expect("step");
+        let end = TrialEnd::Done { verdict: Some("APPROVE".into()), rationale: None, appeal: None };
+        assert!(store.finish_trial(&t.trial_id, "w", &end).await.expect("finish"));
+        finished.push(t.trial_id);
+    }
+    assert_eq!(store.finished_since("big", before).await.expect("since"), 2);
+    assert_eq!(store.finished_since("big", now_ms() + 60_000).await.expect("since"), 0);
+    let steps = store.run_steps("big").await.expect("run steps");
+    assert_eq!(steps.len(), 2, "only trials with steps appear");
+    assert_eq!(steps[&finished[0]], vec!["{\"t\":0}".to_string(), "{\"t\":1}".to_string()]);
+
+    store.set_run_status("big", RunStatus::Done).await.expect("status");
+    assert_eq!(store.run("big").await.expect("run").status, RunStatus::Done);
+
+    let label = |trial: &str, kind: LabelKind, value: bool| LabelEvent {
+        event_id: 0,
+        trial_id: trial.to_string(),
+        kind,
+        value: value.into(),
+        turn: None,
+        source: "rule".into(),
+        confidence: 0.9,
+        reason: "r".into(),
+        author: None,
+        judge_version: Some("j1".into()),
+        created_at: 0,
+    };
+    // 1,200 label events: two bulk statements.
+    let events: Vec<LabelEvent> = (0..1_200)
+        .map(|i| {
+            label(&finished[i % 2], if i % 2 == 0 { LabelKind::Exposure } else { LabelKind::Adoption }, i % 3 == 0)
+        })
+        .collect();
+    let scores: Vec<StoredScore> = finished
+        .iter()
+        .map(|t| StoredScore { trial_id: t.clone(), judge_version: "j1".into(), body: "{}".into() })
+        .collect();
+    store.put_scores("big", &scores, &events).await.expect("scores");
+    let mut back = store.scores("big").await.expect("scores");
+    back.sort_by(|a, b| a.trial_id.cmp(&b.trial_id));
+    assert_eq!(back, scores);
+    let stored = store.label_events("big").await.expect("labels");
+    assert_eq!(stored.len(), 1_200);
+    assert!(stored.windows(2).all(|w| w[0].event_id < w[1].event_id), "oldest first");
+    assert_eq!(stored[3].kind, LabelKind::Adoption);
+    assert!(stored[3].value.0 && !stored[1].value.0, "values survive the round trip");
+    // Scoring again replaces the score and appends new events.
+    let rescored =
+        vec![StoredScore { trial_id: finished[0].clone(), judge_version: "j2".into(), body: "{\"x\":1}".into() }];
+    store.put_scores("big", &rescored, &[label(&finished[0], LabelKind::Recovery, true)]).await.expect("rescore");
+    assert_eq!(store.trial_score(&finished[0]).await.expect("score"), Some(rescored[0].clone()));
+    assert_eq!(store.score_judges("big").await.expect("judges"), ["j1", "j2"]);
+    assert_eq!(store.label_events("big").await.expect("labels").len(), 1_201);
+
+    let body = |id: i64| format!("{{\"id\":{id}}}");
+    store.add_tap_node(&finished[0], 0, None, 0, 0.5, &body(0)).await.expect("node");
+    store.add_tap_node(&finished[0], 1, Some(0), 1, 1.0, &body(1)).await.expect("node");
+    assert_eq!(store.tap_nodes(&finished[0]).await.expect("nodes"), vec![body(0), body(1)]);
+    assert!(store.tap_nodes(&finished[1]).await.expect("nodes").is_empty());
+    store.reset_tap(&finished[0]).await.expect("reset");
+    assert!(store.tap_nodes(&finished[0]).await.expect("nodes").is_empty());
+
+    assert_eq!(store.cache_get("k").await.expect("get"), None);
+    store.cache_put("k", "llm:m/p1", "first").await.expect("put");
+    store.cache_put("k", "llm:m/p1", "second").await.expect("put again");
+    assert_eq!(store.cache_get("k").await.expect("get").as_deref(), Some("first"), "the first answer wins");
+
+    server::db::seed_if_empty(store).await.expect("seed");
+    assert_eq!(store.task_count().await.expect("count"), 3, "a corpus that is not empty is left alone");
+}
+
+#[tokio::test]
+async fn sqlite_store_keeps_scores_labels_search_nodes_and_answers() {
+    exercise_scores(&SqlStore::connect("sqlite::memory:").await.expect("connect")).await;
+}
+
+#[tokio::test]
+async fn postgres_store_keeps_scores_labels_search_nodes_and_answers() {
+    if let Some(store) = fresh_postgres().await {
+        exercise_scores(&store).await;
+    }
+}
+
+#[tokio::test]
+async fn seeding_an_empty_store_stores_the_built_in_corpus_with_its_fingerprint() {
+    let store = SqlStore::connect("sqlite::memory:").await.expect("connect");
+    server::db::seed_if_empty(&store).await.expect("seed");
+    let tasks = store.all_tasks().await.expect("tasks");
+    assert_eq!(tasks.len(), 750);
+    assert_eq!(store.meta("builtin_corpus_version").await.expect("meta"), Some(server::corpus::fingerprint(&tasks)));
 }

@@ -23,7 +23,7 @@ impl TestApp {
         let db = dir.path().join("mirage.db");
         let url = database_url(db.to_str().expect("utf-8 path")).expect("url");
         let store = Arc::new(SqlStore::connect(&url).await.expect("connect"));
-        server::cli::seed_if_empty(store.as_ref()).await.expect("seed");
+        server::db::seed_if_empty(store.as_ref()).await.expect("seed");
         // Bind first, then serve: the socket accepts before any request is sent.
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");

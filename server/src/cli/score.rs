@@ -1,49 +1,88 @@
 //! `mirage score` and `mirage label`: judges for trajectory files and stored runs, and
 //! human labels that override automatic ones.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use comfy_table::{Table, presets};
 
-use crate::cli::ScoreArgs;
 use crate::config::Config;
 use crate::corpus::jsonl::read_tasks;
-use crate::db::{LabelEvent, SqlStore, Store};
+use crate::db::{LabelEvent, LabelKind, Store};
 use crate::env::World;
 use crate::judge::aggregate::{Aggregate, Options, aggregate};
 use crate::judge::rsn::ModelJudge;
 use crate::judge::{Scorer, TrialScore, read_trajectories};
-use crate::llm::HttpLlm;
 use crate::stats::Estimate;
 
-/// The reasoning judge the configuration asks for (temperature forced to 0).
-pub fn judge_from(config: &Config, cache: Arc<dyn Store>) -> anyhow::Result<ModelJudge> {
-    Ok(match config.judge() {
-        Some((name, spec)) => {
-            let mut spec = spec.clone();
-            spec.temperature = 0.0;
-            let model = spec.model.clone();
-            let client = HttpLlm::new(spec).with_context(|| format!("judge endpoint {name}"))?;
-            ModelJudge::Llm { model, client: Arc::new(client), cache, filter_threshold: Arc::default() }
-        }
-        None => ModelJudge::Coverage,
-    })
+/// `mirage score`.
+#[derive(Debug, clap::Args)]
+pub struct ScoreArgs {
+    /// Trajectory file (JSON Lines, DESIGN §5); the same as --trajectories.
+    #[arg(conflicts_with_all = ["trajectories", "run"])]
+    pub file: Option<PathBuf>,
+    /// Trajectory file (JSON Lines, DESIGN §5).
+    #[arg(long, conflicts_with = "run")]
+    pub trajectories: Option<PathBuf>,
+    /// Task file the trajectories refer to (default: the built-in corpus).
+    #[arg(long, conflicts_with = "run")]
+    pub tasks: Option<PathBuf>,
+    /// Score a stored run instead (scores are stored and reused until the judges change).
+    #[arg(long)]
+    pub run: Option<String>,
+    /// Print one JSON object: {"trials": [...], "aggregate": {...}}.
+    #[arg(long)]
+    pub json: bool,
+    /// Group the table by these fields: run, agent, level, condition, domain, category.
+    #[arg(long, value_delimiter = ',', default_value = "agent")]
+    pub by: Vec<String>,
+    /// Bootstrap resamples per interval.
+    #[arg(long, default_value_t = crate::stats::RESAMPLES)]
+    pub resamples: usize,
+    /// Bootstrap seed (same seed, same intervals).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Config file with `[endpoints.NAME]` and `[roles]` (the judge role scores reasoning).
+    #[arg(long, env = "MIRAGE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Endpoint (from the config) to use as the reasoning judge, overriding `roles.judge`.
+    #[arg(long)]
+    pub judge: Option<String>,
+}
+
+/// `mirage label`.
+#[derive(Debug, clap::Args)]
+pub struct LabelArgs {
+    pub trial: String,
+    /// exposure, adoption, verification or recovery.
+    pub kind: String,
+    /// true or false.
+    #[arg(action = clap::ArgAction::Set)]
+    pub value: bool,
+    /// Why: shown beside the label.
+    #[arg(long)]
+    pub note: String,
+    #[arg(long, env = "USER", default_value = "annotator")]
+    pub author: String,
+    /// The step index the label points at.
+    #[arg(long)]
+    pub turn: Option<i64>,
 }
 
 /// `mirage score`.
-pub async fn score(store: Arc<SqlStore>, args: ScoreArgs) -> anyhow::Result<()> {
+pub(super) async fn score(store: Arc<dyn Store>, args: ScoreArgs) -> anyhow::Result<()> {
     let mut config = Config::load(args.config.as_deref())?;
     if let Some(name) = &args.judge {
         config.set_judge(name)?;
     }
-    let judge = judge_from(&config, store.clone())?;
+    let judge = ModelJudge::from_config(&config, store.clone())?;
     let options =
         Options { by: args.by.clone(), resamples: args.resamples.max(1), seed: args.seed, ..Options::default() };
     let (scores, source) = match &args.run {
         Some(run) => {
             store.run(run).await?;
-            crate::cli::seed_if_empty(store.as_ref()).await?;
+            crate::db::seed_if_empty(store.as_ref()).await?;
             let world = World::build(store.all_tasks().await?)?;
             let (scores, computed) = crate::runs::score::score_run(store.as_ref(), &world, run, &judge).await?;
             eprintln!(
@@ -263,18 +302,10 @@ pub fn print_tables(agg: &Aggregate) {
 }
 
 /// `mirage label`: appends a human label event.
-pub async fn label(
-    store: &dyn Store,
-    trial: &str,
-    kind: &str,
-    value: bool,
-    note: &str,
-    author: &str,
-    turn: Option<i64>,
-) -> anyhow::Result<()> {
-    if !crate::judge::labels::KINDS.contains(&kind) {
-        bail!("kind: {kind:?} is not one of {}", crate::judge::labels::KINDS.join(", "));
-    }
+pub(super) async fn label(store: &dyn Store, args: LabelArgs) -> anyhow::Result<()> {
+    let LabelArgs { trial, kind, value, note, author, turn } = args;
+    let (trial, note, author) = (trial.as_str(), note.as_str(), author.as_str());
+    let kind = LabelKind::parse(&kind).map_err(|e| anyhow::anyhow!("kind: {e}"))?;
     if note.trim().is_empty() {
         bail!("--note: say why (it is shown beside the label)");
     }
@@ -283,8 +314,8 @@ pub async fn label(
         .add_label(&LabelEvent {
             event_id: 0,
             trial_id: trial.to_string(),
-            kind: kind.to_string(),
-            value,
+            kind,
+            value: value.into(),
             turn,
             source: "human".to_string(),
             confidence: 1.0,

@@ -1,17 +1,90 @@
 //! `mirage manip preview` and `mirage detect calibrate|check`.
 
 use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
+use clap::Subcommand;
 use serde_json::json;
 
 use crate::db::Store;
+use crate::detect::{
+    CleanCorpus, EndpointPerplexity, KeywordFilter, Perplexity, PerplexityFilter, calibrate, realised,
+};
 use crate::env::World;
 use crate::env::render::EpisodeChrome;
 use crate::env::site::render_path;
-use crate::manip::detect::{
-    CleanCorpus, EndpointPerplexity, KeywordFilter, Perplexity, PerplexityFilter, calibrate, realised,
-};
+
+/// `mirage manip …`.
+#[derive(Debug, Subcommand)]
+pub enum ManipCommand {
+    /// Print a task's page at a level with the manipulated spans marked [[id>> … <<id]].
+    Preview {
+        #[arg(long)]
+        task: String,
+        /// L0, L1, L2 or L3.
+        #[arg(long)]
+        level: String,
+        /// An L1 style or an L3 form (default: drawn from the seed).
+        #[arg(long)]
+        strategy: Option<String>,
+        #[arg(long, default_value_t = 0)]
+        seed: i64,
+    },
+}
+
+/// `mirage detect …`.
+#[derive(Debug, Subcommand)]
+pub enum DetectCommand {
+    /// Thresholds for a false-positive rate on the corpus's clean originals (equal weight
+    /// per domain), realised rates per domain, and flag rates on the built-in manipulations.
+    Calibrate {
+        #[arg(long, default_value_t = 0.05)]
+        fpr: f64,
+        #[arg(long)]
+        json: bool,
+        /// Also calibrate the LLM-judge filter (and keyword-or-judge) with the judge endpoint.
+        #[arg(long)]
+        with_judge: bool,
+        /// Config file naming the judge endpoint (`roles.judge`).
+        #[arg(long, env = "MIRAGE_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// Read a text on stdin and say whether a filter flags it, with the score and matches.
+    Check {
+        /// keyword, perplexity or judge.
+        #[arg(long)]
+        filter: String,
+        /// The false-positive rate the perplexity and judge thresholds are calibrated to.
+        #[arg(long, default_value_t = 0.05)]
+        fpr: f64,
+        #[arg(long)]
+        json: bool,
+        /// Config file naming the judge endpoint (`roles.judge`), for --filter judge.
+        #[arg(long, env = "MIRAGE_CONFIG")]
+        config: Option<PathBuf>,
+    },
+}
+
+pub(super) async fn manip(store: &dyn Store, command: ManipCommand) -> anyhow::Result<()> {
+    let ManipCommand::Preview { task, level, strategy, seed } = command;
+    preview(store, &task, &level, strategy.as_deref(), seed).await
+}
+
+pub(super) async fn detect(store: Arc<dyn Store>, command: DetectCommand) -> anyhow::Result<()> {
+    match command {
+        DetectCommand::Calibrate { fpr, json, with_judge, config } => {
+            let judge = if with_judge { Some(judge_filter(store.clone(), config.as_deref())?) } else { None };
+            let cache: Arc<dyn Store> = store.clone();
+            calibrate_cmd(store.as_ref(), (Some(cache), config.as_deref()), judge, fpr, json).await
+        }
+        DetectCommand::Check { filter, fpr, json, config } => {
+            let arc: Arc<dyn Store> = store.clone();
+            check(store.as_ref(), Some(arc), config.as_deref(), &filter, fpr, json).await
+        }
+    }
+}
 
 /// The perplexity scorer: the config's `roles.scorer` endpoint, else the built-in model.
 async fn perplexity(
@@ -33,7 +106,7 @@ use crate::manip::{overlay_for, strategies};
 
 /// Prints the task's start page as the agent would see it at `level`, with every
 /// manipulated span marked `[[id>>` … `<<id]]`, then the spans.
-pub async fn preview(
+async fn preview(
     store: &dyn Store,
     task_id: &str,
     level: &str,
@@ -79,10 +152,10 @@ pub async fn preview(
 /// `mirage detect calibrate`: thresholds for a false-positive rate on clean originals,
 /// realised rates per domain, and flag rates on the built-in manipulations. With
 /// `judge`, the LLM-judge filter and the keyword-or-judge union are calibrated too.
-pub async fn calibrate_cmd(
+async fn calibrate_cmd(
     store: &dyn Store,
     (cache, config): (Option<std::sync::Arc<dyn Store>>, Option<&std::path::Path>),
-    judge: Option<crate::manip::detect::JudgeFilter>,
+    judge: Option<crate::detect::JudgeFilter>,
     fpr: f64,
     json_out: bool,
 ) -> anyhow::Result<()> {
@@ -110,7 +183,7 @@ pub async fn calibrate_cmd(
         let jc = calibrate("judge", &scores, fpr);
         judge_threshold = jc.threshold;
         filters.push(jc);
-        filters.push(crate::manip::detect::calibrate_union(&items, fpr));
+        filters.push(crate::detect::calibrate_union(&items, fpr));
     }
     // How the built-in manipulations fare (seed 0, each strategy drawn per task).
     let mut levels = Vec::new();
@@ -176,10 +249,10 @@ pub async fn calibrate_cmd(
 }
 
 /// The judge filter of the configuration's judge role.
-pub fn judge_filter(
+fn judge_filter(
     store: std::sync::Arc<dyn Store>,
     config: Option<&std::path::Path>,
-) -> anyhow::Result<crate::manip::detect::JudgeFilter> {
+) -> anyhow::Result<crate::detect::JudgeFilter> {
     let config = crate::config::Config::load(config)?;
     let Some((name, spec)) = config.judge() else {
         bail!(
@@ -190,12 +263,12 @@ pub fn judge_filter(
     spec.temperature = 0.0;
     let model = spec.model.clone();
     let client = crate::llm::HttpLlm::new(spec).with_context(|| format!("judge endpoint {name}"))?;
-    Ok(crate::manip::detect::JudgeFilter { model, client: std::sync::Arc::new(client), cache: store })
+    Ok(crate::detect::JudgeFilter { model, client: std::sync::Arc::new(client), cache: store })
 }
 
 /// `mirage detect check`: one filter over the text on stdin. The judge filter scores the
 /// clean originals too (cached) to set its threshold.
-pub async fn check(
+async fn check(
     store: &dyn Store,
     store_arc: Option<std::sync::Arc<dyn Store>>,
     config: Option<&std::path::Path>,

@@ -1,0 +1,101 @@
+//! The `mirage` command line: one file per command family, each holding its clap types
+//! beside the code that runs them. Commands parse and print; the work is done by the
+//! library modules they call.
+
+mod corpus;
+mod manip;
+mod run;
+mod runs;
+mod score;
+mod serve;
+mod users;
+
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+
+use crate::db::{SqlStore, Store, database_url, seed_if_empty};
+
+/// Mirage: an evaluation lab for web agents that must investigate before they decide.
+#[derive(Debug, Parser)]
+#[command(name = "mirage", version)]
+pub struct Cli {
+    /// Database: a SQLite file path, or a `sqlite:` / `postgres://` URL.
+    #[arg(long, global = true, env = "MIRAGE_DB", default_value = "data/mirage.db")]
+    pub db: String,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the dashboard and the three investigation sites.
+    Serve(serve::ServeArgs),
+    /// Dashboard accounts. Without any, `serve` listens on loopback only and everyone
+    /// local is the operator.
+    User {
+        #[command(subcommand)]
+        command: users::UserCommand,
+    },
+    /// Work with the task corpus.
+    Corpus {
+        #[command(subcommand)]
+        command: corpus::CorpusCommand,
+    },
+    /// Plan and execute a run (or resume one), with a progress bar.
+    Run(Box<run::RunArgs>),
+    /// Execute queued trials of active runs: extra workers beside `mirage run` or the
+    /// dashboard, e.g. several processes against one PostgreSQL database.
+    Worker(run::WorkerArgs),
+    /// Score trajectories (a file, or a stored run) with the judges and print the
+    /// aggregates: a table by default, DESIGN §5's JSON with --json.
+    Score(Box<score::ScoreArgs>),
+    /// Record a person's label for a trial; it overrides the automatic label everywhere.
+    Label(score::LabelArgs),
+    /// Manipulation levels: see what an interested party's text becomes.
+    Manip {
+        #[command(subcommand)]
+        command: manip::ManipCommand,
+    },
+    /// Detection filters for manipulated text.
+    Detect {
+        #[command(subcommand)]
+        command: manip::DetectCommand,
+    },
+    /// Inspect, cancel and export runs.
+    Runs {
+        #[command(subcommand)]
+        command: runs::RunsCommand,
+    },
+}
+
+/// Runs a parsed command line.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let url = database_url(&cli.db)?;
+    let store: Arc<dyn Store> = Arc::new(SqlStore::connect(&url).await?);
+    match cli.command {
+        Command::Serve(args) => serve::serve(store, args).await,
+        Command::User { command } => users::user(store.as_ref(), command).await,
+        Command::Run(args) => {
+            seed_if_empty(store.as_ref()).await?;
+            run::run(store, *args).await
+        }
+        Command::Worker(args) => run::worker(store, args).await,
+        Command::Runs { command } => runs::runs(store.as_ref(), command).await,
+        Command::Manip { command } => {
+            seed_if_empty(store.as_ref()).await?;
+            manip::manip(store.as_ref(), command).await
+        }
+        Command::Detect { command } => {
+            seed_if_empty(store.as_ref()).await?;
+            manip::detect(store, command).await
+        }
+        Command::Score(args) => score::score(store, *args).await,
+        Command::Label(args) => score::label(store.as_ref(), args).await,
+        Command::Corpus { command } => {
+            seed_if_empty(store.as_ref()).await?;
+            corpus::corpus(store.as_ref(), command).await
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! `mirage run` and `mirage worker`: planning a run and executing its queue.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+
+use crate::db::RunStatus;
+use crate::db::Store;
+
+/// `mirage run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Agent configurations, comma-separated or repeated: a baseline (surface, explorer,
+    /// oracle), an endpoint named in the config file, or `llm` with --base-url and --model.
+    #[arg(long = "agent", value_delimiter = ',', required_unless_present = "resume")]
+    pub agents: Vec<String>,
+    /// TOML file with `[endpoints.NAME]` tables (base_url, model, api_key_env, temperature,
+    /// seed, max_tokens, timeout_secs, max_retries, tool_calling).
+    #[arg(long, env = "MIRAGE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// For `--agent llm`: the endpoint's base URL up to /v1.
+    #[arg(long, env = "MIRAGE_AGENT_BASE_URL")]
+    pub base_url: Option<String>,
+    /// For `--agent llm`: the model name.
+    #[arg(long, env = "MIRAGE_AGENT_MODEL")]
+    pub model: Option<String>,
+    /// For `--agent llm`: environment variable holding the API key.
+    #[arg(long, env = "MIRAGE_AGENT_API_KEY_ENV")]
+    pub api_key_env: Option<String>,
+    /// For `--agent llm`: sampling temperature.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    /// For `--agent llm`: the seed sent to the endpoint.
+    #[arg(long)]
+    pub model_seed: Option<u64>,
+    /// For `--agent llm`: most tokens per reply.
+    #[arg(long, default_value_t = 512)]
+    pub max_tokens: u32,
+    /// For `--agent llm`: seconds per request before it counts as a timeout.
+    #[arg(long, default_value_t = 120)]
+    pub request_timeout: u64,
+    /// For `--agent llm`: ask for actions through native tool calling.
+    #[arg(long)]
+    pub tool_calling: bool,
+    /// For `--agent llm`: ask the server for JSON-constrained output.
+    #[arg(long)]
+    pub json_mode: bool,
+    /// `all`, a site (shop, forum, wiki), a category, or comma-separated task ids.
+    #[arg(long, default_value = "all")]
+    pub tasks: String,
+    /// Manipulation levels, comma-separated: L0 (clean) to L4 (adaptive search per trial).
+    #[arg(long, value_delimiter = ',', default_value = "L0")]
+    pub levels: Vec<String>,
+    /// Manipulation strategy: an L1 style or an L3 form (default: drawn per trial from its seed).
+    #[arg(long)]
+    pub strategy: Option<String>,
+    /// L4: most agent calls one trial's search may spend (3 roots, 5 best × 3 children, 5 levels).
+    #[arg(long, default_value_t = 300)]
+    pub tap_budget: usize,
+    /// Ticket conditions, comma-separated: raw, hint, evidence_anchored.
+    #[arg(long, value_delimiter = ',', default_value = "raw")]
+    pub conditions: Vec<String>,
+    /// Seeds, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub seeds: Vec<i64>,
+    /// Trials executed at once by this process.
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: usize,
+    /// Also write the finished trials as trajectory lines to this file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// After each verdict, put an appeal to the agent and record its answer.
+    #[arg(long)]
+    pub appeal: bool,
+    /// Only plan the run and print its id; `mirage worker` processes execute it.
+    #[arg(long, conflicts_with = "resume")]
+    pub detach: bool,
+    /// Resume an interrupted run by id instead of planning a new one.
+    #[arg(long, conflicts_with_all = ["agents"])]
+    pub resume: Option<String>,
+    /// Seconds a claimed trial stays reserved without a heartbeat (a killed worker's
+    /// trials return to the queue after this).
+    #[arg(long, default_value_t = 30, hide = true)]
+    pub lease_secs: u64,
+}
+
+/// `mirage worker`.
+#[derive(Debug, clap::Args)]
+pub struct WorkerArgs {
+    /// Only this run (default: every active run).
+    #[arg(long)]
+    pub run: Option<String>,
+    /// Trials executed at once by this process.
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: usize,
+    /// Stop when no active run has work left instead of waiting for new runs.
+    #[arg(long)]
+    pub once: bool,
+    /// Seconds between looks for new work.
+    #[arg(long, default_value_t = 2)]
+    pub poll_secs: u64,
+    /// Seconds a claimed trial stays reserved without a heartbeat.
+    #[arg(long, default_value_t = 30, hide = true)]
+    pub lease_secs: u64,
+}
+
+/// `mirage run`: plans (or resumes) a run and executes it with a progress bar.
+pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<()> {
+    use std::time::{Duration, Instant};
+
+    use indicatif::{ProgressBar, ProgressStyle};
+
+    use crate::db::TrialEnd;
+    use crate::runs::{PoolOptions, RunSpec, create_run, execute};
+
+    let tasks = store.all_tasks().await?;
+    let version = crate::corpus::fingerprint(&tasks);
+    let world = Arc::new(crate::env::World::build(tasks)?);
+    let run_id = match args.resume {
+        Some(id) => {
+            let run = store.run(&id).await?;
+            if run.status == RunStatus::Cancelled {
+                bail!("run {id} was cancelled");
+            }
+            id
+        }
+        None => {
+            let (agents, endpoints) = endpoints_for(&args)?;
+            let config = crate::config::Config::load(args.config.as_deref())?;
+            let attacker = config.attacker().map(|(_, spec)| spec.clone());
+            let judge = config.judge().map(|(_, spec)| spec.clone());
+            let spec = RunSpec {
+                tasks: args.tasks,
+                agents,
+                levels: args.levels,
+                conditions: args.conditions,
+                seeds: args.seeds,
+                endpoints,
+                appeal: args.appeal,
+                strategy: args.strategy,
+                tap: crate::manip::tap::TapOptions { budget: args.tap_budget, ..Default::default() },
+                attacker,
+                judge,
+            };
+            let id = create_run(store.as_ref(), &world, &spec, &version).await?;
+            if args.detach {
+                println!("{id}");
+                return Ok(());
+            }
+            id
+        }
+    };
+    let run = store.run(&run_id).await?;
+    let before = store.progress(&run_id).await?;
+    eprintln!(
+        "run {run_id}: {} trials ({} already finished); resume with `mirage run --resume {run_id}`",
+        run.trials_total,
+        before.finished()
+    );
+    let bar = ProgressBar::new(u64::try_from(run.trials_total).unwrap_or(0));
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} trials  {per_sec}  eta {eta}  {msg}")
+            .map_err(|e| anyhow::anyhow!("progress template: {e}"))?,
+    );
+    bar.set_position(u64::try_from(before.finished()).unwrap_or(0));
+    let started = Instant::now();
+    let errors = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let on_finish = {
+        let (bar, errors) = (bar.clone(), errors.clone());
+        Arc::new(move |_: &crate::db::TrialRow, end: &TrialEnd| {
+            if matches!(end, TrialEnd::Error(_)) {
+                errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                bar.set_message(format!("{} errors", errors.load(std::sync::atomic::Ordering::Relaxed)));
+            }
+            bar.inc(1);
+        })
+    };
+    let options = PoolOptions { concurrency: args.concurrency, lease: Duration::from_secs(args.lease_secs.max(1)) };
+    execute(store.clone(), world, &run_id, options, on_finish).await?;
+    bar.finish_and_clear();
+    let p = store.progress(&run_id).await?;
+    println!(
+        "run {run_id}: {} done, {} errors, {} cancelled, {} left, in {:.1}s",
+        p.done,
+        p.error,
+        p.cancelled,
+        p.queued + p.running,
+        started.elapsed().as_secs_f64()
+    );
+    if let Some(path) = args.out {
+        let (text, _) = crate::runs::export::export_run(store.as_ref(), &run_id).await?;
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Executes the queued trials of active runs until none is left (`once`) or forever.
+pub(super) async fn worker(store: Arc<dyn Store>, args: WorkerArgs) -> anyhow::Result<()> {
+    let WorkerArgs { run: only, concurrency, once, poll_secs, lease_secs } = args;
+    let options = crate::runs::PoolOptions { concurrency, lease: std::time::Duration::from_secs(lease_secs.max(1)) };
+    let poll = std::time::Duration::from_secs(poll_secs.max(1));
+    use crate::runs::execute;
+
+    if let Some(id) = &only {
+        store.run(id).await?;
+    }
+    let on_finish: crate::runs::OnFinish = Arc::new(|trial, end| match end {
+        crate::db::TrialEnd::Error(reason) => tracing::warn!(trial.id = %trial.trial_id, %reason, "trial errored"),
+        crate::db::TrialEnd::Done { .. } => tracing::info!(trial.id = %trial.trial_id, "trial done"),
+    });
+    let mut world: Option<(i64, Arc<crate::env::World>)> = None;
+    loop {
+        let mut worked = 0;
+        for run in store.runs().await? {
+            if run.status != RunStatus::Active || only.as_ref().is_some_and(|id| *id != run.run_id) {
+                continue;
+            }
+            let p = store.progress(&run.run_id).await?;
+            if p.queued == 0 && p.running == 0 {
+                continue;
+            }
+            // Tasks may have been imported since the last pass.
+            let count = store.task_count().await?;
+            let current = match &world {
+                Some((n, w)) if *n == count => w.clone(),
+                _ => {
+                    let w = Arc::new(crate::env::World::build(store.all_tasks().await?)?);
+                    world = Some((count, w.clone()));
+                    w
+                }
+            };
+            eprintln!("worker: run {} ({} queued)", run.run_id, p.queued);
+            execute(store.clone(), current, &run.run_id, options, on_finish.clone()).await?;
+            worked += 1;
+        }
+        if once && worked == 0 {
+            return Ok(());
+        }
+        if worked == 0 {
+            tokio::select! {
+                () = tokio::time::sleep(poll) => {}
+                () = super::serve::shutdown() => return Ok(()),
+            }
+        }
+    }
+}
+
+/// The model endpoints a run uses: those of the config file that `--agent` names, plus an
+/// ad-hoc `llm` endpoint from the flags (named `llm:MODEL`). Returns the agent names too.
+fn endpoints_for(
+    args: &RunArgs,
+) -> anyhow::Result<(Vec<String>, std::collections::BTreeMap<String, crate::llm::EndpointSpec>)> {
+    use crate::llm::EndpointSpec;
+
+    let configured = crate::config::Config::load(args.config.as_deref())?.endpoints;
+    let mut agents = Vec::new();
+    let mut endpoints = std::collections::BTreeMap::new();
+    for name in &args.agents {
+        if name == "llm" {
+            let (Some(base_url), Some(model)) = (&args.base_url, &args.model) else {
+                bail!("agent llm needs --base-url URL and --model NAME");
+            };
+            let mut spec = EndpointSpec::new(base_url, model);
+            spec.api_key_env = args.api_key_env.clone();
+            spec.temperature = args.temperature;
+            spec.seed = args.model_seed;
+            spec.max_tokens = args.max_tokens;
+            spec.timeout_secs = args.request_timeout;
+            spec.tool_calling = args.tool_calling;
+            spec.json_mode = args.json_mode;
+            let name = format!("llm:{model}");
+            endpoints.insert(name.clone(), spec);
+            agents.push(name);
+        } else {
+            endpoints.extend(crate::runs::configured_endpoints(std::slice::from_ref(name), &configured)?);
+            agents.push(name.clone());
+        }
+    }
+    Ok((agents, endpoints))
+}

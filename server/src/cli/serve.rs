@@ -1,0 +1,78 @@
+//! `mirage serve`: the dashboard and the three investigation sites.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use leptos::prelude::LeptosOptions;
+
+use crate::db::RunStatus;
+use crate::db::{Store, seed_if_empty};
+
+/// `mirage serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Keep it on loopback unless accounts are configured.
+    #[arg(long, env = "MIRAGE_ADDR", default_value = "127.0.0.1:3000")]
+    pub addr: SocketAddr,
+    /// Folder with the built browser bundle (`pkg/`) and public files.
+    #[arg(long, env = "MIRAGE_SITE_ROOT", default_value = "target/site")]
+    pub site_root: PathBuf,
+    /// Config file with model endpoints and roles (`[endpoints.NAME]`, `[roles]`): agents
+    /// the launch form may name, and the judge that scores runs.
+    #[arg(long, env = "MIRAGE_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+pub(super) async fn serve(store: Arc<dyn Store>, args: ServeArgs) -> anyhow::Result<()> {
+    let ServeArgs { addr, site_root, config } = args;
+    let config = crate::config::Config::load(config.as_deref())?;
+    if !addr.ip().is_loopback() && !store.has_users().await? {
+        bail!(
+            "refusing to listen on {addr} without accounts: anyone who can reach it would be the operator. \
+             Add one with `mirage user add NAME --role operator`, or listen on 127.0.0.1"
+        );
+    }
+    seed_if_empty(store.as_ref()).await?;
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+    let addr = listener.local_addr()?;
+    let options = LeptosOptions::builder()
+        .output_name("mirage")
+        .site_root(site_root.to_string_lossy().to_string())
+        .site_pkg_dir("pkg")
+        .site_addr(addr)
+        .build();
+    if !site_root.join("pkg/mirage_bg.wasm").exists() {
+        tracing::warn!(site_root = %site_root.display(), "No browser bundle under {}/pkg: pages render but do not hydrate (run scripts/build-site.sh)", site_root.display());
+    }
+    let state = crate::app_state(store, options, config).await?;
+    resume_orphaned_runs(&state).await?;
+    let tasks = state.world.task_count();
+    let app = crate::router(state);
+    println!("Mirage is listening on http://{addr} ({tasks} tasks)");
+    axum::serve(listener, app).with_graceful_shutdown(shutdown()).await.context("serving HTTP")
+}
+
+/// Runs left active with queued trials and nobody working on them (the server that launched
+/// them stopped) continue in this server.
+async fn resume_orphaned_runs(state: &crate::AppState) -> anyhow::Result<()> {
+    for run in state.store.runs().await?.into_iter().filter(|r| r.status == RunStatus::Active) {
+        let p = state.store.progress(&run.run_id).await?;
+        if p.queued > 0 && p.running == 0 {
+            tracing::info!(run = %run.run_id, queued = p.queued, "resuming an orphaned run");
+            crate::services::runs::spawn_execution(
+                state.store.clone(),
+                state.world.clone(),
+                run.run_id,
+                crate::runs::PoolOptions::default().concurrency,
+                state.insights.clone(),
+            );
+        }
+    }
+    Ok(())
+}
+
+pub(super) async fn shutdown() {
+    let _ = tokio::signal::ctrl_c().await;
+}

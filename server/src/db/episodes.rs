@@ -1,0 +1,150 @@
+//! Episodes of outside agents (the episode API): the episode, its action log and verdict.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use super::{SqlStore, StoreError, StoreResult, now_ms};
+
+/// An investigation episode as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct Episode {
+    pub episode_id: String,
+    pub task_id: String,
+    pub level: String,
+    pub condition: String,
+    /// The manipulation strategy (levels above L0) and seed.
+    pub strategy: Option<String>,
+    pub seed: i64,
+    /// `open` until a verdict is recorded, then `done`.
+    pub status: String,
+    pub verdict: Option<String>,
+    pub rationale: Option<String>,
+    pub created_at: i64,
+}
+
+/// One entry of an episode's action log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct EpisodeEvent {
+    pub seq: i64,
+    /// `visit`, `search` or `verdict`.
+    pub kind: String,
+    pub url: Option<String>,
+    pub detail: Option<String>,
+    pub created_at: i64,
+}
+
+/// Episodes and their action logs.
+#[async_trait]
+pub trait EpisodeStore: Send + Sync {
+    /// Opens an episode on a stored task.
+    async fn create_episode(
+        &self,
+        task_id: &str,
+        level: &str,
+        condition: &str,
+        strategy: Option<&str>,
+        seed: i64,
+    ) -> StoreResult<Episode>;
+    /// One episode; `NotFound` when there is none.
+    async fn episode(&self, episode_id: &str) -> StoreResult<Episode>;
+    /// Appends to the action log; returns the event's sequence number (1-based).
+    async fn append_event(
+        &self,
+        episode_id: &str,
+        kind: &str,
+        url: Option<&str>,
+        detail: Option<&str>,
+    ) -> StoreResult<i64>;
+    /// Records the verdict and closes the episode. `Ok(false)` when it was already closed
+    /// (nothing changes: a verdict is final).
+    async fn finish_episode(&self, episode_id: &str, verdict: &str, rationale: &str) -> StoreResult<bool>;
+    /// The action log in order.
+    async fn episode_events(&self, episode_id: &str) -> StoreResult<Vec<EpisodeEvent>>;
+}
+
+#[async_trait]
+impl EpisodeStore for SqlStore {
+    async fn create_episode(
+        &self,
+        task_id: &str,
+        level: &str,
+        condition: &str,
+        strategy: Option<&str>,
+        seed: i64,
+    ) -> StoreResult<Episode> {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let now = now_ms();
+        sqlx::query(
+            "insert into episode (episode_id, task_id, level, condition, strategy, seed, status, created_at, updated_at)
+             values ($1, $2, $3, $4, $6, $7, 'open', $5, $5)",
+        )
+        .bind(&id)
+        .bind(task_id)
+        .bind(level)
+        .bind(condition)
+        .bind(now)
+        .bind(strategy)
+        .bind(seed)
+        .execute(&self.pool)
+        .await?;
+        self.episode(&id).await
+    }
+
+    async fn episode(&self, episode_id: &str) -> StoreResult<Episode> {
+        sqlx::query_as(
+            "select episode_id, task_id, level, condition, strategy, seed, status, verdict, rationale, created_at
+             from episode where episode_id = $1",
+        )
+        .bind(episode_id)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("episode {episode_id}")))
+    }
+
+    async fn append_event(
+        &self,
+        episode_id: &str,
+        kind: &str,
+        url: Option<&str>,
+        detail: Option<&str>,
+    ) -> StoreResult<i64> {
+        let now = now_ms();
+        // The sequence number is computed inside the insert, so concurrent appends to one
+        // episode cannot pick the same number without the unique constraint noticing.
+        Ok(sqlx::query_scalar(
+            "insert into episode_event (episode_id, seq, kind, url, detail, created_at, updated_at)
+             select $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5, $5 from episode_event where episode_id = $1
+             returning seq",
+        )
+        .bind(episode_id)
+        .bind(kind)
+        .bind(url)
+        .bind(detail)
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
+    async fn finish_episode(&self, episode_id: &str, verdict: &str, rationale: &str) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "update episode set status = 'done', verdict = $2, rationale = $3, updated_at = $4
+             where episode_id = $1 and status = 'open'",
+        )
+        .bind(episode_id)
+        .bind(verdict)
+        .bind(rationale)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn episode_events(&self, episode_id: &str) -> StoreResult<Vec<EpisodeEvent>> {
+        Ok(sqlx::query_as(
+            "select seq, kind, url, detail, created_at from episode_event where episode_id = $1 order by seq",
+        )
+        .bind(episode_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+}

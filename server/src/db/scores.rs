@@ -1,0 +1,331 @@
+//! Stored scores of trials (per judge version), the append-only label events, and the
+//! locks annotators hold on disputed labels.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use sqlx::{Any, QueryBuilder};
+
+use super::sql::{BULK_ROWS, numbered};
+use super::{SqlStore, StoreError, StoreResult, now_ms};
+
+/// The four per-trial labels (DESIGN §1.5). Stored as their snake-case names, which are an
+/// API once written: rename one only with a migration.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::VariantArray,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum LabelKind {
+    Exposure,
+    Adoption,
+    Verification,
+    Recovery,
+}
+
+impl LabelKind {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    /// Every kind, comma-separated, for messages.
+    pub fn names() -> String {
+        use strum::VariantArray;
+        LabelKind::VARIANTS.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
+    }
+
+    /// Parses a name, or says which names there are.
+    pub fn parse(name: &str) -> Result<LabelKind, String> {
+        name.parse().map_err(|_| format!("{name:?} is not one of {}", LabelKind::names()))
+    }
+}
+
+impl TryFrom<String> for LabelKind {
+    type Error = StoreError;
+    fn try_from(s: String) -> Result<Self, StoreError> {
+        s.parse().map_err(|_| StoreError::Corrupt(format!("unknown label kind {s:?}")))
+    }
+}
+
+/// A trial's stored score (the judge module's JSON) and the judges that produced it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct StoredScore {
+    pub trial_id: String,
+    pub judge_version: String,
+    pub body: String,
+}
+
+/// One label event: a label given to a trial by a rule, an LLM judge or a person.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct LabelEvent {
+    /// Assigned by the store; 0 for an event not stored yet.
+    pub event_id: i64,
+    pub trial_id: String,
+    #[sqlx(try_from = "String")]
+    pub kind: LabelKind,
+    /// Stored as 0 or 1 (both dialects' integer).
+    #[sqlx(try_from = "i32")]
+    pub value: Flag,
+    pub turn: Option<i64>,
+    /// `rule`, `llm_judge`, `human` or `adjudication`.
+    pub source: String,
+    pub confidence: f64,
+    pub reason: String,
+    /// The person, for human labels.
+    pub author: Option<String>,
+    /// The judge version, for automatic labels.
+    pub judge_version: Option<String>,
+    pub created_at: i64,
+}
+
+/// A label's value: a boolean that both dialects store as an integer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Flag(pub bool);
+
+impl From<i32> for Flag {
+    fn from(v: i32) -> Flag {
+        Flag(v != 0)
+    }
+}
+
+impl From<bool> for Flag {
+    fn from(v: bool) -> Flag {
+        Flag(v)
+    }
+}
+
+/// An annotator's unexpired lock on one disputed label.
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct LabelLock {
+    pub trial_id: String,
+    #[sqlx(try_from = "String")]
+    pub kind: LabelKind,
+    pub holder: String,
+    pub expires_at: i64,
+}
+
+/// Scores, label events and annotation locks.
+#[async_trait]
+pub trait ScoreStore: Send + Sync {
+    /// The stored scores of a run's trials.
+    async fn scores(&self, run_id: &str) -> StoreResult<Vec<StoredScore>>;
+    /// Stores (or replaces) scores of a run's trials and appends the automatic label events
+    /// that came with them, in one transaction.
+    async fn put_scores(&self, run_id: &str, scores: &[StoredScore], labels: &[LabelEvent]) -> StoreResult<()>;
+    /// Appends one label event (labels are never updated in place); returns its id.
+    async fn add_label(&self, event: &LabelEvent) -> StoreResult<i64>;
+    /// Every label event of a run's trials, oldest first.
+    async fn label_events(&self, run_id: &str) -> StoreResult<Vec<LabelEvent>>;
+    /// The label events of one trial, oldest first.
+    async fn trial_label_events(&self, trial_id: &str) -> StoreResult<Vec<LabelEvent>>;
+    /// The id of the newest label event anywhere (0 when none): it changes whenever a label
+    /// is added, so caches of aggregates key on it.
+    async fn label_generation(&self) -> StoreResult<i64>;
+    /// The judge versions behind a run's stored scores.
+    async fn score_judges(&self, run_id: &str) -> StoreResult<Vec<String>>;
+    /// The stored score of one trial.
+    async fn trial_score(&self, trial_id: &str) -> StoreResult<Option<StoredScore>>;
+    /// Takes the lock on a disputed label for `holder` until `until` (ms): granted when it is
+    /// free, expired or already theirs. Returns the other holder and expiry when refused.
+    async fn lock_label(
+        &self,
+        trial_id: &str,
+        kind: LabelKind,
+        holder: &str,
+        now: i64,
+        until: i64,
+    ) -> StoreResult<Option<(String, i64)>>;
+    /// Releases `holder`'s lock on a label (no-op when they hold none).
+    async fn unlock_label(&self, trial_id: &str, kind: LabelKind, holder: &str) -> StoreResult<()>;
+    /// Unexpired locks.
+    async fn label_locks(&self, now: i64) -> StoreResult<Vec<LabelLock>>;
+}
+
+const LABEL_COLUMNS: &str =
+    "event_id, trial_id, kind, value, turn, source, confidence, reason, author, judge_version, created_at";
+
+const LABEL_INSERT: &str = "insert into label_event (trial_id, kind, value, turn, source, confidence, reason, author, judge_version, created_at) ";
+
+#[async_trait]
+impl ScoreStore for SqlStore {
+    async fn scores(&self, run_id: &str) -> StoreResult<Vec<StoredScore>> {
+        Ok(sqlx::query_as("select trial_id, judge_version, body from trial_score where run_id = $1")
+            .bind(run_id)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    async fn put_scores(&self, run_id: &str, scores: &[StoredScore], labels: &[LabelEvent]) -> StoreResult<()> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        for chunk in scores.chunks(BULK_ROWS) {
+            let mut b: QueryBuilder<'_, Any> =
+                QueryBuilder::new("insert into trial_score (trial_id, run_id, judge_version, body, created_at) ");
+            b.push_values(chunk, |mut row, s| {
+                row.push_bind(s.trial_id.as_str())
+                    .push_bind(run_id)
+                    .push_bind(s.judge_version.as_str())
+                    .push_bind(s.body.as_str())
+                    .push_bind(now);
+            });
+            b.push(
+                " on conflict (trial_id) do update set judge_version = excluded.judge_version, body = excluded.body, \
+                 created_at = excluded.created_at",
+            );
+            let (sql, args) = numbered(&mut b)?;
+            sqlx::query_with(&sql, args).execute(&mut *tx).await?;
+        }
+        for chunk in labels.chunks(BULK_ROWS) {
+            let mut b: QueryBuilder<'_, Any> = QueryBuilder::new(LABEL_INSERT);
+            b.push_values(chunk, |mut row, e| {
+                row.push_bind(e.trial_id.as_str())
+                    .push_bind(e.kind.as_str())
+                    .push_bind(i32::from(e.value.0))
+                    .push_bind(e.turn)
+                    .push_bind(e.source.as_str())
+                    .push_bind(e.confidence)
+                    .push_bind(e.reason.as_str())
+                    .push_bind(e.author.as_deref())
+                    .push_bind(e.judge_version.as_deref())
+                    .push_bind(now);
+            });
+            let (sql, args) = numbered(&mut b)?;
+            sqlx::query_with(&sql, args).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn add_label(&self, e: &LabelEvent) -> StoreResult<i64> {
+        Ok(sqlx::query_scalar(&format!(
+            "{LABEL_INSERT} values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning event_id"
+        ))
+        .bind(&e.trial_id)
+        .bind(e.kind.as_str())
+        .bind(i32::from(e.value.0))
+        .bind(e.turn)
+        .bind(&e.source)
+        .bind(e.confidence)
+        .bind(&e.reason)
+        .bind(&e.author)
+        .bind(&e.judge_version)
+        .bind(now_ms())
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
+    async fn label_events(&self, run_id: &str) -> StoreResult<Vec<LabelEvent>> {
+        Ok(sqlx::query_as(&format!(
+            "select {LABEL_COLUMNS} from label_event \
+             where trial_id in (select trial_id from trial where run_id = $1) order by event_id"
+        ))
+        .bind(run_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    async fn trial_label_events(&self, trial_id: &str) -> StoreResult<Vec<LabelEvent>> {
+        Ok(sqlx::query_as(&format!("select {LABEL_COLUMNS} from label_event where trial_id = $1 order by event_id"))
+            .bind(trial_id)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    async fn label_generation(&self) -> StoreResult<i64> {
+        Ok(sqlx::query_scalar("select coalesce(max(event_id), 0) from label_event").fetch_one(&self.pool).await?)
+    }
+
+    async fn score_judges(&self, run_id: &str) -> StoreResult<Vec<String>> {
+        Ok(sqlx::query_scalar(
+            "select distinct judge_version from trial_score where run_id = $1 order by judge_version",
+        )
+        .bind(run_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    async fn trial_score(&self, trial_id: &str) -> StoreResult<Option<StoredScore>> {
+        Ok(sqlx::query_as("select trial_id, judge_version, body from trial_score where trial_id = $1")
+            .bind(trial_id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    async fn lock_label(
+        &self,
+        trial_id: &str,
+        kind: LabelKind,
+        holder: &str,
+        now: i64,
+        until: i64,
+    ) -> StoreResult<Option<(String, i64)>> {
+        let mut tx = self.pool.begin().await?;
+        // Take a free or expired lock, or extend our own, in one statement per backend row.
+        sqlx::query(
+            "delete from annotation_lock where trial_id = $1 and kind = $2 and (expires_at <= $3 or holder = $4)",
+        )
+        .bind(trial_id)
+        .bind(kind.as_str())
+        .bind(now)
+        .bind(holder)
+        .execute(&mut *tx)
+        .await?;
+        let held: Option<(String, i64)> =
+            sqlx::query_as("select holder, expires_at from annotation_lock where trial_id = $1 and kind = $2")
+                .bind(trial_id)
+                .bind(kind.as_str())
+                .fetch_optional(&mut *tx)
+                .await?;
+        if held.is_some() {
+            tx.commit().await?;
+            return Ok(held);
+        }
+        let inserted = sqlx::query(
+            "insert into annotation_lock (trial_id, kind, holder, expires_at) values ($1, $2, $3, $4) \
+             on conflict (trial_id, kind) do nothing",
+        )
+        .bind(trial_id)
+        .bind(kind.as_str())
+        .bind(holder)
+        .bind(until)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        if inserted.rows_affected() == 0 {
+            // Someone took it between our read and write.
+            return Ok(Some((String::from("another annotator"), until)));
+        }
+        Ok(None)
+    }
+
+    async fn unlock_label(&self, trial_id: &str, kind: LabelKind, holder: &str) -> StoreResult<()> {
+        sqlx::query("delete from annotation_lock where trial_id = $1 and kind = $2 and holder = $3")
+            .bind(trial_id)
+            .bind(kind.as_str())
+            .bind(holder)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn label_locks(&self, now: i64) -> StoreResult<Vec<LabelLock>> {
+        Ok(sqlx::query_as("select trial_id, kind, holder, expires_at from annotation_lock where expires_at > $1")
+            .bind(now)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+}

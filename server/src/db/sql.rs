@@ -1,0 +1,118 @@
+//! The SQL store: one pool for the whole process, the migrations of its backend, and the
+//! helpers every concern's queries share (bulk inserts, unique violations).
+
+use anyhow::Context;
+use sqlx::any::{AnyArguments, AnyPoolOptions, install_default_drivers};
+use sqlx::{Any, AnyPool, Execute, QueryBuilder};
+
+use super::{StoreError, StoreResult};
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// The SQL store over one pool for the whole process.
+#[derive(Clone)]
+pub struct SqlStore {
+    pub(super) pool: AnyPool,
+    pub(super) postgres: bool,
+}
+
+impl SqlStore {
+    /// Connects and runs the migrations of the URL's backend.
+    pub async fn connect(url: &str) -> anyhow::Result<SqlStore> {
+        install_default_drivers();
+        let sqlite = url.starts_with("sqlite:");
+        let memory = url.contains(":memory:");
+        let mut options = AnyPoolOptions::new();
+        if sqlite {
+            // SQLite serialises writers anyway; an in-memory database exists per connection.
+            options = options.max_connections(if memory { 1 } else { 8 }).after_connect(|conn, _| {
+                Box::pin(async move {
+                    sqlx::query("pragma busy_timeout = 5000").execute(&mut *conn).await?;
+                    // With WAL, `normal` keeps the database consistent through a process
+                    // crash (kill -9); only an OS crash can lose the last commits.
+                    sqlx::query("pragma synchronous = normal").execute(&mut *conn).await?;
+                    sqlx::query("pragma foreign_keys = on").execute(&mut *conn).await?;
+                    Ok(())
+                })
+            });
+        }
+        let pool = options.connect(url).await.with_context(|| format!("connecting to database {}", redact(url)))?;
+        if sqlite && !memory {
+            sqlx::query("pragma journal_mode = wal").execute(&pool).await.context("enabling WAL")?;
+        }
+        let migrator = if sqlite { &SQLITE_MIGRATIONS } else { &POSTGRES_MIGRATIONS };
+        migrator.run(&pool).await.context("running database migrations")?;
+        Ok(SqlStore { pool, postgres: !sqlite })
+    }
+}
+
+/// Rows per multi-row insert: far below SQLite's 32,766 and PostgreSQL's 65,535 bound
+/// parameters for every table we bulk-insert into (at most 11 columns).
+pub(super) const BULK_ROWS: usize = 1000;
+
+/// The SQL and arguments of a multi-row insert built with [`QueryBuilder::push_values`].
+///
+/// Through the `Any` driver the builder writes `?` placeholders, which PostgreSQL rejects;
+/// both backends accept `$N`, so the placeholders are numbered here. Bulk statements bind
+/// every value, so a `?` in them is always a placeholder.
+pub(super) fn numbered<'b>(builder: &'b mut QueryBuilder<'_, Any>) -> StoreResult<(String, AnyArguments<'b>)> {
+    let mut query = builder.build();
+    let mut sql = String::with_capacity(query.sql().len() + 64);
+    let mut n = 0usize;
+    for c in query.sql().chars() {
+        if c == '?' {
+            n += 1;
+            sql.push('$');
+            sql.push_str(&n.to_string());
+        } else {
+            sql.push(c);
+        }
+    }
+    let args = query
+        .take_arguments()
+        .map_err(|e| StoreError::Corrupt(format!("binding a bulk insert: {e}")))?
+        .unwrap_or_default();
+    Ok((sql, args))
+}
+
+/// Whether a failed statement broke a unique constraint.
+pub(super) fn is_unique_violation(e: &sqlx::Error) -> bool {
+    e.as_database_error().is_some_and(|d| d.is_unique_violation())
+}
+
+/// A URL with any password replaced, for messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.find('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            match creds.find(':') {
+                Some(c) => format!("{}{}:***{}", &url[..s + 3], &creds[..c], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(redact("postgres://me:secret@h/db"), "postgres://me:***@h/db");
+        assert_eq!(redact("sqlite://x.db"), "sqlite://x.db");
+    }
+
+    #[test]
+    fn bulk_placeholders_are_numbered_for_both_backends() {
+        let mut b: QueryBuilder<'_, Any> = QueryBuilder::new("insert into t (a, b) ");
+        b.push_values([(1_i64, "x"), (2, "y")], |mut row, (a, s)| {
+            row.push_bind(a).push_bind(s);
+        });
+        let (sql, args) = numbered(&mut b).expect("numbered");
+        assert_eq!(sql, "insert into t (a, b) VALUES ($1, $2), ($3, $4)");
+        assert_eq!(sqlx::Arguments::len(&args), 4);
+    }
+}

@@ -1,0 +1,193 @@
+//! Perplexity filters: a character n-gram model of the clean corpus, or a scoring
+//! endpoint's token log-probabilities; both scored relative to typical clean text.
+
+use std::collections::HashMap;
+
+use super::{Calibration, CleanCorpus, Filter, calibrate};
+
+/// A character n-gram language model with add-one smoothing over the characters seen.
+pub struct NgramModel {
+    n: usize,
+    counts: HashMap<String, HashMap<char, u32>>,
+    vocab: usize,
+}
+
+impl NgramModel {
+    /// Trains on `texts` (lowercased).
+    pub fn train<'a>(texts: impl IntoIterator<Item = &'a str>, n: usize) -> NgramModel {
+        let mut counts: HashMap<String, HashMap<char, u32>> = HashMap::new();
+        let mut vocab = std::collections::HashSet::new();
+        for t in texts {
+            let chars: Vec<char> = std::iter::repeat_n('\u{2}', n - 1).chain(t.to_lowercase().chars()).collect();
+            for w in chars.windows(n) {
+                vocab.insert(w[n - 1]);
+                *counts.entry(w[..n - 1].iter().collect()).or_default().entry(w[n - 1]).or_default() += 1;
+            }
+        }
+        NgramModel { n, counts, vocab: vocab.len() + 1 }
+    }
+
+    /// Per-character perplexity of `text` under the model.
+    pub fn perplexity(&self, text: &str) -> f64 {
+        let chars: Vec<char> = std::iter::repeat_n('\u{2}', self.n - 1).chain(text.to_lowercase().chars()).collect();
+        let (mut nll, mut k) = (0.0, 0usize);
+        #[allow(clippy::cast_precision_loss)]
+        for w in chars.windows(self.n) {
+            let ctx: String = w[..self.n - 1].iter().collect();
+            let (hit, total) = self
+                .counts
+                .get(&ctx)
+                .map_or((0, 0), |m| (m.get(&w[self.n - 1]).copied().unwrap_or(0), m.values().sum::<u32>()));
+            let p = (f64::from(hit) + 1.0) / (f64::from(total) + self.vocab as f64);
+            nll -= p.ln();
+            k += 1;
+        }
+        #[allow(clippy::cast_precision_loss)]
+        if k == 0 { 1.0 } else { (nll / k as f64).exp() }
+    }
+}
+
+/// The perplexity filter: a 4-gram character model of the clean corpus; a text's score is
+/// its perplexity divided by the median perplexity of the clean originals (so 1 is typical
+/// clean text, and the ratio of an edit to its original is reported separately).
+pub struct PerplexityFilter {
+    model: NgramModel,
+    reference: f64,
+}
+
+impl PerplexityFilter {
+    pub fn train(clean: &CleanCorpus) -> PerplexityFilter {
+        let model = NgramModel::train(clean.pages.iter().map(String::as_str), 4);
+        let mut ppl: Vec<f64> = clean.originals.iter().map(|(_, t)| model.perplexity(t)).collect();
+        ppl.sort_by(f64::total_cmp);
+        let reference = ppl.get(ppl.len() / 2).copied().unwrap_or(1.0).max(f64::MIN_POSITIVE);
+        PerplexityFilter { model, reference }
+    }
+
+    /// The score of a text (perplexity relative to typical clean text).
+    pub fn score(&self, text: &str) -> f64 {
+        self.model.perplexity(text) / self.reference
+    }
+
+    /// PPL-R: the edit's perplexity over its original's.
+    pub fn ratio(&self, edited: &str, original: &str) -> f64 {
+        self.model.perplexity(edited) / self.model.perplexity(original).max(f64::MIN_POSITIVE)
+    }
+}
+
+/// The perplexity filter at a calibrated threshold.
+pub struct CalibratedPerplexity {
+    pub filter: PerplexityFilter,
+    pub threshold: f64,
+}
+
+impl CalibratedPerplexity {
+    /// Trains on the tasks' clean text and calibrates to `fpr` on their clean originals.
+    pub fn build(tasks: &[crate::corpus::Task], fpr: f64) -> CalibratedPerplexity {
+        let clean = CleanCorpus::of(tasks);
+        let filter = PerplexityFilter::train(&clean);
+        let scores: Vec<(String, f64)> = clean.originals.iter().map(|(d, t)| (d.clone(), filter.score(t))).collect();
+        let threshold = calibrate("perplexity", &scores, fpr).threshold.unwrap_or(f64::INFINITY);
+        CalibratedPerplexity { filter, threshold }
+    }
+}
+
+impl Filter for CalibratedPerplexity {
+    fn name(&self) -> &str {
+        "perplexity"
+    }
+    fn flags(&self, text: &str) -> bool {
+        self.filter.score(text) > self.threshold
+    }
+}
+
+/// Perplexity from a scoring model's token log-probabilities (`roles.scorer`), cached per
+/// text like every model answer.
+pub struct EndpointPerplexity {
+    pub model: String,
+    pub client: crate::llm::HttpLlm,
+    pub cache: std::sync::Arc<dyn crate::db::Store>,
+}
+
+impl EndpointPerplexity {
+    /// exp(−mean log-probability) of the text's tokens under the scoring model.
+    pub async fn perplexity(&self, text: &str) -> anyhow::Result<f64> {
+        use sha2::Digest;
+        let key = hex::encode(sha2::Sha256::digest(format!("{}\0logprobs-1\0{text}", self.model).as_bytes()));
+        if let Some(hit) = self.cache.cache_get(&key).await?.and_then(|b| b.parse::<f64>().ok()) {
+            return Ok(hit);
+        }
+        let lp = self.client.prompt_logprobs(text).await?;
+        #[allow(clippy::cast_precision_loss)]
+        let ppl = (-lp.iter().sum::<f64>() / lp.len() as f64).exp();
+        self.cache.cache_put(&key, &format!("logprobs:{}", self.model), &ppl.to_string()).await?;
+        Ok(ppl)
+    }
+}
+
+/// The perplexity scorer `mirage detect` uses: the scoring endpoint when one is
+/// configured, else the built-in character model. Scores are relative to the median
+/// clean original, so 1 is typical clean text either way.
+pub enum Perplexity {
+    Ngram(PerplexityFilter),
+    Endpoint { scorer: Box<EndpointPerplexity>, reference: f64 },
+}
+
+impl Perplexity {
+    /// The endpoint scorer, with its reference from the clean originals.
+    pub async fn endpoint(scorer: EndpointPerplexity, clean: &CleanCorpus) -> anyhow::Result<Perplexity> {
+        let mut ppl = Vec::with_capacity(clean.originals.len());
+        for (_, t) in &clean.originals {
+            ppl.push(scorer.perplexity(t).await?);
+        }
+        ppl.sort_by(f64::total_cmp);
+        let reference = ppl.get(ppl.len() / 2).copied().unwrap_or(1.0).max(f64::MIN_POSITIVE);
+        Ok(Perplexity::Endpoint { scorer: Box::new(scorer), reference })
+    }
+
+    /// The text's perplexity relative to typical clean text.
+    pub async fn score(&self, text: &str) -> anyhow::Result<f64> {
+        Ok(match self {
+            Perplexity::Ngram(f) => f.score(text),
+            Perplexity::Endpoint { scorer, reference } => scorer.perplexity(text).await? / reference,
+        })
+    }
+
+    /// The threshold for a false-positive rate on the clean originals, with realised rates.
+    pub async fn calibration(&self, clean: &CleanCorpus, fpr: f64) -> anyhow::Result<Calibration> {
+        let mut scores = Vec::with_capacity(clean.originals.len());
+        for (d, t) in &clean.originals {
+            scores.push((d.clone(), self.score(t).await?));
+        }
+        Ok(calibrate("perplexity", &scores, fpr))
+    }
+
+    /// PPL-R: an edit's perplexity over its original's.
+    pub async fn ratio(&self, edited: &str, original: &str) -> anyhow::Result<f64> {
+        Ok(match self {
+            Perplexity::Ngram(f) => f.ratio(edited, original),
+            Perplexity::Endpoint { scorer, .. } => {
+                scorer.perplexity(edited).await? / scorer.perplexity(original).await?.max(f64::MIN_POSITIVE)
+            }
+        })
+    }
+
+    /// Which model scores.
+    pub fn source(&self) -> String {
+        match self {
+            Perplexity::Ngram(_) => "built-in character 4-gram model".to_string(),
+            Perplexity::Endpoint { scorer, .. } => format!("log-probabilities of {}", scorer.model),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perplexity_prefers_text_like_the_training_text() {
+        let m = NgramModel::train(["the order arrived late and the box was damaged"; 20], 3);
+        assert!(m.perplexity("the order arrived damaged") < m.perplexity("zqxj vvkp wwqz"));
+    }
+}

@@ -1,0 +1,39 @@
+//! Model calls through the answer cache: an answer is kept by a key the caller derives
+//! from (model, prompt version, inputs), so a rerun, another page view or another method
+//! that asks the same question reuses it instead of calling the endpoint again.
+
+use serde_json::Value;
+
+use super::{LlmClient, Message};
+use crate::db::Store;
+
+/// Asks a model for a JSON object through the cache: a cached answer that `parse` accepts
+/// is reused; otherwise up to two requests, the second asking for the bare object.
+pub async fn ask_cached<T>(
+    client: &dyn LlmClient,
+    cache: &dyn Store,
+    key: &str,
+    judge_name: &str,
+    messages: Vec<Message>,
+    schema: &Value,
+    parse: impl Fn(&str) -> Option<T>,
+) -> anyhow::Result<T> {
+    if let Some(body) = cache.cache_get(key).await?
+        && let Some(hit) = parse(&body)
+    {
+        return Ok(hit);
+    }
+    let mut messages = messages;
+    let mut last = String::new();
+    for _ in 0..2 {
+        let reply = client.complete(&messages, Some(schema)).await?;
+        if let Some(parsed) = parse(&reply.content) {
+            cache.cache_put(key, judge_name, &reply.content).await?;
+            return Ok(parsed);
+        }
+        last = reply.content.chars().take(200).collect();
+        messages.push(Message::assistant(reply.content));
+        messages.push(Message::user("Answer with only the JSON object the instructions describe."));
+    }
+    anyhow::bail!("the judge's reply could not be read: {last:?}")
+}

@@ -1,0 +1,278 @@
+//! The worker pool: claims queued trials of a run, runs each (resuming from its persisted
+//! steps) with a heartbeat on its lease, and records how it ended.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use async_trait::async_trait;
+use tracing::Instrument;
+
+use super::{RunSpec, agent_for, split_config};
+use crate::agent::episode::{Outcome, Setting, StepSink, TrialError, run_trial};
+use crate::agent::{Agent, Step};
+use crate::corpus::Task;
+use crate::db::RunStatus;
+use crate::db::{Store, StoreError, TrialEnd, TrialRow, now_ms};
+use crate::env::World;
+use crate::llm::HttpLlm;
+
+/// Persists each step of one trial in the store.
+struct DbSink<'a> {
+    store: &'a dyn Store,
+    trial_id: &'a str,
+}
+
+#[async_trait]
+impl StepSink for DbSink<'_> {
+    async fn record(&mut self, step: &Step) -> anyhow::Result<()> {
+        let body = serde_json::to_string(step)?;
+        self.store.append_step(self.trial_id, i64::try_from(step.t)?, &body).await?;
+        Ok(())
+    }
+}
+
+/// Called after each trial this process finalises (progress bars, live counters).
+pub type OnFinish = Arc<dyn Fn(&TrialRow, &TrialEnd) + Send + Sync>;
+
+/// Tunables of a worker pool.
+#[derive(Clone, Copy, Debug)]
+pub struct PoolOptions {
+    pub concurrency: usize,
+    /// How long a claim lasts without a heartbeat.
+    pub lease: Duration,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        PoolOptions { concurrency: 4, lease: Duration::from_secs(30) }
+    }
+}
+
+/// Executes the queued trials of a run until none is left (or the run is cancelled).
+/// `on_finish` is called after each trial this process finalises.
+pub async fn execute(
+    store: Arc<dyn Store>,
+    world: Arc<World>,
+    run_id: &str,
+    options: PoolOptions,
+    on_finish: OnFinish,
+) -> anyhow::Result<()> {
+    let spec: RunSpec = serde_json::from_str(&store.run(run_id).await?.spec).context("reading the run's spec")?;
+    let mut agents: HashMap<String, Arc<dyn Agent>> = HashMap::new();
+    let mut defenses: HashMap<String, Arc<dyn crate::detect::Defense>> = HashMap::new();
+    for name in &spec.agents {
+        agents.insert(name.clone(), agent_for(name, &spec.endpoints)?);
+        if let (_, Some(defense)) = split_config(name)?
+            && !defenses.contains_key(defense)
+        {
+            let built = crate::detect::defense_for(defense, &world, spec.judge.as_ref(), store.clone()).await?;
+            defenses.insert(defense.to_string(), built);
+        }
+    }
+    let attacker = match &spec.attacker {
+        Some(endpoint) => Some(crate::manip::attacker::Attacker {
+            model: endpoint.model.clone(),
+            client: Arc::new(HttpLlm::new(endpoint.clone()).context("attacker endpoint")?),
+            cache: store.clone(),
+        }),
+        None => None,
+    };
+    let shared = Arc::new(Shared {
+        attacker,
+        store: store.clone(),
+        world,
+        agents,
+        defenses,
+        appeal: spec.appeal,
+        strategy: spec.strategy.clone(),
+        tap: spec.tap,
+        options,
+        on_finish,
+    });
+    let worker_base = format!("{}-{}", std::process::id(), &uuid::Uuid::new_v4().simple().to_string()[..6]);
+    let mut handles = Vec::new();
+    for n in 0..options.concurrency.max(1) {
+        let shared = shared.clone();
+        let worker = format!("{worker_base}-{n}");
+        let run_id = run_id.to_string();
+        handles.push(tokio::spawn(async move { work(&shared, &run_id, &worker).await }));
+    }
+    for h in handles {
+        h.await.context("a worker panicked")??;
+    }
+    let progress = store.progress(run_id).await?;
+    if progress.queued == 0 && progress.running == 0 && store.run(run_id).await?.status == RunStatus::Active {
+        store.set_run_status(run_id, RunStatus::Done).await?;
+    }
+    Ok(())
+}
+
+/// What every worker of one `execute` call shares.
+struct Shared {
+    store: Arc<dyn Store>,
+    world: Arc<World>,
+    /// One agent (and HTTP client) per configuration for the whole run.
+    agents: HashMap<String, Arc<dyn Agent>>,
+    /// The filters of defended configurations, by defense name.
+    defenses: HashMap<String, Arc<dyn crate::detect::Defense>>,
+    appeal: bool,
+    strategy: Option<String>,
+    tap: crate::manip::tap::TapOptions,
+    attacker: Option<crate::manip::attacker::Attacker>,
+    options: PoolOptions,
+    on_finish: OnFinish,
+}
+
+async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()> {
+    let Shared { store, world, agents, defenses, appeal, strategy, tap, attacker, options, on_finish } = shared;
+    let lease_ms = i64::try_from(options.lease.as_millis()).unwrap_or(i64::MAX);
+    loop {
+        if store.run(run_id).await?.status == RunStatus::Cancelled {
+            return Ok(());
+        }
+        let Some(trial) = store.claim_trial(run_id, worker, now_ms() + lease_ms).await? else {
+            // Nothing queued: return expired claims (a killed worker's) to the queue, and
+            // stop when nothing is left at all.
+            if store.requeue_expired(run_id, now_ms()).await? > 0 {
+                continue;
+            }
+            let p = store.progress(run_id).await?;
+            if p.running == 0 && p.queued == 0 {
+                return Ok(());
+            }
+            // Others hold trials (or a dead process's leases have yet to expire): wait.
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            continue;
+        };
+        let span =
+            tracing::info_span!("trial", trial.id = %trial.trial_id, task.id = %trial.task_id, agent = %trial.agent);
+        let end = match agents.get(&trial.agent) {
+            Some(agent) => {
+                let defense = split_config(&trial.agent).ok().and_then(|(_, d)| d).and_then(|d| defenses.get(d));
+                let claimed = Claimed {
+                    trial: &trial,
+                    worker,
+                    lease: options.lease,
+                    appeal: *appeal,
+                    strategy: strategy.as_deref(),
+                    defense: defense.map(|d| d.as_ref()),
+                    tap: *tap,
+                    attacker: attacker.as_ref(),
+                };
+                run_claimed(store.as_ref(), world, agent.as_ref(), &claimed).instrument(span).await
+            }
+            None => TrialEnd::Error(format!("agent {} is not part of this run's spec", trial.agent)),
+        };
+        match store.finish_trial(&trial.trial_id, worker, &end).await? {
+            true => on_finish(&trial, &end),
+            false => {
+                tracing::warn!(trial.id = %trial.trial_id, "lost the lease before finishing; another worker owns the trial")
+            }
+        }
+    }
+}
+
+/// A trial a worker holds, with what running it needs to know.
+struct Claimed<'a> {
+    trial: &'a TrialRow,
+    worker: &'a str,
+    lease: Duration,
+    appeal: bool,
+    strategy: Option<&'a str>,
+    defense: Option<&'a dyn crate::detect::Defense>,
+    tap: crate::manip::tap::TapOptions,
+    attacker: Option<&'a crate::manip::attacker::Attacker>,
+}
+
+/// Runs one claimed trial with a heartbeat, resuming from its persisted steps.
+async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claimed: &Claimed<'_>) -> TrialEnd {
+    let Claimed { trial, worker, lease, appeal: with_appeal, strategy, defense, tap, attacker } = *claimed;
+    let Some(task) = world.task(&trial.task_id) else {
+        return TrialEnd::Error(format!("task {} is no longer stored", trial.task_id));
+    };
+    let prior: Vec<Step> = match store.steps(&trial.trial_id).await {
+        Ok(bodies) => match bodies.iter().map(|b| serde_json::from_str(b)).collect::<Result<_, _>>() {
+            Ok(steps) => steps,
+            Err(e) => return TrialEnd::Error(format!("stored steps are unreadable: {e}")),
+        },
+        Err(e) => return TrialEnd::Error(format!("loading stored steps: {e}")),
+    };
+    let overlay = if trial.level == "L4" {
+        match super::tap::searched_overlay(store, world, agent, trial, !prior.is_empty(), (defense, attacker), tap)
+            .await
+        {
+            Ok(o) => o,
+            Err(e) => return TrialEnd::Error(format!("L4 search: {e:#}")),
+        }
+    } else {
+        match crate::manip::overlay_with_attacker(task, &trial.level, strategy, trial.seed, attacker).await {
+            Ok(o) => o,
+            Err(e) => return TrialEnd::Error(format!("manipulation: {e:#}")),
+        }
+    };
+    let mut sink = DbSink { store, trial_id: &trial.trial_id };
+    let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+    let beat = async {
+        loop {
+            tokio::time::sleep(lease / 3).await;
+            match store.heartbeat(&trial.trial_id, worker, now_ms() + lease_ms).await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => tracing::warn!(error = %e, "heartbeat failed"),
+            }
+        }
+    };
+    let result = tokio::select! {
+        r = run_trial(world, Setting { overlay: &overlay, defense }, task, &trial.condition, agent, prior, &mut sink) => r,
+        () = beat => return TrialEnd::Error("lost the lease while running".to_string()),
+    };
+    match result {
+        Ok((steps, Outcome::Verdict { verdict, rationale })) => {
+            let appeal = if with_appeal {
+                match put_appeal(agent, task, &trial.condition, &steps, &verdict).await {
+                    Ok(record) => Some(record),
+                    Err(e) => return TrialEnd::Error(format!("appeal turn: {e:#}")),
+                }
+            } else {
+                None
+            };
+            TrialEnd::Done { verdict: Some(verdict), rationale: Some(rationale), appeal }
+        }
+        Ok((_, Outcome::BudgetExhausted)) => TrialEnd::Done { verdict: None, rationale: None, appeal: None },
+        Err(TrialError::Persist(e)) if matches!(e.downcast_ref::<StoreError>(), Some(StoreError::Conflict(_))) => {
+            TrialEnd::Error(format!("another worker wrote this trial's steps: {e:#}"))
+        }
+        Err(e) => TrialEnd::Error(e.to_string()),
+    }
+}
+
+/// Puts the appeal to the agent and records what it did (JSON).
+async fn put_appeal(
+    agent: &dyn Agent,
+    task: &Task,
+    condition: &str,
+    steps: &[Step],
+    verdict: &str,
+) -> anyhow::Result<String> {
+    use crate::agent::appeal::{AppealRecord, appeal_for, outcome};
+    use crate::agent::{Action, TrialContext};
+
+    let appeal = appeal_for(task, verdict);
+    let ticket = task.ticket.for_condition(condition).unwrap_or_default();
+    let ctx = TrialContext { domain: task.domain, ticket, task };
+    let decision = agent.reconsider(&ctx, steps, &appeal.text).await?;
+    let (response_verdict, response_rationale) = match decision.action {
+        Action::Verdict { verdict: v, rationale } if !v.is_empty() => (v, rationale),
+        _ => (verdict.to_string(), "(no new verdict: kept)".to_string()),
+    };
+    let record = AppealRecord {
+        outcome: outcome(verdict, &response_verdict, &appeal).to_string(),
+        appeal,
+        original: verdict.to_string(),
+        response_verdict,
+        response_rationale,
+    };
+    Ok(serde_json::to_string(&record)?)
+}
