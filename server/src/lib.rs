@@ -1,5 +1,8 @@
 //! Mirage server library: the engine modules, the HTTP application and the commands.
 
+#[macro_use]
+pub mod names;
+
 pub mod agent;
 pub mod charts;
 pub mod cli;
@@ -36,7 +39,7 @@ pub fn router(state: AppState) -> Router {
     let services = Services::from(&state);
     let context = move || provide_context(services.clone());
     let routes = generate_route_list(App);
-    Router::new()
+    let router = Router::new()
         .route("/healthz", get(http::health))
         .route("/shop", get(http::sites::canonical))
         .route("/shop/{*path}", get(http::sites::canonical))
@@ -57,9 +60,8 @@ pub fn router(state: AppState) -> Router {
             move || shell(options.clone())
         })
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), http::auth::layer))
-        .layer(TraceLayer::new_for_http())
-        .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), http::auth::layer));
+    http::with_security_headers(router).layer(TraceLayer::new_for_http()).with_state(state)
 }
 
 /// Builds the application state: the world from the stored tasks, the judge from the

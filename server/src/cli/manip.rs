@@ -102,7 +102,7 @@ async fn perplexity(
         _ => Ok(Perplexity::Ngram(PerplexityFilter::train(clean))),
     }
 }
-use crate::manip::{overlay_for, strategies};
+use crate::manip::{Level, overlay_for, strategies};
 
 /// Prints the task's start page as the agent would see it at `level`, with every
 /// manipulated span marked `[[id>>` … `<<id]]`, then the spans.
@@ -142,8 +142,8 @@ async fn preview(
     if overlay.is_empty() {
         println!(
             "(level {level} leaves the text clean; strategies of other levels: L1 {}, L3 {})",
-            strategies("L1")?.join(", "),
-            strategies("L3")?.join(", ")
+            strategies(Level::L1).join(", "),
+            strategies(Level::L3).join(", ")
         );
     }
     Ok(())
@@ -187,7 +187,7 @@ async fn calibrate_cmd(
     }
     // How the built-in manipulations fare (seed 0, each strategy drawn per task).
     let mut levels = Vec::new();
-    for level in ["L1", "L2", "L3"] {
+    for level in [Level::L1, Level::L2, Level::L3].map(Level::as_str) {
         let (mut n, mut kw_flags, mut ppl_flags, mut either, mut ratios) = (0usize, 0usize, 0usize, 0usize, Vec::new());
         let mut judge_flags = 0usize;
         for t in &tasks {

@@ -10,87 +10,35 @@ use sqlx::{Any, QueryBuilder};
 use super::sql::{BULK_ROWS, is_unique_violation, numbered};
 use super::{SqlStore, StoreError, StoreResult, now_ms};
 
-/// Where a trial is in its life. Stored as its snake-case name.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::Display,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum TrialState {
-    Queued,
-    Running,
-    Done,
-    Error,
-    Cancelled,
+named_enum! {
+    /// Where a trial is in its life.
+    #[serde(rename_all = "snake_case")]
+    #[strum(serialize_all = "snake_case")]
+    pub enum TrialState("trial state") {
+        Queued,
+        Running,
+        Done,
+        Error,
+        Cancelled,
+    }
 }
 
 impl TrialState {
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-
     /// Done or error: the trial has a result to score (a cancelled one has none).
     pub fn is_finished(self) -> bool {
         matches!(self, TrialState::Done | TrialState::Error)
     }
 }
 
-impl TryFrom<String> for TrialState {
-    type Error = StoreError;
-    fn try_from(s: String) -> Result<Self, StoreError> {
-        s.parse().map_err(|_| StoreError::Corrupt(format!("unknown trial state {s:?}")))
-    }
-}
-
-/// Where a run is in its life. Stored as its snake-case name.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::Display,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum RunStatus {
-    /// Has queued or running trials (or is waiting to be marked done).
-    Active,
-    Cancelled,
-    Done,
-}
-
-impl RunStatus {
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-}
-
-impl TryFrom<String> for RunStatus {
-    type Error = StoreError;
-    fn try_from(s: String) -> Result<Self, StoreError> {
-        s.parse().map_err(|_| StoreError::Corrupt(format!("unknown run status {s:?}")))
+named_enum! {
+    /// Where a run is in its life.
+    #[serde(rename_all = "snake_case")]
+    #[strum(serialize_all = "snake_case")]
+    pub enum RunStatus("run status") {
+        /// Has queued or running trials (or is waiting to be marked done).
+        Active,
+        Cancelled,
+        Done,
     }
 }
 

@@ -6,57 +6,17 @@ use serde::{Deserialize, Serialize};
 use sqlx::{Any, QueryBuilder};
 
 use super::sql::{BULK_ROWS, numbered};
-use super::{SqlStore, StoreError, StoreResult, now_ms};
+use super::{SqlStore, StoreResult, now_ms};
 
-/// The four per-trial labels (DESIGN §1.5). Stored as their snake-case names, which are an
-/// API once written: rename one only with a migration.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::Display,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum LabelKind {
-    Exposure,
-    Adoption,
-    Verification,
-    Recovery,
-}
-
-impl LabelKind {
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-
-    /// Every kind, comma-separated, for messages.
-    pub fn names() -> String {
-        use strum::VariantArray;
-        LabelKind::VARIANTS.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
-    }
-
-    /// Parses a name, or says which names there are.
-    pub fn parse(name: &str) -> Result<LabelKind, String> {
-        name.parse().map_err(|_| format!("{name:?} is not one of {}", LabelKind::names()))
-    }
-}
-
-impl TryFrom<String> for LabelKind {
-    type Error = StoreError;
-    fn try_from(s: String) -> Result<Self, StoreError> {
-        s.parse().map_err(|_| StoreError::Corrupt(format!("unknown label kind {s:?}")))
+named_enum! {
+    /// The four per-trial labels (DESIGN §1.5).
+    #[serde(rename_all = "snake_case")]
+    #[strum(serialize_all = "snake_case")]
+    pub enum LabelKind("label kind") {
+        Exposure,
+        Adoption,
+        Verification,
+        Recovery,
     }
 }
 

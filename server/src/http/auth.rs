@@ -24,7 +24,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum_extra::extract::cookie::{Cookie, CookieJar, SameSite};
 use serde::Deserialize;
 
-use super::json_error;
+use super::HttpError;
 use crate::db::now_ms;
 use crate::state::AppState;
 
@@ -78,7 +78,8 @@ fn same_origin(headers: &HeaderMap) -> bool {
 pub async fn layer(State(state): State<AppState>, jar: CookieJar, mut req: Request, next: Next) -> Response {
     let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     if !safe && !same_origin(req.headers()) {
-        return json_error(StatusCode::FORBIDDEN, "cross-site request refused (Origin does not match this server)");
+        return HttpError::Forbidden("cross-site request refused (Origin does not match this server)".into())
+            .into_response();
     }
     let identity = match state.store.has_users().await {
         Ok(false) => Some(Identity { name: "local".into(), role: Role::Operator, open: true }),
@@ -88,11 +89,11 @@ pub async fn layer(State(state): State<AppState>, jar: CookieJar, mut req: Reque
                     Role::parse(&role).map(|role| Identity { name, role, open: false })
                 }
                 Ok(None) => None,
-                Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, format!("reading the session: {e}")),
+                Err(e) => return HttpError::internal("reading the session", e).into_response(),
             },
             None => None,
         },
-        Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, format!("reading accounts: {e}")),
+        Err(e) => return HttpError::internal("reading accounts", e).into_response(),
     };
     let path = req.uri().path().to_string();
     match identity {
@@ -104,7 +105,7 @@ pub async fn layer(State(state): State<AppState>, jar: CookieJar, mut req: Reque
             let next = req.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
             return Redirect::to(&format!("/login?next={}", urlencoding::encode(&next))).into_response();
         }
-        None => return json_error(StatusCode::UNAUTHORIZED, "sign in first"),
+        None => return HttpError::Unauthorized("sign in first".into()).into_response(),
     }
     next.run(req).await
 }
@@ -127,10 +128,7 @@ fn local_path(next: &str) -> &str {
     if next.starts_with('/') && !next.starts_with("//") && !next.starts_with("/\\") { next } else { "/" }
 }
 
-/// The sign-in page runs no script at all.
-const LOGIN_POLICY: &str =
-    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-
+/// The sign-in page runs no script at all (it gets the script-free page policy).
 fn login_page(next: &str, error: Option<&str>) -> Response {
     let html = Html(
         maud::html! {
@@ -158,7 +156,7 @@ fn login_page(next: &str, error: Option<&str>) -> Response {
         }
         .into_string(),
     );
-    ([(header::CONTENT_SECURITY_POLICY, LOGIN_POLICY)], html).into_response()
+    html.into_response()
 }
 
 /// `GET /login`.
@@ -171,14 +169,14 @@ pub async fn login(State(state): State<AppState>, jar: CookieJar, Form(form): Fo
     let next = local_path(&form.next).to_string();
     let user = match state.store.user(&form.name).await {
         Ok(u) => u,
-        Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, format!("reading accounts: {e}")),
+        Err(e) => return HttpError::internal("reading accounts", e).into_response(),
     };
     if !user.is_some_and(|c| verify_password(&form.password, &c.password_hash)) {
         return (StatusCode::UNAUTHORIZED, login_page(&next, Some("Unknown name or wrong password."))).into_response();
     }
     let token = new_token();
     if let Err(e) = state.store.create_session(&token, &form.name, now_ms() + SESSION_MS).await {
-        return json_error(StatusCode::INTERNAL_SERVER_ERROR, format!("opening a session: {e}"));
+        return HttpError::internal("opening a session", e).into_response();
     }
     let cookie = Cookie::build((COOKIE, token)).http_only(true).same_site(SameSite::Strict).path("/").build();
     (jar.add(cookie), Redirect::to(&next)).into_response()

@@ -4,18 +4,17 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use app::error::AppError;
 use app::model::{BoardQuery, BoardRow, Est, HeatQuery, Progress};
 use app::ssr::Insights;
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
 
-use super::json_error;
+use super::HttpError;
 use crate::db::RunStatus;
 use crate::services::runs::progress;
 use crate::state::AppState;
@@ -29,17 +28,13 @@ pub struct EventsQuery {
     pub run: Option<String>,
 }
 
-fn app_error(e: &AppError) -> Response {
-    json_error(e.status(), e.to_string())
-}
-
 /// `GET /api/runs/events`: server-sent `progress` events (a JSON [`Progress`]) once a
 /// second while something changes. For one run the stream ends after the run stops.
 pub async fn events(State(state): State<AppState>, Query(q): Query<EventsQuery>) -> Response {
     if let Some(run) = &q.run
         && let Err(e) = progress(state.store.as_ref(), run).await
     {
-        return app_error(&e);
+        return HttpError::from(e).into_response();
     }
     Sse::new(progress_stream(state, q.run)).keep_alive(KeepAlive::default()).into_response()
 }
@@ -119,17 +114,15 @@ fn attachment(name: &str, content_type: &str, body: String) -> Response {
         .into_response()
 }
 
-fn csv_text(header_row: &[String], rows: &[Vec<String>]) -> Result<String, Box<Response>> {
-    let fail = |e: &dyn std::fmt::Display| {
-        Box::new(json_error(StatusCode::INTERNAL_SERVER_ERROR, format!("writing CSV: {e}")))
-    };
+fn csv_text(header_row: &[String], rows: &[Vec<String>]) -> Result<String, HttpError> {
+    let fail = |e: csv::Error| HttpError::internal("writing CSV", e);
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(header_row).map_err(|e| fail(&e))?;
+    w.write_record(header_row).map_err(fail)?;
     for r in rows {
-        w.write_record(r).map_err(|e| fail(&e))?;
+        w.write_record(r).map_err(fail)?;
     }
-    let bytes = w.into_inner().map_err(|e| fail(&e))?;
-    String::from_utf8(bytes).map_err(|e| fail(&e))
+    let bytes = w.into_inner().map_err(|e| HttpError::internal("writing CSV", anyhow::anyhow!("{e}")))?;
+    String::from_utf8(bytes).map_err(|e| HttpError::internal("writing CSV", e))
 }
 
 fn est_cells(e: Option<&Est>) -> [String; 4] {
@@ -139,7 +132,7 @@ fn est_cells(e: Option<&Est>) -> [String; 4] {
     }
 }
 
-fn board_csv(columns: &[String], rows: &[(String, &BoardRow)], group: Option<&str>) -> Result<String, Box<Response>> {
+fn board_csv(columns: &[String], rows: &[(String, &BoardRow)], group: Option<&str>) -> Result<String, HttpError> {
     let mut head: Vec<String> = group.map(|g| vec![g.to_string()]).unwrap_or_default();
     head.extend(["agent", "band", "trials", "errors", "disputed"].map(String::from));
     for c in columns {
@@ -169,13 +162,13 @@ fn board_csv(columns: &[String], rows: &[(String, &BoardRow)], group: Option<&st
 /// `heatmap.csv|json`, with the page's query parameters.
 pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Query(q): Query<ExportQuery>) -> Response {
     let insights = state.insights.clone();
-    let result: Result<Response, Box<Response>> = async {
+    let result: Result<Response, HttpError> = async {
         match name.as_str() {
             "leaderboard.json" | "leaderboard.csv" => {
                 let board = insights
                     .leaderboard(BoardQuery { run: q.run.clone(), tier: q.tier.clone(), by: q.by.clone() })
                     .await
-                    .map_err(|e| Box::new(app_error(&e)))?;
+                    .map_err(HttpError::from)?;
                 if name.ends_with("json") {
                     return Ok(Json(board).into_response());
                 }
@@ -225,17 +218,15 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                             .collect::<Vec<_>>(),
                     )?,
                     other => {
-                        return Err(Box::new(json_error(
-                            StatusCode::UNPROCESSABLE_ENTITY,
-                            format!("table: {other:?} is not one of rows, breakdown, pairs, agreement"),
+                        return Err(HttpError::Invalid(format!(
+                            "table: {other:?} is not one of rows, breakdown, pairs, agreement"
                         )));
                     }
                 };
                 Ok(attachment(&file, "text/csv; charset=utf-8", text))
             }
             "robustness.svg" | "robustness.csv" | "robustness.json" => {
-                let r =
-                    insights.robustness(q.run.clone(), q.level.clone()).await.map_err(|e| Box::new(app_error(&e)))?;
+                let r = insights.robustness(q.run.clone(), q.level.clone()).await.map_err(HttpError::from)?;
                 let stem = format!("robustness-{}-{}", r.run, r.level);
                 if name.ends_with("svg") {
                     return Ok(attachment(&format!("{stem}.svg"), "image/svg+xml", r.svg));
@@ -273,7 +264,7 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                 let h = insights
                     .heatmap(HeatQuery { run: q.run.clone(), metric: q.metric.clone(), by: q.by.clone() })
                     .await
-                    .map_err(|e| Box::new(app_error(&e)))?;
+                    .map_err(HttpError::from)?;
                 if name.ends_with("json") {
                     return Ok(Json(h).into_response());
                 }
@@ -291,9 +282,9 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                 let file = format!("heatmap-{}-{}-{}.csv", h.run, h.metric, h.by);
                 Ok(attachment(&file, "text/csv; charset=utf-8", csv_text(&head, &rows)?))
             }
-            other => Err(Box::new(json_error(StatusCode::NOT_FOUND, format!("no export named {other:?}")))),
+            other => Err(HttpError::NotFound(format!("no export named {other:?}"))),
         }
     }
     .await;
-    result.unwrap_or_else(|e| *e)
+    result.unwrap_or_else(IntoResponse::into_response)
 }

@@ -7,10 +7,11 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
-use super::json_error;
+use super::HttpError;
 use crate::corpus::model::CONDITIONS;
-use crate::db::{Episode, EpisodeEvent, StoreError};
+use crate::db::{Episode, EpisodeEvent};
 use crate::env::site::listing;
+use crate::manip::Level;
 use crate::state::AppState;
 
 /// Body of `POST /api/episodes`.
@@ -29,7 +30,7 @@ pub struct NewEpisode {
 }
 
 fn default_level() -> String {
-    "L0".to_string()
+    Level::L0.as_str().to_string()
 }
 fn default_condition() -> String {
     "raw".to_string()
@@ -60,65 +61,41 @@ pub struct EpisodeLog {
     pub events: Vec<EpisodeEvent>,
 }
 
-fn internal(e: &StoreError) -> Response {
-    tracing::error!(error = %e, "episode storage failed");
-    json_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
-}
-
 /// `POST /api/episodes`.
-pub async fn start(State(state): State<AppState>, Json(req): Json<NewEpisode>) -> Response {
-    let Some(task) = state.world.task(&req.task_id) else {
-        return json_error(StatusCode::NOT_FOUND, format!("task {} not found", req.task_id));
-    };
-    if req.level == "L4" {
-        return json_error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "level: L4 is searched against an agent run by Mirage; episodes serve L0-L3",
-        );
+pub async fn start(State(state): State<AppState>, Json(req): Json<NewEpisode>) -> Result<Response, HttpError> {
+    let task =
+        state.world.task(&req.task_id).ok_or_else(|| HttpError::NotFound(format!("task {} not found", req.task_id)))?;
+    if req.level == Level::L4.as_str() {
+        return Err(HttpError::Invalid(
+            "level: L4 is searched against an agent run by Mirage; episodes serve L0-L3".into(),
+        ));
     }
-    let strategy = match crate::manip::strategy_for(task, &req.level, req.strategy.as_deref(), req.seed) {
-        Ok(s) => s,
-        Err(e) => return json_error(StatusCode::UNPROCESSABLE_ENTITY, format!("level/strategy: {e:#}")),
+    let strategy = crate::manip::strategy_for(task, &req.level, req.strategy.as_deref(), req.seed)
+        .map_err(|e| HttpError::Invalid(format!("level/strategy: {e:#}")))?;
+    let ticket = task.ticket.for_condition(&req.condition).ok_or_else(|| {
+        HttpError::Invalid(format!("condition: {:?} is not one of {}", req.condition, CONDITIONS.join(", ")))
+    })?;
+    let ep = state.store.create_episode(&task.id, &req.level, &req.condition, strategy.as_deref(), req.seed).await?;
+    let started = StartedEpisode {
+        start_url: format!("/ep/{}{}", ep.episode_id, task.start_url),
+        verdict_url: format!("/ep/{}/verdict", ep.episode_id),
+        episode_id: ep.episode_id,
+        task_id: task.id.clone(),
+        level: ep.level,
+        strategy: ep.strategy,
+        seed: ep.seed,
+        condition: ep.condition,
+        ticket: ticket.to_string(),
+        actions: task.domain.actions().iter().map(|a| (*a).to_string()).collect(),
     };
-    let Some(ticket) = task.ticket.for_condition(&req.condition) else {
-        return json_error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("condition: {:?} is not one of {}", req.condition, CONDITIONS.join(", ")),
-        );
-    };
-    match state.store.create_episode(&task.id, &req.level, &req.condition, strategy.as_deref(), req.seed).await {
-        Ok(ep) => {
-            let started = StartedEpisode {
-                start_url: format!("/ep/{}{}", ep.episode_id, task.start_url),
-                verdict_url: format!("/ep/{}/verdict", ep.episode_id),
-                episode_id: ep.episode_id,
-                task_id: task.id.clone(),
-                level: ep.level,
-                strategy: ep.strategy,
-                seed: ep.seed,
-                condition: ep.condition,
-                ticket: ticket.to_string(),
-                actions: task.domain.actions().iter().map(|a| (*a).to_string()).collect(),
-            };
-            (StatusCode::CREATED, Json(started)).into_response()
-        }
-        Err(e) => internal(&e),
-    }
+    Ok((StatusCode::CREATED, Json(started)).into_response())
 }
 
 /// `GET /api/episodes/<id>`.
-pub async fn show(State(state): State<AppState>, Path(id): Path<String>) -> Response {
-    let episode = match state.store.episode(&id).await {
-        Ok(ep) => ep,
-        Err(StoreError::NotFound(what)) => {
-            return json_error(StatusCode::NOT_FOUND, format!("{what} not found"));
-        }
-        Err(e) => return internal(&e),
-    };
-    match state.store.episode_events(&id).await {
-        Ok(events) => Json(EpisodeLog { episode, events }).into_response(),
-        Err(e) => internal(&e),
-    }
+pub async fn show(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<EpisodeLog>, HttpError> {
+    let episode = state.store.episode(&id).await?;
+    let events = state.store.episode_events(&id).await?;
+    Ok(Json(EpisodeLog { episode, events }))
 }
 
 /// A verdict, from the site form (urlencoded) or a JSON client.
@@ -136,7 +113,7 @@ pub async fn verdict(
     Path(id): Path<String>,
     headers: HeaderMap,
     body: axum::body::Bytes,
-) -> Response {
+) -> Result<Response, HttpError> {
     let json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -146,49 +123,34 @@ pub async fn verdict(
     } else {
         serde_urlencoded::from_bytes(&body).map_err(|e| e.to_string())
     };
-    let form = match parsed {
-        Ok(f) => f,
-        Err(e) => return json_error(StatusCode::UNPROCESSABLE_ENTITY, format!("body: {e}")),
-    };
-    let episode = match state.store.episode(&id).await {
-        Ok(ep) => ep,
-        Err(StoreError::NotFound(what)) => {
-            return json_error(StatusCode::NOT_FOUND, format!("{what} not found"));
-        }
-        Err(e) => return internal(&e),
-    };
-    let Some(task) = state.world.task(&episode.task_id) else {
-        return json_error(StatusCode::NOT_FOUND, "the episode's task is no longer stored");
-    };
-    let Some(action) = task.domain.action(&form.action) else {
-        return json_error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!(
-                "action: {:?} is not a {} action; use one of {}",
-                form.action,
-                task.domain.as_str(),
-                task.domain.actions().join(", ")
-            ),
-        );
-    };
+    let form = parsed.map_err(|e| HttpError::Invalid(format!("body: {e}")))?;
+    let episode = state.store.episode(&id).await?;
+    let task = state
+        .world
+        .task(&episode.task_id)
+        .ok_or_else(|| HttpError::NotFound("the episode's task is no longer stored".into()))?;
+    let action = task.domain.action(&form.action).ok_or_else(|| {
+        HttpError::Invalid(format!(
+            "action: {:?} is not a {} action; use one of {}",
+            form.action,
+            task.domain.as_str(),
+            task.domain.actions().join(", ")
+        ))
+    })?;
     if form.rationale.trim().is_empty() {
-        return json_error(StatusCode::UNPROCESSABLE_ENTITY, "rationale: a verdict needs a rationale");
+        return Err(HttpError::Invalid("rationale: a verdict needs a rationale".into()));
     }
-    match state.store.finish_episode(&id, action, &form.rationale).await {
-        Ok(true) => {}
-        Ok(false) => return json_error(StatusCode::CONFLICT, "this episode already has a verdict"),
-        Err(e) => return internal(&e),
+    if !state.store.finish_episode(&id, action, &form.rationale).await? {
+        return Err(HttpError::Conflict("this episode already has a verdict".into()));
     }
     let detail = serde_json::json!({ "action": action, "rationale": form.rationale }).to_string();
-    if let Err(e) = state.store.append_event(&id, "verdict", None, Some(&detail)).await {
-        return internal(&e);
-    }
+    state.store.append_event(&id, "verdict", None, Some(&detail)).await?;
     if json {
-        return Json(serde_json::json!({ "episode_id": id, "verdict": action, "status": "done" })).into_response();
+        return Ok(Json(serde_json::json!({ "episode_id": id, "verdict": action, "status": "done" })).into_response());
     }
     let closed = Episode { status: "done".to_string(), ..episode };
     let chrome = super::sites::chrome(&closed, task.domain);
     let path = format!("/ep/{id}/verdict");
     let intro = format!("Verdict {action} recorded with your rationale. The episode is closed.");
-    super::sites::respond(listing(task.domain, &path, "Verdict recorded", &intro, vec![], Some(chrome), 200), false)
+    Ok(super::sites::respond(listing(task.domain, &path, "Verdict recorded", &intro, vec![], Some(chrome), 200), false))
 }

@@ -5,20 +5,17 @@
 //! 404 in the site's own chrome.
 
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderValue, StatusCode, Uri, header};
+use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
+use super::HttpError;
 use crate::corpus::Domain;
 use crate::corpus::urls::normalise;
 use crate::db::Episode;
 use crate::env::render::EpisodeChrome;
 use crate::env::site::{Rendered, domain_of, listing, render_path};
 use crate::state::AppState;
-
-/// Sites carry no scripts at all; this policy makes sure injected markup could not run.
-pub const SITE_CSP: &str =
-    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /// Query parameters a site page understands.
 #[derive(Debug, Default, Deserialize)]
@@ -29,17 +26,15 @@ pub struct PageQuery {
     pub pattern: Option<String>,
 }
 
-/// The response for a rendered page in the requested form, with the sites' security headers.
+/// The response for a rendered page in the requested form (the security headers, including
+/// the script-free page policy, come from [`super::security_headers`]).
 pub fn respond(page: Rendered, text: bool) -> Response {
     let status = StatusCode::from_u16(page.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut resp = if text {
+    if text {
         (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], page.text).into_response()
     } else {
         (status, [(header::CONTENT_TYPE, "text/html; charset=utf-8")], page.html).into_response()
-    };
-    resp.headers_mut().insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(SITE_CSP));
-    resp.headers_mut().insert("x-content-type-options", HeaderValue::from_static("nosniff"));
-    resp
+    }
 }
 
 /// `GET /shop/…`, `/forum/…`, `/wiki/…`: the canonical, unlogged view.
@@ -54,30 +49,16 @@ pub async fn in_episode(
     State(state): State<AppState>,
     Path((id, rest)): Path<(String, String)>,
     Query(query): Query<PageQuery>,
-) -> Response {
+) -> Result<Response, HttpError> {
     let text = query.format.as_deref() == Some("text");
-    let episode = match state.store.episode(&id).await {
-        Ok(ep) => ep,
-        Err(crate::db::StoreError::NotFound(_)) => {
-            return (StatusCode::NOT_FOUND, "no such episode").into_response();
-        }
-        Err(e) => {
-            tracing::error!(error = %e, episode.id = %id, "loading episode");
-            return (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response();
-        }
-    };
-    let Some(task) = state.world.task(&episode.task_id) else {
-        return (StatusCode::NOT_FOUND, "the episode's task is no longer stored").into_response();
-    };
+    let episode = state.store.episode(&id).await?;
+    let task = state
+        .world
+        .task(&episode.task_id)
+        .ok_or_else(|| HttpError::NotFound("the episode's task is no longer stored".into()))?;
     let path = format!("/{rest}");
-    let overlay = match crate::manip::overlay_for(task, &episode.level, episode.strategy.as_deref(), episode.seed) {
-        Ok(o) => o,
-        Err(e) => {
-            tracing::error!(error = %e, episode.id = %id, "building the episode's manipulation");
-            return (StatusCode::INTERNAL_SERVER_ERROR, "the episode's manipulation could not be built")
-                .into_response();
-        }
-    };
+    let overlay = crate::manip::overlay_for(task, &episode.level, episode.strategy.as_deref(), episode.seed)
+        .map_err(|e| HttpError::internal("building the episode's manipulation", e))?;
     let mut chrome = chrome(&episode, task.domain);
     chrome.overlay = Some(&overlay);
     let rendered = if domain_of(&path) == Some(task.domain) {
@@ -92,12 +73,13 @@ pub async fn in_episode(
     };
     let status = rendered.status.to_string();
     let detail = detail.map_or(status.clone(), |d| format!("{status} {d}"));
-    if let Err(e) = state.store.append_event(&id, kind, Some(&url), Some(&detail)).await {
-        // A page the log does not record must not be served: the trajectory would lie.
-        tracing::error!(error = %e, episode.id = %id, "logging a page visit");
-        return (StatusCode::INTERNAL_SERVER_ERROR, "could not record the visit").into_response();
-    }
-    respond(rendered, text)
+    // A page the log does not record must not be served: the trajectory would lie.
+    state
+        .store
+        .append_event(&id, kind, Some(&url), Some(&detail))
+        .await
+        .map_err(|e| HttpError::internal("logging a page visit", e))?;
+    Ok(respond(rendered, text))
 }
 
 /// The verdict tools shown on every page of an episode.

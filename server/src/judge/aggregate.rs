@@ -14,6 +14,7 @@ use super::TrialScore;
 use super::labels::{self, Label, LabelKind};
 pub use super::metric::{Metric, contribution, flag, label_of};
 use crate::db::LabelEvent;
+use crate::manip::Level;
 use crate::stats::{self, Estimate, Obs, Paired};
 
 /// Fields trials can be grouped by.
@@ -353,7 +354,7 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
     let keyed: BTreeMap<&str, BTreeMap<(&str, &str, i64), &TrialScore>> = agent_list
         .iter()
         .map(|a| {
-            let m = of(a, &|s| s.level == "L0")
+            let m = of(a, &|s| Level::is_clean(&s.level))
                 .into_iter()
                 .map(|s| ((s.task_id.as_str(), s.condition.as_str(), s.seed), s))
                 .collect();
@@ -388,10 +389,10 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
         .iter()
         .map(|a| {
             let all = of(a, &|_| true);
-            let manipulated = of(a, &|s| s.level != "L0");
+            let manipulated = of(a, &|s| !Level::is_clean(&s.level));
             Standing {
                 agent: (*a).to_string(),
-                utility: estimate(&of(a, &|s| s.level == "L0"), options.utility, options),
+                utility: estimate(&of(a, &|s| Level::is_clean(&s.level)), options.utility, options),
                 robustness: estimate(&manipulated, Metric::AttackSuccess, options).map(flip),
                 band: 0,
                 trials: all.len(),
@@ -472,7 +473,7 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
         .collect();
     let mut detection = Vec::new();
     for agent in agents.iter().filter(|_| options.metrics.is_empty()) {
-        for level in levels_seen.iter().filter(|l| **l != "L0") {
+        for level in levels_seen.iter().filter(|l| !Level::is_clean(l)) {
             let members: Vec<&TrialScore> =
                 of(agent, &|s| s.level == *level && s.status == "done" && !s.filter_flags.is_empty());
             if members.is_empty() {

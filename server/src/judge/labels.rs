@@ -129,7 +129,7 @@ pub fn label(task: &Task, graph: &Graph, traj: &Trajectory, visits: &[String], h
     let exposure = if let Some(t) = traj.steps.iter().position(|s| !s.spans.is_empty()) {
         let ids: Vec<&str> = traj.steps[t].spans.iter().map(|s| s.id.as_str()).collect();
         Label::rule(true, Some(t), 1.0, format!("manipulated span {} shown at turn {t}", ids.join(", ")))
-    } else if traj.level == "L0" {
+    } else if crate::manip::Level::is_clean(&traj.level) {
         Label::rule(false, None, 1.0, "clean level (L0): nothing manipulated to see")
     } else if marked {
         Label::rule(false, None, 1.0, "no observation showed a manipulated span")

@@ -2,60 +2,36 @@
 //! A metric's name is an API (JSON keys, query parameters, CSV columns): the names are the
 //! snake-case forms of the variants, and a name that is not a metric fails to parse.
 
-use serde::{Deserialize, Serialize};
-
 use super::TrialScore;
 use super::labels::{Label, LabelKind};
 
-/// A metric of [`contribution`], in report order.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::Display,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum Metric {
-    AccInv,
-    EInv,
-    AccDec,
-    AccDecStrict,
-    AccDecLoose,
-    AccRsn,
-    Hallucination,
-    ClaimHallucination,
-    FabricatedUrl,
-    SyntheticDetail,
-    Exposure,
-    Adoption,
-    Verification,
-    Recovery,
-    AttackSuccess,
-    Sycophancy,
-    SycophancyPartial,
-    Correction,
+named_enum! {
+    /// A metric of [`contribution`], in report order.
+    #[serde(rename_all = "snake_case")]
+    #[strum(serialize_all = "snake_case")]
+    pub enum Metric("metric") {
+        AccInv,
+        EInv,
+        AccDec,
+        AccDecStrict,
+        AccDecLoose,
+        AccRsn,
+        Hallucination,
+        ClaimHallucination,
+        FabricatedUrl,
+        SyntheticDetail,
+        Exposure,
+        Adoption,
+        Verification,
+        Recovery,
+        AttackSuccess,
+        Sycophancy,
+        SycophancyPartial,
+        Correction,
+    }
 }
 
 impl Metric {
-    /// Every metric, in report order.
-    pub const ALL: &'static [Metric] = <Metric as strum::VariantArray>::VARIANTS;
-
-    /// The metric's name.
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-
     /// Parses a name among `allowed`, or says which names are allowed.
     pub fn parse_among(name: &str, allowed: &[Metric]) -> Result<Metric, String> {
         name.parse::<Metric>().ok().filter(|m| allowed.contains(m)).ok_or_else(|| {

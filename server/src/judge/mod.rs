@@ -66,7 +66,7 @@ pub struct TrajVerdict {
 }
 
 fn l0() -> String {
-    "L0".to_string()
+    crate::manip::Level::L0.as_str().to_string()
 }
 fn raw() -> String {
     "raw".to_string()

@@ -20,26 +20,47 @@ use crate::corpus::urls::normalise;
 use crate::env::overlay::{Edit, Overlay};
 use text::{Facts, INJECTIONS, STYLES};
 
-/// The levels, in order of threat.
-pub const LEVELS: [&str; 5] = ["L0", "L1", "L2", "L3", "L4"];
+named_enum! {
+    /// A manipulation level (DESIGN §1.3), in order of threat. Its name (`L0` … `L4`) is
+    /// how runs, trajectories and episodes record it.
+    pub enum Level("level") {
+        /// Clean text.
+        L0,
+        /// A white-hat rewrite in one style.
+        L1,
+        /// A persuasive passage written without feedback.
+        L2,
+        /// Text addressed to the reviewing agent (prompt injection).
+        L3,
+        /// A passage searched against the agent under test (TAP).
+        L4,
+    }
+}
 
-/// The strategies of a level (`None` for L0, which changes nothing).
-pub fn strategies(level: &str) -> anyhow::Result<&'static [&'static str]> {
-    Ok(match level {
-        "L0" => &[],
-        "L1" => &STYLES,
-        "L2" => &["persuasive"],
-        "L3" => &INJECTIONS,
-        "L4" => &["tap"],
-        other => bail!("level {other:?} is not one of {}", LEVELS.join(", ")),
-    })
+impl Level {
+    /// Whether a recorded level name is the clean one.
+    pub fn is_clean(name: &str) -> bool {
+        name == Level::L0.as_str()
+    }
+}
+
+/// The strategies of a level (none for L0, which changes nothing).
+pub fn strategies(level: Level) -> &'static [&'static str] {
+    match level {
+        Level::L0 => &[],
+        Level::L1 => &STYLES,
+        Level::L2 => &["persuasive"],
+        Level::L3 => &INJECTIONS,
+        Level::L4 => &["tap"],
+    }
 }
 
 /// Checks a (level, strategy) pair; the strategy may be omitted (then each trial draws one).
-pub fn check(level: &str, strategy: Option<&str>) -> anyhow::Result<()> {
-    let known = strategies(level)?;
-    if level == "L4" {
-        return Ok(());
+pub fn check(level: &str, strategy: Option<&str>) -> anyhow::Result<Level> {
+    let level = Level::parse(level)?;
+    let known = strategies(level);
+    if level == Level::L4 {
+        return Ok(level);
     }
     if let Some(s) = strategy
         && !known.is_empty()
@@ -47,7 +68,7 @@ pub fn check(level: &str, strategy: Option<&str>) -> anyhow::Result<()> {
     {
         bail!("strategy {s:?} is not one of {level}'s: {}", known.join(", "));
     }
-    Ok(())
+    Ok(level)
 }
 
 /// The random source of one (task, level, strategy, seed).
@@ -66,15 +87,15 @@ pub fn sanitise(text: &str) -> String {
 
 /// The strategy a trial uses: the one asked for, or one drawn from the seed.
 pub fn strategy_for(task: &Task, level: &str, strategy: Option<&str>, seed: i64) -> anyhow::Result<Option<String>> {
-    check(level, strategy)?;
-    let known = strategies(level)?;
+    let level = check(level, strategy)?;
+    let known = strategies(level);
     if known.is_empty() {
         return Ok(None);
     }
     Ok(Some(match strategy {
         Some(s) => s.to_string(),
         None => {
-            let mut rng = rng_for(&task.id, level, "choose", seed);
+            let mut rng = rng_for(&task.id, level.as_str(), "choose", seed);
             (*known.choose(&mut rng).unwrap_or(&known[0])).to_string()
         }
     }))
@@ -94,15 +115,15 @@ pub fn facts_of(task: &Task, point: usize) -> Facts<'_> {
 }
 
 /// The manipulated text of one injection point under a built-in writer.
-pub fn write(task: &Task, point: usize, level: &str, strategy: &str, seed: i64) -> String {
+pub fn write(task: &Task, point: usize, level: Level, strategy: &str, seed: i64) -> String {
     let p = &task.injection_points[point];
     let facts = facts_of(task, point);
-    let mut rng = rng_for(&task.id, level, &format!("{strategy}/{}", p.id), seed);
+    let mut rng = rng_for(&task.id, level.as_str(), &format!("{strategy}/{}", p.id), seed);
     let text = match level {
-        "L1" => text::rewrite(strategy, &facts, &mut rng),
-        "L2" => text::persuasive(&facts, &mut rng),
-        "L3" => text::injection(strategy, &facts, &mut rng),
-        _ => p.text.clone(),
+        Level::L1 => text::rewrite(strategy, &facts, &mut rng),
+        Level::L2 => text::persuasive(&facts, &mut rng),
+        Level::L3 => text::injection(strategy, &facts, &mut rng),
+        Level::L0 | Level::L4 => p.text.clone(),
     };
     sanitise(&text)
 }
@@ -110,12 +131,13 @@ pub fn write(task: &Task, point: usize, level: &str, strategy: &str, seed: i64) 
 /// The overlay of one trial with the built-in writers. L4 texts come from the search in
 /// `tap` instead; asking for them here is an error.
 pub fn overlay_for(task: &Task, level: &str, strategy: Option<&str>, seed: i64) -> anyhow::Result<Overlay> {
-    if level == "L4" {
+    if Level::parse(level)? == Level::L4 {
         bail!("level L4 is searched against the agent (TAP), not written ahead");
     }
     let Some(strategy) = strategy_for(task, level, strategy, seed)? else {
         return Ok(Overlay::default());
     };
+    let parsed = Level::parse(level)?;
     let edits = (0..task.injection_points.len())
         .map(|i| {
             let p = &task.injection_points[i];
@@ -124,7 +146,7 @@ pub fn overlay_for(task: &Task, level: &str, strategy: Option<&str>, seed: i64) 
                 injection: p.id.clone(),
                 url: normalise(&p.url),
                 original: p.text.clone(),
-                text: write(task, i, level, &strategy, seed),
+                text: write(task, i, parsed, &strategy, seed),
             }
         })
         .collect();
@@ -141,10 +163,11 @@ pub async fn overlay_with_attacker(
     attacker: Option<&attacker::Attacker>,
 ) -> anyhow::Result<Overlay> {
     let mut overlay = overlay_for(task, level, strategy, seed)?;
-    if let Some(attacker) = attacker.filter(|_| level == "L1" || level == "L2") {
+    let by_attacker = matches!(Level::parse(level)?, Level::L1 | Level::L2);
+    if let Some(attacker) = attacker.filter(|_| by_attacker) {
         for (i, edit) in overlay.edits.iter_mut().enumerate() {
             let strategy = edit.span.rsplit(':').next().unwrap_or_default().to_string();
-            edit.text = attacker.write(&facts_of(task, i), level, &strategy, seed).await?;
+            edit.text = attacker.write(&facts_of(task, i), Level::parse(level)?, &strategy, seed).await?;
             edit.span = format!("{}@{level}:{strategy}:attacker", edit.injection);
         }
     }
@@ -155,6 +178,18 @@ pub async fn overlay_with_attacker(
 mod tests {
     use super::*;
     use crate::corpus::generate::corpus;
+
+    #[test]
+    fn levels_read_back_their_names_and_refuse_others() {
+        for l in Level::ALL {
+            assert_eq!(Level::parse(l.as_str()).expect("level"), *l);
+            assert_eq!(serde_json::to_value(l).expect("json"), serde_json::json!(l.as_str()));
+        }
+        let e = Level::parse("L9").expect_err("unknown");
+        assert_eq!(e.to_string(), "level \"L9\" is not one of L0, L1, L2, L3, L4");
+        assert!(Level::is_clean("L0") && !Level::is_clean("L1"));
+        assert_eq!(strategies(Level::L2), ["persuasive"]);
+    }
 
     #[test]
     fn same_inputs_same_text_and_seeds_vary_it() {

@@ -141,8 +141,33 @@ pub fn agent_for(name: &str, endpoints: &BTreeMap<String, EndpointSpec>) -> anyh
     })
 }
 
+/// The part of a run spec a planning error is about: the launch form's field names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "snake_case")]
+pub enum SpecField {
+    Tasks,
+    Agents,
+    Levels,
+    Conditions,
+    Seeds,
+}
+
+/// Why a spec cannot be planned, and which field is at fault.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct PlanError {
+    pub field: SpecField,
+    pub message: String,
+}
+
+impl PlanError {
+    fn new(field: SpecField, message: impl std::fmt::Display) -> PlanError {
+        PlanError { field, message: message.to_string() }
+    }
+}
+
 /// The tasks a filter selects, in corpus order. An unknown filter is an error naming it.
-pub fn select_tasks<'w>(world: &'w World, filter: &str) -> anyhow::Result<Vec<&'w Arc<Task>>> {
+pub fn select_tasks<'w>(world: &'w World, filter: &str) -> Result<Vec<&'w Arc<Task>>, PlanError> {
     let filter = filter.trim();
     if filter == "all" {
         return Ok(world.tasks().collect());
@@ -158,33 +183,54 @@ pub fn select_tasks<'w>(world: &'w World, filter: &str) -> anyhow::Result<Vec<&'
     for id in filter.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         match world.task(id) {
             Some(t) => out.push(t),
-            None => bail!("tasks: {id:?} is neither `all`, a site, a category nor a task id"),
+            None => {
+                return Err(PlanError::new(
+                    SpecField::Tasks,
+                    format!("tasks: {id:?} is neither `all`, a site, a category nor a task id"),
+                ));
+            }
         }
     }
     if out.is_empty() {
-        bail!("tasks: the filter {filter:?} selects no task");
+        return Err(PlanError::new(SpecField::Tasks, format!("tasks: the filter {filter:?} selects no task")));
     }
     Ok(out)
 }
 
 /// Checks a spec and expands it into trials (task-major, then agent, level, condition, seed).
-pub fn plan(world: &World, spec: &RunSpec) -> anyhow::Result<Vec<NewTrial>> {
+pub fn plan(world: &World, spec: &RunSpec) -> Result<Vec<NewTrial>, PlanError> {
     for agent in &spec.agents {
-        agent_for(agent, &spec.endpoints)?;
-        if split_config(agent)?.1 == Some("judge") && spec.judge.is_none() {
-            bail!("agent: {agent} reads pages through the judge filter, which needs a judge endpoint (roles.judge)");
+        let agents = |e: anyhow::Error| PlanError::new(SpecField::Agents, format!("{e:#}"));
+        agent_for(agent, &spec.endpoints).map_err(agents)?;
+        if split_config(agent).map_err(agents)?.1 == Some("judge") && spec.judge.is_none() {
+            return Err(PlanError::new(
+                SpecField::Agents,
+                format!(
+                    "agent: {agent} reads pages through the judge filter, which needs a judge endpoint (roles.judge)"
+                ),
+            ));
         }
     }
     for level in &spec.levels {
-        crate::manip::check(level, spec.strategy.as_deref()).map_err(|e| anyhow::anyhow!("levels: {e}"))?;
+        crate::manip::check(level, spec.strategy.as_deref())
+            .map_err(|e| PlanError::new(SpecField::Levels, format!("levels: {e}")))?;
     }
     for condition in &spec.conditions {
         if !CONDITIONS.contains(&condition.as_str()) {
-            bail!("conditions: {condition:?} is not one of {}", CONDITIONS.join(", "));
+            return Err(PlanError::new(
+                SpecField::Conditions,
+                format!("conditions: {condition:?} is not one of {}", CONDITIONS.join(", ")),
+            ));
         }
     }
-    if spec.agents.is_empty() || spec.levels.is_empty() || spec.conditions.is_empty() || spec.seeds.is_empty() {
-        bail!("a run needs at least one agent, level, condition and seed");
+    let missing = [
+        (spec.agents.is_empty(), SpecField::Agents),
+        (spec.levels.is_empty(), SpecField::Levels),
+        (spec.conditions.is_empty(), SpecField::Conditions),
+        (spec.seeds.is_empty(), SpecField::Seeds),
+    ];
+    if let Some((_, field)) = missing.iter().find(|(empty, _)| *empty) {
+        return Err(PlanError::new(*field, "a run needs at least one agent, level, condition and seed"));
     }
     let mut trials = Vec::new();
     for task in select_tasks(world, &spec.tasks)? {
@@ -259,6 +305,23 @@ pub async fn progress_report(store: &dyn Store, run_id: &str) -> anyhow::Result<
 mod tests {
     use super::*;
     use crate::db::Progress;
+
+    #[test]
+    fn planning_errors_name_the_field_at_fault() {
+        let world = World::build(crate::corpus::generate::corpus().into_iter().take(12).collect()).expect("world");
+        let good = RunSpec::basic("all", &["oracle"], &["L0"], &["raw"], vec![0]);
+        assert_eq!(plan(&world, &good).expect("plan").len(), 12);
+        for (field, spec) in [
+            (SpecField::Tasks, RunSpec { tasks: "nothing-like-this".into(), ..good.clone() }),
+            (SpecField::Agents, RunSpec { agents: vec!["nobody".into()], ..good.clone() }),
+            (SpecField::Levels, RunSpec { levels: vec!["L9".into()], ..good.clone() }),
+            (SpecField::Conditions, RunSpec { conditions: vec!["sideways".into()], ..good.clone() }),
+            (SpecField::Seeds, RunSpec { seeds: vec![], ..good.clone() }),
+        ] {
+            let e = plan(&world, &spec).expect_err("refused");
+            assert_eq!(e.field, field, "{e}");
+        }
+    }
 
     #[test]
     fn eta_follows_the_recent_rate() {

@@ -17,6 +17,7 @@ use crate::db::RunStatus;
 use crate::db::{Store, StoreError, TrialEnd, TrialRow, now_ms};
 use crate::env::World;
 use crate::llm::HttpLlm;
+use crate::manip::Level;
 
 /// Persists each step of one trial in the store.
 struct DbSink<'a> {
@@ -199,7 +200,7 @@ async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claime
         },
         Err(e) => return TrialEnd::Error(format!("loading stored steps: {e}")),
     };
-    let overlay = if trial.level == "L4" {
+    let overlay = if trial.level == Level::L4.as_str() {
         match super::tap::searched_overlay(store, world, agent, trial, !prior.is_empty(), (defense, attacker), tap)
             .await
         {

@@ -20,7 +20,7 @@ use crate::detect::Defense;
 use crate::env::World;
 use crate::manip::attacker::Attacker;
 use crate::manip::tap::{Node, SearchResult, TapLog, TapOptions, best, overlay_with, propose};
-use crate::manip::{facts_of, rng_for};
+use crate::manip::{Level, facts_of, rng_for};
 
 /// Counts an agent's calls and refuses them past the budget.
 struct Budgeted<'a> {
@@ -73,7 +73,7 @@ pub async fn search(
     let Target { world, task, condition, agent, defense } = target;
     anyhow::ensure!(!task.injection_points.is_empty(), "task {} has no injection point to search on", task.id);
     let f = facts_of(task, 0);
-    let mut rng = rng_for(&task.id, "L4", "tap", seed);
+    let mut rng = rng_for(&task.id, Level::L4.as_str(), "tap", seed);
     let used = Arc::new(AtomicUsize::new(0));
     let budgeted = Budgeted { inner: agent, used: used.clone(), budget: options.budget };
     let mut nodes: Vec<Node> = Vec::new();

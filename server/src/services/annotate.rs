@@ -30,7 +30,7 @@ pub struct AnnotateService {
 }
 
 fn check_kind(kind: &str) -> Result<LabelKind, AppError> {
-    LabelKind::parse(kind).map_err(|message| AppError::Invalid { field: "kind".into(), message })
+    LabelKind::parse(kind).map_err(|e| AppError::Invalid { field: "kind".into(), message: e.to_string() })
 }
 
 fn item(

@@ -18,6 +18,7 @@ use crate::env::World;
 use crate::judge::TrialScore;
 use crate::judge::aggregate::{Aggregate, Group, Metric, Options, aggregate};
 use crate::judge::rsn::ModelJudge;
+use crate::manip::Level;
 use crate::stats::Estimate;
 
 /// The metrics of the leaderboard's columns, after `utility` and `robustness`.
@@ -288,7 +289,8 @@ impl app::ssr::Insights for InsightsService {
         let key = self.fingerprint(&run).await?;
         let agg = self.aggregate_at(&run, key, &["agent"], Metric::AccDec, &board_metrics(Metric::AccDec)).await?;
         let level = level.filter(|l| !l.is_empty()).unwrap_or_else(|| "pooled".into());
-        let mut levels: Vec<String> = agg.levels.iter().map(|l| l.level.clone()).filter(|l| l != "L0").collect();
+        let mut levels: Vec<String> =
+            agg.levels.iter().map(|l| l.level.clone()).filter(|l| !Level::is_clean(l)).collect();
         levels.sort();
         levels.dedup();
         if level != "pooled" && !levels.contains(&level) {

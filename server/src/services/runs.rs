@@ -140,17 +140,6 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
     Ok((spec, concurrency))
 }
 
-/// The field a planning error is about: planning errors start with the field's name.
-fn field_of(message: &str) -> &'static str {
-    for (prefix, field) in [("tasks", "tasks"), ("agent", "agents"), ("levels", "levels"), ("conditions", "conditions")]
-    {
-        if message.starts_with(prefix) {
-            return field;
-        }
-    }
-    if message.contains("agent") { "agents" } else { "tasks" }
-}
-
 /// Executes a run's queued trials in the background of this process, then scores it so
 /// that its first leaderboard view finds the scores stored.
 pub fn spawn_execution(
@@ -333,9 +322,9 @@ impl app::ssr::Runs for RunsService {
         let (spec, concurrency) = spec_from_form(&form, &self.config)?;
         let run_id = crate::runs::create_run(self.store.as_ref(), &self.world, &spec, &self.corpus_version)
             .await
-            .map_err(|e| {
-                let message = format!("{e:#}");
-                invalid(field_of(&message), message)
+            .map_err(|e| match e.downcast_ref::<crate::runs::PlanError>() {
+                Some(p) => invalid(p.field.into(), p.message.clone()),
+                None => internal(format!("{e:#}")),
             })?;
         spawn_execution(self.store.clone(), self.world.clone(), run_id.clone(), concurrency, self.insights.clone());
         Ok(run_id)
@@ -473,7 +462,5 @@ mod tests {
                 other => panic!("{field}: {other:?}"),
             }
         }
-        assert_eq!(field_of("levels: level \"L9\" is not one of L0"), "levels");
-        assert_eq!(field_of("agent: nobody is not a known agent"), "agents");
     }
 }

@@ -4,6 +4,7 @@
 mod cli;
 mod dashboard;
 mod episodes;
+mod layout;
 mod live;
 mod llm;
 mod runs;

@@ -96,3 +96,27 @@ async fn wiki_search_finds_articles_by_their_words() {
     let (status, _) = app.text("/wiki/search?pattern=%22unbalanced%20(quote").await;
     assert_eq!(status, 200, "malformed queries are searched leniently");
 }
+
+#[tokio::test]
+async fn every_response_gets_the_security_headers_from_one_layer() {
+    let app = TestApp::start().await;
+    let task = app.state.world.tasks().next().expect("task").clone();
+    // A site page, a JSON error of the episode API, and an episode URL that does not exist.
+    for path in [task.start_url.as_str(), "/api/episodes/nope", "/ep/nope/shop/admin/dashboard"] {
+        let resp = app.get(path).await;
+        let h = resp.headers().clone();
+        assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(h["x-frame-options"], "DENY", "{path}");
+        assert_eq!(h["content-security-policy"], server::http::PAGE_POLICY, "{path}");
+        if path != task.start_url {
+            assert_eq!(resp.status(), 404, "{path}");
+            let body: serde_json::Value = resp.json().await.expect("json");
+            assert_eq!(body["error"], "episode nope not found", "{path}");
+        }
+    }
+    // A dashboard page keeps its own policy, with the response's script nonce.
+    let resp = app.get("/tasks").await;
+    let csp = resp.headers()["content-security-policy"].to_str().expect("ascii").to_string();
+    assert!(csp.contains("'nonce-"), "{csp}");
+    assert_eq!(resp.headers()["x-content-type-options"], "nosniff");
+}

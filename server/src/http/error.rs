@@ -1,0 +1,120 @@
+//! The one error type of the raw HTTP routes (episode API, sites, sign-in, event stream,
+//! downloads). Each variant answers with its status and a JSON body `{"error": "…"}`;
+//! an internal failure is logged with its cause where it is answered, and the client
+//! learns only that it failed.
+
+use app::error::AppError;
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use crate::db::StoreError;
+
+/// A failed raw HTTP request.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// 404, with what was not found.
+    #[error("{0}")]
+    NotFound(String),
+    /// 422: the request names the field and what is wrong with it.
+    #[error("{0}")]
+    Invalid(String),
+    /// 409.
+    #[error("{0}")]
+    Conflict(String),
+    /// 401.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// 403.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 500: `what` the server was doing; the cause is logged, never sent.
+    #[error("{what}: {cause:#}")]
+    Internal { what: &'static str, cause: anyhow::Error },
+}
+
+impl HttpError {
+    /// An internal failure while doing `what`.
+    pub fn internal(what: &'static str, cause: impl Into<anyhow::Error>) -> HttpError {
+        HttpError::Internal { what, cause: cause.into() }
+    }
+
+    /// The status it answers with.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            HttpError::NotFound(_) => StatusCode::NOT_FOUND,
+            HttpError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            HttpError::Conflict(_) => StatusCode::CONFLICT,
+            HttpError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            HttpError::Forbidden(_) => StatusCode::FORBIDDEN,
+            HttpError::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl From<StoreError> for HttpError {
+    fn from(e: StoreError) -> HttpError {
+        match e {
+            StoreError::NotFound(what) => HttpError::NotFound(format!("{what} not found")),
+            StoreError::Conflict(message) => HttpError::Conflict(message),
+            other => HttpError::internal("storage", other),
+        }
+    }
+}
+
+impl From<AppError> for HttpError {
+    fn from(e: AppError) -> HttpError {
+        let message = e.to_string();
+        match e {
+            AppError::NotFound(_) => HttpError::NotFound(message),
+            AppError::Invalid { .. } => HttpError::Invalid(message),
+            AppError::Conflict(_) => HttpError::Conflict(message),
+            AppError::Unauthorized => HttpError::Unauthorized(message),
+            AppError::Forbidden(_) => HttpError::Forbidden(message),
+            // Already logged where it became an `AppError`.
+            AppError::Internal | AppError::Transport(_) => {
+                HttpError::Internal { what: "a dashboard request", cause: anyhow::anyhow!("{message}") }
+            }
+        }
+    }
+}
+
+impl IntoResponse for HttpError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let message = match self {
+            HttpError::Internal { what, cause } => {
+                tracing::error!(error = %format!("{cause:#}"), "failed while {what}");
+                "internal error".to_string()
+            }
+            HttpError::NotFound(m)
+            | HttpError::Invalid(m)
+            | HttpError::Conflict(m)
+            | HttpError::Unauthorized(m)
+            | HttpError::Forbidden(m) => m,
+        };
+        (status, Json(serde_json::json!({ "error": message }))).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_errors_answer_without_their_cause() {
+        let resp =
+            HttpError::internal("reading accounts", anyhow::anyhow!("disk /secret/path is full")).into_response();
+        assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = futures::executor::block_on(axum::body::to_bytes(resp.into_body(), 1 << 16)).expect("body");
+        let text = String::from_utf8_lossy(&body);
+        assert_eq!(text, r#"{"error":"internal error"}"#);
+    }
+
+    #[test]
+    fn store_errors_keep_their_status() {
+        assert_eq!(HttpError::from(StoreError::NotFound("run r".into())).status(), StatusCode::NOT_FOUND);
+        assert_eq!(HttpError::from(StoreError::Conflict("taken".into())).status(), StatusCode::CONFLICT);
+        assert_eq!(HttpError::from(StoreError::Corrupt("x".into())).status(), StatusCode::INTERNAL_SERVER_ERROR);
+    }
+}

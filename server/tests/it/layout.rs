@@ -1,0 +1,310 @@
+//! The layout's promises, checked on the source itself (parsed with `syn`): module
+//! dependencies in `server/src` point one way along the pipeline, no two modules import
+//! each other through any chain, and source files stay short enough to read.
+//!
+//! How a dependency is found: every path a file names (`use` trees, paths in code and
+//! types, and `crate::…` inside macro bodies) is resolved from `crate::`, `super::`,
+//! `self::` or a child module's name to the deepest module it reaches. A module and its
+//! own descendants are one unit (a `mod.rs` declares and re-exports its children, and
+//! children use their parent's types), so edges between them are not counted; nor are
+//! those of `#[cfg(test)]` modules, which may reach anything.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use syn::visit::Visit;
+
+/// The top-level modules of `server/src`, lowest layer first. A module may use modules of
+/// earlier layers only; a new module must be placed here.
+const LAYERS: &[&[&str]] = &[
+    &["corpus", "stats", "charts"],
+    &["db"],
+    &["env"],
+    &["llm"],
+    &["config"],
+    &["detect"],
+    &["manip"],
+    &["agent"],
+    &["judge"],
+    &["runs"],
+    &["search"],
+    &["services"],
+    &["state"],
+    &["http"],
+    &["cli"],
+];
+
+/// Most lines a source file may have. The corpus generators (`corpus/generate/`) are
+/// exempt: each is one table of a domain's scenario families, read top to bottom.
+const MAX_LINES: usize = 600;
+
+type ModPath = Vec<String>;
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read src") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The module a file defines (`None` for the crate root and the binary).
+fn module_of(file: &Path, src: &Path) -> Option<ModPath> {
+    let rel = file.strip_prefix(src).expect("under src");
+    let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let last = parts.pop()?;
+    match last.as_str() {
+        "lib.rs" | "main.rs" if parts.is_empty() => None,
+        "mod.rs" => Some(parts),
+        other => {
+            parts.push(other.trim_end_matches(".rs").to_string());
+            Some(parts)
+        }
+    }
+}
+
+/// Every path a file names, as written.
+#[derive(Default)]
+struct Named {
+    paths: Vec<Vec<String>>,
+}
+
+impl Named {
+    fn use_tree(&mut self, prefix: &[String], tree: &syn::UseTree) {
+        let with = |ident: &syn::Ident| {
+            let mut p = prefix.to_vec();
+            p.push(ident.to_string());
+            p
+        };
+        match tree {
+            syn::UseTree::Path(p) => self.use_tree(&with(&p.ident), &p.tree),
+            syn::UseTree::Name(n) => self.paths.push(with(&n.ident)),
+            syn::UseTree::Rename(r) => self.paths.push(with(&r.ident)),
+            syn::UseTree::Glob(_) => self.paths.push(prefix.to_vec()),
+            syn::UseTree::Group(g) => g.items.iter().for_each(|t| self.use_tree(prefix, t)),
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Named {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        // Unit tests may reach anything; they are not part of the library's layering.
+        let test_only =
+            m.attrs.iter().any(|a| a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "test"));
+        if !test_only {
+            syn::visit::visit_item_mod(self, m);
+        }
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        self.use_tree(&[], &u.tree);
+    }
+
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        self.paths.push(p.segments.iter().map(|s| s.ident.to_string()).collect());
+        syn::visit::visit_path(self, p);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        // Macro bodies are token streams: pick out `crate :: a :: b` sequences.
+        fn scan(tokens: proc_macro2::TokenStream, out: &mut Vec<Vec<String>>) {
+            let tokens: Vec<proc_macro2::TokenTree> = tokens.into_iter().collect();
+            let mut i = 0;
+            while i < tokens.len() {
+                match &tokens[i] {
+                    proc_macro2::TokenTree::Group(g) => scan(g.stream(), out),
+                    proc_macro2::TokenTree::Ident(id) if id == "crate" => {
+                        let mut path = vec!["crate".to_string()];
+                        let mut j = i + 1;
+                        while let (
+                            Some(proc_macro2::TokenTree::Punct(a)),
+                            Some(proc_macro2::TokenTree::Punct(b)),
+                            Some(proc_macro2::TokenTree::Ident(next)),
+                        ) = (tokens.get(j), tokens.get(j + 1), tokens.get(j + 2))
+                        {
+                            if a.as_char() != ':' || b.as_char() != ':' {
+                                break;
+                            }
+                            path.push(next.to_string());
+                            j += 3;
+                        }
+                        out.push(path);
+                        i = j;
+                        continue;
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        scan(m.tokens.clone(), &mut self.paths);
+        syn::visit::visit_macro(self, m);
+    }
+}
+
+/// The module a path written in `from` reaches, if it names one of ours.
+fn resolve(from: &ModPath, path: &[String], modules: &BTreeSet<ModPath>) -> Option<ModPath> {
+    let first = path.first()?;
+    let absolute: Vec<String> = match first.as_str() {
+        "crate" => path[1..].to_vec(),
+        "self" => from.iter().chain(&path[1..]).cloned().collect(),
+        "super" => {
+            let ups = path.iter().take_while(|s| *s == "super").count();
+            let base = &from[..from.len().checked_sub(ups)?];
+            base.iter().chain(&path[ups..]).cloned().collect()
+        }
+        child => {
+            let mut candidate = from.clone();
+            candidate.push(child.to_string());
+            if !modules.contains(&candidate) {
+                return None;
+            }
+            from.iter().chain(path).cloned().collect()
+        }
+    };
+    (1..=absolute.len()).rev().map(|n| absolute[..n].to_vec()).find(|p| modules.contains(p))
+}
+
+/// (from, to) → the file that makes the edge, for every dependency between modules.
+fn dependencies() -> BTreeMap<(ModPath, ModPath), String> {
+    let src = src();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let owned: Vec<(ModPath, PathBuf)> = files.iter().filter_map(|f| Some((module_of(f, &src)?, f.clone()))).collect();
+    let modules: BTreeSet<ModPath> = owned.iter().map(|(m, _)| m.clone()).collect();
+    let mut edges = BTreeMap::new();
+    for (module, file) in &owned {
+        let text = std::fs::read_to_string(file).expect("read");
+        let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let mut named = Named::default();
+        named.visit_file(&ast);
+        for path in &named.paths {
+            if let Some(target) = resolve(module, path, &modules)
+                && target != *module
+            {
+                let rel = file.strip_prefix(&src).expect("under src").display().to_string();
+                edges.entry((module.clone(), target)).or_insert(rel);
+            }
+        }
+    }
+    edges
+}
+
+fn layer_of(top: &str) -> usize {
+    LAYERS
+        .iter()
+        .position(|l| l.contains(&top))
+        .unwrap_or_else(|| panic!("module {top} is not placed in LAYERS (tests/it/layout.rs)"))
+}
+
+fn related(a: &ModPath, b: &ModPath) -> bool {
+    a.starts_with(b) || b.starts_with(a)
+}
+
+/// A cycle in the graph, as a list of modules, if there is one.
+fn find_cycle(edges: &BTreeMap<ModPath, BTreeSet<ModPath>>) -> Option<Vec<ModPath>> {
+    fn visit(
+        node: &ModPath,
+        edges: &BTreeMap<ModPath, BTreeSet<ModPath>>,
+        state: &mut BTreeMap<ModPath, u8>,
+        stack: &mut Vec<ModPath>,
+    ) -> Option<Vec<ModPath>> {
+        state.insert(node.clone(), 1);
+        stack.push(node.clone());
+        for next in edges.get(node).into_iter().flatten() {
+            match state.get(next).copied().unwrap_or(0) {
+                1 => {
+                    let at = stack.iter().position(|m| m == next).expect("on the stack");
+                    let mut cycle = stack[at..].to_vec();
+                    cycle.push(next.clone());
+                    return Some(cycle);
+                }
+                0 => {
+                    if let Some(c) = visit(next, edges, state, stack) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        stack.pop();
+        state.insert(node.clone(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for node in edges.keys() {
+        if state.get(node).copied().unwrap_or(0) == 0
+            && let Some(c) = visit(node, edges, &mut state, &mut Vec::new())
+        {
+            return Some(c);
+        }
+    }
+    None
+}
+
+#[test]
+fn module_dependencies_point_down_the_pipeline() {
+    let edges = dependencies();
+    assert!(edges.len() > 50, "the scan found the crate's imports ({} edges)", edges.len());
+    let wrong: Vec<String> = edges
+        .iter()
+        .filter(|((from, to), _)| from[0] != to[0] && layer_of(&to[0]) >= layer_of(&from[0]))
+        .map(|((from, to), file)| format!("{} uses {} ({file})", from.join("::"), to.join("::")))
+        .collect();
+    assert!(wrong.is_empty(), "dependencies that point up the pipeline or sideways:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn no_two_modules_import_each_other() {
+    let mut graph: BTreeMap<ModPath, BTreeSet<ModPath>> = BTreeMap::new();
+    for (from, to) in dependencies().into_keys() {
+        if !related(&from, &to) {
+            graph.entry(from).or_default().insert(to);
+        }
+    }
+    if let Some(cycle) = find_cycle(&graph) {
+        let names: Vec<String> = cycle.iter().map(|m| m.join("::")).collect();
+        panic!("import cycle: {}", names.join(" -> "));
+    }
+}
+
+#[test]
+fn the_cycle_finder_finds_cycles() {
+    let m = |s: &str| s.split("::").map(ToString::to_string).collect::<ModPath>();
+    let mut g: BTreeMap<ModPath, BTreeSet<ModPath>> = BTreeMap::new();
+    g.entry(m("a::x")).or_default().insert(m("b"));
+    g.entry(m("b")).or_default().insert(m("c"));
+    assert_eq!(find_cycle(&g), None);
+    g.entry(m("c")).or_default().insert(m("a::x"));
+    assert_eq!(find_cycle(&g).map(|c| c.len()), Some(4));
+    let modules: BTreeSet<ModPath> = [m("judge"), m("judge::rsn"), m("llm"), m("llm::cache")].into();
+    let rsn = m("judge::rsn");
+    assert_eq!(resolve(&rsn, &m("crate::llm::cache::ask_cached"), &modules), Some(m("llm::cache")));
+    assert_eq!(resolve(&rsn, &m("super::TrialScore"), &modules), Some(m("judge")));
+    assert_eq!(resolve(&m("judge"), &m("rsn::ModelJudge"), &modules), Some(rsn.clone()));
+    assert_eq!(resolve(&rsn, &m("serde_json::Value"), &modules), None);
+}
+
+#[test]
+fn source_files_stay_short() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace").to_path_buf();
+    let mut files = Vec::new();
+    rust_files(&root.join("server/src"), &mut files);
+    rust_files(&root.join("app/src"), &mut files);
+    let long: Vec<String> = files
+        .iter()
+        .filter(|f| !f.components().any(|c| c.as_os_str() == "generate"))
+        .filter_map(|f| {
+            let n = std::fs::read_to_string(f).expect("read").lines().count();
+            (n > MAX_LINES).then(|| format!("{} ({n} lines)", f.strip_prefix(&root).expect("in tree").display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "files over {MAX_LINES} lines: {}", long.join(", "));
+}
