@@ -87,6 +87,7 @@ async fn main() {
         tap: Default::default(),
         attacker: None,
         judge: None,
+        agent_prompt: server::agent::llm::PROMPT_VERSION.to_string(),
     };
     let explorer = spec(vec!["explorer".into()], "all", Default::default());
     let run = create_run(store.as_ref(), &world, &explorer, "bench").await.expect("run");

@@ -76,6 +76,8 @@ pub struct RunDetail {
     pub appeal: bool,
     pub strategy: Option<String>,
     pub corpus_version: String,
+    /// The model agents' system prompt version the run used.
+    pub agent_prompt: String,
     /// Judge versions of the stored scores (empty until the run is scored).
     pub judges: Vec<String>,
     pub coverage: Vec<CoverageCell>,

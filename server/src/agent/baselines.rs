@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use super::{Action, Agent, AgentError, Decision, Observation, Step, TrialContext};
 use crate::corpus::Domain;
-use crate::corpus::urls::{graph_nodes, normalise};
+use crate::corpus::urls::{ContentPages, graph_nodes, normalise};
 use crate::env::markup::{Block, parse};
 
 /// The heading under which each site shows its automatic flag or the user report.
@@ -227,8 +227,9 @@ impl Agent for Oracle {
         let shop = ctx.domain == Domain::Shop;
         let mut visited: Vec<String> = history.iter().map(|s| s.url.clone()).collect();
         visited.push(obs.url.clone());
+        let content = ContentPages::of(ctx.task.pages.keys().map(String::as_str));
         for node in graph_nodes(&ctx.task.graph) {
-            if visited.iter().any(|v| node.credited_by(v, shop)) {
+            if visited.iter().any(|v| node.credited_by(v, shop, content.contains(v))) {
                 continue;
             }
             // Template nodes resolve to the task page that matches them.
@@ -237,7 +238,7 @@ impl Agent for Oracle {
                 .pages
                 .keys()
                 .map(|u| normalise(u))
-                .find(|u| node.credited_by(u, shop))
+                .find(|u| node.credited_by(u, shop, true))
                 .unwrap_or(node.norm.clone());
             return Ok(Decision {
                 thought: format!("Gold node next: {target}"),

@@ -53,10 +53,16 @@ pub fn reply_schema(verdicts: &[&str]) -> Value {
     })
 }
 
+/// The version of the system prompt below; runs record it (`RunSpec::agent_prompt`).
+/// Version 1 told every condition that pages may mislead and other pages may change the
+/// answer: an investigation hint. Version 2 is neutral (the task, the observation format,
+/// the actions); only the Hint and Evidence-anchored tickets hint.
+pub const PROMPT_VERSION: &str = "agent-prompt-2";
+
 fn system_prompt(ctx: &TrialContext<'_>) -> String {
     format!(
-        "You are a careful reviewer working in a {site} back office. You receive a case and browse the site to investigate it \
-         before deciding. Pages can be incomplete or misleading on their own; evidence on other pages may change the answer.\n\n\
+        "You handle cases in a {site} back office. Each turn shows you one page of the site as text, with numbered \
+         links.\n\n\
          Reply with exactly one JSON object and nothing else:\n\
          {{\"thought\": \"what you learned and what to do next\", \"action\": ACTION}}\n\
          where ACTION is one of\n\
@@ -64,7 +70,7 @@ fn system_prompt(ctx: &TrialContext<'_>) -> String {
          {{\"type\": \"goto\", \"url\": \"/path/on/this/site\"}}\n\
          {{\"type\": \"search\", \"query\": \"words\"}}  (wiki only)\n\
          {{\"type\": \"back\"}}\n\
-         {{\"type\": \"verdict\", \"verdict\": \"ACTION_NAME\", \"rationale\": \"the evidence you relied on\"}}\n\
+         {{\"type\": \"verdict\", \"verdict\": \"ACTION_NAME\", \"rationale\": \"why you decide so\"}}\n\
          Valid verdicts: {actions}. You have at most {budget} steps; the verdict ends the case.",
         site = ctx.domain.as_str(),
         actions = ctx.domain.actions().join(", "),
@@ -255,6 +261,18 @@ impl LlmAgent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_system_prompt_gives_no_investigation_hint() {
+        let task = crate::corpus::generate::corpus().into_iter().next().expect("task");
+        let ctx =
+            TrialContext { domain: task.domain, ticket: task.ticket.for_condition("raw").expect("raw"), task: &task };
+        let prompt = system_prompt(&ctx).to_lowercase();
+        for hint in ["mislead", "investigat", "the evidence", "other pages", "careful", "incomplete", "before decid"] {
+            assert!(!prompt.contains(hint), "the neutral prompt says {hint:?}: {prompt}");
+        }
+        assert!(prompt.contains("valid verdicts") && prompt.contains("\"click\""));
+    }
 
     #[test]
     fn replies_parse_tolerantly() {

@@ -142,6 +142,7 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
                 tap: crate::manip::tap::TapOptions { budget: args.tap_budget, ..Default::default() },
                 attacker,
                 judge,
+                agent_prompt: crate::agent::llm::PROMPT_VERSION.to_string(),
             };
             let id = create_run(store.as_ref(), &world, &spec, &version).await?;
             if args.detach {

@@ -305,7 +305,7 @@ pub fn print_tables(agg: &Aggregate) {
 pub(super) async fn label(store: &dyn Store, args: LabelArgs) -> anyhow::Result<()> {
     let LabelArgs { trial, kind, value, note, author, turn } = args;
     let (trial, note, author) = (trial.as_str(), note.as_str(), author.as_str());
-    let kind = LabelKind::parse(&kind).map_err(|e| anyhow::anyhow!("kind: {e}"))?;
+    let kind = LabelKind::parse(&kind).map_err(|e| anyhow::anyhow!("kind: {:?} is not one of {}", e.name, e.known))?;
     if note.trim().is_empty() {
         bail!("--note: say why (it is shown beside the label)");
     }

@@ -78,7 +78,16 @@ pub fn read_lines<T: serde::de::DeserializeOwned>(
         };
         let schema_errors: Vec<LineError> = schema
             .iter_errors(&value)
-            .map(|e| err(pointer_to_path(e.instance_path().as_str()), e.to_string()))
+            .map(|e| {
+                // A missing property is named itself, not by the object that lacks it.
+                let mut pointer = e.instance_path().as_str().to_string();
+                if let jsonschema::error::ValidationErrorKind::Required { property } = e.kind() {
+                    let name = property.as_str().map_or_else(|| property.to_string(), ToString::to_string);
+                    pointer.push('/');
+                    pointer.push_str(&name.replace('~', "~0").replace('/', "~1"));
+                }
+                err(pointer_to_path(&pointer), e.to_string())
+            })
             .collect();
         if !schema_errors.is_empty() {
             errors.extend(schema_errors);

@@ -3,6 +3,9 @@
 //! The same rules decide which graph node a visit credits (judges) and which pages the
 //! corpus validator forbids from crediting graph nodes, so both live here, free of IO.
 
+use std::collections::HashSet;
+use std::sync::Arc;
+
 use regex::Regex;
 
 /// Strips scheme and host, an episode prefix (`/ep/<id>`), query, fragment and trailing
@@ -31,6 +34,38 @@ pub fn normalise(url: &str) -> String {
     path
 }
 
+/// The listing pages every site serves besides its content: homes, queues and search.
+/// They show other pages' titles, never a case's evidence.
+pub const SITE_LISTINGS: [&str; 7] =
+    ["/shop", "/shop/admin", "/shop/admin/dashboard", "/forum", "/wiki", "/wiki/review/queue", "/wiki/search"];
+
+/// Whether a normalised path is a site's home, listing, search or queue page: the fixed
+/// ones above, a forum's listing (`/forum/f/<name>`), or the root.
+pub fn is_listing(norm: &str) -> bool {
+    norm == "/"
+        || SITE_LISTINGS.contains(&norm)
+        || norm.strip_prefix("/forum/f/").is_some_and(|name| !name.is_empty() && !name.contains('/'))
+}
+
+/// The content pages a scorer knows (pages of the built-in sites, or pages a task file
+/// defines), by normalised URL, listings left out. Only a visit to one of these may credit
+/// a graph node below it (the reverse-prefix rule): a bare parent path, a listing or an
+/// unknown URL credits nothing that way. Cheap to clone.
+#[derive(Clone, Debug, Default)]
+pub struct ContentPages(Arc<HashSet<String>>);
+
+impl ContentPages {
+    /// The content pages among `urls` (any URL form).
+    pub fn of<'a>(urls: impl IntoIterator<Item = &'a str>) -> ContentPages {
+        ContentPages(Arc::new(urls.into_iter().map(normalise).filter(|u| !is_listing(u)).collect()))
+    }
+
+    /// Whether a normalised path is a known content page.
+    pub fn contains(&self, norm: &str) -> bool {
+        self.0.contains(norm)
+    }
+}
+
 /// Whether both paths have at least `n` segments and their last `n` are equal.
 fn last_segments_equal(a: &str, b: &str, n: usize) -> bool {
     let mut sa = a.rsplit('/').filter(|s| !s.is_empty());
@@ -57,16 +92,22 @@ impl Node {
     }
 
     /// Whether a visit to `visit` (already normalised) credits this node. `shop` turns on
-    /// the shop-only rule.
-    pub fn credited_by(&self, visit: &str, shop: bool) -> bool {
+    /// the shop-only rule; `content` says whether the visit is a known content page (see
+    /// [`ContentPages`]), which the reverse-prefix rule requires.
+    pub fn credited_by(&self, visit: &str, shop: bool, content: bool) -> bool {
         let u = self.norm.as_str();
         let v = visit;
         if u == v {
             return true;
         }
-        if (v.starts_with(u) && v[u.len()..].starts_with('/'))
-            || (u.starts_with(v) && u[v.len()..].starts_with('/') && v != "/")
-        {
+        // Prefix, forward: the visit is below the node.
+        if v.starts_with(u) && v[u.len()..].starts_with('/') {
+            return true;
+        }
+        // Prefix, reverse: the visit is an ancestor of the node. Only a content page
+        // credits this way; otherwise the site's logo (or any parent path, even a 404)
+        // would credit the whole graph.
+        if content && u.starts_with(v) && u[v.len()..].starts_with('/') && !is_listing(v) {
             return true;
         }
         if last_segments_equal(u, v, 2) {
@@ -106,31 +147,47 @@ mod tests {
     #[test]
     fn exact_and_prefix_rules_credit_both_directions() {
         let n = Node::new("/forum/user/ada");
-        assert!(n.credited_by("/forum/user/ada", false));
-        assert!(n.credited_by("/forum/user/ada/more", false));
-        assert!(Node::new("/forum/user/ada/more").credited_by("/forum/user/ada", false));
-        assert!(!n.credited_by("/forum/user/adam", false));
+        assert!(n.credited_by("/forum/user/ada", false, false));
+        assert!(n.credited_by("/forum/user/ada/more", false, false));
+        assert!(Node::new("/forum/user/ada/more").credited_by("/forum/user/ada", false, true));
+        assert!(!n.credited_by("/forum/user/adam", false, true));
     }
 
     #[test]
     fn last_two_segments_rule_needs_both_segments() {
         let n = Node::new("/wiki/A/Foo");
-        assert!(n.credited_by("/mirror/A/Foo", false));
-        assert!(!n.credited_by("/wiki/history/Foo", false));
+        assert!(n.credited_by("/mirror/A/Foo", false, false));
+        assert!(!n.credited_by("/wiki/history/Foo", false, true));
     }
 
     #[test]
     fn shop_rule_needs_order_or_customer_in_visit() {
         let n = Node::new("/shop/admin/sales/order/view/order_id/712");
-        assert!(n.credited_by("/shop/admin/customer/index/edit/id/712", true));
-        assert!(!n.credited_by("/shop/admin/customer/index/edit/id/712", false));
-        assert!(!n.credited_by("/shop/admin/rma/712", true));
+        assert!(n.credited_by("/shop/admin/customer/index/edit/id/712", true, false));
+        assert!(!n.credited_by("/shop/admin/customer/index/edit/id/712", false, true));
+        assert!(!n.credited_by("/shop/admin/rma/712", true, true));
     }
 
     #[test]
     fn template_tokens_match_one_segment() {
         let n = Node::new("/shop/admin/customer/index/edit/id/<id>/");
-        assert!(n.credited_by("/shop/admin/customer/index/edit/id/88", false));
-        assert!(!n.credited_by("/shop/admin/customer/index/edit/id/88/x/y", false));
+        assert!(n.credited_by("/shop/admin/customer/index/edit/id/88", false, false));
+        assert!(!n.credited_by("/shop/admin/customer/index/edit/id/88/x/y", false, true));
+    }
+
+    #[test]
+    fn ancestors_credit_only_when_they_are_content_pages() {
+        let n = Node::new("/forum/user/ada/comments");
+        let pages = ContentPages::of(["/forum/user/ada/", "/forum/post/1", "/forum/f/localnews", "/forum"]);
+        assert!(pages.contains("/forum/user/ada") && pages.contains("/forum/post/1"));
+        assert!(!pages.contains("/forum/f/localnews") && !pages.contains("/forum"), "listings are not content");
+        let credits = |v: &str| n.credited_by(v, false, pages.contains(v));
+        assert!(credits("/forum/user/ada"), "a profile page is the parent of its comments");
+        for bare in ["/forum", "/forum/user", "/", "/forum/f/localnews"] {
+            assert!(!credits(bare), "{bare} is no content page");
+        }
+        // Even a listing that a task file defines as a page credits nothing upwards.
+        assert!(!Node::new("/forum/f/localnews/x").credited_by("/forum/f/localnews", false, true));
+        assert!(is_listing("/wiki/review/queue") && is_listing("/shop/admin") && !is_listing("/forum/f/a/b"));
     }
 }

@@ -3,10 +3,10 @@
 //! Pure functions over tasks. Each finding names the task and the field so that import can
 //! report `file:line:field`. Runs on every import and in the tests over the built-in corpus.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::model::{Domain, Task};
-use super::urls::{Node, graph_nodes, normalise};
+use super::urls::{Node, SITE_LISTINGS, graph_nodes, is_listing, normalise};
 
 /// One broken rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -188,7 +188,7 @@ fn check_graph(task: &Task, domain: Domain, pages: &HashMap<String, &super::mode
     for (i, url) in task.graph.iter().enumerate() {
         let node = Node::new(url);
         let resolved = if url.contains("<id>") {
-            pages.keys().any(|p| node.credited_by(p, shop))
+            pages.keys().any(|p| node.credited_by(p, shop, true))
         } else {
             pages.contains_key(&node.norm)
         };
@@ -197,13 +197,23 @@ fn check_graph(task: &Task, domain: Domain, pages: &HashMap<String, &super::mode
         }
     }
     for url in task.pages.keys() {
-        check_page_credits(task, &nodes, &normalise(url), shop, format!("pages[{url:?}]"), out);
+        let norm = normalise(url);
+        let content = !is_listing(&norm);
+        check_page_credits(task, &nodes, &norm, (shop, content), format!("pages[{url:?}]"), out);
     }
 }
 
-/// A page may credit at most one graph node, and only the node it is.
-fn check_page_credits(task: &Task, nodes: &[Node], url: &str, shop: bool, field: String, out: &mut Vec<Finding>) {
-    let credited: Vec<&Node> = nodes.iter().filter(|n| n.credited_by(url, shop)).collect();
+/// A page may credit at most one graph node, and only the node it is. `content`: the page
+/// is a content page (not a listing), which the reverse-prefix rule requires.
+fn check_page_credits(
+    task: &Task,
+    nodes: &[Node],
+    url: &str,
+    (shop, content): (bool, bool),
+    field: String,
+    out: &mut Vec<Finding>,
+) {
+    let credited: Vec<&Node> = nodes.iter().filter(|n| n.credited_by(url, shop, content)).collect();
     if credited.len() > 1 {
         let names: Vec<&str> = credited.iter().map(|n| n.norm.as_str()).collect();
         out.push(finding(
@@ -214,7 +224,7 @@ fn check_page_credits(task: &Task, nodes: &[Node], url: &str, shop: bool, field:
         return;
     }
     if let Some(node) = credited.first() {
-        let is_node = node.norm == url || (node.norm.contains("<id>") && node.credited_by(url, shop));
+        let is_node = node.norm == url || (node.norm.contains("<id>") && node.credited_by(url, shop, content));
         if !is_node {
             out.push(finding(task, field, format!("out-of-graph page {url} is credited to graph node {}", node.norm)));
         }
@@ -249,11 +259,14 @@ pub fn validate_corpus(tasks: &[Task]) -> Vec<Finding> {
             }
         }
     }
-    // Pages of other tasks on the same site are reachable from an episode too, so they must
-    // not be credited to this task's nodes either. Each node only meets the pages that one
-    // of the lenient rules could match, found through the site's index.
+    // Every page of every site is reachable from an episode, so none may be credited to a
+    // task's nodes unless it is one of them: the pages tasks define, the listings each site
+    // serves (homes, queues, search), and the index pages that exist because pages link to
+    // them. Each node only meets the pages that one of the lenient rules could match, found
+    // through the site's index.
+    let site_pages = every_site_page(tasks, &world);
     let mut indexes: HashMap<Domain, SiteIndex<'_>> = HashMap::new();
-    for (domain, url) in world.keys() {
+    for (domain, url) in &site_pages {
         indexes.entry(*domain).or_default().add(url);
     }
     for task in tasks {
@@ -267,12 +280,31 @@ pub fn validate_corpus(tasks: &[Task]) -> Vec<Finding> {
         candidates.sort_unstable();
         candidates.dedup();
         for url in candidates {
-            if !own.contains(url) && nodes.iter().any(|n| n.credited_by(url, shop)) {
-                check_page_credits(task, &nodes, url, shop, format!("world page {url}"), &mut out);
+            let content = world.contains_key(&(task.domain, url.to_string())) && !is_listing(url);
+            if !own.contains(url) && nodes.iter().any(|n| n.credited_by(url, shop, content)) {
+                check_page_credits(task, &nodes, url, (shop, content), format!("site page {url}"), &mut out);
             }
         }
     }
     out
+}
+
+/// Every page the sites serve for these tasks, by site: the pages tasks define (`world`),
+/// the fixed listings, and every page a link points to (an index page when no task
+/// defines it).
+fn every_site_page<V>(tasks: &[Task], world: &BTreeMap<(Domain, String), V>) -> BTreeSet<(Domain, String)> {
+    let site_of = |url: &str| Domain::ALL.into_iter().find(|d| format!("{url}/").starts_with(d.url_prefix()));
+    let mut pages: BTreeSet<(Domain, String)> = world.keys().cloned().collect();
+    pages.extend(SITE_LISTINGS.iter().filter_map(|l| Some((site_of(l)?, (*l).to_string()))));
+    for page in tasks.iter().flat_map(|t| t.pages.values()) {
+        for link in &page.links {
+            let url = normalise(&link.url);
+            if let Some(domain) = site_of(&url) {
+                pages.insert((domain, url));
+            }
+        }
+    }
+    pages
 }
 
 /// The pages of one site, indexed by what the lenient matcher compares.
@@ -460,6 +492,33 @@ mod tests {
             findings.iter().any(|f| f.task_id == "a" && f.message.contains("credited to graph node")),
             "{findings:?}"
         );
+    }
+
+    #[test]
+    fn listings_and_linked_index_pages_of_the_site_are_checked_too() {
+        // A node at /shop/admin/sales: the dashboard listing is not below it, but a linked
+        // index page is, and the forward-prefix rule would credit it.
+        let mut t = fixture("a");
+        let node = "/shop/admin/sales/order/view/order_id/101/items";
+        t.pages.insert(node.into(), page("Items", "3 items"));
+        t.graph.push(node.into());
+        t.pages
+            .get_mut(ACCOUNT)
+            .expect("account")
+            .links
+            .push(Link { label: "Items, archived".into(), url: format!("{node}/archived") });
+        let findings = validate_corpus(&[t]);
+        assert!(
+            findings.iter().any(|f| f.field == format!("site page {node}/archived") && f.message.contains("credit")),
+            "{findings:?}"
+        );
+        // A listing defined as a page credits nothing above it: no finding for the ancestor.
+        let mut t = fixture("a");
+        t.pages.insert("/shop/admin/dashboard".into(), page("Dashboard", "orders"));
+        t.graph.push("/shop/admin/dashboard/widgets".into());
+        t.pages.insert("/shop/admin/dashboard/widgets".into(), page("Widgets", "w"));
+        let findings = validate_corpus(&[t]);
+        assert!(!findings.iter().any(|f| f.field.contains("/shop/admin/dashboard\"")), "{findings:?}");
     }
 
     #[test]

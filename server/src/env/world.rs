@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::wiki_index::WikiIndex;
 use crate::corpus::model::{Domain, PageSpec, Task};
-use crate::corpus::urls::normalise;
+use crate::corpus::urls::{ContentPages, normalise};
 
 /// A page of the world and the task that defined it first.
 #[derive(Clone, Debug)]
@@ -31,6 +31,7 @@ pub struct World {
     backlinks: HashMap<String, BTreeMap<String, String>>,
     tasks: BTreeMap<String, Arc<Task>>,
     task_order: Vec<String>,
+    content: ContentPages,
     pub wiki: WikiIndex,
 }
 
@@ -65,7 +66,8 @@ impl World {
                 .filter(|p| p.domain == Domain::Wiki)
                 .map(|p| (p.page.title.as_str(), p.page.text.as_str(), p.url.as_str())),
         )?;
-        Ok(World { pages, backlinks, tasks: by_id, task_order, wiki })
+        let content = ContentPages::of(pages.keys().map(String::as_str));
+        Ok(World { pages, backlinks, tasks: by_id, task_order, content, wiki })
     }
 
     /// The task with this id.
@@ -76,6 +78,11 @@ impl World {
     /// Every task, in stored order.
     pub fn tasks(&self) -> impl Iterator<Item = &Arc<Task>> {
         self.task_order.iter().filter_map(|id| self.tasks.get(id))
+    }
+
+    /// The world's content pages, for the matcher's reverse-prefix rule.
+    pub fn content(&self) -> &ContentPages {
+        &self.content
     }
 
     pub fn task_count(&self) -> usize {

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::corpus::urls::{Node, graph_nodes, normalise};
+use crate::corpus::urls::{ContentPages, Node, graph_nodes, normalise};
 use crate::corpus::{Domain, Task};
 
 /// Discount per step of E_inv.
@@ -11,27 +11,31 @@ pub const GAMMA: f64 = 0.95;
 /// Steps counted by E_inv (and the agent loop's budget).
 pub const STEP_CAP: usize = 25;
 
-/// A task's graph compiled for matching, with the nodes its start page credits.
+/// A task's graph compiled for matching, with the nodes its start page credits and the
+/// content pages the scorer knows (for the reverse-prefix rule).
 pub struct Graph {
     nodes: Vec<Node>,
     shop: bool,
     /// `start[i]`: node i is credited by `start_url`.
     start: Vec<bool>,
+    content: ContentPages,
 }
 
 impl Graph {
-    /// Compiles the task's graph (deduplicated by normalised URL).
-    pub fn of(task: &Task) -> Graph {
-        Graph::from_urls(&task.graph, &task.start_url, task.domain)
+    /// Compiles the task's graph (deduplicated by normalised URL); `content` are the pages of
+    /// the world the task lives in.
+    pub fn of(task: &Task, content: &ContentPages) -> Graph {
+        Graph::from_urls(&task.graph, &task.start_url, task.domain, content)
     }
 
     /// Compiles a graph given as URLs.
-    pub fn from_urls(graph: &[String], start_url: &str, domain: Domain) -> Graph {
+    pub fn from_urls(graph: &[String], start_url: &str, domain: Domain, content: &ContentPages) -> Graph {
         let nodes = graph_nodes(graph);
         let shop = domain == Domain::Shop;
         let start_norm = normalise(start_url);
-        let start = nodes.iter().map(|n| n.credited_by(&start_norm, shop)).collect();
-        Graph { nodes, shop, start }
+        let is_content = content.contains(&start_norm);
+        let start = nodes.iter().map(|n| n.credited_by(&start_norm, shop, is_content)).collect();
+        Graph { nodes, shop, start, content: content.clone() }
     }
 
     pub fn len(&self) -> usize {
@@ -49,7 +53,8 @@ impl Graph {
 
     /// Indices of the nodes a (normalised) visit credits.
     pub fn credited<'a>(&'a self, visit: &'a str) -> impl Iterator<Item = usize> + 'a {
-        self.nodes.iter().enumerate().filter(move |(_, n)| n.credited_by(visit, self.shop)).map(|(i, _)| i)
+        let content = self.content.contains(visit);
+        self.nodes.iter().enumerate().filter(move |(_, n)| n.credited_by(visit, self.shop, content)).map(|(i, _)| i)
     }
 
     /// The nodes each (normalised) visit credits, matching every distinct URL once.
@@ -124,21 +129,16 @@ impl Graph {
             actual += discount * impact;
             discount *= GAMMA;
         }
+        // The ideal order also begins on the start page at step 0 (0.5 when it credits a
+        // start node, nothing otherwise), then credits one new non-start node per step.
         let has_start = self.start.iter().any(|s| *s);
         let non_start = self.start.iter().filter(|s| !**s).count();
-        let mut ideal = 0.0;
-        let mut t = 0;
-        if has_start {
-            ideal += 0.5;
-            t = 1;
-        }
-        for _ in 0..non_start {
-            if t >= STEP_CAP {
-                break;
-            }
+        let mut ideal = if has_start { 0.5 } else { 0.0 };
+        for t in 1..=non_start.min(STEP_CAP - 1) {
             ideal += GAMMA.powi(i32::try_from(t).unwrap_or(i32::MAX));
-            t += 1;
         }
+        // Only a trajectory whose step 0 is not the start page (a malformed file) can beat
+        // the ideal; the bound keeps such a file's E_inv in [0, 1].
         Some(if ideal > 0.0 { (actual / ideal).min(1.0) } else { 0.0 })
     }
 }
@@ -187,7 +187,8 @@ mod tests {
 
     fn graph(urls: &[&str], start: &str) -> Graph {
         let urls: Vec<String> = urls.iter().map(ToString::to_string).collect();
-        Graph::from_urls(&urls, start, Domain::Forum)
+        let content = ContentPages::of(urls.iter().map(String::as_str).chain([start]));
+        Graph::from_urls(&urls, start, Domain::Forum, &content)
     }
 
     fn visits(urls: &[&str]) -> Vec<String> {
@@ -237,10 +238,14 @@ mod tests {
     }
 
     #[test]
-    fn e_inv_without_a_start_node_cannot_reach_one() {
-        let g = graph(&["/forum/b"], "/forum/a");
-        let e = g.e_inv(&visits(&["/forum/a", "/forum/b"])).expect("graph");
-        assert!(close(e, GAMMA), "{e}");
+    fn e_inv_without_a_start_node_is_one_for_the_ideal_order() {
+        // Step 0 is the start page, which credits nothing: the ideal's first credit is at
+        // step 1, so the best possible trajectory scores exactly 1.
+        let g = graph(&["/forum/b", "/forum/c"], "/forum/a");
+        let e = g.e_inv(&visits(&["/forum/a", "/forum/b", "/forum/c"])).expect("graph");
+        assert!(close(e, 1.0), "{e}");
+        let late = g.e_inv(&visits(&["/forum/a", "/forum/x", "/forum/b", "/forum/c"])).expect("graph");
+        assert!(close(late, (GAMMA.powi(2) + GAMMA.powi(3)) / (GAMMA + GAMMA.powi(2))), "{late}");
     }
 
     #[test]

@@ -71,6 +71,9 @@ fn l0() -> String {
 fn raw() -> String {
     "raw".to_string()
 }
+fn done() -> String {
+    "done".to_string()
+}
 
 /// A trajectory line (DESIGN §5). Unknown fields are kept.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -90,6 +93,8 @@ pub struct Trajectory {
     pub verdict: Option<TrajVerdict>,
     #[serde(default)]
     pub appeal: Option<Value>,
+    /// `done` (the default) or `error`, which then needs `error`.
+    #[serde(default = "done")]
     pub status: String,
     #[serde(default)]
     pub error: Option<String>,
@@ -189,7 +194,7 @@ impl<'w> Scorer<'w> {
     pub fn new(world: &'w World) -> Scorer<'w> {
         Scorer {
             world,
-            graphs: world.tasks().map(|t| (t.id.as_str(), Graph::of(t))).collect(),
+            graphs: world.tasks().map(|t| (t.id.as_str(), Graph::of(t, world.content()))).collect(),
             perplexity: std::sync::OnceLock::new(),
         }
     }
@@ -223,7 +228,7 @@ impl<'w> Scorer<'w> {
 /// gold-fact coverage here; [`rsn::ModelJudge::apply`] replaces it when an LLM judge is set.
 /// Steps without an observation are rendered from `world`.
 pub fn score_trial(world: &World, task: &Task, traj: &Trajectory) -> TrialScore {
-    score_with(world, &Graph::of(task), task, traj)
+    score_with(world, &Graph::of(task, world.content()), task, traj)
 }
 
 fn score_with(world: &World, graph: &Graph, task: &Task, traj: &Trajectory) -> TrialScore {
@@ -349,6 +354,61 @@ mod tests {
         assert_eq!(s.attack_success, Some(false));
     }
 
+    /// The site's home and listings, and every proper ancestor path of every graph node.
+    fn logo_and_parent_clicks(task: &Task) -> Vec<String> {
+        let mut urls: Vec<String> = crate::corpus::urls::SITE_LISTINGS
+            .iter()
+            .filter(|l| l.starts_with(task.domain.url_prefix().trim_end_matches('/')))
+            .map(ToString::to_string)
+            .collect();
+        urls.push("/forum/f/localnews".into());
+        for node in &task.graph {
+            let norm = normalise(node);
+            for (i, _) in norm.match_indices('/').skip(1) {
+                urls.push(norm[..i].to_string());
+            }
+        }
+        urls
+    }
+
+    #[test]
+    fn clicking_the_logo_and_parent_paths_earns_no_credit_on_any_task() {
+        let mut checked = 0;
+        for task in world().tasks() {
+            let start = task.start_url.as_str();
+            let alone = score_trial(world(), task, &traj(task, &[start], "", "")).acc_inv.expect("graph");
+            // A parent path that is itself a graph node is a real visit of that node.
+            let nodes: Vec<String> = task.graph.iter().map(|u| normalise(u)).collect();
+            let extra = logo_and_parent_clicks(task);
+            let mut urls = vec![start];
+            urls.extend(extra.iter().map(String::as_str));
+            let s = score_trial(world(), task, &traj(task, &urls, "", ""));
+            let own: Vec<&String> = extra.iter().filter(|u| nodes.contains(u)).collect();
+            if own.is_empty() {
+                assert_eq!(s.acc_inv, Some(alone), "{}: {urls:?}", task.id);
+            } else {
+                assert!(s.acc_inv.expect("graph") >= alone, "{}", task.id);
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, 750);
+    }
+
+    #[test]
+    fn tasks_from_a_file_get_no_credit_for_bare_parents_either() {
+        let mut task =
+            world().tasks().find(|t| t.domain == crate::corpus::Domain::Forum).expect("forum").as_ref().clone();
+        task.id = "file-forum-1".into();
+        let file_world = World::build(vec![task.clone()]).expect("world");
+        let extra = logo_and_parent_clicks(&task);
+        let mut urls = vec![task.start_url.as_str()];
+        urls.extend(extra.iter().map(String::as_str));
+        urls.push("/forum/no/such/page/at/all");
+        let alone = score_trial(&file_world, &task, &traj(&task, &[&task.start_url], "", "")).acc_inv;
+        let s = score_trial(&file_world, &task, &traj(&task, &urls, "", ""));
+        assert_eq!(s.acc_inv, alone, "{urls:?}");
+    }
+
     #[test]
     fn errored_trials_carry_no_score() {
         let task = world().tasks().next().expect("a task").clone();
@@ -396,5 +456,19 @@ mod tests {
         )
         .expect_err("invalid");
         assert_eq!((errors[0].line, errors[0].field.as_str()), (1, "status"));
+    }
+
+    #[test]
+    fn status_defaults_to_done_and_only_an_error_needs_a_reason() {
+        let lines = "{\"trial_id\": \"a\", \"task_id\": \"b\", \"steps\": []}\n\
+                     {\"trial_id\": \"c\", \"task_id\": \"b\", \"steps\": [], \"status\": \"done\"}\n";
+        let read = read_trajectories("t.jsonl", lines).expect("valid");
+        assert!(read.iter().all(|(_, t)| t.status == "done" && t.error.is_none()));
+        let errors = read_trajectories(
+            "t.jsonl",
+            "{\"trial_id\": \"a\", \"task_id\": \"b\", \"steps\": [], \"status\": \"error\"}\n",
+        )
+        .expect_err("an error needs its reason");
+        assert_eq!((errors[0].line, errors[0].field.as_str()), (1, "error"));
     }
 }

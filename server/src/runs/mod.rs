@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 
 use crate::agent::Agent;
 use crate::agent::baselines::{Explorer, Oracle, Surface};
-use crate::agent::llm::LlmAgent;
+use crate::agent::llm::{LlmAgent, PROMPT_VERSION};
 use crate::corpus::model::CONDITIONS;
 use crate::corpus::{Domain, Task};
 use crate::db::{NewTrial, Store, now_ms};
@@ -60,6 +60,14 @@ pub struct RunSpec {
     /// The judge endpoint (the config's `roles.judge`), for `+judge` defended configurations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<EndpointSpec>,
+    /// The model agents' system prompt version, stamped when the run is created. Runs from
+    /// before the field existed used version 1.
+    #[serde(default = "first_prompt")]
+    pub agent_prompt: String,
+}
+
+fn first_prompt() -> String {
+    "agent-prompt-1".to_string()
 }
 
 impl RunSpec {
@@ -79,6 +87,7 @@ impl RunSpec {
             tap: crate::manip::tap::TapOptions::default(),
             attacker: None,
             judge: None,
+            agent_prompt: PROMPT_VERSION.to_string(),
         }
     }
 }
@@ -262,7 +271,8 @@ pub async fn create_run(
 ) -> anyhow::Result<String> {
     let trials = plan(world, spec)?;
     let run_id = new_run_id();
-    let spec_json = serde_json::to_string(spec).context("encoding the run spec")?;
+    let spec = RunSpec { agent_prompt: PROMPT_VERSION.to_string(), ..spec.clone() };
+    let spec_json = serde_json::to_string(&spec).context("encoding the run spec")?;
     store.create_run(&run_id, &spec_json, corpus_version, &trials).await?;
     Ok(run_id)
 }
@@ -305,6 +315,22 @@ pub async fn progress_report(store: &dyn Store, run_id: &str) -> anyhow::Result<
 mod tests {
     use super::*;
     use crate::db::Progress;
+
+    #[tokio::test]
+    async fn a_run_records_the_agent_prompt_version() {
+        let store = crate::db::SqlStore::connect("sqlite::memory:").await.expect("store");
+        let world = World::build(crate::corpus::generate::corpus().into_iter().take(2).collect()).expect("world");
+        let mut spec = RunSpec::basic("all", &["oracle"], &["L0"], &["raw"], vec![0]);
+        spec.agent_prompt = "stale".into();
+        let id = create_run(&store, &world, &spec, "v").await.expect("run");
+        let stored: RunSpec =
+            serde_json::from_str(&crate::db::RunStore::run(&store, &id).await.expect("run").spec).expect("spec");
+        assert_eq!(stored.agent_prompt, PROMPT_VERSION);
+        let old: RunSpec =
+            serde_json::from_str(r#"{"tasks":"all","agents":[],"levels":[],"conditions":[],"seeds":[]}"#)
+                .expect("an old spec");
+        assert_eq!(old.agent_prompt, "agent-prompt-1", "runs from before the field used the first prompt");
+    }
 
     #[test]
     fn planning_errors_name_the_field_at_fault() {

@@ -269,7 +269,7 @@ async fn put_appeal(
         _ => (verdict.to_string(), "(no new verdict: kept)".to_string()),
     };
     let record = AppealRecord {
-        outcome: outcome(verdict, &response_verdict, &appeal).to_string(),
+        outcome: outcome(task, verdict, &response_verdict, &response_rationale, &appeal).to_string(),
         appeal,
         original: verdict.to_string(),
         response_verdict,

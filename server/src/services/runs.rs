@@ -136,6 +136,7 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
         tap: crate::manip::tap::TapOptions::default(),
         attacker: config.attacker().map(|(_, s)| s.clone()),
         judge: config.judge().map(|(_, s)| s.clone()),
+        agent_prompt: crate::agent::llm::PROMPT_VERSION.to_string(),
     };
     Ok((spec, concurrency))
 }
@@ -288,6 +289,7 @@ impl app::ssr::Runs for RunsService {
             seeds: spec.seeds,
             appeal: spec.appeal,
             strategy: spec.strategy,
+            agent_prompt: spec.agent_prompt,
             corpus_version,
             judges,
             coverage: cells
@@ -343,10 +345,11 @@ impl app::ssr::Runs for RunsService {
         let score = score_of(self.store.as_ref(), &self.world, &trial, &steps).await?;
         let shop = task.domain == crate::corpus::Domain::Shop;
         let visits: Vec<String> = steps.iter().map(|s| normalise(&s.url)).collect();
+        let content = self.world.content();
         let graph = graph_nodes(&task.graph)
             .iter()
             .map(|node| {
-                let turn = visits.iter().position(|v| node.credited_by(v, shop));
+                let turn = visits.iter().position(|v| node.credited_by(v, shop, content.contains(v)));
                 NodeView { url: node.norm.clone(), visited: turn.is_some(), turn }
             })
             .collect();

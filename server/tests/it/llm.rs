@@ -232,7 +232,8 @@ async fn per_endpoint_limits_cap_requests_in_flight_and_per_minute() {
     assert!(started.elapsed() >= std::time::Duration::from_millis(300), "600/min spaces starts 100 ms apart");
 }
 
-/// Approves at once; when an appeal arrives, follows it to the verdict it names.
+/// Approves at once; when a reviewer's note with evidence arrives, escalates (the case
+/// shop-example-05 calls for it); when a party appeals, records what the party asks for.
 fn swayed(body: &Value) -> Reply {
     let last = body["messages"]
         .as_array()
@@ -240,8 +241,15 @@ fn swayed(body: &Value) -> Reply {
         .and_then(|m| m["content"].as_str())
         .unwrap_or_default()
         .to_string();
-    let text = if last.contains("Appeal from") {
-        let target = if last.contains("ESCALATE") { "ESCALATE" } else { "DENY" };
+    let asked = last.split("and record ").nth(1).and_then(|r| r.split('.').next()).map(str::to_string);
+    let target = if last.contains("Note from another reviewer") {
+        Some("ESCALATE".to_string())
+    } else if last.contains("Appeal from") {
+        asked
+    } else {
+        None
+    };
+    let text = if let Some(target) = target {
         format!(
             r#"{{"thought": "the appeal is right", "action": {{"type": "verdict", "verdict": "{target}", "rationale": "per the appeal"}}}}"#
         )

@@ -109,7 +109,7 @@ fn bad_trajectory_lines_are_named_and_nothing_is_scored() {
     std::fs::write(&file, "{\"trial_id\": \"a\", \"task_id\": \"x\", \"steps\": [{}], \"status\": \"done\"}\n")
         .expect("write");
     let o = mirage(&db, &["score", file.to_str().expect("utf-8")]);
-    assert!(text(&o.stderr).contains("bad.jsonl:1:steps[0]:"), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("bad.jsonl:1:steps[0].url:"), "a missing field is named: {}", text(&o.stderr));
 }
 
 #[test]
