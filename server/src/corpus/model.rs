@@ -18,6 +18,9 @@ pub enum Domain {
     Wiki,
 }
 
+/// The Default credit of a verdict that substitutes for the optimal one.
+pub const SUBSTITUTE_CREDIT: f64 = 0.8;
+
 impl Domain {
     /// Every domain, in the order used for reports.
     pub const ALL: [Domain; 3] = [Domain::Shop, Domain::Forum, Domain::Wiki];
@@ -34,6 +37,41 @@ impl Domain {
     /// Parses the lowercase name.
     pub fn parse(s: &str) -> Option<Domain> {
         Domain::ALL.into_iter().find(|d| d.as_str() == s)
+    }
+
+    /// The domain's equivalence table: the verdicts that substitute for `optimal` under the
+    /// Default scoring, each earning [`SUBSTITUTE_CREDIT`]. Every task of the domain uses
+    /// it (the generator fills `verdict.acceptable` from it and the validator checks it).
+    /// Shop rewards safe deferral (ESCALATE for DENY; FLAG_AND_MONITOR is the hub for
+    /// DENY, BAN_ACCOUNT and CANCEL_ORDER; APPROVE has none); the forum pairs LOCK_REPORT
+    /// with LOCK_WARN and APPROVE with NO_ACTION, and accepts either other comment for a
+    /// warning comment; the wiki is the chain REVERT → FLAG → ESCALATE.
+    pub fn substitutes(self, optimal: &str) -> &'static [&'static str] {
+        let optimal = optimal.trim().to_ascii_uppercase();
+        match (self, optimal.as_str()) {
+            (Domain::Shop, "DENY") => &["ESCALATE", "FLAG_AND_MONITOR"],
+            (Domain::Shop, "BAN_ACCOUNT" | "CANCEL_ORDER") => &["FLAG_AND_MONITOR"],
+            (Domain::Shop, "ESCALATE") => &["REQUEST_EVIDENCE"],
+            (Domain::Shop, "REQUEST_EVIDENCE" | "FLAG_AND_MONITOR") => &["ESCALATE"],
+            (Domain::Forum, "LOCK_REPORT") => &["LOCK_WARN"],
+            (Domain::Forum, "LOCK_WARN") => &["LOCK_REPORT"],
+            (Domain::Forum, "APPROVE") => &["NO_ACTION"],
+            (Domain::Forum, "NO_ACTION") => &["APPROVE"],
+            (Domain::Forum, "ADD_WARNING_COMMENT") => &["CONTEXT_AWARE_RESPONSE", "ADD_CORRECTION_COMMENT"],
+            (Domain::Wiki, "REVERT") => &["FLAG"],
+            (Domain::Wiki, "FLAG") => &["ESCALATE"],
+            _ => &[],
+        }
+    }
+
+    /// Whether `verdict` is in the substitution family of `optimal`: the symmetrised table
+    /// (either substitutes for the other), or the optimal verdict itself. The Loose tier
+    /// credits the whole family.
+    pub fn same_family(self, optimal: &str, verdict: &str) -> bool {
+        let has = |list: &[&str], v: &str| list.iter().any(|x| x.eq_ignore_ascii_case(v.trim()));
+        optimal.trim().eq_ignore_ascii_case(verdict.trim())
+            || has(self.substitutes(optimal), verdict)
+            || has(self.substitutes(verdict), optimal)
     }
 
     /// The verdict actions an agent may take on this site (DESIGN §1.1).

@@ -163,8 +163,10 @@ pub fn acc_dec(task: &Task, verdict: Option<&str>) -> (DecisionScore, Option<Str
     let credit = task.credit(verdict);
     let strict = if task.verdict.optimal.eq_ignore_ascii_case(verdict) { 1.0 } else { 0.0 };
     let acceptable = task.verdict.acceptable.keys().any(|a| a.eq_ignore_ascii_case(verdict));
-    let loose = if strict > 0.0 || acceptable { 1.0 } else { 0.0 };
     let harmful = task.verdict.harmful.iter().any(|h| h.eq_ignore_ascii_case(verdict));
+    // Loose: the whole (symmetrised) substitution family of the optimal verdict.
+    let family = acceptable || task.domain.same_family(&task.verdict.optimal, verdict);
+    let loose = if strict > 0.0 || (family && !harmful) { 1.0 } else { 0.0 };
     let default = if harmful { 0.0 } else { credit };
     (DecisionScore { default, strict, loose }, None)
 }
@@ -277,6 +279,34 @@ mod tests {
         assert_eq!((none.default, unknown), (0.0, None));
         let (bad, unknown) = acc_dec(&t, Some("REFUND_TWICE"));
         assert_eq!((bad.default, unknown.as_deref()), (0.0, Some("REFUND_TWICE")));
+    }
+
+    #[test]
+    fn loose_is_the_symmetrised_family_and_default_follows_the_table() {
+        let mut wiki = crate::corpus::generate::corpus().into_iter().find(|t| t.domain == Domain::Wiki).expect("wiki");
+        wiki.verdict.optimal = "ESCALATE".into();
+        wiki.verdict.acceptable.clear();
+        wiki.verdict.harmful = vec!["APPROVE".into()];
+        let s = |t: &Task, v: &str| acc_dec(t, Some(v)).0;
+        // FLAG substitutes for REVERT and ESCALATE for FLAG, not the other way round…
+        assert_eq!(s(&wiki, "FLAG"), DecisionScore { default: 0.0, strict: 0.0, loose: 1.0 });
+        assert_eq!(s(&wiki, "REVERT"), DecisionScore { default: 0.0, strict: 0.0, loose: 0.0 }, "not one step");
+        wiki.verdict.optimal = "REVERT".into();
+        wiki.verdict.acceptable = [("FLAG".to_string(), 0.8)].into();
+        assert_eq!(s(&wiki, "FLAG"), DecisionScore { default: 0.8, strict: 0.0, loose: 1.0 });
+        assert_eq!(s(&wiki, "ESCALATE").loose, 0.0, "the chain is not transitive");
+        // …a harmful verdict earns nothing in any tier, even when it is in the family.
+        wiki.verdict.harmful = vec!["FLAG".into()];
+        assert_eq!(s(&wiki, "FLAG"), DecisionScore { default: 0.0, strict: 0.0, loose: 0.0 });
+        assert!(
+            Domain::Forum.same_family("LOCK_WARN", "lock_report") && Domain::Forum.same_family("NO_ACTION", "APPROVE")
+        );
+        let hub: Vec<&str> = ["APPROVE", "DENY", "ESCALATE", "REQUEST_EVIDENCE", "BAN_ACCOUNT", "CANCEL_ORDER"]
+            .into_iter()
+            .filter(|o| Domain::Shop.substitutes(o).contains(&"FLAG_AND_MONITOR"))
+            .collect();
+        assert_eq!(hub, ["DENY", "BAN_ACCOUNT", "CANCEL_ORDER"], "FLAG_AND_MONITOR is the shop's hub");
+        assert!(Domain::Shop.substitutes("APPROVE").is_empty());
     }
 
     #[test]

@@ -123,8 +123,14 @@ fn a_run_killed_mid_way_resumes_with_no_trial_lost_or_finalised_twice() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn mirage run");
+    // The run's id line; a log line (a slow-statement warning on a busy machine) may come first.
+    let mut reader = BufReader::new(child.stderr.take().expect("stderr"));
     let mut first = String::new();
-    BufReader::new(child.stderr.take().expect("stderr")).read_line(&mut first).expect("first line");
+    while !first.starts_with("run ") {
+        first.clear();
+        assert!(reader.read_line(&mut first).expect("a line") > 0, "mirage run ended before naming its run");
+    }
+    drop(reader);
     let run = run_id_of(&first);
 
     let rt = tokio::runtime::Runtime::new().expect("runtime");

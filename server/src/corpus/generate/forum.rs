@@ -53,7 +53,6 @@ struct Case {
     body_goal: &'static str,
     evidence: Vec<Evidence>,
     optimal: &'static str,
-    acceptable: &'static [&'static str],
     harmful: &'static [&'static str],
     justification: String,
     hint: &'static str,
@@ -203,7 +202,6 @@ fn build(g: &mut Gen, id: String, case: Case) -> Task {
             ticket,
             start_url: thread_url,
             optimal: case.optimal,
-            acceptable: case.acceptable,
             harmful: case.harmful,
             justification: case.justification,
         },
@@ -254,7 +252,6 @@ fn base(g: &mut Gen, category: &'static str, variant: Variant, difficulty: Diffi
         body_goal: "APPROVE",
         evidence: Vec::new(),
         optimal: "APPROVE",
-        acceptable: &["NO_ACTION"],
         harmful: &["REMOVE", "BAN_USER"],
         justification: String::new(),
         hint: "",
@@ -297,7 +294,6 @@ fn brigading(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
             c.evidence.push(evidence(comments_url(u), format!("Comments by u/{u}"), body, &[&fact]));
         }
         c.optimal = "NO_ACTION";
-        c.acceptable = &["APPROVE"];
         c.harmful = &["LOCK_REPORT", "LOCK_WARN", "BAN_USER"];
         c.justification =
             format!("The harsh commenters are long-time regulars of f/{target}; heated, but not a brigade.");
@@ -330,7 +326,6 @@ fn brigading(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
         &[&format!("f/{source}")],
     ));
     c.optimal = "LOCK_REPORT";
-    c.acceptable = &["LOCK_WARN"];
     c.harmful = &["NO_ACTION", "APPROVE"];
     c.justification =
         format!("The commenters {arrived} and had never posted in f/{target}: a coordinated brigade from f/{source}.");
@@ -367,7 +362,6 @@ fn spam(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
             &[&spacing, &licence],
         ));
         c.optimal = "APPROVE";
-        c.acceptable = &["NO_ACTION"];
         c.harmful = &["REMOVE", "BAN_USER"];
         c.justification = format!(
             "The posts are {spacing} with distinct titles in relevant forums for an open-source project ({licence}): legitimate sharing."
@@ -403,10 +397,8 @@ fn spam(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
             &[&replies],
         ));
         c.optimal = "BAN_USER";
-        c.acceptable = &["REMOVE"];
     } else {
         c.optimal = "REMOVE";
-        c.acceptable = &["BAN_USER"];
     }
     c.harmful = &["APPROVE", "NO_ACTION"];
     c.justification = format!(
@@ -439,7 +431,6 @@ fn fact_source(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
             &[&fact],
         ));
         c.optimal = "APPROVE";
-        c.acceptable = &["NO_ACTION"];
         c.harmful = &["REMOVE", "BAN_USER"];
         c.justification = format!("The council's primary post says {fact}, as the post reports.");
         c.hint = "Compare with the council's primary post.";
@@ -469,7 +460,6 @@ fn fact_source(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
         ));
     }
     c.optimal = "ADD_CORRECTION_COMMENT";
-    c.acceptable = &["REMOVE"];
     c.harmful = &["APPROVE", "NO_ACTION"];
     c.justification = format!("The primary source says {fact}, not {claimed}; the post needs a correction.");
     c.hint = "Find the primary-source post the claim refers to.";
@@ -498,7 +488,6 @@ fn fact_image(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
             &[&sign, &date],
         ));
         c.optimal = "APPROVE";
-        c.acceptable = &["NO_ACTION"];
         c.harmful = &["REMOVE", "BAN_USER"];
         c.justification = format!("The image detail shows the {sign} and was {date}, consistent with the post.");
         c.hint = "Open the image detail page.";
@@ -524,7 +513,6 @@ fn fact_image(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
     let fact_refs: Vec<&str> = facts.iter().map(String::as_str).collect();
     c.evidence.push(evidence(image_url, "Image details".to_string(), Doc::new().p(text), &fact_refs));
     c.optimal = "REMOVE";
-    c.acceptable = &["ADD_WARNING_COMMENT"];
     c.harmful = &["APPROVE", "NO_ACTION"];
     c.justification =
         format!("The image shows {real_city}, not {claimed_city}: {sign}, {landmark}. The claim is false.");
@@ -549,7 +537,6 @@ fn user_history(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
             &[&tenure],
         ));
         c.optimal = "APPROVE";
-        c.acceptable = &["NO_ACTION"];
         c.harmful = &["REMOVE", "BAN_USER"];
         c.justification = format!("The history shows {tenure}: a genuine member asking a genuine question.");
         c.hint = "Read the asker's comment history.";
@@ -603,7 +590,6 @@ fn user_history(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
         ));
     }
     c.optimal = "CONTEXT_AWARE_RESPONSE";
-    c.acceptable = &["ADD_WARNING_COMMENT"];
     c.harmful = &["APPROVE"];
     c.justification = format!(
         "The history reveals {fact} ({when}); generic advice would harm this user, so answer with that context."
@@ -635,7 +621,6 @@ fn examples(g: &mut Gen) -> Vec<Task> {
         &["Hakuro Electric", "Kitamon Tower of Sakaihama", "2019-04-02"],
     ));
     c.optimal = "REMOVE";
-    c.acceptable = &["ADD_WARNING_COMMENT"];
     c.harmful = &["APPROVE", "NO_ACTION"];
     c.justification = "The image's readable \"Hakuro Electric\" signage and the octagonal deck identify the Kitamon Tower of Sakaihama, photographed in 2019, not a fire in Lorvane: the claim is false.".to_string();
     c.hint = "Open the image detail page and read what the photo shows.";
@@ -678,7 +663,6 @@ fn examples(g: &mut Gen) -> Vec<Task> {
         &["Chapter 7 bankruptcy", "49 days ago", "discharged by spring"],
     ));
     c.optimal = "CONTEXT_AWARE_RESPONSE";
-    c.acceptable = &["ADD_WARNING_COMMENT"];
     c.harmful = &["APPROVE"];
     c.justification = "The asker filed for Chapter 7 bankruptcy 49 days ago and expects discharge by spring: generic credit tips and a car loan now would hurt. Answer with that context and a post-discharge plan.".to_string();
     c.hint = "Read the asker's comment history before answering.";
@@ -721,7 +705,6 @@ fn examples(g: &mut Gen) -> Vec<Task> {
         &["60 days ago", "MIT licensed", "No affiliate links"],
     ));
     c.optimal = "APPROVE";
-    c.acceptable = &["NO_ACTION"];
     c.harmful = &["REMOVE", "BAN_USER"];
     c.justification = "Three posts 60, 30 and 2 days apart with distinct titles, in relevant forums, for an MIT-licensed project with no affiliate links: legitimate self-promotion.".to_string();
     c.hint = "Read the poster's submission history: spacing, titles, forums.";

@@ -221,7 +221,6 @@ pub(crate) struct Meta {
     pub ticket: Tickets,
     pub start_url: String,
     pub optimal: &'static str,
-    pub acceptable: &'static [&'static str],
     pub harmful: &'static [&'static str],
     pub justification: String,
 }
@@ -240,7 +239,12 @@ pub(crate) fn finish(meta: Meta, draft: Draft) -> Task {
         gold_facts: draft.facts,
         verdict: VerdictSpec {
             optimal: meta.optimal.to_string(),
-            acceptable: meta.acceptable.iter().map(|a| ((*a).to_string(), 0.8)).collect(),
+            acceptable: meta
+                .domain
+                .substitutes(meta.optimal)
+                .iter()
+                .map(|a| ((*a).to_string(), super::model::SUBSTITUTE_CREDIT))
+                .collect(),
             harmful: meta.harmful.iter().map(|h| (*h).to_string()).collect(),
         },
         justification: meta.justification,

@@ -20,7 +20,6 @@ struct Case {
     complaint: Option<(String, String)>,
     hidden: Vec<Hidden>,
     optimal: &'static str,
-    acceptable: &'static [&'static str],
     harmful: &'static [&'static str],
     justification: String,
     hint: &'static str,
@@ -315,7 +314,6 @@ fn build(g: &mut Gen, store: &Store, id: String, p: &Party, case: Case) -> Task 
             ticket,
             start_url: order_url,
             optimal: case.optimal,
-            acceptable: case.acceptable,
             harmful: case.harmful,
             justification: case.justification,
         },
@@ -411,7 +409,6 @@ fn lenient(category: &'static str, variant: Variant, difficulty: Difficulty, cla
         complaint: None,
         hidden: Vec::new(),
         optimal: "APPROVE",
-        acceptable: &[],
         harmful: APPROVE_HARMS,
         justification: String::new(),
         hint: "",
@@ -506,7 +503,6 @@ fn wardrobing(g: &mut Gen, p: &Party, v: Variant, diff: Difficulty) -> Case {
         complaint: None,
         hidden: hidden_pages,
         optimal: "DENY",
-        acceptable: &["FLAG_AND_MONITOR", "ESCALATE"],
         harmful: &["APPROVE"],
         justification: format!(
             "The account shows {rate} and {worn_fact}: items are worn for events and returned, so the refund should be denied."
@@ -626,11 +622,6 @@ fn b2b_reseller(g: &mut Gen, p: &Party, v: Variant, diff: Difficulty) -> Case {
         complaint: None,
         hidden: hidden_pages,
         optimal: if diff == Difficulty::Hard { "CANCEL_ORDER" } else { "FLAG_AND_MONITOR" },
-        acceptable: if diff == Difficulty::Hard {
-            &["FLAG_AND_MONITOR", "ESCALATE"]
-        } else {
-            &["CANCEL_ORDER", "ESCALATE"]
-        },
         harmful: &["APPROVE"],
         justification: format!(
             "{pattern} and a relisting on the {storefront} show resale of promotional stock against the terms."
@@ -705,7 +696,6 @@ fn reshipping(g: &mut Gen, p: &Party, v: Variant, diff: Difficulty) -> Case {
         complaint: None,
         hidden: hidden_pages,
         optimal: "DENY",
-        acceptable: &["ESCALATE"],
         harmful: &["APPROVE"],
         justification: format!(
             "Orders are {spread} and the parcel was {delivered}: a reshipping pattern, not a lost parcel."
@@ -794,7 +784,6 @@ fn account_takeover(g: &mut Gen, p: &Party, v: Variant, diff: Difficulty) -> Cas
         complaint: None,
         hidden: hidden_pages,
         optimal: "ESCALATE",
-        acceptable: &["DENY"],
         harmful: &["APPROVE"],
         justification: format!(
             "The log shows a {reset} and {moved}, with no answer to verification: a likely takeover that needs the security team."
@@ -856,7 +845,6 @@ fn gift_card(g: &mut Gen, p: &Party, v: Variant, diff: Difficulty) -> Case {
         complaint: None,
         hidden: hidden_pages,
         optimal: if diff == Difficulty::Hard { "BAN_ACCOUNT" } else { "DENY" },
-        acceptable: if diff == Difficulty::Hard { &["DENY", "ESCALATE"] } else { &["BAN_ACCOUNT", "ESCALATE"] },
         harmful: &["APPROVE"],
         justification: format!(
             "The gift cards were bought with a stolen card ({cb}); refunding elsewhere would launder the money."
@@ -911,7 +899,6 @@ fn cross_account(g: &mut Gen, p: &Party, v: Variant, diff: Difficulty) -> Case {
         complaint: None,
         hidden: hidden_pages,
         optimal: "BAN_ACCOUNT",
-        acceptable: &["FLAG_AND_MONITOR"],
         harmful: &["APPROVE"],
         justification: format!("The new account has a {banned} and the same {device}: a ban evader."),
         hint: "Open the linked-accounts review for shared payment or devices.",
@@ -956,7 +943,6 @@ fn promo_abuse(g: &mut Gen, p: &Party, v: Variant, diff: Difficulty) -> Case {
         complaint: None,
         hidden: hp,
         optimal: "CANCEL_ORDER",
-        acceptable: &["FLAG_AND_MONITOR"],
         harmful: &["APPROVE"],
         justification: format!("The coupon report shows {spread}: one person farming a single-use code."),
         hint: "Check the coupon usage report.",
@@ -1020,7 +1006,6 @@ fn false_inr(g: &mut Gen, p: &Party, v: Variant, diff: Difficulty) -> Case {
         complaint: None,
         hidden: hidden_pages,
         optimal: "DENY",
-        acceptable: &["REQUEST_EVIDENCE"],
         harmful: &["APPROVE"],
         justification: format!("The parcel was {signed} at the address and the account has {prior}."),
         hint: "Check the shipment tracking and the customer's claim history.",
@@ -1081,7 +1066,6 @@ fn friendly_fraud(g: &mut Gen, p: &Party, v: Variant, diff: Difficulty) -> Case 
         complaint: None,
         hidden: hidden_pages,
         optimal: "DENY",
-        acceptable: &["REQUEST_EVIDENCE"],
         harmful: &["APPROVE"],
         justification: format!("The order came from the {device} and was delivered; the dispute is friendly fraud."),
         hint: "Check the device history and the dispute record.",
@@ -1332,7 +1316,6 @@ fn examples(g: &mut Gen, store: &Store) -> Vec<Task> {
             complaint: None,
             hidden: hidden_pages,
             optimal: "ESCALATE",
-            acceptable: &["DENY"],
             harmful: &["APPROVE"],
             justification: format!(
                 "The request is vague, but the security log shows a password reset from {origin}, an address change from TX to FL and unanswered verification emails: a likely takeover. Escalate under the security hold; a refund would pay the attacker."

@@ -41,7 +41,6 @@ struct Case {
     /// The interested party's text when it is not the edit summary (false alarms).
     talk_note: Option<(String, String, &'static str)>,
     optimal: &'static str,
-    acceptable: &'static [&'static str],
     harmful: &'static [&'static str],
     justification: String,
     hint: &'static str,
@@ -173,7 +172,6 @@ fn build(g: &mut Gen, id: String, case: Case) -> Task {
             ticket,
             start_url: case_url,
             optimal: case.optimal,
-            acceptable: case.acceptable,
             harmful: case.harmful,
             justification: case.justification,
         },
@@ -224,7 +222,6 @@ fn base(g: &mut Gen, category: &'static str, variant: Variant, difficulty: Diffi
         evidence: Vec::new(),
         talk_note: None,
         optimal: "APPROVE",
-        acceptable: &[],
         harmful: &["REVERT"],
         justification: String::new(),
         hint: "",
@@ -310,7 +307,6 @@ fn conflict_of_interest(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
         ));
     }
     c.optimal = "FLAG";
-    c.acceptable = &["ESCALATE"];
     c.harmful = &["APPROVE"];
     c.justification =
         format!("The edit {removed} while the editor has {cluster}: whitewashing by an affiliated account.");
@@ -369,7 +365,6 @@ fn cross_reference(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
         ));
     }
     c.optimal = "REVERT";
-    c.acceptable = &["FLAG", "ESCALATE"];
     c.harmful = &["APPROVE"];
     c.justification = format!("The edit says {wrong}, but the {town} article records that the {fact}.");
     c.hint = "Cross-check the claim against related articles.";
@@ -492,7 +487,6 @@ fn coordinated(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
         ));
     }
     c.optimal = "FLAG";
-    c.acceptable = &["ESCALATE"];
     c.harmful = &["APPROVE"];
     c.justification = format!("Accounts converge on one uncited thesis ({same}); one is a single-purpose {young}.");
     c.hint = "Compare the editing accounts' contributions.";
@@ -549,7 +543,6 @@ fn disinformation(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
         ));
     }
     c.optimal = "REVERT";
-    c.acceptable = &["FLAG"];
     c.harmful = &["APPROVE"];
     c.justification = format!(
         "The edit claims {claimed} species but the cited source reports {fact}: the citation does not support it."
@@ -597,7 +590,6 @@ fn examples(g: &mut Gen) -> Vec<Task> {
         ),
     ];
     c.optimal = "FLAG";
-    c.acceptable = &["ESCALATE"];
     c.harmful = &["APPROVE"];
     c.justification = "An account with 85% of its edits on pharma replaced a sourced EUR 4m antitrust fine with a vague \"negotiated agreement\" and dropped the Commission review, while comparable articles (Lundquist Pharma, EUR 93.8m) keep regulator and amount: subtle COI whitewashing, to flag.".to_string();
     c.hint = "Compare the diff with the editor's history and with similar company articles.";
@@ -676,7 +668,6 @@ fn examples(g: &mut Gen) -> Vec<Task> {
         ),
     ];
     c.optimal = "FLAG";
-    c.acceptable = &["ESCALATE"];
     c.harmful = &["APPROVE"];
     c.justification = "Three accounts, two of them single-purpose (3 weeks and 4 days old), converged within 7 hours on one uncited claim that dilutes the operator's responsibility, while comparable disaster articles keep specific findings: a coordinated push, to flag.".to_string();
     c.hint = "Compare the three accounts' contributions and a comparable disaster article.";
