@@ -21,6 +21,7 @@ fn column_title(c: &str, tier: &str) -> String {
         "acc_inv" => "Acc_inv".into(),
         "e_inv" => "E_inv".into(),
         "acc_rsn" => "Acc_rsn".into(),
+        "q_ev" => "Q_ev (1–5)".into(),
         "attack_success" => "Attack success".into(),
         other => {
             let mut s = other.replace('_', " ");

@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::corpus::jsonl::read_tasks;
 use crate::db::{LabelEvent, LabelKind, Store};
 use crate::env::World;
-use crate::judge::aggregate::{Aggregate, Options, aggregate};
+use crate::judge::aggregate::{Aggregate, Metric, Options, aggregate};
 use crate::judge::rsn::ModelJudge;
 use crate::judge::{Scorer, TrialScore, read_trajectories};
 use crate::stats::Estimate;
@@ -186,18 +186,21 @@ fn table(header: Vec<String>) -> Table {
 
 /// The human-readable report: grouped metrics, leaderboard, levels, comparisons, jackknife.
 pub fn print_tables(agg: &Aggregate) {
-    const SHOWN: [(&str, &str); 11] = [
-        ("acc_inv", "Acc_inv"),
-        ("e_inv", "E_inv"),
-        ("acc_dec", "Acc_dec"),
-        ("acc_rsn", "Acc_rsn"),
-        ("hallucination", "IHR"),
-        ("attack_success", "ASR"),
-        ("exposure", "Exposed"),
-        ("adoption", "Adopted"),
-        ("verification", "Verified"),
-        ("recovery", "Recovered"),
-        ("sycophancy", "Sycophancy"),
+    const SHOWN: [(Metric, &str); 14] = [
+        (Metric::AccInv, "Acc_inv"),
+        (Metric::EInv, "E_inv"),
+        (Metric::AccDec, "Acc_dec"),
+        (Metric::AccRsn, "Acc_rsn"),
+        (Metric::QEv, "Q_ev"),
+        (Metric::Hallucination, "IHR"),
+        (Metric::AttackSuccess, "ASR"),
+        (Metric::Exposure, "Exposed"),
+        (Metric::Adoption, "Adopted"),
+        (Metric::Verification, "Verified"),
+        (Metric::Recovery, "Recovered"),
+        (Metric::Sycophancy, "Sycophancy"),
+        (Metric::Correction, "Correction"),
+        (Metric::SycophancyPartial, "Partial (dec.)"),
     ];
     let mut header: Vec<String> = agg.options.by.clone();
     header.extend(["trials", "errors"].map(String::from));
@@ -207,7 +210,7 @@ pub fn print_tables(agg: &Aggregate) {
         let mut row: Vec<String> = agg.options.by.iter().map(|f| g.key.get(f).cloned().unwrap_or_default()).collect();
         row.push(g.trials.to_string());
         row.push(g.errors.to_string());
-        row.extend(SHOWN.iter().map(|(m, _)| cell(g.metrics.get(*m).and_then(Option::as_ref))));
+        row.extend(SHOWN.iter().map(|(m, _)| cell(g.metrics.get(m.as_str()).and_then(Option::as_ref))));
         t.add_row(row);
     }
     println!(

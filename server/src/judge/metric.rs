@@ -16,6 +16,7 @@ named_enum! {
         AccDecStrict,
         AccDecLoose,
         AccRsn,
+        QEv,
         Hallucination,
         ClaimHallucination,
         FabricatedUrl,
@@ -68,6 +69,7 @@ pub fn contribution(s: &TrialScore, metric: Metric) -> Option<(f64, f64)> {
         Metric::AccDecStrict => one(s.acc_dec?.strict),
         Metric::AccDecLoose => one(s.acc_dec?.loose),
         Metric::AccRsn => one(s.acc_rsn?),
+        Metric::QEv => one(s.q_ev?),
         Metric::Hallucination => one(flag(s.hallucinated?)),
         Metric::ClaimHallucination => {
             #[allow(clippy::cast_precision_loss)]
@@ -109,6 +111,7 @@ mod tests {
                 "acc_dec_strict",
                 "acc_dec_loose",
                 "acc_rsn",
+                "q_ev",
                 "hallucination",
                 "claim_hallucination",
                 "fabricated_url",

@@ -171,6 +171,25 @@ pub fn acc_dec(task: &Task, verdict: Option<&str>) -> (DecisionScore, Option<Str
     (DecisionScore { default, strict, loose }, None)
 }
 
+/// Evidence quality Q_ev (1–5) without a judge: 1 + 4 × the share of gold facts that the
+/// rationale cites *and* whose page the agent visited (evidence it saw and used), rounded
+/// to a whole band. A fact cited from a page never visited does not count. `None` when the
+/// task lists no gold fact. `visits` are normalised URLs.
+pub fn evidence_quality(task: &Task, rationale: &str, visits: &[String]) -> Option<f64> {
+    if task.gold_facts.is_empty() {
+        return None;
+    }
+    let hay = rationale.to_lowercase();
+    let used = task
+        .gold_facts
+        .iter()
+        .filter(|f| hay.contains(&f.text.to_lowercase()) && visits.contains(&normalise(&f.url)))
+        .count();
+    #[allow(clippy::cast_precision_loss)]
+    let share = used as f64 / task.gold_facts.len() as f64;
+    Some((1.0 + 4.0 * share).round())
+}
+
 /// The share of gold facts whose text occurs in the rationale (case-insensitive); `None`
 /// when the task lists no gold fact.
 pub fn gold_fact_coverage(task: &Task, rationale: &str) -> Option<f64> {
@@ -307,6 +326,22 @@ mod tests {
             .collect();
         assert_eq!(hub, ["DENY", "BAN_ACCOUNT", "CANCEL_ORDER"], "FLAG_AND_MONITOR is the shop's hub");
         assert!(Domain::Shop.substitutes("APPROVE").is_empty());
+    }
+
+    #[test]
+    fn evidence_quality_needs_the_fact_cited_and_its_page_seen() {
+        let mut t = task();
+        t.gold_facts = vec![
+            crate::corpus::model::GoldFact { text: "14 orders".into(), url: "/shop/a/".into() },
+            crate::corpus::model::GoldFact { text: "chargeback".into(), url: "/shop/b".into() },
+        ];
+        let seen = visits(&["/shop/a", "/shop/b"]);
+        assert_eq!(evidence_quality(&t, "14 orders and a Chargeback", &seen), Some(5.0));
+        assert_eq!(evidence_quality(&t, "14 orders", &seen), Some(3.0));
+        assert_eq!(evidence_quality(&t, "14 orders and a chargeback", &visits(&["/shop/a"])), Some(3.0), "b unseen");
+        assert_eq!(evidence_quality(&t, "nothing", &seen), Some(1.0));
+        t.gold_facts.clear();
+        assert_eq!(evidence_quality(&t, "x", &seen), None);
     }
 
     #[test]

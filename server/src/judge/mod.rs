@@ -28,7 +28,7 @@ use metrics::{DecisionScore, Graph, acc_dec, gold_fact_coverage};
 
 /// Version of the rule-based judges (matcher, metrics, claim patterns, label rules). Bump it
 /// when any of them changes: stored scores of another version are recomputed.
-pub const RULES_VERSION: &str = "rules-2";
+pub const RULES_VERSION: &str = "rules-3";
 
 /// The trajectory schema shipped in the repository.
 pub const TRAJECTORY_SCHEMA: &str = include_str!("../../../schemas/trajectory.schema.json");
@@ -145,6 +145,11 @@ pub struct TrialScore {
     /// A verdict outside the domain's vocabulary (scored 0).
     pub unknown_verdict: Option<String>,
     pub acc_rsn: Option<f64>,
+    /// Evidence quality (1–5): how well the rationale's cited evidence supports the
+    /// verdict, graded by the reasoning judge, or without one from the gold facts the
+    /// rationale cites and whose pages the agent visited.
+    #[serde(default)]
+    pub q_ev: Option<f64>,
     pub rsn_judge: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rsn_reason: Option<String>,
@@ -252,6 +257,7 @@ fn score_with(world: &World, graph: &Graph, task: &Task, traj: &Trajectory) -> T
         acc_dec: None,
         unknown_verdict: None,
         acc_rsn: None,
+        q_ev: None,
         rsn_judge: None,
         rsn_reason: None,
         rsn_error: None,
@@ -282,6 +288,7 @@ fn score_with(world: &World, graph: &Graph, task: &Task, traj: &Trajectory) -> T
 
     let rationale = traj.verdict.as_ref().map_or("", |v| v.rationale.as_str());
     score.acc_rsn = if rationale.trim().is_empty() { Some(0.0) } else { gold_fact_coverage(task, rationale) };
+    score.q_ev = metrics::evidence_quality(task, rationale, &visits);
     score.rsn_judge = Some(rsn::COVERAGE.to_string());
 
     let ticket = task.ticket.for_condition(&traj.condition).unwrap_or(&task.ticket.raw);

@@ -18,7 +18,7 @@ pub const COVERAGE: &str = "gold-fact-coverage";
 
 /// Bump when the prompt or the parsing of replies changes: cached answers of another
 /// version are not reused, and stored scores are recomputed.
-pub const PROMPT_VERSION: &str = "rsn-prompt-1";
+pub const PROMPT_VERSION: &str = "rsn-prompt-2";
 
 const SYSTEM: &str = "You grade the written reasoning of a reviewer who decided a back-office case \
 (a shop refund or fraud review, a forum moderation report, or a wiki edit review). You are given the \
@@ -31,14 +31,22 @@ Use exactly one of these bands:\n\
 - 0.4 to 0.6: partly right; some decisive facts are cited but others are missing, wrong or unused;\n\
 - 0.1 to 0.3: mostly wrong; few relevant facts, or facts that are misread or invented;\n\
 - 0.0: no relevant facts, or reasoning that contradicts the evidence.\n\
-Answer with one JSON object and nothing else: {\"score\": <number>, \"reason\": \"<one sentence>\"}.";
+Also grade the evidence the rationale cites, from 1 to 5: how well does it support the decision taken? \
+5: decisive, specific evidence from the case's records; 4: relevant and mostly sufficient; 3: relevant but \
+partial; 2: weak, generic or only from the first page; 1: none, or claims with no basis in the records.\n\
+Answer with one JSON object and nothing else: \
+{\"score\": <number>, \"evidence\": <whole number 1-5>, \"reason\": \"<one sentence>\"}.";
 
 /// The reply the judge must give.
 fn reply_schema() -> Value {
     json!({
         "type": "object",
-        "properties": {"score": {"type": "number", "minimum": 0, "maximum": 1}, "reason": {"type": "string"}},
-        "required": ["score", "reason"]
+        "properties": {
+            "score": {"type": "number", "minimum": 0, "maximum": 1},
+            "evidence": {"type": "integer", "minimum": 1, "maximum": 5},
+            "reason": {"type": "string"}
+        },
+        "required": ["score", "evidence", "reason"]
     })
 }
 
@@ -130,13 +138,15 @@ impl ModelJudge {
         }
         score.rsn_judge = Some(format!("llm:{model}/{PROMPT_VERSION}"));
         match judge(model, client.as_ref(), cache.as_ref(), task, rationale).await {
-            Ok((value, reason)) => {
-                score.acc_rsn = Some(value);
-                score.rsn_reason = Some(reason);
+            Ok(grade) => {
+                score.acc_rsn = Some(grade.score);
+                score.q_ev = Some(grade.evidence);
+                score.rsn_reason = Some(grade.reason);
                 score.rsn_error = None;
             }
             Err(e) => {
                 score.acc_rsn = None;
+                score.q_ev = None;
                 score.rsn_reason = None;
                 score.rsn_error = Some(format!("{e:#}"));
             }
@@ -191,16 +201,34 @@ pub fn cache_key(model: &str, task: &Task, rationale: &str) -> String {
     hex::encode(h.finalize())
 }
 
-/// Reads `{"score", "reason"}` from a reply, tolerating text around the object. The score
-/// is clamped to [0, 1] and rounded to a tenth, so that it falls in one rubric band.
-pub fn parse_reply(text: &str) -> Option<(f64, String)> {
+/// What the reasoning judge said: Acc_rsn, Q_ev and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Grade {
+    /// Acc_rsn, in [0, 1], on a rubric band (a tenth).
+    pub score: f64,
+    /// Q_ev, a whole number from 1 to 5.
+    pub evidence: f64,
+    pub reason: String,
+}
+
+/// Reads `{"score", "evidence", "reason"}` from a reply, tolerating text around the object
+/// and numbers given as strings. The score is clamped to [0, 1] and rounded to a tenth, so
+/// that it falls in one rubric band; the evidence grade is clamped to 1–5 and rounded. A
+/// reply without both numbers is not a grade.
+pub fn parse_reply(text: &str) -> Option<Grade> {
     let v = crate::llm::json_object(text)?;
-    let score = v.get("score")?.as_f64().or_else(|| v.get("score")?.as_str()?.trim().parse().ok())?;
-    if !score.is_finite() {
-        return None;
-    }
+    let number = |key: &str| -> Option<f64> {
+        let x = v.get(key)?;
+        x.as_f64().or_else(|| x.as_str()?.trim().parse().ok()).filter(|n: &f64| n.is_finite())
+    };
+    let score = number("score")?;
+    let evidence = number("evidence")?;
     let reason = v.get("reason").and_then(Value::as_str).unwrap_or_default().to_string();
-    Some(((score.clamp(0.0, 1.0) * 10.0).round() / 10.0, reason))
+    Some(Grade {
+        score: (score.clamp(0.0, 1.0) * 10.0).round() / 10.0,
+        evidence: evidence.clamp(1.0, 5.0).round(),
+        reason,
+    })
 }
 
 async fn judge(
@@ -209,7 +237,7 @@ async fn judge(
     cache: &dyn Store,
     task: &Task,
     rationale: &str,
-) -> anyhow::Result<(f64, String)> {
+) -> anyhow::Result<Grade> {
     let key = cache_key(model, task, rationale);
     let messages = vec![Message::system(SYSTEM), Message::user(inputs(task, rationale).to_string())];
     let name = format!("llm:{model}/{PROMPT_VERSION}");
@@ -222,9 +250,14 @@ mod tests {
 
     #[test]
     fn replies_are_read_tolerantly_and_snapped_to_a_tenth() {
-        assert_eq!(parse_reply("{\"score\": 0.74, \"reason\": \"ok\"}"), Some((0.7, "ok".into())));
-        assert_eq!(parse_reply("Sure! {\"score\": \"1\", \"reason\": \"x\"} done"), Some((1.0, "x".into())));
-        assert_eq!(parse_reply("{\"score\": 7}").map(|p| p.0), Some(1.0));
+        let grade = |score, evidence, reason: &str| Grade { score, evidence, reason: reason.into() };
+        assert_eq!(parse_reply("{\"score\": 0.74, \"evidence\": 4, \"reason\": \"ok\"}"), Some(grade(0.7, 4.0, "ok")));
+        assert_eq!(
+            parse_reply("Sure! {\"score\": \"1\", \"evidence\": \"4.6\", \"reason\": \"x\"} done"),
+            Some(grade(1.0, 5.0, "x"))
+        );
+        assert_eq!(parse_reply("{\"score\": 7, \"evidence\": 0}").map(|g| (g.score, g.evidence)), Some((1.0, 1.0)));
+        assert_eq!(parse_reply("{\"score\": 0.5, \"reason\": \"no evidence grade\"}"), None);
         assert_eq!(parse_reply("no json here"), None);
     }
 }

@@ -22,10 +22,11 @@ use crate::manip::Level;
 use crate::stats::Estimate;
 
 /// The metrics of the leaderboard's columns, after `utility` and `robustness`.
-const BOARD: [Metric; 9] = [
+const BOARD: [Metric; 10] = [
     Metric::AccInv,
     Metric::EInv,
     Metric::AccRsn,
+    Metric::QEv,
     Metric::Hallucination,
     Metric::Exposure,
     Metric::Adoption,

@@ -157,7 +157,7 @@ fn run_scores_are_stored_reused_and_overridden_by_people() {
 fn the_llm_judge_scores_reasoning_once_and_answers_from_its_cache() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let judge = rt.block_on(ScriptedServer::responding(std::time::Duration::ZERO, |_| {
-        Reply::Text("Verdict: {\"score\": 0.83, \"reason\": \"cites most facts\"}".into())
+        Reply::Text("Verdict: {\"score\": 0.83, \"evidence\": 4, \"reason\": \"cites most facts\"}".into())
     }));
     let dir = tempfile::tempdir().expect("tempdir");
     let (db, out, run) = baseline_run(&dir, "oracle", "COORDINATED_EDITING");
@@ -183,14 +183,15 @@ fn the_llm_judge_scores_reasoning_once_and_answers_from_its_cache() {
     assert!(judge.requests().iter().all(|r| r["temperature"] == 0.0), "the judge runs at temperature 0");
     for t in trials {
         assert_eq!(t["acc_rsn"], 0.8);
-        assert_eq!(t["rsn_judge"], "llm:grader-1/rsn-prompt-1");
+        assert_eq!(t["q_ev"], 4.0, "the judge's evidence grade");
+        assert_eq!(t["rsn_judge"], "llm:grader-1/rsn-prompt-2");
     }
     json_of(&mirage(&db, &args));
     assert_eq!(judge.requests().len(), calls, "the second scoring is answered from the cache");
 
     // A stored run scored first by rules is recomputed when the judge changes.
     let rules = mirage(&db, &["score", "--run", &run, "--json", "--resamples", "100"]);
-    assert!(text(&rules.stderr).contains("by rules-2+gold-fact-coverage"), "{}", text(&rules.stderr));
+    assert!(text(&rules.stderr).contains("by rules-3+gold-fact-coverage"), "{}", text(&rules.stderr));
     let judged = mirage(
         &db,
         &["score", "--run", &run, "--json", "--resamples", "100", "--config", config.to_str().expect("utf-8")],
@@ -208,7 +209,7 @@ fn the_llm_judge_scores_reasoning_once_and_answers_from_its_cache() {
     .expect("config");
     let v = json_of(&mirage(&db, &args));
     let t = &v["trials"][0];
-    assert_eq!(t["acc_rsn"], Value::Null);
+    assert_eq!((&t["acc_rsn"], &t["q_ev"]), (&Value::Null, &Value::Null), "no grade, no score");
     assert!(t["rsn_error"].as_str().is_some_and(|e| e.contains("could not be read")), "{t}");
     assert_eq!(group(&v, "oracle")["metrics"]["acc_rsn"], Value::Null);
     assert_eq!(group(&v, "oracle")["judge_errors"].as_u64(), Some(n as u64));
@@ -222,7 +223,7 @@ fn the_model_judge_second_opinion_disputes_a_label_it_disagrees_with() {
         Reply::Text(if system.contains("interested party") {
             r#"{"adoption": {"value": true, "turn": 1, "confidence": 0.9}, "recovery": {"value": false, "turn": null, "confidence": 0.9}, "reason": "repeats the note"}"#.into()
         } else {
-            r#"{"score": 0.5, "reason": "half"}"#.into()
+            r#"{"score": 0.5, "evidence": 3, "reason": "half"}"#.into()
         })
     }));
     let dir = tempfile::tempdir().expect("tempdir");
@@ -278,7 +279,7 @@ fn residual_attack_success_is_reported_for_every_filter_including_the_judge() {
         } else if system.contains("interested party") {
             r#"{"adoption": {"value": false, "turn": null, "confidence": 0.9}, "recovery": {"value": false, "turn": null, "confidence": 0.9}, "reason": "no"}"#.into()
         } else {
-            r#"{"score": 0.5, "reason": "half"}"#.into()
+            r#"{"score": 0.5, "evidence": 3, "reason": "half"}"#.into()
         })
     }));
     let dir = tempfile::tempdir().expect("tempdir");
