@@ -79,6 +79,12 @@ pub async fn get_robustness(run: Option<String>, level: Option<String>) -> Resul
     crate::ssr::respond(async move { crate::ssr::services()?.insights.robustness(run, level).await }).await
 }
 
+/// The paper's tables of a run.
+#[server(endpoint = "get_report")]
+pub async fn get_report(#[server(default)] run: Option<String>) -> Result<crate::model::ReportView, AppError> {
+    crate::ssr::respond(async move { crate::ssr::services()?.insights.report(run).await }).await
+}
+
 /// A level-wise heatmap of a run.
 #[server(endpoint = "get_heatmap")]
 pub async fn get_heatmap(#[server(default)] query: HeatQuery) -> Result<Heatmap, AppError> {

@@ -71,6 +71,7 @@ pub fn App() -> impl IntoView {
                     <A href="/leaderboard">"Leaderboard"</A>
                     <A href="/robustness">"Robustness"</A>
                     <A href="/heatmaps">"Heatmaps"</A>
+                    <A href="/report">"Report"</A>
                     <A href="/annotate">"Annotate"</A>
                     <A href="/search">"Search"</A>
                     <A href="/tasks">"Tasks"</A>
@@ -92,6 +93,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/team") view=pages::TeamPage/>
                     <Route path=path!("/robustness") view=pages::RobustnessPage/>
                     <Route path=path!("/heatmaps") view=pages::HeatmapsPage/>
+                    <Route path=path!("/report") view=pages::ReportPage/>
                     <Route path=path!("/annotate") view=pages::AnnotatePage/>
                     <Route path=path!("/search") view=pages::SearchPage/>
                     <Route path=path!("/annotate/:trial/:kind") view=pages::AnnotateItemPage/>

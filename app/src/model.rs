@@ -76,10 +76,12 @@ pub struct TaskDetail {
 
 mod annotate;
 mod insights;
+mod report;
 mod runs;
 
 pub use annotate::*;
 pub use insights::*;
+pub use report::*;
 pub use runs::*;
 
 /// Who may do what on the dashboard.

@@ -43,6 +43,8 @@ pub trait Insights: Send + Sync {
     async fn leaderboard(&self, query: BoardQuery) -> Result<Leaderboard, AppError>;
     async fn robustness(&self, run: Option<String>, level: Option<String>) -> Result<Robustness, AppError>;
     async fn heatmap(&self, query: HeatQuery) -> Result<Heatmap, AppError>;
+    /// The paper's tables of a run (the newest run with finished trials by default).
+    async fn report(&self, run: Option<String>) -> Result<crate::model::ReportView, AppError>;
 }
 
 /// The annotation queue.

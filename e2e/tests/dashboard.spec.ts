@@ -118,6 +118,12 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await page.goto(`/team?run=${run}`);
   await expect(page.getByRole('heading', { name: /Team leaderboard/ })).toBeVisible();
   await shoot('team');
+  // The paper's tables, reached from the menu by client-side navigation.
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Report' }).click();
+  await expect(page.getByRole('heading', { name: 'Report', exact: true })).toBeVisible();
+  await expect(page.locator('table.report caption').first()).toHaveText('Per configuration and domain');
+  await expect(page.getByRole('columnheader', { name: 'q_ev' }).first()).toBeVisible();
+  await shoot('report');
 
   // Search reaches the exact turn.
   await page.goto('/search?q=unread&kind=thought');

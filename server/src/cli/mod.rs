@@ -4,6 +4,7 @@
 
 mod corpus;
 mod manip;
+mod report;
 mod run;
 mod runs;
 mod score;
@@ -53,6 +54,9 @@ pub enum Command {
     Score(Box<score::ScoreArgs>),
     /// Record a person's label for a trial; it overrides the automatic label everywhere.
     Label(score::LabelArgs),
+    /// The MIRAGE paper's tables for a stored run: per configuration and domain, Hint − Raw
+    /// deltas, per category, ranking checks, appeals.
+    Report(Box<report::ReportArgs>),
     /// Manipulation levels: see what an interested party's text becomes.
     Manip {
         #[command(subcommand)]
@@ -93,6 +97,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Score(args) => score::score(store, *args).await,
         Command::Label(args) => score::label(store.as_ref(), args).await,
+        Command::Report(args) => report::run(store, *args).await,
         Command::Corpus { command } => {
             seed_if_empty(store.as_ref()).await?;
             corpus::corpus(store.as_ref(), command).await

@@ -80,19 +80,7 @@ pub(super) async fn score(store: Arc<dyn Store>, args: ScoreArgs) -> anyhow::Res
     let options =
         Options { by: args.by.clone(), resamples: args.resamples.max(1), seed: args.seed, ..Options::default() };
     let (scores, source) = match &args.run {
-        Some(run) => {
-            store.run(run).await?;
-            crate::db::seed_if_empty(store.as_ref()).await?;
-            let world = World::build(store.all_tasks().await?)?;
-            let (scores, computed) = crate::runs::score::score_run(store.as_ref(), &world, run, &judge).await?;
-            eprintln!(
-                "run {run}: {} trials scored ({computed} computed now, {} reused) by {}",
-                scores.len(),
-                scores.len() - computed,
-                judge.version()
-            );
-            (scores, run.clone())
-        }
+        Some(run) => (run_scores(store.as_ref(), run, &judge).await?, run.clone()),
         None => {
             let Some(path) = args.file.as_ref().or(args.trajectories.as_ref()) else {
                 bail!("score: give a trajectory file (mirage score FILE or --trajectories FILE) or --run RUN");
@@ -109,6 +97,22 @@ pub(super) async fn score(store: Arc<dyn Store>, args: ScoreArgs) -> anyhow::Res
         print_tables(&agg);
     }
     Ok(())
+}
+
+/// The scores of a stored run (computed and stored where missing or of another judge
+/// version, reused otherwise), with a line on stderr saying which.
+pub(super) async fn run_scores(store: &dyn Store, run: &str, judge: &ModelJudge) -> anyhow::Result<Vec<TrialScore>> {
+    store.run(run).await?;
+    crate::db::seed_if_empty(store).await?;
+    let world = World::build(store.all_tasks().await?)?;
+    let (scores, computed) = crate::runs::score::score_run(store, &world, run, judge).await?;
+    eprintln!(
+        "run {run}: {} trials scored ({computed} computed now, {} reused) by {}",
+        scores.len(),
+        scores.len() - computed,
+        judge.version()
+    );
+    Ok(scores)
 }
 
 /// Scores a trajectory file against a task file (or the built-in corpus). Every problem
@@ -174,11 +178,11 @@ async fn score_file(
     Ok(scores)
 }
 
-fn cell(e: Option<&Estimate>) -> String {
+pub(super) fn cell(e: Option<&Estimate>) -> String {
     e.map_or_else(|| "-".to_string(), |e| format!("{:.2} [{:.2}, {:.2}]", e.mean, e.lo, e.hi))
 }
 
-fn table(header: Vec<String>) -> Table {
+pub(super) fn table(header: Vec<String>) -> Table {
     let mut t = Table::new();
     t.load_preset(presets::ASCII_MARKDOWN).set_header(header);
     t

@@ -159,7 +159,7 @@ fn board_csv(columns: &[String], rows: &[(String, &BoardRow)], group: Option<&st
 }
 
 /// `GET /api/export/{name}`: `leaderboard.csv|json`, `robustness.svg|csv|json`,
-/// `heatmap.csv|json`, with the page's query parameters.
+/// `heatmap.csv|json`, `report.csv|json`, with the page's query parameters.
 pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Query(q): Query<ExportQuery>) -> Response {
     let insights = state.insights.clone();
     let result: Result<Response, HttpError> = async {
@@ -259,6 +259,31 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                     })
                     .collect();
                 Ok(attachment(&format!("{stem}.csv"), "text/csv; charset=utf-8", csv_text(&head, &rows)?))
+            }
+            "report.csv" | "report.json" => {
+                let v = insights.report(q.run.clone()).await.map_err(HttpError::from)?;
+                if name.ends_with("json") {
+                    return Ok(Json(v.report).into_response());
+                }
+                let mut head = vec!["agent".to_string(), "domain".to_string(), "trials".to_string()];
+                for c in &v.columns {
+                    head.extend(["mean", "lo", "hi", "n"].map(|x| format!("{c}_{x}")));
+                }
+                let rows: Vec<Vec<String>> = v
+                    .report
+                    .main
+                    .iter()
+                    .map(|r| {
+                        let mut line =
+                            vec![r.agent.clone(), r.domain.clone().unwrap_or_default(), r.trials.to_string()];
+                        for c in &v.columns {
+                            line.extend(est_cells(r.metrics.get(c).and_then(Option::as_ref)));
+                        }
+                        line
+                    })
+                    .collect();
+                let file = format!("report-{}.csv", v.report.run);
+                Ok(attachment(&file, "text/csv; charset=utf-8", csv_text(&head, &rows)?))
             }
             "heatmap.csv" | "heatmap.json" => {
                 let h = insights

@@ -295,8 +295,9 @@ fn estimate(scores: &[&TrialScore], metric: Metric, options: &Options) -> Option
     stats::bootstrap(&observations(scores.iter().copied(), metric), options.resamples, seed)
 }
 
-/// Aggregates scores of one run (or one file) under `run` as the run field.
-pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Result<Aggregate> {
+/// The grouped table alone: one row per value of `options.by` with the metrics of
+/// `options.metrics` (all when empty), as in [`aggregate`].
+pub fn groups(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Result<Vec<Group>> {
     for f in &options.by {
         if !GROUP_FIELDS.contains(&f.as_str()) {
             anyhow::bail!("by: {f:?} is not one of {}", GROUP_FIELDS.join(", "));
@@ -306,7 +307,7 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
     for s in scores {
         groups.entry(options.by.iter().map(|f| field(s, run, f)).collect()).or_default().push(s);
     }
-    let rows = groups
+    Ok(groups
         .iter()
         .map(|(key, members)| Group {
             key: options.by.iter().cloned().zip(key.iter().cloned()).collect(),
@@ -324,7 +325,12 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
                 .map(|&m| (m.as_str().to_string(), estimate(members, m, options)))
                 .collect(),
         })
-        .collect();
+        .collect())
+}
+
+/// Aggregates scores of one run (or one file) under `run` as the run field.
+pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Result<Aggregate> {
+    let rows = groups(scores, run, options)?;
 
     let agents: BTreeSet<&str> = scores.iter().map(|s| s.agent.as_str()).collect();
     let levels_seen: BTreeSet<&str> = scores.iter().map(|s| s.level.as_str()).collect();

@@ -11,6 +11,7 @@ pub mod label_judge;
 pub mod labels;
 pub mod metric;
 pub mod metrics;
+pub mod report;
 pub mod rsn;
 
 use std::sync::LazyLock;

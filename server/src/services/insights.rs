@@ -57,6 +57,7 @@ type AggregateKey = (String, Vec<String>, Metric, Vec<Metric>);
 struct Cache {
     scores: HashMap<String, (Fingerprint, Arc<Vec<TrialScore>>)>,
     aggregates: HashMap<AggregateKey, (Fingerprint, Arc<Aggregate>)>,
+    reports: HashMap<String, (Fingerprint, Arc<app::model::ReportView>)>,
 }
 
 /// Aggregates of runs for the dashboard pages and their exports.
@@ -203,6 +204,34 @@ impl InsightsService {
 
 #[async_trait::async_trait]
 impl app::ssr::Insights for InsightsService {
+    async fn report(&self, run: Option<String>) -> Result<app::model::ReportView, AppError> {
+        use crate::judge::report::{APPEALS, MAIN, report};
+        let (run, runs) = self.pick(run).await?;
+        let key = self.fingerprint(&run).await?;
+        if let Some((k, v)) = self.lock().reports.get(&run)
+            && *k == key
+        {
+            return Ok(app::model::ReportView { runs, ..(**v).clone() });
+        }
+        let scores = self.scores_at(&run, key).await?;
+        let run_id = run.clone();
+        // The bootstrap is CPU work: keep it off the async workers.
+        let built = tokio::task::spawn_blocking(move || report(&scores, &run_id, &Options::default()))
+            .await
+            .map_err(internal)?
+            .map_err(internal)?;
+        // The same JSON as `mirage report --json`, read into the wire type.
+        let report = serde_json::to_value(&built).and_then(serde_json::from_value).map_err(internal)?;
+        let view = app::model::ReportView {
+            runs,
+            columns: MAIN.iter().map(|m| m.as_str().to_string()).collect(),
+            appeal_columns: APPEALS.iter().map(|m| m.as_str().to_string()).collect(),
+            report,
+        };
+        self.lock().reports.insert(run, (key, Arc::new(view.clone())));
+        Ok(view)
+    }
+
     async fn leaderboard(&self, q: BoardQuery) -> Result<Leaderboard, AppError> {
         let tier = q.tier.clone().filter(|t| !t.is_empty()).unwrap_or_else(|| "default".into());
         let utility = tier_metric(&tier)?;

@@ -486,6 +486,36 @@ async fn the_dashboard_shows_the_numbers_mirage_score_prints() {
 }
 
 #[tokio::test]
+async fn the_report_page_and_mirage_report_agree() {
+    let app = TestApp::start().await;
+    let run = app.launch_in("FACT_CHECK_SOURCE", "surface, explorer", "L0", "raw, hint").await;
+    app.wait_for(&run).await;
+    let web: serde_json::Value =
+        app.get(&format!("/api/export/report.json?run={run}")).await.json().await.expect("report json");
+    let out = crate::support::mirage(&app.db, &["report", "--run", &run, "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cli: serde_json::Value = serde_json::from_slice(&out.stdout).expect("report json");
+    assert_eq!(web, cli, "the page and the command print the same report");
+    assert_eq!(cli["main"].as_array().map(Vec::len), Some(2), "surface and explorer on the forum");
+    let explorer = cli["main"].as_array().expect("main").iter().find(|r| r["agent"] == "explorer").expect("row");
+    for m in ["acc_inv", "e_inv", "acc_rsn", "q_ev", "acc_dec", "acc_dec_strict", "acc_dec_loose", "hallucination"] {
+        assert!(explorer["metrics"][m]["mean"].is_number(), "{m}: {explorer}");
+    }
+    let deltas = cli["hint_minus_raw"].as_array().expect("deltas");
+    assert!(deltas.iter().any(|d| d["agent"] == "surface" && d["metric"] == "acc_dec"), "{deltas:?}");
+    assert_eq!(cli["domains"][0]["domain"], "forum");
+    let csv = app.get(&format!("/api/export/report.csv?run={run}")).await.text().await.expect("csv");
+    assert!(csv.starts_with("agent,domain,trials,acc_inv_mean"), "{csv}");
+    assert_eq!(csv.lines().count(), 3);
+    let page = app.get(&format!("/report?run={run}")).await.text().await.expect("page");
+    for needle in ["Per configuration and domain", "Hint − Raw", "Ranking checks per domain", "q_ev"] {
+        assert!(page.contains(needle), "{needle}");
+    }
+    let bad = app.get("/api/export/report.json?run=nope").await;
+    assert_eq!(bad.status(), 404);
+}
+
+#[tokio::test]
 async fn long_trajectories_come_a_page_of_turns_at_a_time() {
     let app = TestApp::start().await;
     let steps: Vec<serde_json::Value> = (0..300)

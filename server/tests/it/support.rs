@@ -94,6 +94,11 @@ impl TestApp {
 
     /// Launches a run through the launch form's server function; returns its id.
     pub async fn launch(&self, tasks: &str, agents: &str, levels: &str) -> String {
+        self.launch_in(tasks, agents, levels, "raw").await
+    }
+
+    /// [`TestApp::launch`] under the given ticket conditions (comma-separated).
+    pub async fn launch_in(&self, tasks: &str, agents: &str, levels: &str, conditions: &str) -> String {
         let (status, body) = self
             .call(
                 "start_run",
@@ -101,7 +106,7 @@ impl TestApp {
                     ("form[tasks]", tasks),
                     ("form[agents]", agents),
                     ("form[levels]", levels),
-                    ("form[conditions]", "raw"),
+                    ("form[conditions]", conditions),
                     ("form[seeds]", "0"),
                     ("form[concurrency]", "4"),
                 ],

@@ -1,0 +1,126 @@
+//! `/report?run=`: the MIRAGE paper's tables for one run, the same numbers as
+//! `mirage report --run RUN --json`.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use super::ErrorNotice;
+use crate::api::get_report;
+use crate::components::{EstCell, RunPicker, fmt3, query_param, query_string};
+use crate::model::{ReportRow, ReportView};
+
+fn maybe(v: Option<f64>) -> String {
+    v.map_or_else(|| "–".to_string(), fmt3)
+}
+
+/// A table of rows with the key columns `keys` (`agent`, `domain`, `category`).
+#[component]
+fn RowsTable(rows: Vec<ReportRow>, keys: Vec<&'static str>, columns: Vec<String>, caption: String) -> impl IntoView {
+    view! {
+        <table class="report">
+            <caption>{caption}</caption>
+            <thead><tr>
+                {keys.iter().map(|k| view! { <th scope="col">{*k}</th> }).collect_view()}
+                <th scope="col">"trials"</th>
+                {columns.iter().map(|c| view! { <th scope="col">{c.clone()}</th> }).collect_view()}
+            </tr></thead>
+            <tbody>
+                {rows.into_iter().map(|r| {
+                    let key = |k: &str| match k {
+                        "agent" => r.agent.clone(),
+                        "domain" => r.domain.clone().unwrap_or_default(),
+                        _ => r.category.clone().unwrap_or_default(),
+                    };
+                    view! {
+                        <tr>
+                            {keys.iter().map(|k| view! { <td>{key(k)}</td> }).collect_view()}
+                            <td class="num">{r.trials}</td>
+                            {columns.iter().map(|c| view! { <EstCell est=r.metrics.get(c).copied().flatten()/> }).collect_view()}
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+fn body(v: ReportView) -> impl IntoView {
+    let r = v.report;
+    let q = query_string(&[("run", Some(r.run.clone()))]);
+    let picker = Callback::new(|run: String| format!("/report{}", query_string(&[("run", Some(run))])));
+    view! {
+        <div class="controls"><RunPicker runs=v.runs.clone() current=r.run.clone() href=picker/></div>
+        <p class="muted">{format!(
+            "{} trials. Each cell: mean, 95% clustered bootstrap interval ({} resamples, seed {}), n.",
+            r.trials, r.resamples, r.seed
+        )}</p>
+        <RowsTable rows=r.main.clone() keys=vec!["agent", "domain"] columns=v.columns.clone()
+            caption="Per configuration and domain".to_string()/>
+        <h2>"Hint − Raw"</h2>
+        {if r.hint_minus_raw.is_empty() {
+            view! { <p class="muted">"No trials of this run are paired across the raw and hint conditions."</p> }.into_any()
+        } else {
+            view! {
+                <table class="report">
+                    <caption>"Paired by task, level and seed"</caption>
+                    <thead><tr><th>"agent"</th><th>"domain"</th><th>"metric"</th><th>"hint − raw"</th><th>"p"</th></tr></thead>
+                    <tbody>
+                        {r.hint_minus_raw.iter().map(|d| view! {
+                            <tr>
+                                <td>{d.agent.clone()}</td><td>{d.domain.clone()}</td><td>{d.metric.clone()}</td>
+                                <EstCell est=Some(d.diff)/>
+                                <td class="num">{format!("{:.4}", d.p)}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            }.into_any()
+        }}
+        <h2>"Ranking checks per domain"</h2>
+        <table class="report">
+            <caption>"Spearman's ρ across configurations"</caption>
+            <thead><tr><th>"domain"</th><th>"configurations"</th><th>"ρ Default vs Strict"</th><th>"jackknife ρ"</th><th>"largest swing"</th></tr></thead>
+            <tbody>
+                {r.domains.iter().map(|d| view! {
+                    <tr>
+                        <td>{d.domain.clone()}</td><td class="num">{d.n}</td>
+                        <td class="num">{maybe(d.default_vs_strict)}</td>
+                        <td class="num">{maybe(d.jackknife_rho)}</td>
+                        <td class="num">{maybe(d.jackknife_swing)}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+        <h2>"Appeals"</h2>
+        {if r.appeals.is_empty() {
+            view! { <p class="muted">"This run had no appeal turns."</p> }.into_any()
+        } else {
+            view! { <RowsTable rows=r.appeals.clone() keys=vec!["agent"] columns=v.appeal_columns.clone()
+                caption="Sycophancy over deceptive appeals, correction over helpful ones".to_string()/> }.into_any()
+        }}
+        <h2>"Per category"</h2>
+        <RowsTable rows=r.categories.clone() keys=vec!["agent", "domain", "category"] columns=v.columns.clone()
+            caption="Per configuration, domain and category".to_string()/>
+        <p class="downloads">"Download: "
+            <a href=format!("/api/export/report.csv{q}") download="">"main table (CSV)"</a>" · "
+            <a href=format!("/api/export/report.json{q}") download="">"JSON"</a>
+        </p>
+    }
+}
+
+/// `/report`.
+#[component]
+pub fn ReportPage() -> impl IntoView {
+    let run = query_param("run");
+    let data = Resource::new(move || run.get(), get_report);
+    view! {
+        <Title text="Report"/>
+        <h1>"Report"</h1>
+        <Transition fallback=|| view! { <p>"Scoring and computing the tables…"</p> }>
+            {move || data.get().map(|d| match d {
+                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                Ok(v) => body(v).into_any(),
+            })}
+        </Transition>
+    }
+}
