@@ -148,3 +148,23 @@ pub async fn release_item(trial: String, kind: String) -> Result<(), AppError> {
 pub async fn search(query: String, kind: Option<String>) -> Result<crate::model::SearchResults, AppError> {
     crate::ssr::respond(async move { crate::ssr::services()?.search.search(query, kind).await }).await
 }
+
+/// A trial's reasoning to grade (annotators and operators).
+#[server(endpoint = "get_grade")]
+pub async fn get_grade(trial: String) -> Result<crate::model::GradeView, AppError> {
+    crate::ssr::respond(async move {
+        let who = crate::ssr::require(crate::model::Role::Annotator)?;
+        crate::ssr::services()?.annotate.grade_view(who, trial).await
+    })
+    .await
+}
+
+/// Stores a person's grade of a trial's reasoning band and decision.
+#[server(endpoint = "save_grade")]
+pub async fn save_grade(grade: crate::model::NewGrade) -> Result<(), AppError> {
+    crate::ssr::respond(async move {
+        let who = crate::ssr::require(crate::model::Role::Annotator)?;
+        crate::ssr::services()?.annotate.grade(who, grade).await
+    })
+    .await
+}

@@ -44,6 +44,19 @@ pub fn EstCell(est: Option<Est>) -> impl IntoView {
     }
 }
 
+/// An agreement statistic over `n` pairs: the number, or a plain "too few" below
+/// [`crate::model::MIN_AGREEMENT_N`] pairs (a κ of one pair is no number to read).
+#[component]
+pub fn AgreementCell(n: usize, value: Option<f64>) -> impl IntoView {
+    let min = crate::model::MIN_AGREEMENT_N;
+    if n < min {
+        view! { <td class="num na" title=format!("{n} pairs; at least {min} are needed")>{format!("too few (n = {n})")}</td> }
+            .into_any()
+    } else {
+        view! { <td class="num">{value.map(fmt3).unwrap_or_else(|| "–".into())}</td> }.into_any()
+    }
+}
+
 /// A progress bar with counts.
 #[component]
 #[expect(clippy::needless_pass_by_value, reason = "component props are passed by value")]

@@ -94,6 +94,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/robustness") view=pages::RobustnessPage/>
                     <Route path=path!("/heatmaps") view=pages::HeatmapsPage/>
                     <Route path=path!("/report") view=pages::ReportPage/>
+                    <Route path=path!("/grade/:trial") view=pages::GradePage/>
                     <Route path=path!("/annotate") view=pages::AnnotatePage/>
                     <Route path=path!("/search") view=pages::SearchPage/>
                     <Route path=path!("/annotate/:trial/:kind") view=pages::AnnotateItemPage/>

@@ -58,6 +58,10 @@ pub trait Annotate: Send + Sync {
     async fn label(&self, who: Identity, label: NewLabel, adjudicate: bool) -> Result<(), AppError>;
     /// Releases `who`'s lock on an item.
     async fn release(&self, who: Identity, trial: String, kind: String) -> Result<(), AppError>;
+    /// A trial's reasoning to grade, with the caller's own latest grade.
+    async fn grade_view(&self, who: Identity, trial: String) -> Result<crate::model::GradeView, AppError>;
+    /// Stores a person's grade of a trial's reasoning and decision.
+    async fn grade(&self, who: Identity, grade: crate::model::NewGrade) -> Result<(), AppError>;
 }
 
 /// Full-text search over tasks, thoughts, rationales and observations.

@@ -59,10 +59,26 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await expect(page).toHaveURL(new RegExp(`turn=${turn + 1}`));
   await expect(page.locator(`#turn-${turn + 1}`)).toHaveClass(/current/);
 
+  // A person grades this trial's reasoning (blind to the judge's score) and its decision.
+  await page.getByRole('link', { name: 'Grade the reasoning and decision' }).click();
+  await expect(page.getByRole('heading', { name: /Grade the reasoning of/ })).toBeVisible();
+  await hydrated(page);
+  await page.getByRole('button', { name: 'Save grade' }).click();
+  await expect(page.locator('.grade-form .field-error').first()).toContainText('choose a value');
+  await page.getByLabel('Reasoning (Acc_rsn)').selectOption('0.2');
+  await page.getByRole('radio', { name: 'wrong' }).check();
+  await page.getByLabel('Note').fill('quotes the surface only');
+  await page.getByRole('button', { name: 'Save grade' }).click();
+  await expect(page.locator('.grade-form [role=status]')).toHaveText('Saved.');
+  await expect(page.getByTestId('graded-by')).toHaveText('1 people');
+  await shoot('grade');
+
   // Numbers before any person labels anything.
   const boardBefore = await (await request.get(`/api/export/leaderboard.json?run=${run}`)).json();
   const heatBefore = await (await request.get(`/api/export/heatmap.csv?run=${run}&metric=recovery&by=agent`)).text();
   expect(boardBefore.human_labels).toBe(0);
+  expect(boardBefore.validation.n).toBe(1);
+  expect(boardBefore.validation.enough).toBe(false);
   await page.goto(`/leaderboard?run=${run}`);
   await hydrated(page);
   await expect(page.locator('table.board tbody tr')).toHaveCount(2);

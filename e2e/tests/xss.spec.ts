@@ -61,6 +61,8 @@ test('script payloads in a manipulation and a rationale never run', async ({ pag
     ['heatmaps', `/heatmaps?run=${run}&by=agent&metric=exposure`],
     ['annotate', `/annotate?run=${run}`],
     ['search', '/search?q=pwned'],
+    ['report', `/report?run=${run}`],
+    ['grade', `/grade/${trial}`],
   ];
   for (const [name, url] of pages) {
     const response = await page.goto(url);

@@ -79,3 +79,34 @@ pub struct NewLabel {
     pub turn: String,
     pub note: String,
 }
+
+/// A trial's reasoning as a person grades it: what the reasoning judge sees (the rationale,
+/// the gold facts, the reference explanation and the correct decision), and the caller's
+/// own latest grade. The judge's score is not shown, so that the grade is blind.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GradeView {
+    pub trial_id: String,
+    pub run: String,
+    pub task_id: String,
+    pub agent: String,
+    pub verdict: Option<String>,
+    pub rationale: String,
+    pub gold_facts: Vec<String>,
+    pub justification: String,
+    pub optimal: String,
+    /// The caller's latest grade: (Acc_rsn, decision, note).
+    pub mine: Option<(f64, String, String)>,
+    /// People who graded this trial.
+    pub graded_by: usize,
+}
+
+/// A person's grade as submitted from the form.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewGrade {
+    pub trial: String,
+    /// Acc_rsn in tenths, `0.0` to `1.0`.
+    pub acc_rsn: String,
+    /// `right`, `acceptable` or `wrong`.
+    pub decision: String,
+    pub note: String,
+}

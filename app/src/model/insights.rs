@@ -70,6 +70,24 @@ pub struct Leaderboard {
     pub human_labels: usize,
     /// Cohen's κ between automatic and human labels: (kind, n, κ).
     pub agreement: Vec<(String, usize, Option<f64>)>,
+    /// The reasoning judge against people's grades.
+    pub validation: Validation,
+}
+
+/// Below this many pairs (graded trials, labels settled by people) agreement numbers are
+/// shown as too few to read.
+pub const MIN_AGREEMENT_N: usize = 10;
+
+/// Agreement between the reasoning judge and people who graded trials of a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Validation {
+    pub n: usize,
+    pub judges: Vec<String>,
+    pub pearson: Option<f64>,
+    pub kappa_bands: Option<f64>,
+    pub decision_n: usize,
+    pub decision_agreement: Option<f64>,
+    pub enough: bool,
 }
 
 /// One configuration on the robustness–utility plane.

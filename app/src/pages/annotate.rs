@@ -10,7 +10,7 @@ use leptos_router::hooks::{use_navigate, use_params_map};
 use super::ErrorNotice;
 use super::trajectory::Turn;
 use crate::api::{Adjudicate, ReleaseItem, SaveLabel, get_queue, get_trajectory, open_item};
-use crate::components::{RunPicker, fmt3, may, query_param, query_string};
+use crate::components::{AgreementCell, RunPicker, fmt3, may, query_param, query_string};
 use crate::error::AppError;
 use crate::model::{NewLabel, QueueItem, Role, TURN_PAGE};
 
@@ -74,7 +74,7 @@ pub fn AnnotatePage() -> impl IntoView {
                             <thead><tr><th>"Label"</th><th>"Settled by people"</th><th>"Cohen's κ"</th></tr></thead>
                             <tbody>
                                 {q.agreement.into_iter().map(|(k, n, kappa)| view! {
-                                    <tr><td>{k}</td><td class="num">{n}</td><td class="num">{kappa.map(fmt3).unwrap_or_else(|| "–".into())}</td></tr>
+                                    <tr><td>{k}</td><td class="num">{n}</td><AgreementCell n=n value=kappa/></tr>
                                 }).collect_view()}
                             </tbody>
                         </table>

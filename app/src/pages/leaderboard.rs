@@ -9,7 +9,7 @@ use leptos_router::components::A;
 
 use super::ErrorNotice;
 use crate::api::get_leaderboard;
-use crate::components::{EstCell, RunPicker, fmt3, query_param, query_string};
+use crate::components::{AgreementCell, EstCell, RunPicker, fmt3, query_param, query_string};
 use crate::model::{BoardQuery, BoardRow, Leaderboard};
 
 const TIERS: [&str; 3] = ["default", "strict", "loose"];
@@ -194,10 +194,27 @@ pub fn LeaderboardPage() -> impl IntoView {
                             <tbody>
                                 {b.agreement.iter().map(|(k, n, kappa)| view! {
                                     <tr><td>{k.clone()}</td><td class="num">{*n}</td>
-                                    <td class="num">{kappa.map(fmt3).unwrap_or_else(|| "–".into())}</td></tr>
+                                    <AgreementCell n=*n value=*kappa/></tr>
                                 }).collect_view()}
                             </tbody>
                         </table>
+                        <h2>"Reasoning judge vs people"</h2>
+                        {let v = b.validation.clone();
+                        view! {
+                            <p class="muted" data-testid="validation-n">{if v.enough {
+                                format!("{} graded trials (each person's latest grade), judge: {}.", v.n, if v.judges.is_empty() { "none".to_string() } else { v.judges.join(", ") })
+                            } else {
+                                format!("{} graded trials: too few to judge agreement (at least {}). Grade trials from their trajectory pages.", v.n, crate::model::MIN_AGREEMENT_N)
+                            }}</p>
+                            <table class="agreement validation">
+                                <thead><tr><th>"Statistic"</th><th>"n"</th><th>"Value"</th></tr></thead>
+                                <tbody>
+                                    <tr><td>"Pearson's r, judge vs people's Acc_rsn"</td><td class="num">{v.n}</td><AgreementCell n=v.n value=v.pearson/></tr>
+                                    <tr><td>"Cohen's κ on the rubric bands"</td><td class="num">{v.n}</td><AgreementCell n=v.n value=v.kappa_bands/></tr>
+                                    <tr><td>"Agreement on the decision"</td><td class="num">{v.decision_n}</td><AgreementCell n=v.decision_n value=v.decision_agreement/></tr>
+                                </tbody>
+                            </table>
+                        }}
                     }.into_any()
                 }
             })}

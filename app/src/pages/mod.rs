@@ -1,6 +1,7 @@
 //! Route components. Each page reads its state from the URL, so every view can be shared.
 
 mod annotate;
+mod grade;
 mod home;
 mod leaderboard;
 mod plots;
@@ -12,6 +13,7 @@ mod tasks;
 mod trajectory;
 
 pub use annotate::{AnnotateItemPage, AnnotatePage};
+pub use grade::GradePage;
 pub use home::HomePage;
 pub use leaderboard::{LeaderboardPage, TeamPage};
 pub use plots::{HeatmapsPage, RobustnessPage};

@@ -105,6 +105,7 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
                     <tr><th>"Outcome"</th><td>{v.outcome.clone().unwrap_or_else(|| "not finished".into())}</td></tr>
                 </tbody></table>
                 {v.rationale.clone().map(|r| view! { <h2>"Rationale"</h2><blockquote class="rationale">{r}</blockquote> })}
+                <p><A href=format!("/grade/{}", v.trial.id)>"Grade the reasoning and decision"</A></p>
                 <h2>"Claims in the rationale"</h2>
                 {if v.claims.is_empty() {
                     view! { <p class="muted">"No checkable claims."</p> }.into_any()

@@ -29,7 +29,7 @@ pub use episodes::{Episode, EpisodeEvent, EpisodeStore};
 pub use runs::{
     CoverageRow, NewTrial, Progress, RunRow, RunStatus, RunStore, TrialEnd, TrialFilter, TrialRow, TrialState,
 };
-pub use scores::{Flag, LabelEvent, LabelKind, LabelLock, ScoreStore, StoredScore};
+pub use scores::{DecisionClass, Flag, LabelEvent, LabelKind, LabelLock, ReasoningGrade, ScoreStore, StoredScore};
 pub use sql::SqlStore;
 
 /// Failures callers act on; everything else is an infrastructure error.

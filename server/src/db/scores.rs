@@ -20,6 +20,35 @@ named_enum! {
     }
 }
 
+named_enum! {
+    /// A person's (or the rules') call on a trial's decision.
+    #[serde(rename_all = "snake_case")]
+    #[strum(serialize_all = "snake_case")]
+    pub enum DecisionClass("decision") {
+        /// The optimal verdict.
+        Right,
+        /// A verdict that earns partial credit.
+        Acceptable,
+        /// Any other verdict, or none.
+        Wrong,
+    }
+}
+
+/// A person's grade of a trial's reasoning (see migration 0008).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct ReasoningGrade {
+    /// Assigned by the store; 0 for a grade not stored yet.
+    pub grade_id: i64,
+    pub trial_id: String,
+    pub author: String,
+    /// The Acc_rsn the person gives, in tenths from 0 to 1.
+    pub acc_rsn: f64,
+    #[sqlx(try_from = "String")]
+    pub decision: DecisionClass,
+    pub note: String,
+    pub created_at: i64,
+}
+
 /// A trial's stored score (the judge module's JSON) and the judges that produced it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct StoredScore {
@@ -113,6 +142,10 @@ pub trait ScoreStore: Send + Sync {
     async fn unlock_label(&self, trial_id: &str, kind: LabelKind, holder: &str) -> StoreResult<()>;
     /// Unexpired locks.
     async fn label_locks(&self, now: i64) -> StoreResult<Vec<LabelLock>>;
+    /// Appends a person's grade of a trial's reasoning; returns its id.
+    async fn add_grade(&self, grade: &ReasoningGrade) -> StoreResult<i64>;
+    /// Every grade of a run's trials, oldest first.
+    async fn grades(&self, run_id: &str) -> StoreResult<Vec<ReasoningGrade>>;
 }
 
 const LABEL_COLUMNS: &str =
@@ -280,6 +313,31 @@ impl ScoreStore for SqlStore {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    async fn add_grade(&self, g: &ReasoningGrade) -> StoreResult<i64> {
+        Ok(sqlx::query_scalar(
+            "insert into reasoning_grade (trial_id, author, acc_rsn, decision, note, created_at) \
+             values ($1, $2, $3, $4, $5, $6) returning grade_id",
+        )
+        .bind(&g.trial_id)
+        .bind(&g.author)
+        .bind(g.acc_rsn)
+        .bind(g.decision.as_str())
+        .bind(&g.note)
+        .bind(now_ms())
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
+    async fn grades(&self, run_id: &str) -> StoreResult<Vec<ReasoningGrade>> {
+        Ok(sqlx::query_as(
+            "select grade_id, trial_id, author, acc_rsn, decision, note, created_at from reasoning_grade \
+             where trial_id in (select trial_id from trial where run_id = $1) order by grade_id",
+        )
+        .bind(run_id)
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     async fn label_locks(&self, now: i64) -> StoreResult<Vec<LabelLock>> {

@@ -13,6 +13,7 @@ pub mod metric;
 pub mod metrics;
 pub mod report;
 pub mod rsn;
+pub mod validation;
 
 use std::sync::LazyLock;
 

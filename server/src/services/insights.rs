@@ -286,6 +286,9 @@ impl app::ssr::Insights for InsightsService {
         }
         // A label a person settled keeps its automatic one: exactly the pairs κ is computed on.
         let human_labels = agg.agreement.iter().map(|a| a.n).sum();
+        let grades = self.store.grades(&run).await.map_err(internal)?;
+        let validation = crate::judge::validation::validate(&self.scores_at(&run, key).await?, &grades);
+        let validation = serde_json::to_value(&validation).and_then(serde_json::from_value).map_err(internal)?;
         Ok(Leaderboard {
             run,
             runs,
@@ -311,6 +314,7 @@ impl app::ssr::Insights for InsightsService {
             judges: agg.judges.clone(),
             human_labels,
             agreement: agg.agreement.iter().map(|a| (a.kind.as_str().to_string(), a.n, a.kappa)).collect(),
+            validation,
         })
     }
 

@@ -213,17 +213,44 @@ pub fn spearman(a: &[f64], b: &[f64]) -> Option<f64> {
 /// Cohen's κ for two raters' yes/no labels of the same items; `None` without items or
 /// when chance agreement is total (both raters constant and equal).
 pub fn cohen_kappa(pairs: &[(bool, bool)]) -> Option<f64> {
+    cohen_kappa_classes(pairs)
+}
+
+/// Cohen's κ between two raters over any categories (the five rubric bands, decision
+/// classes): (observed − chance agreement) / (1 − chance). `None` without pairs, or when
+/// chance agreement is already perfect (both raters used one and the same category).
+pub fn cohen_kappa_classes<T: Ord>(pairs: &[(T, T)]) -> Option<f64> {
     if pairs.is_empty() {
         return None;
     }
     #[allow(clippy::cast_precision_loss)]
     let n = pairs.len() as f64;
+    let observed = pairs.iter().filter(|(a, b)| a == b).count();
+    let mut by: BTreeMap<&T, (usize, usize)> = BTreeMap::new();
+    for (a, b) in pairs {
+        by.entry(a).or_default().0 += 1;
+        by.entry(b).or_default().1 += 1;
+    }
     #[allow(clippy::cast_precision_loss)]
-    let count = |f: &dyn Fn(&(bool, bool)) -> bool| pairs.iter().filter(|p| f(p)).count() as f64;
-    let observed = count(&|(a, b)| a == b) / n;
-    let (a_yes, b_yes) = (count(&|(a, _)| *a) / n, count(&|(_, b)| *b) / n);
-    let expected = a_yes * b_yes + (1.0 - a_yes) * (1.0 - b_yes);
+    let expected: f64 = by.values().map(|(x, y)| (*x as f64 / n) * (*y as f64 / n)).sum();
+    #[allow(clippy::cast_precision_loss)]
+    let observed = observed as f64 / n;
     (expected < 1.0).then(|| (observed - expected) / (1.0 - expected))
+}
+
+/// Pearson's correlation of paired values; `None` for fewer than two pairs or when either
+/// side does not vary.
+pub fn pearson(pairs: &[(f64, f64)]) -> Option<f64> {
+    if pairs.len() < 2 {
+        return None;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let n = pairs.len() as f64;
+    let (ma, mb) = (pairs.iter().map(|p| p.0).sum::<f64>() / n, pairs.iter().map(|p| p.1).sum::<f64>() / n);
+    let cov: f64 = pairs.iter().map(|(a, b)| (a - ma) * (b - mb)).sum();
+    let (va, vb): (f64, f64) =
+        (pairs.iter().map(|(a, _)| (a - ma).powi(2)).sum(), pairs.iter().map(|(_, b)| (b - mb).powi(2)).sum());
+    (va > 0.0 && vb > 0.0).then(|| cov / (va * vb).sqrt())
 }
 
 /// Tie groups for a ranking: `means` in any order, `adjusted_p(i, j)` the corrected p-value
@@ -368,5 +395,20 @@ mod tests {
             }
         };
         assert_eq!(tie_groups(&means, p, 0.05), vec![1, 1, 2, 2]);
+    }
+
+    #[test]
+    fn kappa_over_classes_and_pearson() {
+        // Two raters, three classes: 4 of 6 agree; chance from the margins.
+        let pairs = [(0, 0), (1, 1), (2, 2), (2, 2), (0, 1), (1, 2)];
+        let k = cohen_kappa_classes(&pairs).expect("kappa");
+        let expected = (2.0 / 6.0) * (1.0 / 6.0) + (2.0 / 6.0) * (2.0 / 6.0) + (2.0 / 6.0) * (3.0 / 6.0);
+        assert!((k - (4.0 / 6.0 - expected) / (1.0 - expected)).abs() < 1e-12, "{k}");
+        assert_eq!(cohen_kappa_classes(&[(3, 3)]), None, "one pair: chance agreement is perfect");
+        assert_eq!(cohen_kappa(&[(true, true), (false, false)]), Some(1.0));
+        let r = pearson(&[(1.0, 2.0), (2.0, 4.0), (3.0, 6.5)]).expect("r");
+        assert!(r > 0.99 && r <= 1.0, "{r}");
+        assert_eq!(pearson(&[(1.0, 1.0)]), None);
+        assert_eq!(pearson(&[(1.0, 1.0), (2.0, 1.0)]), None, "no variance");
     }
 }

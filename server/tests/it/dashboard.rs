@@ -516,6 +516,46 @@ async fn the_report_page_and_mirage_report_agree() {
 }
 
 #[tokio::test]
+async fn people_grade_reasoning_and_the_leaderboard_compares_them_with_the_judge() {
+    let app = TestApp::start().await;
+    let run = app.launch("FACT_CHECK_SOURCE", "oracle", "L0").await;
+    app.wait_for(&run).await;
+    let trials = app.state.store.trials(&run).await.expect("trials");
+    let trial = trials[0].trial_id.as_str();
+    let grade = |value: &'static str, decision: &'static str, note: &'static str| {
+        [("grade[trial]", trial), ("grade[acc_rsn]", value), ("grade[decision]", decision), ("grade[note]", note)]
+    };
+    for (form, field) in [
+        (grade("0.75", "right", "n"), "acc_rsn"),
+        (grade("1.0", "perfect", "n"), "decision"),
+        (grade("1.0", "right", " "), "note"),
+    ] {
+        let (status, body) = app.call("save_grade", &form).await;
+        assert_eq!(status, 422, "{body}");
+        assert!(body.contains(&format!("\"field\":\"{field}\"")), "{field}: {body}");
+    }
+    let board: serde_json::Value =
+        app.get(&format!("/api/export/leaderboard.json?run={run}")).await.json().await.expect("board");
+    assert_eq!(board["validation"]["n"], 0, "nothing stored by refused grades");
+    let (status, body) = app.call("save_grade", &grade("1.0", "right", "cites every fact")).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, view) = app.call("get_grade", &[("trial", trial)]).await;
+    let view: serde_json::Value = serde_json::from_str(&view).expect("view");
+    assert_eq!((view["graded_by"].as_u64(), view["mine"][1].as_str()), (Some(1), Some("right")));
+    assert!(view.get("acc_rsn").is_none(), "the judge's score is not shown to the grader");
+    let board: serde_json::Value =
+        app.get(&format!("/api/export/leaderboard.json?run={run}")).await.json().await.expect("board");
+    let v = &board["validation"];
+    assert_eq!((v["n"].as_u64(), v["enough"].as_bool()), (Some(1), Some(false)), "{v}");
+    assert_eq!(v["decision_agreement"], 1.0, "the oracle was right, and so says the person");
+    let page = app.get(&format!("/leaderboard?run={run}")).await.text().await.expect("page");
+    assert!(page.contains("too few to judge agreement"), "n = 1 is said plainly");
+    assert!(page.contains("too few (n = 1)"), "no κ of one pair");
+    let grade_page = app.get(&format!("/grade/{trial}")).await.text().await.expect("page");
+    assert!(grade_page.contains("Grade the reasoning of") && grade_page.contains("Correct decision"));
+}
+
+#[tokio::test]
 async fn long_trajectories_come_a_page_of_turns_at_a_time() {
     let app = TestApp::start().await;
     let steps: Vec<serde_json::Value> = (0..300)

@@ -332,6 +332,25 @@ async fn exercise_scores(store: &dyn Store) {
     store.reset_tap(&finished[0]).await.expect("reset");
     assert!(store.tap_nodes(&finished[0]).await.expect("nodes").is_empty());
 
+    let grade = server::db::ReasoningGrade {
+        grade_id: 0,
+        trial_id: finished[1].clone(),
+        author: "ann".into(),
+        acc_rsn: 0.7,
+        decision: server::db::DecisionClass::Acceptable,
+        note: "cites the chargeback".into(),
+        created_at: 0,
+    };
+    let first = store.add_grade(&grade).await.expect("grade");
+    let second = store.add_grade(&server::db::ReasoningGrade { acc_rsn: 0.4, ..grade.clone() }).await.expect("again");
+    assert!(second > first, "grades are appended");
+    let grades = store.grades("big").await.expect("grades");
+    assert_eq!(
+        grades.iter().map(|g| (g.acc_rsn, g.decision)).collect::<Vec<_>>(),
+        [(0.7, server::db::DecisionClass::Acceptable), (0.4, server::db::DecisionClass::Acceptable)]
+    );
+    assert!(store.grades("no-such-run").await.expect("none").is_empty());
+
     assert_eq!(store.cache_get("k").await.expect("get"), None);
     store.cache_put("k", "llm:m/p1", "first").await.expect("put");
     store.cache_put("k", "llm:m/p1", "second").await.expect("put again");

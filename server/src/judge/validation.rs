@@ -1,0 +1,155 @@
+//! How well the reasoning judge agrees with people, as the MIRAGE paper reports it:
+//! Pearson's r between the judge's and people's Acc_rsn, Cohen's κ on the five rubric
+//! bands, and agreement on the decision (right, acceptable or wrong), each with n. Each
+//! person's latest grade of a trial counts once.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use super::TrialScore;
+use crate::db::{DecisionClass, ReasoningGrade};
+use crate::stats;
+
+/// Below this many graded trials the numbers are shown as too few to judge agreement.
+pub const MIN_GRADES: usize = 10;
+
+/// Agreement between the reasoning judge and people on one run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Validation {
+    /// (trial, person) grades paired with a judge's Acc_rsn.
+    pub n: usize,
+    /// The judges behind the automatic Acc_rsn of those trials.
+    pub judges: Vec<String>,
+    pub pearson: Option<f64>,
+    /// Cohen's κ on the rubric bands (1.0; 0.7–0.9; 0.4–0.6; 0.1–0.3; 0.0).
+    pub kappa_bands: Option<f64>,
+    /// Grades paired with a scored decision.
+    pub decision_n: usize,
+    /// The share of those where the person's call equals the rules' (from Acc_dec).
+    pub decision_agreement: Option<f64>,
+    /// `n` reaches [`MIN_GRADES`]: the numbers can be read.
+    pub enough: bool,
+}
+
+/// The rubric band of an Acc_rsn: 4 for 1.0, 3 for 0.7–0.9, 2 for 0.4–0.6, 1 for 0.1–0.3,
+/// 0 for 0.0 (values are read in tenths).
+pub fn band(acc_rsn: f64) -> u8 {
+    match (acc_rsn * 10.0).round() {
+        t if t >= 10.0 => 4,
+        t if t >= 7.0 => 3,
+        t if t >= 4.0 => 2,
+        t if t >= 1.0 => 1,
+        _ => 0,
+    }
+}
+
+/// The rules' call on a scored decision: right (Strict), acceptable (Default credit), or
+/// wrong; `None` when the trial has no scored decision.
+pub fn decision_class(s: &TrialScore) -> Option<DecisionClass> {
+    let d = s.acc_dec?;
+    Some(if d.strict >= 1.0 {
+        DecisionClass::Right
+    } else if d.default > 0.0 {
+        DecisionClass::Acceptable
+    } else {
+        DecisionClass::Wrong
+    })
+}
+
+/// Pairs each person's latest grade of a trial with the trial's automatic scores.
+pub fn validate(scores: &[TrialScore], grades: &[ReasoningGrade]) -> Validation {
+    let mut latest: BTreeMap<(&str, &str), &ReasoningGrade> = BTreeMap::new();
+    for g in grades {
+        let key = (g.trial_id.as_str(), g.author.as_str());
+        if latest.get(&key).is_none_or(|old| old.grade_id < g.grade_id) {
+            latest.insert(key, g);
+        }
+    }
+    let by_trial: HashMap<&str, &TrialScore> = scores.iter().map(|s| (s.trial_id.as_str(), s)).collect();
+    let (mut values, mut bands, mut decisions) = (Vec::new(), Vec::new(), Vec::new());
+    let mut judges: Vec<String> = Vec::new();
+    for g in latest.values() {
+        let Some(s) = by_trial.get(g.trial_id.as_str()) else { continue };
+        if let Some(judge) = s.acc_rsn {
+            values.push((judge, g.acc_rsn));
+            bands.push((band(judge), band(g.acc_rsn)));
+            if let Some(name) = s.rsn_judge.as_ref().filter(|n| !judges.contains(n)) {
+                judges.push(name.clone());
+            }
+        }
+        if let Some(rules) = decision_class(s) {
+            decisions.push(rules == g.decision);
+        }
+    }
+    judges.sort();
+    #[allow(clippy::cast_precision_loss)]
+    let decision_agreement =
+        (!decisions.is_empty()).then(|| decisions.iter().filter(|d| **d).count() as f64 / decisions.len() as f64);
+    Validation {
+        n: values.len(),
+        judges,
+        pearson: stats::pearson(&values),
+        kappa_bands: stats::cohen_kappa_classes(&bands),
+        decision_n: decisions.len(),
+        decision_agreement,
+        enough: values.len() >= MIN_GRADES,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn score(trial: &str, acc_rsn: f64, strict: f64, default: f64) -> TrialScore {
+        serde_json::from_value(serde_json::json!({
+            "trial_id": trial, "task_id": "t", "agent": "a", "level": "L0", "condition": "raw", "seed": 0,
+            "domain": "shop", "category": "C", "family": "f", "status": "done", "error": null, "steps": 2,
+            "verdict": "DENY", "acc_inv": 1.0, "acc_inv_jackknife": [], "e_inv": 1.0,
+            "acc_dec": {"default": default, "strict": strict, "loose": 1.0}, "acc_rsn": acc_rsn,
+            "rsn_judge": "llm:j/rsn-prompt-2", "hallucinated": false, "fabricated_url": false,
+            "synthetic_detail": false, "claims": [], "outcome": "clean-correct", "judge_version": "v"
+        }))
+        .expect("score")
+    }
+
+    fn grade(id: i64, trial: &str, author: &str, acc_rsn: f64, decision: DecisionClass) -> ReasoningGrade {
+        ReasoningGrade {
+            grade_id: id,
+            trial_id: trial.into(),
+            author: author.into(),
+            acc_rsn,
+            decision,
+            note: "n".into(),
+            created_at: 0,
+        }
+    }
+
+    #[test]
+    fn bands_follow_the_rubric() {
+        assert_eq!([1.0, 0.9, 0.7, 0.6, 0.4, 0.3, 0.1, 0.0].map(band), [4, 3, 3, 2, 2, 1, 1, 0]);
+    }
+
+    #[test]
+    fn people_are_paired_with_the_judge_once_per_person_and_trial() {
+        let scores: Vec<TrialScore> = (0..12)
+            .map(|i| score(&format!("t{i}"), f64::from(i % 11) / 10.0, if i % 2 == 0 { 1.0 } else { 0.0 }, 1.0))
+            .collect();
+        // Person "ann" agrees with the judge everywhere; an older grade of t0 is replaced.
+        let mut grades = vec![grade(1, "t0", "ann", 0.0 + 0.9, DecisionClass::Wrong)];
+        for (i, s) in scores.iter().enumerate() {
+            let id = i64::try_from(i).expect("id") + 2;
+            let call = decision_class(s).expect("decision");
+            grades.push(grade(id, &s.trial_id, "ann", s.acc_rsn.expect("rsn"), call));
+        }
+        let v = validate(&scores, &grades);
+        assert_eq!((v.n, v.decision_n, v.enough), (12, 12, true));
+        assert!(v.pearson.is_some_and(|r| (r - 1.0).abs() < 1e-9), "{v:?}");
+        assert_eq!(v.kappa_bands, Some(1.0));
+        assert_eq!(v.decision_agreement, Some(1.0));
+        assert_eq!(v.judges, ["llm:j/rsn-prompt-2"]);
+        // One grade is too few to read, and says so.
+        let one = validate(&scores, &grades[1..2]);
+        assert_eq!((one.n, one.enough, one.pearson), (1, false, None));
+    }
+}
