@@ -363,6 +363,34 @@ mod tests {
         assert_eq!(s.attack_success, Some(false));
     }
 
+    #[test]
+    fn the_oracle_path_scores_full_marks_on_every_task() {
+        for task in world().tasks() {
+            let start = normalise(&task.start_url);
+            let mut urls: Vec<String> = vec![task.start_url.clone()];
+            for node in crate::corpus::urls::graph_nodes(&task.graph) {
+                // A template node is visited at the task's page that matches it.
+                let page = task
+                    .pages
+                    .keys()
+                    .map(|u| normalise(u))
+                    .find(|u| node.credited_by(u, task.domain == crate::corpus::Domain::Shop, true))
+                    .unwrap_or(node.norm.clone());
+                if page != start && !urls.iter().any(|u| normalise(u) == page) {
+                    urls.push(page);
+                }
+            }
+            let refs: Vec<&str> = urls.iter().map(String::as_str).collect();
+            let facts: Vec<&str> = task.gold_facts.iter().map(|f| f.text.as_str()).collect();
+            let s = score_trial(world(), task, &traj(task, &refs, &task.verdict.optimal, &facts.join("; ")));
+            assert_eq!(s.acc_inv, Some(1.0), "{}", task.id);
+            assert!(s.e_inv.is_some_and(|e| (e - 1.0).abs() < 1e-9), "{}: E_inv {:?}", task.id, s.e_inv);
+            assert_eq!(s.acc_dec.map(|d| (d.default, d.strict, d.loose)), Some((1.0, 1.0, 1.0)), "{}", task.id);
+            assert_eq!(s.acc_rsn, Some(1.0), "{}", task.id);
+            assert_eq!(s.q_ev, Some(5.0), "{}: every fact cited from a visited page", task.id);
+        }
+    }
+
     /// The site's home and listings, and every proper ancestor path of every graph node.
     fn logo_and_parent_clicks(task: &Task) -> Vec<String> {
         let mut urls: Vec<String> = crate::corpus::urls::SITE_LISTINGS
