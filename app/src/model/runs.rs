@@ -203,6 +203,10 @@ pub struct TrajectoryView {
     /// (tier, score) for Default, Strict and Loose; empty until the trial is finished.
     pub tiers: Vec<(String, f64)>,
     pub acc_inv: Option<f64>,
+    /// Acc_rsn and Q_ev (1–5), with the judge that gave them.
+    pub acc_rsn: Option<f64>,
+    pub q_ev: Option<f64>,
+    pub rsn_judge: Option<String>,
     pub outcome: Option<String>,
     pub labels: Vec<LabelView>,
     pub claims: Vec<ClaimView>,

@@ -102,6 +102,8 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
                         <tr><th>{format!("Acc_dec {tier}")}</th><td class="num">{fmt3(*s)}</td></tr>
                     }).collect_view()}
                     <tr><th>"Acc_inv"</th><td class="num">{v.acc_inv.map(fmt3).unwrap_or_else(|| "–".into())}</td></tr>
+                    <tr><th>"Acc_rsn"</th><td class="num" title=v.rsn_judge.clone().unwrap_or_default()>{v.acc_rsn.map(fmt3).unwrap_or_else(|| "–".into())}</td></tr>
+                    <tr><th>"Q_ev (1–5)"</th><td class="num">{v.q_ev.map(|q| format!("{q:.0}")).unwrap_or_else(|| "–".into())}</td></tr>
                     <tr><th>"Outcome"</th><td>{v.outcome.clone().unwrap_or_else(|| "not finished".into())}</td></tr>
                 </tbody></table>
                 {v.rationale.clone().map(|r| view! { <h2>"Rationale"</h2><blockquote class="rationale">{r}</blockquote> })}

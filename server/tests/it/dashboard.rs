@@ -77,6 +77,7 @@ async fn a_launched_run_streams_progress_and_fills_every_page() {
     assert!(page.contains("class=\"manipulated\""), "no highlighted span");
     assert!(page.contains("data-kind=\"exposure\""), "no exposure marker");
     assert!(page.contains("Gold graph") && page.contains("Acc_dec Strict"));
+    assert!(page.contains("Acc_rsn") && page.contains("Q_ev (1–5)"), "Q_ev beside Acc_rsn on the trajectory");
 
     // Leaderboard, robustness, heatmaps and their downloads agree with each other.
     let (status, page) = app.text(&format!("/leaderboard?run={run}&by=level&tier=strict")).await;
