@@ -141,6 +141,32 @@ pub struct JackknifeRow {
     pub mean_range: f64,
 }
 
+/// The jackknife row of one configuration over its trials with an Acc_inv; `None` when
+/// it has none. A trial whose graph is too small to leave a node out counts with its full
+/// Acc_inv and no range.
+pub fn jackknife_row(agent: &str, trials: &[&TrialScore]) -> Option<JackknifeRow> {
+    if trials.is_empty() {
+        return None;
+    }
+    let (mut full, mut jk, mut range) = (0.0, 0.0, 0.0);
+    for s in trials {
+        let f = s.acc_inv.unwrap_or_default();
+        full += f;
+        if s.acc_inv_jackknife.is_empty() {
+            jk += f;
+        } else {
+            #[allow(clippy::cast_precision_loss)]
+            let k = s.acc_inv_jackknife.len() as f64;
+            jk += s.acc_inv_jackknife.iter().sum::<f64>() / k;
+            let (lo, hi) = s.acc_inv_jackknife.iter().fold((f64::MAX, f64::MIN), |(l, h), v| (l.min(*v), h.max(*v)));
+            range += hi - lo;
+        }
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let n = trials.len() as f64;
+    Some(JackknifeRow { agent: agent.to_string(), full: full / n, jackknife_mean: jk / n, mean_range: range / n })
+}
+
 /// Everything `mirage score` reports besides the per-trial scores.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Aggregate {
@@ -422,38 +448,8 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
         )
     });
 
-    let jackknife: Vec<JackknifeRow> = agent_list
-        .iter()
-        .filter_map(|a| {
-            let done: Vec<&TrialScore> = of(a, &|s| s.acc_inv.is_some());
-            if done.is_empty() {
-                return None;
-            }
-            let (mut full, mut jk, mut range) = (0.0, 0.0, 0.0);
-            for s in &done {
-                let f = s.acc_inv.unwrap_or_default();
-                full += f;
-                if s.acc_inv_jackknife.is_empty() {
-                    jk += f;
-                } else {
-                    #[allow(clippy::cast_precision_loss)]
-                    let k = s.acc_inv_jackknife.len() as f64;
-                    jk += s.acc_inv_jackknife.iter().sum::<f64>() / k;
-                    let (lo, hi) =
-                        s.acc_inv_jackknife.iter().fold((f64::MAX, f64::MIN), |(l, h), v| (l.min(*v), h.max(*v)));
-                    range += hi - lo;
-                }
-            }
-            #[allow(clippy::cast_precision_loss)]
-            let n = done.len() as f64;
-            Some(JackknifeRow {
-                agent: (*a).to_string(),
-                full: full / n,
-                jackknife_mean: jk / n,
-                mean_range: range / n,
-            })
-        })
-        .collect();
+    let jackknife: Vec<JackknifeRow> =
+        agent_list.iter().filter_map(|a| jackknife_row(a, &of(a, &|s| s.acc_inv.is_some()))).collect();
     let jackknife_spearman = stats::spearman(
         &jackknife.iter().map(|r| r.full).collect::<Vec<_>>(),
         &jackknife.iter().map(|r| r.jackknife_mean).collect::<Vec<_>>(),

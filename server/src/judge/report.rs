@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::TrialScore;
-use super::aggregate::{Metric, Options, contribution, groups};
+use super::aggregate::{JackknifeRow, Metric, Options, contribution, groups, jackknife_row};
 use crate::stats::{self, Estimate, Obs};
 
 /// The main table's metrics, in column order.
@@ -166,34 +166,16 @@ fn domain_checks(scores: &[TrialScore], main: &[Row]) -> Vec<DomainCheck> {
             let mean = |r: &Row, m: Metric| r.metrics.get(m.as_str()).copied().flatten().map(|e| e.mean);
             let tiers: Vec<(f64, f64)> =
                 rows.iter().filter_map(|r| Some((mean(r, Metric::AccDec)?, mean(r, Metric::AccDecStrict)?))).collect();
-            // Per configuration: mean full Acc_inv, mean leave-one-out Acc_inv, mean range.
-            let mut jack: Vec<(f64, f64, f64)> = Vec::new();
-            for r in &rows {
-                let trials: Vec<&TrialScore> =
-                    scores.iter().filter(|s| s.agent == r.agent && s.domain == domain && s.acc_inv.is_some()).collect();
-                if trials.is_empty() {
-                    continue;
-                }
-                let (mut full, mut loo, mut range) = (0.0, 0.0, 0.0);
-                for s in &trials {
-                    let f = s.acc_inv.unwrap_or_default();
-                    full += f;
-                    if s.acc_inv_jackknife.is_empty() {
-                        loo += f;
-                    } else {
-                        #[allow(clippy::cast_precision_loss)]
-                        let k = s.acc_inv_jackknife.len() as f64;
-                        loo += s.acc_inv_jackknife.iter().sum::<f64>() / k;
-                        let (lo, hi) =
-                            s.acc_inv_jackknife.iter().fold((f64::MAX, f64::MIN), |(l, h), v| (l.min(*v), h.max(*v)));
-                        range += hi - lo;
-                    }
-                }
-                #[allow(clippy::cast_precision_loss)]
-                let n = trials.len() as f64;
-                jack.push((full / n, loo / n, range / n));
-            }
-            let col = |v: &[(f64, f64, f64)], i: usize| -> Vec<f64> { v.iter().map(|t| [t.0, t.1, t.2][i]).collect() };
+            let jack: Vec<JackknifeRow> = rows
+                .iter()
+                .filter_map(|r| {
+                    let trials: Vec<&TrialScore> = scores
+                        .iter()
+                        .filter(|s| s.agent == r.agent && s.domain == domain && s.acc_inv.is_some())
+                        .collect();
+                    jackknife_row(&r.agent, &trials)
+                })
+                .collect();
             DomainCheck {
                 domain: domain.to_string(),
                 n: rows.len(),
@@ -201,8 +183,11 @@ fn domain_checks(scores: &[TrialScore], main: &[Row]) -> Vec<DomainCheck> {
                     &tiers.iter().map(|t| t.0).collect::<Vec<_>>(),
                     &tiers.iter().map(|t| t.1).collect::<Vec<_>>(),
                 ),
-                jackknife_rho: stats::spearman(&col(&jack, 0), &col(&jack, 1)),
-                jackknife_swing: jack.iter().map(|t| t.2).reduce(f64::max),
+                jackknife_rho: stats::spearman(
+                    &jack.iter().map(|j| j.full).collect::<Vec<_>>(),
+                    &jack.iter().map(|j| j.jackknife_mean).collect::<Vec<_>>(),
+                ),
+                jackknife_swing: jack.iter().map(|j| j.mean_range).reduce(f64::max),
             }
         })
         .collect()
