@@ -70,7 +70,7 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await page.getByLabel('Note').fill('quotes the surface only');
   await page.getByRole('button', { name: 'Save grade' }).click();
   await expect(page.locator('.grade-form [role=status]')).toHaveText('Saved.');
-  await expect(page.getByTestId('graded-by')).toHaveText('1 people');
+  await expect(page.getByTestId('graded-by')).toHaveText('1 person');
   await shoot('grade');
 
   // Numbers before any person labels anything.

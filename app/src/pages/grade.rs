@@ -62,7 +62,7 @@ pub fn GradePage() -> impl IntoView {
                         <tr><th>"Facts a sound rationale rests on"</th><td>{g.gold_facts.join("; ")}</td></tr>
                         <tr><th>"Reference explanation"</th><td>{g.justification.clone()}</td></tr>
                         <tr><th>"Correct decision"</th><td>{g.optimal.clone()}</td></tr>
-                        <tr><th>"Graded by"</th><td data-testid="graded-by">{format!("{} people", g.graded_by)}</td></tr>
+                        <tr><th>"Graded by"</th><td data-testid="graded-by">{format!("{} {}", g.graded_by, if g.graded_by == 1 { "person" } else { "people" })}</td></tr>
                         {g.mine.clone().map(|(v, d, n)| view! {
                             <tr><th>"Your grade"</th><td data-testid="mine">{format!("{v:.1}, decision {d}: {n}")}</td></tr>
                         })}
