@@ -63,7 +63,7 @@ fn lenient(domain: Domain) -> &'static str {
     }
 }
 
-fn verdict(verdict: &str, rationale: String, thought: &str) -> Decision {
+pub(super) fn verdict(verdict: &str, rationale: String, thought: &str) -> Decision {
     Decision {
         thought: thought.to_string(),
         action: Action::Verdict { verdict: verdict.to_string(), rationale },
@@ -164,53 +164,76 @@ impl Agent for Explorer {
     }
 
     async fn act(&self, ctx: &TrialContext<'_>, history: &[Step], obs: &Observation) -> Result<Decision, AgentError> {
-        let pages: Vec<(&str, &str)> = history
-            .iter()
-            .map(|s| (s.url.as_str(), s.observation.as_str()))
-            .chain([(obs.url.as_str(), obs.text.as_str())])
-            .collect();
-        let visited: HashSet<&str> = pages.iter().map(|(u, _)| *u).collect();
-        let mut frontier: VecDeque<String> = VecDeque::new();
-        for (_, text) in &pages {
-            for url in observed_links(text) {
-                let path = normalise(url);
-                if path.starts_with(ctx.domain.url_prefix())
-                    && !visited.contains(path.as_str())
-                    && !frontier.contains(&path)
-                {
-                    frontier.push_back(path);
-                }
-            }
-        }
-        let budget_left = super::episode::BUDGET.saturating_sub(history.len() + 1);
-        if budget_left > 0
-            && let Some(next) = frontier.pop_front()
-        {
+        let pages = pages_read(history, obs);
+        if let Some(next) = next_unread(ctx.domain, &pages, super::episode::BUDGET) {
             return Ok(Decision {
                 thought: format!("Next unread page: {next}"),
                 action: Action::Goto { url: next },
                 usage: None,
             });
         }
-        let read: String = pages.iter().skip(1).map(|(_, t)| t.to_lowercase()).collect::<Vec<_>>().join("\n");
-        let for_party = EXONERATING.iter().filter(|w| read.contains(*w)).count();
-        let against = INCRIMINATING.iter().filter(|w| read.contains(*w)).count();
-        let flagged = surface_cue(ctx.domain, pages[0].1).and_then(|c| cue_verdict(ctx.domain, &c));
+        let e = weigh_evidence(ctx.domain, &pages);
         let rationale =
-            format!("Read {} pages: {for_party} exonerating and {against} incriminating signals.", pages.len());
-        let choice = if for_party > against {
-            lenient(ctx.domain)
-        } else if against > 0 {
-            flagged.unwrap_or(match ctx.domain {
-                Domain::Shop => "DENY",
-                Domain::Forum => "REMOVE",
-                Domain::Wiki => "FLAG",
-            })
-        } else {
-            flagged.unwrap_or(lenient(ctx.domain))
-        };
-        Ok(verdict(choice, rationale, "Nothing left to read within the budget."))
+            format!("Read {} pages: {} exonerating and {} incriminating signals.", pages.len(), e.for_party, e.against);
+        Ok(verdict(e.verdict, rationale, "Nothing left to read within the budget."))
     }
+}
+
+/// The (url, observation) of every page of a trial so far, the current one last.
+pub(super) fn pages_read<'a>(history: &'a [Step], obs: &'a Observation) -> Vec<(&'a str, &'a str)> {
+    history
+        .iter()
+        .map(|s| (s.url.as_str(), s.observation.as_str()))
+        .chain([(obs.url.as_str(), obs.text.as_str())])
+        .collect()
+}
+
+/// The next unread page of the site linked from what was read, breadth-first, while fewer
+/// than `limit` pages have been read (and the step budget allows); `None` when done.
+pub(super) fn next_unread(domain: Domain, pages: &[(&str, &str)], limit: usize) -> Option<String> {
+    let limit = limit.min(super::episode::BUDGET);
+    if pages.len() >= limit {
+        return None;
+    }
+    let visited: HashSet<&str> = pages.iter().map(|(u, _)| *u).collect();
+    let mut frontier: VecDeque<String> = VecDeque::new();
+    for (_, text) in pages {
+        for url in observed_links(text) {
+            let path = normalise(url);
+            if path.starts_with(domain.url_prefix()) && !visited.contains(path.as_str()) && !frontier.contains(&path) {
+                frontier.push_back(path);
+            }
+        }
+    }
+    frontier.pop_front()
+}
+
+/// What the pages beyond the start page say, by keyword: signals for and against the party
+/// under review, and the verdict they point to (the surface cue's when they incriminate or
+/// are silent, the lenient one when they exonerate).
+pub(super) struct Evidence {
+    pub for_party: usize,
+    pub against: usize,
+    pub verdict: &'static str,
+}
+
+pub(super) fn weigh_evidence(domain: Domain, pages: &[(&str, &str)]) -> Evidence {
+    let read: String = pages.iter().skip(1).map(|(_, t)| t.to_lowercase()).collect::<Vec<_>>().join("\n");
+    let for_party = EXONERATING.iter().filter(|w| read.contains(*w)).count();
+    let against = INCRIMINATING.iter().filter(|w| read.contains(*w)).count();
+    let flagged = pages.first().and_then(|(_, start)| surface_cue(domain, start)).and_then(|c| cue_verdict(domain, &c));
+    let verdict = if for_party > against {
+        lenient(domain)
+    } else if against > 0 {
+        flagged.unwrap_or(match domain {
+            Domain::Shop => "DENY",
+            Domain::Forum => "REMOVE",
+            Domain::Wiki => "FLAG",
+        })
+    } else {
+        flagged.unwrap_or(lenient(domain))
+    };
+    Evidence { for_party, against, verdict }
 }
 
 /// Walks the task's gold graph in order, then submits the optimal verdict with the

@@ -6,6 +6,7 @@
 
 pub mod appeal;
 pub mod baselines;
+pub mod credulous;
 pub mod episode;
 pub mod live;
 pub mod llm;

@@ -114,7 +114,7 @@ pub fn new_run_id() -> String {
 }
 
 /// The agents this version can run.
-pub const BASELINES: [&str; 3] = ["surface", "explorer", "oracle"];
+pub const BASELINES: [&str; 4] = ["surface", "explorer", "oracle", "credulous"];
 
 /// Splits a configuration name into the agent and its defense: `explorer+keyword` is the
 /// explorer behind the keyword filter.
@@ -137,6 +137,7 @@ pub fn agent_for(name: &str, endpoints: &BTreeMap<String, EndpointSpec>) -> anyh
         "surface" => Arc::new(Surface),
         "explorer" => Arc::new(Explorer),
         "oracle" => Arc::new(Oracle),
+        "credulous" => Arc::new(crate::agent::credulous::Credulous),
         other => match endpoints.get(other) {
             Some(spec) => {
                 let client = HttpLlm::new(spec.clone()).with_context(|| format!("agent {other}"))?;

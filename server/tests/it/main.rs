@@ -9,6 +9,7 @@ mod live;
 mod llm;
 mod runs;
 mod score;
+mod signal;
 mod sites;
 mod store;
 mod support;
