@@ -88,7 +88,7 @@ fn LaunchForm() -> impl IntoView {
                 <Field label="Tasks" name="tasks" value=tasks error=err("tasks")
                     help="all, a site (shop, forum, wiki), a category or task ids"/>
                 <Field label="Agent configurations" name="agents" value=agents error=err("agents")
-                    help="surface, explorer, oracle, configured endpoints; add +keyword, +perplexity or +judge for a defense"/>
+                    help="surface, explorer, oracle, credulous, configured endpoints; add +keyword, +perplexity or +judge for a defense"/>
                 <Field label="Levels" name="levels" value=levels error=err("levels") help="L0 (clean) to L4 (adaptive search)"/>
                 <Field label="Conditions" name="conditions" value=conditions error=err("conditions")
                     help="raw, hint, evidence_anchored"/>

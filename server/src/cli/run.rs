@@ -12,7 +12,8 @@ use crate::db::Store;
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// Agent configurations, comma-separated or repeated: a baseline (surface, explorer,
-    /// oracle), an endpoint named in the config file, or `llm` with --base-url and --model.
+    /// oracle, credulous), an endpoint named in the config file, or `llm` with --base-url
+    /// and --model; add +keyword, +perplexity or +judge for a defense.
     #[arg(long = "agent", value_delimiter = ',', required_unless_present = "resume")]
     pub agents: Vec<String>,
     /// TOML file with `[endpoints.NAME]` tables (base_url, model, api_key_env, temperature,
