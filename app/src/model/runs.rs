@@ -192,6 +192,20 @@ pub struct NodeView {
     pub turn: Option<usize>,
 }
 
+/// One scored candidate of an L4 search.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TapNodeView {
+    pub id: usize,
+    pub parent: Option<usize>,
+    pub depth: usize,
+    /// 1 when the agent took the party's goal, 0.5 another wrong verdict, 0.25 an
+    /// acceptable one, 0 the optimal verdict (or none).
+    pub score: f64,
+    pub verdict: Option<String>,
+    pub calls: usize,
+    pub text: String,
+}
+
 /// The trajectory viewer's data: the trial, its score and one page of turns.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrajectoryView {
@@ -218,6 +232,10 @@ pub struct TrajectoryView {
     pub turn_count: usize,
     pub page: usize,
     pub page_size: usize,
+    /// The L4 search behind the trial's passage, in the order nodes were scored (empty
+    /// below L4).
+    #[serde(default)]
+    pub tap: Vec<TapNodeView>,
 }
 
 /// One search result: where it is, and a snippet cut into plain and matching pieces.

@@ -155,6 +155,33 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
                         view! { <A href=turn_href(base, t, v.page_size) attr:class=format!("tick {marks}") attr:title=format!("turn {t} {marks}")>{t}</A> }
                     }).collect_view()}
                 </div>
+                {(!v.tap.is_empty()).then(|| {
+                    let best = v.tap.iter().max_by(|a, b| a.score.total_cmp(&b.score).then(b.id.cmp(&a.id))).map(|n| n.id);
+                    view! {
+                        <h2>"L4 search"</h2>
+                        <p class="muted">{format!(
+                            "{} candidates scored against the agent, {} agent calls. Score 1: the agent took the party's goal.",
+                            v.tap.len(),
+                            v.tap.iter().map(|n| n.calls).sum::<usize>()
+                        )}</p>
+                        <ol class="tap-tree">
+                            {v.tap.iter().map(|n| view! {
+                                <li class=format!("tap-node depth-{}{}", n.depth.min(6), if Some(n.id) == best { " best" } else { "" })
+                                    data-node=n.id>
+                                    <span class="tap-score">{format!("score {:.2}", n.score)}</span>" "
+                                    <span class="muted">{format!(
+                                        "node {}{} · verdict {} · {} calls",
+                                        n.id,
+                                        n.parent.map(|p| format!(" ← {p}")).unwrap_or_default(),
+                                        n.verdict.clone().unwrap_or_else(|| "none".into()),
+                                        n.calls
+                                    )}</span>
+                                    <blockquote>{n.text.chars().take(400).collect::<String>()}</blockquote>
+                                </li>
+                            }).collect_view()}
+                        </ol>
+                    }
+                })}
                 <h2>"Gold graph"</h2>
                 <ul class="graph-nodes">
                     {v.graph.iter().map(|n| view! {

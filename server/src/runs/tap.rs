@@ -252,6 +252,23 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_search_flips_the_credulous_reader_on_a_sample_of_tasks() {
+        let world = World::build(crate::corpus::generate::corpus()).expect("world");
+        let reader = crate::agent::credulous::Credulous;
+        let (mut tried, mut flipped) = (0, 0);
+        for task in world.tasks().step_by(50) {
+            let mut log: Vec<Node> = Vec::new();
+            let options = TapOptions { budget: 120, ..TapOptions::default() };
+            let r = search(target(&world, task, &reader), options, 0, &mut log, None).await.expect("search");
+            assert!(r.calls <= 120, "{r:?}");
+            tried += 1;
+            flipped += usize::from(r.success);
+        }
+        assert!(tried >= 15);
+        assert!(flipped * 2 >= tried, "the search flips credulous on {flipped} of {tried} tasks");
+    }
+
+    #[tokio::test]
     async fn the_search_stops_early_when_the_agent_takes_the_goal() {
         let world = world();
         let task = world.tasks().next().expect("task").clone();

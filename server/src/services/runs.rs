@@ -408,6 +408,15 @@ impl app::ssr::Runs for RunsService {
             trial: summary(&trial),
             tiers,
             acc_inv,
+            tap: self
+                .store
+                .tap_nodes(&trial_id)
+                .await
+                .map_err(internal)?
+                .iter()
+                .map(|b| serde_json::from_str(b))
+                .collect::<Result<_, _>>()
+                .map_err(internal)?,
             acc_rsn: score.as_ref().and_then(|s| s.acc_rsn),
             q_ev: score.as_ref().and_then(|s| s.q_ev),
             rsn_judge: score.as_ref().and_then(|s| s.rsn_judge.clone()),

@@ -557,6 +557,22 @@ async fn people_grade_reasoning_and_the_leaderboard_compares_them_with_the_judge
 }
 
 #[tokio::test]
+async fn an_l4_trial_shows_its_search_tree() {
+    let app = TestApp::start().await;
+    let run = app.launch("shop-example-05", "credulous", "L4").await;
+    app.wait_for(&run).await;
+    let trial = &app.state.store.trials(&run).await.expect("trials")[0];
+    assert_eq!(trial.state, server::db::TrialState::Done, "{:?}", trial.error);
+    let nodes = app.state.store.tap_nodes(&trial.trial_id).await.expect("nodes");
+    assert!(!nodes.is_empty());
+    let (status, page) = app.text(&format!("/runs/{run}/trials/{}", trial.trial_id)).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("L4 search") && page.contains("tap-node"), "the tree is on the page");
+    assert_eq!(page.matches("class=\"tap-node").count(), nodes.len(), "one entry per scored candidate");
+    assert!(page.contains("tap-node depth-0"));
+}
+
+#[tokio::test]
 async fn long_trajectories_come_a_page_of_turns_at_a_time() {
     let app = TestApp::start().await;
     let steps: Vec<serde_json::Value> = (0..300)
