@@ -101,6 +101,7 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await page.locator('table.queue a.open-item').first().click();
   await expect(page.getByRole('heading', { level: 1 })).toContainText('recovery');
   await hydrated(page);
+  await expect(page.getByRole('link', { name: 'Grade its reasoning and decision' })).toHaveAttribute('href', /^\/grade\//);
   await shoot('annotate-item');
   await page.getByRole('button', { name: 'Save label' }).click();
   await expect(page.getByRole('alert').filter({ hasText: 'choose yes or no' })).toBeVisible();

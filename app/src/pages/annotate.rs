@@ -166,7 +166,10 @@ pub fn AnnotateItemPage() -> impl IntoView {
                             <tr><th>"People so far"</th><td>{if i.votes.is_empty() { "nobody".to_string() } else { votes_line(&i) }}</td></tr>
                             <tr><th>"Lock"</th><td>"Yours until you save or give it back (ten minutes at most)."</td></tr>
                         </tbody></table>
-                        <p><A href=format!("/runs/{}/trials/{}", i.run, i.trial_id)>"Open the whole trajectory"</A></p>
+                        <p>
+                            <A href=format!("/runs/{}/trials/{}", i.run, i.trial_id)>"Open the whole trajectory"</A>" · "
+                            <A href=format!("/grade/{}", i.trial_id)>"Grade its reasoning and decision"</A>
+                        </p>
                     }.into_any()
                 }
             })}
