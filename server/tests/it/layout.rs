@@ -17,7 +17,7 @@ use syn::visit::Visit;
 /// The top-level modules of `server/src`, lowest layer first. A module may use modules of
 /// earlier layers only; a new module must be placed here.
 const LAYERS: &[&[&str]] = &[
-    &["corpus", "stats", "charts"],
+    &["corpus", "stats", "charts", "names"],
     &["db"],
     &["env"],
     &["llm"],
