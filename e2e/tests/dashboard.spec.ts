@@ -1,4 +1,5 @@
-// The main flows of the dashboard in Chromium: launch a baseline run and watch it finish,
+// The main flows of the dashboard in Chromium: launch a baseline run (surface, explorer and
+// the credulous reader, whose quotes of what swayed it leave disputed labels) and watch it finish,
 // open a trajectory and jump to its exposure turn, settle a disputed label, and see the
 // leaderboard and the plots change. Every page is photographed.
 import { test, expect, hydrated } from '../fixtures';
@@ -17,7 +18,7 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await hydrated(page);
   await shoot('runs-empty');
   await page.getByLabel('Tasks').fill('forum');
-  await page.getByLabel('Agent configurations').fill('surface, explorer');
+  await page.getByLabel('Agent configurations').fill('surface, explorer, credulous');
   await page.getByLabel('Levels').fill('L0, L1');
   await page.getByLabel('Seeds').fill('zero');
   await page.getByRole('button', { name: 'Launch' }).click();
@@ -32,7 +33,7 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await page.evaluate(() => ((window as any).__sameDocument = true));
   await expect(page.locator('.run-progress [data-status]')).toHaveAttribute('data-status', 'done', { timeout: 120_000 });
   expect(await page.evaluate(() => (window as any).__sameDocument)).toBe(true);
-  await expect(page.locator('.run-progress .progress-text')).toContainText('600 of 600 finished');
+  await expect(page.locator('.run-progress .progress-text')).toContainText('900 of 900 finished');
   await expect(page.getByRole('heading', { name: 'Coverage' })).toBeVisible();
   await shoot('run-done');
   await page.goto('/runs');
@@ -81,13 +82,13 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   expect(boardBefore.validation.enough).toBe(false);
   await page.goto(`/leaderboard?run=${run}`);
   await hydrated(page);
-  await expect(page.locator('table.board tbody tr')).toHaveCount(2);
+  await expect(page.locator('table.board tbody tr')).toHaveCount(3);
   await shoot('leaderboard-before');
   await page.getByRole('link', { name: 'strict' }).click();
   await expect(page).toHaveURL(/tier=strict/);
   await expect(page.locator('table.board')).toContainText('Acc_dec strict');
   await page.getByRole('button', { name: 'Compare every pair' }).click();
-  await expect(page.locator('table.pairs tbody tr')).toHaveCount(1);
+  await expect(page.locator('table.pairs tbody tr')).toHaveCount(3);
   await shoot('leaderboard-strict-pairs');
 
   // Annotate: the queue starts with recovery labels; settle the first one.
@@ -123,7 +124,7 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await shoot('leaderboard-after');
   await page.goto(`/robustness?run=${run}`);
   await hydrated(page);
-  await expect(page.locator('figure.plot svg title')).toHaveCount(2);
+  await expect(page.locator('figure.plot svg title')).toHaveCount(3);
   await shoot('robustness');
   const svg = await request.get(`/api/export/robustness.svg?run=${run}`);
   expect(svg.headers()['content-type']).toBe('image/svg+xml');
@@ -132,6 +133,12 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await shoot('heatmap-recovery');
   await page.goto(`/heatmaps?run=${run}&metric=exposure&by=category`);
   await shoot('heatmap-exposure-category');
+  // Attack success by level: the credulous reader gives in more at L1 than on clean pages.
+  const asr = await (await request.get(`/api/export/heatmap.json?run=${run}&metric=attack_success&by=agent`)).json();
+  const cell = (level: string) => asr.cells.find((c: any) => c.level === level && c.column === 'credulous').est.mean;
+  expect(cell('L1')).toBeGreaterThan(cell('L0'));
+  await page.goto(`/heatmaps?run=${run}&metric=attack_success&by=agent`);
+  await shoot('heatmap-attack-success');
   await page.goto(`/team?run=${run}`);
   await expect(page.getByRole('heading', { name: /Team leaderboard/ })).toBeVisible();
   await shoot('team');

@@ -314,7 +314,7 @@ async fn disputed_labels_are_locked_settled_and_conflicts_adjudicated() {
     }
     let form = [
         ("form[tasks]", "forum"),
-        ("form[agents]", "explorer"),
+        ("form[agents]", "credulous"),
         ("form[levels]", "L1"),
         ("form[conditions]", "raw"),
         ("form[seeds]", "0"),
@@ -336,7 +336,7 @@ async fn disputed_labels_are_locked_settled_and_conflicts_adjudicated() {
     };
     let q = queue("ann").await;
     let items = q["items"].as_array().expect("items").clone();
-    assert!(!items.is_empty(), "explorer on forum L1 leaves disputed labels");
+    assert!(!items.is_empty(), "credulous on forum L1 leaves disputed labels (it quotes what swayed it)");
     assert_eq!(items[0]["kind"], "recovery", "recovery first");
     let first_other = items.iter().position(|i| i["kind"] != "recovery").unwrap_or(items.len());
     assert!(items[first_other..].iter().all(|i| i["kind"] != "recovery"));
