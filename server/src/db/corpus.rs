@@ -94,7 +94,9 @@ impl CorpusStore for SqlStore {
             });
             let (sql, args) = numbered(&mut b)?;
             if let Err(e) = sqlx::query_with(&sql, args).execute(&mut *tx).await {
-                drop(tx);
+                // Roll back now: a dropped transaction is rolled back lazily, and on SQLite
+                // its write lock would stall the next writer until then.
+                tx.rollback().await?;
                 return Err(if is_unique_violation(&e) {
                     let ids: Vec<String> = tasks.iter().map(|t| t.id.clone()).collect();
                     let existing = self.existing_task_ids(&ids).await?;
