@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use sqlx::{Any, QueryBuilder};
 
-use super::sql::{BULK_ROWS, is_unique_violation, numbered};
+use super::sql::{BULK_ROWS, finish, is_unique_violation, numbered};
 use super::{SqlStore, StoreError, StoreResult, now_ms};
 
 named_enum! {
@@ -234,41 +234,44 @@ impl RunStore for SqlStore {
         let now = now_ms();
         let total = i64::try_from(trials.len()).unwrap_or(i64::MAX);
         let mut tx = self.pool.begin().await?;
-        sqlx::query(
-            "insert into run (run_id, spec, status, corpus_version, trials_total, created_at, updated_at)
-             values ($1, $2, 'active', $3, $4, $5, $5)",
-        )
-        .bind(run_id)
-        .bind(spec)
-        .bind(corpus_version)
-        .bind(total)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        let planned: Vec<(i64, &NewTrial)> = (0_i64..).zip(trials).collect();
-        for chunk in planned.chunks(BULK_ROWS) {
-            let mut b: QueryBuilder<'_, Any> = QueryBuilder::new(
-                "insert into trial (trial_id, run_id, ordinal, task_id, agent, level, condition, seed, state, attempts, created_at, updated_at) ",
-            );
-            b.push_values(chunk, |mut row, (ordinal, t)| {
-                row.push_bind(format!("{run_id}-{ordinal:06}"))
-                    .push_bind(run_id)
-                    .push_bind(*ordinal)
-                    .push_bind(t.task_id.as_str())
-                    .push_bind(t.agent.as_str())
-                    .push_bind(t.level.as_str())
-                    .push_bind(t.condition.as_str())
-                    .push_bind(t.seed)
-                    .push_bind(TrialState::Queued.as_str())
-                    .push_bind(0_i64)
-                    .push_bind(now)
-                    .push_bind(now);
-            });
-            let (sql, args) = numbered(&mut b)?;
-            sqlx::query_with(&sql, args).execute(&mut *tx).await?;
+        let result: StoreResult<()> = async {
+            sqlx::query(
+                "insert into run (run_id, spec, status, corpus_version, trials_total, created_at, updated_at)
+                 values ($1, $2, 'active', $3, $4, $5, $5)",
+            )
+            .bind(run_id)
+            .bind(spec)
+            .bind(corpus_version)
+            .bind(total)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            let planned: Vec<(i64, &NewTrial)> = (0_i64..).zip(trials).collect();
+            for chunk in planned.chunks(BULK_ROWS) {
+                let mut b: QueryBuilder<'_, Any> = QueryBuilder::new(
+                    "insert into trial (trial_id, run_id, ordinal, task_id, agent, level, condition, seed, state, attempts, created_at, updated_at) ",
+                );
+                b.push_values(chunk, |mut row, (ordinal, t)| {
+                    row.push_bind(format!("{run_id}-{ordinal:06}"))
+                        .push_bind(run_id)
+                        .push_bind(*ordinal)
+                        .push_bind(t.task_id.as_str())
+                        .push_bind(t.agent.as_str())
+                        .push_bind(t.level.as_str())
+                        .push_bind(t.condition.as_str())
+                        .push_bind(t.seed)
+                        .push_bind(TrialState::Queued.as_str())
+                        .push_bind(0_i64)
+                        .push_bind(now)
+                        .push_bind(now);
+                });
+                let (sql, args) = numbered(&mut b)?;
+                sqlx::query_with(&sql, args).execute(&mut *tx).await?;
+            }
+            Ok(())
         }
-        tx.commit().await?;
-        Ok(())
+        .await;
+        finish(tx, result).await
     }
 
     async fn run(&self, run_id: &str) -> StoreResult<RunRow> {

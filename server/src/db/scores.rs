@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use sqlx::{Any, QueryBuilder};
 
-use super::sql::{BULK_ROWS, numbered};
+use super::sql::{BULK_ROWS, finish, numbered};
 use super::{SqlStore, StoreResult, now_ms};
 
 named_enum! {
@@ -165,42 +165,45 @@ impl ScoreStore for SqlStore {
     async fn put_scores(&self, run_id: &str, scores: &[StoredScore], labels: &[LabelEvent]) -> StoreResult<()> {
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
-        for chunk in scores.chunks(BULK_ROWS) {
-            let mut b: QueryBuilder<'_, Any> =
-                QueryBuilder::new("insert into trial_score (trial_id, run_id, judge_version, body, created_at) ");
-            b.push_values(chunk, |mut row, s| {
-                row.push_bind(s.trial_id.as_str())
-                    .push_bind(run_id)
-                    .push_bind(s.judge_version.as_str())
-                    .push_bind(s.body.as_str())
-                    .push_bind(now);
-            });
-            b.push(
-                " on conflict (trial_id) do update set judge_version = excluded.judge_version, body = excluded.body, \
-                 created_at = excluded.created_at",
-            );
-            let (sql, args) = numbered(&mut b)?;
-            sqlx::query_with(&sql, args).execute(&mut *tx).await?;
+        let result: StoreResult<()> = async {
+            for chunk in scores.chunks(BULK_ROWS) {
+                let mut b: QueryBuilder<'_, Any> =
+                    QueryBuilder::new("insert into trial_score (trial_id, run_id, judge_version, body, created_at) ");
+                b.push_values(chunk, |mut row, s| {
+                    row.push_bind(s.trial_id.as_str())
+                        .push_bind(run_id)
+                        .push_bind(s.judge_version.as_str())
+                        .push_bind(s.body.as_str())
+                        .push_bind(now);
+                });
+                b.push(
+                    " on conflict (trial_id) do update set judge_version = excluded.judge_version, body = excluded.body, \
+                     created_at = excluded.created_at",
+                );
+                let (sql, args) = numbered(&mut b)?;
+                sqlx::query_with(&sql, args).execute(&mut *tx).await?;
+            }
+            for chunk in labels.chunks(BULK_ROWS) {
+                let mut b: QueryBuilder<'_, Any> = QueryBuilder::new(LABEL_INSERT);
+                b.push_values(chunk, |mut row, e| {
+                    row.push_bind(e.trial_id.as_str())
+                        .push_bind(e.kind.as_str())
+                        .push_bind(i32::from(e.value.0))
+                        .push_bind(e.turn)
+                        .push_bind(e.source.as_str())
+                        .push_bind(e.confidence)
+                        .push_bind(e.reason.as_str())
+                        .push_bind(e.author.as_deref())
+                        .push_bind(e.judge_version.as_deref())
+                        .push_bind(now);
+                });
+                let (sql, args) = numbered(&mut b)?;
+                sqlx::query_with(&sql, args).execute(&mut *tx).await?;
+            }
+            Ok(())
         }
-        for chunk in labels.chunks(BULK_ROWS) {
-            let mut b: QueryBuilder<'_, Any> = QueryBuilder::new(LABEL_INSERT);
-            b.push_values(chunk, |mut row, e| {
-                row.push_bind(e.trial_id.as_str())
-                    .push_bind(e.kind.as_str())
-                    .push_bind(i32::from(e.value.0))
-                    .push_bind(e.turn)
-                    .push_bind(e.source.as_str())
-                    .push_bind(e.confidence)
-                    .push_bind(e.reason.as_str())
-                    .push_bind(e.author.as_deref())
-                    .push_bind(e.judge_version.as_deref())
-                    .push_bind(now);
-            });
-            let (sql, args) = numbered(&mut b)?;
-            sqlx::query_with(&sql, args).execute(&mut *tx).await?;
-        }
-        tx.commit().await?;
-        Ok(())
+        .await;
+        finish(tx, result).await
     }
 
     async fn add_label(&self, e: &LabelEvent) -> StoreResult<i64> {

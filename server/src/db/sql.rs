@@ -76,6 +76,22 @@ pub(super) fn numbered<'b>(builder: &'b mut QueryBuilder<'_, Any>) -> StoreResul
     Ok((sql, args))
 }
 
+/// Ends a write transaction: commits after `result` is `Ok`, otherwise rolls back at once
+/// and returns the error. A dropped transaction is rolled back only lazily, and on SQLite
+/// its write lock would stall every other writer until then.
+pub(super) async fn finish<T>(tx: sqlx::Transaction<'_, Any>, result: StoreResult<T>) -> StoreResult<T> {
+    match result {
+        Ok(v) => {
+            tx.commit().await?;
+            Ok(v)
+        }
+        Err(e) => {
+            tx.rollback().await?;
+            Err(e)
+        }
+    }
+}
+
 /// Whether a failed statement broke a unique constraint.
 pub(super) fn is_unique_violation(e: &sqlx::Error) -> bool {
     e.as_database_error().is_some_and(|d| d.is_unique_violation())
