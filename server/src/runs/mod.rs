@@ -12,7 +12,7 @@ mod pool;
 pub mod score;
 pub mod tap;
 
-pub use pool::{OnFinish, PoolOptions, execute};
+pub use pool::{OnFinish, PoolOptions, execute, execute_with};
 
 use std::sync::Arc;
 

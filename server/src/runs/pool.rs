@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use async_trait::async_trait;
+use futures::FutureExt;
 use tracing::Instrument;
 
 use super::{RunSpec, agent_for, split_config};
@@ -60,11 +61,42 @@ pub async fn execute(
     options: PoolOptions,
     on_finish: OnFinish,
 ) -> anyhow::Result<()> {
-    let spec: RunSpec = serde_json::from_str(&store.run(run_id).await?.spec).context("reading the run's spec")?;
+    let spec = spec_of(store.as_ref(), run_id).await?;
     let mut agents: HashMap<String, Arc<dyn Agent>> = HashMap::new();
-    let mut defenses: HashMap<String, Arc<dyn crate::detect::Defense>> = HashMap::new();
     for name in &spec.agents {
         agents.insert(name.clone(), agent_for(name, &spec.endpoints)?);
+    }
+    run_pool(store, world, (run_id, &spec), options, on_finish, agents).await
+}
+
+async fn spec_of(store: &dyn Store, run_id: &str) -> anyhow::Result<RunSpec> {
+    serde_json::from_str(&store.run(run_id).await?.spec).context("reading the run's spec")
+}
+
+/// [`execute`] with the agents of the run's configurations given (by configuration name)
+/// instead of built from its spec: for agents that live outside this crate, and tests.
+pub async fn execute_with(
+    store: Arc<dyn Store>,
+    world: Arc<World>,
+    run_id: &str,
+    options: PoolOptions,
+    on_finish: OnFinish,
+    agents: HashMap<String, Arc<dyn Agent>>,
+) -> anyhow::Result<()> {
+    let spec = spec_of(store.as_ref(), run_id).await?;
+    run_pool(store, world, (run_id, &spec), options, on_finish, agents).await
+}
+
+async fn run_pool(
+    store: Arc<dyn Store>,
+    world: Arc<World>,
+    (run_id, spec): (&str, &RunSpec),
+    options: PoolOptions,
+    on_finish: OnFinish,
+    agents: HashMap<String, Arc<dyn Agent>>,
+) -> anyhow::Result<()> {
+    let mut defenses: HashMap<String, Arc<dyn crate::detect::Defense>> = HashMap::new();
+    for name in &spec.agents {
         if let (_, Some(defense)) = split_config(name)?
             && !defenses.contains_key(defense)
         {
@@ -162,7 +194,21 @@ async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()>
                     tap: *tap,
                     attacker: attacker.as_ref(),
                 };
-                run_claimed(store.as_ref(), world, agent.as_ref(), &claimed).instrument(span).await
+                // A panic inside one trial (an agent, a page, a writer) ends that trial as an
+                // error with the panic's message; the worker goes on with the next one.
+                let running = run_claimed(store.as_ref(), world, agent.as_ref(), &claimed).instrument(span);
+                match std::panic::AssertUnwindSafe(running).catch_unwind().await {
+                    Ok(end) => end,
+                    Err(panic) => {
+                        let message = panic
+                            .downcast_ref::<&str>()
+                            .map(ToString::to_string)
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "no message".to_string());
+                        tracing::error!(trial.id = %trial.trial_id, "trial panicked: {message}");
+                        TrialEnd::Error(format!("the trial panicked: {message}"))
+                    }
+                }
             }
             None => TrialEnd::Error(format!("agent {} is not part of this run's spec", trial.agent)),
         };

@@ -361,3 +361,56 @@ fn defended_configurations_withhold_flagged_text_and_score_separately() {
     };
     assert_eq!((exposure("explorer"), exposure("explorer+keyword")), (Some(1.0), Some(0.0)));
 }
+
+/// Behaves like the oracle, but panics on one task.
+struct Panicky {
+    on: String,
+}
+
+#[async_trait::async_trait]
+impl server::agent::Agent for Panicky {
+    fn name(&self) -> &str {
+        "oracle"
+    }
+    async fn act(
+        &self,
+        ctx: &server::agent::TrialContext<'_>,
+        history: &[server::agent::Step],
+        obs: &server::agent::Observation,
+    ) -> Result<server::agent::Decision, server::agent::AgentError> {
+        assert!(ctx.task.id != self.on, "this agent breaks on {}", self.on);
+        server::agent::baselines::Oracle.act(ctx, history, obs).await
+    }
+}
+
+#[tokio::test]
+async fn a_panic_in_one_trial_ends_that_trial_and_the_worker_goes_on() {
+    use std::sync::Arc;
+
+    use server::db::{Store, TrialState};
+    use server::runs::{PoolOptions, RunSpec, create_run, execute_with};
+
+    let store: Arc<dyn Store> = Arc::new(SqlStore::connect("sqlite::memory:").await.expect("store"));
+    let tasks: Vec<_> = server::corpus::generate::corpus().into_iter().take(6).collect();
+    let world = Arc::new(server::env::World::build(tasks.clone()).expect("world"));
+    store.insert_tasks(&tasks, "test").await.expect("tasks");
+    let spec = RunSpec::basic("all", &["oracle"], &["L0"], &["raw"], vec![0]);
+    let run = create_run(store.as_ref(), &world, &spec, "v").await.expect("run");
+    let broken = tasks[2].id.clone();
+    let agents = std::collections::HashMap::from([(
+        "oracle".to_string(),
+        Arc::new(Panicky { on: broken.clone() }) as Arc<dyn server::agent::Agent>,
+    )]);
+    let options = PoolOptions { concurrency: 1, lease: Duration::from_secs(30) };
+    execute_with(store.clone(), world, &run, options, Arc::new(|_, _| {}), agents).await.expect("the pool survives");
+    let trials = store.trials(&run).await.expect("trials");
+    for t in &trials {
+        if t.task_id == broken {
+            assert_eq!(t.state, TrialState::Error);
+            assert!(t.error.as_deref().is_some_and(|e| e.contains("panicked") && e.contains("breaks on")), "{t:?}");
+        } else {
+            assert_eq!(t.state, TrialState::Done, "{t:?}");
+        }
+    }
+    assert_eq!(store.progress(&run).await.expect("progress").done, 5);
+}
