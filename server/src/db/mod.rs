@@ -27,7 +27,8 @@ pub use cache::CacheStore;
 pub use corpus::{CorpusStore, seed_if_empty};
 pub use episodes::{Episode, EpisodeEvent, EpisodeStore};
 pub use runs::{
-    CoverageRow, NewTrial, Progress, RunRow, RunStatus, RunStore, TrialEnd, TrialFilter, TrialRow, TrialState,
+    BACKOFF_MS, CoverageRow, MAX_ATTEMPTS, NewTrial, Progress, RunRow, RunStatus, RunStore, TrialEnd, TrialFilter,
+    TrialRow, TrialState,
 };
 pub use scores::{DecisionClass, Flag, LabelEvent, LabelKind, LabelLock, ReasoningGrade, ScoreStore, StoredScore};
 pub use sql::SqlStore;

@@ -182,7 +182,10 @@ pub trait RunStore: Send + Sync {
     async fn claim_trial(&self, run_id: &str, worker: &str, lease_until: i64) -> StoreResult<Option<TrialRow>>;
     /// Extends the lease; `false` when the trial is no longer this worker's.
     async fn heartbeat(&self, trial_id: &str, worker: &str, lease_until: i64) -> StoreResult<bool>;
-    /// Puts running trials whose lease expired before `now` back in the queue.
+    /// Puts running trials whose lease expired before `now` back in the queue, claimable
+    /// again after a backoff of [`BACKOFF_MS`] × attempts; a trial that has had
+    /// [`MAX_ATTEMPTS`] attempts ends in `error` with the reason instead. Returns how many
+    /// trials changed.
     async fn requeue_expired(&self, run_id: &str, now: i64) -> StoreResult<u64>;
     /// Persists a step (JSON); `Conflict` if step `t` already exists.
     async fn append_step(&self, trial_id: &str, t: i64, body: &str) -> StoreResult<()>;
@@ -224,6 +227,11 @@ pub trait RunStore: Send + Sync {
     /// Forgets a trial's search nodes (an interrupted search starts again).
     async fn reset_tap(&self, trial_id: &str) -> StoreResult<()>;
 }
+
+/// Attempts a trial gets when its lease keeps expiring (its worker died or hung).
+pub const MAX_ATTEMPTS: i64 = 3;
+/// Wait before a requeued trial may be claimed again, per attempt it has had (ms).
+pub const BACKOFF_MS: i64 = 1_000;
 
 const RUN_COLUMNS: &str = "run_id, spec, status, corpus_version, trials_total, created_at";
 const TRIAL_COLUMNS: &str = "trial_id, run_id, ordinal, task_id, agent, level, condition, seed, state, attempts, worker, verdict, rationale, error, appeal";
@@ -353,7 +361,8 @@ impl RunStore for SqlStore {
         let sql = format!(
             "update trial set state = 'running', attempts = attempts + 1, lease_until = $3, worker = $2,
                     started_at = coalesce(started_at, $4), updated_at = $4
-              where trial_id = (select trial_id from trial where run_id = $1 and state = 'queued' order by ordinal limit 1 {lock})
+              where trial_id = (select trial_id from trial where run_id = $1 and state = 'queued'
+                                  and (run_after is null or run_after <= $4) order by ordinal limit 1 {lock})
                 and state = 'queued'
              returning {TRIAL_COLUMNS}"
         );
@@ -378,15 +387,35 @@ impl RunStore for SqlStore {
     }
 
     async fn requeue_expired(&self, run_id: &str, now: i64) -> StoreResult<u64> {
-        let r = sqlx::query(
-            "update trial set state = 'queued', worker = null, lease_until = null, updated_at = $2
-              where run_id = $1 and state = 'running' and lease_until < $2",
-        )
-        .bind(run_id)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
-        Ok(r.rows_affected())
+        let mut tx = self.pool.begin().await?;
+        let result: StoreResult<u64> = async {
+            let given_up = sqlx::query(
+                "update trial set state = 'error', error = $3, worker = null, lease_until = null,
+                        finished_at = $2, updated_at = $2
+                  where run_id = $1 and state = 'running' and lease_until < $2 and attempts >= $4",
+            )
+            .bind(run_id)
+            .bind(now)
+            .bind(format!(
+                "gave up after {MAX_ATTEMPTS} attempts: the lease expired each time (the worker died or hung)"
+            ))
+            .bind(MAX_ATTEMPTS)
+            .execute(&mut *tx)
+            .await?;
+            let requeued = sqlx::query(
+                "update trial set state = 'queued', worker = null, lease_until = null,
+                        run_after = $2 + $3 * attempts, updated_at = $2
+                  where run_id = $1 and state = 'running' and lease_until < $2",
+            )
+            .bind(run_id)
+            .bind(now)
+            .bind(BACKOFF_MS)
+            .execute(&mut *tx)
+            .await?;
+            Ok(given_up.rows_affected() + requeued.rows_affected())
+        }
+        .await;
+        finish(tx, result).await
     }
 
     async fn append_step(&self, trial_id: &str, t: i64, body: &str) -> StoreResult<()> {

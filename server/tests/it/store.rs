@@ -380,3 +380,47 @@ async fn seeding_an_empty_store_stores_the_built_in_corpus_with_its_fingerprint(
     assert_eq!(tasks.len(), 750);
     assert_eq!(store.meta("builtin_corpus_version").await.expect("meta"), Some(server::corpus::fingerprint(&tasks)));
 }
+
+/// A trial whose lease keeps expiring waits longer each time and ends in `error` after the
+/// last allowed attempt.
+async fn exercise_retries(store: &dyn Store) {
+    use server::db::{MAX_ATTEMPTS, NewTrial, now_ms};
+    let tasks: Vec<_> = corpus().into_iter().take(1).collect();
+    store.insert_tasks(&tasks, "test").await.expect("tasks");
+    let trial = |seed| NewTrial {
+        task_id: tasks[0].id.clone(),
+        agent: "a".into(),
+        level: "L0".into(),
+        condition: "raw".into(),
+        seed,
+    };
+    store.create_run("r", "{}", "v", &[trial(0), trial(1)]).await.expect("run");
+    // The first trial's worker dies: it is requeued, but may not be claimed before its backoff.
+    let a = store.claim_trial("r", "w", now_ms() - 20_000).await.expect("claim").expect("a");
+    assert_eq!(store.requeue_expired("r", now_ms()).await.expect("requeue"), 1);
+    let b = store.claim_trial("r", "w", now_ms() - 20_000).await.expect("claim").expect("b");
+    assert_ne!(a.trial_id, b.trial_id, "the requeued trial waits out its backoff");
+    // The second trial's lease expires again and again (times in the past: no waiting).
+    for attempt in 1..MAX_ATTEMPTS {
+        assert_eq!(store.requeue_expired("r", now_ms() - 10_000).await.expect("requeue"), 1);
+        let again = store.claim_trial("r", "w", now_ms() - 20_000).await.expect("claim").expect("b again");
+        assert_eq!((again.trial_id.as_str(), again.attempts), (b.trial_id.as_str(), attempt + 1));
+    }
+    assert_eq!(store.requeue_expired("r", now_ms() - 10_000).await.expect("give up"), 1);
+    let b = store.trial(&b.trial_id).await.expect("trial");
+    assert_eq!(b.state, TrialState::Error);
+    assert!(b.error.as_deref().is_some_and(|e| e.contains(&format!("gave up after {MAX_ATTEMPTS} attempts"))), "{b:?}");
+    assert_eq!(store.progress("r").await.expect("progress").error, 1);
+}
+
+#[tokio::test]
+async fn sqlite_retries_back_off_and_give_up() {
+    exercise_retries(&SqlStore::connect("sqlite::memory:").await.expect("connect")).await;
+}
+
+#[tokio::test]
+async fn postgres_retries_back_off_and_give_up() {
+    if let Some(store) = fresh_postgres().await {
+        exercise_retries(&store).await;
+    }
+}
