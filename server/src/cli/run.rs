@@ -210,6 +210,7 @@ pub(super) async fn worker(store: Arc<dyn Store>, args: WorkerArgs) -> anyhow::R
     let on_finish: crate::runs::OnFinish = Arc::new(|trial, end| match end {
         crate::db::TrialEnd::Error(reason) => tracing::warn!(trial.id = %trial.trial_id, %reason, "trial errored"),
         crate::db::TrialEnd::Done { .. } => tracing::info!(trial.id = %trial.trial_id, "trial done"),
+        crate::db::TrialEnd::Cancelled => tracing::info!(trial.id = %trial.trial_id, "trial cancelled with its run"),
     });
     let mut world: Option<(i64, Arc<crate::env::World>)> = None;
     loop {

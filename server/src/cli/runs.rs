@@ -14,7 +14,7 @@ pub enum RunsCommand {
     List,
     /// One run: its spec and trial counts.
     Show { run: String },
-    /// Stop a run: queued trials are cancelled, running ones finish.
+    /// Stop a run: queued trials are cancelled, running ones stop at their next step.
     Cancel { run: String },
     /// The finished trials as trajectory lines (DESIGN §5).
     Export {

@@ -156,6 +156,8 @@ pub enum TrialEnd {
     Done { verdict: Option<String>, rationale: Option<String>, appeal: Option<String> },
     /// The trial could not finish; the reason is kept.
     Error(String),
+    /// The run was cancelled while the trial ran; it stopped at its next step.
+    Cancelled,
 }
 
 /// Runs, the trial queue, steps and L4 search nodes.
@@ -169,7 +171,8 @@ pub trait RunStore: Send + Sync {
     async fn runs(&self) -> StoreResult<Vec<RunRow>>;
     /// Sets a run's status.
     async fn set_run_status(&self, run_id: &str, status: RunStatus) -> StoreResult<()>;
-    /// Marks the run cancelled and its queued trials cancelled; running trials finish.
+    /// Marks the run cancelled and its queued trials cancelled; running trials see it at
+    /// their next step (the worker pool's step sink checks) and end cancelled.
     async fn cancel_run(&self, run_id: &str) -> StoreResult<()>;
     /// Trial counts of a run by state.
     async fn progress(&self, run_id: &str) -> StoreResult<Progress>;
@@ -473,6 +476,7 @@ impl RunStore for SqlStore {
                 (TrialState::Done, verdict.as_deref(), rationale.as_deref(), None, appeal.as_deref())
             }
             TrialEnd::Error(reason) => (TrialState::Error, None, None, Some(reason.as_str()), None),
+            TrialEnd::Cancelled => (TrialState::Cancelled, None, None, None, None),
         };
         let now = now_ms();
         let r = sqlx::query(

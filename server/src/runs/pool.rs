@@ -24,13 +24,23 @@ use crate::manip::Level;
 struct DbSink<'a> {
     store: &'a dyn Store,
     trial_id: &'a str,
+    run_id: &'a str,
 }
+
+/// Raised by the step sink when the trial's run was cancelled: the trial stops there.
+#[derive(Debug, thiserror::Error)]
+#[error("the run was cancelled")]
+struct RunCancelled;
 
 #[async_trait]
 impl StepSink for DbSink<'_> {
     async fn record(&mut self, step: &Step) -> anyhow::Result<()> {
         let body = serde_json::to_string(step)?;
         self.store.append_step(self.trial_id, i64::try_from(step.t)?, &body).await?;
+        // A cancelled run stops its running trials at their next step (one primary-key read).
+        if self.store.run(self.run_id).await?.status == RunStatus::Cancelled {
+            return Err(RunCancelled.into());
+        }
         Ok(())
     }
 }
@@ -259,7 +269,7 @@ async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claime
             Err(e) => return TrialEnd::Error(format!("manipulation: {e:#}")),
         }
     };
-    let mut sink = DbSink { store, trial_id: &trial.trial_id };
+    let mut sink = DbSink { store, trial_id: &trial.trial_id, run_id: &trial.run_id };
     let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
     let beat = async {
         loop {
@@ -288,6 +298,7 @@ async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claime
             TrialEnd::Done { verdict: Some(verdict), rationale: Some(rationale), appeal }
         }
         Ok((_, Outcome::BudgetExhausted)) => TrialEnd::Done { verdict: None, rationale: None, appeal: None },
+        Err(TrialError::Persist(e)) if e.downcast_ref::<RunCancelled>().is_some() => TrialEnd::Cancelled,
         Err(TrialError::Persist(e)) if matches!(e.downcast_ref::<StoreError>(), Some(StoreError::Conflict(_))) => {
             TrialEnd::Error(format!("another worker wrote this trial's steps: {e:#}"))
         }

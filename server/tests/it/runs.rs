@@ -414,3 +414,53 @@ async fn a_panic_in_one_trial_ends_that_trial_and_the_worker_goes_on() {
     }
     assert_eq!(store.progress(&run).await.expect("progress").done, 5);
 }
+
+/// Reads pages like the explorer; on its second step it cancels its own run.
+struct Canceller {
+    store: std::sync::Arc<dyn server::db::Store>,
+    run: std::sync::Mutex<Option<String>>,
+}
+
+#[async_trait::async_trait]
+impl server::agent::Agent for Canceller {
+    fn name(&self) -> &str {
+        "explorer"
+    }
+    async fn act(
+        &self,
+        ctx: &server::agent::TrialContext<'_>,
+        history: &[server::agent::Step],
+        obs: &server::agent::Observation,
+    ) -> Result<server::agent::Decision, server::agent::AgentError> {
+        let run = self.run.lock().expect("lock").clone();
+        if history.len() == 1
+            && let Some(run) = run
+        {
+            self.store.cancel_run(&run).await.expect("cancel");
+        }
+        server::agent::baselines::Explorer.act(ctx, history, obs).await
+    }
+}
+
+#[tokio::test]
+async fn cancelling_a_run_stops_its_running_trials_at_their_next_step() {
+    use std::sync::Arc;
+
+    use server::db::{Store, TrialState};
+    use server::runs::{PoolOptions, RunSpec, create_run, execute_with};
+
+    let store: Arc<dyn Store> = Arc::new(SqlStore::connect("sqlite::memory:").await.expect("store"));
+    let tasks: Vec<_> = server::corpus::generate::corpus().into_iter().take(3).collect();
+    let world = Arc::new(server::env::World::build(tasks.clone()).expect("world"));
+    store.insert_tasks(&tasks, "test").await.expect("tasks");
+    let spec = RunSpec::basic("all", &["explorer"], &["L0"], &["raw"], vec![0]);
+    let run = create_run(store.as_ref(), &world, &spec, "v").await.expect("run");
+    let agent = Arc::new(Canceller { store: store.clone(), run: std::sync::Mutex::new(Some(run.clone())) });
+    let agents = std::collections::HashMap::from([("explorer".to_string(), agent as Arc<dyn server::agent::Agent>)]);
+    let options = PoolOptions { concurrency: 1, lease: Duration::from_secs(30) };
+    execute_with(store.clone(), world, &run, options, Arc::new(|_, _| {}), agents).await.expect("pool");
+    let trials = store.trials(&run).await.expect("trials");
+    assert!(trials.iter().all(|t| t.state == TrialState::Cancelled), "{trials:?}");
+    let steps = store.steps(&trials[0].trial_id).await.expect("steps");
+    assert!(steps.len() <= 3, "the running trial stopped at its next step, not at the end: {} steps", steps.len());
+}
