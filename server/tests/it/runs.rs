@@ -362,6 +362,37 @@ fn defended_configurations_withhold_flagged_text_and_score_separately() {
     assert_eq!((exposure("explorer"), exposure("explorer+keyword")), (Some(1.0), Some(0.0)));
 }
 
+/// A fresh in-memory store holding the first `n` built-in tasks and a planned L0 run of the
+/// configuration `config` over them: (store, world, run id, tasks).
+async fn planned_run(
+    n: usize,
+    config: &str,
+) -> (std::sync::Arc<dyn server::db::Store>, std::sync::Arc<server::env::World>, String, Vec<server::corpus::Task>) {
+    use std::sync::Arc;
+    let store: Arc<dyn server::db::Store> = Arc::new(SqlStore::connect("sqlite::memory:").await.expect("store"));
+    let tasks: Vec<_> = server::corpus::generate::corpus().into_iter().take(n).collect();
+    let world = Arc::new(server::env::World::build(tasks.clone()).expect("world"));
+    store.insert_tasks(&tasks, "test").await.expect("tasks");
+    let spec = server::runs::RunSpec::basic("all", &[config], &["L0"], &["raw"], vec![0]);
+    let run = server::runs::create_run(store.as_ref(), &world, &spec, "v").await.expect("run");
+    (store, world, run, tasks)
+}
+
+/// Executes `run` with one agent standing for `config`, one trial at a time.
+async fn execute_as(
+    store: &std::sync::Arc<dyn server::db::Store>,
+    world: std::sync::Arc<server::env::World>,
+    run: &str,
+    config: &str,
+    agent: std::sync::Arc<dyn server::agent::Agent>,
+) {
+    let agents = std::collections::HashMap::from([(config.to_string(), agent)]);
+    let options = server::runs::PoolOptions { concurrency: 1, lease: Duration::from_secs(30) };
+    server::runs::execute_with(store.clone(), world, run, options, std::sync::Arc::new(|_, _| {}), agents)
+        .await
+        .expect("the pool finishes");
+}
+
 /// Behaves like the oracle, but panics on one task.
 struct Panicky {
     on: String,
@@ -385,24 +416,11 @@ impl server::agent::Agent for Panicky {
 
 #[tokio::test]
 async fn a_panic_in_one_trial_ends_that_trial_and_the_worker_goes_on() {
-    use std::sync::Arc;
+    use server::db::TrialState;
 
-    use server::db::{Store, TrialState};
-    use server::runs::{PoolOptions, RunSpec, create_run, execute_with};
-
-    let store: Arc<dyn Store> = Arc::new(SqlStore::connect("sqlite::memory:").await.expect("store"));
-    let tasks: Vec<_> = server::corpus::generate::corpus().into_iter().take(6).collect();
-    let world = Arc::new(server::env::World::build(tasks.clone()).expect("world"));
-    store.insert_tasks(&tasks, "test").await.expect("tasks");
-    let spec = RunSpec::basic("all", &["oracle"], &["L0"], &["raw"], vec![0]);
-    let run = create_run(store.as_ref(), &world, &spec, "v").await.expect("run");
+    let (store, world, run, tasks) = planned_run(6, "oracle").await;
     let broken = tasks[2].id.clone();
-    let agents = std::collections::HashMap::from([(
-        "oracle".to_string(),
-        Arc::new(Panicky { on: broken.clone() }) as Arc<dyn server::agent::Agent>,
-    )]);
-    let options = PoolOptions { concurrency: 1, lease: Duration::from_secs(30) };
-    execute_with(store.clone(), world, &run, options, Arc::new(|_, _| {}), agents).await.expect("the pool survives");
+    execute_as(&store, world, &run, "oracle", std::sync::Arc::new(Panicky { on: broken.clone() })).await;
     let trials = store.trials(&run).await.expect("trials");
     for t in &trials {
         if t.task_id == broken {
@@ -444,21 +462,11 @@ impl server::agent::Agent for Canceller {
 
 #[tokio::test]
 async fn cancelling_a_run_stops_its_running_trials_at_their_next_step() {
-    use std::sync::Arc;
+    use server::db::TrialState;
 
-    use server::db::{Store, TrialState};
-    use server::runs::{PoolOptions, RunSpec, create_run, execute_with};
-
-    let store: Arc<dyn Store> = Arc::new(SqlStore::connect("sqlite::memory:").await.expect("store"));
-    let tasks: Vec<_> = server::corpus::generate::corpus().into_iter().take(3).collect();
-    let world = Arc::new(server::env::World::build(tasks.clone()).expect("world"));
-    store.insert_tasks(&tasks, "test").await.expect("tasks");
-    let spec = RunSpec::basic("all", &["explorer"], &["L0"], &["raw"], vec![0]);
-    let run = create_run(store.as_ref(), &world, &spec, "v").await.expect("run");
-    let agent = Arc::new(Canceller { store: store.clone(), run: std::sync::Mutex::new(Some(run.clone())) });
-    let agents = std::collections::HashMap::from([("explorer".to_string(), agent as Arc<dyn server::agent::Agent>)]);
-    let options = PoolOptions { concurrency: 1, lease: Duration::from_secs(30) };
-    execute_with(store.clone(), world, &run, options, Arc::new(|_, _| {}), agents).await.expect("pool");
+    let (store, world, run, _) = planned_run(3, "explorer").await;
+    let agent = std::sync::Arc::new(Canceller { store: store.clone(), run: std::sync::Mutex::new(Some(run.clone())) });
+    execute_as(&store, world, &run, "explorer", agent).await;
     let trials = store.trials(&run).await.expect("trials");
     assert!(trials.iter().all(|t| t.state == TrialState::Cancelled), "{trials:?}");
     let steps = store.steps(&trials[0].trial_id).await.expect("steps");
