@@ -11,6 +11,7 @@ pub mod label_judge;
 pub mod labels;
 pub mod metric;
 pub mod metrics;
+pub mod restate;
 pub mod report;
 pub mod rsn;
 pub mod validation;
@@ -30,7 +31,7 @@ use metrics::{DecisionScore, Graph, acc_dec, gold_fact_coverage};
 
 /// Version of the rule-based judges (matcher, metrics, claim patterns, label rules). Bump it
 /// when any of them changes: stored scores of another version are recomputed.
-pub const RULES_VERSION: &str = "rules-3";
+pub const RULES_VERSION: &str = "rules-4";
 
 /// The trajectory schema shipped in the repository.
 pub const TRAJECTORY_SCHEMA: &str = include_str!("../../../schemas/trajectory.schema.json");

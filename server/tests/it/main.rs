@@ -1,6 +1,7 @@
 //! The one integration-test binary: real server on a loopback port, real SQLite files,
 //! real HTTP, and the real `mirage` binary for the command line.
 
+mod adoption;
 mod cli;
 mod dashboard;
 mod episodes;

@@ -4,6 +4,7 @@
 //! through the real loop, pages and overlays; the numbers come from the real scorer and
 //! the clustered bootstrap.
 
+use server::agent::Agent;
 use server::agent::credulous::Credulous;
 use server::agent::episode::{MemorySink, Outcome, Setting, run_trial};
 use server::db::{TrialRow, TrialState};
@@ -13,40 +14,55 @@ use server::judge::aggregate::{Metric, Options, groups};
 use server::judge::{Scorer, Trajectory, TrialScore};
 use server::stats::Estimate;
 
+/// Plays one trial of `agent` through the real loop, pages and overlay (seed 0, raw
+/// ticket) and returns it as the trajectory line a run would export.
+pub(crate) async fn play_trial(
+    world: &World,
+    task: &server::corpus::Task,
+    level: &str,
+    agent: &dyn Agent,
+    defense: Option<&dyn Defense>,
+    trial_id: String,
+) -> Trajectory {
+    let overlay = server::manip::overlay_for(task, level, None, 0).expect("overlay");
+    let mut sink = MemorySink::default();
+    let setting = Setting { overlay: &overlay, defense };
+    let (steps, outcome) = run_trial(world, setting, task, "raw", agent, vec![], &mut sink).await.expect("trial");
+    let (verdict, rationale) = match outcome {
+        Outcome::Verdict { verdict, rationale } => (Some(verdict), Some(rationale)),
+        Outcome::BudgetExhausted => (None, None),
+    };
+    let config = match defense {
+        Some(_) => format!("{}+keyword", agent.name()),
+        None => agent.name().to_string(),
+    };
+    let row = TrialRow {
+        trial_id,
+        run_id: "signal".into(),
+        ordinal: 0,
+        task_id: task.id.clone(),
+        agent: config,
+        level: level.into(),
+        condition: "raw".into(),
+        seed: 0,
+        state: TrialState::Done,
+        attempts: 1,
+        worker: None,
+        verdict,
+        rationale,
+        error: None,
+        appeal: None,
+    };
+    let line = server::runs::export::trajectory_line(&row, &steps);
+    serde_json::from_value(line).expect("trajectory")
+}
+
 /// Plays every `stride`-th task of the corpus at `level`, through `defense` when given.
 async fn play(world: &World, stride: usize, level: &str, defense: Option<&dyn Defense>) -> Vec<TrialScore> {
-    let config = if defense.is_some() { "credulous+keyword" } else { "credulous" };
     let scorer = Scorer::new(world);
     let mut scores = Vec::new();
     for (i, task) in world.tasks().step_by(stride).enumerate() {
-        let overlay = server::manip::overlay_for(task, level, None, 0).expect("overlay");
-        let mut sink = MemorySink::default();
-        let setting = Setting { overlay: &overlay, defense };
-        let (steps, outcome) =
-            run_trial(world, setting, task, "raw", &Credulous, vec![], &mut sink).await.expect("trial");
-        let (verdict, rationale) = match outcome {
-            Outcome::Verdict { verdict, rationale } => (Some(verdict), Some(rationale)),
-            Outcome::BudgetExhausted => (None, None),
-        };
-        let row = TrialRow {
-            trial_id: format!("{config}-{level}-{i}"),
-            run_id: "signal".into(),
-            ordinal: i64::try_from(i).expect("ordinal"),
-            task_id: task.id.clone(),
-            agent: config.into(),
-            level: level.into(),
-            condition: "raw".into(),
-            seed: 0,
-            state: TrialState::Done,
-            attempts: 1,
-            worker: None,
-            verdict,
-            rationale,
-            error: None,
-            appeal: None,
-        };
-        let line = server::runs::export::trajectory_line(&row, &steps);
-        let traj: Trajectory = serde_json::from_value(line).expect("trajectory");
+        let traj = play_trial(world, task, level, &Credulous, defense, format!("{level}-{i}")).await;
         scores.push(scorer.score(&traj).expect("score"));
     }
     scores
