@@ -11,8 +11,8 @@ pub mod label_judge;
 pub mod labels;
 pub mod metric;
 pub mod metrics;
-pub mod restate;
 pub mod report;
+pub mod restate;
 pub mod rsn;
 pub mod validation;
 
