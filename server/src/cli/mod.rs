@@ -3,6 +3,7 @@
 //! library modules they call.
 
 mod corpus;
+mod geo;
 mod manip;
 mod report;
 mod run;
@@ -67,6 +68,11 @@ pub enum Command {
         #[command(subcommand)]
         command: manip::DetectCommand,
     },
+    /// The GEO ranking track: datasets, the ranking prompt, offline evaluation.
+    Geo {
+        #[command(subcommand)]
+        command: geo::GeoCommand,
+    },
     /// Inspect, cancel and export runs.
     Runs {
         #[command(subcommand)]
@@ -76,6 +82,9 @@ pub enum Command {
 
 /// Runs a parsed command line.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Command::Geo { command } = cli.command {
+        return geo::geo(command).await;
+    }
     let url = database_url(&cli.db)?;
     let store: Arc<dyn Store> = Arc::new(SqlStore::connect(&url).await?);
     match cli.command {
@@ -102,5 +111,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             seed_if_empty(store.as_ref()).await?;
             corpus::corpus(store.as_ref(), command).await
         }
+        Command::Geo { .. } => unreachable!("answered before the database is opened"),
     }
 }

@@ -26,6 +26,7 @@ const LAYERS: &[&[&str]] = &[
     &["manip"],
     &["agent"],
     &["judge"],
+    &["geo"],
     &["runs"],
     &["search"],
     &["services"],

@@ -5,6 +5,7 @@ mod adoption;
 mod cli;
 mod dashboard;
 mod episodes;
+mod geo;
 mod layout;
 mod live;
 mod llm;

@@ -1,0 +1,284 @@
+//! `mirage geo datasets|prompt|eval`: the GEO ranking track's datasets, the exact messages
+//! a ranker reads, and an in-process evaluation with the offline rankers and writers.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::score::table;
+use crate::geo::data::{DATASETS, List, lists, summaries};
+use crate::geo::metrics::Agg;
+use crate::geo::order::{Orders, instance_seed, orderings};
+use crate::geo::parse::Parser;
+use crate::geo::prompt::Prompt;
+use crate::geo::{Protocol, Scored, evaluate, rank, summarise, writers};
+
+/// `mirage geo …`.
+#[derive(Debug, Subcommand)]
+pub enum GeoCommand {
+    /// The ranking datasets compiled in: lists, targets, list lengths and query nouns.
+    Datasets {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the exact messages a ranker receives for a target in one of its orders.
+    Prompt {
+        /// DATASET/LIST/INDEX, the index 1-based as in the list file, e.g. `ragroll/laptop/3`.
+        #[arg(long)]
+        target: String,
+        /// Which of the K orders, 1-based (1 is the identity).
+        #[arg(long, default_value_t = 1)]
+        order: usize,
+        #[command(flatten)]
+        protocol: ProtocolArgs,
+    },
+    /// Evaluate offline rankers and writers on the datasets, in this process (nothing is
+    /// stored): per (ranker, method) the equal-dataset NRG, S@0.1 and P@0.1 with 95 %
+    /// list-cluster bootstrap intervals, and per dataset.
+    Eval {
+        /// Offline rankers, comma-separated: bm25, position.
+        #[arg(long, value_delimiter = ',', default_value = "bm25")]
+        ranker: Vec<String>,
+        /// Offline writers, comma-separated: identity, stuff, strip.
+        #[arg(long, value_delimiter = ',', default_value = "identity,stuff,strip")]
+        method: Vec<String>,
+        /// `all` or datasets, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "all")]
+        dataset: Vec<String>,
+        #[command(flatten)]
+        protocol: ProtocolArgs,
+        #[arg(long, default_value_t = 5_000)]
+        resamples: usize,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// How targets are shown and read.
+#[derive(Debug, Args)]
+pub struct ProtocolArgs {
+    /// Orders per target (the same before and after the edit).
+    #[arg(long, default_value_t = 10)]
+    k: usize,
+    #[arg(long, default_value_t = 0)]
+    base_seed: i64,
+    /// python: GEO-Bench's orders bit for bit; chacha: Mirage's own.
+    #[arg(long, value_enum, default_value_t = Orders::Python)]
+    orders: Orders,
+    /// fixed: GEO-Bench's parser with its two fixes; geobench: as published.
+    #[arg(long, value_enum, default_value_t = Parser::Fixed)]
+    parser: Parser,
+    #[arg(long, value_enum, default_value_t = Agg::Median)]
+    agg: Agg,
+    /// A TOML template (`system`, `user`; placeholders {noun}, {query}, {count}, {products}).
+    #[arg(long)]
+    prompt_file: Option<PathBuf>,
+    /// Fold the system text into the user turn (models without a system role).
+    #[arg(long)]
+    no_system_role: bool,
+}
+
+impl ProtocolArgs {
+    fn protocol(&self) -> anyhow::Result<Protocol> {
+        if self.k == 0 {
+            bail!("--k must be at least 1");
+        }
+        let prompt = match &self.prompt_file {
+            Some(path) => Prompt::from_file(path)?,
+            None => Prompt::default(),
+        };
+        Ok(Protocol {
+            k: self.k,
+            base_seed: self.base_seed,
+            orders: self.orders,
+            parser: self.parser,
+            agg: self.agg,
+            prompt,
+            system_role: !self.no_system_role,
+        })
+    }
+}
+
+/// Runs `mirage geo …` (no database needed).
+pub async fn geo(command: GeoCommand) -> anyhow::Result<()> {
+    let lists = lists()?;
+    match command {
+        GeoCommand::Datasets { json } => datasets(&lists, json),
+        GeoCommand::Prompt { target, order, protocol } => prompt(&lists, &target, order, &protocol.protocol()?),
+        GeoCommand::Eval { ranker, method, dataset, protocol, resamples, seed, json } => {
+            let protocol = protocol.protocol()?;
+            let chosen = chosen(&lists, &dataset)?;
+            let rankers: Vec<Box<dyn rank::Ranker>> = ranker
+                .iter()
+                .map(|r| {
+                    rank::offline(r)
+                        .with_context(|| format!("--ranker: {r:?} is not an offline ranker (bm25, position)"))
+                })
+                .collect::<anyhow::Result<_>>()?;
+            for m in &method {
+                if !writers::WRITERS.contains(&m.as_str()) {
+                    bail!("--method: {m:?} is not an offline writer ({})", writers::WRITERS.join(", "));
+                }
+            }
+            eval(&chosen, &rankers, &method, &protocol, resamples, seed, json).await
+        }
+    }
+}
+
+fn datasets(lists: &[List], json: bool) -> anyhow::Result<()> {
+    let s = summaries(lists);
+    if json {
+        let lists: Vec<_> = lists
+            .iter()
+            .map(|l| json!({"key": l.key(), "dataset": l.dataset, "category": l.category, "noun": l.noun, "items": l.items.len()}))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&json!({"datasets": s, "lists": lists}))?);
+        return Ok(());
+    }
+    let mut t =
+        table(vec!["dataset".into(), "lists".into(), "targets".into(), "items per list".into(), "nouns".into()]);
+    for d in &s {
+        let lengths: Vec<String> = d.lengths.iter().map(ToString::to_string).collect();
+        let mut nouns = d.nouns.clone();
+        nouns.truncate(6);
+        let more = if d.nouns.len() > 6 { format!(", … ({} in all)", d.nouns.len()) } else { String::new() };
+        t.add_row(vec![
+            d.dataset.clone(),
+            d.lists.to_string(),
+            d.targets.to_string(),
+            lengths.join(", "),
+            format!("{}{more}", nouns.join(", ")),
+        ]);
+    }
+    println!("{t}");
+    println!("{} lists, {} targets", lists.len(), s.iter().map(|d| d.targets).sum::<usize>());
+    Ok(())
+}
+
+/// The list and 0-based target of `DATASET/LIST/INDEX`.
+fn find<'a>(lists: &'a [List], target: &str) -> anyhow::Result<(&'a List, usize)> {
+    let parts: Vec<&str> = target.rsplitn(2, '/').collect();
+    let [index, key] = parts[..] else { bail!("--target: {target:?} is not DATASET/LIST/INDEX") };
+    let (dataset, category) =
+        key.split_once('/').with_context(|| format!("--target: {target:?} is not DATASET/LIST/INDEX"))?;
+    let list = lists
+        .iter()
+        .find(|l| l.dataset == dataset && l.category == category)
+        .with_context(|| format!("--target: no list {dataset}/{category} (see `mirage geo datasets --json`)"))?;
+    let index: usize = index.parse().with_context(|| format!("--target: index {index:?} is not a number"))?;
+    if index == 0 || index > list.items.len() {
+        bail!("--target: index {index} is outside 1..={} of {dataset}/{category}", list.items.len());
+    }
+    Ok((list, index - 1))
+}
+
+fn prompt(lists: &[List], target: &str, order: usize, protocol: &Protocol) -> anyhow::Result<()> {
+    let (list, t) = find(lists, target)?;
+    if order == 0 || order > protocol.k {
+        bail!("--order: {order} is outside 1..={}", protocol.k);
+    }
+    let seed = instance_seed(protocol.base_seed, &list.instance_key(t + 1));
+    let orders = orderings(list.items.len(), protocol.k, seed, protocol.orders);
+    let shown = &orders[order - 1];
+    let position = shown.iter().position(|&i| i == t).expect("the target is in every order") + 1;
+    println!(
+        "# {} — target {:?} shown as number {position} in order {order} of {} (instance seed {seed}, prompt {})",
+        list.instance_key(t + 1),
+        list.items[t].name,
+        protocol.k,
+        protocol.prompt.version
+    );
+    for m in protocol.prompt.messages(&list.noun, &list.items, shown, protocol.system_role) {
+        println!("\n[{}]\n{}", m.role, m.content);
+    }
+    Ok(())
+}
+
+/// The lists of the chosen datasets.
+fn chosen(lists: &[List], dataset: &[String]) -> anyhow::Result<Vec<List>> {
+    if dataset.iter().any(|d| d == "all") {
+        return Ok(lists.to_vec());
+    }
+    for d in dataset {
+        if !DATASETS.iter().any(|(k, _)| k == d) {
+            let known: Vec<&str> = DATASETS.iter().map(|(k, _)| *k).collect();
+            bail!("--dataset: {d:?} is not one of all, {}", known.join(", "));
+        }
+    }
+    Ok(lists.iter().filter(|l| dataset.contains(&l.dataset)).cloned().collect())
+}
+
+async fn eval(
+    lists: &[List],
+    rankers: &[Box<dyn rank::Ranker>],
+    methods: &[String],
+    protocol: &Protocol,
+    resamples: usize,
+    seed: u64,
+    json: bool,
+) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
+    let mut by_dataset = Vec::new();
+    for ranker in rankers {
+        for method in methods {
+            let mut scored = Vec::new();
+            for list in lists {
+                for (t, item) in list.items.iter().enumerate() {
+                    let edited = writers::write(method, &item.name, &list.noun, &item.text).expect("checked writer");
+                    let (result, _) = evaluate(ranker.as_ref(), protocol, list, t, &edited).await?;
+                    scored.push(Scored { dataset: list.dataset.clone(), list: list.key(), target: t + 1, result });
+                }
+            }
+            let summary = summarise(&scored, resamples, seed).context("no targets")?;
+            rows.push((ranker.name().to_string(), method.clone(), summary));
+            for (dataset, _) in DATASETS {
+                let mine: Vec<Scored> = scored.iter().filter(|s| s.dataset == dataset).cloned().collect();
+                if let Some(s) = summarise(&mine, resamples, seed) {
+                    by_dataset.push((ranker.name().to_string(), method.clone(), dataset, s));
+                }
+            }
+        }
+    }
+    let interval = |e: &crate::stats::Estimate| json!({"mean": e.mean, "lo": e.lo, "hi": e.hi});
+    if json {
+        let row = |r: &str, m: &str, s: &crate::geo::Summary| {
+            json!({"ranker": r, "method": m, "n": s.n, "nrg": interval(&s.nrg), "s_at_0_1": interval(&s.s_at_0_1),
+                   "p_at_0_1": interval(&s.p_at_0_1), "s_at_0_2": interval(&s.s_at_0_2), "p_at_0_2": interval(&s.p_at_0_2),
+                   "missing": s.missing, "nrg_target_weighted": s.nrg_target_weighted})
+        };
+        let rows: Vec<_> = rows.iter().map(|(r, m, s)| row(r, m, s)).collect();
+        let per: Vec<_> = by_dataset
+            .iter()
+            .map(|(r, m, d, s)| {
+                let mut v = row(r, m, s);
+                v["dataset"] = json!(d);
+                v
+            })
+            .collect();
+        let out = json!({"prompt_version": protocol.prompt.version, "k": protocol.k, "rows": rows, "datasets": per});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    let cell = |e: &crate::stats::Estimate| format!("{:.3} [{:.3}, {:.3}]", e.mean, e.lo, e.hi);
+    let mut t =
+        table(["ranker", "method", "dataset", "n", "NRG", "S@0.1", "P@0.1", "missing"].map(String::from).to_vec());
+    let all = rows.iter().map(|(r, m, s)| (r, m, "equal-dataset mean", s));
+    for (r, m, d, s) in all.chain(by_dataset.iter().map(|(r, m, d, s)| (r, m, *d, s))) {
+        t.add_row(vec![
+            r.clone(),
+            m.clone(),
+            d.to_string(),
+            s.n.to_string(),
+            cell(&s.nrg),
+            cell(&s.s_at_0_1),
+            cell(&s.p_at_0_1),
+            format!("{:.3}", s.missing),
+        ]);
+    }
+    println!("{t}");
+    Ok(())
+}

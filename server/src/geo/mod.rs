@@ -1,0 +1,150 @@
+//! The GEO ranking track (`../shared/GEO.md`, DESIGN §1.7): GEO-Bench's benchmark of
+//! listwise rankers under manipulation. A target is one item of a list whose description
+//! the party who gains may edit; a ranker sees the list in K seeded orders before and after
+//! the edit, and the target's median rank moves (NRG, S@α, P@α).
+//!
+//! * [`data`]: the four datasets compiled in, loading rules, query nouns and keys;
+//! * [`order`]: the K orders, bit-identical to GEO-Bench's (Python's MT19937, CRC-32 seeds);
+//! * [`prompt`]: the versioned ranking prompt, or a user's template;
+//! * [`parse`]: a reply into ranks (GEO-Bench's parser with two fixes, or as published);
+//! * [`rank`]: rankers (offline `bm25` and `position`);
+//! * [`writers`]: offline edits for tests (`stuff`, `strip`, `identity`);
+//! * [`metrics`]: per-target ranks, medians, NRG, S@α and P@α.
+
+pub mod data;
+pub mod metrics;
+pub mod order;
+pub mod parse;
+pub mod prompt;
+pub mod rank;
+pub mod writers;
+
+use anyhow::Context;
+use serde::Serialize;
+
+use data::List;
+use metrics::{Agg, TargetResult};
+use order::Orders;
+use parse::Parser;
+use prompt::Prompt;
+use rank::{RankRequest, Ranker};
+
+/// How one target is evaluated: the orders, the prompt, the reading of replies.
+#[derive(Clone, Debug)]
+pub struct Protocol {
+    pub k: usize,
+    pub base_seed: i64,
+    pub orders: Orders,
+    pub parser: Parser,
+    pub agg: Agg,
+    pub prompt: Prompt,
+    pub system_role: bool,
+}
+
+impl Default for Protocol {
+    fn default() -> Protocol {
+        Protocol {
+            k: 10,
+            base_seed: 0,
+            orders: Orders::Python,
+            parser: Parser::Fixed,
+            agg: Agg::Median,
+            prompt: Prompt::default(),
+            system_role: true,
+        }
+    }
+}
+
+/// One order's replies and the target's ranks in them.
+#[derive(Clone, Debug, Serialize)]
+pub struct OrderRecord {
+    pub order: Vec<usize>,
+    pub clean_reply: String,
+    pub edited_reply: String,
+    pub clean_rank: usize,
+    pub edited_rank: usize,
+}
+
+/// Ranks the list with the target's original and edited description under the same K
+/// orders and returns the target's result with every order's record. `target` is 0-based.
+pub async fn evaluate(
+    ranker: &dyn Ranker,
+    protocol: &Protocol,
+    list: &List,
+    target: usize,
+    edited: &str,
+) -> anyhow::Result<(TargetResult, Vec<OrderRecord>)> {
+    let seed = order::instance_seed(protocol.base_seed, &list.instance_key(target + 1));
+    let orders = order::orderings(list.items.len(), protocol.k, seed, protocol.orders);
+    let mut edited_items = list.items.clone();
+    edited_items[target].text = edited.to_string();
+    let names: Vec<String> = list.items.iter().map(|i| i.name.clone()).collect();
+    let mut records = Vec::with_capacity(orders.len());
+    for order in orders {
+        let mut replies = Vec::with_capacity(2);
+        for items in [&list.items, &edited_items] {
+            let messages = protocol.prompt.messages(&list.noun, items, &order, protocol.system_role);
+            let shown = order.iter().map(|&i| &items[i]).collect();
+            let request = RankRequest { noun: &list.noun, shown, messages: &messages };
+            let reply = ranker
+                .reply(&request)
+                .await
+                .with_context(|| format!("ranker {} on {}", ranker.name(), list.instance_key(target + 1)))?;
+            // The reply lists names; ranks are by item index of the list.
+            let (rank, _) = parse::target_rank(&reply, &names, target, protocol.parser);
+            replies.push((reply, rank));
+        }
+        let (edited_reply, edited_rank) = replies.pop().expect("edited");
+        let (clean_reply, clean_rank) = replies.pop().expect("clean");
+        records.push(OrderRecord { order, clean_reply, edited_reply, clean_rank, edited_rank });
+    }
+    let ranks_b = records.iter().map(|r| r.clean_rank).collect();
+    let ranks_a = records.iter().map(|r| r.edited_rank).collect();
+    Ok((TargetResult::new(list.items.len(), ranks_b, ranks_a, protocol.agg), records))
+}
+
+/// One target's result with where it belongs.
+#[derive(Clone, Debug, Serialize)]
+pub struct Scored {
+    pub dataset: String,
+    pub list: String,
+    pub target: usize,
+    pub result: TargetResult,
+}
+
+/// The headline figures of a set of targets: each the equal-dataset mean with a 95 %
+/// list-cluster bootstrap interval stratified by dataset.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub n: usize,
+    pub nrg: crate::stats::Estimate,
+    pub s_at_0_1: crate::stats::Estimate,
+    pub p_at_0_1: crate::stats::Estimate,
+    pub s_at_0_2: crate::stats::Estimate,
+    pub p_at_0_2: crate::stats::Estimate,
+    /// Share of orders whose reply missed the target, edited (equal-dataset mean).
+    pub missing: f64,
+    /// NRG weighted by target instead of by dataset (the sensitivity check).
+    pub nrg_target_weighted: f64,
+}
+
+/// The summary of `scored` (at least one target), with `resamples` bootstrap replicates.
+pub fn summarise(scored: &[Scored], resamples: usize, seed: u64) -> Option<Summary> {
+    use crate::stats::{Obs, bootstrap};
+    let flag = |b: bool| if b { 1.0 } else { 0.0 };
+    let est = |f: &dyn Fn(&TargetResult) -> f64| {
+        let obs: Vec<Obs> = scored.iter().map(|s| Obs::value(&s.dataset, &s.list, f(&s.result))).collect();
+        bootstrap(&obs, resamples, seed)
+    };
+    let missing = est(&|r| r.missing_a)?.mean;
+    Some(Summary {
+        n: scored.len(),
+        nrg: est(&|r| r.nrg)?,
+        s_at_0_1: est(&|r| flag(r.s_at_0_1))?,
+        p_at_0_1: est(&|r| flag(r.p_at_0_1))?,
+        s_at_0_2: est(&|r| flag(r.s_at_0_2))?,
+        p_at_0_2: est(&|r| flag(r.p_at_0_2))?,
+        missing,
+        nrg_target_weighted: scored.iter().map(|s| s.result.nrg).sum::<f64>() / scored.len() as f64,
+    })
+}

@@ -1,0 +1,208 @@
+//! Rankers: given a list in one order (and the messages a chat model would read), a reply
+//! that names the items from best to worst. Replies of every ranker go through the same
+//! parser. Offline rankers (GEO.md §7.1):
+//!
+//! * `bm25`: Okapi BM25 of each item's `Name: description` against the query noun, over
+//!   the presented list as the collection (k1 = 1.2, b = 0.75, idf = ln(1 + (N − df + ½)/(df
+//!   + ½))); ties keep the presented order, so the orders matter;
+//! * `position`: the list as presented, blind to content: a target's rank is its position,
+//!   the same before and after any edit, so every method's gain is exactly 0.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
+
+use async_trait::async_trait;
+use regex::Regex;
+
+use super::data::Item;
+use super::prompt::one_line;
+use crate::llm::Message;
+
+/// What a ranker is asked: the list in presented order and the messages of the prompt.
+pub struct RankRequest<'a> {
+    pub noun: &'a str,
+    /// The items in presented order.
+    pub shown: Vec<&'a Item>,
+    pub messages: &'a [Message],
+}
+
+/// A ranker.
+#[async_trait]
+pub trait Ranker: Send + Sync {
+    /// The configuration name (`bm25`, `position`, an endpoint's name).
+    fn name(&self) -> &str;
+    /// The model behind it, for cache keys (the name for offline rankers).
+    fn model(&self) -> &str {
+        self.name()
+    }
+    /// The reply to one request.
+    async fn reply(&self, request: &RankRequest<'_>) -> anyhow::Result<String>;
+}
+
+/// A reply that lists names in the given order, as `1. Name` lines.
+fn numbered<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names.enumerate().map(|(i, n)| format!("{}. {n}\n", i + 1)).collect()
+}
+
+/// The content-blind null ranker.
+pub struct Position;
+
+#[async_trait]
+impl Ranker for Position {
+    fn name(&self) -> &str {
+        "position"
+    }
+    async fn reply(&self, request: &RankRequest<'_>) -> anyhow::Result<String> {
+        Ok(numbered(request.shown.iter().map(|i| i.name.as_str())))
+    }
+}
+
+const BM25_STOPWORDS: [&str; 26] = [
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "i", "in", "is", "it", "its", "of",
+    "on", "or", "that", "the", "this", "to", "was", "were",
+];
+
+static TOKEN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[\p{L}\p{N}]+").expect("token pattern"));
+
+/// Harman's S-stemmer, for words longer than three characters.
+pub fn s_stem(word: &str) -> String {
+    if word.chars().count() <= 3 {
+        return word.to_string();
+    }
+    if let Some(stem) = word.strip_suffix("ies")
+        && !word.ends_with("eies")
+        && !word.ends_with("aies")
+    {
+        return format!("{stem}y");
+    }
+    if let Some(stem) = word.strip_suffix("es")
+        && !["aes", "ees", "oes"].iter().any(|s| word.ends_with(s))
+    {
+        return format!("{stem}e");
+    }
+    if let Some(stem) = word.strip_suffix('s')
+        && !word.ends_with("us")
+        && !word.ends_with("ss")
+    {
+        return stem.to_string();
+    }
+    word.to_string()
+}
+
+/// Lowercase word tokens, stopwords dropped, S-stemmed.
+pub fn tokens(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    TOKEN.find_iter(&lower).map(|m| m.as_str()).filter(|w| !BM25_STOPWORDS.contains(w)).map(s_stem).collect()
+}
+
+/// BM25 scores of documents for the query terms, the documents being the collection.
+pub fn bm25(query: &str, docs: &[String]) -> Vec<f64> {
+    const K1: f64 = 1.2;
+    const B: f64 = 0.75;
+    let terms: Vec<String> = {
+        let mut seen = HashSet::new();
+        tokens(query).into_iter().filter(|t| seen.insert(t.clone())).collect()
+    };
+    let docs: Vec<Vec<String>> = docs.iter().map(|d| tokens(d)).collect();
+    let n = docs.len() as f64;
+    let avgdl = docs.iter().map(Vec::len).sum::<usize>() as f64 / n;
+    let counts: Vec<HashMap<&str, usize>> = docs
+        .iter()
+        .map(|d| {
+            let mut c = HashMap::new();
+            for t in d {
+                *c.entry(t.as_str()).or_insert(0) += 1;
+            }
+            c
+        })
+        .collect();
+    let idf: Vec<f64> = terms
+        .iter()
+        .map(|t| {
+            let df = counts.iter().filter(|c| c.contains_key(t.as_str())).count() as f64;
+            (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+        })
+        .collect();
+    docs.iter()
+        .zip(&counts)
+        .map(|(d, c)| {
+            let norm = K1 * (1.0 - B + B * d.len() as f64 / avgdl);
+            terms
+                .iter()
+                .zip(&idf)
+                .map(|(t, idf)| {
+                    let tf = c.get(t.as_str()).copied().unwrap_or(0) as f64;
+                    idf * tf * (K1 + 1.0) / (tf + norm)
+                })
+                .sum()
+        })
+        .collect()
+}
+
+/// The offline lexical ranker.
+pub struct Bm25;
+
+#[async_trait]
+impl Ranker for Bm25 {
+    fn name(&self) -> &str {
+        "bm25"
+    }
+    async fn reply(&self, request: &RankRequest<'_>) -> anyhow::Result<String> {
+        let docs: Vec<String> = request.shown.iter().map(|i| format!("{}: {}", i.name, one_line(&i.text))).collect();
+        let scores = bm25(request.noun, &docs);
+        let mut order: Vec<usize> = (0..docs.len()).collect();
+        // A stable sort keeps presented order among ties.
+        order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+        Ok(numbered(order.into_iter().map(|i| request.shown[i].name.as_str())))
+    }
+}
+
+/// An offline ranker by name.
+pub fn offline(name: &str) -> Option<Box<dyn Ranker>> {
+    match name {
+        "bm25" => Some(Box::new(Bm25)),
+        "position" => Some(Box::new(Position)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_s_stemmer_and_tokens() {
+        for (w, s) in [
+            ("batteries", "battery"),
+            ("eies", "eie"),
+            ("caches", "cache"),
+            ("toes", "toe"),
+            ("shoes", "shoe"),
+            ("cameras", "camera"),
+            ("status", "status"),
+            ("glass", "glass"),
+            ("bus", "bus"),
+            ("gas", "gas"),
+        ] {
+            assert_eq!(s_stem(w), s, "{w}");
+        }
+        assert_eq!(tokens("The Coffee-Machines of 2024, é_x"), ["coffee", "machine", "2024", "é", "x"]);
+    }
+
+    #[tokio::test]
+    async fn bm25_prefers_the_query_term_and_keeps_presented_order_among_ties() {
+        let items = [
+            Item { name: "A".into(), text: "A sturdy tool.".into() },
+            Item { name: "B".into(), text: "The best laptop, a laptop for work.".into() },
+            Item { name: "C".into(), text: "Another tool.".into() },
+        ];
+        let shown: Vec<&Item> = [2, 0, 1].iter().map(|&i| &items[i]).collect();
+        let reply = Bm25.reply(&RankRequest { noun: "laptop", shown, messages: &[] }).await.expect("reply");
+        assert_eq!(reply, "1. B\n2. C\n3. A\n");
+        let shown: Vec<&Item> = items.iter().collect();
+        let reply = Position.reply(&RankRequest { noun: "laptop", shown, messages: &[] }).await.expect("reply");
+        assert_eq!(reply, "1. A\n2. B\n3. C\n");
+        let s = bm25("laptop", &["laptop".into(), "tool".into()]);
+        assert!(s[0] > 0.0 && s[1] == 0.0);
+    }
+}
