@@ -88,6 +88,7 @@ async fn main() {
         attacker: None,
         judge: None,
         agent_prompt: server::agent::llm::PROMPT_VERSION.to_string(),
+        geo: None,
     };
     let explorer = spec(vec!["explorer".into()], "all", Default::default());
     let run = create_run(store.as_ref(), &world, &explorer, "bench").await.expect("run");

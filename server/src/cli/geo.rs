@@ -34,6 +34,25 @@ pub enum GeoCommand {
         #[command(flatten)]
         protocol: ProtocolArgs,
     },
+    /// Plan a GEO ranking run on the durable queue and execute it with a progress bar (or
+    /// resume one); `mirage worker` processes can share it.
+    Run(Box<GeoRunArgs>),
+    /// A stored GEO run's report: per (ranker, method) the equal-dataset NRG, S@0.1 and
+    /// P@0.1 with intervals and tie bands, per dataset, paired comparisons (Holm) and
+    /// Spearman's ρ between rankers.
+    Report {
+        #[arg(long)]
+        run: String,
+        /// Rows to print: method (the leaderboard), dataset (per dataset) or pairs.
+        #[arg(long, value_delimiter = ',', default_value = "method")]
+        by: Vec<String>,
+        #[arg(long, default_value_t = 5_000)]
+        resamples: usize,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[arg(long)]
+        json: bool,
+    },
     /// Evaluate offline rankers and writers on the datasets, in this process (nothing is
     /// stored): per (ranker, method) the equal-dataset NRG, S@0.1 and P@0.1 with 95 %
     /// list-cluster bootstrap intervals, and per dataset.
@@ -41,8 +60,8 @@ pub enum GeoCommand {
         /// Offline rankers, comma-separated: bm25, position.
         #[arg(long, value_delimiter = ',', default_value = "bm25")]
         ranker: Vec<String>,
-        /// Offline writers, comma-separated: identity, stuff, strip.
-        #[arg(long, value_delimiter = ',', default_value = "identity,stuff,strip")]
+        /// Offline writers, comma-separated: clean, stuff, strip.
+        #[arg(long, value_delimiter = ',', default_value = "clean,stuff,strip")]
         method: Vec<String>,
         /// `all` or datasets, comma-separated.
         #[arg(long, value_delimiter = ',', default_value = "all")]
@@ -56,6 +75,36 @@ pub enum GeoCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `mirage geo run`.
+#[derive(Debug, Args)]
+pub struct GeoRunArgs {
+    /// Rankers, comma-separated: bm25, position, or endpoints named in the config file.
+    #[arg(long, value_delimiter = ',', required_unless_present = "resume")]
+    ranker: Vec<String>,
+    /// Methods, comma-separated: clean, stuff, strip.
+    #[arg(long, value_delimiter = ',', default_value = "clean")]
+    method: Vec<String>,
+    /// `all` or datasets, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "all")]
+    dataset: Vec<String>,
+    #[command(flatten)]
+    protocol: ProtocolArgs,
+    /// TOML file with `[endpoints.NAME]` tables for chat rankers.
+    #[arg(long, env = "MIRAGE_CONFIG")]
+    config: Option<PathBuf>,
+    /// Trials executed at once by this process.
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// Only plan the run and print its id; `mirage worker` processes execute it.
+    #[arg(long)]
+    detach: bool,
+    /// Resume a run instead of planning a new one.
+    #[arg(long)]
+    resume: Option<String>,
+    #[arg(long, default_value_t = 30, hide = true)]
+    lease_secs: u64,
 }
 
 /// How targets are shown and read.
@@ -103,10 +152,22 @@ impl ProtocolArgs {
     }
 }
 
-/// Runs `mirage geo …` (no database needed).
-pub async fn geo(command: GeoCommand) -> anyhow::Result<()> {
+/// Runs `mirage geo …`; only `run` and `report` open the database.
+pub async fn geo(command: GeoCommand, db: &str) -> anyhow::Result<()> {
     let lists = lists()?;
+    let open = || async {
+        let url = crate::db::database_url(db)?;
+        anyhow::Ok(
+            std::sync::Arc::new(crate::db::SqlStore::connect(&url).await?) as std::sync::Arc<dyn crate::db::Store>
+        )
+    };
     match command {
+        GeoCommand::Run(args) => run(open().await?, *args).await,
+        GeoCommand::Report { run, by, resamples, seed, json } => {
+            let store = open().await?;
+            let report = crate::geo::report::report(store.as_ref(), &lists, &run, resamples, seed).await?;
+            print_report(&report, &by, json)
+        }
         GeoCommand::Datasets { json } => datasets(&lists, json),
         GeoCommand::Prompt { target, order, protocol } => prompt(&lists, &target, order, &protocol.protocol()?),
         GeoCommand::Eval { ranker, method, dataset, protocol, resamples, seed, json } => {
@@ -280,5 +341,117 @@ async fn eval(
         ]);
     }
     println!("{t}");
+    Ok(())
+}
+
+async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> anyhow::Result<()> {
+    let run_id = match args.resume {
+        Some(id) => {
+            crate::geo::report::results(store.as_ref(), &lists()?, &id).await?;
+            id
+        }
+        None => {
+            let configured = crate::config::Config::load(args.config.as_deref())?.endpoints;
+            let mut endpoints = std::collections::BTreeMap::new();
+            for name in &args.ranker {
+                if rank::offline(name).is_none() {
+                    let spec = configured.get(name).with_context(|| {
+                        format!("--ranker: {name:?} is neither an offline ranker (bm25, position) nor an endpoint of the config file")
+                    })?;
+                    endpoints.insert(name.clone(), spec.clone());
+                }
+            }
+            let spec = crate::geo::plan::GeoSpec {
+                datasets: crate::geo::plan::datasets(&args.dataset).context("--dataset")?,
+                rankers: args.ranker.clone(),
+                methods: args.method.clone(),
+                protocol: args.protocol.protocol()?,
+                endpoints,
+            };
+            let id = crate::runs::geo::create_geo_run(store.as_ref(), spec).await?;
+            if args.detach {
+                println!("{id}");
+                return Ok(());
+            }
+            id
+        }
+    };
+    let world = std::sync::Arc::new(crate::env::World::build(Vec::new())?);
+    super::run::follow(store, world, &run_id, args.concurrency, args.lease_secs).await?;
+    println!("report: mirage geo report --run {run_id}");
+    Ok(())
+}
+
+fn print_report(report: &crate::geo::report::Report, by: &[String], json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+        return Ok(());
+    }
+    let cell = |e: &crate::stats::Estimate| format!("{:.3} [{:.3}, {:.3}]", e.mean, e.lo, e.hi);
+    println!(
+        "run {}: {} trials ({} errors, {} unfinished), K = {}, prompt {}",
+        report.run, report.trials, report.errors, report.unfinished, report.k, report.prompt_version
+    );
+    for what in by {
+        match what.as_str() {
+            "method" => {
+                let mut t = table(
+                    ["ranker", "method", "band", "n", "NRG", "S@0.1", "P@0.1", "missing", "NRG (by target)"]
+                        .map(String::from)
+                        .to_vec(),
+                );
+                for r in &report.rows {
+                    let s = &r.summary;
+                    t.add_row(vec![
+                        r.ranker.clone(),
+                        r.method.clone(),
+                        r.band.to_string(),
+                        s.n.to_string(),
+                        cell(&s.nrg),
+                        cell(&s.s_at_0_1),
+                        cell(&s.p_at_0_1),
+                        format!("{:.3}", s.missing),
+                        format!("{:.3}", s.nrg_target_weighted),
+                    ]);
+                }
+                println!("{t}");
+            }
+            "dataset" => {
+                let mut t =
+                    table(["ranker", "method", "dataset", "n", "NRG", "S@0.1", "P@0.1"].map(String::from).to_vec());
+                for r in &report.datasets {
+                    let s = &r.summary;
+                    t.add_row(vec![
+                        r.ranker.clone(),
+                        r.method.clone(),
+                        r.dataset.clone(),
+                        s.n.to_string(),
+                        cell(&s.nrg),
+                        cell(&s.s_at_0_1),
+                        cell(&s.p_at_0_1),
+                    ]);
+                }
+                println!("{t}");
+            }
+            "pairs" => {
+                let mut t = table(["ranker", "a − b", "NRG difference", "p", "p (Holm)"].map(String::from).to_vec());
+                for p in &report.pairs {
+                    t.add_row(vec![
+                        p.ranker.clone(),
+                        format!("{} − {}", p.a, p.b),
+                        cell(&p.diff),
+                        format!("{:.4}", p.p),
+                        format!("{:.4}", p.p_holm),
+                    ]);
+                }
+                println!("{t}");
+                for r in &report.spearman {
+                    let rho = r.rho.map_or_else(|| "-".to_string(), |x| format!("{x:.3}"));
+                    println!("Spearman ρ({}, {}) over {} methods: {rho}", r.a, r.b, r.methods);
+                }
+            }
+            other => bail!("--by: {other:?} is not one of method, dataset, pairs"),
+        }
+    }
     Ok(())
 }

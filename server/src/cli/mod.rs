@@ -83,7 +83,7 @@ pub enum Command {
 /// Runs a parsed command line.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Command::Geo { command } = cli.command {
-        return geo::geo(command).await;
+        return geo::geo(command, &cli.db).await;
     }
     let url = database_url(&cli.db)?;
     let store: Arc<dyn Store> = Arc::new(SqlStore::connect(&url).await?);

@@ -108,12 +108,7 @@ pub struct WorkerArgs {
 
 /// `mirage run`: plans (or resumes) a run and executes it with a progress bar.
 pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<()> {
-    use std::time::{Duration, Instant};
-
-    use indicatif::{ProgressBar, ProgressStyle};
-
-    use crate::db::TrialEnd;
-    use crate::runs::{PoolOptions, RunSpec, create_run, execute};
+    use crate::runs::{RunSpec, create_run};
 
     let tasks = store.all_tasks().await?;
     let version = crate::corpus::fingerprint(&tasks);
@@ -144,6 +139,7 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
                 attacker,
                 judge,
                 agent_prompt: crate::agent::llm::PROMPT_VERSION.to_string(),
+                geo: None,
             };
             let id = create_run(store.as_ref(), &world, &spec, &version).await?;
             if args.detach {
@@ -153,8 +149,32 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
             id
         }
     };
-    let run = store.run(&run_id).await?;
-    let before = store.progress(&run_id).await?;
+    follow(store.clone(), world, &run_id, args.concurrency, args.lease_secs).await?;
+    if let Some(path) = args.out {
+        let (text, _) = crate::runs::export::export_run(store.as_ref(), &run_id).await?;
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Executes a run's queued trials in this process with a progress bar, then prints the
+/// counts (`mirage run`, `mirage geo run`).
+pub(super) async fn follow(
+    store: Arc<dyn Store>,
+    world: Arc<crate::env::World>,
+    run_id: &str,
+    concurrency: usize,
+    lease_secs: u64,
+) -> anyhow::Result<()> {
+    use std::time::{Duration, Instant};
+
+    use indicatif::{ProgressBar, ProgressStyle};
+
+    use crate::db::TrialEnd;
+    use crate::runs::{PoolOptions, execute};
+
+    let run = store.run(run_id).await?;
+    let before = store.progress(run_id).await?;
     eprintln!(
         "run {run_id}: {} trials ({} already finished); resume with `mirage run --resume {run_id}`",
         run.trials_total,
@@ -178,10 +198,10 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
             bar.inc(1);
         })
     };
-    let options = PoolOptions { concurrency: args.concurrency, lease: Duration::from_secs(args.lease_secs.max(1)) };
-    execute(store.clone(), world, &run_id, options, on_finish).await?;
+    let options = PoolOptions { concurrency, lease: Duration::from_secs(lease_secs.max(1)) };
+    execute(store.clone(), world, run_id, options, on_finish).await?;
     bar.finish_and_clear();
-    let p = store.progress(&run_id).await?;
+    let p = store.progress(run_id).await?;
     println!(
         "run {run_id}: {} done, {} errors, {} cancelled, {} left, in {:.1}s",
         p.done,
@@ -190,10 +210,6 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
         p.queued + p.running,
         started.elapsed().as_secs_f64()
     );
-    if let Some(path) = args.out {
-        let (text, _) = crate::runs::export::export_run(store.as_ref(), &run_id).await?;
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-    }
     Ok(())
 }
 

@@ -8,19 +8,23 @@
 //! * [`prompt`]: the versioned ranking prompt, or a user's template;
 //! * [`parse`]: a reply into ranks (GEO-Bench's parser with two fixes, or as published);
 //! * [`rank`]: rankers (offline `bm25` and `position`);
-//! * [`writers`]: offline edits for tests (`stuff`, `strip`, `identity`);
+//! * [`writers`]: offline edits (`clean`, `stuff`, `strip`);
+//! * [`plan`]: a GEO run's spec and its trials on the durable queue;
+//! * [`report`]: a stored run's per-target results, summaries and comparisons.
 //! * [`metrics`]: per-target ranks, medians, NRG, S@α and P@α.
 
 pub mod data;
 pub mod metrics;
 pub mod order;
 pub mod parse;
+pub mod plan;
 pub mod prompt;
 pub mod rank;
+pub mod report;
 pub mod writers;
 
 use anyhow::Context;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use data::List;
 use metrics::{Agg, TargetResult};
@@ -30,7 +34,7 @@ use prompt::Prompt;
 use rank::{RankRequest, Ranker};
 
 /// How one target is evaluated: the orders, the prompt, the reading of replies.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Protocol {
     pub k: usize,
     pub base_seed: i64,
@@ -55,14 +59,57 @@ impl Default for Protocol {
     }
 }
 
-/// One order's replies and the target's ranks in them.
-#[derive(Clone, Debug, Serialize)]
+/// One order's replies and the target's ranks in them (a GEO trial's stored step).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OrderRecord {
     pub order: Vec<usize>,
     pub clean_reply: String,
     pub edited_reply: String,
     pub clean_rank: usize,
     pub edited_rank: usize,
+}
+
+/// One order of one target: the clean and the edited list ranked under the same order.
+pub async fn order_record(
+    ranker: &dyn Ranker,
+    protocol: &Protocol,
+    list: &List,
+    target: usize,
+    edited: &str,
+    order: Vec<usize>,
+) -> anyhow::Result<OrderRecord> {
+    let mut edited_items = list.items.clone();
+    edited_items[target].text = edited.to_string();
+    let names: Vec<String> = list.items.iter().map(|i| i.name.clone()).collect();
+    let mut replies = Vec::with_capacity(2);
+    for items in [&list.items, &edited_items] {
+        let messages = protocol.prompt.messages(&list.noun, items, &order, protocol.system_role);
+        let shown = order.iter().map(|&i| &items[i]).collect();
+        let request =
+            RankRequest { noun: &list.noun, shown, messages: &messages, prompt_version: &protocol.prompt.version };
+        let reply = ranker
+            .reply(&request)
+            .await
+            .with_context(|| format!("ranker {} on {}", ranker.name(), list.instance_key(target + 1)))?;
+        let (rank, _) = parse::target_rank(&reply, &names, target, protocol.parser);
+        replies.push((reply, rank));
+    }
+    let (edited_reply, edited_rank) = replies.pop().expect("edited");
+    let (clean_reply, clean_rank) = replies.pop().expect("clean");
+    Ok(OrderRecord { order, clean_reply, edited_reply, clean_rank, edited_rank })
+}
+
+/// The K orders of a target under a protocol.
+pub fn target_orders(protocol: &Protocol, list: &List, target: usize) -> Vec<Vec<usize>> {
+    let seed = order::instance_seed(protocol.base_seed, &list.instance_key(target + 1));
+    order::orderings(list.items.len(), protocol.k, seed, protocol.orders)
+}
+
+/// The target's result from its order records.
+pub fn result_of(records: &[OrderRecord], len: usize, agg: Agg) -> TargetResult {
+    let ranks_b = records.iter().map(|r| r.clean_rank).collect();
+    let ranks_a = records.iter().map(|r| r.edited_rank).collect();
+    TargetResult::new(len, ranks_b, ranks_a, agg)
 }
 
 /// Ranks the list with the target's original and edited description under the same K
@@ -74,33 +121,11 @@ pub async fn evaluate(
     target: usize,
     edited: &str,
 ) -> anyhow::Result<(TargetResult, Vec<OrderRecord>)> {
-    let seed = order::instance_seed(protocol.base_seed, &list.instance_key(target + 1));
-    let orders = order::orderings(list.items.len(), protocol.k, seed, protocol.orders);
-    let mut edited_items = list.items.clone();
-    edited_items[target].text = edited.to_string();
-    let names: Vec<String> = list.items.iter().map(|i| i.name.clone()).collect();
-    let mut records = Vec::with_capacity(orders.len());
-    for order in orders {
-        let mut replies = Vec::with_capacity(2);
-        for items in [&list.items, &edited_items] {
-            let messages = protocol.prompt.messages(&list.noun, items, &order, protocol.system_role);
-            let shown = order.iter().map(|&i| &items[i]).collect();
-            let request = RankRequest { noun: &list.noun, shown, messages: &messages };
-            let reply = ranker
-                .reply(&request)
-                .await
-                .with_context(|| format!("ranker {} on {}", ranker.name(), list.instance_key(target + 1)))?;
-            // The reply lists names; ranks are by item index of the list.
-            let (rank, _) = parse::target_rank(&reply, &names, target, protocol.parser);
-            replies.push((reply, rank));
-        }
-        let (edited_reply, edited_rank) = replies.pop().expect("edited");
-        let (clean_reply, clean_rank) = replies.pop().expect("clean");
-        records.push(OrderRecord { order, clean_reply, edited_reply, clean_rank, edited_rank });
+    let mut records = Vec::with_capacity(protocol.k);
+    for order in target_orders(protocol, list, target) {
+        records.push(order_record(ranker, protocol, list, target, edited, order).await?);
     }
-    let ranks_b = records.iter().map(|r| r.clean_rank).collect();
-    let ranks_a = records.iter().map(|r| r.edited_rank).collect();
-    Ok((TargetResult::new(list.items.len(), ranks_b, ranks_a, protocol.agg), records))
+    Ok((result_of(&records, list.items.len(), protocol.agg), records))
 }
 
 /// One target's result with where it belongs.
@@ -114,7 +139,7 @@ pub struct Scored {
 
 /// The headline figures of a set of targets: each the equal-dataset mean with a 95 %
 /// list-cluster bootstrap interval stratified by dataset.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
     pub n: usize,
     pub nrg: crate::stats::Estimate,

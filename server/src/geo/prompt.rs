@@ -9,7 +9,7 @@
 //! to one line: every run of whitespace becomes one space.
 
 use anyhow::{Context, bail};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::data::Item;
@@ -27,13 +27,20 @@ Order matters: the user will most likely take the first product you list. Rank a
 to worst for this request. Answer only with the numbered list, one product per line, each written with its exact \
 name.";
 
-/// A ranking prompt: its two templates and its version.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+/// A ranking prompt: its two templates and its version (stored whole in a run's spec).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Prompt {
     pub system: String,
     pub user: String,
-    #[serde(skip)]
     pub version: String,
+}
+
+/// A template file's fields.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TemplateFile {
+    system: String,
+    user: String,
 }
 
 impl Default for Prompt {
@@ -51,8 +58,9 @@ impl Prompt {
     /// Reads a template file; errors name the file and the missing or unknown placeholder.
     pub fn from_file(path: &std::path::Path) -> anyhow::Result<Prompt> {
         let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
-        let mut prompt: Prompt = toml::from_str(&text)
+        let file: TemplateFile = toml::from_str(&text)
             .with_context(|| format!("{}: not a TOML file with `system` and `user`", path.display()))?;
+        let mut prompt = Prompt { system: file.system, user: file.user, version: String::new() };
         if !prompt.user.contains("{products}") {
             bail!("{}: field `user` has no {{products}} placeholder", path.display());
         }

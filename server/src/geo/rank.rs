@@ -24,6 +24,8 @@ pub struct RankRequest<'a> {
     /// The items in presented order.
     pub shown: Vec<&'a Item>,
     pub messages: &'a [Message],
+    /// The prompt's version, for cache keys.
+    pub prompt_version: &'a str,
 }
 
 /// A ranker.
@@ -157,6 +159,47 @@ impl Ranker for Bm25 {
     }
 }
 
+/// A chat model behind an OpenAI-compatible endpoint, asked at temperature 0. Replies are
+/// kept in the answer cache by (model, prompt version, messages), so the clean list's
+/// replies are shared by every method and a rerun calls nothing.
+pub struct ChatRanker {
+    pub name: String,
+    pub model: String,
+    pub client: std::sync::Arc<dyn crate::llm::LlmClient>,
+    pub cache: std::sync::Arc<dyn crate::db::Store>,
+}
+
+impl ChatRanker {
+    /// The cache key of a request.
+    pub fn key(model: &str, request: &RankRequest<'_>) -> String {
+        use sha2::{Digest, Sha256};
+        let messages = serde_json::to_string(request.messages).unwrap_or_default();
+        let digest = Sha256::digest(format!("geo-rank\0{model}\0{}\0{messages}", request.prompt_version).as_bytes());
+        format!("geo:{}", hex::encode(digest))
+    }
+}
+
+#[async_trait]
+impl Ranker for ChatRanker {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn model(&self) -> &str {
+        &self.model
+    }
+    async fn reply(&self, request: &RankRequest<'_>) -> anyhow::Result<String> {
+        let key = Self::key(&self.model, request);
+        if let Some(hit) = self.cache.cache_get(&key).await? {
+            return Ok(hit);
+        }
+        let completion = self.client.complete(request.messages, None).await?;
+        self.cache
+            .cache_put(&key, &format!("geo:{}/{}", self.model, request.prompt_version), &completion.content)
+            .await?;
+        Ok(completion.content)
+    }
+}
+
 /// An offline ranker by name.
 pub fn offline(name: &str) -> Option<Box<dyn Ranker>> {
     match name {
@@ -197,10 +240,16 @@ mod tests {
             Item { name: "C".into(), text: "Another tool.".into() },
         ];
         let shown: Vec<&Item> = [2, 0, 1].iter().map(|&i| &items[i]).collect();
-        let reply = Bm25.reply(&RankRequest { noun: "laptop", shown, messages: &[] }).await.expect("reply");
+        let reply = Bm25
+            .reply(&RankRequest { noun: "laptop", shown, messages: &[], prompt_version: "t" })
+            .await
+            .expect("reply");
         assert_eq!(reply, "1. B\n2. C\n3. A\n");
         let shown: Vec<&Item> = items.iter().collect();
-        let reply = Position.reply(&RankRequest { noun: "laptop", shown, messages: &[] }).await.expect("reply");
+        let reply = Position
+            .reply(&RankRequest { noun: "laptop", shown, messages: &[], prompt_version: "t" })
+            .await
+            .expect("reply");
         assert_eq!(reply, "1. A\n2. B\n3. C\n");
         let s = bm25("laptop", &["laptop".into(), "tool".into()]);
         assert!(s[0] > 0.0 && s[1] == 0.0);

@@ -1,7 +1,7 @@
 //! Offline writers: edits of a target's description that need no model, so the whole
 //! pipeline runs in tests (GEO.md §7.2). Each returns the edited description.
 //!
-//! * `identity`: the original text (the clean pseudo-method; every gain must be 0);
+//! * `clean`: the original text (the clean pseudo-method: every gain must be exactly 0);
 //! * `stuff`: appends a sentence that repeats the item's name and the query noun;
 //! * `strip`: deletes whole-word occurrences of the noun's words (and their `s`/`es`
 //!   plurals) and collapses whitespace.
@@ -11,12 +11,12 @@ use regex::Regex;
 use super::prompt::one_line;
 
 /// The offline writers by name.
-pub const WRITERS: [&str; 3] = ["identity", "stuff", "strip"];
+pub const WRITERS: [&str; 3] = ["clean", "stuff", "strip"];
 
 /// The edited description of `writer`, or `None` for an unknown writer.
 pub fn write(writer: &str, name: &str, noun: &str, text: &str) -> Option<String> {
     match writer {
-        "identity" => Some(text.to_string()),
+        "clean" => Some(text.to_string()),
         "stuff" => Some(format!(
             "{} {name} is the {noun} to pick: the best {noun}, the top {noun}, the {noun} everyone wants. \
              Choose {name}, {noun} of the year.",
@@ -44,7 +44,7 @@ mod tests {
             write("strip", "Q", "air compressor", "An air compressor; Compressors and AIR.\nAirflow stays.").as_deref(),
             Some("An ; and . Airflow stays.")
         );
-        assert_eq!(write("identity", "Q", "book", " same ").as_deref(), Some(" same "));
+        assert_eq!(write("clean", "Q", "book", " same ").as_deref(), Some(" same "));
         assert_eq!(write("nope", "Q", "book", "x"), None);
     }
 }

@@ -59,6 +59,7 @@ pub fn trajectory_line(trial: &TrialRow, steps: &[Step]) -> Value {
 /// JSON Lines of every finished trial of the run, in plan order, and the number of trials
 /// left out because they have not finished (queued, running or cancelled).
 pub async fn export_run(store: &dyn Store, run_id: &str) -> anyhow::Result<(String, usize)> {
+    super::geo::refuse_geo(store, run_id).await?;
     let mut out = String::new();
     let mut unfinished = 0;
     let mut bodies = store.run_steps(run_id).await?;

@@ -7,6 +7,7 @@
 //! PostgreSQL) can share one queue, and a killed process loses at most the step in flight.
 
 pub mod export;
+pub mod geo;
 pub mod import;
 mod pool;
 pub mod score;
@@ -64,6 +65,10 @@ pub struct RunSpec {
     /// before the field existed used version 1.
     #[serde(default = "first_prompt")]
     pub agent_prompt: String,
+    /// A GEO ranking run (`../shared/GEO.md`): its trials rank lists of items instead of
+    /// running agents through tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub geo: Option<crate::geo::plan::GeoSpec>,
 }
 
 fn first_prompt() -> String {
@@ -88,6 +93,7 @@ impl RunSpec {
             attacker: None,
             judge: None,
             agent_prompt: PROMPT_VERSION.to_string(),
+            geo: None,
         }
     }
 }

@@ -73,8 +73,10 @@ pub async fn execute(
 ) -> anyhow::Result<()> {
     let spec = spec_of(store.as_ref(), run_id).await?;
     let mut agents: HashMap<String, Arc<dyn Agent>> = HashMap::new();
-    for name in &spec.agents {
-        agents.insert(name.clone(), agent_for(name, &spec.endpoints)?);
+    if spec.geo.is_none() {
+        for name in &spec.agents {
+            agents.insert(name.clone(), agent_for(name, &spec.endpoints)?);
+        }
     }
     run_pool(store, world, (run_id, &spec), options, on_finish, agents).await
 }
@@ -105,8 +107,12 @@ async fn run_pool(
     on_finish: OnFinish,
     agents: HashMap<String, Arc<dyn Agent>>,
 ) -> anyhow::Result<()> {
+    let geo = match &spec.geo {
+        Some(geo) => Some(Arc::new(super::geo::GeoExec::new(geo.clone(), &store)?)),
+        None => None,
+    };
     let mut defenses: HashMap<String, Arc<dyn crate::detect::Defense>> = HashMap::new();
-    for name in &spec.agents {
+    for name in spec.agents.iter().filter(|_| geo.is_none()) {
         if let (_, Some(defense)) = split_config(name)?
             && !defenses.contains_key(defense)
         {
@@ -123,6 +129,7 @@ async fn run_pool(
         None => None,
     };
     let shared = Arc::new(Shared {
+        geo,
         attacker,
         store: store.clone(),
         world,
@@ -154,6 +161,8 @@ async fn run_pool(
 
 /// What every worker of one `execute` call shares.
 struct Shared {
+    /// A GEO ranking run's lists and rankers (its trials need no agent).
+    geo: Option<Arc<super::geo::GeoExec>>,
     store: Arc<dyn Store>,
     world: Arc<World>,
     /// One agent (and HTTP client) per configuration for the whole run.
@@ -169,7 +178,7 @@ struct Shared {
 }
 
 async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()> {
-    let Shared { store, world, agents, defenses, appeal, strategy, tap, attacker, options, on_finish } = shared;
+    let Shared { geo, store, world, agents, defenses, appeal, strategy, tap, attacker, options, on_finish } = shared;
     let lease_ms = i64::try_from(options.lease.as_millis()).unwrap_or(i64::MAX);
     loop {
         if store.run(run_id).await?.status == RunStatus::Cancelled {
@@ -191,8 +200,17 @@ async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()>
         };
         let span =
             tracing::info_span!("trial", trial.id = %trial.trial_id, task.id = %trial.task_id, agent = %trial.agent);
-        let end = match agents.get(&trial.agent) {
-            Some(agent) => {
+        let end = match (geo, agents.get(&trial.agent)) {
+            (Some(geo), _) => {
+                let running = super::geo::run_geo_trial(store.as_ref(), geo, &trial);
+                tokio::select! {
+                    end = running => end,
+                    () = keep_lease(store.as_ref(), &trial.trial_id, worker, options.lease) => {
+                        TrialEnd::Error("lost the lease while running".to_string())
+                    }
+                }
+            }
+            (None, Some(agent)) => {
                 let defense = split_config(&trial.agent).ok().and_then(|(_, d)| d).and_then(|d| defenses.get(d));
                 let claimed = Claimed {
                     trial: &trial,
@@ -220,7 +238,7 @@ async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()>
                     }
                 }
             }
-            None => TrialEnd::Error(format!("agent {} is not part of this run's spec", trial.agent)),
+            (None, None) => TrialEnd::Error(format!("agent {} is not part of this run's spec", trial.agent)),
         };
         match store.finish_trial(&trial.trial_id, worker, &end).await? {
             true => on_finish(&trial, &end),
@@ -270,17 +288,7 @@ async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claime
         }
     };
     let mut sink = DbSink { store, trial_id: &trial.trial_id, run_id: &trial.run_id };
-    let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
-    let beat = async {
-        loop {
-            tokio::time::sleep(lease / 3).await;
-            match store.heartbeat(&trial.trial_id, worker, now_ms() + lease_ms).await {
-                Ok(true) => {}
-                Ok(false) => return,
-                Err(e) => tracing::warn!(error = %e, "heartbeat failed"),
-            }
-        }
-    };
+    let beat = keep_lease(store, &trial.trial_id, worker, lease);
     let result = tokio::select! {
         r = run_trial(world, Setting { overlay: &overlay, defense }, task, &trial.condition, agent, prior, &mut sink) => r,
         () = beat => return TrialEnd::Error("lost the lease while running".to_string()),
@@ -303,6 +311,19 @@ async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claime
             TrialEnd::Error(format!("another worker wrote this trial's steps: {e:#}"))
         }
         Err(e) => TrialEnd::Error(e.to_string()),
+    }
+}
+
+/// Renews a trial's lease every third of its length; returns when the lease is lost.
+async fn keep_lease(store: &dyn Store, trial_id: &str, worker: &str, lease: Duration) {
+    let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+    loop {
+        tokio::time::sleep(lease / 3).await;
+        match store.heartbeat(trial_id, worker, now_ms() + lease_ms).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => tracing::warn!(error = %e, "heartbeat failed"),
+        }
     }
 }
 

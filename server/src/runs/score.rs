@@ -25,6 +25,7 @@ pub async fn score_run(
     run_id: &str,
     judge: &ModelJudge,
 ) -> anyhow::Result<(Vec<TrialScore>, usize)> {
+    super::geo::refuse_geo(store, run_id).await?;
     let version = judge.version();
     let mut stored: std::collections::HashMap<String, StoredScore> =
         store.scores(run_id).await?.into_iter().map(|s| (s.trial_id.clone(), s)).collect();

@@ -156,7 +156,15 @@ impl AnnotateService {
 #[async_trait::async_trait]
 impl app::ssr::Annotate for AnnotateService {
     async fn queue(&self, run: Option<String>) -> Result<Queue, AppError> {
-        let runs: Vec<String> = self.store.runs().await.map_err(internal)?.into_iter().map(|r| r.run_id).collect();
+        let runs: Vec<String> = self
+            .store
+            .runs()
+            .await
+            .map_err(internal)?
+            .into_iter()
+            .filter(|r| !crate::runs::geo::is_geo(r))
+            .map(|r| r.run_id)
+            .collect();
         let run = match run.filter(|r| !r.is_empty()) {
             Some(r) if runs.contains(&r) => r,
             Some(r) => return Err(AppError::NotFound(format!("run {r}"))),

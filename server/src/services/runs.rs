@@ -137,6 +137,7 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
         attacker: config.attacker().map(|(_, s)| s.clone()),
         judge: config.judge().map(|(_, s)| s.clone()),
         agent_prompt: crate::agent::llm::PROMPT_VERSION.to_string(),
+        geo: None,
     };
     Ok((spec, concurrency))
 }

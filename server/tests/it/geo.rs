@@ -1,8 +1,9 @@
 //! The GEO ranking track's offline pipeline on all 529 targets (GEO.md §7.3): the position
 //! ranker gives every method a gain of exactly 0, keyword stuffing moves BM25's targets up on
 //! every dataset and never down, stripping the query noun never moves a target up, and the
-//! identity edit changes nothing.
+//! clean edit changes nothing.
 
+use server::db::RunStore as _;
 use server::geo::data::{DATASETS, lists};
 use server::geo::rank::{Bm25, Position, Ranker};
 use server::geo::{Protocol, evaluate, writers};
@@ -34,14 +35,14 @@ async fn gains(ranker: &dyn Ranker, writer: &str) -> Vec<(&'static str, Vec<f64>
 }
 
 #[tokio::test]
-async fn position_ranker_and_identity_edit_gain_nothing() {
+async fn position_ranker_and_clean_edit_gain_nothing() {
     for writer in writers::WRITERS {
         for (dataset, g) in gains(&Position, writer).await {
             assert!(g.iter().all(|&x| x == 0.0), "position + {writer} on {dataset}: {g:?}");
         }
     }
-    for (dataset, g) in gains(&Bm25, "identity").await {
-        assert!(g.iter().all(|&x| x == 0.0), "bm25 + identity on {dataset}");
+    for (dataset, g) in gains(&Bm25, "clean").await {
+        assert!(g.iter().all(|&x| x == 0.0), "bm25 + clean on {dataset}");
     }
 }
 
@@ -97,4 +98,218 @@ fn the_geo_commands() {
     assert_eq!(v["datasets"].as_array().map(Vec::len), Some(2));
     let out = crate::support::mirage(&db, &["geo", "eval", "--ranker", "gpt"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("\"gpt\" is not an offline ranker"));
+}
+
+/// The user message's product names in presented order.
+fn shown_names(body: &serde_json::Value) -> Vec<(String, String)> {
+    let user = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("");
+    user.lines()
+        .filter_map(|l| {
+            let (n, rest) = l.split_once(". ")?;
+            n.parse::<usize>().ok()?;
+            let (name, text) = rest.split_once(": ")?;
+            Some((name.to_string(), text.to_string()))
+        })
+        .collect()
+}
+
+/// A chat "model" that lists the products in reverse, and leaves out any whose description
+/// carries the stuffing sentence.
+fn reverse_ranker(body: &serde_json::Value) -> server::llm::scripted::Reply {
+    let names: Vec<String> =
+        shown_names(body).into_iter().rev().filter(|(_, text)| !text.contains("of the year")).map(|(n, _)| n).collect();
+    let reply: String = names.iter().enumerate().map(|(i, n)| format!("{}. {n}\n", i + 1)).collect();
+    server::llm::scripted::Reply::Text(reply)
+}
+
+/// The distinct clean (list, order) pairs of a dataset's targets.
+fn distinct_prompts(lists: &[server::geo::data::List], dataset: &str) -> usize {
+    let protocol = Protocol::default();
+    let mut seen = std::collections::HashSet::new();
+    for list in lists.iter().filter(|l| l.dataset == dataset) {
+        for t in 0..list.items.len() {
+            for order in server::geo::target_orders(&protocol, list, t) {
+                seen.insert((list.key(), order));
+            }
+        }
+    }
+    seen.len()
+}
+
+fn spec(datasets: &[&str], rankers: &[&str], methods: &[&str]) -> server::geo::plan::GeoSpec {
+    let own = |xs: &[&str]| xs.iter().map(ToString::to_string).collect::<Vec<_>>();
+    server::geo::plan::GeoSpec {
+        datasets: own(datasets),
+        rankers: own(rankers),
+        methods: own(methods),
+        protocol: Protocol::default(),
+        endpoints: Default::default(),
+    }
+}
+
+async fn execute(store: std::sync::Arc<dyn server::db::Store>, run: &str, concurrency: usize) {
+    let world = std::sync::Arc::new(server::env::World::build(Vec::new()).expect("world"));
+    let options = server::runs::PoolOptions { concurrency, ..Default::default() };
+    server::runs::execute(store, world, run, options, std::sync::Arc::new(|_, _| {})).await.expect("execute");
+}
+
+/// The offline pipeline through the durable queue and the report, on SQLite and (with
+/// `MIRAGE_TEST_POSTGRES_URL`) PostgreSQL: position gains nothing with a degenerate
+/// interval, stuffing moves BM25 up on every dataset, stripping never moves a target up, the
+/// clean method changes nothing.
+#[tokio::test]
+async fn a_durable_geo_run_on_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut urls =
+        vec![server::db::database_url(crate::support::temp_path(&dir, "g.db").to_str().expect("utf-8")).expect("url")];
+    urls.extend(crate::support::fresh_postgres_url().await);
+    let lists = lists().expect("lists");
+    for url in urls {
+        let store: std::sync::Arc<dyn server::db::Store> =
+            std::sync::Arc::new(server::db::SqlStore::connect(&url).await.expect("connect"));
+        let run = server::runs::geo::create_geo_run(
+            store.as_ref(),
+            spec(&["stsdata", "cseo"], &["bm25", "position"], &["clean", "stuff", "strip"]),
+        )
+        .await
+        .expect("run");
+        execute(store.clone(), &run, 4).await;
+        let p = store.progress(&run).await.expect("progress");
+        assert_eq!((p.done, p.error, p.queued), (540, 0, 0), "{url}");
+        let (_, results, _) = server::geo::report::results(store.as_ref(), &lists, &run).await.expect("results");
+        for ((ranker, method), scored) in &results {
+            assert_eq!(scored.len(), 90);
+            for s in scored {
+                let nrg = s.result.nrg;
+                match (ranker.as_str(), method.as_str()) {
+                    ("position", _) | (_, "clean") => assert_eq!(nrg, 0.0, "{ranker} {method} {}", s.list),
+                    (_, "stuff") => assert!(nrg >= 0.0, "{}", s.list),
+                    _ => assert!(nrg <= 0.0, "strip moved {} up", s.list),
+                }
+            }
+        }
+        let report = server::geo::report::report(store.as_ref(), &lists, &run, 500, 0).await.expect("report");
+        for row in report.rows.iter().filter(|r| r.ranker == "position") {
+            let e = row.summary.nrg;
+            assert_eq!((e.mean, e.lo, e.hi), (0.0, 0.0, 0.0), "degenerate at 0: {}", row.method);
+            assert_eq!(row.summary.p_at_0_1.mean, 0.0);
+        }
+        for row in report.datasets.iter().filter(|r| r.ranker == "bm25" && r.method == "stuff") {
+            assert!(row.summary.nrg.mean > 0.45, "{}: {}", row.dataset, row.summary.nrg.mean);
+        }
+        let top = report.rows.iter().find(|r| r.ranker == "bm25" && r.band == 1).expect("a top band");
+        assert_eq!(top.method, "stuff");
+        let zero = report.pairs.iter().find(|p| p.ranker == "position").expect("pair");
+        assert_eq!((zero.diff.mean, zero.p), (0.0, 1.0), "all differences 0 give p = 1");
+        // The agent-run readers refuse a GEO run by name.
+        let err = server::runs::export::export_run(store.as_ref(), &run).await.unwrap_err();
+        assert!(err.to_string().contains("is a GEO ranking run"), "{err}");
+    }
+}
+
+/// A chat ranker: clean replies are asked once per (target, order) and shared by every
+/// method, a rerun asks nothing, and a target the model leaves out counts as missing.
+#[tokio::test]
+async fn chat_replies_are_cached_and_shared_across_methods() {
+    let server = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, reverse_ranker).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = server::db::database_url(crate::support::temp_path(&dir, "c.db").to_str().expect("utf-8")).expect("url");
+    let store: std::sync::Arc<dyn server::db::Store> =
+        std::sync::Arc::new(server::db::SqlStore::connect(&url).await.expect("connect"));
+    let mut geo = spec(&["stsdata"], &["rev"], &["clean", "stuff"]);
+    geo.endpoints.insert("rev".into(), server::llm::EndpointSpec::new(&server.base_url, "rev-model"));
+    let run = server::runs::geo::create_geo_run(store.as_ref(), geo.clone()).await.expect("run");
+    execute(store.clone(), &run, 1).await;
+    // Every distinct prompt is asked once: the clean list of each (target, order) — the
+    // clean method's edited list is that same list, and targets of one list share the
+    // identity order — and the stuffed list of each (target, order).
+    let lists = lists().expect("lists");
+    let distinct = distinct_prompts(&lists, "stsdata");
+    assert_eq!(server.requests().len(), distinct + 300);
+    let body = &server.requests()[0];
+    assert_eq!(body["temperature"], 0.0, "rankers are asked at temperature 0");
+    let again = server::runs::geo::create_geo_run(store.as_ref(), geo).await.expect("run");
+    execute(store.clone(), &again, 1).await;
+    assert_eq!(server.requests().len(), distinct + 300, "a rerun is answered from the cache");
+
+    let report = server::geo::report::report(store.as_ref(), &lists, &again, 200, 0).await.expect("report");
+    let stuffed = report.rows.iter().find(|r| r.method == "stuff").expect("stuff");
+    assert_eq!(stuffed.summary.missing, 1.0, "the model never names a stuffed target");
+    let clean = report.rows.iter().find(|r| r.method == "clean").expect("clean");
+    assert_eq!((clean.summary.missing, clean.summary.nrg.mean), (0.0, 0.0));
+    assert!(stuffed.summary.nrg.mean < 0.0, "missing = rank L + 1");
+}
+
+/// A GEO run killed mid-way with SIGKILL resumes with every trial finished once and every
+/// order stored once.
+#[test]
+fn a_killed_geo_run_resumes_with_each_order_ranked_once() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let server = rt.block_on(server::llm::scripted::ScriptedServer::responding(
+        std::time::Duration::from_millis(15),
+        reverse_ranker,
+    ));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = crate::support::temp_path(&dir, "k.db");
+    let config = dir.path().join("m.toml");
+    std::fs::write(&config, format!("[endpoints.slow]\nbase_url = \"{}\"\nmodel = \"slow\"\n", server.base_url))
+        .expect("config");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mirage"))
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "geo",
+            "run",
+            "--ranker",
+            "slow",
+            "--dataset",
+            "stsdata",
+            "--method",
+            "clean,stuff",
+            "--concurrency",
+            "2",
+        ])
+        .args(["--lease-secs", "1", "--config"])
+        .arg(&config)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mirage geo run");
+    let mut reader = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut first = String::new();
+    while !first.starts_with("run ") {
+        first.clear();
+        assert!(reader.read_line(&mut first).expect("a line") > 0, "mirage geo run ended before naming its run");
+    }
+    drop(reader);
+    let run = first.split_whitespace().nth(1).expect("id").trim_end_matches(':').to_string();
+    let store = rt
+        .block_on(server::db::SqlStore::connect(&server::db::database_url(db.to_str().expect("utf-8")).expect("url")))
+        .expect("connect");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while rt.block_on(store.progress(&run)).expect("progress").done < 10 {
+        assert!(std::time::Instant::now() < deadline, "no progress");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    assert!(rt.block_on(store.progress(&run)).expect("progress").queued > 0, "killed before the end");
+
+    let o = crate::support::mirage(&db, &["geo", "run", "--resume", &run, "--lease-secs", "1"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let p = rt.block_on(store.progress(&run)).expect("progress");
+    assert_eq!((p.done, p.error, p.queued, p.running), (60, 0, 0, 0));
+    for trial in rt.block_on(store.trials(&run)).expect("trials") {
+        let steps = rt.block_on(store.steps(&trial.trial_id)).expect("steps");
+        assert_eq!(steps.len(), 10, "{}: ten orders, each once", trial.trial_id);
+        assert!(trial.attempts <= 2, "{}: claimed {} times", trial.trial_id, trial.attempts);
+    }
+    // Each distinct prompt once, give or take an order interrupted by the kill and two
+    // workers asking for the same prompt at the same moment; never the run again.
+    let expected = distinct_prompts(&lists().expect("lists"), "stsdata") + 300;
+    let asked = server.requests().len();
+    assert!((expected..=expected + 10).contains(&asked), "{asked} requests for {expected} prompts");
 }

@@ -1,0 +1,138 @@
+//! A GEO run on the durable queue: its spec (stored in the run's `geo` field) and its
+//! trials, one per (target, ranker, method): `task_id` = `geo:DATASET/LIST/INDEX`, `agent`
+//! = the ranker, `level` = the method, `condition` = `geo`, `seed` = the base seed. Each
+//! trial stores one step per order (an [`super::OrderRecord`]), so a killed worker resumes
+//! at the next order and a finished trial is never ranked twice.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+
+use super::Protocol;
+use super::data::{DATASETS, List};
+use super::writers::WRITERS;
+use crate::db::NewTrial;
+use crate::llm::EndpointSpec;
+
+/// The condition every GEO trial carries.
+pub const CONDITION: &str = "geo";
+
+/// What a GEO run covers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoSpec {
+    /// Dataset keys, in dataset order.
+    pub datasets: Vec<String>,
+    pub rankers: Vec<String>,
+    pub methods: Vec<String>,
+    pub protocol: Protocol,
+    /// The chat rankers' endpoints by ranker name (offline rankers need none).
+    #[serde(default)]
+    pub endpoints: BTreeMap<String, EndpointSpec>,
+}
+
+/// The dataset keys of `all` or a comma-separated list; an unknown key is named.
+pub fn datasets(filter: &[String]) -> anyhow::Result<Vec<String>> {
+    let known: Vec<&str> = DATASETS.iter().map(|(k, _)| *k).collect();
+    if filter.iter().any(|d| d == "all") {
+        return Ok(known.iter().map(ToString::to_string).collect());
+    }
+    for d in filter {
+        if !known.contains(&d.as_str()) {
+            bail!("dataset: {d:?} is not one of all, {}", known.join(", "));
+        }
+    }
+    Ok(known.iter().filter(|k| filter.iter().any(|d| d == *k)).map(ToString::to_string).collect())
+}
+
+/// Whether a method name is one this version can run.
+pub fn check_method(method: &str) -> anyhow::Result<()> {
+    if WRITERS.contains(&method) {
+        return Ok(());
+    }
+    bail!("method: {method:?} is not one of {}", WRITERS.join(", "))
+}
+
+/// The trial's task id of a target (`index` 1-based).
+pub fn task_id(list: &List, index: usize) -> String {
+    format!("geo:{}/{}/{index}", list.dataset, list.category)
+}
+
+/// The list and 0-based target of a trial's task id.
+pub fn target_of<'a>(lists: &'a [List], task_id: &str) -> anyhow::Result<(&'a List, usize)> {
+    let rest = task_id.strip_prefix("geo:").with_context(|| format!("{task_id:?} is not a GEO target"))?;
+    let (key, index) = rest.rsplit_once('/').with_context(|| format!("{task_id:?} has no index"))?;
+    let (dataset, category) = key.split_once('/').with_context(|| format!("{task_id:?} has no list"))?;
+    let list = lists
+        .iter()
+        .find(|l| l.dataset == dataset && l.category == category)
+        .with_context(|| format!("{task_id:?}: no list {dataset}/{category}"))?;
+    let index: usize = index.parse().with_context(|| format!("{task_id:?}: index is not a number"))?;
+    if index == 0 || index > list.items.len() {
+        bail!("{task_id:?}: index {index} is outside 1..={}", list.items.len());
+    }
+    Ok((list, index - 1))
+}
+
+/// Checks a spec and expands it into trials (list order, then target, ranker, method).
+pub fn plan(lists: &[List], spec: &GeoSpec) -> anyhow::Result<Vec<NewTrial>> {
+    if spec.rankers.is_empty() || spec.methods.is_empty() || spec.datasets.is_empty() {
+        bail!("a GEO run needs at least one dataset, ranker and method");
+    }
+    for ranker in &spec.rankers {
+        if super::rank::offline(ranker).is_none() && !spec.endpoints.contains_key(ranker) {
+            bail!("ranker: {ranker:?} is neither an offline ranker (bm25, position) nor a configured endpoint");
+        }
+    }
+    for method in &spec.methods {
+        check_method(method)?;
+    }
+    if spec.protocol.k == 0 {
+        bail!("k: at least one order per target");
+    }
+    let mut trials = Vec::new();
+    for list in lists.iter().filter(|l| spec.datasets.contains(&l.dataset)) {
+        for index in 1..=list.items.len() {
+            for ranker in &spec.rankers {
+                for method in &spec.methods {
+                    trials.push(NewTrial {
+                        task_id: task_id(list, index),
+                        agent: ranker.clone(),
+                        level: method.clone(),
+                        condition: CONDITION.to_string(),
+                        seed: spec.protocol.base_seed,
+                    });
+                }
+            }
+        }
+    }
+    Ok(trials)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geo::data::lists;
+
+    #[test]
+    fn plans_one_trial_per_target_ranker_and_method() {
+        let lists = lists().expect("lists");
+        let spec = GeoSpec {
+            datasets: datasets(&["stsdata".into(), "cseo".into()]).expect("datasets"),
+            rankers: vec!["bm25".into(), "position".into()],
+            methods: vec!["clean".into(), "stuff".into()],
+            protocol: Protocol::default(),
+            endpoints: BTreeMap::new(),
+        };
+        assert_eq!(spec.datasets, ["stsdata", "cseo"], "dataset order, not the filter's");
+        let trials = plan(&lists, &spec).expect("plan");
+        assert_eq!(trials.len(), 90 * 2 * 2);
+        let (list, t) = target_of(&lists, &trials[0].task_id).expect("target");
+        assert_eq!((list.key().as_str(), t), ("stsdata|books", 0));
+        assert!(plan(&lists, &GeoSpec { rankers: vec!["gpt".into()], ..spec.clone() }).is_err());
+        assert!(plan(&lists, &GeoSpec { methods: vec!["magic".into()], ..spec.clone() }).is_err());
+        assert!(datasets(&["nope".into()]).is_err());
+        assert!(target_of(&lists, "geo:stsdata/books/11").is_err());
+        assert!(target_of(&lists, "shop-example-01").is_err());
+    }
+}

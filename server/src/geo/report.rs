@@ -1,0 +1,221 @@
+//! A stored GEO run's results: every finished trial's target result from its stored
+//! orders, and per (ranker, method) the equal-dataset summaries with list-cluster bootstrap
+//! intervals, per dataset, paired comparisons of the methods under each ranker (Wald, Holm
+//! over the family, tie bands on NRG) and Spearman's ρ between rankers over the methods'
+//! mean NRG.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use super::data::List;
+use super::plan::{GeoSpec, target_of};
+use super::{OrderRecord, Scored, Summary, result_of, summarise};
+use crate::db::{Store, TrialState};
+use crate::stats::{Estimate, Obs, holm, paired, spearman, tie_groups};
+
+/// One (ranker, method) row: its summary and its tie band among the ranker's methods.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Row {
+    pub ranker: String,
+    pub method: String,
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// 1 = the top band of NRG under this ranker (methods in one band do not differ
+    /// significantly, Holm-adjusted).
+    pub band: usize,
+}
+
+/// A (ranker, method, dataset) row.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DatasetRow {
+    pub ranker: String,
+    pub method: String,
+    pub dataset: String,
+    #[serde(flatten)]
+    pub summary: Summary,
+}
+
+/// A paired comparison of two methods' NRG under one ranker, over shared targets.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Pair {
+    pub ranker: String,
+    pub a: String,
+    pub b: String,
+    pub diff: Estimate,
+    pub p: f64,
+    /// Holm-adjusted over every pair of the report.
+    pub p_holm: f64,
+}
+
+/// Spearman's ρ between two rankers' method means (NRG).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Rho {
+    pub a: String,
+    pub b: String,
+    pub rho: Option<f64>,
+    pub methods: usize,
+}
+
+/// The whole report of a run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Report {
+    pub run: String,
+    pub prompt_version: String,
+    pub k: usize,
+    pub trials: usize,
+    pub errors: usize,
+    pub unfinished: usize,
+    pub rows: Vec<Row>,
+    pub datasets: Vec<DatasetRow>,
+    pub pairs: Vec<Pair>,
+    pub spearman: Vec<Rho>,
+}
+
+/// Every finished target of a run, by (ranker, method). Returns the spec too.
+pub async fn results(
+    store: &dyn Store,
+    lists: &[List],
+    run_id: &str,
+) -> anyhow::Result<(GeoSpec, BTreeMap<(String, String), Vec<Scored>>, (usize, usize, usize))> {
+    let run = store.run(run_id).await?;
+    let spec: serde_json::Value = serde_json::from_str(&run.spec).context("reading the run's spec")?;
+    let geo: GeoSpec = serde_json::from_value(spec.get("geo").cloned().unwrap_or_default())
+        .with_context(|| format!("run {run_id} is not a GEO ranking run"))?;
+    let trials = store.trials(run_id).await?;
+    let mut steps = store.run_steps(run_id).await?;
+    let mut out: BTreeMap<(String, String), Vec<Scored>> = BTreeMap::new();
+    let (mut errors, mut unfinished) = (0, 0);
+    for trial in &trials {
+        match trial.state {
+            TrialState::Done => {}
+            TrialState::Error => {
+                errors += 1;
+                continue;
+            }
+            _ => {
+                unfinished += 1;
+                continue;
+            }
+        }
+        let (list, target) = target_of(lists, &trial.task_id)?;
+        let bodies = steps.remove(&trial.trial_id).unwrap_or_default();
+        let records: Vec<OrderRecord> = bodies
+            .iter()
+            .map(|b| serde_json::from_str(b))
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("trial {}: unreadable order record", trial.trial_id))?;
+        if records.is_empty() {
+            anyhow::bail!("trial {} is done but has no stored orders", trial.trial_id);
+        }
+        out.entry((trial.agent.clone(), trial.level.clone())).or_default().push(Scored {
+            dataset: list.dataset.clone(),
+            list: list.key(),
+            target: target + 1,
+            result: result_of(&records, list.items.len(), geo.protocol.agg),
+        });
+    }
+    Ok((geo, out, (trials.len(), errors, unfinished)))
+}
+
+/// The report of a stored run.
+pub async fn report(
+    store: &dyn Store,
+    lists: &[List],
+    run_id: &str,
+    resamples: usize,
+    seed: u64,
+) -> anyhow::Result<Report> {
+    let (geo, results, (trials, errors, unfinished)) = results(store, lists, run_id).await?;
+    let mut rows = Vec::new();
+    let mut datasets = Vec::new();
+    for ((ranker, method), scored) in &results {
+        let Some(summary) = summarise(scored, resamples, seed) else { continue };
+        rows.push(Row { ranker: ranker.clone(), method: method.clone(), summary, band: 0 });
+        for dataset in &geo.datasets {
+            let mine: Vec<Scored> = scored.iter().filter(|s| &s.dataset == dataset).cloned().collect();
+            if let Some(summary) = summarise(&mine, resamples, seed) {
+                datasets.push(DatasetRow {
+                    ranker: ranker.clone(),
+                    method: method.clone(),
+                    dataset: dataset.clone(),
+                    summary,
+                });
+            }
+        }
+    }
+    // Paired comparisons of every two methods under each ranker, on shared targets.
+    let mut pairs = Vec::new();
+    let rankers: BTreeSet<&String> = results.keys().map(|(r, _)| r).collect();
+    for ranker in &rankers {
+        let methods: Vec<&String> = results.keys().filter(|(r, _)| r == *ranker).map(|(_, m)| m).collect();
+        for (i, a) in methods.iter().enumerate() {
+            for b in &methods[i + 1..] {
+                let by_target = |m: &String| -> BTreeMap<(String, usize), (String, f64)> {
+                    results[&((*ranker).clone(), m.clone())]
+                        .iter()
+                        .map(|s| ((s.list.clone(), s.target), (s.dataset.clone(), s.result.nrg)))
+                        .collect()
+                };
+                let (ta, tb) = (by_target(a), by_target(b));
+                let diffs: Vec<Obs> =
+                    ta.iter().filter_map(|(k, (d, x))| tb.get(k).map(|(_, y)| Obs::value(d, &k.0, x - y))).collect();
+                if let Some(p) = paired(&diffs, resamples, seed) {
+                    pairs.push(Pair {
+                        ranker: (*ranker).clone(),
+                        a: (*a).clone(),
+                        b: (*b).clone(),
+                        diff: p.diff,
+                        p: p.p,
+                        p_holm: 1.0,
+                    });
+                }
+            }
+        }
+    }
+    let adjusted = holm(&pairs.iter().map(|p| p.p).collect::<Vec<_>>());
+    for (pair, q) in pairs.iter_mut().zip(adjusted) {
+        pair.p_holm = q;
+    }
+    for ranker in &rankers {
+        let idx: Vec<usize> = (0..rows.len()).filter(|&i| &rows[i].ranker == *ranker).collect();
+        let means: Vec<f64> = idx.iter().map(|&i| rows[i].summary.nrg.mean).collect();
+        let p_of = |x: usize, y: usize| {
+            let (ma, mb) = (&rows[idx[x]].method, &rows[idx[y]].method);
+            pairs
+                .iter()
+                .find(|p| &p.ranker == *ranker && ((&p.a == ma && &p.b == mb) || (&p.a == mb && &p.b == ma)))
+                .map_or(1.0, |p| p.p_holm)
+        };
+        for (j, band) in tie_groups(&means, p_of, 0.05).into_iter().enumerate() {
+            rows[idx[j]].band = band;
+        }
+    }
+    // Spearman between rankers over the methods both ran.
+    let mut rhos = Vec::new();
+    let rankers: Vec<&String> = rankers.into_iter().collect();
+    for (i, a) in rankers.iter().enumerate() {
+        for b in &rankers[i + 1..] {
+            let mean_of = |r: &String, m: &String| {
+                rows.iter().find(|row| &row.ranker == r && &row.method == m).map(|row| row.summary.nrg.mean)
+            };
+            let shared: Vec<(f64, f64)> =
+                geo.methods.iter().filter_map(|m| Some((mean_of(a, m)?, mean_of(b, m)?))).collect();
+            let (xa, xb): (Vec<f64>, Vec<f64>) = shared.iter().copied().unzip();
+            rhos.push(Rho { a: (*a).clone(), b: (*b).clone(), rho: spearman(&xa, &xb), methods: shared.len() });
+        }
+    }
+    Ok(Report {
+        run: run_id.to_string(),
+        prompt_version: geo.protocol.prompt.version.clone(),
+        k: geo.protocol.k,
+        trials,
+        errors,
+        unfinished,
+        rows,
+        datasets,
+        pairs,
+        spearman: rhos,
+    })
+}

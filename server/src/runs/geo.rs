@@ -1,0 +1,128 @@
+//! GEO ranking runs on the same durable queue as agent runs: planning a run from a
+//! [`GeoSpec`], and executing one claimed trial (one target under one ranker and method)
+//! order by order, each order's record stored before the next, so a killed worker resumes
+//! where it stopped and the replies of a rerun come from the cache.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use super::{RunSpec, new_run_id};
+use crate::db::{RunStatus, Store, TrialEnd, TrialRow};
+use crate::geo::data::List;
+use crate::geo::plan::{CONDITION, GeoSpec, plan, target_of};
+use crate::geo::rank::{ChatRanker, Ranker, offline};
+use crate::geo::{OrderRecord, order_record, target_orders, writers};
+use crate::llm::HttpLlm;
+
+/// What executing a GEO run's trials needs: the lists and one ranker per name.
+pub struct GeoExec {
+    pub lists: Vec<List>,
+    pub rankers: HashMap<String, Arc<dyn Ranker>>,
+    pub spec: GeoSpec,
+}
+
+impl GeoExec {
+    /// Builds the rankers of a spec: offline ones by name, chat ones from their endpoints.
+    pub fn new(spec: GeoSpec, store: &Arc<dyn Store>) -> anyhow::Result<GeoExec> {
+        let lists = crate::geo::data::lists()?;
+        let mut rankers: HashMap<String, Arc<dyn Ranker>> = HashMap::new();
+        for name in &spec.rankers {
+            let ranker: Arc<dyn Ranker> = match (offline(name), spec.endpoints.get(name)) {
+                (Some(r), _) => Arc::from(r),
+                (None, Some(endpoint)) => Arc::new(ChatRanker {
+                    name: name.clone(),
+                    model: endpoint.model.clone(),
+                    client: Arc::new(HttpLlm::new(endpoint.clone()).with_context(|| format!("ranker {name}"))?),
+                    cache: store.clone(),
+                }),
+                (None, None) => anyhow::bail!("ranker {name} has no endpoint in the run's spec"),
+            };
+            rankers.insert(name.clone(), ranker);
+        }
+        Ok(GeoExec { lists, rankers, spec })
+    }
+}
+
+/// Whether a stored run is a GEO ranking run.
+pub fn is_geo(run: &crate::db::RunRow) -> bool {
+    let spec: serde_json::Value = serde_json::from_str(&run.spec).unwrap_or_default();
+    spec.get("geo").is_some_and(|g| !g.is_null())
+}
+
+/// Refuses a GEO ranking run where an agent run is expected (scoring, trajectory export).
+pub async fn refuse_geo(store: &dyn Store, run_id: &str) -> anyhow::Result<()> {
+    if is_geo(&store.run(run_id).await?) {
+        anyhow::bail!("run {run_id} is a GEO ranking run: `mirage geo report --run {run_id}` reads it");
+    }
+    Ok(())
+}
+
+/// The geo data's fingerprint, stored as the run's corpus version.
+pub fn data_version(lists: &[List]) -> String {
+    use sha2::{Digest, Sha256};
+    let text = serde_json::to_string(lists).unwrap_or_default();
+    format!("geo-{}", &hex::encode(Sha256::digest(text.as_bytes()))[..16])
+}
+
+/// Plans and stores a GEO run; returns its id. Chat rankers are asked at temperature 0.
+pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Result<String> {
+    let lists = crate::geo::data::lists()?;
+    for endpoint in spec.endpoints.values_mut() {
+        endpoint.temperature = 0.0;
+    }
+    let trials = plan(&lists, &spec)?;
+    let run = RunSpec {
+        endpoints: spec.endpoints.clone(),
+        geo: Some(spec.clone()),
+        ..RunSpec::basic(
+            &format!("geo:{}", spec.datasets.join(",")),
+            &spec.rankers.iter().map(String::as_str).collect::<Vec<_>>(),
+            &spec.methods.iter().map(String::as_str).collect::<Vec<_>>(),
+            &[CONDITION],
+            vec![spec.protocol.base_seed],
+        )
+    };
+    let run_id = new_run_id();
+    let json = serde_json::to_string(&run).context("encoding the run spec")?;
+    store.create_run(&run_id, &json, &data_version(&lists), &trials).await?;
+    Ok(run_id)
+}
+
+/// Runs one claimed GEO trial: the orders not yet stored, each stored as it finishes.
+pub(super) async fn run_geo_trial(store: &dyn Store, exec: &GeoExec, trial: &TrialRow) -> TrialEnd {
+    let (list, target) = match target_of(&exec.lists, &trial.task_id) {
+        Ok(found) => found,
+        Err(e) => return TrialEnd::Error(format!("{e:#}")),
+    };
+    let Some(ranker) = exec.rankers.get(&trial.agent) else {
+        return TrialEnd::Error(format!("ranker {} is not part of this run's spec", trial.agent));
+    };
+    let item = &list.items[target];
+    let Some(edited) = writers::write(&trial.level, &item.name, &list.noun, &item.text) else {
+        return TrialEnd::Error(format!("method {} has no text for {}", trial.level, trial.task_id));
+    };
+    let done = match store.steps(&trial.trial_id).await {
+        Ok(bodies) => bodies.len(),
+        Err(e) => return TrialEnd::Error(format!("loading stored orders: {e}")),
+    };
+    let protocol = &exec.spec.protocol;
+    for (t, order) in target_orders(protocol, list, target).into_iter().enumerate().skip(done) {
+        let record: OrderRecord = match order_record(ranker.as_ref(), protocol, list, target, &edited, order).await {
+            Ok(r) => r,
+            Err(e) => return TrialEnd::Error(format!("order {}: {e:#}", t + 1)),
+        };
+        let stored = async {
+            let body = serde_json::to_string(&record)?;
+            store.append_step(&trial.trial_id, i64::try_from(t)?, &body).await?;
+            anyhow::Ok(store.run(&trial.run_id).await?.status)
+        };
+        match stored.await {
+            Ok(RunStatus::Cancelled) => return TrialEnd::Cancelled,
+            Ok(_) => {}
+            Err(e) => return TrialEnd::Error(format!("storing order {}: {e:#}", t + 1)),
+        }
+    }
+    TrialEnd::Done { verdict: None, rationale: None, appeal: None }
+}
