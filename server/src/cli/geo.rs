@@ -53,6 +53,18 @@ pub enum GeoCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Import GEO-Bench's published texts (an instance CSV) as the method `import:<name>`:
+    /// reports the lists whose originals differ from the stored ones, and stores nothing
+    /// if any row is wrong.
+    Import {
+        file: PathBuf,
+        /// The name after `import:` (default: the file's stem).
+        #[arg(long)]
+        variant: Option<String>,
+        /// Use GEO-Bench's originals where they differ from the compiled-in text.
+        #[arg(long)]
+        adopt_originals: bool,
+    },
     /// Evaluate offline rankers and writers on the datasets, in this process (nothing is
     /// stored): per (ranker, method) the equal-dataset NRG, S@0.1 and P@0.1 with 95 %
     /// list-cluster bootstrap intervals, and per dataset.
@@ -83,9 +95,14 @@ pub struct GeoRunArgs {
     /// Rankers, comma-separated: bm25, position, or endpoints named in the config file.
     #[arg(long, value_delimiter = ',', required_unless_present = "resume")]
     ranker: Vec<String>,
-    /// Methods, comma-separated: clean, stuff, strip.
+    /// Methods, comma-separated: clean, stuff, strip, cseo:<style> (or `cseo:*` for all
+    /// ten), zero_shot, import:<name>.
     #[arg(long, value_delimiter = ',', default_value = "clean")]
     method: Vec<String>,
+    /// The endpoint (of the config file) that writes C-SEO and Zero-Shot texts, or
+    /// `builtin` for the offline templates. Default: the config's `roles.attacker`.
+    #[arg(long)]
+    attacker: Option<String>,
     /// `all` or datasets, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     dataset: Vec<String>,
@@ -165,11 +182,19 @@ pub async fn geo(command: GeoCommand, db: &str) -> anyhow::Result<()> {
         GeoCommand::Run(args) => run(open().await?, *args).await,
         GeoCommand::Report { run, by, resamples, seed, json } => {
             let store = open().await?;
+            let lists = crate::geo::import::stored_lists(store.as_ref()).await?;
             let report = crate::geo::report::report(store.as_ref(), &lists, &run, resamples, seed).await?;
             print_report(&report, &by, json)
         }
         GeoCommand::Datasets { json } => datasets(&lists, json),
-        GeoCommand::Prompt { target, order, protocol } => prompt(&lists, &target, order, &protocol.protocol()?),
+        GeoCommand::Prompt { target, order, protocol } => {
+            let lists = crate::geo::import::stored_lists(open().await?.as_ref()).await?;
+            prompt(&lists, &target, order, &protocol.protocol()?)
+        }
+        GeoCommand::Import { file, variant, adopt_originals } => {
+            let store = open().await?;
+            import(store.as_ref(), &file, variant.as_deref(), adopt_originals).await
+        }
         GeoCommand::Eval { ranker, method, dataset, protocol, resamples, seed, json } => {
             let protocol = protocol.protocol()?;
             let chosen = chosen(&lists, &dataset)?;
@@ -200,8 +225,8 @@ fn datasets(lists: &[List], json: bool) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&json!({"datasets": s, "lists": lists}))?);
         return Ok(());
     }
-    let mut t =
-        table(vec!["dataset".into(), "lists".into(), "targets".into(), "items per list".into(), "nouns".into()]);
+    let header = ["dataset", "lists", "targets", "items per list", "originals flagged (keywords)", "nouns"];
+    let mut t = table(header.map(String::from).to_vec());
     for d in &s {
         let lengths: Vec<String> = d.lengths.iter().map(ToString::to_string).collect();
         let mut nouns = d.nouns.clone();
@@ -212,6 +237,7 @@ fn datasets(lists: &[List], json: bool) -> anyhow::Result<()> {
             d.lists.to_string(),
             d.targets.to_string(),
             lengths.join(", "),
+            format!("{} ({:.1} %)", d.originals_flagged, 100.0 * d.originals_flagged as f64 / d.targets as f64),
             format!("{}{more}", nouns.join(", ")),
         ]);
     }
@@ -291,7 +317,8 @@ async fn eval(
                 for (t, item) in list.items.iter().enumerate() {
                     let edited = writers::write(method, &item.name, &list.noun, &item.text).expect("checked writer");
                     let (result, _) = evaluate(ranker.as_ref(), protocol, list, t, &edited).await?;
-                    scored.push(Scored { dataset: list.dataset.clone(), list: list.key(), target: t + 1, result });
+                    let kvr = crate::geo::kvr(&edited);
+                    scored.push(Scored { dataset: list.dataset.clone(), list: list.key(), target: t + 1, result, kvr });
                 }
             }
             let summary = summarise(&scored, resamples, seed).context("no targets")?;
@@ -347,11 +374,13 @@ async fn eval(
 async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> anyhow::Result<()> {
     let run_id = match args.resume {
         Some(id) => {
-            crate::geo::report::results(store.as_ref(), &lists()?, &id).await?;
+            crate::geo::report::results(store.as_ref(), &crate::geo::import::stored_lists(store.as_ref()).await?, &id)
+                .await?;
             id
         }
         None => {
-            let configured = crate::config::Config::load(args.config.as_deref())?.endpoints;
+            let config = crate::config::Config::load(args.config.as_deref())?;
+            let configured = &config.endpoints;
             let mut endpoints = std::collections::BTreeMap::new();
             for name in &args.ranker {
                 if rank::offline(name).is_none() {
@@ -364,9 +393,19 @@ async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> a
             let spec = crate::geo::plan::GeoSpec {
                 datasets: crate::geo::plan::datasets(&args.dataset).context("--dataset")?,
                 rankers: args.ranker.clone(),
-                methods: args.method.clone(),
+                methods: expand_methods(&args.method),
                 protocol: args.protocol.protocol()?,
                 endpoints,
+                attacker: match args.attacker.as_deref() {
+                    Some("builtin") => None,
+                    None => config.attacker().map(|(_, spec)| spec.clone()),
+                    Some(name) => Some(
+                        configured
+                            .get(name)
+                            .with_context(|| format!("--attacker: {name:?} is not an endpoint of the config file"))?
+                            .clone(),
+                    ),
+                },
             };
             let id = crate::runs::geo::create_geo_run(store.as_ref(), spec).await?;
             if args.detach {
@@ -395,11 +434,9 @@ fn print_report(report: &crate::geo::report::Report, by: &[String], json: bool) 
     for what in by {
         match what.as_str() {
             "method" => {
-                let mut t = table(
-                    ["ranker", "method", "band", "n", "NRG", "S@0.1", "P@0.1", "missing", "NRG (by target)"]
-                        .map(String::from)
-                        .to_vec(),
-                );
+                let header =
+                    ["ranker", "method", "band", "n", "NRG", "S@0.1", "P@0.1", "KVR", "NRG after keywords", "missing"];
+                let mut t = table(header.map(String::from).to_vec());
                 for r in &report.rows {
                     let s = &r.summary;
                     t.add_row(vec![
@@ -410,8 +447,9 @@ fn print_report(report: &crate::geo::report::Report, by: &[String], json: bool) 
                         cell(&s.nrg),
                         cell(&s.s_at_0_1),
                         cell(&s.p_at_0_1),
+                        format!("{:.3}", s.kvr.mean),
+                        cell(&s.nrg_after_keyword),
                         format!("{:.3}", s.missing),
-                        format!("{:.3}", s.nrg_target_weighted),
                     ]);
                 }
                 println!("{t}");
@@ -452,6 +490,59 @@ fn print_report(report: &crate::geo::report::Report, by: &[String], json: bool) 
             }
             other => bail!("--by: {other:?} is not one of method, dataset, pairs"),
         }
+    }
+    Ok(())
+}
+
+/// `cseo:*` stands for the ten C-SEO styles.
+fn expand_methods(methods: &[String]) -> Vec<String> {
+    methods
+        .iter()
+        .flat_map(|m| match m.as_str() {
+            "cseo:*" => crate::manip::text::STYLES.iter().map(|s| format!("cseo:{s}")).collect(),
+            _ => vec![m.clone()],
+        })
+        .collect()
+}
+
+async fn import(
+    store: &dyn crate::db::Store,
+    file: &std::path::Path,
+    variant: Option<&str>,
+    adopt: bool,
+) -> anyhow::Result<()> {
+    let bytes = std::fs::read(file).with_context(|| format!("{}: cannot read", file.display()))?;
+    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("imported");
+    let name = variant.unwrap_or(stem);
+    let shown = file.display().to_string();
+    let lists = crate::geo::import::stored_lists(store).await?;
+    let got = crate::geo::import::read(&lists, &shown, &bytes, name)?;
+    let already = store.geo_texts(&got.variant).await?.len();
+    store.put_geo_texts(&got.texts).await?;
+    println!(
+        "{}: {} texts stored as {} ({} already stored were kept)",
+        shown,
+        got.texts.len(),
+        got.variant,
+        already.min(got.texts.len())
+    );
+    for (dataset, n) in &got.skipped {
+        println!("skipped {n} rows of {dataset} (not shipped with Mirage)");
+    }
+    if got.mismatches.is_empty() {
+        println!("every orig_text matches the stored description");
+    }
+    for (list, n) in &got.mismatches {
+        println!("{list}: {n} items whose orig_text differs from the stored description");
+    }
+    if adopt && !got.originals.is_empty() {
+        store.put_geo_texts(&got.originals).await?;
+        println!(
+            "adopted {} GEO-Bench originals; later runs rank them in place of the compiled-in text",
+            got.originals.len()
+        );
+    } else if !got.originals.is_empty() {
+        println!("--adopt-originals would use GEO-Bench's originals for those items");
     }
     Ok(())
 }

@@ -5,7 +5,8 @@
 //! The seam is split by concern, one sub-trait per file: [`CorpusStore`] (tasks),
 //! [`EpisodeStore`] (outside agents' episodes), [`RunStore`] (runs, the trial queue, steps,
 //! L4 search nodes), [`ScoreStore`] (scores, label events, annotation locks),
-//! [`AccountStore`] (accounts and sessions) and [`CacheStore`] (model answers). [`Store`]
+//! [`AccountStore`] (accounts and sessions), [`CacheStore`] (model answers) and
+//! [`GeoStore`] (GEO ranking texts). [`Store`]
 //! is all of them; code that needs one concern imports that trait and may take
 //! `&dyn ThatStore`.
 
@@ -13,6 +14,7 @@ mod accounts;
 mod cache;
 mod corpus;
 mod episodes;
+mod geo;
 mod runs;
 mod scores;
 mod sql;
@@ -26,6 +28,7 @@ pub use accounts::{Account, AccountStore, Credentials};
 pub use cache::CacheStore;
 pub use corpus::{CorpusStore, seed_if_empty};
 pub use episodes::{Episode, EpisodeEvent, EpisodeStore};
+pub use geo::{GeoStore, GeoText};
 pub use runs::{
     BACKOFF_MS, CoverageRow, MAX_ATTEMPTS, NewTrial, Progress, RunRow, RunStatus, RunStore, TrialEnd, TrialFilter,
     TrialRow, TrialState,
@@ -50,9 +53,9 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 /// The whole storage interface: every concern. Implemented for anything that implements
 /// all of them (the SQL store).
-pub trait Store: CorpusStore + EpisodeStore + RunStore + ScoreStore + AccountStore + CacheStore {}
+pub trait Store: CorpusStore + EpisodeStore + RunStore + ScoreStore + AccountStore + CacheStore + GeoStore {}
 
-impl<T: CorpusStore + EpisodeStore + RunStore + ScoreStore + AccountStore + CacheStore> Store for T {}
+impl<T: CorpusStore + EpisodeStore + RunStore + ScoreStore + AccountStore + CacheStore + GeoStore> Store for T {}
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {

@@ -65,6 +65,28 @@ impl KeywordFilter {
     }
 }
 
+impl KeywordFilter {
+    /// Checks one text the way GEO-Bench's keyword check reads it (the GEO ranking track):
+    /// lowercase, every character that is not a word character, whitespace or `#` deleted,
+    /// split on whitespace; a word hits when it equals a token, a phrase when it occurs in
+    /// the tokens joined by single spaces. So `top-rated` is the token `toprated` (no hit)
+    /// and `make sure, to` reads `make sure to` (a hit).
+    pub fn check_geobench(&self, text: &str) -> Verdict {
+        let kept: String = text
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || *c == '_' || c.is_whitespace() || *c == '#')
+            .collect();
+        let tokens: Vec<&str> = kept.split_whitespace().collect();
+        let joined = tokens.join(" ");
+        let mut matched: Vec<String> =
+            self.words.iter().filter(|(w, _)| tokens.contains(&w.as_str())).map(|(w, _)| w.clone()).collect();
+        matched.extend(self.phrases.iter().filter(|p| joined.contains(p.as_str())).cloned());
+        #[allow(clippy::cast_precision_loss)]
+        Verdict { flagged: !matched.is_empty(), score: matched.len() as f64, matched }
+    }
+}
+
 impl Filter for KeywordFilter {
     fn name(&self) -> &str {
         "keyword"
@@ -88,6 +110,21 @@ mod tests {
         assert_eq!(f.check("We are #1 here").matched, vec!["#1".to_string()]);
         assert!(!f.check("make  sure to").flagged, "phrases match as written");
         assert!(KeywordFilter::parse("stray\n").is_err());
+    }
+
+    #[test]
+    fn geobench_matching_differs_where_geobench_says() {
+        let f = KeywordFilter::shipped();
+        for (text, geobench, regex) in [
+            ("top-rated blender", false, true),
+            ("The best-in-class", false, true),
+            ("make sure, to", true, false),
+            ("#1 seller", true, true),
+            ("It's the first.", true, true),
+        ] {
+            assert_eq!(f.check_geobench(text).flagged, geobench, "{text} (GEO-Bench)");
+            assert_eq!(f.check(text).flagged, regex, "{text} (regex)");
+        }
     }
 
     #[test]

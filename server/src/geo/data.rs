@@ -146,6 +146,8 @@ pub struct DatasetSummary {
     pub targets: usize,
     pub lengths: Vec<usize>,
     pub nouns: Vec<String>,
+    /// Originals the keyword filter flags (GEO-Bench matching).
+    pub originals_flagged: usize,
 }
 
 /// One summary per dataset, in dataset order.
@@ -163,6 +165,7 @@ pub fn summaries(lists: &[List]) -> Vec<DatasetSummary> {
                 targets: mine.iter().map(|l| l.items.len()).sum(),
                 lengths,
                 nouns: mine.iter().map(|l| l.noun.clone()).collect(),
+                originals_flagged: mine.iter().flat_map(|l| &l.items).filter(|i| super::kvr(&i.text)).count(),
             }
         })
         .collect()
@@ -188,6 +191,15 @@ mod tests {
                 .all(|l| l.category == "portable speaker" || l.items.len() == 8)
         );
         assert_eq!(speaker.instance_key(7), "ragroll|portable speaker|7");
+    }
+
+    #[test]
+    fn the_keyword_filter_flags_the_originals_geobench_reports() {
+        let s = summaries(&lists().expect("lists"));
+        let flagged: Vec<usize> = s.iter().map(|d| d.originals_flagged).collect();
+        assert_eq!(flagged, [16, 0, 0, 12]);
+        let equal = s.iter().map(|d| d.originals_flagged as f64 / d.targets as f64).sum::<f64>() / 4.0;
+        assert!((equal - 0.060_025_1).abs() < 1e-7, "{equal}");
     }
 
     #[test]

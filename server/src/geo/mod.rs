@@ -9,11 +9,16 @@
 //! * [`parse`]: a reply into ranks (GEO-Bench's parser with two fixes, or as published);
 //! * [`rank`]: rankers (offline `bm25` and `position`);
 //! * [`writers`]: offline edits (`clean`, `stuff`, `strip`);
+//! * [`import`]: GEO-Bench's published texts as `import:<name>`, and adopted originals;
+//! * [`methods`]: method variants, the C-SEO rewrites and Zero-Shot (built-in or by an
+//!   attacker endpoint), and the stored text of each (variant, target);
 //! * [`plan`]: a GEO run's spec and its trials on the durable queue;
 //! * [`report`]: a stored run's per-target results, summaries and comparisons.
 //! * [`metrics`]: per-target ranks, medians, NRG, S@α and P@α.
 
 pub mod data;
+pub mod import;
+pub mod methods;
 pub mod metrics;
 pub mod order;
 pub mod parse;
@@ -26,6 +31,7 @@ pub mod writers;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use crate::stats::Estimate;
 use data::List;
 use metrics::{Agg, TargetResult};
 use order::Orders;
@@ -135,6 +141,13 @@ pub struct Scored {
     pub list: String,
     pub target: usize,
     pub result: TargetResult,
+    /// Whether the edited text holds a listed keyword or phrase (GEO-Bench matching).
+    pub kvr: bool,
+}
+
+/// Whether a text holds a keyword of the shipped list, read the way GEO-Bench reads it.
+pub fn kvr(text: &str) -> bool {
+    crate::detect::KeywordFilter::shipped().check_geobench(text).flagged
 }
 
 /// The headline figures of a set of targets: each the equal-dataset mean with a 95 %
@@ -142,34 +155,42 @@ pub struct Scored {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
     pub n: usize,
-    pub nrg: crate::stats::Estimate,
-    pub s_at_0_1: crate::stats::Estimate,
-    pub p_at_0_1: crate::stats::Estimate,
-    pub s_at_0_2: crate::stats::Estimate,
-    pub p_at_0_2: crate::stats::Estimate,
+    pub nrg: Estimate,
+    pub s_at_0_1: Estimate,
+    pub p_at_0_1: Estimate,
+    pub s_at_0_2: Estimate,
+    pub p_at_0_2: Estimate,
     /// Share of orders whose reply missed the target, edited (equal-dataset mean).
     pub missing: f64,
     /// NRG weighted by target instead of by dataset (the sensitivity check).
     pub nrg_target_weighted: f64,
+    /// Share of edited texts the keyword filter flags (KVR).
+    pub kvr: Estimate,
+    /// NRG when a flagged edit is caught and gains nothing.
+    pub nrg_after_keyword: Estimate,
+    /// P@0.1 of edits the keyword filter lets pass (promoted and passed).
+    pub promoted_and_passed: Estimate,
 }
 
 /// The summary of `scored` (at least one target), with `resamples` bootstrap replicates.
 pub fn summarise(scored: &[Scored], resamples: usize, seed: u64) -> Option<Summary> {
     use crate::stats::{Obs, bootstrap};
     let flag = |b: bool| if b { 1.0 } else { 0.0 };
-    let est = |f: &dyn Fn(&TargetResult) -> f64| {
-        let obs: Vec<Obs> = scored.iter().map(|s| Obs::value(&s.dataset, &s.list, f(&s.result))).collect();
+    let est = |f: &dyn Fn(&Scored) -> f64| {
+        let obs: Vec<Obs> = scored.iter().map(|s| Obs::value(&s.dataset, &s.list, f(s))).collect();
         bootstrap(&obs, resamples, seed)
     };
-    let missing = est(&|r| r.missing_a)?.mean;
     Some(Summary {
         n: scored.len(),
-        nrg: est(&|r| r.nrg)?,
-        s_at_0_1: est(&|r| flag(r.s_at_0_1))?,
-        p_at_0_1: est(&|r| flag(r.p_at_0_1))?,
-        s_at_0_2: est(&|r| flag(r.s_at_0_2))?,
-        p_at_0_2: est(&|r| flag(r.p_at_0_2))?,
-        missing,
+        nrg: est(&|s| s.result.nrg)?,
+        s_at_0_1: est(&|s| flag(s.result.s_at_0_1))?,
+        p_at_0_1: est(&|s| flag(s.result.p_at_0_1))?,
+        s_at_0_2: est(&|s| flag(s.result.s_at_0_2))?,
+        p_at_0_2: est(&|s| flag(s.result.p_at_0_2))?,
+        missing: est(&|s| s.result.missing_a)?.mean,
         nrg_target_weighted: scored.iter().map(|s| s.result.nrg).sum::<f64>() / scored.len() as f64,
+        kvr: est(&|s| flag(s.kvr))?,
+        nrg_after_keyword: est(&|s| if s.kvr { 0.0 } else { s.result.nrg })?,
+        promoted_and_passed: est(&|s| flag(s.result.p_at_0_1 && !s.kvr))?,
     })
 }

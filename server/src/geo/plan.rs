@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 
 use super::Protocol;
 use super::data::{DATASETS, List};
-use super::writers::WRITERS;
 use crate::db::NewTrial;
 use crate::llm::EndpointSpec;
 
@@ -29,6 +28,10 @@ pub struct GeoSpec {
     /// The chat rankers' endpoints by ranker name (offline rankers need none).
     #[serde(default)]
     pub endpoints: BTreeMap<String, EndpointSpec>,
+    /// The attacker endpoint (`roles.attacker`) that writes C-SEO and Zero-Shot texts;
+    /// without one the built-in templates write them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attacker: Option<EndpointSpec>,
 }
 
 /// The dataset keys of `all` or a comma-separated list; an unknown key is named.
@@ -45,12 +48,10 @@ pub fn datasets(filter: &[String]) -> anyhow::Result<Vec<String>> {
     Ok(known.iter().filter(|k| filter.iter().any(|d| d == *k)).map(ToString::to_string).collect())
 }
 
-/// Whether a method name is one this version can run.
-pub fn check_method(method: &str) -> anyhow::Result<()> {
-    if WRITERS.contains(&method) {
-        return Ok(());
-    }
-    bail!("method: {method:?} is not one of {}", WRITERS.join(", "))
+/// The method variants a spec runs (generated methods carry the attacker's model).
+pub fn variants(spec: &GeoSpec) -> anyhow::Result<Vec<String>> {
+    let model = spec.attacker.as_ref().map(|a| a.model.as_str());
+    spec.methods.iter().map(|m| super::methods::variant(m, model)).collect()
 }
 
 /// The trial's task id of a target (`index` 1-based).
@@ -84,9 +85,7 @@ pub fn plan(lists: &[List], spec: &GeoSpec) -> anyhow::Result<Vec<NewTrial>> {
             bail!("ranker: {ranker:?} is neither an offline ranker (bm25, position) nor a configured endpoint");
         }
     }
-    for method in &spec.methods {
-        check_method(method)?;
-    }
+    let variants = variants(spec)?;
     if spec.protocol.k == 0 {
         bail!("k: at least one order per target");
     }
@@ -94,7 +93,7 @@ pub fn plan(lists: &[List], spec: &GeoSpec) -> anyhow::Result<Vec<NewTrial>> {
     for list in lists.iter().filter(|l| spec.datasets.contains(&l.dataset)) {
         for index in 1..=list.items.len() {
             for ranker in &spec.rankers {
-                for method in &spec.methods {
+                for method in &variants {
                     trials.push(NewTrial {
                         task_id: task_id(list, index),
                         agent: ranker.clone(),
@@ -123,6 +122,7 @@ mod tests {
             methods: vec!["clean".into(), "stuff".into()],
             protocol: Protocol::default(),
             endpoints: BTreeMap::new(),
+            attacker: None,
         };
         assert_eq!(spec.datasets, ["stsdata", "cseo"], "dataset order, not the filter's");
         let trials = plan(&lists, &spec).expect("plan");

@@ -86,6 +86,14 @@ pub async fn results(
     let trials = store.trials(run_id).await?;
     let mut steps = store.run_steps(run_id).await?;
     let mut out: BTreeMap<(String, String), Vec<Scored>> = BTreeMap::new();
+    // Whether each stored text of the run's variants holds a listed keyword.
+    let mut flagged: std::collections::HashMap<(String, String, String, i64), bool> = Default::default();
+    let variants: BTreeSet<&String> = trials.iter().map(|t| &t.level).collect();
+    for variant in variants {
+        for t in store.geo_texts(variant).await? {
+            flagged.insert((t.method, t.dataset, t.category, t.target_idx), super::kvr(&t.adv_text));
+        }
+    }
     let (mut errors, mut unfinished) = (0, 0);
     for trial in &trials {
         match trial.state {
@@ -109,11 +117,14 @@ pub async fn results(
         if records.is_empty() {
             anyhow::bail!("trial {} is done but has no stored orders", trial.trial_id);
         }
+        let key = (trial.level.clone(), list.dataset.clone(), list.category.clone(), i64::try_from(target + 1)?);
+        let kvr = *flagged.get(&key).with_context(|| format!("trial {}: no stored text", trial.trial_id))?;
         out.entry((trial.agent.clone(), trial.level.clone())).or_default().push(Scored {
             dataset: list.dataset.clone(),
             list: list.key(),
             target: target + 1,
             result: result_of(&records, list.items.len(), geo.protocol.agg),
+            kvr,
         });
     }
     Ok((geo, out, (trials.len(), errors, unfinished)))

@@ -26,6 +26,9 @@ pub struct EndpointSpec {
     pub api_key_env: Option<String>,
     #[serde(default)]
     pub temperature: f64,
+    /// Nucleus sampling, sent only when set (the GEO writers sample at 0.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
     #[serde(default)]
     pub seed: Option<u64>,
     #[serde(default = "default_max_tokens")]
@@ -69,6 +72,7 @@ impl EndpointSpec {
             model: model.to_string(),
             api_key_env: None,
             temperature: 0.0,
+            top_p: None,
             seed: None,
             max_tokens: default_max_tokens(),
             timeout_secs: default_timeout(),
@@ -186,6 +190,9 @@ impl HttpLlm {
         });
         if let Some(seed) = self.spec.seed {
             body["seed"] = json!(seed);
+        }
+        if let Some(top_p) = self.spec.top_p {
+            body["top_p"] = json!(top_p);
         }
         match schema {
             Some(parameters) if self.spec.tool_calling => {

@@ -11,9 +11,10 @@ use anyhow::Context;
 use super::{RunSpec, new_run_id};
 use crate::db::{RunStatus, Store, TrialEnd, TrialRow};
 use crate::geo::data::List;
+use crate::geo::methods::Writer;
 use crate::geo::plan::{CONDITION, GeoSpec, plan, target_of};
 use crate::geo::rank::{ChatRanker, Ranker, offline};
-use crate::geo::{OrderRecord, order_record, target_orders, writers};
+use crate::geo::{OrderRecord, order_record, target_orders};
 use crate::llm::HttpLlm;
 
 /// What executing a GEO run's trials needs: the lists and one ranker per name.
@@ -21,12 +22,14 @@ pub struct GeoExec {
     pub lists: Vec<List>,
     pub rankers: HashMap<String, Arc<dyn Ranker>>,
     pub spec: GeoSpec,
+    /// The attacker endpoint's clients, when the spec has one.
+    pub writer: Option<Writer>,
 }
 
 impl GeoExec {
     /// Builds the rankers of a spec: offline ones by name, chat ones from their endpoints.
-    pub fn new(spec: GeoSpec, store: &Arc<dyn Store>) -> anyhow::Result<GeoExec> {
-        let lists = crate::geo::data::lists()?;
+    pub async fn new(spec: GeoSpec, store: &Arc<dyn Store>) -> anyhow::Result<GeoExec> {
+        let lists = crate::geo::import::stored_lists(store.as_ref()).await?;
         let mut rankers: HashMap<String, Arc<dyn Ranker>> = HashMap::new();
         for name in &spec.rankers {
             let ranker: Arc<dyn Ranker> = match (offline(name), spec.endpoints.get(name)) {
@@ -41,7 +44,18 @@ impl GeoExec {
             };
             rankers.insert(name.clone(), ranker);
         }
-        Ok(GeoExec { lists, rankers, spec })
+        let writer = match &spec.attacker {
+            Some(endpoint) => {
+                let client = |max_tokens: u32| -> anyhow::Result<Arc<dyn crate::llm::LlmClient>> {
+                    let sampled =
+                        crate::llm::EndpointSpec { temperature: 0.7, top_p: Some(0.9), max_tokens, ..endpoint.clone() };
+                    Ok(Arc::new(HttpLlm::new(sampled).context("attacker endpoint")?))
+                };
+                Some(Writer { model: endpoint.model.clone(), rewrite: client(600)?, snippet: client(60)? })
+            }
+            None => None,
+        };
+        Ok(GeoExec { lists, rankers, spec, writer })
     }
 }
 
@@ -68,11 +82,24 @@ pub fn data_version(lists: &[List]) -> String {
 
 /// Plans and stores a GEO run; returns its id. Chat rankers are asked at temperature 0.
 pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Result<String> {
-    let lists = crate::geo::data::lists()?;
+    let lists = crate::geo::import::stored_lists(store).await?;
     for endpoint in spec.endpoints.values_mut() {
         endpoint.temperature = 0.0;
     }
-    let trials = plan(&lists, &spec)?;
+    let mut trials = plan(&lists, &spec)?;
+    // Imported methods cover the targets their file had.
+    for variant in spec.methods.iter().filter(|m| m.starts_with("import:")) {
+        let have: std::collections::HashSet<String> = store
+            .geo_texts(variant)
+            .await?
+            .iter()
+            .map(|t| format!("geo:{}/{}/{}", t.dataset, t.category, t.target_idx))
+            .collect();
+        if have.is_empty() {
+            anyhow::bail!("method: no texts are imported as {variant} (see `mirage geo import`)");
+        }
+        trials.retain(|t| &t.level != variant || have.contains(&t.task_id));
+    }
     let run = RunSpec {
         endpoints: spec.endpoints.clone(),
         geo: Some(spec.clone()),
@@ -99,9 +126,10 @@ pub(super) async fn run_geo_trial(store: &dyn Store, exec: &GeoExec, trial: &Tri
     let Some(ranker) = exec.rankers.get(&trial.agent) else {
         return TrialEnd::Error(format!("ranker {} is not part of this run's spec", trial.agent));
     };
-    let item = &list.items[target];
-    let Some(edited) = writers::write(&trial.level, &item.name, &list.noun, &item.text) else {
-        return TrialEnd::Error(format!("method {} has no text for {}", trial.level, trial.task_id));
+    let text = crate::geo::methods::text_for(store, exec.writer.as_ref(), &trial.level, list, target, trial.seed);
+    let edited = match text.await {
+        Ok(t) => t.adv_text,
+        Err(e) => return TrialEnd::Error(format!("text of {}: {e:#}", trial.level)),
     };
     let done = match store.steps(&trial.trial_id).await {
         Ok(bodies) => bodies.len(),

@@ -108,7 +108,7 @@ async fn run_pool(
     agents: HashMap<String, Arc<dyn Agent>>,
 ) -> anyhow::Result<()> {
     let geo = match &spec.geo {
-        Some(geo) => Some(Arc::new(super::geo::GeoExec::new(geo.clone(), &store)?)),
+        Some(geo) => Some(Arc::new(super::geo::GeoExec::new(geo.clone(), &store).await?)),
         None => None,
     };
     let mut defenses: HashMap<String, Arc<dyn crate::detect::Defense>> = HashMap::new();

@@ -119,8 +119,7 @@ impl InsightsService {
     async fn pick(&self, run: Option<String>) -> Result<(String, Vec<String>), AppError> {
         let runs = self.store.runs().await.map_err(internal)?;
         // GEO ranking runs have their own pages; these read agent runs.
-        let ids: Vec<String> =
-            runs.iter().filter(|r| !crate::runs::geo::is_geo(r)).map(|r| r.run_id.clone()).collect();
+        let ids: Vec<String> = runs.iter().filter(|r| !crate::runs::geo::is_geo(r)).map(|r| r.run_id.clone()).collect();
         if let Some(run) = run.filter(|r| !r.is_empty()) {
             if !ids.contains(&run) {
                 return Err(AppError::NotFound(format!("run {run}")));

@@ -144,6 +144,7 @@ fn spec(datasets: &[&str], rankers: &[&str], methods: &[&str]) -> server::geo::p
         methods: own(methods),
         protocol: Protocol::default(),
         endpoints: Default::default(),
+        attacker: None,
     }
 }
 
@@ -312,4 +313,167 @@ fn a_killed_geo_run_resumes_with_each_order_ranked_once() {
     let expected = distinct_prompts(&lists().expect("lists"), "stsdata") + 300;
     let asked = server.requests().len();
     assert!((expected..=expected + 10).contains(&asked), "{asked} requests for {expected} prompts");
+}
+
+/// Built-in C-SEO and Zero-Shot texts: stored once per (variant, target), reused by a
+/// second ranker and a later run (transfer), and scored with their keyword flags; LLM
+/// Guidance restates the noun and so moves BM25 up.
+#[tokio::test]
+async fn builtin_rewrites_are_stored_once_and_reused_across_rankers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = server::db::database_url(crate::support::temp_path(&dir, "m.db").to_str().expect("utf-8")).expect("url");
+    let store: std::sync::Arc<dyn server::db::Store> =
+        std::sync::Arc::new(server::db::SqlStore::connect(&url).await.expect("connect"));
+    let methods = ["cseo:llm_guidance", "cseo:statistics", "zero_shot"];
+    let run =
+        server::runs::geo::create_geo_run(store.as_ref(), spec(&["stsdata"], &["bm25"], &methods)).await.expect("run");
+    execute(store.clone(), &run, 4).await;
+    let texts = store.geo_texts("cseo:llm_guidance").await.expect("texts");
+    assert_eq!(texts.len(), 30);
+    assert!(
+        texts.iter().all(|t| t.source == "builtin" && t.edit_kind == "prepend" && t.adv_text.ends_with(&t.orig_text))
+    );
+    let snippets = store.geo_texts("zero_shot").await.expect("texts");
+    assert!(snippets.iter().all(|t| t.edit_kind == "suffix" && t.adv_text.starts_with(t.orig_text.trim())));
+
+    let before = store.geo_texts("cseo:statistics").await.expect("texts");
+    let again = server::runs::geo::create_geo_run(store.as_ref(), spec(&["stsdata"], &["position"], &methods))
+        .await
+        .expect("run");
+    execute(store.clone(), &again, 4).await;
+    assert_eq!(
+        store.geo_texts("cseo:statistics").await.expect("texts"),
+        before,
+        "the second ranker reads the same texts"
+    );
+    assert_eq!(
+        store.geo_methods().await.expect("methods").iter().map(|(_, n)| *n).sum::<i64>(),
+        90,
+        "no text written twice"
+    );
+
+    let lists = lists().expect("lists");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run, 300, 0).await.expect("report");
+    let guided = report.rows.iter().find(|r| r.method == "cseo:llm_guidance").expect("row");
+    assert!(guided.summary.nrg.mean > 0.2, "the noun in the summary moves BM25: {}", guided.summary.nrg.mean);
+    for r in &report.rows {
+        let s = &r.summary;
+        assert!(s.nrg_after_keyword.mean <= s.nrg.mean.max(0.0) + 1e-9 && (0.0..=1.0).contains(&s.kvr.mean));
+    }
+}
+
+/// C-SEO and Zero-Shot texts from an attacker endpoint: sampled at 0.7 / 0.9 with room for
+/// a rewrite or a snippet, stored under a variant that names the model, fences stripped.
+#[tokio::test]
+async fn an_attacker_endpoint_writes_the_rewrites() {
+    use server::llm::scripted::Reply;
+    let attacker = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, |body| {
+        let user = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("");
+        if user.contains("snippet") {
+            Reply::Text("\"A favourite of careful buyers.\"".into())
+        } else {
+            Reply::Text("```\nA calmer, clearer rewrite of the item.\n```".into())
+        }
+    })
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = server::db::database_url(crate::support::temp_path(&dir, "a.db").to_str().expect("utf-8")).expect("url");
+    let store: std::sync::Arc<dyn server::db::Store> =
+        std::sync::Arc::new(server::db::SqlStore::connect(&url).await.expect("connect"));
+    let mut geo = spec(&["stsdata"], &["bm25"], &["cseo:fluency", "zero_shot"]);
+    geo.attacker = Some(server::llm::EndpointSpec::new(&attacker.base_url, "writer-m"));
+    let run = server::runs::geo::create_geo_run(store.as_ref(), geo).await.expect("run");
+    execute(store.clone(), &run, 2).await;
+    assert_eq!(store.progress(&run).await.expect("progress").done, 60);
+    let levels: std::collections::BTreeSet<String> =
+        store.trials(&run).await.expect("trials").into_iter().map(|t| t.level).collect();
+    assert_eq!(levels.into_iter().collect::<Vec<_>>(), ["cseo:fluency@writer-m", "zero_shot@writer-m"]);
+    let rewrites = store.geo_texts("cseo:fluency@writer-m").await.expect("texts");
+    assert!(
+        rewrites
+            .iter()
+            .all(|t| t.adv_text == "A calmer, clearer rewrite of the item."
+                && t.source.starts_with("endpoint:writer-m/"))
+    );
+    let snippets = store.geo_texts("zero_shot@writer-m").await.expect("texts");
+    assert!(snippets.iter().all(|t| t.adv_text.ends_with(" A favourite of careful buyers.")));
+    let requests = attacker.requests();
+    assert_eq!(requests.len(), 60, "one call per (method, target)");
+    for body in &requests {
+        assert_eq!((body["temperature"].as_f64(), body["top_p"].as_f64()), (Some(0.7), Some(0.9)));
+        let snippet = body.to_string().contains("snippet");
+        assert_eq!(body["max_tokens"].as_u64(), Some(if snippet { 60 } else { 600 }));
+    }
+}
+
+/// `mirage geo import` of a GEO-Bench instance file: texts stored as `import:<name>`, the
+/// rows of datasets Mirage does not ship skipped, mismatching originals reported and, with
+/// `--adopt-originals`, ranked in place of the compiled-in text; a bad file stores nothing;
+/// a run of the imported method covers exactly the imported targets.
+#[test]
+fn importing_geobench_texts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = crate::support::temp_path(&dir, "i.db");
+    let lists = lists().expect("lists");
+    let books = lists.iter().find(|l| l.key() == "stsdata|books").expect("books");
+    let mut csv = String::from(
+        "method,dataset,category,target_idx,target_name,L,orig_text,adv_suffix,adv_text,select_rule,source_path\n",
+    );
+    for (i, item) in books.items.iter().enumerate() {
+        let orig = if i == 0 { "Here is a summary: an older wording." } else { item.text.as_str() };
+        let quoted = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
+        csv.push_str(&format!(
+            "raf,stsdata,books,{},{},10,{},book book,{},best,x\n",
+            i + 1,
+            quoted(&item.name),
+            quoted(orig),
+            quoted(&format!("{} book book", item.text))
+        ));
+    }
+    csv.push_str("raf,rewrite_to_rank,ads,1,X,10,o,,a,best,x\n");
+    let file = dir.path().join("raf__opt.csv");
+    std::fs::write(&file, &csv).expect("csv");
+    let bad = dir.path().join("bad.csv");
+    let second = csv.lines().nth(2).expect("target 2's row").to_string();
+    std::fs::write(&bad, format!("{csv}{second}\n")).expect("csv");
+    let text = |o: &std::process::Output| {
+        format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    };
+
+    let o = crate::support::mirage(&db, &["geo", "import", bad.to_str().expect("utf-8")]);
+    assert!(
+        !o.status.success() && text(&o).contains("bad.csv:13: stsdata|books target 2 was already given on line 3"),
+        "{}",
+        text(&o)
+    );
+    let o = crate::support::mirage(&db, &["geo", "run", "--ranker", "bm25", "--method", "import:bad"]);
+    assert!(text(&o).contains("no texts are imported as import:bad"), "nothing was stored: {}", text(&o));
+    let o = crate::support::mirage(&db, &["geo", "import", file.to_str().expect("utf-8"), "--adopt-originals"]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("10 texts stored as import:raf__opt"), "{out}");
+    assert!(
+        out.contains("skipped 1 rows of rewrite_to_rank")
+            && out.contains("stsdata|books: 1 items whose orig_text differs"),
+        "{out}"
+    );
+    let o = crate::support::mirage(&db, &["geo", "prompt", "--target", "stsdata/books/1"]);
+    assert!(text(&o).contains("an older wording"), "adopted originals are what rankers read: {}", text(&o));
+
+    let o = crate::support::mirage(
+        &db,
+        &["geo", "run", "--ranker", "bm25", "--dataset", "stsdata", "--method", "import:raf__opt,clean"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("40 trials"), "10 imported targets + 30 clean ones: {out}");
+    let run = out.split_whitespace().find(|w| w.starts_with("run-")).expect("run id").trim_end_matches(':').to_string();
+    let o = crate::support::mirage(&db, &["geo", "report", "--run", &run, "--json", "--resamples", "100"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let row =
+        v["rows"].as_array().expect("rows").iter().find(|r| r["method"] == "import:raf__opt").expect("row").clone();
+    assert_eq!(row["n"], 10);
+    assert!(row["nrg"]["mean"].as_f64().expect("nrg") > 0.0, "repeating the noun moves BM25 up");
+    let o = crate::support::mirage(&db, &["geo", "run", "--ranker", "bm25", "--method", "import:nothing"]);
+    assert!(text(&o).contains("no texts are imported as import:nothing"), "{}", text(&o));
 }

@@ -1,0 +1,211 @@
+//! Importing GEO-Bench's published texts (`results/unified/instances/*.csv`: one row per
+//! target with `method, dataset, category, target_idx, target_name, L, orig_text,
+//! adv_suffix, adv_text, select_rule, source_path`), so that the paper's exact texts —
+//! white-box methods included, which need gradients Mirage cannot compute — are re-ranked
+//! on any ranker as the method `import:<name>`.
+//!
+//! Rows of datasets Mirage does not ship (RewriteToRank) are skipped and counted; a row for
+//! an unknown list, an index outside it, a name that is not the item's, or a target seen
+//! twice refuses the whole file, naming the line. Each list whose `orig_text` differs from
+//! the stored description (whitespace collapsed) is reported; `--adopt-originals` stores
+//! GEO-Bench's originals for those items (method key [`ORIGINALS`]), and every later run
+//! reads them in place of the compiled-in text.
+
+use std::collections::{BTreeMap, HashMap};
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::data::List;
+use super::prompt::one_line;
+use crate::db::GeoText;
+
+/// The reserved method key of adopted originals.
+pub const ORIGINALS: &str = "original";
+
+/// One row of a GEO-Bench instance file (columns Mirage reads).
+#[derive(Debug, Deserialize)]
+struct Row {
+    #[serde(default)]
+    method: String,
+    dataset: String,
+    category: String,
+    target_idx: usize,
+    #[serde(default)]
+    target_name: String,
+    orig_text: String,
+    #[serde(default)]
+    adv_suffix: String,
+    adv_text: String,
+    #[serde(default)]
+    select_rule: String,
+}
+
+/// What a file holds, checked.
+#[derive(Debug)]
+pub struct Import {
+    /// The texts to store under `import:<name>`.
+    pub texts: Vec<GeoText>,
+    /// GEO-Bench's originals of items whose stored text differs (for `--adopt-originals`).
+    pub originals: Vec<GeoText>,
+    /// Rows of datasets Mirage does not ship, by dataset.
+    pub skipped: BTreeMap<String, usize>,
+    /// Per list key, how many of its items' `orig_text` differ from the stored text.
+    pub mismatches: BTreeMap<String, usize>,
+    pub variant: String,
+}
+
+/// Reads and checks an instance file. `name` is the variant's name after `import:`.
+pub fn read(lists: &[List], file: &str, bytes: &[u8], name: &str) -> anyhow::Result<Import> {
+    if name.is_empty() || name.contains(['@', ' ']) {
+        bail!("--variant: {name:?} must be a non-empty name without spaces or @");
+    }
+    let variant = format!("import:{name}");
+    let source = format!("import:{file}#{}", &hex::encode(Sha256::digest(bytes))[..16]);
+    let by_key: HashMap<(&str, &str), &List> =
+        lists.iter().map(|l| ((l.dataset.as_str(), l.category.as_str()), l)).collect();
+    let mut reader = csv::Reader::from_reader(bytes);
+    let headers = reader.headers().with_context(|| format!("{file}: no header line"))?.clone();
+    let mut seen: HashMap<(String, String, usize), u64> = HashMap::new();
+    let mut out = Import {
+        texts: Vec::new(),
+        originals: Vec::new(),
+        skipped: BTreeMap::new(),
+        mismatches: BTreeMap::new(),
+        variant: variant.clone(),
+    };
+    for record in reader.records() {
+        let record = record.with_context(|| format!("{file}: not a CSV file"))?;
+        let line = record.position().map_or(0, csv::Position::line);
+        let row: Row = record
+            .deserialize(Some(&headers))
+            .with_context(|| format!("{file}:{line}: not a row of a GEO-Bench instance file"))?;
+        if !super::data::DATASETS.iter().any(|(k, _)| *k == row.dataset) {
+            *out.skipped.entry(row.dataset.clone()).or_insert(0) += 1;
+            continue;
+        }
+        let Some(list) = by_key.get(&(row.dataset.as_str(), row.category.as_str())) else {
+            bail!("{file}:{line}: no list {}/{}", row.dataset, row.category);
+        };
+        if row.target_idx == 0 || row.target_idx > list.items.len() {
+            bail!("{file}:{line}: target_idx {} is outside 1..={} of {}", row.target_idx, list.items.len(), list.key());
+        }
+        let item = &list.items[row.target_idx - 1];
+        if !row.target_name.is_empty() && row.target_name.trim() != item.name {
+            bail!(
+                "{file}:{line}: target_name {:?} is not item {} of {} ({:?})",
+                row.target_name,
+                row.target_idx,
+                list.key(),
+                item.name
+            );
+        }
+        let key = (row.dataset.clone(), row.category.clone(), row.target_idx);
+        if let Some(first) = seen.insert(key, line) {
+            bail!("{file}:{line}: {} target {} was already given on line {first}", list.key(), row.target_idx);
+        }
+        if row.adv_text.trim().is_empty() {
+            bail!("{file}:{line}: adv_text is empty");
+        }
+        let differs = one_line(&row.orig_text) != one_line(&item.text);
+        if differs {
+            *out.mismatches.entry(list.key()).or_insert(0) += 1;
+        }
+        let text = |method: &str, adv: &str, kind: &str, meta: serde_json::Value| GeoText {
+            method: method.to_string(),
+            dataset: row.dataset.clone(),
+            category: row.category.clone(),
+            target_idx: i64::try_from(row.target_idx).unwrap_or(i64::MAX),
+            orig_text: row.orig_text.clone(),
+            adv_text: adv.to_string(),
+            edit_kind: kind.to_string(),
+            source: source.clone(),
+            meta: meta.to_string(),
+        };
+        let kind = if row.adv_suffix.trim().is_empty() { "rewrite" } else { "suffix" };
+        let meta = serde_json::json!({"method": row.method, "suffix": row.adv_suffix, "select_rule": row.select_rule, "line": line});
+        out.texts.push(text(&variant, &row.adv_text, kind, meta));
+        if differs {
+            out.originals.push(text(ORIGINALS, &row.orig_text, "original", serde_json::json!({"line": line})));
+        }
+    }
+    if out.texts.is_empty() {
+        bail!("{file}: no row of a dataset Mirage ships");
+    }
+    Ok(out)
+}
+
+/// The lists runs use: the compiled-in ones with any adopted originals in place.
+pub async fn stored_lists(store: &dyn crate::db::Store) -> anyhow::Result<Vec<List>> {
+    Ok(adopt(super::data::lists()?, &store.geo_texts(ORIGINALS).await?))
+}
+
+/// The lists with adopted originals in place of the compiled-in descriptions.
+pub fn adopt(mut lists: Vec<List>, originals: &[GeoText]) -> Vec<List> {
+    for o in originals {
+        if let Some(list) = lists.iter_mut().find(|l| l.dataset == o.dataset && l.category == o.category)
+            && let Some(item) = usize::try_from(o.target_idx).ok().and_then(|i| list.items.get_mut(i.wrapping_sub(1)))
+        {
+            item.text.clone_from(&o.adv_text);
+        }
+    }
+    lists
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str =
+        "method,dataset,category,target_idx,target_name,L,orig_text,adv_suffix,adv_text,select_rule,source_path\n";
+
+    fn lists() -> Vec<List> {
+        crate::geo::data::lists().expect("lists")
+    }
+
+    #[test]
+    fn rows_map_to_targets_and_mismatches_are_reported() {
+        let lists = lists();
+        let books = lists.iter().find(|l| l.key() == "stsdata|books").expect("books");
+        let (a, b) = (&books.items[0], &books.items[1]);
+        let csv = format!(
+            "{HEAD}raf,stsdata,books,1,{},10,\"{}\",xyz zz,\"{} xyz zz\",best,p\n\
+             raf,stsdata,books,2,{},10,Something else entirely,,A rewrite,best,p\n\
+             raf,rewrite_to_rank,ads,1,X,10,o,,a,best,p\n",
+            a.name, a.text, a.text, b.name
+        );
+        let got = read(&lists, "raf.csv", csv.as_bytes(), "raf").expect("import");
+        assert_eq!(got.variant, "import:raf");
+        assert_eq!(got.texts.len(), 2);
+        assert_eq!((got.texts[0].edit_kind.as_str(), got.texts[1].edit_kind.as_str()), ("suffix", "rewrite"));
+        assert_eq!(got.texts[1].adv_text, "A rewrite", "adv_text is used as it is");
+        assert_eq!(got.skipped.get("rewrite_to_rank"), Some(&1));
+        assert_eq!(got.mismatches.get("stsdata|books"), Some(&1));
+        assert_eq!(got.originals.len(), 1);
+        let adopted = adopt(lists.clone(), &got.originals);
+        let books = adopted.iter().find(|l| l.key() == "stsdata|books").expect("books");
+        assert_eq!(books.items[1].text, "Something else entirely");
+        assert_eq!(books.items[0].text, a.text);
+    }
+
+    #[test]
+    fn bad_rows_refuse_the_file_naming_the_line() {
+        let lists = lists();
+        let name = &lists.iter().find(|l| l.key() == "stsdata|books").expect("books").items[0].name;
+        for (csv, needle) in [
+            (
+                format!("{HEAD}m,stsdata,books,1,{name},10,o,,a,r,p\nm,stsdata,books,1,{name},10,o,,b,r,p\n"),
+                "raf.csv:3: stsdata|books target 1 was already given on line 2",
+            ),
+            (format!("{HEAD}m,stsdata,books,11,x,10,o,,a,r,p\n"), "raf.csv:2: target_idx 11 is outside"),
+            (format!("{HEAD}m,stsdata,nope,1,x,10,o,,a,r,p\n"), "raf.csv:2: no list stsdata/nope"),
+            (format!("{HEAD}m,stsdata,books,1,Wrong Name,10,o,,a,r,p\n"), "raf.csv:2: target_name \"Wrong Name\""),
+            ("just,some\n1,2\n".to_string(), "raf.csv:2: not a row of a GEO-Bench instance file"),
+        ] {
+            let err = format!("{:#}", read(&lists, "raf.csv", csv.as_bytes(), "raf").unwrap_err());
+            assert!(err.contains(needle), "{err}");
+        }
+        assert!(read(&lists, "raf.csv", HEAD.as_bytes(), "a b").is_err());
+    }
+}
