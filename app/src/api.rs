@@ -168,3 +168,17 @@ pub async fn save_grade(grade: crate::model::NewGrade) -> Result<(), AppError> {
     })
     .await
 }
+
+#[server(endpoint = "get_geo")]
+pub async fn get_geo(
+    #[server(default)] run: Option<String>,
+    #[server(default)] ranker: Option<String>,
+    #[server(default)] method: Option<String>,
+) -> Result<crate::model::GeoView, AppError> {
+    crate::ssr::respond(async move { crate::ssr::services()?.geo.board(run, ranker, method).await }).await
+}
+
+#[server(endpoint = "get_geo_target")]
+pub async fn get_geo_target(trial: String) -> Result<crate::model::GeoTargetView, AppError> {
+    crate::ssr::respond(async move { crate::ssr::services()?.geo.target(trial).await }).await
+}

@@ -72,6 +72,7 @@ pub fn App() -> impl IntoView {
                     <A href="/robustness">"Robustness"</A>
                     <A href="/heatmaps">"Heatmaps"</A>
                     <A href="/report">"Report"</A>
+                    <A href="/geo">"GEO ranking"</A>
                     <A href="/annotate">"Annotate"</A>
                     <A href="/search">"Search"</A>
                     <A href="/tasks">"Tasks"</A>
@@ -94,6 +95,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/robustness") view=pages::RobustnessPage/>
                     <Route path=path!("/heatmaps") view=pages::HeatmapsPage/>
                     <Route path=path!("/report") view=pages::ReportPage/>
+                    <Route path=path!("/geo") view=pages::GeoPage/>
+                    <Route path=path!("/geo/trials/:trial") view=pages::GeoTargetPage/>
                     <Route path=path!("/grade/:trial") view=pages::GradePage/>
                     <Route path=path!("/annotate") view=pages::AnnotatePage/>
                     <Route path=path!("/search") view=pages::SearchPage/>

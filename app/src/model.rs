@@ -75,11 +75,13 @@ pub struct TaskDetail {
 }
 
 mod annotate;
+mod geo;
 mod insights;
 mod report;
 mod runs;
 
 pub use annotate::*;
+pub use geo::*;
 pub use insights::*;
 pub use report::*;
 pub use runs::*;

@@ -70,6 +70,21 @@ pub trait Search: Send + Sync {
     async fn search(&self, query: String, kind: Option<String>) -> Result<crate::model::SearchResults, AppError>;
 }
 
+/// The GEO ranking track's pages.
+#[async_trait::async_trait]
+pub trait Geo: Send + Sync {
+    /// A GEO run's leaderboard (the newest GEO run by default), with the targets of one
+    /// (ranker, method) when asked.
+    async fn board(
+        &self,
+        run: Option<String>,
+        ranker: Option<String>,
+        method: Option<String>,
+    ) -> Result<crate::model::GeoView, AppError>;
+    /// One GEO trial.
+    async fn target(&self, trial: String) -> Result<crate::model::GeoTargetView, AppError>;
+}
+
 /// Everything a server function may touch. Provided once per request via context.
 #[derive(Clone)]
 pub struct Services {
@@ -78,6 +93,7 @@ pub struct Services {
     pub insights: Arc<dyn Insights>,
     pub annotate: Arc<dyn Annotate>,
     pub search: Arc<dyn Search>,
+    pub geo: Arc<dyn Geo>,
 }
 
 /// The person behind the current request, as the server's access layer found them.

@@ -79,7 +79,18 @@ pub async fn app_state(
     let insights = Arc::new(services::insights::InsightsService::new(store.clone(), world.clone(), judge.clone()));
     let search = Arc::new(search::TrajectoryIndex::new(&world)?);
     follow_trials(search.clone(), store.clone());
-    Ok(AppState { leptos_options, world, store, config: Arc::new(config), judge, corpus_version, insights, search })
+    let geo = Arc::new(services::geo::GeoService::new(store.clone()));
+    Ok(AppState {
+        leptos_options,
+        world,
+        store,
+        config: Arc::new(config),
+        judge,
+        corpus_version,
+        insights,
+        search,
+        geo,
+    })
 }
 
 /// How often the search index looks for newly finished trials.

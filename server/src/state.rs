@@ -27,6 +27,8 @@ pub struct AppState {
     pub search: Arc<crate::search::TrajectoryIndex>,
     /// Aggregates of runs, cached across requests.
     pub insights: Arc<crate::services::insights::InsightsService>,
+    /// GEO ranking reports, cached across requests.
+    pub geo: Arc<crate::services::geo::GeoService>,
 }
 
 impl From<&AppState> for Services {
@@ -38,6 +40,7 @@ impl From<&AppState> for Services {
             corpus_version: state.corpus_version.clone(),
             insights: state.insights.clone(),
             search: state.search.clone(),
+            geo: state.geo.clone(),
         })
     }
 }

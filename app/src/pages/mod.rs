@@ -1,6 +1,7 @@
 //! Route components. Each page reads its state from the URL, so every view can be shared.
 
 mod annotate;
+mod geo;
 mod grade;
 mod home;
 mod leaderboard;
@@ -13,6 +14,7 @@ mod tasks;
 mod trajectory;
 
 pub use annotate::{AnnotateItemPage, AnnotatePage};
+pub use geo::{GeoPage, GeoTargetPage};
 pub use grade::GradePage;
 pub use home::HomePage;
 pub use leaderboard::{LeaderboardPage, TeamPage};

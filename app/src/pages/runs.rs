@@ -267,15 +267,20 @@ pub fn RunPage() -> impl IntoView {
                         <table class="trials">
                             <thead><tr><th>"Trial"</th><th>"Task"</th><th>"Agent"</th><th>"Level"</th><th>"Condition"</th><th>"Seed"</th><th>"State"</th><th>"Verdict"</th></tr></thead>
                             <tbody>
-                                {t.rows.into_iter().map(|r| view! {
+                                {t.rows.into_iter().map(|r| {
+                                    // GEO ranking trials have their own view and no task page.
+                                    let geo = r.condition == "geo" && r.task_id.starts_with("geo:");
+                                    let trial = if geo { format!("/geo/trials/{}", r.id) } else { format!("/runs/{}/trials/{}", id.get_untracked(), r.id) };
+                                    let task = if geo { format!("/geo/trials/{}", r.id) } else { format!("/tasks/{}", r.task_id) };
+                                    view! {
                                     <tr>
-                                        <td><A href=format!("/runs/{}/trials/{}", id.get_untracked(), r.id)>{r.id.clone()}</A></td>
-                                        <td><A href=format!("/tasks/{}", r.task_id)>{r.task_id.clone()}</A></td>
+                                        <td><A href=trial>{r.id.clone()}</A></td>
+                                        <td><A href=task>{r.task_id.clone()}</A></td>
                                         <td>{r.agent}</td><td>{r.level}</td><td>{r.condition}</td><td class="num">{r.seed}</td>
                                         <td><span class=format!("state state-{}", r.state)>{r.state.clone()}</span></td>
                                         <td>{r.verdict.unwrap_or_default()}{r.error.map(|e| view! { <span class="error">{e}</span> })}</td>
                                     </tr>
-                                }).collect_view()}
+                                }}).collect_view()}
                             </tbody>
                         </table>
                         <nav class="pager" aria-label="Trial pages">

@@ -307,6 +307,32 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                 let file = format!("heatmap-{}-{}-{}.csv", h.run, h.metric, h.by);
                 Ok(attachment(&file, "text/csv; charset=utf-8", csv_text(&head, &rows)?))
             }
+            "geo.csv" | "geo.json" => {
+                use app::ssr::Geo as _;
+                let view = state.geo.board(q.run.clone(), None, None).await.map_err(HttpError::from)?;
+                let report = state.geo.report(&view.run).await.map_err(HttpError::from)?;
+                if name.ends_with("json") {
+                    return Ok(Json(report.as_ref().clone()).into_response());
+                }
+                let mut head = ["ranker", "method", "group", "band"].map(String::from).to_vec();
+                for c in ["nrg", "s_at_0_1", "p_at_0_1", "kvr", "nrg_after_keyword", "promoted_and_passed"] {
+                    head.extend(["mean", "lo", "hi", "n"].map(|x| format!("{c}_{x}")));
+                }
+                head.extend(["missing", "nrg_target_weighted"].map(String::from));
+                let rows: Vec<Vec<String>> = view
+                    .rows
+                    .iter()
+                    .map(|r| {
+                        let mut line = vec![r.ranker.clone(), r.method.clone(), r.group.clone(), r.band.to_string()];
+                        for e in [r.nrg, r.s_at_0_1, r.p_at_0_1, r.kvr, r.nrg_after_keyword, r.promoted_and_passed] {
+                            line.extend(est_cells(Some(&e)));
+                        }
+                        line.extend([r.missing.to_string(), r.nrg_target_weighted.to_string()]);
+                        line
+                    })
+                    .collect();
+                Ok(attachment(&format!("geo-{}.csv", view.run), "text/csv; charset=utf-8", csv_text(&head, &rows)?))
+            }
             other => Err(HttpError::NotFound(format!("no export named {other:?}"))),
         }
     }

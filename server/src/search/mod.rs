@@ -109,6 +109,11 @@ impl TrajectoryIndex {
             }
             let mut docs = Vec::new();
             for (trial, finished) in &batch {
+                // GEO ranking trials store ranker replies, not agent turns: nothing to index.
+                if trial.condition == crate::geo::plan::CONDITION && trial.task_id.starts_with("geo:") {
+                    progress.cursor = (*finished, trial.trial_id.clone());
+                    continue;
+                }
                 let steps = parse_steps(&store.steps(&trial.trial_id).await?)?;
                 let f = self.fields;
                 let base = |kind: &str, turn: usize, text: &str| {

@@ -1,6 +1,7 @@
 //! Implements the ports of `app::ssr` on top of the world and the store.
 
 pub mod annotate;
+pub mod geo;
 pub mod insights;
 pub mod runs;
 
@@ -30,11 +31,12 @@ pub struct Parts {
     pub corpus_version: String,
     pub insights: Arc<insights::InsightsService>,
     pub search: Arc<crate::search::TrajectoryIndex>,
+    pub geo: Arc<geo::GeoService>,
 }
 
 /// The ports of `app::ssr`, for one request's context.
 pub fn services(parts: Parts) -> Services {
-    let Parts { world, store, config, corpus_version, insights, search } = parts;
+    let Parts { world, store, config, corpus_version, insights, search, geo } = parts;
     Services {
         corpus: Arc::new(CorpusService { world: world.clone() }),
         runs: Arc::new(runs::RunsService {
@@ -47,6 +49,7 @@ pub fn services(parts: Parts) -> Services {
         insights: insights.clone(),
         search: Arc::new(SearchService { index: search }),
         annotate: Arc::new(annotate::AnnotateService { store, world, insights }),
+        geo,
     }
 }
 

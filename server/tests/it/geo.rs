@@ -477,3 +477,74 @@ fn importing_geobench_texts() {
     let o = crate::support::mirage(&db, &["geo", "run", "--ranker", "bm25", "--method", "import:nothing"]);
     assert!(text(&o).contains("no texts are imported as import:nothing"), "{}", text(&o));
 }
+
+/// The dashboard's GEO pages over real HTTP: the leaderboard with bands, groups and the
+/// method × dataset table, a target's view with every order, downloads, hostile replies
+/// escaped, and agent-run pages that leave the GEO run out.
+#[tokio::test]
+async fn the_geo_pages_show_a_run_and_escape_what_rankers_say() {
+    use server::llm::scripted::Reply;
+    let app = crate::support::TestApp::start().await;
+    let (status, body) = app.text("/geo").await;
+    assert_eq!(status, 404, "no GEO run yet: {body}");
+    // A chat ranker whose replies carry markup: shown as text, never run.
+    let hostile = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, |body| {
+        let names: Vec<String> = shown_names(body).into_iter().map(|(n, _)| n).collect();
+        let list: String = names.iter().enumerate().map(|(i, n)| format!("{}. {n}\n", i + 1)).collect();
+        Reply::Text(format!("<script>alert(1)</script>\n{list}"))
+    })
+    .await;
+    let mut geo = spec(&["stsdata"], &["bm25", "loud"], &["clean", "stuff", "cseo:llm_guidance"]);
+    geo.endpoints.insert("loud".into(), server::llm::EndpointSpec::new(&hostile.base_url, "loud-m"));
+    let run = server::runs::geo::create_geo_run(app.state.store.as_ref(), geo).await.expect("run");
+    execute(app.state.store.clone(), &run, 4).await;
+
+    let (status, body) = app.text("/geo").await;
+    assert_eq!(status, 200, "{body}");
+    for needle in [
+        "GEO ranking",
+        "Methods per ranker",
+        "white-hat rewrite",
+        "baseline",
+        "NRG by method and dataset",
+        "Ranker bm25",
+        "Paired comparisons",
+    ] {
+        assert!(body.contains(needle), "{needle}");
+    }
+    let (status, body) = app.text(&format!("/geo?run={run}&ranker=bm25&method=stuff")).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("Targets of stuff") && body.contains("/geo/trials/"), "targets table");
+    let trial = body.split("/geo/trials/").nth(1).and_then(|s| s.split('"').next()).expect("a trial link").to_string();
+    let (status, body) = app.text(&format!("/geo/trials/{trial}")).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("stsdata|books|") || body.contains("stsdata|"), "instance key");
+    assert!(body.contains("The edit (rewrite)") && body.contains("class=\"target\""), "list with the target marked");
+    assert_eq!(body.matches("<details>").count(), 10, "ten orders");
+
+    let trials = app.state.store.trials(&run).await.expect("trials");
+    let loud = trials.iter().find(|t| t.agent == "loud").expect("a loud trial");
+    let (_, body) = app.text(&format!("/geo/trials/{}", loud.trial_id)).await;
+    assert!(!body.contains("<script>alert(1)</script>"), "replies are escaped");
+    assert!(body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+
+    let csv = app.client.get(format!("{}/api/export/geo.csv?run={run}", app.base)).send().await.expect("csv");
+    assert_eq!(csv.status(), 200);
+    let csv = csv.text().await.expect("text");
+    assert!(csv.starts_with("ranker,method,group,band,nrg_mean") && csv.lines().count() == 7, "{csv}");
+    let json: serde_json::Value = app
+        .client
+        .get(format!("{}/api/export/geo.json?run={run}", app.base))
+        .send()
+        .await
+        .expect("json")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(json["rows"].as_array().map(Vec::len), Some(6));
+    // Agent-run pages do not pick the GEO run.
+    let (status, body) = app.text("/leaderboard").await;
+    assert!(status == 404 && body.contains("a run with finished trials"), "{status}");
+    let (status, _) = app.text(&format!("/runs/{run}")).await;
+    assert_eq!(status, 200);
+}

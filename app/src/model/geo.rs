@@ -1,0 +1,118 @@
+//! The GEO ranking pages' data (`/geo`, `/geo/trials/<trial>`): the same numbers as
+//! `mirage geo report --json`, built on the server by `geo::report`.
+
+use serde::{Deserialize, Serialize};
+
+use super::Est;
+
+/// One (ranker, method) row of the leaderboard.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoRow {
+    pub ranker: String,
+    pub method: String,
+    /// The threat-model group: baseline, offline writer, white-hat rewrite, black-box, imported.
+    pub group: String,
+    pub band: usize,
+    pub n: usize,
+    pub nrg: Est,
+    pub s_at_0_1: Est,
+    pub p_at_0_1: Est,
+    pub kvr: Est,
+    pub nrg_after_keyword: Est,
+    pub promoted_and_passed: Est,
+    pub missing: f64,
+    pub nrg_target_weighted: f64,
+}
+
+/// One (ranker, method, dataset) cell.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoCell {
+    pub ranker: String,
+    pub method: String,
+    pub dataset: String,
+    pub nrg: Est,
+}
+
+/// A paired comparison of two methods under one ranker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoPair {
+    pub ranker: String,
+    pub a: String,
+    pub b: String,
+    pub diff: Est,
+    pub p: f64,
+    pub p_holm: f64,
+}
+
+/// One target's outcome, for the targets table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoTargetRow {
+    pub trial: String,
+    pub ranker: String,
+    pub method: String,
+    pub target: String,
+    pub name: String,
+    pub r_b: f64,
+    pub r_a: f64,
+    pub nrg: f64,
+    pub kvr: bool,
+}
+
+/// The GEO leaderboard page.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoView {
+    /// GEO runs, newest first.
+    pub runs: Vec<String>,
+    pub run: String,
+    pub prompt_version: String,
+    pub k: usize,
+    pub trials: usize,
+    pub errors: usize,
+    pub unfinished: usize,
+    pub datasets: Vec<String>,
+    pub rows: Vec<GeoRow>,
+    pub cells: Vec<GeoCell>,
+    pub pairs: Vec<GeoPair>,
+    /// (ranker a, ranker b, ρ over the methods both ran, methods).
+    pub spearman: Vec<(String, String, Option<f64>, usize)>,
+    /// The targets of one (ranker, method), largest gain first (the page's `method`).
+    pub targets: Vec<GeoTargetRow>,
+}
+
+/// One order of a target: where the target was shown and its parsed ranks and replies.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoOrderView {
+    pub order: usize,
+    /// 1-based position the target was shown at.
+    pub shown_at: usize,
+    pub clean_rank: usize,
+    pub edited_rank: usize,
+    pub clean_reply: String,
+    pub edited_reply: String,
+}
+
+/// A GEO trial: the list with the target marked, the edit, and every order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoTargetView {
+    pub run: String,
+    pub trial: String,
+    pub ranker: String,
+    pub method: String,
+    pub instance: String,
+    pub query: String,
+    /// (name, description) in list order; the target is `target` (0-based).
+    pub items: Vec<(String, String)>,
+    pub target: usize,
+    pub orig_text: String,
+    pub adv_text: String,
+    pub edit_kind: String,
+    pub source: String,
+    /// Listed keywords and phrases the edited text holds.
+    pub keyword_hits: Vec<String>,
+    pub state: String,
+    pub error: Option<String>,
+    pub orders: Vec<GeoOrderView>,
+    pub r_b: Option<f64>,
+    pub r_a: Option<f64>,
+    pub nrg: Option<f64>,
+}

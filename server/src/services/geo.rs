@@ -1,0 +1,251 @@
+//! The GEO ranking pages' port: a GEO run's report (cached until the run gains finished
+//! trials) and one trial's target view.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use app::error::AppError;
+use app::model::{GeoCell, GeoOrderView, GeoPair, GeoRow, GeoTargetRow, GeoTargetView, GeoView};
+
+use super::internal;
+use crate::db::{Store, TrialState};
+use crate::geo::methods::Method;
+use crate::geo::plan::target_of;
+use crate::geo::report::{Report, report};
+use crate::geo::{OrderRecord, result_of};
+use crate::runs::geo::is_geo;
+
+/// Bootstrap replicates of the dashboard's intervals.
+pub const RESAMPLES: usize = 2_000;
+
+/// The GEO port.
+pub struct GeoService {
+    pub store: Arc<dyn Store>,
+    /// Reports by run, with the finished-trial count they were computed at.
+    cache: Mutex<HashMap<String, (i64, Arc<Report>)>>,
+}
+
+/// An `Est` of the wire from a statistics estimate.
+fn est(e: crate::stats::Estimate) -> app::model::Est {
+    app::model::Est { mean: e.mean, lo: e.lo, hi: e.hi, n: e.n }
+}
+
+impl GeoService {
+    pub fn new(store: Arc<dyn Store>) -> GeoService {
+        GeoService { store, cache: Mutex::default() }
+    }
+
+    /// The GEO runs (newest first) and the one asked for, or the newest with finished trials.
+    async fn pick(&self, run: Option<String>) -> Result<(String, Vec<String>), AppError> {
+        let runs: Vec<String> =
+            self.store.runs().await.map_err(internal)?.into_iter().filter(is_geo).map(|r| r.run_id).collect();
+        if let Some(run) = run.filter(|r| !r.is_empty()) {
+            return if runs.contains(&run) {
+                Ok((run, runs))
+            } else {
+                Err(AppError::NotFound(format!("GEO run {run}")))
+            };
+        }
+        for id in &runs {
+            if self.store.progress(id).await.map_err(internal)?.done > 0 {
+                return Ok((id.clone(), runs));
+            }
+        }
+        Err(AppError::NotFound("a GEO run with finished trials (start one with `mirage geo run`)".into()))
+    }
+
+    /// A run's report, from the cache while no trial has finished since.
+    pub async fn report(&self, run: &str) -> Result<Arc<Report>, AppError> {
+        let p = self.store.progress(run).await.map_err(internal)?;
+        let key = p.done + p.error;
+        if let Some((k, r)) = self.cache.lock().map_err(internal)?.get(run)
+            && *k == key
+        {
+            return Ok(r.clone());
+        }
+        let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(internal)?;
+        let fresh = Arc::new(report(self.store.as_ref(), &lists, run, RESAMPLES, 0).await.map_err(internal)?);
+        self.cache.lock().map_err(internal)?.insert(run.to_string(), (key, fresh.clone()));
+        Ok(fresh)
+    }
+}
+
+#[async_trait::async_trait]
+impl app::ssr::Geo for GeoService {
+    async fn board(
+        &self,
+        run: Option<String>,
+        ranker: Option<String>,
+        method: Option<String>,
+    ) -> Result<GeoView, AppError> {
+        let (run, runs) = self.pick(run).await?;
+        let r = self.report(&run).await?;
+        let group = |m: &str| Method::parse(m).map_or("other", |m| m.group()).to_string();
+        let mut rows: Vec<GeoRow> = r
+            .rows
+            .iter()
+            .map(|row| {
+                let s = &row.summary;
+                GeoRow {
+                    ranker: row.ranker.clone(),
+                    method: row.method.clone(),
+                    group: group(&row.method),
+                    band: row.band,
+                    n: s.n,
+                    nrg: est(s.nrg),
+                    s_at_0_1: est(s.s_at_0_1),
+                    p_at_0_1: est(s.p_at_0_1),
+                    kvr: est(s.kvr),
+                    nrg_after_keyword: est(s.nrg_after_keyword),
+                    promoted_and_passed: est(s.promoted_and_passed),
+                    missing: s.missing,
+                    nrg_target_weighted: s.nrg_target_weighted,
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| (&a.ranker, &a.group, a.band, &a.method).cmp(&(&b.ranker, &b.group, b.band, &b.method)));
+        let cells = r
+            .datasets
+            .iter()
+            .map(|d| GeoCell {
+                ranker: d.ranker.clone(),
+                method: d.method.clone(),
+                dataset: d.dataset.clone(),
+                nrg: est(d.summary.nrg),
+            })
+            .collect();
+        let pairs = r
+            .pairs
+            .iter()
+            .map(|p| GeoPair {
+                ranker: p.ranker.clone(),
+                a: p.a.clone(),
+                b: p.b.clone(),
+                diff: est(p.diff),
+                p: p.p,
+                p_holm: p.p_holm,
+            })
+            .collect();
+        let mut datasets: Vec<String> = Vec::new();
+        for d in &r.datasets {
+            if !datasets.contains(&d.dataset) {
+                datasets.push(d.dataset.clone());
+            }
+        }
+        let mut targets = Vec::new();
+        if let Some(method) = method.filter(|m| !m.is_empty()) {
+            let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(internal)?;
+            let (_, results, _) =
+                crate::geo::report::results(self.store.as_ref(), &lists, &run).await.map_err(internal)?;
+            let trials = self.store.trials(&run).await.map_err(internal)?;
+            let ids: HashMap<(&str, &str, &str), &str> = trials
+                .iter()
+                .map(|t| ((t.agent.as_str(), t.level.as_str(), t.task_id.as_str()), t.trial_id.as_str()))
+                .collect();
+            for ((rk, m), scored) in &results {
+                if *m != method || ranker.as_ref().is_some_and(|k| k != rk) {
+                    continue;
+                }
+                for s in scored {
+                    let (dataset, category) = s.list.split_once('|').unwrap_or_default();
+                    let task = format!("geo:{dataset}/{category}/{}", s.target);
+                    let name = lists
+                        .iter()
+                        .find(|l| l.key() == s.list)
+                        .and_then(|l| l.items.get(s.target - 1))
+                        .map(|i| i.name.clone())
+                        .unwrap_or_default();
+                    targets.push(GeoTargetRow {
+                        trial: ids
+                            .get(&(rk.as_str(), m.as_str(), task.as_str()))
+                            .copied()
+                            .unwrap_or_default()
+                            .to_string(),
+                        ranker: rk.clone(),
+                        method: m.clone(),
+                        target: format!("{dataset}/{category}/{}", s.target),
+                        name,
+                        r_b: s.result.r_b,
+                        r_a: s.result.r_a,
+                        nrg: s.result.nrg,
+                        kvr: s.kvr,
+                    });
+                }
+            }
+            targets.sort_by(|a, b| b.nrg.total_cmp(&a.nrg));
+        }
+        Ok(GeoView {
+            runs,
+            run: run.clone(),
+            prompt_version: r.prompt_version.clone(),
+            k: r.k,
+            trials: r.trials,
+            errors: r.errors,
+            unfinished: r.unfinished,
+            datasets,
+            rows,
+            cells,
+            pairs,
+            spearman: r.spearman.iter().map(|s| (s.a.clone(), s.b.clone(), s.rho, s.methods)).collect(),
+            targets,
+        })
+    }
+
+    async fn target(&self, trial: String) -> Result<GeoTargetView, AppError> {
+        let row = self.store.trial(&trial).await.map_err(|_| AppError::NotFound(format!("trial {trial}")))?;
+        let run = self.store.run(&row.run_id).await.map_err(internal)?;
+        if !is_geo(&run) {
+            return Err(AppError::NotFound(format!("GEO trial {trial} (it belongs to an agent run)")));
+        }
+        let spec: crate::runs::RunSpec = serde_json::from_str(&run.spec).map_err(internal)?;
+        let geo = spec.geo.ok_or(AppError::Internal)?;
+        let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(internal)?;
+        let (list, target) = target_of(&lists, &row.task_id).map_err(internal)?;
+        let index = i64::try_from(target + 1).map_err(internal)?;
+        let text = self.store.geo_text(&row.level, &list.dataset, &list.category, index).await.map_err(internal)?;
+        let records: Vec<OrderRecord> = self
+            .store
+            .steps(&trial)
+            .await
+            .map_err(internal)?
+            .iter()
+            .map(|b| serde_json::from_str(b))
+            .collect::<Result<_, _>>()
+            .map_err(internal)?;
+        let result = (!records.is_empty() && row.state == TrialState::Done)
+            .then(|| result_of(&records, list.items.len(), geo.protocol.agg));
+        let adv = text.as_ref().map(|t| t.adv_text.clone()).unwrap_or_default();
+        Ok(GeoTargetView {
+            run: row.run_id.clone(),
+            trial: trial.clone(),
+            ranker: row.agent.clone(),
+            method: row.level.clone(),
+            instance: list.instance_key(target + 1),
+            query: list.query(),
+            items: list.items.iter().map(|i| (i.name.clone(), i.text.clone())).collect(),
+            target,
+            orig_text: list.items[target].text.clone(),
+            keyword_hits: crate::detect::KeywordFilter::shipped().check_geobench(&adv).matched,
+            adv_text: adv,
+            edit_kind: text.as_ref().map(|t| t.edit_kind.clone()).unwrap_or_default(),
+            source: text.map(|t| t.source).unwrap_or_else(|| "no text stored yet".into()),
+            state: row.state.to_string(),
+            error: row.error.clone(),
+            orders: records
+                .iter()
+                .enumerate()
+                .map(|(i, o)| GeoOrderView {
+                    order: i + 1,
+                    shown_at: o.order.iter().position(|&x| x == target).map_or(0, |p| p + 1),
+                    clean_rank: o.clean_rank,
+                    edited_rank: o.edited_rank,
+                    clean_reply: o.clean_reply.clone(),
+                    edited_reply: o.edited_reply.clone(),
+                })
+                .collect(),
+            r_b: result.as_ref().map(|r| r.r_b),
+            r_a: result.as_ref().map(|r| r.r_a),
+            nrg: result.map(|r| r.nrg),
+        })
+    }
+}
