@@ -112,7 +112,20 @@ pub struct GeoTargetView {
     pub state: String,
     pub error: Option<String>,
     pub orders: Vec<GeoOrderView>,
+    /// The TAP search's scored candidates, in order (empty for other methods).
+    pub tap: Vec<GeoTapNode>,
     pub r_b: Option<f64>,
     pub r_a: Option<f64>,
     pub nrg: Option<f64>,
+}
+
+/// One scored TAP candidate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoTapNode {
+    pub id: usize,
+    pub parent: Option<usize>,
+    pub depth: usize,
+    /// Mean rank of the target over the scoring orders (lower is better).
+    pub score: f64,
+    pub suffix: String,
 }

@@ -204,6 +204,23 @@ fn target(v: &GeoTargetView) -> AnyView {
         } else {
             format!("Keyword filter hits: {}", v.keyword_hits.join(", "))
         }}</p>
+        {(!v.tap.is_empty()).then(|| view! {
+            <h2>"TAP search"</h2>
+            <table class="report geo-tap">
+                <caption>{format!("{} candidates scored by the ranker (mean rank over the scoring orders; lower is better)", v.tap.len())}</caption>
+                <thead><tr><th>"node"</th><th>"parent"</th><th>"depth"</th><th>"score"</th><th>"suffix"</th></tr></thead>
+                <tbody>
+                    {v.tap.iter().map(|n| view! {
+                        <tr>
+                            <td class="num">{n.id}</td>
+                            <td class="num">{n.parent.map_or_else(|| "–".to_string(), |p| p.to_string())}</td>
+                            <td class="num">{n.depth}</td><td class="num">{format!("{:.1}", n.score)}</td>
+                            <td>{n.suffix.clone()}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        })}
         <h2>"Orders"</h2>
         <table class="report geo-orders">
             <thead><tr><th>"order"</th><th>"target shown at"</th><th>"rank clean"</th><th>"rank edited"</th><th>"replies"</th></tr></thead>

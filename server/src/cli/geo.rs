@@ -396,6 +396,7 @@ async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> a
                 methods: expand_methods(&args.method),
                 protocol: args.protocol.protocol()?,
                 endpoints,
+                tap: Default::default(),
                 attacker: match args.attacker.as_deref() {
                     Some("builtin") => None,
                     None => config.attacker().map(|(_, spec)| spec.clone()),

@@ -38,6 +38,11 @@ pub enum Method {
     /// One of the ten white-hat rewrites.
     Cseo(String),
     ZeroShot,
+    /// TAP against the trial's ranker (its text is per ranker: see [`text_key`]).
+    Tap,
+    /// The text another search found (`tap>bm25`, `tap@model>NAME`), re-ranked here:
+    /// transfer to other rankers.
+    Transfer(String),
     /// Texts imported under this name.
     Import(String),
 }
@@ -45,6 +50,12 @@ pub enum Method {
 impl Method {
     /// Parses a method name (a variant's part before `@`).
     pub fn parse(name: &str) -> anyhow::Result<Method> {
+        if let Some((searched, ranker)) = name.split_once('>') {
+            if Method::parse(searched)? != Method::Tap || ranker.is_empty() {
+                bail!("method: {name:?}: only a TAP text names the ranker it was searched on (tap>RANKER)");
+            }
+            return Ok(Method::Transfer(name.to_string()));
+        }
         let base = name.split_once('@').map_or(name, |(b, _)| b);
         if writers::WRITERS.contains(&base) {
             return Ok(Method::Writer(base.to_string()));
@@ -58,15 +69,20 @@ impl Method {
         if base == "zero_shot" {
             return Ok(Method::ZeroShot);
         }
+        if base == "tap" {
+            return Ok(Method::Tap);
+        }
         if let Some(import) = base.strip_prefix("import:").filter(|s| !s.is_empty()) {
             return Ok(Method::Import(import.to_string()));
         }
-        bail!("method: {name:?} is not one of clean, stuff, strip, cseo:<style>, zero_shot, import:<name>")
+        bail!(
+            "method: {name:?} is not one of clean, stuff, strip, cseo:<style>, zero_shot, tap, tap>RANKER, import:<name>"
+        )
     }
 
     /// Whether an attacker endpoint writes this method's texts when one is configured.
     pub fn generated(&self) -> bool {
-        matches!(self, Method::Cseo(_) | Method::ZeroShot)
+        matches!(self, Method::Cseo(_) | Method::ZeroShot | Method::Tap)
     }
 
     /// The threat-model group of the method (GEO-Bench's table 1).
@@ -76,8 +92,19 @@ impl Method {
             Method::Writer(_) => "offline writer",
             Method::Cseo(_) => "white-hat rewrite",
             Method::ZeroShot => "black-box",
+            Method::Tap => "black-box with ranker feedback",
+            Method::Transfer(_) => "transfer",
             Method::Import(_) => "imported",
         }
+    }
+}
+
+/// The key a trial's text is stored under: a TAP text belongs to the ranker it was
+/// searched on (`tap>bm25`); every other text to its variant alone.
+pub fn text_key(level: &str, ranker: &str) -> String {
+    match Method::parse(level) {
+        Ok(Method::Tap) => format!("{level}>{ranker}"),
+        _ => level.to_string(),
     }
 }
 
@@ -96,6 +123,8 @@ pub struct Writer {
     pub rewrite: Arc<dyn LlmClient>,
     /// The same endpoint with room for a snippet.
     pub snippet: Arc<dyn LlmClient>,
+    /// The same endpoint sampling at 1.0 / 0.95 for TAP proposals.
+    pub search: Arc<dyn LlmClient>,
 }
 
 /// A seeded generator per (what, instance).
@@ -359,6 +388,10 @@ pub async fn text_for(
         (Method::Import(name), _) => {
             bail!("no imported text of {name:?} for {} (see `mirage geo import`)", list.instance_key(target + 1))
         }
+        (Method::Transfer(key), _) => {
+            bail!("no text of {key} for {} yet (run `tap` on that ranker first)", list.instance_key(target + 1))
+        }
+        (Method::Tap, _) => bail!("TAP texts are searched by the trial itself"),
     };
     let text = GeoText {
         method: variant.to_string(),
@@ -387,6 +420,11 @@ mod tests {
         assert_eq!(Method::parse("import:raf__opt").expect("ok"), Method::Import("raf__opt".into()));
         assert!(Method::parse("cseo:shouting").is_err());
         assert!(Method::parse("import:").is_err());
+        assert_eq!(Method::parse("tap@m").expect("ok"), Method::Tap);
+        assert_eq!(Method::parse("tap>bm25").expect("ok"), Method::Transfer("tap>bm25".into()));
+        assert!(Method::parse("stuff>bm25").is_err());
+        assert_eq!(text_key("tap@m", "bm25"), "tap@m>bm25");
+        assert_eq!(text_key("stuff", "bm25"), "stuff");
         assert_eq!(variant("zero_shot", Some("m")).expect("ok"), "zero_shot@m");
         assert_eq!(variant("stuff", Some("m")).expect("ok"), "stuff");
         assert_eq!(variant("cseo:fluency", None).expect("ok"), "cseo:fluency");

@@ -26,6 +26,7 @@ pub mod plan;
 pub mod prompt;
 pub mod rank;
 pub mod report;
+pub mod tap;
 pub mod writers;
 
 use anyhow::Context;

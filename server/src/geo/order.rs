@@ -47,7 +47,7 @@ impl PyRandom {
     }
 
     /// `_randbelow(n)`: draws `n.bit_length()` bits until the draw is below `n`.
-    fn randbelow(&mut self, n: u32) -> u32 {
+    pub fn randbelow(&mut self, n: u32) -> u32 {
         let k = 32 - n.leading_zeros();
         loop {
             let r = self.getrandbits(k);

@@ -32,6 +32,9 @@ pub struct GeoSpec {
     /// without one the built-in templates write them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attacker: Option<EndpointSpec>,
+    /// The shape and budget of TAP searches.
+    #[serde(default)]
+    pub tap: super::tap::TapParams,
 }
 
 /// The dataset keys of `all` or a comma-separated list; an unknown key is named.
@@ -123,6 +126,7 @@ mod tests {
             protocol: Protocol::default(),
             endpoints: BTreeMap::new(),
             attacker: None,
+            tap: Default::default(),
         };
         assert_eq!(spec.datasets, ["stsdata", "cseo"], "dataset order, not the filter's");
         let trials = plan(&lists, &spec).expect("plan");

@@ -10,6 +10,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::data::List;
+use super::methods::text_key;
 use super::plan::{GeoSpec, target_of};
 use super::{OrderRecord, Scored, Summary, result_of, summarise};
 use crate::db::{Store, TrialState};
@@ -88,9 +89,9 @@ pub async fn results(
     let mut out: BTreeMap<(String, String), Vec<Scored>> = BTreeMap::new();
     // Whether each stored text of the run's variants holds a listed keyword.
     let mut flagged: std::collections::HashMap<(String, String, String, i64), bool> = Default::default();
-    let variants: BTreeSet<&String> = trials.iter().map(|t| &t.level).collect();
-    for variant in variants {
-        for t in store.geo_texts(variant).await? {
+    let keys: BTreeSet<String> = trials.iter().map(|t| text_key(&t.level, &t.agent)).collect();
+    for key in &keys {
+        for t in store.geo_texts(key).await? {
             flagged.insert((t.method, t.dataset, t.category, t.target_idx), super::kvr(&t.adv_text));
         }
     }
@@ -117,7 +118,12 @@ pub async fn results(
         if records.is_empty() {
             anyhow::bail!("trial {} is done but has no stored orders", trial.trial_id);
         }
-        let key = (trial.level.clone(), list.dataset.clone(), list.category.clone(), i64::try_from(target + 1)?);
+        let key = (
+            text_key(&trial.level, &trial.agent),
+            list.dataset.clone(),
+            list.category.clone(),
+            i64::try_from(target + 1)?,
+        );
         let kvr = *flagged.get(&key).with_context(|| format!("trial {}: no stored text", trial.trial_id))?;
         out.entry((trial.agent.clone(), trial.level.clone())).or_default().push(Scored {
             dataset: list.dataset.clone(),

@@ -11,7 +11,7 @@ use anyhow::Context;
 use super::{RunSpec, new_run_id};
 use crate::db::{RunStatus, Store, TrialEnd, TrialRow};
 use crate::geo::data::List;
-use crate::geo::methods::Writer;
+use crate::geo::methods::{Method, Writer};
 use crate::geo::plan::{CONDITION, GeoSpec, plan, target_of};
 use crate::geo::rank::{ChatRanker, Ranker, offline};
 use crate::geo::{OrderRecord, order_record, target_orders};
@@ -24,6 +24,8 @@ pub struct GeoExec {
     pub spec: GeoSpec,
     /// The attacker endpoint's clients, when the spec has one.
     pub writer: Option<Writer>,
+    /// The answer cache (TAP proposals).
+    pub cache: Arc<dyn Store>,
 }
 
 impl GeoExec {
@@ -46,16 +48,24 @@ impl GeoExec {
         }
         let writer = match &spec.attacker {
             Some(endpoint) => {
-                let client = |max_tokens: u32| -> anyhow::Result<Arc<dyn crate::llm::LlmClient>> {
+                let client = |temperature: f64,
+                              top_p: f64,
+                              max_tokens: u32|
+                 -> anyhow::Result<Arc<dyn crate::llm::LlmClient>> {
                     let sampled =
-                        crate::llm::EndpointSpec { temperature: 0.7, top_p: Some(0.9), max_tokens, ..endpoint.clone() };
+                        crate::llm::EndpointSpec { temperature, top_p: Some(top_p), max_tokens, ..endpoint.clone() };
                     Ok(Arc::new(HttpLlm::new(sampled).context("attacker endpoint")?))
                 };
-                Some(Writer { model: endpoint.model.clone(), rewrite: client(600)?, snippet: client(60)? })
+                Some(Writer {
+                    model: endpoint.model.clone(),
+                    rewrite: client(0.7, 0.9, 600)?,
+                    snippet: client(0.7, 0.9, 60)?,
+                    search: client(1.0, 0.95, 200)?,
+                })
             }
             None => None,
         };
-        Ok(GeoExec { lists, rankers, spec, writer })
+        Ok(GeoExec { lists, rankers, spec, writer, cache: store.clone() })
     }
 }
 
@@ -87,8 +97,10 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
         endpoint.temperature = 0.0;
     }
     let mut trials = plan(&lists, &spec)?;
-    // Imported methods cover the targets their file had.
-    for variant in spec.methods.iter().filter(|m| m.starts_with("import:")) {
+    // Imported and transferred methods cover the targets that have texts.
+    let stored_only =
+        |m: &&String| matches!(crate::geo::methods::Method::parse(m), Ok(Method::Import(_) | Method::Transfer(_)));
+    for variant in spec.methods.iter().filter(stored_only) {
         let have: std::collections::HashSet<String> = store
             .geo_texts(variant)
             .await?
@@ -96,9 +108,12 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
             .map(|t| format!("geo:{}/{}/{}", t.dataset, t.category, t.target_idx))
             .collect();
         if have.is_empty() {
-            anyhow::bail!("method: no texts are imported as {variant} (see `mirage geo import`)");
+            anyhow::bail!("method: no texts are stored as {variant} (see `mirage geo import`, or run `tap` first)");
         }
         trials.retain(|t| &t.level != variant || have.contains(&t.task_id));
+        if !trials.iter().any(|t| &t.level == variant) {
+            anyhow::bail!("method: no texts are stored as {variant} for the chosen datasets");
+        }
     }
     let run = RunSpec {
         endpoints: spec.endpoints.clone(),
@@ -117,6 +132,62 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
     Ok(run_id)
 }
 
+/// A TAP trial's text: the stored one, or a new search against the trial's ranker (every
+/// scored node stored; an interrupted search starts again).
+async fn tap_text(
+    store: &dyn Store,
+    exec: &GeoExec,
+    trial: &TrialRow,
+    list: &List,
+    target: usize,
+    ranker: &dyn Ranker,
+) -> anyhow::Result<crate::db::GeoText> {
+    use crate::geo::tap::{BuiltinProposer, EndpointProposer, Proposer, best, search};
+    let key = crate::geo::methods::text_key(&trial.level, &trial.agent);
+    let index = i64::try_from(target + 1)?;
+    if let Some(t) = store.geo_text(&key, &list.dataset, &list.category, index).await? {
+        return Ok(t);
+    }
+    if !store.tap_nodes(&trial.trial_id).await?.is_empty() {
+        store.reset_tap(&trial.trial_id).await?;
+    }
+    let endpoint;
+    let (proposer, source): (&dyn Proposer, String) = match (&exec.writer, trial.level.contains('@')) {
+        (Some(w), true) => {
+            endpoint = EndpointProposer { model: w.model.clone(), client: w.search.clone(), cache: exec.cache.clone() };
+            (&endpoint, format!("endpoint:{}/{}", w.model, crate::geo::tap::TAP_PROMPT))
+        }
+        (None, true) => anyhow::bail!("{}: no attacker endpoint in this run", trial.level),
+        (_, false) => (&BuiltinProposer, "builtin".to_string()),
+    };
+    let mut on_node = |_: &crate::geo::tap::Node| {};
+    let nodes = search(ranker, &exec.spec.protocol, list, target, proposer, exec.spec.tap, &mut on_node).await?;
+    for n in &nodes {
+        let (id, depth) = (i64::try_from(n.id)?, i64::try_from(n.depth)?);
+        let parent = n.parent.map(i64::try_from).transpose()?;
+        store.add_tap_node(&trial.trial_id, id, parent, depth, n.score, &serde_json::to_string(n)?).await?;
+    }
+    let top = best(&nodes).context("a search scores at least one node")?;
+    let item = &list.items[target];
+    let text = crate::db::GeoText {
+        method: key.clone(),
+        dataset: list.dataset.clone(),
+        category: list.category.clone(),
+        target_idx: index,
+        orig_text: item.text.clone(),
+        adv_text: format!("{} {}", item.text.trim(), top.suffix),
+        edit_kind: "suffix".into(),
+        source,
+        meta: serde_json::json!({
+            "suffix": top.suffix, "score": top.score, "ranks": top.ranks, "nodes": nodes.len(),
+            "reached": top.score <= exec.spec.tap.delta, "trial": trial.trial_id,
+        })
+        .to_string(),
+    };
+    store.put_geo_texts(std::slice::from_ref(&text)).await?;
+    Ok(store.geo_text(&key, &list.dataset, &list.category, index).await?.unwrap_or(text))
+}
+
 /// Runs one claimed GEO trial: the orders not yet stored, each stored as it finishes.
 pub(super) async fn run_geo_trial(store: &dyn Store, exec: &GeoExec, trial: &TrialRow) -> TrialEnd {
     let (list, target) = match target_of(&exec.lists, &trial.task_id) {
@@ -126,7 +197,13 @@ pub(super) async fn run_geo_trial(store: &dyn Store, exec: &GeoExec, trial: &Tri
     let Some(ranker) = exec.rankers.get(&trial.agent) else {
         return TrialEnd::Error(format!("ranker {} is not part of this run's spec", trial.agent));
     };
-    let text = crate::geo::methods::text_for(store, exec.writer.as_ref(), &trial.level, list, target, trial.seed);
+    let text = async {
+        if crate::geo::methods::Method::parse(&trial.level)? == crate::geo::methods::Method::Tap {
+            tap_text(store, exec, trial, list, target, ranker.as_ref()).await
+        } else {
+            crate::geo::methods::text_for(store, exec.writer.as_ref(), &trial.level, list, target, trial.seed).await
+        }
+    };
     let edited = match text.await {
         Ok(t) => t.adv_text,
         Err(e) => return TrialEnd::Error(format!("text of {}: {e:#}", trial.level)),

@@ -202,7 +202,16 @@ impl app::ssr::Geo for GeoService {
         let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(internal)?;
         let (list, target) = target_of(&lists, &row.task_id).map_err(internal)?;
         let index = i64::try_from(target + 1).map_err(internal)?;
-        let text = self.store.geo_text(&row.level, &list.dataset, &list.category, index).await.map_err(internal)?;
+        let key = crate::geo::methods::text_key(&row.level, &row.agent);
+        let text = self.store.geo_text(&key, &list.dataset, &list.category, index).await.map_err(internal)?;
+        let tap: Vec<crate::geo::tap::Node> = self
+            .store
+            .tap_nodes(&trial)
+            .await
+            .map_err(internal)?
+            .iter()
+            .filter_map(|b| serde_json::from_str(b).ok())
+            .collect();
         let records: Vec<OrderRecord> = self
             .store
             .steps(&trial)
@@ -241,6 +250,16 @@ impl app::ssr::Geo for GeoService {
                     edited_rank: o.edited_rank,
                     clean_reply: o.clean_reply.clone(),
                     edited_reply: o.edited_reply.clone(),
+                })
+                .collect(),
+            tap: tap
+                .into_iter()
+                .map(|n| app::model::GeoTapNode {
+                    id: n.id,
+                    parent: n.parent,
+                    depth: n.depth,
+                    score: n.score,
+                    suffix: n.suffix,
                 })
                 .collect(),
             r_b: result.as_ref().map(|r| r.r_b),

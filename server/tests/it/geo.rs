@@ -145,6 +145,7 @@ fn spec(datasets: &[&str], rankers: &[&str], methods: &[&str]) -> server::geo::p
         protocol: Protocol::default(),
         endpoints: Default::default(),
         attacker: None,
+        tap: Default::default(),
     }
 }
 
@@ -447,7 +448,7 @@ fn importing_geobench_texts() {
         text(&o)
     );
     let o = crate::support::mirage(&db, &["geo", "run", "--ranker", "bm25", "--method", "import:bad"]);
-    assert!(text(&o).contains("no texts are imported as import:bad"), "nothing was stored: {}", text(&o));
+    assert!(text(&o).contains("no texts are stored as import:bad"), "nothing was stored: {}", text(&o));
     let o = crate::support::mirage(&db, &["geo", "import", file.to_str().expect("utf-8"), "--adopt-originals"]);
     let out = text(&o);
     assert!(o.status.success(), "{out}");
@@ -475,7 +476,7 @@ fn importing_geobench_texts() {
     assert_eq!(row["n"], 10);
     assert!(row["nrg"]["mean"].as_f64().expect("nrg") > 0.0, "repeating the noun moves BM25 up");
     let o = crate::support::mirage(&db, &["geo", "run", "--ranker", "bm25", "--method", "import:nothing"]);
-    assert!(text(&o).contains("no texts are imported as import:nothing"), "{}", text(&o));
+    assert!(text(&o).contains("no texts are stored as import:nothing"), "{}", text(&o));
 }
 
 /// The dashboard's GEO pages over real HTTP: the leaderboard with bands, groups and the
@@ -485,8 +486,8 @@ fn importing_geobench_texts() {
 async fn the_geo_pages_show_a_run_and_escape_what_rankers_say() {
     use server::llm::scripted::Reply;
     let app = crate::support::TestApp::start().await;
-    let (status, body) = app.text("/geo").await;
-    assert_eq!(status, 404, "no GEO run yet: {body}");
+    let (_, body) = app.text("/geo").await;
+    assert!(body.contains("start one with"), "no GEO run yet: the page says how to start one");
     // A chat ranker whose replies carry markup: shown as text, never run.
     let hostile = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, |body| {
         let names: Vec<String> = shown_names(body).into_iter().map(|(n, _)| n).collect();
@@ -543,8 +544,52 @@ async fn the_geo_pages_show_a_run_and_escape_what_rankers_say() {
         .expect("json");
     assert_eq!(json["rows"].as_array().map(Vec::len), Some(6));
     // Agent-run pages do not pick the GEO run.
-    let (status, body) = app.text("/leaderboard").await;
-    assert!(status == 404 && body.contains("a run with finished trials"), "{status}");
+    let (_, body) = app.text("/leaderboard").await;
+    assert!(body.contains("a run with finished trials"), "the leaderboard does not pick the GEO run");
     let (status, _) = app.text(&format!("/runs/{run}")).await;
     assert_eq!(status, 200);
+}
+
+/// TAP through the durable queue: each trial searches against its own ranker and stores
+/// every scored node; the best suffix is stored per (ranker, target) and a second run reuses
+/// it without searching; `tap>bm25` re-ranks the texts found on BM25 with another ranker.
+#[tokio::test]
+async fn tap_searches_against_the_trials_ranker_and_its_texts_transfer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = server::db::database_url(crate::support::temp_path(&dir, "t.db").to_str().expect("utf-8")).expect("url");
+    let store: std::sync::Arc<dyn server::db::Store> =
+        std::sync::Arc::new(server::db::SqlStore::connect(&url).await.expect("connect"));
+    let run =
+        server::runs::geo::create_geo_run(store.as_ref(), spec(&["stsdata"], &["bm25"], &["tap"])).await.expect("run");
+    execute(store.clone(), &run, 4).await;
+    assert_eq!(store.progress(&run).await.expect("progress").done, 30);
+    let texts = store.geo_texts("tap>bm25").await.expect("texts");
+    assert_eq!(texts.len(), 30);
+    for trial in store.trials(&run).await.expect("trials") {
+        let nodes = store.tap_nodes(&trial.trial_id).await.expect("nodes");
+        assert!(!nodes.is_empty() && nodes.len() <= 72, "{}: {} nodes", trial.trial_id, nodes.len());
+    }
+    let lists = lists().expect("lists");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run, 200, 0).await.expect("report");
+    assert!(report.rows[0].summary.nrg.mean > 0.2, "TAP moves BM25: {}", report.rows[0].summary.nrg.mean);
+
+    // A second run finds the texts and searches nothing.
+    let again =
+        server::runs::geo::create_geo_run(store.as_ref(), spec(&["stsdata"], &["bm25"], &["tap"])).await.expect("run");
+    execute(store.clone(), &again, 4).await;
+    for trial in store.trials(&again).await.expect("trials") {
+        assert!(store.tap_nodes(&trial.trial_id).await.expect("nodes").is_empty(), "reused, not searched again");
+    }
+    // Transfer: the texts found on BM25, ranked by the position ranker, gain nothing.
+    let transfer = server::runs::geo::create_geo_run(store.as_ref(), spec(&["stsdata"], &["position"], &["tap>bm25"]))
+        .await
+        .expect("run");
+    execute(store.clone(), &transfer, 4).await;
+    let report = server::geo::report::report(store.as_ref(), &lists, &transfer, 200, 0).await.expect("report");
+    assert_eq!((report.rows[0].method.as_str(), report.rows[0].summary.n), ("tap>bm25", 30));
+    assert_eq!(report.rows[0].summary.nrg.mean, 0.0);
+    let missing =
+        server::runs::geo::create_geo_run(store.as_ref(), spec(&["cseo"], &["position"], &["tap>bm25"])).await;
+    let Err(e) = missing else { panic!("planned without texts") };
+    assert!(format!("{e:#}").contains("no texts are stored as tap>bm25"), "{e:#}");
 }
