@@ -22,6 +22,8 @@ pub struct GeoRow {
     pub promoted_and_passed: Est,
     pub missing: f64,
     pub nrg_target_weighted: f64,
+    /// PPL-R under the built-in 4-gram model (equal-dataset mean of ratios).
+    pub ppl_r: Option<f64>,
 }
 
 /// One (ranker, method, dataset) cell.

@@ -54,7 +54,7 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
             <thead><tr>
                 <th>"ranker"</th><th>"group"</th><th>"method"</th><th>"band"</th><th>"NRG"</th><th>"S@0.1"</th>
                 <th>"P@0.1"</th><th>"KVR"</th><th>"NRG after keywords"</th><th>"promoted and passed"</th>
-                <th>"missing"</th><th>"targets"</th>
+                <th>"PPL-R (4-gram)"</th><th>"missing"</th><th>"targets"</th>
             </tr></thead>
             <tbody>
                 {v.rows.iter().map(|r| {
@@ -68,6 +68,7 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                             <EstCell est=Some(r.nrg)/><EstCell est=Some(r.s_at_0_1)/><EstCell est=Some(r.p_at_0_1)/>
                             <EstCell est=Some(r.kvr)/><EstCell est=Some(r.nrg_after_keyword)/>
                             <EstCell est=Some(r.promoted_and_passed)/>
+                            <td class="num">{r.ppl_r.map_or_else(|| "–".to_string(), fmt3)}</td>
                             <td class="num">{fmt3(r.missing)}</td>
                             <td><a href=href>{format!("{} targets", r.n)}</a></td>
                         </tr>

@@ -310,6 +310,7 @@ async fn eval(
 ) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut by_dataset = Vec::new();
+    let ppl = crate::geo::detect::PplModel::new(lists);
     for ranker in rankers {
         for method in methods {
             let mut scored = Vec::new();
@@ -318,7 +319,15 @@ async fn eval(
                     let edited = writers::write(method, &item.name, &list.noun, &item.text).expect("checked writer");
                     let (result, _) = evaluate(ranker.as_ref(), protocol, list, t, &edited).await?;
                     let kvr = crate::geo::kvr(&edited);
-                    scored.push(Scored { dataset: list.dataset.clone(), list: list.key(), target: t + 1, result, kvr });
+                    let ppl_r = ppl.ratio(&edited, &item.text);
+                    scored.push(Scored {
+                        dataset: list.dataset.clone(),
+                        list: list.key(),
+                        target: t + 1,
+                        result,
+                        kvr,
+                        ppl_r,
+                    });
                 }
             }
             let summary = summarise(&scored, resamples, seed).context("no targets")?;
@@ -435,8 +444,19 @@ fn print_report(report: &crate::geo::report::Report, by: &[String], json: bool) 
     for what in by {
         match what.as_str() {
             "method" => {
-                let header =
-                    ["ranker", "method", "band", "n", "NRG", "S@0.1", "P@0.1", "KVR", "NRG after keywords", "missing"];
+                let header = [
+                    "ranker",
+                    "method",
+                    "band",
+                    "n",
+                    "NRG",
+                    "S@0.1",
+                    "P@0.1",
+                    "KVR",
+                    "NRG after keywords",
+                    "PPL-R",
+                    "missing",
+                ];
                 let mut t = table(header.map(String::from).to_vec());
                 for r in &report.rows {
                     let s = &r.summary;
@@ -450,6 +470,7 @@ fn print_report(report: &crate::geo::report::Report, by: &[String], json: bool) 
                         cell(&s.p_at_0_1),
                         format!("{:.3}", s.kvr.mean),
                         cell(&s.nrg_after_keyword),
+                        s.ppl_r.map_or_else(|| "-".to_string(), |r| format!("{r:.3}")),
                         format!("{:.3}", s.missing),
                     ]);
                 }

@@ -17,6 +17,7 @@
 //! * [`metrics`]: per-target ranks, medians, NRG, S@α and P@α.
 
 pub mod data;
+pub mod detect;
 pub mod import;
 pub mod methods;
 pub mod metrics;
@@ -144,6 +145,8 @@ pub struct Scored {
     pub result: TargetResult,
     /// Whether the edited text holds a listed keyword or phrase (GEO-Bench matching).
     pub kvr: bool,
+    /// ppl(edited) / ppl(original) under the built-in 4-gram model, when defined.
+    pub ppl_r: Option<f64>,
 }
 
 /// Whether a text holds a keyword of the shipped list, read the way GEO-Bench reads it.
@@ -171,6 +174,9 @@ pub struct Summary {
     pub nrg_after_keyword: Estimate,
     /// P@0.1 of edits the keyword filter lets pass (promoted and passed).
     pub promoted_and_passed: Estimate,
+    /// PPL-R (built-in 4-gram model): the equal-dataset mean of ratios, and the median.
+    pub ppl_r: Option<f64>,
+    pub ppl_r_median: Option<f64>,
 }
 
 /// The summary of `scored` (at least one target), with `resamples` bootstrap replicates.
@@ -193,5 +199,20 @@ pub fn summarise(scored: &[Scored], resamples: usize, seed: u64) -> Option<Summa
         kvr: est(&|s| flag(s.kvr))?,
         nrg_after_keyword: est(&|s| if s.kvr { 0.0 } else { s.result.nrg })?,
         promoted_and_passed: est(&|s| flag(s.result.p_at_0_1 && !s.kvr))?,
+        ppl_r: {
+            let mut by: std::collections::BTreeMap<&str, (f64, f64)> = std::collections::BTreeMap::new();
+            for (d, r) in scored.iter().filter_map(|s| s.ppl_r.map(|r| (s.dataset.as_str(), r))) {
+                let e = by.entry(d).or_default();
+                e.0 += r;
+                e.1 += 1.0;
+            }
+            (!by.is_empty()).then(|| by.values().map(|(sum, n)| sum / n).sum::<f64>() / by.len() as f64)
+        },
+        ppl_r_median: {
+            let mut r: Vec<f64> = scored.iter().filter_map(|s| s.ppl_r).collect();
+            r.sort_by(f64::total_cmp);
+            (!r.is_empty())
+                .then(|| if r.len() % 2 == 1 { r[r.len() / 2] } else { (r[r.len() / 2 - 1] + r[r.len() / 2]) / 2.0 })
+        },
     })
 }

@@ -88,11 +88,15 @@ pub async fn results(
     let mut steps = store.run_steps(run_id).await?;
     let mut out: BTreeMap<(String, String), Vec<Scored>> = BTreeMap::new();
     // Whether each stored text of the run's variants holds a listed keyword.
-    let mut flagged: std::collections::HashMap<(String, String, String, i64), bool> = Default::default();
+    // Per stored text (key, dataset, list, index): its keyword flag and PPL-R.
+    type TextKey = (String, String, String, i64);
+    let mut flagged: std::collections::HashMap<TextKey, (bool, Option<f64>)> = Default::default();
+    let ppl = super::detect::PplModel::new(lists);
     let keys: BTreeSet<String> = trials.iter().map(|t| text_key(&t.level, &t.agent)).collect();
     for key in &keys {
         for t in store.geo_texts(key).await? {
-            flagged.insert((t.method, t.dataset, t.category, t.target_idx), super::kvr(&t.adv_text));
+            let ratio = ppl.ratio(&t.adv_text, &t.orig_text);
+            flagged.insert((t.method, t.dataset, t.category, t.target_idx), (super::kvr(&t.adv_text), ratio));
         }
     }
     let (mut errors, mut unfinished) = (0, 0);
@@ -124,13 +128,14 @@ pub async fn results(
             list.category.clone(),
             i64::try_from(target + 1)?,
         );
-        let kvr = *flagged.get(&key).with_context(|| format!("trial {}: no stored text", trial.trial_id))?;
+        let (kvr, ppl_r) = *flagged.get(&key).with_context(|| format!("trial {}: no stored text", trial.trial_id))?;
         out.entry((trial.agent.clone(), trial.level.clone())).or_default().push(Scored {
             dataset: list.dataset.clone(),
             list: list.key(),
             target: target + 1,
             result: result_of(&records, list.items.len(), geo.protocol.agg),
             kvr,
+            ppl_r,
         });
     }
     Ok((geo, out, (trials.len(), errors, unfinished)))

@@ -100,6 +100,7 @@ impl app::ssr::Geo for GeoService {
                     promoted_and_passed: est(s.promoted_and_passed),
                     missing: s.missing,
                     nrg_target_weighted: s.nrg_target_weighted,
+                    ppl_r: s.ppl_r,
                 }
             })
             .collect();

@@ -191,6 +191,12 @@ async fn a_durable_geo_run_on_sqlite_and_postgres() {
             }
         }
         let report = server::geo::report::report(store.as_ref(), &lists, &run, 500, 0).await.expect("report");
+        for row in report.rows.iter().filter(|r| r.method == "clean") {
+            // The clean text is the original: PPL-R 1, and KVR is the originals' keyword rate
+            // (stsdata 0 of 30, cseo 12 of 60: an equal-dataset 0.1).
+            assert_eq!(row.summary.ppl_r, Some(1.0));
+            assert!((row.summary.kvr.mean - 0.1).abs() < 1e-12, "{}", row.summary.kvr.mean);
+        }
         for row in report.rows.iter().filter(|r| r.ranker == "position") {
             let e = row.summary.nrg;
             assert_eq!((e.mean, e.lo, e.hi), (0.0, 0.0, 0.0), "degenerate at 0: {}", row.method);

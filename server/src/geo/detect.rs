@@ -1,0 +1,141 @@
+//! Detection for the GEO track (GEO.md §4): the perplexity ratio of an edit, the judge's
+//! P(Yes) read from next-token log-probabilities, and AUROC per dataset with the
+//! equal-dataset mean. Thresholds at a fixed false-positive rate on originals come from
+//! `detect::calibrate` with the dataset as domain.
+
+use anyhow::bail;
+
+use super::data::List;
+use crate::detect::NgramModel;
+
+/// PPL-R under Mirage's built-in character 4-gram model, trained on every clean description
+/// of the loaded lists. Not comparable with the paper's Vicuna-7B figures (source `ngram`).
+pub struct PplModel(NgramModel);
+
+impl PplModel {
+    pub fn new(lists: &[List]) -> PplModel {
+        PplModel(NgramModel::train(lists.iter().flat_map(|l| l.items.iter().map(|i| i.text.as_str())), 4))
+    }
+
+    /// ppl(adv) / ppl(orig); `None` when either is not finite or the original's is not positive.
+    pub fn ratio(&self, adv: &str, orig: &str) -> Option<f64> {
+        let (a, o) = (self.0.perplexity(adv), self.0.perplexity(orig));
+        (a.is_finite() && o.is_finite() && o > 0.0).then(|| a / o)
+    }
+}
+
+/// A judge's score of one text: P(Yes) against No from the first token's top log-probs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JudgeScore {
+    pub p: f64,
+    /// One side was not among the listed tokens; its smallest listed log-prob stood in.
+    pub censored: bool,
+    pub yes: f64,
+    pub no: f64,
+}
+
+fn logsumexp(xs: &[f64]) -> Option<f64> {
+    let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (max.is_finite()).then(|| max + xs.iter().map(|x| (x - max).exp()).sum::<f64>().ln())
+}
+
+/// Reads P(Yes) = σ(logsumexp(yes) − logsumexp(no)) from `(token, logprob)` pairs: tokens
+/// `Yes`/`yes` and `No`/`no` after trimming leading whitespace. A missing side takes the
+/// smallest listed log-prob (an upper bound) and marks the score censored; both missing is
+/// an error, never a silent 0.
+pub fn judge_score(top: &[(String, f64)]) -> anyhow::Result<JudgeScore> {
+    let side = |words: [&str; 2]| -> Vec<f64> {
+        top.iter().filter(|(t, _)| words.contains(&t.trim_start())).map(|(_, l)| *l).collect()
+    };
+    let (yes, no) = (logsumexp(&side(["Yes", "yes"])), logsumexp(&side(["No", "no"])));
+    let floor = top.iter().map(|(_, l)| *l).fold(f64::INFINITY, f64::min);
+    let (yes, no, censored) = match (yes, no) {
+        (Some(y), Some(n)) => (y, n, false),
+        (Some(y), None) => (y, floor, true),
+        (None, Some(n)) => (floor, n, true),
+        (None, None) => bail!("neither Yes nor No is among the judge's {} listed tokens", top.len()),
+    };
+    Ok(JudgeScore { p: 1.0 / (1.0 + (no - yes).exp()), censored, yes, no })
+}
+
+/// AUROC of positives against negatives (Mann–Whitney, ties count ½); `None` when a side
+/// is empty.
+pub fn auroc(positives: &[f64], negatives: &[f64]) -> Option<f64> {
+    if positives.is_empty() || negatives.is_empty() {
+        return None;
+    }
+    let mut wins = 0.0;
+    for p in positives {
+        for n in negatives {
+            wins += if p > n {
+                1.0
+            } else if p == n {
+                0.5
+            } else {
+                0.0
+            };
+        }
+    }
+    #[allow(clippy::cast_precision_loss)]
+    Some(wins / (positives.len() * negatives.len()) as f64)
+}
+
+/// The equal-dataset mean of per-dataset AUROCs over `(dataset, score, is_edit)`.
+pub fn equal_dataset_auroc(items: &[(String, f64, bool)]) -> Option<f64> {
+    let mut datasets: Vec<&str> = items.iter().map(|(d, _, _)| d.as_str()).collect();
+    datasets.sort_unstable();
+    datasets.dedup();
+    let per: Vec<f64> = datasets
+        .iter()
+        .filter_map(|d| {
+            let of = |edit: bool| -> Vec<f64> {
+                items.iter().filter(|(x, _, e)| x == d && *e == edit).map(|(_, s, _)| *s).collect()
+            };
+            auroc(&of(true), &of(false))
+        })
+        .collect();
+    #[allow(clippy::cast_precision_loss)]
+    (!per.is_empty()).then(|| per.iter().sum::<f64>() / per.len() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auroc_counts_ties_as_half_and_averages_datasets_equally() {
+        assert_eq!(auroc(&[3.0, 2.0], &[1.0, 2.0]), Some(0.875));
+        assert_eq!(auroc(&[1.0], &[1.0]), Some(0.5));
+        assert_eq!(auroc(&[], &[1.0]), None);
+        let items = [
+            ("a".to_string(), 0.9, true),
+            ("a".to_string(), 0.1, false),
+            ("b".to_string(), 0.2, true),
+            ("b".to_string(), 0.8, false),
+            ("b".to_string(), 0.1, false),
+        ];
+        // a: 1.0; b: 0.5 → 0.75 whatever the sizes.
+        assert_eq!(equal_dataset_auroc(&items), Some(0.75));
+    }
+
+    #[test]
+    fn the_judge_reader_sums_both_spellings_and_censors_a_missing_side() {
+        let top = |pairs: &[(&str, f64)]| pairs.iter().map(|(t, l)| ((*t).to_string(), *l)).collect::<Vec<_>>();
+        let s = judge_score(&top(&[("Yes", -1.0), (" Yes", -1.0), ("No", -0.5), ("Maybe", -3.0)])).expect("score");
+        let yes = (2.0 * (-1.0f64).exp()).ln();
+        assert!((s.p - 1.0 / (1.0 + (-0.5 - yes).exp())).abs() < 1e-12 && !s.censored);
+        let c = judge_score(&top(&[("No", -0.01), ("The", -5.0), ("A", -7.0)])).expect("censored");
+        assert!(c.censored && c.yes == -7.0 && c.p < 0.01);
+        assert!(judge_score(&top(&[("The", -0.1)])).is_err(), "neither side: an error, not 0");
+    }
+
+    #[test]
+    fn the_perplexity_ratio_of_a_clean_text_is_one_and_garble_raises_it() {
+        let lists = crate::geo::data::lists().expect("lists");
+        let model = PplModel::new(&lists);
+        let text = &lists[0].items[0].text;
+        assert_eq!(model.ratio(text, text), Some(1.0));
+        let garbled = format!("{text} zx qj vv kq !! {{}} ]] xq zzv qqx");
+        assert!(model.ratio(&garbled, text).expect("ratio") > 1.0);
+    }
+}
