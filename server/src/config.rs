@@ -48,6 +48,30 @@ pub struct Config {
     pub endpoints: BTreeMap<String, EndpointSpec>,
     #[serde(default)]
     pub roles: Roles,
+    #[serde(default)]
+    pub server: ServerSettings,
+}
+
+/// `[server]`: how `mirage serve` treats its clients.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    /// Mark the session cookie `Secure` (set it when the dashboard is served behind TLS).
+    #[serde(default)]
+    pub secure_cookies: bool,
+    /// Episodes one client (peer address) may create per minute through the open agent API.
+    #[serde(default = "default_episodes_per_minute")]
+    pub episodes_per_minute: u32,
+}
+
+fn default_episodes_per_minute() -> u32 {
+    120
+}
+
+impl Default for ServerSettings {
+    fn default() -> ServerSettings {
+        ServerSettings { secure_cookies: false, episodes_per_minute: default_episodes_per_minute() }
+    }
 }
 
 impl Config {

@@ -80,6 +80,7 @@ pub async fn app_state(
     let search = Arc::new(search::TrajectoryIndex::new(&world)?);
     follow_trials(search.clone(), store.clone());
     let geo = Arc::new(services::geo::GeoService::new(store.clone()));
+    let guard = Arc::new(state::Guard::default());
     Ok(AppState {
         leptos_options,
         world,
@@ -90,6 +91,7 @@ pub async fn app_state(
         insights,
         search,
         geo,
+        guard,
     })
 }
 

@@ -29,6 +29,57 @@ pub struct AppState {
     pub insights: Arc<crate::services::insights::InsightsService>,
     /// GEO ranking reports, cached across requests.
     pub geo: Arc<crate::services::geo::GeoService>,
+    /// The has-accounts answer and the per-client episode budget.
+    pub guard: Arc<Guard>,
+}
+
+/// How long the answer to "are there accounts?" is reused before the store is asked again
+/// (accounts are added by `mirage user add`, possibly in another process).
+pub const ACCOUNTS_TTL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Shared checks of the access layer: a short-lived cache of whether accounts exist, and
+/// a sliding one-minute window of episode creations per client.
+#[derive(Default)]
+pub struct Guard {
+    accounts: std::sync::Mutex<Option<(std::time::Instant, bool)>>,
+    episodes: std::sync::Mutex<std::collections::HashMap<String, std::collections::VecDeque<std::time::Instant>>>,
+}
+
+impl Guard {
+    /// Whether accounts exist. A "yes" is reused for [`ACCOUNTS_TTL`]; a "no" is never
+    /// reused, so the first account added closes the open dashboard at once (a stale "yes"
+    /// only asks someone to sign in).
+    pub async fn has_users(&self, store: &dyn Store) -> crate::db::StoreResult<bool> {
+        if let Ok(cached) = self.accounts.lock()
+            && let Some((at, true)) = *cached
+            && at.elapsed() < ACCOUNTS_TTL
+        {
+            return Ok(true);
+        }
+        let value = store.has_users().await?;
+        if let Ok(mut cached) = self.accounts.lock() {
+            *cached = Some((std::time::Instant::now(), value));
+        }
+        Ok(value)
+    }
+
+    /// Takes one episode from `client`'s budget of `per_minute`; `false` when it is spent.
+    pub fn allow_episode(&self, client: &str, per_minute: u32) -> bool {
+        let Ok(mut all) = self.episodes.lock() else { return false };
+        let now = std::time::Instant::now();
+        let window = std::time::Duration::from_secs(60);
+        // Forget clients idle for a minute, so the map stays small.
+        all.retain(|_, times| times.back().is_some_and(|t| now.duration_since(*t) < window));
+        let times = all.entry(client.to_string()).or_default();
+        while times.front().is_some_and(|t| now.duration_since(*t) >= window) {
+            times.pop_front();
+        }
+        if times.len() >= per_minute as usize {
+            return false;
+        }
+        times.push_back(now);
+        true
+    }
 }
 
 impl From<&AppState> for Services {
@@ -42,5 +93,29 @@ impl From<&AppState> for Services {
             search: state.search.clone(),
             geo: state.geo.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_client_gets_its_own_episode_budget() {
+        let guard = Guard::default();
+        assert!((0..3).all(|_| guard.allow_episode("10.0.0.1", 3)));
+        assert!(!guard.allow_episode("10.0.0.1", 3), "the fourth within a minute is refused");
+        assert!(guard.allow_episode("10.0.0.2", 3), "another client has its own budget");
+    }
+
+    #[tokio::test]
+    async fn a_yes_is_cached_and_a_no_is_asked_again() {
+        let store = crate::db::SqlStore::connect("sqlite::memory:").await.expect("store");
+        let guard = Guard::default();
+        assert!(!guard.has_users(&store).await.expect("asked"));
+        crate::db::AccountStore::put_user(&store, "ann", "hash", "operator").await.expect("user");
+        assert!(guard.has_users(&store).await.expect("asked"), "a no is not reused");
+        crate::db::AccountStore::remove_user(&store, "ann").await.expect("removed");
+        assert!(guard.has_users(&store).await.expect("cached"), "a yes is reused for a while");
     }
 }

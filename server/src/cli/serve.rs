@@ -51,6 +51,8 @@ pub(super) async fn serve(store: Arc<dyn Store>, args: ServeArgs) -> anyhow::Res
     let tasks = state.world.task_count();
     let app = crate::router(state);
     println!("Mirage is listening on http://{addr} ({tasks} tasks)");
+    // Peer addresses reach the handlers (the episode budget is per client).
+    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
     axum::serve(listener, app).with_graceful_shutdown(shutdown()).await.context("serving HTTP")
 }
 

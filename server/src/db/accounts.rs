@@ -31,12 +31,19 @@ pub trait AccountStore: Send + Sync {
     async fn user(&self, name: &str) -> StoreResult<Option<Credentials>>;
     /// Whether any account exists.
     async fn has_users(&self) -> StoreResult<bool>;
-    /// Stores a session token for `name` until `expires_at` (ms).
+    /// Stores a session token for `name` until `expires_at` (ms). Only the token's SHA-256
+    /// is kept, so a copy of the database opens no session; expired sessions are purged.
     async fn create_session(&self, token: &str, name: &str, expires_at: i64) -> StoreResult<()>;
     /// The account behind an unexpired session token.
     async fn session(&self, token: &str, now: i64) -> StoreResult<Option<Account>>;
     /// Ends a session.
     async fn end_session(&self, token: &str) -> StoreResult<()>;
+}
+
+/// What the session table keeps of a token.
+fn digest(token: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(token.as_bytes()))
 }
 
 #[async_trait]
@@ -91,8 +98,9 @@ impl AccountStore for SqlStore {
     }
 
     async fn create_session(&self, token: &str, name: &str, expires_at: i64) -> StoreResult<()> {
+        sqlx::query("delete from app_session where expires_at <= $1").bind(now_ms()).execute(&self.pool).await?;
         sqlx::query("insert into app_session (token, name, expires_at) values ($1, $2, $3)")
-            .bind(token)
+            .bind(digest(token))
             .bind(name)
             .bind(expires_at)
             .execute(&self.pool)
@@ -105,14 +113,40 @@ impl AccountStore for SqlStore {
             "select u.name, u.role from app_session s join app_user u on u.name = s.name \
              where s.token = $1 and s.expires_at > $2",
         )
-        .bind(token)
+        .bind(digest(token))
         .bind(now)
         .fetch_optional(&self.pool)
         .await?)
     }
 
     async fn end_session(&self, token: &str) -> StoreResult<()> {
-        sqlx::query("delete from app_session where token = $1").bind(token).execute(&self.pool).await?;
+        sqlx::query("delete from app_session where token = $1").bind(digest(token)).execute(&self.pool).await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn sessions_keep_only_a_digest_and_expired_ones_are_purged() {
+        let store = SqlStore::connect("sqlite::memory:").await.expect("store");
+        store.put_user("ann", "hash", "operator").await.expect("user");
+        store.create_session("old-token", "ann", now_ms() - 1).await.expect("session");
+        store.create_session("secret-token", "ann", now_ms() + 60_000).await.expect("session");
+        let kept: Vec<String> =
+            sqlx::query_scalar("select token from app_session").fetch_all(&store.pool).await.expect("rows");
+        assert_eq!(kept, [digest("secret-token")], "the expired session is gone; only a digest is stored");
+        assert_eq!(
+            store.session("secret-token", now_ms()).await.expect("session").map(|a| a.name).as_deref(),
+            Some("ann")
+        );
+        assert!(
+            store.session(&digest("secret-token"), now_ms()).await.expect("session").is_none(),
+            "the digest opens nothing"
+        );
+        store.end_session("secret-token").await.expect("end");
+        assert!(store.session("secret-token", now_ms()).await.expect("session").is_none());
     }
 }

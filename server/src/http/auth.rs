@@ -81,7 +81,7 @@ pub async fn layer(State(state): State<AppState>, jar: CookieJar, mut req: Reque
         return HttpError::Forbidden("cross-site request refused (Origin does not match this server)".into())
             .into_response();
     }
-    let identity = match state.store.has_users().await {
+    let identity = match state.guard.has_users(state.store.as_ref()).await {
         Ok(false) => Some(Identity { name: "local".into(), role: Role::Operator, open: true }),
         Ok(true) => match jar.get(COOKIE) {
             Some(c) => match state.store.session(c.value(), now_ms()).await {
@@ -171,14 +171,27 @@ pub async fn login(State(state): State<AppState>, jar: CookieJar, Form(form): Fo
         Ok(u) => u,
         Err(e) => return HttpError::internal("reading accounts", e).into_response(),
     };
-    if !user.is_some_and(|c| verify_password(&form.password, &c.password_hash)) {
+    // argon2 takes tens of milliseconds of CPU: off the async workers.
+    let password = form.password.clone();
+    let verified = match user {
+        Some(c) => {
+            tokio::task::spawn_blocking(move || verify_password(&password, &c.password_hash)).await.unwrap_or(false)
+        }
+        None => false,
+    };
+    if !verified {
         return (StatusCode::UNAUTHORIZED, login_page(&next, Some("Unknown name or wrong password."))).into_response();
     }
     let token = new_token();
     if let Err(e) = state.store.create_session(&token, &form.name, now_ms() + SESSION_MS).await {
         return HttpError::internal("opening a session", e).into_response();
     }
-    let cookie = Cookie::build((COOKIE, token)).http_only(true).same_site(SameSite::Strict).path("/").build();
+    let cookie = Cookie::build((COOKIE, token))
+        .http_only(true)
+        .same_site(SameSite::Strict)
+        .secure(state.config.server.secure_cookies)
+        .path("/")
+        .build();
     (jar.add(cookie), Redirect::to(&next)).into_response()
 }
 

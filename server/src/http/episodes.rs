@@ -62,7 +62,21 @@ pub struct EpisodeLog {
 }
 
 /// `POST /api/episodes`.
-pub async fn start(State(state): State<AppState>, Json(req): Json<NewEpisode>) -> Result<Response, HttpError> {
+///
+/// Each client (peer address) may create `[server] episodes_per_minute` episodes a minute
+/// (120 by default), so the open agent API cannot fill the disk; beyond that it gets 429.
+pub async fn start(
+    State(state): State<AppState>,
+    peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
+    Json(req): Json<NewEpisode>,
+) -> Result<Response, HttpError> {
+    let client = peer.map_or_else(|| "unknown".to_string(), |p| p.0.0.ip().to_string());
+    let budget = state.config.server.episodes_per_minute;
+    if !state.guard.allow_episode(&client, budget) {
+        return Err(HttpError::TooMany(format!(
+            "client {client} created {budget} episodes in the last minute (the [server] episodes_per_minute setting); try again later"
+        )));
+    }
     let task =
         state.world.task(&req.task_id).ok_or_else(|| HttpError::NotFound(format!("task {} not found", req.task_id)))?;
     if req.level == Level::L4.as_str() {

@@ -28,6 +28,9 @@ pub enum HttpError {
     /// 403.
     #[error("{0}")]
     Forbidden(String),
+    /// 429: a client spent its budget.
+    #[error("{0}")]
+    TooMany(String),
     /// 500: `what` the server was doing; the cause is logged, never sent.
     #[error("{what}: {cause:#}")]
     Internal { what: &'static str, cause: anyhow::Error },
@@ -47,6 +50,7 @@ impl HttpError {
             HttpError::Conflict(_) => StatusCode::CONFLICT,
             HttpError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             HttpError::Forbidden(_) => StatusCode::FORBIDDEN,
+            HttpError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
             HttpError::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -91,7 +95,8 @@ impl IntoResponse for HttpError {
             | HttpError::Invalid(m)
             | HttpError::Conflict(m)
             | HttpError::Unauthorized(m)
-            | HttpError::Forbidden(m) => m,
+            | HttpError::Forbidden(m)
+            | HttpError::TooMany(m) => m,
         };
         (status, Json(serde_json::json!({ "error": message }))).into_response()
     }

@@ -146,3 +146,33 @@ async fn a_manipulated_episode_shows_the_partys_rewritten_text_escaped() {
     let (_, clean) = app.text(&task.start_url).await;
     assert!(!clean.contains("tool_result"), "outside the episode the page is clean");
 }
+
+/// The open agent API limits how many episodes one client creates per minute, with a 429
+/// that names the setting; the dashboard's session cookie is `Secure` when configured.
+#[tokio::test]
+async fn episodes_are_budgeted_per_client_and_cookies_can_be_secure() {
+    let mut config = server::config::Config::default();
+    config.server.episodes_per_minute = 2;
+    config.server.secure_cookies = true;
+    let app = TestApp::start_with(config).await;
+    let task = first_task(&app, server::corpus::Domain::Shop);
+    let body = json!({"task_id": task.id, "level": "L0", "condition": "raw", "seed": 0});
+    for _ in 0..2 {
+        assert_eq!(start(&app, body.clone()).await.0, 201);
+    }
+    let (status, refused) = start(&app, body.clone()).await;
+    assert_eq!(status, 429);
+    assert!(refused["error"].as_str().expect("error").contains("episodes_per_minute"), "{refused}");
+    assert!(refused.get("episode_id").is_none(), "no episode for the refused request");
+
+    app.add_users(&[("otto", "operator")]).await;
+    let resp = app
+        .client
+        .post(app.url("/login"))
+        .form(&[("name", "otto"), ("password", "otto-password"), ("next", "/")])
+        .send()
+        .await
+        .expect("login");
+    let cookie = resp.headers()["set-cookie"].to_str().expect("cookie");
+    assert!(cookie.contains("Secure") && cookie.contains("HttpOnly"), "{cookie}");
+}

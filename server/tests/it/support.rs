@@ -19,6 +19,12 @@ pub struct TestApp {
 impl TestApp {
     /// Seeds the built-in corpus into a fresh SQLite file and serves the app.
     pub async fn start() -> TestApp {
+        Self::start_with(server::config::Config::default()).await
+    }
+
+    /// [`TestApp::start`] with a configuration, served as `mirage serve` serves (peer
+    /// addresses reach the handlers).
+    pub async fn start_with(config: server::config::Config) -> TestApp {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = dir.path().join("mirage.db");
         let url = database_url(db.to_str().expect("utf-8 path")).expect("url");
@@ -33,10 +39,9 @@ impl TestApp {
             .site_pkg_dir("pkg")
             .site_addr(addr)
             .build();
-        let state = server::app_state(store as Arc<dyn Store>, options, server::config::Config::default())
-            .await
-            .expect("state");
+        let state = server::app_state(store as Arc<dyn Store>, options, config).await.expect("state");
         let app = server::router(state.clone());
+        let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
         tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
         let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
         TestApp { base: format!("http://{addr}"), client, state, db, _dir: dir }
