@@ -15,6 +15,7 @@ mod cache;
 mod corpus;
 mod episodes;
 mod geo;
+mod overview;
 mod runs;
 mod scores;
 mod sql;
@@ -29,6 +30,7 @@ pub use cache::CacheStore;
 pub use corpus::{CorpusStore, seed_if_empty};
 pub use episodes::{Episode, EpisodeEvent, EpisodeStore};
 pub use geo::{GeoStore, GeoText};
+pub use overview::{OverviewStore, RunOverview};
 pub use runs::{
     BACKOFF_MS, CoverageRow, MAX_ATTEMPTS, NewTrial, Progress, RunRow, RunStatus, RunStore, TrialEnd, TrialFilter,
     TrialRow, TrialState,
@@ -53,9 +55,15 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 /// The whole storage interface: every concern. Implemented for anything that implements
 /// all of them (the SQL store).
-pub trait Store: CorpusStore + EpisodeStore + RunStore + ScoreStore + AccountStore + CacheStore + GeoStore {}
+pub trait Store:
+    CorpusStore + EpisodeStore + RunStore + ScoreStore + AccountStore + CacheStore + GeoStore + OverviewStore
+{
+}
 
-impl<T: CorpusStore + EpisodeStore + RunStore + ScoreStore + AccountStore + CacheStore + GeoStore> Store for T {}
+impl<T> Store for T where
+    T: CorpusStore + EpisodeStore + RunStore + ScoreStore + AccountStore + CacheStore + GeoStore + OverviewStore
+{
+}
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {

@@ -261,9 +261,27 @@ impl RunsService {
 #[async_trait::async_trait]
 impl app::ssr::Runs for RunsService {
     async fn list(&self) -> Result<Vec<RunSummary>, AppError> {
+        // One query for every run and its counts.
+        let since = crate::db::now_ms() - crate::runs::RATE_WINDOW_MS;
         let mut out = Vec::new();
-        for run in self.store.runs().await.map_err(internal)? {
-            out.push(self.summary_of(run).await?);
+        for o in self.store.run_overview(since).await.map_err(internal)? {
+            let spec: RunSpec = serde_json::from_str(&o.run.spec).map_err(internal)?;
+            let report = crate::runs::ProgressReport::new(o.run.trials_total, o.progress, o.recent);
+            out.push(RunSummary {
+                progress: Progress {
+                    run_id: o.run.run_id.clone(),
+                    status: o.run.status.as_str().to_string(),
+                    total: report.total,
+                    counts: counts(report.counts),
+                    per_minute: report.per_minute,
+                    eta_secs: report.eta_secs,
+                },
+                id: o.run.run_id,
+                created_at: o.run.created_at,
+                tasks: spec.tasks,
+                agents: spec.agents,
+                levels: spec.levels,
+            });
         }
         Ok(out)
     }

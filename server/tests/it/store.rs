@@ -94,6 +94,20 @@ async fn exercise_queue(store: &dyn Store) {
     assert!(!store.finish_trial(&a.trial_id, "w1", &end).await.expect("finish"), "finalising is idempotent");
     let p = store.progress("r1").await.expect("progress");
     assert_eq!((p.done, p.queued), (1, 1));
+    // The runs list's one query agrees with the per-run queries.
+    store.create_run("r0", "{}", "v1", &[]).await.expect("an empty run");
+    let overview = store.run_overview(now - 1_000).await.expect("overview");
+    let r1 = overview.iter().find(|o| o.run.run_id == "r1").expect("r1");
+    assert_eq!((r1.progress, r1.recent, r1.run.trials_total), (p, 1, 2));
+    let later = store.run_overview(server::db::now_ms() + 60_000).await.expect("overview");
+    assert_eq!(later.iter().find(|o| o.run.run_id == "r1").expect("r1").recent, 0, "nothing finished after that");
+    let r0 = overview.iter().find(|o| o.run.run_id == "r0").expect("a run without trials is listed");
+    assert_eq!(r0.progress, server::db::Progress::default());
+    assert_eq!(
+        overview.iter().map(|o| o.run.run_id.clone()).collect::<Vec<_>>(),
+        store.runs().await.expect("runs").into_iter().map(|r| r.run_id).collect::<Vec<_>>(),
+        "the same order as the runs list"
+    );
     store.cancel_run("r1").await.expect("cancel");
     let p = store.progress("r1").await.expect("progress");
     assert_eq!((p.done, p.cancelled, p.queued), (1, 1, 0));

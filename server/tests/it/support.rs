@@ -43,7 +43,12 @@ impl TestApp {
         let app = server::router(state.clone());
         let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
         tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
-        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+        // A request that hangs fails the test instead of holding CI until its limit.
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(std::time::Duration::from_secs(90))
+            .build()
+            .expect("client");
         TestApp { base: format!("http://{addr}"), client, state, db, _dir: dir }
     }
 
