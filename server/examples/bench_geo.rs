@@ -25,16 +25,7 @@ use server::geo::{Protocol, evaluate, methods};
 use server::llm::scripted::{Reply, ScriptedServer};
 
 fn spec(datasets: &[&str], rankers: &[&str], methods: &[&str]) -> GeoSpec {
-    let own = |xs: &[&str]| xs.iter().map(ToString::to_string).collect::<Vec<_>>();
-    GeoSpec {
-        datasets: own(datasets),
-        rankers: own(rankers),
-        methods: own(methods),
-        protocol: Protocol::default(),
-        endpoints: Default::default(),
-        attacker: None,
-        tap: Default::default(),
-    }
+    GeoSpec::offline(datasets, rankers, methods)
 }
 
 async fn store(dir: &tempfile::TempDir, name: &str) -> Arc<dyn Store> {

@@ -37,6 +37,23 @@ pub struct GeoSpec {
     pub tap: super::tap::TapParams,
 }
 
+impl GeoSpec {
+    /// A spec with these datasets, rankers and methods under the default protocol, with no
+    /// endpoints (offline rankers, built-in writers and proposers).
+    pub fn offline(datasets: &[&str], rankers: &[&str], methods: &[&str]) -> GeoSpec {
+        let own = |xs: &[&str]| xs.iter().map(ToString::to_string).collect::<Vec<_>>();
+        GeoSpec {
+            datasets: own(datasets),
+            rankers: own(rankers),
+            methods: own(methods),
+            protocol: Protocol::default(),
+            endpoints: BTreeMap::new(),
+            attacker: None,
+            tap: Default::default(),
+        }
+    }
+}
+
 /// The dataset keys of `all` or a comma-separated list; an unknown key is named.
 pub fn datasets(filter: &[String]) -> anyhow::Result<Vec<String>> {
     let known: Vec<&str> = DATASETS.iter().map(|(k, _)| *k).collect();

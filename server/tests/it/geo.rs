@@ -5,6 +5,7 @@
 
 use server::db::RunStore as _;
 use server::geo::data::{DATASETS, lists};
+use server::geo::plan::GeoSpec;
 use server::geo::rank::{Bm25, Position, Ranker};
 use server::geo::{Protocol, evaluate, writers};
 
@@ -136,17 +137,8 @@ fn distinct_prompts(lists: &[server::geo::data::List], dataset: &str) -> usize {
     seen.len()
 }
 
-fn spec(datasets: &[&str], rankers: &[&str], methods: &[&str]) -> server::geo::plan::GeoSpec {
-    let own = |xs: &[&str]| xs.iter().map(ToString::to_string).collect::<Vec<_>>();
-    server::geo::plan::GeoSpec {
-        datasets: own(datasets),
-        rankers: own(rankers),
-        methods: own(methods),
-        protocol: Protocol::default(),
-        endpoints: Default::default(),
-        attacker: None,
-        tap: Default::default(),
-    }
+fn spec(datasets: &[&str], rankers: &[&str], methods: &[&str]) -> GeoSpec {
+    GeoSpec::offline(datasets, rankers, methods)
 }
 
 async fn execute(store: std::sync::Arc<dyn server::db::Store>, run: &str, concurrency: usize) {
