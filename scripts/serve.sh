@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One command from a fresh clone to a running dashboard: installs what is missing, builds
-# the browser bundle and starts `mirage serve` (SQLite file created, migrated and seeded on
-# first start). Extra arguments go to `mirage serve`, e.g. `--addr 127.0.0.1:8080`.
+# the release server and the size-optimised browser bundle, and starts `mirage serve`
+# (SQLite file created, migrated and seeded on first start). Extra arguments go to
+# `mirage serve`, e.g. `--addr 127.0.0.1:8080`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build-site.sh
-exec cargo run -p server -- serve "$@"
+scripts/build-site.sh --release
+exec cargo run --release -p server -- serve "$@"

@@ -25,6 +25,7 @@ test('a GEO run on the leaderboard and one target in full', async ({ page, shoot
   await expect(board.locator('tbody tr')).toHaveCount(6);
   await expect(board).toContainText('white-hat rewrite');
   await expect(page.locator('table.geo-heat')).toHaveCount(2);
+  await expect(page.locator('table.geo-rankers tbody tr')).toHaveCount(3);
   await shoot('leaderboard');
 
   await board.getByRole('link', { name: '30 targets' }).first().click();

@@ -76,8 +76,30 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                 }).collect_view()}
             </tbody>
         </table>
+        <h2>"NRG by method and ranker"</h2>
+        <table class="heatmap geo-rankers">
+            <caption>"The transfer table: each method's equal-dataset NRG under every ranker"</caption>
+            <thead><tr><th>"method"</th>{rankers.iter().map(|r| view! { <th>{r.clone()}</th> }).collect_view()}</tr></thead>
+            <tbody>
+                {methods.iter().map(|m| view! {
+                    <tr>
+                        <th scope="row">{m.clone()}</th>
+                        {rankers.iter().map(|r| match v.rows.iter().find(|row| &row.ranker == r && &row.method == m) {
+                            Some(row) => view! {
+                                <td class=nrg_class(row.nrg.mean)>
+                                    {fmt3(row.nrg.mean)}
+                                    <span class="ci">{format!("[{:.2}, {:.2}]", row.nrg.lo, row.nrg.hi)}</span>
+                                    <span class="n">{format!("n={}", row.nrg.n)}</span>
+                                </td>
+                            }.into_any(),
+                            None => view! { <td class="heat na">""</td> }.into_any(),
+                        }).collect_view()}
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
         <h2>"NRG by method and dataset"</h2>
-        {rankers.into_iter().map(|ranker| {
+        {rankers.clone().into_iter().map(|ranker| {
             let cells = cells.clone();
             view! {
                 <table class="heatmap geo-heat">
