@@ -53,6 +53,24 @@ pub enum GeoCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Judge every text of a stored GEO run with a logprob judge (an endpoint of the config
+    /// file): thresholds calibrated on the originals, AUROC, flag rates and the gain left
+    /// after the judge, the keyword filter and either.
+    Score {
+        #[arg(long)]
+        run: String,
+        /// The judge endpoint's name in the config file (default: `roles.judge`).
+        #[arg(long)]
+        judge: Option<String>,
+        #[arg(long, env = "MIRAGE_CONFIG")]
+        config: Option<PathBuf>,
+        /// The judge's false-positive rate on originals: `keyword` (the keyword filter's
+        /// own rate, GEO-Bench's operating point) or a number such as 0.06.
+        #[arg(long, default_value = "keyword")]
+        fpr: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Import GEO-Bench's published texts (an instance CSV) as the method `import:<name>`:
     /// reports the lists whose originals differ from the stored ones, and stores nothing
     /// if any row is wrong.
@@ -190,6 +208,37 @@ pub async fn geo(command: GeoCommand, db: &str) -> anyhow::Result<()> {
         GeoCommand::Prompt { target, order, protocol } => {
             let lists = crate::geo::import::stored_lists(open().await?.as_ref()).await?;
             prompt(&lists, &target, order, &protocol.protocol()?)
+        }
+        GeoCommand::Score { run, judge, config, fpr, json } => {
+            let store = open().await?;
+            let config = crate::config::Config::load(config.as_deref())?;
+            let (name, spec) = match judge {
+                Some(name) => {
+                    let spec = config
+                        .endpoints
+                        .get(&name)
+                        .with_context(|| format!("--judge: {name:?} is not an endpoint of the config file"))?;
+                    (name, spec.clone())
+                }
+                None => config
+                    .judge()
+                    .map(|(n, s)| (n.to_string(), s.clone()))
+                    .context("--judge NAME, or a config with roles.judge")?,
+            };
+            let fpr = match fpr.as_str() {
+                "keyword" => None,
+                other => Some(
+                    other
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|x| (0.0..1.0).contains(x))
+                        .with_context(|| format!("--fpr: {other:?} is neither `keyword` nor a rate in [0, 1)"))?,
+                ),
+            };
+            let client = crate::llm::HttpLlm::new(spec.clone()).with_context(|| format!("judge {name}"))?;
+            let lists = crate::geo::import::stored_lists(store.as_ref()).await?;
+            let d = crate::geo::score::score(store.as_ref(), &lists, &run, &client, &spec.model, fpr).await?;
+            print_detection(&d, json)
         }
         GeoCommand::Import { file, variant, adopt_originals } => {
             let store = open().await?;
@@ -566,5 +615,64 @@ async fn import(
     } else if !got.originals.is_empty() {
         println!("--adopt-originals would use GEO-Bench's originals for those items");
     }
+    Ok(())
+}
+
+fn print_detection(d: &crate::geo::score::Detection, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(d)?);
+        return Ok(());
+    }
+    let per = |c: &crate::detect::Calibration| {
+        c.per_domain.iter().map(|(k, v)| format!("{k} {:.1} %", 100.0 * v)).collect::<Vec<_>>().join(", ")
+    };
+    println!(
+        "run {}: {} texts judged by {} ({:.1} % censored)\njudge threshold {:?} for {:.1} % of originals (realised {:.1} %: {})\n\
+         keyword-or-judge threshold {:?} for {:.0} % (realised {:.1} %: {})",
+        d.run,
+        d.texts,
+        d.judge,
+        100.0 * d.censored,
+        d.judge_calibration.threshold,
+        100.0 * d.fpr,
+        100.0 * d.judge_calibration.fpr,
+        per(&d.judge_calibration),
+        d.either_calibration.threshold,
+        100.0 * crate::geo::score::EITHER_FPR,
+        100.0 * d.either_calibration.fpr,
+        per(&d.either_calibration),
+    );
+    let header = [
+        "ranker",
+        "method",
+        "n",
+        "AUROC",
+        "judge",
+        "keyword",
+        "either",
+        "NRG",
+        "after judge",
+        "after keyword",
+        "after either",
+        "promoted and passed",
+    ];
+    let mut t = table(header.map(String::from).to_vec());
+    for r in &d.rows {
+        t.add_row(vec![
+            r.ranker.clone(),
+            r.method.clone(),
+            r.n.to_string(),
+            r.auroc.map_or_else(|| "-".to_string(), |a| format!("{a:.3}")),
+            format!("{:.3}", r.judge_flagged),
+            format!("{:.3}", r.keyword_flagged),
+            format!("{:.3}", r.either_flagged),
+            format!("{:.3}", r.nrg),
+            format!("{:.3}", r.nrg_after_judge),
+            format!("{:.3}", r.nrg_after_keyword),
+            format!("{:.3}", r.nrg_after_either),
+            format!("{:.3}", r.promoted_and_passed_either),
+        ]);
+    }
+    println!("{t}");
     Ok(())
 }

@@ -19,6 +19,7 @@
 pub mod data;
 pub mod detect;
 pub mod import;
+pub mod judge;
 pub mod methods;
 pub mod metrics;
 pub mod order;
@@ -27,6 +28,7 @@ pub mod plan;
 pub mod prompt;
 pub mod rank;
 pub mod report;
+pub mod score;
 pub mod tap;
 pub mod writers;
 

@@ -304,6 +304,31 @@ impl HttpLlm {
         let len = text.len();
         self.call("completions", &body, &move |raw: &str| parse_prompt_logprobs(raw, len)).await
     }
+
+    /// The `n` most likely first tokens of the reply and their log-probabilities (chat,
+    /// temperature 0, one token): how a logprob judge reads P(Yes).
+    pub async fn top_logprobs(&self, messages: &[Message], n: u32) -> Result<Vec<(String, f64)>, LlmError> {
+        let body = json!({
+            "model": self.spec.model, "messages": messages, "max_tokens": 1, "temperature": 0.0,
+            "logprobs": true, "top_logprobs": n,
+        });
+        self.call("chat/completions", &body, &parse_top_logprobs).await
+    }
+}
+
+/// Reads the first generated token's `top_logprobs` of a chat completion as (token,
+/// log-probability) pairs.
+pub fn parse_top_logprobs(raw: &str) -> Result<Vec<(String, f64)>, String> {
+    let v: Value = serde_json::from_str(raw).map_err(|e| format!("malformed JSON from the endpoint: {e}"))?;
+    let top = v.pointer("/choices/0/logprobs/content/0/top_logprobs").and_then(Value::as_array).ok_or_else(|| {
+        format!("no top_logprobs in the response (does the server return log-probabilities?): {}", snippet(raw))
+    })?;
+    let out: Vec<(String, f64)> =
+        top.iter().filter_map(|e| Some((e.get("token")?.as_str()?.to_string(), e.get("logprob")?.as_f64()?))).collect();
+    if out.is_empty() {
+        return Err("the endpoint listed no token log-probabilities".to_string());
+    }
+    Ok(out)
 }
 
 /// Reads `choices[0].logprobs` of an echoed completion: the log-probabilities of tokens

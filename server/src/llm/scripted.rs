@@ -31,6 +31,8 @@ pub enum Reply {
     Empty,
     /// Never answers within any sane timeout.
     Hang,
+    /// One generated token (the first listed) with these top log-probabilities.
+    TopLogprobs(Vec<(String, f64)>),
 }
 
 type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
@@ -148,6 +150,13 @@ async fn complete(State(inner): State<Arc<Inner>>, Json(body): Json<Value>) -> R
         }
         Reply::Malformed(raw) => ([("content-type", "application/json")], raw).into_response(),
         Reply::Empty => Json(message(&json!(""), None)).into_response(),
+        Reply::TopLogprobs(top) => {
+            let first = top.first().map(|(t, _)| t.clone()).unwrap_or_default();
+            let listed: Vec<Value> = top.iter().map(|(t, l)| json!({"token": t, "logprob": l})).collect();
+            let mut body = message(&json!(first), None);
+            body["choices"][0]["logprobs"] = json!({"content": [{"token": first, "logprob": top.first().map_or(0.0, |(_, l)| *l), "top_logprobs": listed}]});
+            Json(body).into_response()
+        }
         Reply::Hang => {
             tokio::time::sleep(Duration::from_secs(3600)).await;
             StatusCode::GATEWAY_TIMEOUT.into_response()

@@ -591,3 +591,59 @@ async fn tap_searches_against_the_trials_ranker_and_its_texts_transfer() {
     let Err(e) = missing else { panic!("planned without texts") };
     assert!(format!("{e:#}").contains("no texts are stored as tap>bm25"), "{e:#}");
 }
+
+/// The logprob judge over a stored run: every distinct text judged once (cached), the
+/// threshold calibrated on the originals at the keyword filter's own rate, AUROC per method
+/// (stuffed texts perfectly separated, the clean method indistinguishable), and the gain a
+/// caught edit loses; a reply listing neither Yes nor No is an error, never a 0.
+#[tokio::test]
+async fn the_logprob_judge_scores_a_run() {
+    use server::llm::scripted::Reply;
+    let judge = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, |body| {
+        let user = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("");
+        assert_eq!((body["max_tokens"].as_u64(), body["top_logprobs"].as_u64()), (Some(1), Some(20)));
+        let top: Vec<(&str, f64)> = if user.contains("of the year") {
+            vec![("Yes", -0.05), (" Yes", -4.0), ("No", -3.0)]
+        } else if user.contains("Crash") {
+            vec![("Hmm", -0.1)]
+        } else {
+            vec![("No", -0.01 - user.len() as f64 * 1e-6), ("The", -6.0)]
+        };
+        Reply::TopLogprobs(top.into_iter().map(|(t, l)| (t.to_string(), l)).collect())
+    })
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = server::db::database_url(crate::support::temp_path(&dir, "j.db").to_str().expect("utf-8")).expect("url");
+    let store: std::sync::Arc<dyn server::db::Store> =
+        std::sync::Arc::new(server::db::SqlStore::connect(&url).await.expect("connect"));
+    let run =
+        server::runs::geo::create_geo_run(store.as_ref(), spec(&["stsdata", "cseo"], &["bm25"], &["clean", "stuff"]))
+            .await
+            .expect("run");
+    execute(store.clone(), &run, 4).await;
+    let client = server::llm::HttpLlm::new(server::llm::EndpointSpec::new(&judge.base_url, "judge-m")).expect("client");
+    let lists = lists().expect("lists");
+    let d = server::geo::score::score(store.as_ref(), &lists, &run, &client, "judge-m", None).await.expect("score");
+    // 90 originals (= the clean texts) and 90 stuffed texts, each asked once.
+    assert_eq!((d.texts, judge.requests().len()), (180, 180));
+    assert!((d.fpr - 0.1).abs() < 1e-12, "the keyword filter's rate on these originals: {}", d.fpr);
+    assert!(d.judge_calibration.fpr <= d.fpr + 1e-12 && d.either_calibration.fpr <= 0.1 + 1e-12);
+    assert!((d.censored - 0.5).abs() < 1e-12, "every original lacks a listed Yes: {}", d.censored);
+    let stuffed = d.rows.iter().find(|r| r.method == "stuff").expect("stuff");
+    assert_eq!(
+        (stuffed.auroc, stuffed.judge_flagged, stuffed.nrg_after_judge, stuffed.nrg_after_either),
+        (Some(1.0), 1.0, 0.0, 0.0)
+    );
+    assert!(stuffed.nrg > 0.45);
+    let clean = d.rows.iter().find(|r| r.method == "clean").expect("clean");
+    assert_eq!(clean.auroc, Some(0.5), "identical texts cannot be told apart");
+    let again =
+        server::geo::score::score(store.as_ref(), &lists, &run, &client, "judge-m", Some(0.0)).await.expect("score");
+    assert_eq!(judge.requests().len(), 180, "the second scoring is answered from the cache");
+    assert_eq!(again.judge_calibration.fpr, 0.0);
+
+    // A reply that lists neither Yes nor No is an error naming what was judged.
+    let crash = server::llm::HttpLlm::new(server::llm::EndpointSpec::new(&judge.base_url, "judge-m")).expect("client");
+    let err = server::geo::judge::judge(&crash, "other-model", store.as_ref(), "Crash test text").await.unwrap_err();
+    assert!(format!("{err:#}").contains("neither Yes nor No"), "{err:#}");
+}
