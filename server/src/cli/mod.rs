@@ -4,6 +4,7 @@
 
 mod corpus;
 mod geo;
+mod geo_tables;
 mod manip;
 mod report;
 mod run;

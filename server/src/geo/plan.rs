@@ -35,6 +35,10 @@ pub struct GeoSpec {
     /// The shape and budget of TAP searches.
     #[serde(default)]
     pub tap: super::tap::TapParams,
+    /// Cross-encoder rankers (`/rerank` endpoints) by ranker name: one pass per target,
+    /// no orders.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rerankers: BTreeMap<String, EndpointSpec>,
 }
 
 impl GeoSpec {
@@ -50,6 +54,7 @@ impl GeoSpec {
             endpoints: BTreeMap::new(),
             attacker: None,
             tap: Default::default(),
+            rerankers: BTreeMap::new(),
         }
     }
 }
@@ -101,7 +106,10 @@ pub fn plan(lists: &[List], spec: &GeoSpec) -> anyhow::Result<Vec<NewTrial>> {
         bail!("a GEO run needs at least one dataset, ranker and method");
     }
     for ranker in &spec.rankers {
-        if super::rank::offline(ranker).is_none() && !spec.endpoints.contains_key(ranker) {
+        if super::rank::offline(ranker).is_none()
+            && !spec.endpoints.contains_key(ranker)
+            && !spec.rerankers.contains_key(ranker)
+        {
             bail!("ranker: {ranker:?} is neither an offline ranker (bm25, position) nor a configured endpoint");
         }
     }
@@ -144,6 +152,7 @@ mod tests {
             endpoints: BTreeMap::new(),
             attacker: None,
             tap: Default::default(),
+            rerankers: BTreeMap::new(),
         };
         assert_eq!(spec.datasets, ["stsdata", "cseo"], "dataset order, not the filter's");
         let trials = plan(&lists, &spec).expect("plan");

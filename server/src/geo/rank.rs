@@ -200,6 +200,14 @@ impl Ranker for ChatRanker {
     }
 }
 
+/// A cross-encoder's ranks (GEO.md §2): one pass, no orders. The target's rank before is
+/// 1 + the others scoring above it; after, its edited score against the others' clean
+/// scores. Ties go to the target.
+pub fn cross_encoder_ranks(clean: &[f64], edited: f64, target: usize) -> (usize, usize) {
+    let above = |s: f64| clean.iter().enumerate().filter(|(j, x)| *j != target && **x > s).count();
+    (1 + above(clean[target]), 1 + above(edited))
+}
+
 /// An offline ranker by name.
 pub fn offline(name: &str) -> Option<Box<dyn Ranker>> {
     match name {
@@ -212,6 +220,15 @@ pub fn offline(name: &str) -> Option<Box<dyn Ranker>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cross_encoder_rank_rule() {
+        let clean = [0.9, 0.5, 0.7, 0.5];
+        assert_eq!(cross_encoder_ranks(&clean, 0.5, 1), (3, 3), "ties go to the target");
+        assert_eq!(cross_encoder_ranks(&clean, 0.95, 1), (3, 1));
+        assert_eq!(cross_encoder_ranks(&clean, 0.7, 1), (3, 2), "the others keep their clean scores");
+        assert_eq!(cross_encoder_ranks(&clean, 0.1, 0), (1, 4));
+    }
 
     #[test]
     fn the_s_stemmer_and_tokens() {

@@ -305,6 +305,14 @@ impl HttpLlm {
         self.call("completions", &body, &move |raw: &str| parse_prompt_logprobs(raw, len)).await
     }
 
+    /// A cross-encoder's relevance score of each document for the query (`/rerank`, as
+    /// vLLM, llama.cpp `--reranking`, Jina and Cohere serve it), in document order.
+    pub async fn rerank(&self, query: &str, documents: &[String]) -> Result<Vec<f64>, LlmError> {
+        let body = json!({"model": self.spec.model, "query": query, "documents": documents});
+        let n = documents.len();
+        self.call("rerank", &body, &move |raw: &str| parse_rerank(raw, n)).await
+    }
+
     /// The `n` most likely first tokens of the reply and their log-probabilities (chat,
     /// temperature 0, one token): how a logprob judge reads P(Yes).
     pub async fn top_logprobs(&self, messages: &[Message], n: u32) -> Result<Vec<(String, f64)>, LlmError> {
@@ -314,6 +322,28 @@ impl HttpLlm {
         });
         self.call("chat/completions", &body, &parse_top_logprobs).await
     }
+}
+
+/// Reads a rerank response (`results: [{index, relevance_score}]`) into scores in document
+/// order; every document must be scored.
+pub fn parse_rerank(raw: &str, n: usize) -> Result<Vec<f64>, String> {
+    let v: Value = serde_json::from_str(raw).map_err(|e| format!("malformed JSON from the endpoint: {e}"))?;
+    let results = v
+        .get("results")
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("no results in the response: {}", snippet(raw)))?;
+    let mut scores = vec![None; n];
+    for r in results {
+        let (Some(i), Some(s)) =
+            (r.get("index").and_then(Value::as_u64), r.get("relevance_score").and_then(Value::as_f64))
+        else {
+            return Err(format!("a result without index or relevance_score: {r}"));
+        };
+        *scores
+            .get_mut(usize::try_from(i).unwrap_or(usize::MAX))
+            .ok_or(format!("index {i} is outside the {n} documents"))? = Some(s);
+    }
+    scores.into_iter().enumerate().map(|(i, s)| s.ok_or(format!("document {i} was not scored"))).collect()
 }
 
 /// Reads the first generated token's `top_logprobs` of a chat completion as (token,

@@ -72,6 +72,7 @@ impl ScriptedServer {
         let app = axum::Router::new()
             .route("/v1/chat/completions", post(complete))
             .route("/v1/completions", post(echo_logprobs))
+            .route("/v1/rerank", post(rerank))
             .with_state(inner.clone());
         let listener =
             tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind a loopback port for the scripted endpoint");
@@ -110,6 +111,35 @@ async fn echo_logprobs(State(inner): State<Arc<Inner>>, Json(body): Json<Value>)
     logprobs.push(json!(-0.5));
     Json(json!({"choices": [{"text": prompt, "logprobs": {"token_logprobs": logprobs, "text_offset": offsets}}]}))
         .into_response()
+}
+
+/// A stand-in cross-encoder: a document's score is how many of the query's words (of four
+/// letters or more) it contains, over its length in words.
+async fn rerank(State(inner): State<Arc<Inner>>, Json(body): Json<Value>) -> Response {
+    if let Ok(mut r) = inner.requests.lock() {
+        r.push(body.clone());
+    }
+    let lower = |s: &str| s.to_lowercase();
+    let query: Vec<String> = lower(body["query"].as_str().unwrap_or_default())
+        .split_whitespace()
+        .filter(|w| w.len() >= 4)
+        .map(|w| w.trim_matches('.').to_string())
+        .collect();
+    let docs = body["documents"].as_array().cloned().unwrap_or_default();
+    let results: Vec<Value> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let text = lower(d.as_str().unwrap_or_default());
+            let words = text.split_whitespace().count().max(1);
+            #[allow(clippy::cast_precision_loss)]
+            let hits = query.iter().map(|q| text.matches(q.as_str()).count()).sum::<usize>() as f64;
+            #[allow(clippy::cast_precision_loss)]
+            let score = hits / words as f64;
+            json!({"index": i, "relevance_score": score})
+        })
+        .collect();
+    Json(json!({"results": results})).into_response()
 }
 
 fn message(content: &Value, tool_calls: Option<Value>) -> Value {

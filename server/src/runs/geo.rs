@@ -24,8 +24,10 @@ pub struct GeoExec {
     pub spec: GeoSpec,
     /// The attacker endpoint's clients, when the spec has one.
     pub writer: Option<Writer>,
-    /// The answer cache (TAP proposals).
+    /// The answer cache (TAP proposals, cross-encoder scores).
     pub cache: Arc<dyn Store>,
+    /// Cross-encoders by ranker name.
+    pub rerankers: HashMap<String, (String, Arc<HttpLlm>)>,
 }
 
 impl GeoExec {
@@ -33,7 +35,12 @@ impl GeoExec {
     pub async fn new(spec: GeoSpec, store: &Arc<dyn Store>) -> anyhow::Result<GeoExec> {
         let lists = crate::geo::import::stored_lists(store.as_ref()).await?;
         let mut rankers: HashMap<String, Arc<dyn Ranker>> = HashMap::new();
-        for name in &spec.rankers {
+        let mut rerankers = HashMap::new();
+        for (name, endpoint) in &spec.rerankers {
+            let client = HttpLlm::new(endpoint.clone()).with_context(|| format!("reranker {name}"))?;
+            rerankers.insert(name.clone(), (endpoint.model.clone(), Arc::new(client)));
+        }
+        for name in spec.rankers.iter().filter(|n| !spec.rerankers.contains_key(*n)) {
             let ranker: Arc<dyn Ranker> = match (offline(name), spec.endpoints.get(name)) {
                 (Some(r), _) => Arc::from(r),
                 (None, Some(endpoint)) => Arc::new(ChatRanker {
@@ -65,7 +72,7 @@ impl GeoExec {
             }
             None => None,
         };
-        Ok(GeoExec { lists, rankers, spec, writer, cache: store.clone() })
+        Ok(GeoExec { lists, rankers, spec, writer, cache: store.clone(), rerankers })
     }
 }
 
@@ -188,12 +195,71 @@ async fn tap_text(
     Ok(store.geo_text(&key, &list.dataset, &list.category, index).await?.unwrap_or(text))
 }
 
+/// A cross-encoder trial: one pass scoring the clean list and the list with the edited
+/// target (scores cached per list of documents), stored as a single step whose ranks follow
+/// the cross-encoder rule (the others keep their clean scores; ties go to the target).
+async fn rerank_trial(
+    store: &dyn Store,
+    exec: &GeoExec,
+    trial: &TrialRow,
+    list: &List,
+    target: usize,
+    model: &str,
+    client: &HttpLlm,
+) -> anyhow::Result<()> {
+    if !store.steps(&trial.trial_id).await?.is_empty() {
+        return Ok(());
+    }
+    let text =
+        crate::geo::methods::text_for(store, exec.writer.as_ref(), &trial.level, list, target, trial.seed).await?;
+    let query = format!("{}.", list.query());
+    let query = query.as_str();
+    let scores = |docs: Vec<String>| async move {
+        use sha2::{Digest, Sha256};
+        let key = format!(
+            "geo-rerank:{}",
+            hex::encode(Sha256::digest(format!("{model}\0{query}\0{}", docs.join("\u{1}")).as_bytes()))
+        );
+        if let Some(hit) = exec.cache.cache_get(&key).await? {
+            return anyhow::Ok(serde_json::from_str::<Vec<f64>>(&hit)?);
+        }
+        let s = client.rerank(query, &docs).await?;
+        exec.cache.cache_put(&key, &format!("geo-rerank:{model}"), &serde_json::to_string(&s)?).await?;
+        Ok(s)
+    };
+    let docs = |edited: Option<&str>| -> Vec<String> {
+        list.items
+            .iter()
+            .enumerate()
+            .map(|(i, it)| format!("{}: {}", it.name, if i == target { edited.unwrap_or(&it.text) } else { &it.text }))
+            .collect()
+    };
+    let clean = scores(docs(None)).await?;
+    let edited = scores(docs(Some(&text.adv_text))).await?;
+    let (r_b, r_a) = crate::geo::rank::cross_encoder_ranks(&clean, edited[target], target);
+    let record = OrderRecord {
+        order: (0..list.items.len()).collect(),
+        clean_reply: serde_json::to_string(&clean)?,
+        edited_reply: serde_json::to_string(&edited)?,
+        clean_rank: r_b,
+        edited_rank: r_a,
+    };
+    store.append_step(&trial.trial_id, 0, &serde_json::to_string(&record)?).await?;
+    Ok(())
+}
+
 /// Runs one claimed GEO trial: the orders not yet stored, each stored as it finishes.
 pub(super) async fn run_geo_trial(store: &dyn Store, exec: &GeoExec, trial: &TrialRow) -> TrialEnd {
     let (list, target) = match target_of(&exec.lists, &trial.task_id) {
         Ok(found) => found,
         Err(e) => return TrialEnd::Error(format!("{e:#}")),
     };
+    if let Some((model, client)) = exec.rerankers.get(&trial.agent) {
+        return match rerank_trial(store, exec, trial, list, target, model, client).await {
+            Ok(()) => TrialEnd::Done { verdict: None, rationale: None, appeal: None },
+            Err(e) => TrialEnd::Error(format!("cross-encoder: {e:#}")),
+        };
+    }
     let Some(ranker) = exec.rankers.get(&trial.agent) else {
         return TrialEnd::Error(format!("ranker {} is not part of this run's spec", trial.agent));
     };

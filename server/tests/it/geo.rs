@@ -647,3 +647,39 @@ async fn the_logprob_judge_scores_a_run() {
     let err = server::geo::judge::judge(&crash, "other-model", store.as_ref(), "Crash test text").await.unwrap_err();
     assert!(format!("{err:#}").contains("neither Yes nor No"), "{err:#}");
 }
+
+/// A cross-encoder ranker (`/rerank`): one pass per target, the edited target scored against
+/// the others' clean scores; the clean list's scores asked once per list.
+#[tokio::test]
+async fn a_cross_encoder_ranks_in_one_pass() {
+    let ce = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, |_| {
+        server::llm::scripted::Reply::Status(500, None)
+    })
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = server::db::database_url(crate::support::temp_path(&dir, "x.db").to_str().expect("utf-8")).expect("url");
+    let store: std::sync::Arc<dyn server::db::Store> =
+        std::sync::Arc::new(server::db::SqlStore::connect(&url).await.expect("connect"));
+    let mut geo = spec(&["stsdata"], &["ce"], &["clean", "stuff"]);
+    geo.rerankers.insert("ce".into(), server::llm::EndpointSpec::new(&ce.base_url, "ce-m"));
+    let run = server::runs::geo::create_geo_run(store.as_ref(), geo).await.expect("run");
+    execute(store.clone(), &run, 1).await;
+    let p = store.progress(&run).await.expect("progress");
+    assert_eq!((p.done, p.error), (60, 0));
+    for trial in store.trials(&run).await.expect("trials") {
+        assert_eq!(store.steps(&trial.trial_id).await.expect("steps").len(), 1, "one pass, no orders");
+    }
+    // 3 clean lists + 30 stuffed lists (the clean method's list is the clean list).
+    assert_eq!(ce.requests().len(), 33);
+    assert!(ce.requests().iter().all(|b| b["query"].as_str().is_some_and(|q| q.starts_with("I am looking for a "))));
+    let lists = lists().expect("lists");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run, 200, 0).await.expect("report");
+    let clean = report.rows.iter().find(|r| r.method == "clean").expect("clean");
+    let stuffed = report.rows.iter().find(|r| r.method == "stuff").expect("stuff");
+    assert_eq!(clean.summary.nrg.mean, 0.0);
+    assert!(
+        stuffed.summary.nrg.mean > 0.3,
+        "repeating the noun raises the cross-encoder's score: {}",
+        stuffed.summary.nrg.mean
+    );
+}

@@ -1,0 +1,265 @@
+//! What `mirage geo` prints: the datasets table, the in-process evaluation, a run's report
+//! and its detection report (tables by default, JSON with `--json`).
+
+use anyhow::{Context, bail};
+use serde_json::json;
+
+use super::score::table;
+use crate::geo::data::{DATASETS, List, summaries};
+use crate::geo::{Protocol, Scored, evaluate, rank, summarise, writers};
+
+pub(super) fn datasets(lists: &[List], json: bool) -> anyhow::Result<()> {
+    let s = summaries(lists);
+    if json {
+        let lists: Vec<_> = lists
+            .iter()
+            .map(|l| json!({"key": l.key(), "dataset": l.dataset, "category": l.category, "noun": l.noun, "items": l.items.len()}))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&json!({"datasets": s, "lists": lists}))?);
+        return Ok(());
+    }
+    let header = ["dataset", "lists", "targets", "items per list", "originals flagged (keywords)", "nouns"];
+    let mut t = table(header.map(String::from).to_vec());
+    for d in &s {
+        let lengths: Vec<String> = d.lengths.iter().map(ToString::to_string).collect();
+        let mut nouns = d.nouns.clone();
+        nouns.truncate(6);
+        let more = if d.nouns.len() > 6 { format!(", … ({} in all)", d.nouns.len()) } else { String::new() };
+        t.add_row(vec![
+            d.dataset.clone(),
+            d.lists.to_string(),
+            d.targets.to_string(),
+            lengths.join(", "),
+            format!("{} ({:.1} %)", d.originals_flagged, 100.0 * d.originals_flagged as f64 / d.targets as f64),
+            format!("{}{more}", nouns.join(", ")),
+        ]);
+    }
+    println!("{t}");
+    println!("{} lists, {} targets", lists.len(), s.iter().map(|d| d.targets).sum::<usize>());
+    Ok(())
+}
+
+pub(super) async fn eval(
+    lists: &[List],
+    rankers: &[Box<dyn rank::Ranker>],
+    methods: &[String],
+    protocol: &Protocol,
+    resamples: usize,
+    seed: u64,
+    json: bool,
+) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
+    let mut by_dataset = Vec::new();
+    let ppl = crate::geo::detect::PplModel::new(lists);
+    for ranker in rankers {
+        for method in methods {
+            let mut scored = Vec::new();
+            for list in lists {
+                for (t, item) in list.items.iter().enumerate() {
+                    let edited = writers::write(method, &item.name, &list.noun, &item.text).expect("checked writer");
+                    let (result, _) = evaluate(ranker.as_ref(), protocol, list, t, &edited).await?;
+                    let kvr = crate::geo::kvr(&edited);
+                    let ppl_r = ppl.ratio(&edited, &item.text);
+                    scored.push(Scored {
+                        dataset: list.dataset.clone(),
+                        list: list.key(),
+                        target: t + 1,
+                        result,
+                        kvr,
+                        ppl_r,
+                    });
+                }
+            }
+            let summary = summarise(&scored, resamples, seed).context("no targets")?;
+            rows.push((ranker.name().to_string(), method.clone(), summary));
+            for (dataset, _) in DATASETS {
+                let mine: Vec<Scored> = scored.iter().filter(|s| s.dataset == dataset).cloned().collect();
+                if let Some(s) = summarise(&mine, resamples, seed) {
+                    by_dataset.push((ranker.name().to_string(), method.clone(), dataset, s));
+                }
+            }
+        }
+    }
+    let interval = |e: &crate::stats::Estimate| json!({"mean": e.mean, "lo": e.lo, "hi": e.hi});
+    if json {
+        let row = |r: &str, m: &str, s: &crate::geo::Summary| {
+            json!({"ranker": r, "method": m, "n": s.n, "nrg": interval(&s.nrg), "s_at_0_1": interval(&s.s_at_0_1),
+                   "p_at_0_1": interval(&s.p_at_0_1), "s_at_0_2": interval(&s.s_at_0_2), "p_at_0_2": interval(&s.p_at_0_2),
+                   "missing": s.missing, "nrg_target_weighted": s.nrg_target_weighted})
+        };
+        let rows: Vec<_> = rows.iter().map(|(r, m, s)| row(r, m, s)).collect();
+        let per: Vec<_> = by_dataset
+            .iter()
+            .map(|(r, m, d, s)| {
+                let mut v = row(r, m, s);
+                v["dataset"] = json!(d);
+                v
+            })
+            .collect();
+        let out = json!({"prompt_version": protocol.prompt.version, "k": protocol.k, "rows": rows, "datasets": per});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    let cell = |e: &crate::stats::Estimate| format!("{:.3} [{:.3}, {:.3}]", e.mean, e.lo, e.hi);
+    let mut t =
+        table(["ranker", "method", "dataset", "n", "NRG", "S@0.1", "P@0.1", "missing"].map(String::from).to_vec());
+    let all = rows.iter().map(|(r, m, s)| (r, m, "equal-dataset mean", s));
+    for (r, m, d, s) in all.chain(by_dataset.iter().map(|(r, m, d, s)| (r, m, *d, s))) {
+        t.add_row(vec![
+            r.clone(),
+            m.clone(),
+            d.to_string(),
+            s.n.to_string(),
+            cell(&s.nrg),
+            cell(&s.s_at_0_1),
+            cell(&s.p_at_0_1),
+            format!("{:.3}", s.missing),
+        ]);
+    }
+    println!("{t}");
+    Ok(())
+}
+
+pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+        return Ok(());
+    }
+    let cell = |e: &crate::stats::Estimate| format!("{:.3} [{:.3}, {:.3}]", e.mean, e.lo, e.hi);
+    println!(
+        "run {}: {} trials ({} errors, {} unfinished), K = {}, prompt {}",
+        report.run, report.trials, report.errors, report.unfinished, report.k, report.prompt_version
+    );
+    for what in by {
+        match what.as_str() {
+            "method" => {
+                let header = [
+                    "ranker",
+                    "method",
+                    "band",
+                    "n",
+                    "NRG",
+                    "S@0.1",
+                    "P@0.1",
+                    "KVR",
+                    "NRG after keywords",
+                    "PPL-R",
+                    "missing",
+                ];
+                let mut t = table(header.map(String::from).to_vec());
+                for r in &report.rows {
+                    let s = &r.summary;
+                    t.add_row(vec![
+                        r.ranker.clone(),
+                        r.method.clone(),
+                        r.band.to_string(),
+                        s.n.to_string(),
+                        cell(&s.nrg),
+                        cell(&s.s_at_0_1),
+                        cell(&s.p_at_0_1),
+                        format!("{:.3}", s.kvr.mean),
+                        cell(&s.nrg_after_keyword),
+                        s.ppl_r.map_or_else(|| "-".to_string(), |r| format!("{r:.3}")),
+                        format!("{:.3}", s.missing),
+                    ]);
+                }
+                println!("{t}");
+            }
+            "dataset" => {
+                let mut t =
+                    table(["ranker", "method", "dataset", "n", "NRG", "S@0.1", "P@0.1"].map(String::from).to_vec());
+                for r in &report.datasets {
+                    let s = &r.summary;
+                    t.add_row(vec![
+                        r.ranker.clone(),
+                        r.method.clone(),
+                        r.dataset.clone(),
+                        s.n.to_string(),
+                        cell(&s.nrg),
+                        cell(&s.s_at_0_1),
+                        cell(&s.p_at_0_1),
+                    ]);
+                }
+                println!("{t}");
+            }
+            "pairs" => {
+                let mut t = table(["ranker", "a − b", "NRG difference", "p", "p (Holm)"].map(String::from).to_vec());
+                for p in &report.pairs {
+                    t.add_row(vec![
+                        p.ranker.clone(),
+                        format!("{} − {}", p.a, p.b),
+                        cell(&p.diff),
+                        format!("{:.4}", p.p),
+                        format!("{:.4}", p.p_holm),
+                    ]);
+                }
+                println!("{t}");
+                for r in &report.spearman {
+                    let rho = r.rho.map_or_else(|| "-".to_string(), |x| format!("{x:.3}"));
+                    println!("Spearman ρ({}, {}) over {} methods: {rho}", r.a, r.b, r.methods);
+                }
+            }
+            other => bail!("--by: {other:?} is not one of method, dataset, pairs"),
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(d)?);
+        return Ok(());
+    }
+    let per = |c: &crate::detect::Calibration| {
+        c.per_domain.iter().map(|(k, v)| format!("{k} {:.1} %", 100.0 * v)).collect::<Vec<_>>().join(", ")
+    };
+    println!(
+        "run {}: {} texts judged by {} ({:.1} % censored)\njudge threshold {:?} for {:.1} % of originals (realised {:.1} %: {})\n\
+         keyword-or-judge threshold {:?} for {:.0} % (realised {:.1} %: {})",
+        d.run,
+        d.texts,
+        d.judge,
+        100.0 * d.censored,
+        d.judge_calibration.threshold,
+        100.0 * d.fpr,
+        100.0 * d.judge_calibration.fpr,
+        per(&d.judge_calibration),
+        d.either_calibration.threshold,
+        100.0 * crate::geo::score::EITHER_FPR,
+        100.0 * d.either_calibration.fpr,
+        per(&d.either_calibration),
+    );
+    let header = [
+        "ranker",
+        "method",
+        "n",
+        "AUROC",
+        "judge",
+        "keyword",
+        "either",
+        "NRG",
+        "after judge",
+        "after keyword",
+        "after either",
+        "promoted and passed",
+    ];
+    let mut t = table(header.map(String::from).to_vec());
+    for r in &d.rows {
+        t.add_row(vec![
+            r.ranker.clone(),
+            r.method.clone(),
+            r.n.to_string(),
+            r.auroc.map_or_else(|| "-".to_string(), |a| format!("{a:.3}")),
+            format!("{:.3}", r.judge_flagged),
+            format!("{:.3}", r.keyword_flagged),
+            format!("{:.3}", r.either_flagged),
+            format!("{:.3}", r.nrg),
+            format!("{:.3}", r.nrg_after_judge),
+            format!("{:.3}", r.nrg_after_keyword),
+            format!("{:.3}", r.nrg_after_either),
+            format!("{:.3}", r.promoted_and_passed_either),
+        ]);
+    }
+    println!("{t}");
+    Ok(())
+}
