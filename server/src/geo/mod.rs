@@ -93,7 +93,11 @@ pub async fn order_record(
     let names: Vec<String> = list.items.iter().map(|i| i.name.clone()).collect();
     let mut replies = Vec::with_capacity(2);
     for items in [&list.items, &edited_items] {
-        let messages = protocol.prompt.messages(&list.noun, items, &order, protocol.system_role);
+        let messages = if ranker.reads_prompt() {
+            protocol.prompt.messages(&list.noun, items, &order, protocol.system_role)
+        } else {
+            Vec::new()
+        };
         let shown = order.iter().map(|&i| &items[i]).collect();
         let request =
             RankRequest { noun: &list.noun, shown, messages: &messages, prompt_version: &protocol.prompt.version };

@@ -37,6 +37,11 @@ pub trait Ranker: Send + Sync {
     fn model(&self) -> &str {
         self.name()
     }
+    /// Whether it reads the prompt's messages (offline rankers read the list itself, so
+    /// the prompt is not rendered for them).
+    fn reads_prompt(&self) -> bool {
+        true
+    }
     /// The reply to one request.
     async fn reply(&self, request: &RankRequest<'_>) -> anyhow::Result<String>;
 }
@@ -53,6 +58,9 @@ pub struct Position;
 impl Ranker for Position {
     fn name(&self) -> &str {
         "position"
+    }
+    fn reads_prompt(&self) -> bool {
+        false
     }
     async fn reply(&self, request: &RankRequest<'_>) -> anyhow::Result<String> {
         Ok(numbered(request.shown.iter().map(|i| i.name.as_str())))
@@ -148,6 +156,9 @@ pub struct Bm25;
 impl Ranker for Bm25 {
     fn name(&self) -> &str {
         "bm25"
+    }
+    fn reads_prompt(&self) -> bool {
+        false
     }
     async fn reply(&self, request: &RankRequest<'_>) -> anyhow::Result<String> {
         let docs: Vec<String> = request.shown.iter().map(|i| format!("{}: {}", i.name, one_line(&i.text))).collect();

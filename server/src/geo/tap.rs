@@ -197,7 +197,11 @@ async fn edited_rank(
 ) -> anyhow::Result<usize> {
     let mut items = list.items.clone();
     items[target].text = adv.to_string();
-    let messages = protocol.prompt.messages(&list.noun, &items, order, protocol.system_role);
+    let messages = if ranker.reads_prompt() {
+        protocol.prompt.messages(&list.noun, &items, order, protocol.system_role)
+    } else {
+        Vec::new()
+    };
     let shown = order.iter().map(|&i| &items[i]).collect();
     let request =
         RankRequest { noun: &list.noun, shown, messages: &messages, prompt_version: &protocol.prompt.version };
