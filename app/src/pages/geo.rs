@@ -24,6 +24,22 @@ fn nrg_class(nrg: f64) -> String {
     format!("heat heat-{step}")
 }
 
+/// A heat cell of an NRG estimate (grey when there is none).
+#[component]
+fn NrgCell(est: Option<crate::model::Est>) -> impl IntoView {
+    match est {
+        Some(e) => view! {
+            <td class=nrg_class(e.mean)>
+                {fmt3(e.mean)}
+                <span class="ci">{format!("[{:.2}, {:.2}]", e.lo, e.hi)}</span>
+                <span class="n">{format!("n={}", e.n)}</span>
+            </td>
+        }
+        .into_any(),
+        None => view! { <td class="heat na">""</td> }.into_any(),
+    }
+}
+
 fn board(v: &GeoView, method: Option<String>) -> AnyView {
     let run = v.run.clone();
     let q = query_string(&[("run", Some(run.clone()))]);
@@ -84,15 +100,9 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                 {methods.iter().map(|m| view! {
                     <tr>
                         <th scope="row">{m.clone()}</th>
-                        {rankers.iter().map(|r| match v.rows.iter().find(|row| &row.ranker == r && &row.method == m) {
-                            Some(row) => view! {
-                                <td class=nrg_class(row.nrg.mean)>
-                                    {fmt3(row.nrg.mean)}
-                                    <span class="ci">{format!("[{:.2}, {:.2}]", row.nrg.lo, row.nrg.hi)}</span>
-                                    <span class="n">{format!("n={}", row.nrg.n)}</span>
-                                </td>
-                            }.into_any(),
-                            None => view! { <td class="heat na">""</td> }.into_any(),
+                        {rankers.iter().map(|r| {
+                            let est = v.rows.iter().find(|row| &row.ranker == r && &row.method == m).map(|row| row.nrg);
+                            view! { <NrgCell est=est/> }
                         }).collect_view()}
                     </tr>
                 }).collect_view()}
@@ -110,16 +120,11 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                             <tr>
                                 <th scope="row">{m.clone()}</th>
                                 {v.datasets.iter().map(|d| {
-                                    match cells.iter().find(|c| c.ranker == ranker && &c.method == m && &c.dataset == d) {
-                                        Some(c) => view! {
-                                            <td class=nrg_class(c.nrg.mean)>
-                                                {fmt3(c.nrg.mean)}
-                                                <span class="ci">{format!("[{:.2}, {:.2}]", c.nrg.lo, c.nrg.hi)}</span>
-                                                <span class="n">{format!("n={}", c.nrg.n)}</span>
-                                            </td>
-                                        }.into_any(),
-                                        None => view! { <td class="heat na">""</td> }.into_any(),
-                                    }
+                                    let est = cells
+                                        .iter()
+                                        .find(|c| c.ranker == ranker && &c.method == m && &c.dataset == d)
+                                        .map(|c| c.nrg);
+                                    view! { <NrgCell est=est/> }
                                 }).collect_view()}
                             </tr>
                         }).collect_view()}
