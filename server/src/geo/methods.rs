@@ -270,12 +270,8 @@ async fn ask(
     source: &str,
     messages: Vec<Message>,
 ) -> anyhow::Result<String> {
-    if let Some(hit) = cache.cache_get(key).await? {
-        return Ok(hit);
-    }
-    let reply = client.complete(&messages, None).await?.content;
-    cache.cache_put(key, source, &reply).await?;
-    Ok(reply)
+    crate::llm::cache::remembered(cache, key, source, async { Ok(client.complete(&messages, None).await?.content) })
+        .await
 }
 
 /// An endpoint-written text: (edited text, edit kind, suffix if any).

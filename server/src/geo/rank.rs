@@ -200,14 +200,9 @@ impl Ranker for ChatRanker {
     }
     async fn reply(&self, request: &RankRequest<'_>) -> anyhow::Result<String> {
         let key = Self::key(&self.model, request);
-        if let Some(hit) = self.cache.cache_get(&key).await? {
-            return Ok(hit);
-        }
-        let completion = self.client.complete(request.messages, None).await?;
-        self.cache
-            .cache_put(&key, &format!("geo:{}/{}", self.model, request.prompt_version), &completion.content)
-            .await?;
-        Ok(completion.content)
+        let source = format!("geo:{}/{}", self.model, request.prompt_version);
+        let ask = async { Ok(self.client.complete(request.messages, None).await?.content) };
+        crate::llm::cache::remembered(self.cache.as_ref(), &key, &source, ask).await
     }
 }
 

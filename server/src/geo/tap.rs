@@ -169,15 +169,12 @@ impl Proposer for EndpointProposer {
             );
             format!("geo-tap:{}", hex::encode(d))
         };
-        let reply = match self.cache.cache_get(&key).await? {
-            Some(hit) => hit,
-            None => {
-                let messages = vec![Message::system(system), Message::user(user)];
-                let reply = self.client.complete(&messages, None).await?.content;
-                self.cache.cache_put(&key, &format!("geo-tap:{}/{TAP_PROMPT}", self.model), &reply).await?;
-                reply
-            }
+        let source = format!("geo-tap:{}/{TAP_PROMPT}", self.model);
+        let ask = async {
+            let messages = vec![Message::system(system), Message::user(user)];
+            Ok(self.client.complete(&messages, None).await?.content)
         };
+        let reply = crate::llm::cache::remembered(self.cache.as_ref(), &key, &source, ask).await?;
         let suffix: String = strip_fences(&reply).chars().take(600).collect();
         if suffix.is_empty() {
             bail!("the attacker's proposal for {} is empty", list.instance_key(target + 1));

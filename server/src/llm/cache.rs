@@ -37,3 +37,19 @@ pub async fn ask_cached<T>(
     }
     anyhow::bail!("the judge's reply could not be read: {last:?}")
 }
+
+/// The cached answer under `key`, or `produce`'s, stored under `key` for next time
+/// (`source` names who answered). For answers kept as they came (texts, JSON lists).
+pub async fn remembered(
+    cache: &dyn Store,
+    key: &str,
+    source: &str,
+    produce: impl std::future::Future<Output = anyhow::Result<String>>,
+) -> anyhow::Result<String> {
+    if let Some(hit) = cache.cache_get(key).await? {
+        return Ok(hit);
+    }
+    let fresh = produce.await?;
+    cache.cache_put(key, source, &fresh).await?;
+    Ok(fresh)
+}

@@ -220,12 +220,10 @@ async fn rerank_trial(
             "geo-rerank:{}",
             hex::encode(Sha256::digest(format!("{model}\0{query}\0{}", docs.join("\u{1}")).as_bytes()))
         );
-        if let Some(hit) = exec.cache.cache_get(&key).await? {
-            return anyhow::Ok(serde_json::from_str::<Vec<f64>>(&hit)?);
-        }
-        let s = client.rerank(query, &docs).await?;
-        exec.cache.cache_put(&key, &format!("geo-rerank:{model}"), &serde_json::to_string(&s)?).await?;
-        Ok(s)
+        let ask = async { Ok(serde_json::to_string(&client.rerank(query, &docs).await?)?) };
+        let body =
+            crate::llm::cache::remembered(exec.cache.as_ref(), &key, &format!("geo-rerank:{model}"), ask).await?;
+        anyhow::Ok(serde_json::from_str::<Vec<f64>>(&body)?)
     };
     let docs = |edited: Option<&str>| -> Vec<String> {
         list.items
