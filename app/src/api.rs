@@ -174,8 +174,9 @@ pub async fn get_geo(
     #[server(default)] run: Option<String>,
     #[server(default)] ranker: Option<String>,
     #[server(default)] method: Option<String>,
+    #[server(default)] judge: Option<String>,
 ) -> Result<crate::model::GeoView, AppError> {
-    crate::ssr::respond(async move { crate::ssr::services()?.geo.board(run, ranker, method).await }).await
+    crate::ssr::respond(async move { crate::ssr::services()?.geo.board(run, ranker, method, judge).await }).await
 }
 
 #[server(endpoint = "get_geo_target")]

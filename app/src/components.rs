@@ -132,17 +132,29 @@ fn subscribe(run: Option<&str>, live: RwSignal<HashMap<String, Progress>>) {
 /// A `<select>` of runs that navigates to `base` with the chosen run (other parameters kept
 /// by the caller through `rest`).
 #[component]
-#[expect(clippy::needless_pass_by_value, reason = "component props are passed by value")]
 pub fn RunPicker(runs: Vec<String>, current: String, href: Callback<String, String>) -> impl IntoView {
+    view! { <Picker label="Run " name="run" options=runs current=current href=href/> }
+}
+
+/// A labelled select that navigates to `href(choice)` when changed.
+#[component]
+#[expect(clippy::needless_pass_by_value, reason = "component props are passed by value")]
+pub fn Picker(
+    label: &'static str,
+    name: &'static str,
+    options: Vec<String>,
+    current: String,
+    href: Callback<String, String>,
+) -> impl IntoView {
     let navigate = leptos_router::hooks::use_navigate();
     view! {
-        <label class="picker">"Run "
+        <label class="picker">{label}
             <select
-                name="run"
+                name=name
                 on:change=move |ev| navigate(&href.run(event_target_value(&ev)), Default::default())
                 prop:value=current.clone()
             >
-                {runs.into_iter().map(|r| {
+                {options.into_iter().map(|r| {
                     let selected = r == current;
                     view! { <option value=r.clone() selected=selected>{r.clone()}</option> }
                 }).collect_view()}

@@ -74,12 +74,14 @@ pub trait Search: Send + Sync {
 #[async_trait::async_trait]
 pub trait Geo: Send + Sync {
     /// A GEO run's leaderboard (the newest GEO run by default), with the targets of one
-    /// (ranker, method) when asked.
+    /// (ranker, method) when asked, and the judge's columns of one stored detection report
+    /// (`judge`: its label; the newest by default).
     async fn board(
         &self,
         run: Option<String>,
         ranker: Option<String>,
         method: Option<String>,
+        judge: Option<String>,
     ) -> Result<crate::model::GeoView, AppError>;
     /// One GEO trial.
     async fn target(&self, trial: String) -> Result<crate::model::GeoTargetView, AppError>;

@@ -46,6 +46,17 @@ pub struct GeoPair {
     pub p_holm: f64,
 }
 
+/// Spearman's ρ between two rankers (`ranker` empty) or two datasets under `ranker`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoRho {
+    pub ranker: Option<String>,
+    pub a: String,
+    pub b: String,
+    pub rho: Option<f64>,
+    /// The methods both have.
+    pub methods: usize,
+}
+
 /// One target's outcome, for the targets table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GeoTargetRow {
@@ -75,10 +86,59 @@ pub struct GeoView {
     pub rows: Vec<GeoRow>,
     pub cells: Vec<GeoCell>,
     pub pairs: Vec<GeoPair>,
-    /// (ranker a, ranker b, ρ over the methods both ran, methods).
-    pub spearman: Vec<(String, String, Option<f64>, usize)>,
+    /// Spearman's ρ over the methods' NRG between rankers, and between datasets under each
+    /// ranker.
+    pub spearman: Vec<GeoRho>,
     /// The targets of one (ranker, method), largest gain first (the page's `method`).
     pub targets: Vec<GeoTargetRow>,
+    /// Labels of the run's stored detection reports (`mirage geo score`), newest first.
+    pub detections: Vec<String>,
+    /// The chosen report (the page's `judge`, else the newest).
+    pub detection: Option<GeoDetectionView>,
+}
+
+/// A stored detection report of the run (`mirage geo score`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoDetectionView {
+    pub label: String,
+    /// `logprobs` (the paper) or `verbalized`.
+    pub mode: String,
+    /// `equal`, `pooled` or `lodo`.
+    pub calibration: String,
+    /// The judge's target rate on originals, and the keyword-or-judge filter's.
+    pub fpr: f64,
+    pub either_fpr: f64,
+    pub censored: f64,
+    pub texts: usize,
+    /// Where the endpoint PPL-R comes from (`None`: no scorer).
+    pub ppl_source: Option<String>,
+    /// The rate each filter realises on each dataset's originals.
+    pub rates: Vec<GeoRate>,
+    pub rows: Vec<GeoDetectRow>,
+    /// NRG against judge AUROC per (ranker, method), as an SVG document (escaped text).
+    pub scatter: String,
+}
+
+/// One dataset's realised false-positive rates.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoRate {
+    pub dataset: String,
+    pub keyword: f64,
+    pub judge: f64,
+    pub either: f64,
+}
+
+/// The judge's columns of one (ranker, method).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoDetectRow {
+    pub ranker: String,
+    pub method: String,
+    pub auroc: Option<f64>,
+    pub judge_flagged: f64,
+    pub either_flagged: f64,
+    pub nrg_after_judge: f64,
+    pub nrg_after_either: f64,
+    pub ppl_r: Option<f64>,
 }
 
 /// One order of a target: where the target was shown and its parsed ranks and replies.
@@ -119,6 +179,20 @@ pub struct GeoTargetView {
     pub r_b: Option<f64>,
     pub r_a: Option<f64>,
     pub nrg: Option<f64>,
+    /// The newest detection report's view of the original and the edit.
+    pub judged: Option<GeoJudged>,
+}
+
+/// What a stored detection report says of one target's original and edited text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoJudged {
+    pub label: String,
+    pub p_orig: Option<f64>,
+    pub p_adv: Option<f64>,
+    /// Whether the judge flags the edit at the report's threshold.
+    pub flagged: Option<bool>,
+    pub ppl_orig: Option<f64>,
+    pub ppl_adv: Option<f64>,
 }
 
 /// One scored TAP candidate.

@@ -3,16 +3,17 @@
 //! after the keyword filter; method × dataset NRG; paired comparisons; Spearman between
 //! rankers; and the targets of one (ranker, method). `/geo/trials/<trial>`: one target — the
 //! list with the target marked, the edit, and its rank in every order, clean and edited,
-//! with the raw replies. Every text is shown escaped.
+//! with the raw replies (in `geo_target`). With a stored detection report (`mirage geo
+//! score`), the judge's columns, the realised rates per dataset and the NRG-against-AUROC
+//! scatter. Every text is shown escaped.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::use_params_map;
 
 use super::ErrorNotice;
-use crate::api::{get_geo, get_geo_target};
-use crate::components::{EstCell, RunPicker, fmt3, query_param, query_string};
-use crate::model::{GeoTargetView, GeoView};
+use crate::api::get_geo;
+use crate::components::{EstCell, Picker, RunPicker, fmt3, query_param, query_string};
+use crate::model::{GeoDetectionView, GeoRho, GeoView};
 
 /// The heat class of an NRG in [−1, 1] (negative gains are grey).
 fn nrg_class(nrg: f64) -> String {
@@ -40,10 +41,86 @@ fn NrgCell(est: Option<crate::model::Est>) -> impl IntoView {
     }
 }
 
+/// A symmetric matrix of Spearman's ρ (with the number of methods behind each).
+#[component]
+fn RhoMatrix(names: Vec<String>, rhos: Vec<GeoRho>, caption: String) -> impl IntoView {
+    let cell = move |a: &String, b: &String| -> String {
+        if a == b {
+            return "1".into();
+        }
+        rhos.iter().find(|r| (&r.a == a && &r.b == b) || (&r.a == b && &r.b == a)).map_or_else(
+            || "–".into(),
+            |r| format!("{} (n={})", r.rho.map_or_else(|| "–".to_string(), fmt3), r.methods),
+        )
+    };
+    view! {
+        <table class="report geo-rho">
+            <caption>{caption}</caption>
+            <thead><tr><th></th>{names.iter().map(|n| view! { <th>{n.clone()}</th> }).collect_view()}</tr></thead>
+            <tbody>
+                {names.iter().map(|a| view! {
+                    <tr>
+                        <th scope="row">{a.clone()}</th>
+                        {names.iter().map(|b| view! { <td class="num">{cell(a, b)}</td> }).collect_view()}
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+/// The detection section: the setting, the rate each filter realises per dataset, and the
+/// NRG-against-AUROC scatter.
+fn detection(d: &GeoDetectionView) -> AnyView {
+    view! {
+        <h2>"Detection"</h2>
+        <p class="muted">{format!(
+            "Judge {} ({}{}), threshold calibrated on the originals ({}) for {:.1}% false positives; keyword-or-judge \
+             for {:.0}%. {} texts judged, {:.1}% censored (one side missing from the top log-probabilities).{}",
+            d.label,
+            d.mode,
+            if d.mode == "verbalized" { ", not the paper's reading" } else { "" },
+            d.calibration,
+            100.0 * d.fpr,
+            100.0 * d.either_fpr,
+            d.texts,
+            100.0 * d.censored,
+            d.ppl_source.as_ref().map(|s| format!(" PPL-R from {s}.")).unwrap_or_default(),
+        )}</p>
+        <table class="report geo-rates">
+            <caption>"Share of each dataset's originals flagged"</caption>
+            <thead><tr><th>"dataset"</th><th>"keyword"</th><th>"judge"</th><th>"keyword or judge"</th></tr></thead>
+            <tbody>
+                {d.rates.iter().map(|r| view! {
+                    <tr>
+                        <td>{r.dataset.clone()}</td><td class="num">{fmt3(r.keyword)}</td>
+                        <td class="num">{fmt3(r.judge)}</td><td class="num">{fmt3(r.either)}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+        <figure class="plot geo-scatter" inner_html=d.scatter.clone()></figure>
+        <p class="muted">"Each point is a method under a ranker: its NRG with the 95% interval against how well the \
+            judge tells its edits from the originals. Red points keep some gain after the judge."</p>
+    }
+    .into_any()
+}
+
 fn board(v: &GeoView, method: Option<String>) -> AnyView {
     let run = v.run.clone();
     let q = query_string(&[("run", Some(run.clone()))]);
     let picker = Callback::new(|run: String| format!("/geo{}", query_string(&[("run", Some(run))])));
+    let judge_href = {
+        let run = run.clone();
+        Callback::new(move |judge: String| {
+            format!("/geo{}", query_string(&[("run", Some(run.clone())), ("judge", Some(judge))]))
+        })
+    };
+    let det = v.detection.clone();
+    let judge_of = move |ranker: &str, method: &str| {
+        det.as_ref().and_then(|d| d.rows.iter().find(|x| x.ranker == ranker && x.method == method).cloned())
+    };
+    let endpoint_ppl = v.detection.as_ref().is_some_and(|d| d.ppl_source.is_some());
     let methods: Vec<String> = v.rows.iter().fold(Vec::new(), |mut m, r| {
         if !m.contains(&r.method) {
             m.push(r.method.clone());
@@ -58,7 +135,12 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
     };
     let cells = v.cells.clone();
     view! {
-        <div class="controls"><RunPicker runs=v.runs.clone() current=run.clone() href=picker/></div>
+        <div class="controls">
+            <RunPicker runs=v.runs.clone() current=run.clone() href=picker/>
+            {v.detection.as_ref().map(|d| view! {
+                <Picker label="Judge " name="judge" options=v.detections.clone() current=d.label.clone() href=judge_href/>
+            })}
+        </div>
         <p class="muted">{format!(
             "{} trials ({} errors, {} unfinished); K = {} orders per target; prompt {}. Each cell: the equal-dataset \
              mean with its 95% list-cluster bootstrap interval and n. Methods in one band do not differ significantly \
@@ -70,13 +152,21 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
             <thead><tr>
                 <th>"ranker"</th><th>"group"</th><th>"method"</th><th>"band"</th><th>"NRG"</th><th>"S@0.1"</th>
                 <th>"P@0.1"</th><th>"KVR"</th><th>"NRG after keywords"</th><th>"promoted and passed"</th>
-                <th>"PPL-R (4-gram)"</th><th>"missing"</th><th>"targets"</th>
+                <th>{if endpoint_ppl { "PPL-R (4-gram / scorer)" } else { "PPL-R (4-gram)" }}</th>
+                <th>"judge AUROC"</th><th>"judge flag"</th><th>"NRG after judge"</th><th>"NRG after either"</th>
+                <th>"missing"</th><th>"targets"</th>
             </tr></thead>
             <tbody>
                 {v.rows.iter().map(|r| {
                     let href = format!("/geo{}", query_string(&[
                         ("run", Some(run.clone())), ("ranker", Some(r.ranker.clone())), ("method", Some(r.method.clone())),
                     ]));
+                    let j = judge_of(&r.ranker, &r.method);
+                    let or_dash = |x: Option<f64>| x.map_or_else(|| "–".to_string(), fmt3);
+                    let ppl = match j.as_ref().and_then(|j| j.ppl_r) {
+                        Some(e) => format!("{} / {}", or_dash(r.ppl_r), fmt3(e)),
+                        None => or_dash(r.ppl_r),
+                    };
                     view! {
                         <tr>
                             <td>{r.ranker.clone()}</td><td>{r.group.clone()}</td><td>{r.method.clone()}</td>
@@ -84,7 +174,11 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                             <EstCell est=Some(r.nrg)/><EstCell est=Some(r.s_at_0_1)/><EstCell est=Some(r.p_at_0_1)/>
                             <EstCell est=Some(r.kvr)/><EstCell est=Some(r.nrg_after_keyword)/>
                             <EstCell est=Some(r.promoted_and_passed)/>
-                            <td class="num">{r.ppl_r.map_or_else(|| "–".to_string(), fmt3)}</td>
+                            <td class="num">{ppl}</td>
+                            <td class="num">{or_dash(j.as_ref().and_then(|j| j.auroc))}</td>
+                            <td class="num">{or_dash(j.as_ref().map(|j| j.judge_flagged))}</td>
+                            <td class="num">{or_dash(j.as_ref().map(|j| j.nrg_after_judge))}</td>
+                            <td class="num">{or_dash(j.as_ref().map(|j| j.nrg_after_either))}</td>
                             <td class="num">{fmt3(r.missing)}</td>
                             <td><a href=href>{format!("{} targets", r.n)}</a></td>
                         </tr>
@@ -146,13 +240,23 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                 }).collect_view()}
             </tbody>
         </table>
-        {(!v.spearman.is_empty()).then(|| view! {
-            <ul class="spearman">
-                {v.spearman.iter().map(|(a, b, rho, n)| view! {
-                    <li>{format!("Spearman's ρ between {a} and {b} over {n} methods: {}", rho.map_or_else(|| "–".to_string(), fmt3))}</li>
-                }).collect_view()}
-            </ul>
+        {(rankers.len() > 1).then(|| view! {
+            <h2>"Spearman's ρ between rankers"</h2>
+            <RhoMatrix names=rankers.clone() rhos=v.spearman.iter().filter(|r| r.ranker.is_none()).cloned().collect()
+                caption="over the NRG of the methods both rankers ran".to_string()/>
         })}
+        {(v.datasets.len() > 1).then(|| view! {
+            <h2>"Spearman's ρ between datasets"</h2>
+            {rankers.iter().map(|k| view! {
+                <RhoMatrix names=v.datasets.clone()
+                    rhos=v.spearman.iter().filter(|r| r.ranker.as_ref() == Some(k)).cloned().collect()
+                    caption=format!("Ranker {k}: over the methods' NRG on each dataset")/>
+            }).collect_view()}
+        })}
+        {v.detection.as_ref().map_or_else(
+            || view! { <p class="muted">"No detection report yet: `mirage geo score --run RUN` adds the judge's columns and the NRG-against-AUROC plot."</p> }.into_any(),
+            detection,
+        )}
         {method.map(|m| view! {
             <h2>{format!("Targets of {m}")}</h2>
             <table class="report geo-targets">
@@ -183,7 +287,9 @@ pub fn GeoPage() -> impl IntoView {
     let run = query_param("run");
     let ranker = query_param("ranker");
     let method = query_param("method");
-    let data = Resource::new(move || (run.get(), ranker.get(), method.get()), |(r, k, m)| get_geo(r, k, m));
+    let judge = query_param("judge");
+    let data =
+        Resource::new(move || (run.get(), ranker.get(), method.get(), judge.get()), |(r, k, m, j)| get_geo(r, k, m, j));
     view! {
         <Title text="GEO ranking"/>
         <h1>"GEO ranking"</h1>
@@ -191,97 +297,6 @@ pub fn GeoPage() -> impl IntoView {
             {move || data.get().map(|d| match d {
                 Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
                 Ok(v) => board(&v, method.get()),
-            })}
-        </Transition>
-    }
-}
-
-fn target(v: &GeoTargetView) -> AnyView {
-    let back = format!(
-        "/geo{}",
-        query_string(&[
-            ("run", Some(v.run.clone())),
-            ("ranker", Some(v.ranker.clone())),
-            ("method", Some(v.method.clone()))
-        ])
-    );
-    view! {
-        <p><a href=back>"Back to the leaderboard"</a></p>
-        <p class="muted">{format!("{} · ranker {} · method {} · {} ({})", v.instance, v.ranker, v.method, v.state, v.source)}</p>
-        {v.error.clone().map(|e| view! { <p class="error">{format!("Error: {e}")}</p> })}
-        <p>{format!(
-            "Median rank before {} and after {} — NRG {}",
-            v.r_b.map_or_else(|| "–".into(), |r| format!("{r:.1}")),
-            v.r_a.map_or_else(|| "–".into(), |r| format!("{r:.1}")),
-            v.nrg.map_or_else(|| "–".into(), fmt3),
-        )}</p>
-        <h2>{format!("The list ({})", v.query)}</h2>
-        <ol class="geo-list">
-            {v.items.iter().enumerate().map(|(i, (name, text))| {
-                let class = if i == v.target { "target" } else { "" };
-                view! { <li class=class><strong>{name.clone()}</strong>": "{text.clone()}</li> }
-            }).collect_view()}
-        </ol>
-        <h2>{format!("The edit ({})", v.edit_kind)}</h2>
-        <div class="geo-diff">
-            <div><h3>"Original"</h3><p class="text">{v.orig_text.clone()}</p></div>
-            <div><h3>"Edited"</h3><p class="text">{v.adv_text.clone()}</p></div>
-        </div>
-        <p>{if v.keyword_hits.is_empty() {
-            "The keyword filter finds nothing in the edited text.".to_string()
-        } else {
-            format!("Keyword filter hits: {}", v.keyword_hits.join(", "))
-        }}</p>
-        {(!v.tap.is_empty()).then(|| view! {
-            <h2>"TAP search"</h2>
-            <table class="report geo-tap">
-                <caption>{format!("{} candidates scored by the ranker (mean rank over the scoring orders; lower is better)", v.tap.len())}</caption>
-                <thead><tr><th>"node"</th><th>"parent"</th><th>"depth"</th><th>"score"</th><th>"suffix"</th></tr></thead>
-                <tbody>
-                    {v.tap.iter().map(|n| view! {
-                        <tr>
-                            <td class="num">{n.id}</td>
-                            <td class="num">{n.parent.map_or_else(|| "–".to_string(), |p| p.to_string())}</td>
-                            <td class="num">{n.depth}</td><td class="num">{format!("{:.1}", n.score)}</td>
-                            <td>{n.suffix.clone()}</td>
-                        </tr>
-                    }).collect_view()}
-                </tbody>
-            </table>
-        })}
-        <h2>"Orders"</h2>
-        <table class="report geo-orders">
-            <thead><tr><th>"order"</th><th>"target shown at"</th><th>"rank clean"</th><th>"rank edited"</th><th>"replies"</th></tr></thead>
-            <tbody>
-                {v.orders.iter().map(|o| view! {
-                    <tr>
-                        <td class="num">{o.order}</td><td class="num">{o.shown_at}</td>
-                        <td class="num">{o.clean_rank}</td><td class="num">{o.edited_rank}</td>
-                        <td><details><summary>"clean and edited replies"</summary>
-                            <pre class="reply">{o.clean_reply.clone()}</pre>
-                            <pre class="reply">{o.edited_reply.clone()}</pre>
-                        </details></td>
-                    </tr>
-                }).collect_view()}
-            </tbody>
-        </table>
-    }
-    .into_any()
-}
-
-/// `/geo/trials/:trial`.
-#[component]
-pub fn GeoTargetPage() -> impl IntoView {
-    let params = use_params_map();
-    let trial = Memo::new(move |_| params.read().get("trial").unwrap_or_default());
-    let data = Resource::new(move || trial.get(), get_geo_target);
-    view! {
-        <Title text="GEO target"/>
-        <h1>"GEO target"</h1>
-        <Transition fallback=|| view! { <p>"Loading the target…"</p> }>
-            {move || data.get().map(|d| match d {
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(v) => target(&v),
             })}
         </Transition>
     }

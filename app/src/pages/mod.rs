@@ -2,6 +2,7 @@
 
 mod annotate;
 mod geo;
+mod geo_target;
 mod grade;
 mod home;
 mod leaderboard;
@@ -14,7 +15,8 @@ mod tasks;
 mod trajectory;
 
 pub use annotate::{AnnotateItemPage, AnnotatePage};
-pub use geo::{GeoPage, GeoTargetPage};
+pub use geo::GeoPage;
+pub use geo_target::GeoTargetPage;
 pub use grade::GradePage;
 pub use home::HomePage;
 pub use leaderboard::{LeaderboardPage, TeamPage};

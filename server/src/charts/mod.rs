@@ -1,7 +1,8 @@
-//! Pure data → SVG: the robustness–utility plot, drawn by plotters on the server. Text that
+//! Pure data → SVG: the robustness–utility plot and the GEO track's NRG-against-AUROC
+//! scatter, drawn by plotters on the server. Text that
 //! came from users (configuration names) is escaped by plotters and by maud.
 
-use app::model::ParetoPoint;
+use app::model::{Est, ParetoPoint};
 use plotters::prelude::*;
 
 /// Size of the plot in pixels.
@@ -19,88 +20,114 @@ pub fn mark_frontier(points: &mut [ParetoPoint]) {
     }
 }
 
-fn axis_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
-    // A margin around the points (labels of points at 1.0 stay inside), never far beyond [0, 1].
-    let (lo, hi) = values.fold((1.0_f64, 0.0_f64), |(l, h), v| (l.min(v), h.max(v)));
-    let (lo, hi) = ((lo - 0.05).max(-0.02), (hi + 0.08).min(1.1));
-    if hi - lo < 0.2 { (lo - 0.1).max(-0.02)..(hi + 0.1).min(1.1) } else { lo..hi }
+/// A point of a scatter: its label, both coordinates with intervals, and whether it is
+/// drawn in the accent colour.
+pub struct Dot {
+    pub label: String,
+    pub x: Est,
+    pub y: Est,
+    pub accent: bool,
+    /// The hover title.
+    pub title: String,
 }
 
-/// The plot: utility (Default Acc_dec on L0) across, robustness (1 − attack success) up,
-/// 95 % intervals as error bars on both axes, the frontier joined by a line, and a hover
-/// title on every point.
-pub fn pareto_svg(points: &[ParetoPoint], caption: &str) -> anyhow::Result<String> {
+/// The axes of a scatter: captions and the range the values may take.
+pub struct Axes<'a> {
+    pub caption: &'a str,
+    pub x_desc: &'a str,
+    pub y_desc: &'a str,
+    pub x_bounds: (f64, f64),
+    pub y_bounds: (f64, f64),
+    /// A line through the accent points, with this legend.
+    pub accent_line: Option<&'a str>,
+}
+
+fn axis_range(values: impl Iterator<Item = f64>, (min, max): (f64, f64)) -> std::ops::Range<f64> {
+    // A margin around the points (labels of points at the top stay inside), never far
+    // beyond the bounds.
+    let span = max - min;
+    let (lo, hi) = values.fold((max, min), |(l, h), v| (l.min(v), h.max(v)));
+    let (lo, hi) = ((lo - 0.05 * span).max(min - 0.02 * span), (hi + 0.08 * span).min(max + 0.1 * span));
+    if hi - lo < 0.2 * span {
+        (lo - 0.1 * span).max(min - 0.02 * span)..(hi + 0.1 * span).min(max + 0.1 * span)
+    } else {
+        lo..hi
+    }
+}
+
+/// A scatter with 95 % intervals as error bars on both axes, labels beside the points,
+/// the accent points optionally joined, and a hover title on every point.
+pub fn scatter_svg(dots: &[Dot], axes: &Axes<'_>) -> anyhow::Result<String> {
+    let e = |e: &dyn std::fmt::Display| anyhow::anyhow!("plot: {e}");
     let mut svg = String::new();
     let mut hover = Vec::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| anyhow::anyhow!("plot: {e}"))?;
-        let xs = axis_range(points.iter().flat_map(|p| [p.utility.lo, p.utility.hi]));
-        let ys = axis_range(points.iter().flat_map(|p| [p.robustness.lo, p.robustness.hi]));
+        root.fill(&WHITE).map_err(|x| e(&x))?;
+        let xs = axis_range(dots.iter().flat_map(|p| [p.x.lo, p.x.hi]), axes.x_bounds);
+        let ys = axis_range(dots.iter().flat_map(|p| [p.y.lo, p.y.hi]), axes.y_bounds);
         let mut chart = ChartBuilder::on(&root)
-            .caption(caption, ("sans-serif", 18))
+            .caption(axes.caption, ("sans-serif", 18))
             .margin(16)
+            .margin_right(110)
             .x_label_area_size(40)
             .y_label_area_size(52)
             .build_cartesian_2d(xs, ys)
-            .map_err(|e| anyhow::anyhow!("plot: {e}"))?;
+            .map_err(|x| e(&x))?;
         chart
             .configure_mesh()
             .light_line_style(WHITE)
-            .x_desc("utility: Default Acc_dec on L0")
-            .y_desc("robustness: 1 − attack success")
+            .x_desc(axes.x_desc)
+            .y_desc(axes.y_desc)
             .draw()
-            .map_err(|e| anyhow::anyhow!("plot: {e}"))?;
+            .map_err(|x| e(&x))?;
         let bar = RGBColor(90, 90, 90);
-        for p in points {
-            let (u, r) = (p.utility.mean, p.robustness.mean);
+        for p in dots {
+            let (x, y) = (p.x.mean, p.y.mean);
             chart
                 .draw_series([
-                    PathElement::new(vec![(p.utility.lo, r), (p.utility.hi, r)], bar.stroke_width(1)),
-                    PathElement::new(vec![(u, p.robustness.lo), (u, p.robustness.hi)], bar.stroke_width(1)),
+                    PathElement::new(vec![(p.x.lo, y), (p.x.hi, y)], bar.stroke_width(1)),
+                    PathElement::new(vec![(x, p.y.lo), (x, p.y.hi)], bar.stroke_width(1)),
                 ])
-                .map_err(|e| anyhow::anyhow!("plot: {e}"))?;
+                .map_err(|x| e(&x))?;
         }
-        let mut frontier: Vec<(f64, f64)> =
-            points.iter().filter(|p| p.frontier).map(|p| (p.utility.mean, p.robustness.mean)).collect();
-        frontier.sort_by(|a, b| a.0.total_cmp(&b.0));
         let accent = RGBColor(196, 62, 28);
-        chart
-            .draw_series(LineSeries::new(frontier, accent.stroke_width(2)))
-            .map_err(|e| anyhow::anyhow!("plot: {e}"))?
-            .label("Pareto frontier")
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], accent.stroke_width(2)));
-        for p in points {
-            let (u, r) = (p.utility.mean, p.robustness.mean);
-            let colour = if p.frontier { accent } else { RGBColor(40, 90, 160) };
-            chart.draw_series([Circle::new((u, r), 5, colour.filled())]).map_err(|e| anyhow::anyhow!("plot: {e}"))?;
+        if let Some(legend) = axes.accent_line {
+            let mut line: Vec<(f64, f64)> = dots.iter().filter(|p| p.accent).map(|p| (p.x.mean, p.y.mean)).collect();
+            line.sort_by(|a, b| a.0.total_cmp(&b.0));
             chart
-                .draw_series([Text::new(p.agent.clone(), (u, r), ("sans-serif", 13).into_font())])
-                .map_err(|e| anyhow::anyhow!("plot: {e}"))?;
-            hover.push((chart.backend_coord(&(u, r)), p));
+                .draw_series(LineSeries::new(line, accent.stroke_width(2)))
+                .map_err(|x| e(&x))?
+                .label(legend)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], accent.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.8))
-            .draw()
-            .map_err(|e| anyhow::anyhow!("plot: {e}"))?;
-        root.present().map_err(|e| anyhow::anyhow!("plot: {e}"))?;
+        for p in dots {
+            let (x, y) = (p.x.mean, p.y.mean);
+            let colour = if p.accent { accent } else { RGBColor(40, 90, 160) };
+            chart.draw_series([Circle::new((x, y), 5, colour.filled())]).map_err(|x| e(&x))?;
+            // The label sits up and to the right of its point, clear of the marker.
+            chart
+                .draw_series([
+                    EmptyElement::at((x, y)) + Text::new(p.label.clone(), (7, -15), ("sans-serif", 13).into_font())
+                ])
+                .map_err(|x| e(&x))?;
+            hover.push((chart.backend_coord(&(x, y)), p.title.as_str()));
+        }
+        if axes.accent_line.is_some() {
+            chart
+                .configure_series_labels()
+                .border_style(BLACK)
+                .background_style(WHITE.mix(0.8))
+                .draw()
+                .map_err(|x| e(&x))?;
+        }
+        root.present().map_err(|x| e(&x))?;
     }
     // plotters has no titles; transparent circles over the points carry them (maud escapes).
     let titles = maud::html! {
         g class="hover" {
-            @for ((x, y), p) in &hover {
-                circle cx=(x) cy=(y) r="9" fill="transparent" {
-                    title {
-                        (format!(
-                            "{}: utility {:.3} [{:.3}, {:.3}] (n={}), robustness {:.3} [{:.3}, {:.3}] (n={}){}",
-                            p.agent, p.utility.mean, p.utility.lo, p.utility.hi, p.utility.n,
-                            p.robustness.mean, p.robustness.lo, p.robustness.hi, p.robustness.n,
-                            if p.frontier { ", on the frontier" } else { "" }
-                        ))
-                    }
-                }
+            @for ((x, y), title) in &hover {
+                circle cx=(x) cy=(y) r="9" fill="transparent" { title { (title) } }
             }
         }
     };
@@ -109,10 +136,46 @@ pub fn pareto_svg(points: &[ParetoPoint], caption: &str) -> anyhow::Result<Strin
     Ok(svg)
 }
 
+/// The robustness–utility plot: utility (Default Acc_dec on L0) across, robustness
+/// (1 − attack success) up, the frontier joined by a line.
+pub fn pareto_svg(points: &[ParetoPoint], caption: &str) -> anyhow::Result<String> {
+    let dots: Vec<Dot> = points
+        .iter()
+        .map(|p| Dot {
+            label: p.agent.clone(),
+            x: p.utility,
+            y: p.robustness,
+            accent: p.frontier,
+            title: format!(
+                "{}: utility {:.3} [{:.3}, {:.3}] (n={}), robustness {:.3} [{:.3}, {:.3}] (n={}){}",
+                p.agent,
+                p.utility.mean,
+                p.utility.lo,
+                p.utility.hi,
+                p.utility.n,
+                p.robustness.mean,
+                p.robustness.lo,
+                p.robustness.hi,
+                p.robustness.n,
+                if p.frontier { ", on the frontier" } else { "" }
+            ),
+        })
+        .collect();
+    scatter_svg(
+        &dots,
+        &Axes {
+            caption,
+            x_desc: "utility: Default Acc_dec on L0",
+            y_desc: "robustness: 1 − attack success",
+            x_bounds: (0.0, 1.0),
+            y_bounds: (0.0, 1.0),
+            accent_line: Some("Pareto frontier"),
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
-    use app::model::Est;
-
     use super::*;
 
     fn point(agent: &str, u: f64, r: f64) -> ParetoPoint {

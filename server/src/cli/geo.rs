@@ -15,6 +15,39 @@ use crate::geo::prompt::Prompt;
 use crate::geo::{Protocol, rank, writers};
 
 /// `mirage geo …`.
+/// `mirage geo score`'s options.
+#[derive(clap::Args, Debug)]
+pub struct ScoreArgs {
+    #[arg(long)]
+    run: String,
+    /// The judge endpoint's name in the config file (default: `roles.judge`).
+    #[arg(long)]
+    judge: Option<String>,
+    /// `logprobs`: P(Yes) from the first token's log-probabilities (the paper);
+    /// `verbalized`: the probability the judge states (non-paper, for endpoints without
+    /// log-probabilities).
+    #[arg(long, value_enum, default_value_t = crate::geo::judge::JudgeMode::Logprobs)]
+    judge_mode: crate::geo::judge::JudgeMode,
+    /// A scoring endpoint (completions with `echo` and `logprobs`) for PPL-R.
+    #[arg(long)]
+    scorer: Option<String>,
+    #[arg(long, env = "MIRAGE_CONFIG")]
+    config: Option<PathBuf>,
+    /// The judge's false-positive rate on originals: `keyword` (the keyword filter's own
+    /// rate, GEO-Bench's operating point) or a number such as 0.06.
+    #[arg(long, default_value = "keyword")]
+    fpr: String,
+    /// The keyword-or-judge filter's rate on originals.
+    #[arg(long, default_value_t = crate::geo::score::EITHER_FPR)]
+    either_fpr: f64,
+    /// `equal`: each dataset weighs the same (the paper); `pooled`: every original weighs
+    /// the same (GEO-Bench's code); `lodo`: each dataset at the threshold of the others.
+    #[arg(long, value_enum, default_value_t = crate::geo::calibrate::CalibrationMode::Equal)]
+    calibration: crate::geo::calibrate::CalibrationMode,
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum GeoCommand {
     /// The ranking datasets compiled in: lists, targets, list lengths and query nouns.
@@ -52,24 +85,11 @@ pub enum GeoCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Judge every text of a stored GEO run with a logprob judge (an endpoint of the config
-    /// file): thresholds calibrated on the originals, AUROC, flag rates and the gain left
-    /// after the judge, the keyword filter and either.
-    Score {
-        #[arg(long)]
-        run: String,
-        /// The judge endpoint's name in the config file (default: `roles.judge`).
-        #[arg(long)]
-        judge: Option<String>,
-        #[arg(long, env = "MIRAGE_CONFIG")]
-        config: Option<PathBuf>,
-        /// The judge's false-positive rate on originals: `keyword` (the keyword filter's
-        /// own rate, GEO-Bench's operating point) or a number such as 0.06.
-        #[arg(long, default_value = "keyword")]
-        fpr: String,
-        #[arg(long)]
-        json: bool,
-    },
+    /// Judge every text of a stored GEO run (an endpoint of the config file): thresholds
+    /// calibrated on the originals, AUROC, flag rates, the gain left after the judge, the
+    /// keyword filter and either, and PPL-R with a scoring endpoint. The report is stored
+    /// with the run for the dashboard.
+    Score(Box<ScoreArgs>),
     /// Import GEO-Bench's published texts (an instance CSV) as the method `import:<name>`:
     /// reports the lists whose originals differ from the stored ones, and stores nothing
     /// if any row is wrong.
@@ -127,6 +147,9 @@ pub struct GeoRunArgs {
     /// `all` or datasets, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     dataset: Vec<String>,
+    /// Only these lists (`DATASET/LIST`, comma-separated), instead of whole datasets.
+    #[arg(long, value_delimiter = ',', conflicts_with = "dataset")]
+    list: Vec<String>,
     #[command(flatten)]
     protocol: ProtocolArgs,
     /// TOML file with `[endpoints.NAME]` tables for chat rankers.
@@ -212,7 +235,8 @@ pub async fn geo(command: GeoCommand, db: &str) -> anyhow::Result<()> {
             let lists = crate::geo::import::stored_lists(open().await?.as_ref()).await?;
             prompt(&lists, &target, order, &protocol.protocol()?)
         }
-        GeoCommand::Score { run, judge, config, fpr, json } => {
+        GeoCommand::Score(args) => {
+            let ScoreArgs { run, judge, judge_mode, scorer, config, fpr, either_fpr, calibration, json } = *args;
             let store = open().await?;
             let config = crate::config::Config::load(config.as_deref())?;
             let (name, spec) = match judge {
@@ -238,9 +262,35 @@ pub async fn geo(command: GeoCommand, db: &str) -> anyhow::Result<()> {
                         .with_context(|| format!("--fpr: {other:?} is neither `keyword` nor a rate in [0, 1)"))?,
                 ),
             };
+            if !(0.0..1.0).contains(&either_fpr) {
+                bail!("--either-fpr: {either_fpr} is not a rate in [0, 1)");
+            }
             let client = crate::llm::HttpLlm::new(spec.clone()).with_context(|| format!("judge {name}"))?;
+            let scorer = match scorer {
+                None => None,
+                Some(name) => {
+                    let spec = config
+                        .endpoints
+                        .get(&name)
+                        .with_context(|| format!("--scorer: {name:?} is not an endpoint of the config file"))?;
+                    Some(crate::detect::EndpointPerplexity {
+                        model: spec.model.clone(),
+                        client: crate::llm::HttpLlm::new(spec.clone()).with_context(|| format!("scorer {name}"))?,
+                        cache: store.clone(),
+                    })
+                }
+            };
+            let settings = crate::geo::score::Settings {
+                judge: &client,
+                judge_model: spec.model.clone(),
+                mode: judge_mode,
+                fpr,
+                either_fpr,
+                calibration,
+                scorer,
+            };
             let lists = crate::geo::import::stored_lists(store.as_ref()).await?;
-            let d = crate::geo::score::score(store.as_ref(), &lists, &run, &client, &spec.model, fpr).await?;
+            let d = crate::geo::score::score(store.as_ref(), &lists, &run, &settings).await?;
             print_detection(&d, json)
         }
         GeoCommand::Import { file, variant, adopt_originals } => {
@@ -348,8 +398,15 @@ async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> a
                     endpoints.insert(name.clone(), spec.clone());
                 }
             }
+            let of_lists: Vec<String> =
+                args.list.iter().map(|l| l.split_once('/').map_or(l.as_str(), |(d, _)| d).to_string()).collect();
             let spec = crate::geo::plan::GeoSpec {
-                datasets: crate::geo::plan::datasets(&args.dataset).context("--dataset")?,
+                datasets: if args.list.is_empty() {
+                    crate::geo::plan::datasets(&args.dataset).context("--dataset")?
+                } else {
+                    crate::geo::plan::datasets(&of_lists).context("--list")?
+                },
+                lists: args.list.clone(),
                 rankers,
                 methods: expand_methods(&args.method),
                 protocol: args.protocol.protocol()?,

@@ -194,9 +194,10 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
                     ]);
                 }
                 println!("{t}");
-                for r in &report.spearman {
+                for r in report.spearman.iter().chain(&report.spearman_datasets) {
                     let rho = r.rho.map_or_else(|| "-".to_string(), |x| format!("{x:.3}"));
-                    println!("Spearman ρ({}, {}) over {} methods: {rho}", r.a, r.b, r.methods);
+                    let under = r.ranker.as_ref().map(|k| format!(" under {k}")).unwrap_or_default();
+                    println!("Spearman ρ({}, {}){under} over {} methods: {rho}", r.a, r.b, r.methods);
                 }
             }
             other => bail!("--by: {other:?} is not one of method, dataset, pairs"),
@@ -210,25 +211,41 @@ pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> a
         println!("{}", serde_json::to_string_pretty(d)?);
         return Ok(());
     }
-    let per = |c: &crate::detect::Calibration| {
-        c.per_domain.iter().map(|(k, v)| format!("{k} {:.1} %", 100.0 * v)).collect::<Vec<_>>().join(", ")
-    };
     println!(
-        "run {}: {} texts judged by {} ({:.1} % censored)\njudge threshold {:?} for {:.1} % of originals (realised {:.1} %: {})\n\
-         keyword-or-judge threshold {:?} for {:.0} % (realised {:.1} %: {})",
+        "run {}: {} texts judged by {} ({}, {:.1} % censored){}\n\
+         judge calibrated ({}) for {:.1} % of originals: realised {:.1} %; keyword-or-judge for {:.0} %: realised {:.1} %",
         d.run,
         d.texts,
         d.judge,
+        d.mode,
         100.0 * d.censored,
-        d.judge_calibration.threshold,
+        d.ppl_source.as_ref().map(|s| format!("; PPL-R from {s}")).unwrap_or_default(),
+        d.judge_calibration.mode,
         100.0 * d.fpr,
         100.0 * d.judge_calibration.fpr,
-        per(&d.judge_calibration),
-        d.either_calibration.threshold,
-        100.0 * crate::geo::score::EITHER_FPR,
+        100.0 * d.either_fpr,
         100.0 * d.either_calibration.fpr,
-        per(&d.either_calibration),
     );
+    let mut rates = table(
+        ["dataset", "keyword", "judge", "judge threshold", "either", "either threshold"].map(String::from).to_vec(),
+    );
+    for (dataset, k) in &d.keyword_calibration.per_domain {
+        let rate = |c: &crate::geo::calibrate::Calibrated| {
+            c.per_dataset.get(dataset).map_or_else(|| "-".to_string(), |v| format!("{:.1} %", 100.0 * v))
+        };
+        let at = |c: &crate::geo::calibrate::Calibrated| {
+            c.thresholds.get(dataset).map_or_else(|| "-".to_string(), |v| format!("{v:.4}"))
+        };
+        rates.add_row(vec![
+            dataset.clone(),
+            format!("{:.1} %", 100.0 * k),
+            rate(&d.judge_calibration),
+            at(&d.judge_calibration),
+            rate(&d.either_calibration),
+            at(&d.either_calibration),
+        ]);
+    }
+    println!("Realised rates on the originals\n{rates}");
     let header = [
         "ranker",
         "method",
@@ -242,6 +259,7 @@ pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> a
         "after keyword",
         "after either",
         "promoted and passed",
+        "PPL-R",
     ];
     let mut t = table(header.map(String::from).to_vec());
     for r in &d.rows {
@@ -258,6 +276,7 @@ pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> a
             format!("{:.3}", r.nrg_after_keyword),
             format!("{:.3}", r.nrg_after_either),
             format!("{:.3}", r.promoted_and_passed_either),
+            r.ppl_r.map_or_else(|| "-".to_string(), |v| format!("{v:.3}")),
         ]);
     }
     println!("{t}");

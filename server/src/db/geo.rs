@@ -39,6 +39,10 @@ pub trait GeoStore: Send + Sync {
     async fn geo_texts(&self, method: &str) -> StoreResult<Vec<GeoText>>;
     /// Methods with stored texts and how many each has.
     async fn geo_methods(&self) -> StoreResult<Vec<(String, i64)>>;
+    /// Stores a run's detection report under its setting's label, replacing an older one.
+    async fn put_geo_detection(&self, run: &str, label: &str, body: &str) -> StoreResult<()>;
+    /// A run's detection reports as (label, body), newest first.
+    async fn geo_detections(&self, run: &str) -> StoreResult<Vec<(String, String)>>;
 }
 
 #[async_trait]
@@ -100,6 +104,27 @@ impl GeoStore for SqlStore {
 
     async fn geo_methods(&self) -> StoreResult<Vec<(String, i64)>> {
         Ok(sqlx::query_as("select method, count(*) from geo_text group by method order by method")
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    async fn put_geo_detection(&self, run: &str, label: &str, body: &str) -> StoreResult<()> {
+        sqlx::query(
+            "insert into geo_detection (run_id, label, body, created_at) values ($1, $2, $3, $4) \
+             on conflict (run_id, label) do update set body = excluded.body, created_at = excluded.created_at",
+        )
+        .bind(run)
+        .bind(label)
+        .bind(body)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn geo_detections(&self, run: &str) -> StoreResult<Vec<(String, String)>> {
+        Ok(sqlx::query_as("select label, body from geo_detection where run_id = $1 order by created_at desc, label")
+            .bind(run)
             .fetch_all(&self.pool)
             .await?)
     }

@@ -16,6 +16,7 @@
 //! * [`report`]: a stored run's per-target results, summaries and comparisons.
 //! * [`metrics`]: per-target ranks, medians, NRG, S@α and P@α.
 
+pub mod calibrate;
 pub mod data;
 pub mod detect;
 pub mod import;

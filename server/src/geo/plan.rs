@@ -22,6 +22,9 @@ pub const CONDITION: &str = "geo";
 pub struct GeoSpec {
     /// Dataset keys, in dataset order.
     pub datasets: Vec<String>,
+    /// Only these lists (`dataset/list`); empty: every list of the datasets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lists: Vec<String>,
     pub rankers: Vec<String>,
     pub methods: Vec<String>,
     pub protocol: Protocol,
@@ -48,6 +51,7 @@ impl GeoSpec {
         let own = |xs: &[&str]| xs.iter().map(ToString::to_string).collect::<Vec<_>>();
         GeoSpec {
             datasets: own(datasets),
+            lists: Vec::new(),
             rankers: own(rankers),
             methods: own(methods),
             protocol: Protocol::default(),
@@ -117,8 +121,18 @@ pub fn plan(lists: &[List], spec: &GeoSpec) -> anyhow::Result<Vec<NewTrial>> {
     if spec.protocol.k == 0 {
         bail!("k: at least one order per target");
     }
+    for key in &spec.lists {
+        if !lists.iter().any(|l| spec.datasets.contains(&l.dataset) && &format!("{}/{}", l.dataset, l.category) == key)
+        {
+            bail!("list: {key:?} is not a list of the run's datasets (see `mirage geo datasets --json`)");
+        }
+    }
+    let chosen = |l: &&List| {
+        spec.datasets.contains(&l.dataset)
+            && (spec.lists.is_empty() || spec.lists.contains(&format!("{}/{}", l.dataset, l.category)))
+    };
     let mut trials = Vec::new();
-    for list in lists.iter().filter(|l| spec.datasets.contains(&l.dataset)) {
+    for list in lists.iter().filter(chosen) {
         for index in 1..=list.items.len() {
             for ranker in &spec.rankers {
                 for method in &variants {
@@ -146,6 +160,7 @@ mod tests {
         let lists = lists().expect("lists");
         let spec = GeoSpec {
             datasets: datasets(&["stsdata".into(), "cseo".into()]).expect("datasets"),
+            lists: Vec::new(),
             rankers: vec!["bm25".into(), "position".into()],
             methods: vec!["clean".into(), "stuff".into()],
             protocol: Protocol::default(),
@@ -162,6 +177,16 @@ mod tests {
         assert!(plan(&lists, &GeoSpec { rankers: vec!["gpt".into()], ..spec.clone() }).is_err());
         assert!(plan(&lists, &GeoSpec { methods: vec!["magic".into()], ..spec.clone() }).is_err());
         assert!(datasets(&["nope".into()]).is_err());
+        let two = GeoSpec { lists: vec!["cseo/books".into(), "stsdata/cameras".into()], ..spec.clone() };
+        let chosen = plan(&lists, &two).expect("two lists");
+        assert_eq!(chosen.len(), 20 * 2 * 2, "two lists of ten");
+        assert!(
+            chosen
+                .iter()
+                .all(|t| t.task_id.starts_with("geo:cseo/books/") || t.task_id.starts_with("geo:stsdata/cameras/"))
+        );
+        let err = plan(&lists, &GeoSpec { lists: vec!["ragroll/laptop".into()], ..spec.clone() }).unwrap_err();
+        assert!(err.to_string().contains("\"ragroll/laptop\" is not a list of the run's datasets"), "{err}");
         assert!(target_of(&lists, "geo:stsdata/books/11").is_err());
         assert!(target_of(&lists, "shop-example-01").is_err());
     }

@@ -201,7 +201,7 @@ impl Ranker for ChatRanker {
     async fn reply(&self, request: &RankRequest<'_>) -> anyhow::Result<String> {
         let key = Self::key(&self.model, request);
         let source = format!("geo:{}/{}", self.model, request.prompt_version);
-        let ask = async { Ok(self.client.complete(request.messages, None).await?.content) };
+        let ask = async { Ok(self.client.reply_text(request.messages).await?) };
         crate::llm::cache::remembered(self.cache.as_ref(), &key, &source, ask).await
     }
 }

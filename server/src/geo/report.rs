@@ -50,13 +50,35 @@ pub struct Pair {
     pub p_holm: f64,
 }
 
-/// Spearman's ρ between two rankers' method means (NRG).
+/// Spearman's ρ between two rankers' method means (NRG), or between two datasets' under
+/// one ranker (`ranker` set).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Rho {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranker: Option<String>,
     pub a: String,
     pub b: String,
     pub rho: Option<f64>,
     pub methods: usize,
+}
+
+/// ρ between two columns of method means over the methods both have.
+fn rho_between(
+    ranker: Option<&str>,
+    a: &str,
+    b: &str,
+    methods: &[&String],
+    mean: impl Fn(&str, &str) -> Option<f64>,
+) -> Rho {
+    let shared: Vec<(f64, f64)> = methods.iter().filter_map(|m| Some((mean(a, m)?, mean(b, m)?))).collect();
+    let (xa, xb): (Vec<f64>, Vec<f64>) = shared.iter().copied().unzip();
+    Rho {
+        ranker: ranker.map(str::to_string),
+        a: a.to_string(),
+        b: b.to_string(),
+        rho: spearman(&xa, &xb),
+        methods: shared.len(),
+    }
 }
 
 /// The whole report of a run.
@@ -72,6 +94,9 @@ pub struct Report {
     pub datasets: Vec<DatasetRow>,
     pub pairs: Vec<Pair>,
     pub spearman: Vec<Rho>,
+    /// Spearman's ρ between datasets under each ranker, over the methods' NRG.
+    #[serde(default)]
+    pub spearman_datasets: Vec<Rho>,
 }
 
 /// Every finished target of a run, by (ranker, method). Returns the spec too.
@@ -214,18 +239,31 @@ pub async fn report(
             rows[idx[j]].band = band;
         }
     }
-    // Spearman between rankers over the methods both ran.
-    let mut rhos = Vec::new();
+    // Spearman between rankers, and between datasets under each ranker, over the method
+    // variants both ran.
+    let mut methods: Vec<&String> = rows.iter().map(|r| &r.method).collect();
+    methods.sort();
+    methods.dedup();
     let rankers: Vec<&String> = rankers.into_iter().collect();
+    let mut rhos = Vec::new();
     for (i, a) in rankers.iter().enumerate() {
         for b in &rankers[i + 1..] {
-            let mean_of = |r: &String, m: &String| {
-                rows.iter().find(|row| &row.ranker == r && &row.method == m).map(|row| row.summary.nrg.mean)
-            };
-            let shared: Vec<(f64, f64)> =
-                geo.methods.iter().filter_map(|m| Some((mean_of(a, m)?, mean_of(b, m)?))).collect();
-            let (xa, xb): (Vec<f64>, Vec<f64>) = shared.iter().copied().unzip();
-            rhos.push(Rho { a: (*a).clone(), b: (*b).clone(), rho: spearman(&xa, &xb), methods: shared.len() });
+            rhos.push(rho_between(None, a, b, &methods, |r, m| {
+                rows.iter().find(|row| row.ranker == r && row.method == m).map(|row| row.summary.nrg.mean)
+            }));
+        }
+    }
+    let mut by_dataset = Vec::new();
+    for ranker in &rankers {
+        for (i, a) in geo.datasets.iter().enumerate() {
+            for b in &geo.datasets[i + 1..] {
+                by_dataset.push(rho_between(Some(ranker), a, b, &methods, |d, m| {
+                    datasets
+                        .iter()
+                        .find(|x| &x.ranker == *ranker && x.dataset == d && x.method == m)
+                        .map(|x| x.summary.nrg.mean)
+                }));
+            }
         }
     }
     Ok(Report {
@@ -239,5 +277,6 @@ pub async fn report(
         datasets,
         pairs,
         spearman: rhos,
+        spearman_datasets: by_dataset,
     })
 }

@@ -1,27 +1,60 @@
-//! `mirage geo score`: the judge filter over a stored GEO run (GEO.md §4.4). Every edited
-//! text and every original of the run's targets is judged once (cached); the judge's
-//! threshold is calibrated on the originals at a false-positive rate — by default the
-//! keyword filter's own rate on those originals — with equal weight per dataset; the
-//! keyword-or-judge filter is calibrated to 10 %. Per (ranker, method): AUROC of edits
-//! against the originals of the same targets (per dataset, then the equal-dataset mean),
-//! the share flagged by each filter, and the NRG and P@0.1 left when a flagged edit is
-//! caught.
+//! `mirage geo score`: detection over a stored GEO run (GEO.md §4). Every edited text and
+//! every original of the run's targets is judged once (cached); the judge's threshold is
+//! calibrated on the originals at a false-positive rate — by default the keyword filter's
+//! own rate on those originals — with equal weight per dataset (or pooled, or leave one
+//! dataset out); the keyword-or-judge filter is calibrated to 10 %. Per (ranker, method):
+//! AUROC of edits against the originals of the same targets (per dataset, then the
+//! equal-dataset mean), the share flagged by each filter, the NRG and P@0.1 left when a
+//! flagged edit is caught, and with a scoring endpoint the perplexity ratio of the edits.
+//! The report is stored with the run, so the dashboard shows it.
 
 use std::collections::{BTreeMap, HashMap};
 
 use anyhow::Context;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
+use super::calibrate::{Calibrated, CalibrationMode, calibrate_mode};
 use super::data::List;
 use super::detect::{JudgeScore, equal_dataset_auroc};
+use super::judge::JudgeMode;
 use super::methods::text_key;
 use crate::db::Store;
-use crate::detect::{Calibration, calibrate, calibrate_union};
+use crate::detect::{Calibration, EndpointPerplexity, realised};
 use crate::llm::HttpLlm;
 
-/// The either-filter's rate on originals.
+/// The either-filter's default rate on originals.
 pub const EITHER_FPR: f64 = 0.10;
+
+/// How a run is scored.
+pub struct Settings<'a> {
+    pub judge: &'a HttpLlm,
+    pub judge_model: String,
+    pub mode: JudgeMode,
+    /// The judge's target rate on originals (`None`: the keyword filter's realised rate).
+    pub fpr: Option<f64>,
+    pub either_fpr: f64,
+    pub calibration: CalibrationMode,
+    /// A scoring endpoint for PPL-R (prompt log-probabilities).
+    pub scorer: Option<EndpointPerplexity>,
+}
+
+impl Settings<'_> {
+    /// The name the report is stored under: one per judge, mode, calibration, rate and scorer.
+    pub fn label(&self) -> String {
+        let fpr = self.fpr.map_or_else(|| "keyword".to_string(), |f| format!("{f}"));
+        let scorer = self.scorer.as_ref().map(|s| format!(" · scorer {}", s.model)).unwrap_or_default();
+        format!(
+            "{}/{} {} · {} @ {fpr} · either @ {}{scorer}",
+            self.judge_model,
+            super::judge::JUDGE_PROMPT,
+            self.mode,
+            self.calibration,
+            self.either_fpr
+        )
+    }
+}
 
 /// One (ranker, method) row of the detection report (equal-dataset means).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -38,21 +71,48 @@ pub struct DetectionRow {
     pub nrg_after_keyword: f64,
     pub nrg_after_either: f64,
     pub promoted_and_passed_either: f64,
+    /// PPL-R under the scoring endpoint (equal-dataset mean of ratios; `None` without one).
+    pub ppl_r: Option<f64>,
 }
 
-/// The detection report of a run under one judge.
+/// The judge's (and scorer's) view of one text.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TextScore {
+    pub p: f64,
+    pub censored: bool,
+    /// Perplexity under the scoring endpoint.
+    pub ppl: Option<f64>,
+}
+
+/// The key of a text in [`Detection::scores`].
+pub fn text_digest(text: &str) -> String {
+    hex::encode(&Sha256::digest(text.as_bytes())[..8])
+}
+
+/// The detection report of a run under one setting.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Detection {
     pub run: String,
+    /// The setting, as stored (see [`Settings::label`]).
+    pub label: String,
     pub judge: String,
+    pub mode: JudgeMode,
     /// The false-positive rate the judge was calibrated to.
     pub fpr: f64,
-    pub judge_calibration: Calibration,
-    pub either_calibration: Calibration,
+    /// The keyword-or-judge filter's target rate.
+    pub either_fpr: f64,
+    pub judge_calibration: Calibrated,
+    pub either_calibration: Calibrated,
+    /// The keyword filter's realised rate on the originals, per dataset.
+    pub keyword_calibration: Calibration,
     /// Share of judged texts whose Yes or No side was not listed.
     pub censored: f64,
     pub texts: usize,
+    /// Where PPL-R comes from: `endpoint:<model>`, or `None` without a scorer.
+    pub ppl_source: Option<String>,
     pub rows: Vec<DetectionRow>,
+    /// Every judged text's scores by [`text_digest`].
+    pub scores: BTreeMap<String, TextScore>,
 }
 
 /// The equal-dataset mean of (dataset, value) pairs.
@@ -68,16 +128,8 @@ fn equal_mean(items: &[(String, f64)]) -> f64 {
     by.values().map(|(s, k)| s / k).sum::<f64>() / n
 }
 
-/// Judges every text of a run and reports detection. `fpr`: the judge's target rate on
-/// originals (`None`: the keyword filter's realised rate).
-pub async fn score(
-    store: &dyn Store,
-    lists: &[List],
-    run: &str,
-    client: &HttpLlm,
-    model: &str,
-    fpr: Option<f64>,
-) -> anyhow::Result<Detection> {
+/// Judges every text of a run, reports detection and stores the report with the run.
+pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Settings<'_>) -> anyhow::Result<Detection> {
     let (_, results, _) = super::report::results(store, lists, run).await?;
     // The edited text of every scored target, and the original of each target once.
     let mut edited: HashMap<(String, String, usize), String> = HashMap::new();
@@ -101,8 +153,9 @@ pub async fn score(
     let mut distinct: Vec<&String> = edited.values().chain(originals.values().map(|(_, t)| t)).collect();
     distinct.sort();
     distinct.dedup();
-    let judged: Vec<(String, anyhow::Result<JudgeScore>)> = futures::stream::iter(distinct)
-        .map(|t| async move { (t.clone(), super::judge::judge(client, model, store, t).await) })
+    let (client, model, mode) = (settings.judge, settings.judge_model.as_str(), settings.mode);
+    let judged: Vec<(String, anyhow::Result<JudgeScore>)> = futures::stream::iter(distinct.iter().copied())
+        .map(|t| async move { (t.clone(), super::judge::judge_as(mode, client, model, store, t).await) })
         .buffer_unordered(8)
         .collect()
         .await;
@@ -111,27 +164,46 @@ pub async fn score(
         let s = s.with_context(|| format!("judging {:?}", text.chars().take(60).collect::<String>()))?;
         scores.insert(text, s);
     }
+    let mut ppl: HashMap<String, f64> = HashMap::new();
+    if let Some(scorer) = &settings.scorer {
+        let measured: Vec<(String, anyhow::Result<f64>)> = futures::stream::iter(distinct.iter().copied())
+            .map(|t| async move { (t.clone(), scorer.perplexity(t).await) })
+            .buffer_unordered(8)
+            .collect()
+            .await;
+        for (text, v) in measured {
+            let v = v.with_context(|| format!("perplexity of {:?}", text.chars().take(60).collect::<String>()))?;
+            ppl.insert(text, v);
+        }
+    }
+    let ratio = |adv: &str, orig: &str| -> Option<f64> {
+        let (a, o) = (ppl.get(adv)?, ppl.get(orig)?);
+        (a.is_finite() && o.is_finite() && *o > 0.0).then(|| a / o)
+    };
     let p = |t: &str| scores[t].p;
-    let orig_scores: Vec<(String, f64)> = originals.values().map(|(d, t)| (d.clone(), p(t))).collect();
     let keyword_rate = equal_mean(
         &originals.values().map(|(d, t)| (d.clone(), f64::from(u8::from(super::kvr(t))))).collect::<Vec<_>>(),
     );
-    let fpr = fpr.unwrap_or(keyword_rate);
-    let judge_cal = calibrate("judge", &orig_scores, fpr);
-    let either_items: Vec<(String, bool, f64)> =
-        originals.values().map(|(d, t)| (d.clone(), super::kvr(t), p(t))).collect();
-    let either_cal = calibrate_union(&either_items, EITHER_FPR);
-    let (tau, tau_either) =
-        (judge_cal.threshold.unwrap_or(f64::INFINITY), either_cal.threshold.unwrap_or(f64::INFINITY));
+    let fpr = settings.fpr.unwrap_or(keyword_rate);
+    let items: Vec<(String, bool, f64)> = originals.values().map(|(d, t)| (d.clone(), super::kvr(t), p(t))).collect();
+    let judge_cal = calibrate_mode(settings.calibration, &items, fpr, false)?;
+    let either_cal = calibrate_mode(settings.calibration, &items, settings.either_fpr, true)?;
+    let keyword_cal = realised("keyword", &items.iter().map(|(d, k, _)| (d.clone(), *k)).collect::<Vec<_>>());
     let mut rows = Vec::new();
     for ((ranker, method), scored) in &results {
         let key = text_key(method, ranker);
         let mut cols: [Vec<(String, f64)>; 8] = Default::default();
         let mut auc = Vec::new();
+        let mut ratios = Vec::new();
         for s in scored {
             let adv = &edited[&(key.clone(), s.list.clone(), s.target)];
-            let (judge, keyword) = (p(adv) > tau, super::kvr(adv));
-            let either = keyword || p(adv) > tau_either;
+            let orig = &originals[&(s.list.clone(), s.target)].1;
+            let keyword = super::kvr(adv);
+            let judge = judge_cal.flags(&s.dataset, keyword, p(adv));
+            let either = either_cal.flags(&s.dataset, keyword, p(adv));
+            if let Some(r) = ratio(adv, orig) {
+                ratios.push((s.dataset.clone(), r));
+            }
             let nrg = s.result.nrg;
             let kept = |flag: bool| if flag { 0.0 } else { nrg };
             let values = [
@@ -148,7 +220,7 @@ pub async fn score(
                 c.push((s.dataset.clone(), v));
             }
             auc.push((s.dataset.clone(), p(adv), true));
-            auc.push((s.dataset.clone(), p(&originals[&(s.list.clone(), s.target)].1), false));
+            auc.push((s.dataset.clone(), p(orig), false));
         }
         let m = |i: usize| equal_mean(&cols[i]);
         rows.push(DetectionRow {
@@ -164,18 +236,30 @@ pub async fn score(
             nrg_after_keyword: m(5),
             nrg_after_either: m(6),
             promoted_and_passed_either: m(7),
+            ppl_r: (!ratios.is_empty()).then(|| equal_mean(&ratios)),
         });
     }
     #[allow(clippy::cast_precision_loss)]
     let censored = scores.values().filter(|s| s.censored).count() as f64 / scores.len().max(1) as f64;
-    Ok(Detection {
+    let detection = Detection {
         run: run.to_string(),
+        label: settings.label(),
         judge: format!("{model}/{}", super::judge::JUDGE_PROMPT),
+        mode,
         fpr,
+        either_fpr: settings.either_fpr,
         judge_calibration: judge_cal,
         either_calibration: either_cal,
+        keyword_calibration: keyword_cal,
         censored,
         texts: scores.len(),
+        ppl_source: settings.scorer.as_ref().map(|s| format!("endpoint:{}", s.model)),
         rows,
-    })
+        scores: scores
+            .iter()
+            .map(|(t, s)| (text_digest(t), TextScore { p: s.p, censored: s.censored, ppl: ppl.get(t).copied() }))
+            .collect(),
+    };
+    store.put_geo_detection(run, &detection.label, &serde_json::to_string(&detection)?).await?;
+    Ok(detection)
 }

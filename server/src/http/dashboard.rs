@@ -309,7 +309,7 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
             }
             "geo.csv" | "geo.json" => {
                 use app::ssr::Geo as _;
-                let view = state.geo.board(q.run.clone(), None, None).await.map_err(HttpError::from)?;
+                let view = state.geo.board(q.run.clone(), None, None, None).await.map_err(HttpError::from)?;
                 let report = state.geo.report(&view.run).await.map_err(HttpError::from)?;
                 if name.ends_with("json") {
                     return Ok(Json(report.as_ref().clone()).into_response());
@@ -319,6 +319,19 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                     head.extend(["mean", "lo", "hi", "n"].map(|x| format!("{c}_{x}")));
                 }
                 head.extend(["missing", "nrg_target_weighted"].map(String::from));
+                // The newest detection report's columns (empty cells without one).
+                head.extend(
+                    [
+                        "judge_auroc",
+                        "judge_flagged",
+                        "either_flagged",
+                        "nrg_after_judge",
+                        "nrg_after_either",
+                        "ppl_r_scorer",
+                    ]
+                    .map(String::from),
+                );
+                let opt = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
                 let rows: Vec<Vec<String>> = view
                     .rows
                     .iter()
@@ -328,6 +341,18 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                             line.extend(est_cells(Some(&e)));
                         }
                         line.extend([r.missing.to_string(), r.nrg_target_weighted.to_string()]);
+                        let j = view
+                            .detection
+                            .as_ref()
+                            .and_then(|d| d.rows.iter().find(|x| x.ranker == r.ranker && x.method == r.method));
+                        line.extend([
+                            opt(j.and_then(|j| j.auroc)),
+                            opt(j.map(|j| j.judge_flagged)),
+                            opt(j.map(|j| j.either_flagged)),
+                            opt(j.map(|j| j.nrg_after_judge)),
+                            opt(j.map(|j| j.nrg_after_either)),
+                            opt(j.and_then(|j| j.ppl_r)),
+                        ]);
                         line
                     })
                     .collect();

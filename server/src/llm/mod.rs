@@ -145,6 +145,12 @@ pub trait LlmClient: Send + Sync {
     /// single tool in tool-calling mode, as the response format in JSON mode, and not at all
     /// otherwise.
     async fn complete(&self, messages: &[Message], schema: Option<&Value>) -> Result<Completion, LlmError>;
+
+    /// A free-text reply where an empty message is a valid answer (a ranker that lists
+    /// nothing leaves every target missing; asking again at temperature 0 changes nothing).
+    async fn reply_text(&self, messages: &[Message]) -> Result<String, LlmError> {
+        Ok(self.complete(messages, None).await?.content)
+    }
 }
 
 /// The real client over HTTP.
@@ -391,6 +397,15 @@ fn snippet(text: &str) -> String {
 
 /// Reads a chat-completions response body. Malformed or empty answers are errors.
 pub fn parse_completion(text: &str) -> Result<Completion, String> {
+    let c = read_completion(text)?;
+    if c.content.trim().is_empty() {
+        return Err("the model returned an empty message".to_string());
+    }
+    Ok(c)
+}
+
+/// Reads a chat-completions response body; an empty message is an answer too.
+fn read_completion(text: &str) -> Result<Completion, String> {
     let v: Value = serde_json::from_str(text).map_err(|e| format!("malformed JSON from the endpoint: {e}"))?;
     let choice = v
         .get("choices")
@@ -404,9 +419,6 @@ pub fn parse_completion(text: &str) -> Result<Completion, String> {
         .and_then(|f| f.get("arguments"))
         .and_then(Value::as_str);
     let content = tool_args.or_else(|| message.get("content").and_then(Value::as_str)).unwrap_or_default().to_string();
-    if content.trim().is_empty() {
-        return Err("the model returned an empty message".to_string());
-    }
     let usage = v.get("usage").map_or_else(Usage::default, |u| Usage {
         prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
         completion_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
@@ -429,6 +441,11 @@ impl LlmClient for HttpLlm {
     async fn complete(&self, messages: &[Message], schema: Option<&Value>) -> Result<Completion, LlmError> {
         let body = self.body(messages, schema);
         self.call("chat/completions", &body, &parse_completion).await
+    }
+
+    async fn reply_text(&self, messages: &[Message]) -> Result<String, LlmError> {
+        let body = self.body(messages, None);
+        self.call("chat/completions", &body, &|raw: &str| read_completion(raw).map(|c| c.content)).await
     }
 }
 

@@ -5,13 +5,17 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use app::error::AppError;
-use app::model::{GeoCell, GeoOrderView, GeoPair, GeoRow, GeoTargetRow, GeoTargetView, GeoView};
+use app::model::{
+    GeoCell, GeoDetectRow, GeoDetectionView, GeoJudged, GeoOrderView, GeoPair, GeoRate, GeoRow, GeoTargetRow,
+    GeoTargetView, GeoView,
+};
 
 use super::internal;
 use crate::db::{Store, TrialState};
 use crate::geo::methods::Method;
 use crate::geo::plan::target_of;
 use crate::geo::report::{Report, report};
+use crate::geo::score::{Detection, text_digest};
 use crate::geo::{OrderRecord, result_of};
 use crate::runs::geo::is_geo;
 
@@ -28,6 +32,81 @@ pub struct GeoService {
 /// An `Est` of the wire from a statistics estimate.
 fn est(e: crate::stats::Estimate) -> app::model::Est {
     app::model::Est { mean: e.mean, lo: e.lo, hi: e.hi, n: e.n }
+}
+
+/// The dashboard's view of a stored detection report, with the NRG-against-AUROC scatter
+/// (NRG intervals from the run's report).
+fn detection_view(d: &Detection, r: &Report) -> anyhow::Result<GeoDetectionView> {
+    let rankers: std::collections::BTreeSet<&str> = d.rows.iter().map(|x| x.ranker.as_str()).collect();
+    let dots: Vec<crate::charts::Dot> = d
+        .rows
+        .iter()
+        .filter_map(|x| {
+            let auroc = x.auroc?;
+            let nrg = r.rows.iter().find(|row| row.ranker == x.ranker && row.method == x.method)?.summary.nrg;
+            let label = if rankers.len() > 1 { format!("{} @ {}", x.method, x.ranker) } else { x.method.clone() };
+            Some(crate::charts::Dot {
+                title: format!(
+                    "{label}: NRG {:.3} [{:.3}, {:.3}] (n={}), judge AUROC {auroc:.3}, flagged {:.3}",
+                    nrg.mean, nrg.lo, nrg.hi, nrg.n, x.judge_flagged
+                ),
+                label,
+                x: app::model::Est { mean: auroc, lo: auroc, hi: auroc, n: x.n },
+                y: est(nrg),
+                accent: x.nrg_after_judge > 0.0,
+            })
+        })
+        .collect();
+    let caption = format!("{}: NRG against judge AUROC", d.run);
+    let scatter = crate::charts::scatter_svg(
+        &dots,
+        &crate::charts::Axes {
+            caption: &caption,
+            x_desc: "judge AUROC (edits against originals)",
+            y_desc: "NRG (rank gain)",
+            x_bounds: (0.0, 1.0),
+            y_bounds: (-1.0, 1.0),
+            accent_line: None,
+        },
+    )?;
+    let rate =
+        |c: &crate::geo::calibrate::Calibrated, dataset: &str| c.per_dataset.get(dataset).copied().unwrap_or(0.0);
+    Ok(GeoDetectionView {
+        label: d.label.clone(),
+        mode: d.mode.to_string(),
+        calibration: d.judge_calibration.mode.to_string(),
+        fpr: d.fpr,
+        either_fpr: d.either_fpr,
+        censored: d.censored,
+        texts: d.texts,
+        ppl_source: d.ppl_source.clone(),
+        rates: d
+            .keyword_calibration
+            .per_domain
+            .iter()
+            .map(|(dataset, k)| GeoRate {
+                dataset: dataset.clone(),
+                keyword: *k,
+                judge: rate(&d.judge_calibration, dataset),
+                either: rate(&d.either_calibration, dataset),
+            })
+            .collect(),
+        rows: d
+            .rows
+            .iter()
+            .map(|x| GeoDetectRow {
+                ranker: x.ranker.clone(),
+                method: x.method.clone(),
+                auroc: x.auroc,
+                judge_flagged: x.judge_flagged,
+                either_flagged: x.either_flagged,
+                nrg_after_judge: x.nrg_after_judge,
+                nrg_after_either: x.nrg_after_either,
+                ppl_r: x.ppl_r,
+            })
+            .collect(),
+        scatter,
+    })
 }
 
 impl GeoService {
@@ -77,8 +156,23 @@ impl app::ssr::Geo for GeoService {
         run: Option<String>,
         ranker: Option<String>,
         method: Option<String>,
+        judge: Option<String>,
     ) -> Result<GeoView, AppError> {
         let (run, runs) = self.pick(run).await?;
+        let stored = self.store.geo_detections(&run).await.map_err(internal)?;
+        let detections: Vec<String> = stored.iter().map(|(l, _)| l.clone()).collect();
+        let detection = match judge.filter(|j| !j.is_empty()) {
+            Some(label) => Some(
+                stored
+                    .iter()
+                    .find(|(l, _)| *l == label)
+                    .ok_or_else(|| AppError::NotFound(format!("a detection report {label:?} of run {run}")))?,
+            ),
+            None => stored.first(),
+        }
+        .map(|(_, body)| serde_json::from_str::<Detection>(body))
+        .transpose()
+        .map_err(internal)?;
         let r = self.report(&run).await?;
         let group = |m: &str| Method::parse(m).map_or("other", |m| m.group()).to_string();
         let mut rows: Vec<GeoRow> = r
@@ -187,8 +281,21 @@ impl app::ssr::Geo for GeoService {
             rows,
             cells,
             pairs,
-            spearman: r.spearman.iter().map(|s| (s.a.clone(), s.b.clone(), s.rho, s.methods)).collect(),
+            spearman: r
+                .spearman
+                .iter()
+                .chain(&r.spearman_datasets)
+                .map(|s| app::model::GeoRho {
+                    ranker: s.ranker.clone(),
+                    a: s.a.clone(),
+                    b: s.b.clone(),
+                    rho: s.rho,
+                    methods: s.methods,
+                })
+                .collect(),
             targets,
+            detections,
+            detection: detection.map(|d| detection_view(&d, &r)).transpose().map_err(internal)?,
         })
     }
 
@@ -225,6 +332,22 @@ impl app::ssr::Geo for GeoService {
         let result = (!records.is_empty() && row.state == TrialState::Done)
             .then(|| result_of(&records, list.items.len(), geo.protocol.agg));
         let adv = text.as_ref().map(|t| t.adv_text.clone()).unwrap_or_default();
+        let judged = match self.store.geo_detections(&row.run_id).await.map_err(internal)?.first() {
+            None => None,
+            Some((label, body)) => {
+                let d: Detection = serde_json::from_str(body).map_err(internal)?;
+                let orig = d.scores.get(&text_digest(&list.items[target].text));
+                let edit = d.scores.get(&text_digest(&adv)).filter(|_| !adv.is_empty());
+                Some(GeoJudged {
+                    label: label.clone(),
+                    p_orig: orig.map(|s| s.p),
+                    p_adv: edit.map(|s| s.p),
+                    flagged: edit.map(|s| d.judge_calibration.flags(&list.dataset, crate::geo::kvr(&adv), s.p)),
+                    ppl_orig: orig.and_then(|s| s.ppl),
+                    ppl_adv: edit.and_then(|s| s.ppl),
+                })
+            }
+        };
         Ok(GeoTargetView {
             run: row.run_id.clone(),
             trial: trial.clone(),
@@ -266,6 +389,7 @@ impl app::ssr::Geo for GeoService {
             r_b: result.as_ref().map(|r| r.r_b),
             r_a: result.as_ref().map(|r| r.r_a),
             nrg: result.map(|r| r.nrg),
+            judged,
         })
     }
 }

@@ -238,6 +238,22 @@ async fn chat_replies_are_cached_and_shared_across_methods() {
     let clean = report.rows.iter().find(|r| r.method == "clean").expect("clean");
     assert_eq!((clean.summary.missing, clean.summary.nrg.mean), (0.0, 0.0));
     assert!(stuffed.summary.nrg.mean < 0.0, "missing = rank L + 1");
+
+    // A model that answers with an empty message ranks nothing: every target of every
+    // order is missing (L + 1), and the trials finish instead of failing.
+    let mute = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, |_| {
+        server::llm::scripted::Reply::Empty
+    })
+    .await;
+    let mut quiet = spec(&["stsdata"], &["mute"], &["clean"]);
+    quiet.lists = vec!["stsdata/books".into()];
+    quiet.endpoints.insert("mute".into(), server::llm::EndpointSpec::new(&mute.base_url, "mute-model"));
+    let run = server::runs::geo::create_geo_run(store.as_ref(), quiet).await.expect("run");
+    execute(store.clone(), &run, 1).await;
+    let p = store.progress(&run).await.expect("progress");
+    assert_eq!((p.done, p.error), (10, 0), "ten targets of one list, none failed");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run, 200, 0).await.expect("report");
+    assert_eq!((report.rows[0].summary.missing, report.rows[0].summary.nrg.mean), (1.0, 0.0));
 }
 
 /// A GEO run killed mid-way with SIGKILL resumes with every trial finished once and every
@@ -508,6 +524,8 @@ async fn the_geo_pages_show_a_run_and_escape_what_rankers_say() {
         "NRG by method and dataset",
         "Ranker bm25",
         "Paired comparisons",
+        "between rankers",
+        "over the NRG of the methods both rankers ran",
     ] {
         assert!(body.contains(needle), "{needle}");
     }
@@ -541,6 +559,55 @@ async fn the_geo_pages_show_a_run_and_escape_what_rankers_say() {
         .await
         .expect("json");
     assert_eq!(json["rows"].as_array().map(Vec::len), Some(6));
+    assert!(app.text("/geo").await.1.contains("No detection report yet"));
+
+    // A stored detection report adds the judge's columns, the rates and the scatter; the
+    // judge's name is shown as text.
+    let judge = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, |body| {
+        let user = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("");
+        let yes = if user.matches("book").count() > 3 { -0.1 } else { -4.0 };
+        Reply::TopLogprobs(vec![("Yes".into(), yes), ("No".into(), -1.0)])
+    })
+    .await;
+    let client =
+        server::llm::HttpLlm::new(server::llm::EndpointSpec::new(&judge.base_url, "<b>j</b>")).expect("client");
+    let settings = server::geo::score::Settings {
+        judge: &client,
+        judge_model: "<b>j</b>".into(),
+        mode: server::geo::judge::JudgeMode::Logprobs,
+        fpr: None,
+        either_fpr: 0.1,
+        calibration: server::geo::calibrate::CalibrationMode::Equal,
+        scorer: None,
+    };
+    let lists = lists().expect("lists");
+    let d = server::geo::score::score(app.state.store.as_ref(), &lists, &run, &settings).await.expect("score");
+    let (status, body) = app.text(&format!("/geo?run={run}")).await;
+    assert_eq!(status, 200, "{body}");
+    for needle in ["judge AUROC", "NRG after judge", "Share of each dataset", "NRG against judge AUROC", "<svg"] {
+        assert!(body.contains(needle), "{needle}");
+    }
+    assert!(!body.contains("<b>j</b>") && body.contains("&lt;b&gt;j&lt;/b&gt;"), "the judge's name is escaped");
+    assert_eq!(
+        body.matches("<title>").count() - 1,
+        d.rows.iter().filter(|r| r.auroc.is_some()).count(),
+        "one hover title per point"
+    );
+    let (_, body) = app.text(&format!("/geo/trials/{trial}")).await;
+    assert!(body.contains("P(manipulative)"), "the target view shows the judge's scores");
+    let (_, body) = app.text(&format!("/geo?run={run}&judge=nope")).await;
+    assert!(
+        body.contains("a detection report &quot;nope&quot;") || body.contains("a detection report \"nope\""),
+        "{body}"
+    );
+    let csv = app.client.get(format!("{}/api/export/geo.csv?run={run}", app.base)).send().await.expect("csv");
+    let csv = csv.text().await.expect("text");
+    let header: Vec<&str> = csv.lines().next().unwrap_or_default().split(',').collect();
+    let at = header.iter().position(|h| *h == "judge_auroc").expect("a judge column");
+    let stuffed = csv.lines().find(|l| l.starts_with("bm25,stuff,")).expect("bm25 stuff");
+    let cell = stuffed.split(',').nth(at).expect("cell");
+    let auroc = d.rows.iter().find(|r| r.ranker == "bm25" && r.method == "stuff").and_then(|r| r.auroc);
+    assert_eq!(cell.parse::<f64>().ok(), auroc, "the CSV carries the stored report's AUROC");
     // Agent-run pages do not pick the GEO run.
     let (_, body) = app.text("/leaderboard").await;
     assert!(body.contains("a run with finished trials"), "the leaderboard does not pick the GEO run");
@@ -595,12 +662,20 @@ async fn tap_searches_against_the_trials_ranker_and_its_texts_transfer() {
 /// The logprob judge over a stored run: every distinct text judged once (cached), the
 /// threshold calibrated on the originals at the keyword filter's own rate, AUROC per method
 /// (stuffed texts perfectly separated, the clean method indistinguishable), and the gain a
-/// caught edit loses; a reply listing neither Yes nor No is an error, never a 0.
+/// caught edit loses; a reply listing neither Yes nor No is an error, never a 0. The report
+/// is stored with the run; pooled and leave-one-dataset-out calibration, the verbalised
+/// mode and PPL-R from a scoring endpoint work on the same run.
 #[tokio::test]
 async fn the_logprob_judge_scores_a_run() {
+    use server::geo::calibrate::CalibrationMode;
+    use server::geo::judge::JudgeMode;
     use server::llm::scripted::Reply;
     let judge = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, |body| {
         let user = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("");
+        if body["top_logprobs"].is_null() {
+            // The verbalised judge: a stated probability.
+            return Reply::Text(if user.contains("of the year") { "0.9".into() } else { "Probability: 5%".into() });
+        }
         assert_eq!((body["max_tokens"].as_u64(), body["top_logprobs"].as_u64()), (Some(1), Some(20)));
         let top: Vec<(&str, f64)> = if user.contains("of the year") {
             vec![("Yes", -0.05), (" Yes", -4.0), ("No", -3.0)]
@@ -621,9 +696,31 @@ async fn the_logprob_judge_scores_a_run() {
             .await
             .expect("run");
     execute(store.clone(), &run, 4).await;
-    let client = server::llm::HttpLlm::new(server::llm::EndpointSpec::new(&judge.base_url, "judge-m")).expect("client");
     let lists = lists().expect("lists");
-    let d = server::geo::score::score(store.as_ref(), &lists, &run, &client, "judge-m", None).await.expect("score");
+    // Spearman between the two datasets under bm25, over the two methods.
+    let report = server::geo::report::report(store.as_ref(), &lists, &run, 100, 0).await.expect("report");
+    let rho = &report.spearman_datasets;
+    assert_eq!(rho.len(), 1);
+    assert_eq!((rho[0].ranker.as_deref(), rho[0].a.as_str(), rho[0].b.as_str()), (Some("bm25"), "stsdata", "cseo"));
+    assert_eq!((rho[0].methods, rho[0].rho), (2, Some(1.0)), "stuffing beats clean on both");
+    let client = server::llm::HttpLlm::new(server::llm::EndpointSpec::new(&judge.base_url, "judge-m")).expect("client");
+    let settings = |fpr: Option<f64>, mode: JudgeMode, calibration: CalibrationMode| server::geo::score::Settings {
+        judge: &client,
+        judge_model: "judge-m".into(),
+        mode,
+        fpr,
+        either_fpr: 0.1,
+        calibration,
+        scorer: None,
+    };
+    let d = server::geo::score::score(
+        store.as_ref(),
+        &lists,
+        &run,
+        &settings(None, JudgeMode::Logprobs, CalibrationMode::Equal),
+    )
+    .await
+    .expect("score");
     // 90 originals (= the clean texts) and 90 stuffed texts, each asked once.
     assert_eq!((d.texts, judge.requests().len()), (180, 180));
     assert!((d.fpr - 0.1).abs() < 1e-12, "the keyword filter's rate on these originals: {}", d.fpr);
@@ -637,10 +734,64 @@ async fn the_logprob_judge_scores_a_run() {
     assert!(stuffed.nrg > 0.45);
     let clean = d.rows.iter().find(|r| r.method == "clean").expect("clean");
     assert_eq!(clean.auroc, Some(0.5), "identical texts cannot be told apart");
-    let again =
-        server::geo::score::score(store.as_ref(), &lists, &run, &client, "judge-m", Some(0.0)).await.expect("score");
+    let again = server::geo::score::score(
+        store.as_ref(),
+        &lists,
+        &run,
+        &settings(Some(0.0), JudgeMode::Logprobs, CalibrationMode::Equal),
+    )
+    .await
+    .expect("score");
     assert_eq!(judge.requests().len(), 180, "the second scoring is answered from the cache");
     assert_eq!(again.judge_calibration.fpr, 0.0);
+    // Both settings are stored with the run, newest first, under their labels.
+    let stored = store.geo_detections(&run).await.expect("stored");
+    assert_eq!(stored.len(), 2);
+    assert_eq!(stored[0].0, again.label);
+    assert!(stored[1].0.contains("judge-m/geo-judge-1 logprobs · equal @ keyword"), "{}", stored[1].0);
+    let back: server::geo::score::Detection = serde_json::from_str(&stored[1].1).expect("stored report");
+    assert_eq!((back.rows.len(), back.scores.len()), (2, 180));
+
+    // Pooled and leave-one-dataset-out thresholds; the realised rate per dataset is reported.
+    for mode in [CalibrationMode::Pooled, CalibrationMode::Lodo] {
+        let d = server::geo::score::score(store.as_ref(), &lists, &run, &settings(None, JudgeMode::Logprobs, mode))
+            .await
+            .expect("score");
+        assert_eq!(d.judge_calibration.per_dataset.len(), 2, "{mode}: stsdata and cseo");
+        let stuffed = d.rows.iter().find(|r| r.method == "stuff").expect("stuff");
+        assert_eq!(stuffed.auroc, Some(1.0), "{mode}: AUROC needs no threshold");
+    }
+    assert_eq!(judge.requests().len(), 180, "calibration asks nothing new");
+
+    // The verbalised judge (non-paper): a stated probability, cached under its own key.
+    let v = server::geo::score::score(
+        store.as_ref(),
+        &lists,
+        &run,
+        &settings(None, JudgeMode::Verbalized, CalibrationMode::Equal),
+    )
+    .await
+    .expect("verbalised");
+    assert_eq!(judge.requests().len(), 360);
+    assert_eq!((v.censored, v.rows.iter().find(|r| r.method == "stuff").and_then(|r| r.auroc)), (0.0, Some(1.0)));
+
+    // PPL-R from a scoring endpoint: a clean text's ratio is exactly 1; the stuffed edits' is finite.
+    let scorer = server::llm::scripted::ScriptedServer::start(Vec::new()).await;
+    let with_scorer = server::geo::score::Settings {
+        scorer: Some(server::detect::EndpointPerplexity {
+            model: "ppl-m".into(),
+            client: server::llm::HttpLlm::new(server::llm::EndpointSpec::new(&scorer.base_url, "ppl-m"))
+                .expect("scorer"),
+            cache: store.clone(),
+        }),
+        ..settings(None, JudgeMode::Logprobs, CalibrationMode::Equal)
+    };
+    let p = server::geo::score::score(store.as_ref(), &lists, &run, &with_scorer).await.expect("scored");
+    assert_eq!(p.ppl_source.as_deref(), Some("endpoint:ppl-m"));
+    assert_eq!(scorer.requests().len(), 180, "each distinct text measured once");
+    let row = |m: &str| p.rows.iter().find(|r| r.method == m).and_then(|r| r.ppl_r);
+    assert_eq!(row("clean"), Some(1.0));
+    assert!(row("stuff").is_some_and(f64::is_finite), "{:?}", row("stuff"));
 
     // A reply that lists neither Yes nor No is an error naming what was judged.
     let crash = server::llm::HttpLlm::new(server::llm::EndpointSpec::new(&judge.base_url, "judge-m")).expect("client");
