@@ -126,6 +126,7 @@ pub struct GeoRate {
     pub keyword: f64,
     pub judge: f64,
     pub either: f64,
+    pub perplexity: f64,
 }
 
 /// The judge's columns of one (ranker, method).
@@ -138,6 +139,8 @@ pub struct GeoDetectRow {
     pub either_flagged: f64,
     pub nrg_after_judge: f64,
     pub nrg_after_either: f64,
+    pub ppl_flagged: f64,
+    pub nrg_after_ppl: f64,
     pub ppl_r: Option<f64>,
 }
 

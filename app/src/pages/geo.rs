@@ -85,16 +85,38 @@ fn detection(d: &GeoDetectionView) -> AnyView {
             100.0 * d.either_fpr,
             d.texts,
             100.0 * d.censored,
-            d.ppl_source.as_ref().map(|s| format!(" PPL-R from {s}.")).unwrap_or_default(),
+            d.ppl_source.as_ref().map_or_else(
+                || " The perplexity filter uses the built-in 4-gram model, at the judge's rate.".to_string(),
+                |s| format!(" PPL-R and the perplexity filter (at the judge's rate) from {s}."),
+            ),
         )}</p>
         <table class="report geo-rates">
             <caption>"Share of each dataset's originals flagged"</caption>
-            <thead><tr><th>"dataset"</th><th>"keyword"</th><th>"judge"</th><th>"keyword or judge"</th></tr></thead>
+            <thead><tr><th>"dataset"</th><th>"keyword"</th><th>"judge"</th><th>"keyword or judge"</th><th>"perplexity"</th></tr></thead>
             <tbody>
                 {d.rates.iter().map(|r| view! {
                     <tr>
                         <td>{r.dataset.clone()}</td><td class="num">{fmt3(r.keyword)}</td>
                         <td class="num">{fmt3(r.judge)}</td><td class="num">{fmt3(r.either)}</td>
+                        <td class="num">{fmt3(r.perplexity)}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+        <table class="report geo-filters">
+            <caption>"Edits each filter catches, and the NRG left (a caught edit gains nothing)"</caption>
+            <thead><tr>
+                <th>"ranker"</th><th>"method"</th><th>"judge AUROC"</th><th>"judge"</th><th>"perplexity"</th>
+                <th>"keyword or judge"</th><th>"NRG after judge"</th><th>"after perplexity"</th><th>"after either"</th>
+            </tr></thead>
+            <tbody>
+                {d.rows.iter().map(|r| view! {
+                    <tr>
+                        <td>{r.ranker.clone()}</td><td>{r.method.clone()}</td>
+                        <td class="num">{r.auroc.map_or_else(|| "–".to_string(), fmt3)}</td>
+                        <td class="num">{fmt3(r.judge_flagged)}</td><td class="num">{fmt3(r.ppl_flagged)}</td>
+                        <td class="num">{fmt3(r.either_flagged)}</td><td class="num">{fmt3(r.nrg_after_judge)}</td>
+                        <td class="num">{fmt3(r.nrg_after_ppl)}</td><td class="num">{fmt3(r.nrg_after_either)}</td>
                     </tr>
                 }).collect_view()}
             </tbody>

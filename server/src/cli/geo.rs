@@ -75,7 +75,9 @@ pub enum GeoCommand {
     Report {
         #[arg(long)]
         run: String,
-        /// Rows to print: method (the leaderboard), dataset (per dataset) or pairs.
+        /// Tables to print: method (the leaderboard), dataset (per dataset), ranker (each
+        /// method's NRG under every ranker: the transfer table) or pairs (paired
+        /// comparisons and Spearman's ρ).
         #[arg(long, value_delimiter = ',', default_value = "method")]
         by: Vec<String>,
         #[arg(long, default_value_t = 5_000)]

@@ -182,6 +182,35 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
                 }
                 println!("{t}");
             }
+            "ranker" => {
+                // The transfer table: each method's NRG under every ranker.
+                let mut rankers: Vec<&String> = report.rows.iter().map(|r| &r.ranker).collect();
+                rankers.sort();
+                rankers.dedup();
+                let mut methods: Vec<&String> = Vec::new();
+                for r in &report.rows {
+                    if !methods.contains(&&r.method) {
+                        methods.push(&r.method);
+                    }
+                }
+                let mut header = vec!["method".to_string()];
+                header.extend(rankers.iter().map(|r| format!("NRG under {r}")));
+                let mut t = table(header);
+                for m in methods {
+                    let mut line = vec![m.clone()];
+                    for k in &rankers {
+                        line.push(
+                            report
+                                .rows
+                                .iter()
+                                .find(|r| &r.ranker == *k && &r.method == m)
+                                .map_or_else(|| "-".to_string(), |r| cell(&r.summary.nrg)),
+                        );
+                    }
+                    t.add_row(line);
+                }
+                println!("{t}");
+            }
             "pairs" => {
                 let mut t = table(["ranker", "a − b", "NRG difference", "p", "p (Holm)"].map(String::from).to_vec());
                 for p in &report.pairs {
@@ -200,7 +229,7 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
                     println!("Spearman ρ({}, {}){under} over {} methods: {rho}", r.a, r.b, r.methods);
                 }
             }
-            other => bail!("--by: {other:?} is not one of method, dataset, pairs"),
+            other => bail!("--by: {other:?} is not one of method, dataset, ranker, pairs"),
         }
     }
     Ok(())
@@ -227,7 +256,18 @@ pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> a
         100.0 * d.either_calibration.fpr,
     );
     let mut rates = table(
-        ["dataset", "keyword", "judge", "judge threshold", "either", "either threshold"].map(String::from).to_vec(),
+        [
+            "dataset",
+            "keyword",
+            "judge",
+            "judge threshold",
+            "either",
+            "either threshold",
+            "perplexity",
+            "perplexity threshold",
+        ]
+        .map(String::from)
+        .to_vec(),
     );
     for (dataset, k) in &d.keyword_calibration.per_domain {
         let rate = |c: &crate::geo::calibrate::Calibrated| {
@@ -243,6 +283,8 @@ pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> a
             at(&d.judge_calibration),
             rate(&d.either_calibration),
             at(&d.either_calibration),
+            rate(&d.ppl_calibration),
+            at(&d.ppl_calibration),
         ]);
     }
     println!("Realised rates on the originals\n{rates}");
@@ -259,6 +301,8 @@ pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> a
         "after keyword",
         "after either",
         "promoted and passed",
+        "perplexity",
+        "after perplexity",
         "PPL-R",
     ];
     let mut t = table(header.map(String::from).to_vec());
@@ -276,6 +320,8 @@ pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> a
             format!("{:.3}", r.nrg_after_keyword),
             format!("{:.3}", r.nrg_after_either),
             format!("{:.3}", r.promoted_and_passed_either),
+            format!("{:.3}", r.ppl_flagged),
+            format!("{:.3}", r.nrg_after_ppl),
             r.ppl_r.map_or_else(|| "-".to_string(), |v| format!("{v:.3}")),
         ]);
     }

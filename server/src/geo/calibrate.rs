@@ -35,6 +35,8 @@ impl std::fmt::Display for CalibrationMode {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Calibrated {
     pub filter: String,
+    /// Keyword flags count whatever the score (the keyword-or-judge filter).
+    pub union: bool,
     pub mode: CalibrationMode,
     /// Scores strictly above a dataset's threshold are flagged (one value unless `lodo`).
     pub thresholds: BTreeMap<String, f64>,
@@ -49,14 +51,16 @@ impl Calibrated {
     /// filter) is flagged.
     pub fn flags(&self, dataset: &str, keyword: bool, score: f64) -> bool {
         let t = self.thresholds.get(dataset).copied().unwrap_or(f64::INFINITY);
-        (self.filter != "judge" && keyword) || score > t
+        (self.union && keyword) || score > t
     }
 }
 
-/// Calibrates the judge (`union: false`) or keyword-or-judge (`union: true`) filter to
-/// `fpr` over originals `(dataset, keyword flag, judge score)`. `lodo` needs two datasets.
+/// Calibrates a score filter (`union: false`: the judge, perplexity) or the keyword-or-score
+/// filter (`union: true`) to `fpr` over originals `(dataset, keyword flag, score)`. `lodo`
+/// needs two datasets.
 pub fn calibrate_mode(
     mode: CalibrationMode,
+    filter: &str,
     items: &[(String, bool, f64)],
     fpr: f64,
     union: bool,
@@ -65,7 +69,7 @@ pub fn calibrate_mode(
         let cal = if union {
             calibrate_union(items, fpr)
         } else {
-            calibrate("judge", &items.iter().map(|(d, _, s)| (d.clone(), *s)).collect::<Vec<_>>(), fpr)
+            calibrate(filter, &items.iter().map(|(d, _, s)| (d.clone(), *s)).collect::<Vec<_>>(), fpr)
         };
         cal.threshold.unwrap_or(f64::INFINITY)
     };
@@ -98,13 +102,8 @@ pub fn calibrate_mode(
                 .collect()
         }
     };
-    let mut cal = Calibrated {
-        filter: if union { "keyword+judge" } else { "judge" }.to_string(),
-        mode,
-        thresholds,
-        fpr: 0.0,
-        per_dataset: BTreeMap::new(),
-    };
+    let mut cal =
+        Calibrated { filter: filter.to_string(), union, mode, thresholds, fpr: 0.0, per_dataset: BTreeMap::new() };
     let mut by: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     for (d, k, s) in items {
         let e = by.entry(d.clone()).or_default();
@@ -133,9 +132,9 @@ mod tests {
 
     #[test]
     fn equal_weighting_holds_the_mean_rate_and_pooling_lets_the_big_dataset_decide() {
-        let equal = calibrate_mode(CalibrationMode::Equal, &items(), 0.1, false).expect("equal");
+        let equal = calibrate_mode(CalibrationMode::Equal, "judge", &items(), 0.1, false).expect("equal");
         assert!(equal.fpr <= 0.1 + 1e-12, "{equal:?}");
-        let pooled = calibrate_mode(CalibrationMode::Pooled, &items(), 0.1, false).expect("pooled");
+        let pooled = calibrate_mode(CalibrationMode::Pooled, "judge", &items(), 0.1, false).expect("pooled");
         // Pooled: 11 of 110 may be flagged → threshold 0.95 → big 5 %, small 50 %.
         assert_eq!(pooled.thresholds["big"], 0.95);
         assert_eq!((pooled.per_dataset["big"], pooled.per_dataset["small"]), (0.05, 0.5));
@@ -144,7 +143,7 @@ mod tests {
 
     #[test]
     fn leave_one_out_judges_each_dataset_at_the_others_threshold() {
-        let lodo = calibrate_mode(CalibrationMode::Lodo, &items(), 0.1, false).expect("lodo");
+        let lodo = calibrate_mode(CalibrationMode::Lodo, "judge", &items(), 0.1, false).expect("lodo");
         // small is judged at big's 10 % threshold (0.90): all ten of its originals are flagged.
         assert_eq!(lodo.thresholds["small"], 0.9);
         assert_eq!(lodo.per_dataset["small"], 1.0);
@@ -152,7 +151,7 @@ mod tests {
         assert_eq!(lodo.thresholds["big"], 0.99);
         assert_eq!(lodo.per_dataset["big"], 0.01);
         let one: Vec<_> = items().into_iter().filter(|(d, _, _)| d == "big").collect();
-        let err = calibrate_mode(CalibrationMode::Lodo, &one, 0.1, false).unwrap_err();
+        let err = calibrate_mode(CalibrationMode::Lodo, "judge", &one, 0.1, false).unwrap_err();
         assert!(err.to_string().contains("at least two datasets"), "{err}");
     }
 
@@ -160,10 +159,10 @@ mod tests {
     fn the_union_filter_counts_keyword_flags_at_any_threshold() {
         let mut v = items();
         v[0].1 = true; // big's lowest-scored original holds a keyword
-        let u = calibrate_mode(CalibrationMode::Equal, &v, 0.1, true).expect("union");
+        let u = calibrate_mode(CalibrationMode::Equal, "keyword+judge", &v, 0.1, true).expect("union");
         assert!(u.flags("big", true, 0.0) && !u.flags("big", false, 0.0));
         assert!(u.fpr <= 0.1 + 1e-12);
-        let judge = calibrate_mode(CalibrationMode::Equal, &v, 0.1, false).expect("judge");
+        let judge = calibrate_mode(CalibrationMode::Equal, "judge", &v, 0.1, false).expect("judge");
         assert!(!judge.flags("big", true, 0.0), "the judge alone ignores keywords");
     }
 }

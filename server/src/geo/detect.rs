@@ -17,6 +17,11 @@ impl PplModel {
         PplModel(NgramModel::train(lists.iter().flat_map(|l| l.items.iter().map(|i| i.text.as_str())), 4))
     }
 
+    /// The text's per-character perplexity.
+    pub fn perplexity(&self, text: &str) -> f64 {
+        self.0.perplexity(text)
+    }
+
     /// ppl(adv) / ppl(orig); `None` when either is not finite or the original's is not positive.
     pub fn ratio(&self, adv: &str, orig: &str) -> Option<f64> {
         let (a, o) = (self.0.perplexity(adv), self.0.perplexity(orig));

@@ -71,6 +71,9 @@ pub struct DetectionRow {
     pub nrg_after_keyword: f64,
     pub nrg_after_either: f64,
     pub promoted_and_passed_either: f64,
+    /// The perplexity filter (at the judge's rate) and the NRG it leaves.
+    pub ppl_flagged: f64,
+    pub nrg_after_ppl: f64,
     /// PPL-R under the scoring endpoint (equal-dataset mean of ratios; `None` without one).
     pub ppl_r: Option<f64>,
 }
@@ -105,6 +108,9 @@ pub struct Detection {
     pub either_calibration: Calibrated,
     /// The keyword filter's realised rate on the originals, per dataset.
     pub keyword_calibration: Calibration,
+    /// The perplexity filter (the scorer's, else the built-in 4-gram model's), calibrated
+    /// like the judge.
+    pub ppl_calibration: Calibrated,
     /// Share of judged texts whose Yes or No side was not listed.
     pub censored: f64,
     pub texts: usize,
@@ -186,13 +192,20 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
     );
     let fpr = settings.fpr.unwrap_or(keyword_rate);
     let items: Vec<(String, bool, f64)> = originals.values().map(|(d, t)| (d.clone(), super::kvr(t), p(t))).collect();
-    let judge_cal = calibrate_mode(settings.calibration, &items, fpr, false)?;
-    let either_cal = calibrate_mode(settings.calibration, &items, settings.either_fpr, true)?;
+    let judge_cal = calibrate_mode(settings.calibration, "judge", &items, fpr, false)?;
+    let either_cal = calibrate_mode(settings.calibration, "keyword+judge", &items, settings.either_fpr, true)?;
+    // The perplexity filter at the judge's rate: the scorer's perplexity, else the built-in
+    // 4-gram model's.
+    let ngram = super::detect::PplModel::new(lists);
+    let perplexity = |t: &str| ppl.get(t).copied().unwrap_or_else(|| ngram.perplexity(t));
+    let ppl_items: Vec<(String, bool, f64)> =
+        originals.values().map(|(d, t)| (d.clone(), false, perplexity(t))).collect();
+    let ppl_cal = calibrate_mode(settings.calibration, "perplexity", &ppl_items, fpr, false)?;
     let keyword_cal = realised("keyword", &items.iter().map(|(d, k, _)| (d.clone(), *k)).collect::<Vec<_>>());
     let mut rows = Vec::new();
     for ((ranker, method), scored) in &results {
         let key = text_key(method, ranker);
-        let mut cols: [Vec<(String, f64)>; 8] = Default::default();
+        let mut cols: [Vec<(String, f64)>; 10] = Default::default();
         let mut auc = Vec::new();
         let mut ratios = Vec::new();
         for s in scored {
@@ -201,6 +214,7 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
             let keyword = super::kvr(adv);
             let judge = judge_cal.flags(&s.dataset, keyword, p(adv));
             let either = either_cal.flags(&s.dataset, keyword, p(adv));
+            let unnatural = ppl_cal.flags(&s.dataset, false, perplexity(adv));
             if let Some(r) = ratio(adv, orig) {
                 ratios.push((s.dataset.clone(), r));
             }
@@ -215,6 +229,8 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
                 kept(keyword),
                 kept(either),
                 f64::from(u8::from(s.result.p_at_0_1 && !either)),
+                f64::from(u8::from(unnatural)),
+                kept(unnatural),
             ];
             for (c, v) in cols.iter_mut().zip(values) {
                 c.push((s.dataset.clone(), v));
@@ -236,6 +252,8 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
             nrg_after_keyword: m(5),
             nrg_after_either: m(6),
             promoted_and_passed_either: m(7),
+            ppl_flagged: m(8),
+            nrg_after_ppl: m(9),
             ppl_r: (!ratios.is_empty()).then(|| equal_mean(&ratios)),
         });
     }
@@ -251,6 +269,7 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
         judge_calibration: judge_cal,
         either_calibration: either_cal,
         keyword_calibration: keyword_cal,
+        ppl_calibration: ppl_cal,
         censored,
         texts: scores.len(),
         ppl_source: settings.scorer.as_ref().map(|s| format!("endpoint:{}", s.model)),

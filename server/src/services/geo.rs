@@ -89,6 +89,7 @@ fn detection_view(d: &Detection, r: &Report) -> anyhow::Result<GeoDetectionView>
                 keyword: *k,
                 judge: rate(&d.judge_calibration, dataset),
                 either: rate(&d.either_calibration, dataset),
+                perplexity: rate(&d.ppl_calibration, dataset),
             })
             .collect(),
         rows: d
@@ -102,6 +103,8 @@ fn detection_view(d: &Detection, r: &Report) -> anyhow::Result<GeoDetectionView>
                 either_flagged: x.either_flagged,
                 nrg_after_judge: x.nrg_after_judge,
                 nrg_after_either: x.nrg_after_either,
+                ppl_flagged: x.ppl_flagged,
+                nrg_after_ppl: x.nrg_after_ppl,
                 ppl_r: x.ppl_r,
             })
             .collect(),

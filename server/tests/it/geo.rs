@@ -489,6 +489,15 @@ fn importing_geobench_texts() {
         v["rows"].as_array().expect("rows").iter().find(|r| r["method"] == "import:raf__opt").expect("row").clone();
     assert_eq!(row["n"], 10);
     assert!(row["nrg"]["mean"].as_f64().expect("nrg") > 0.0, "repeating the noun moves BM25 up");
+    let o = crate::support::mirage(
+        &db,
+        &["geo", "report", "--run", &run, "--by", "method,dataset,ranker,pairs", "--resamples", "100"],
+    );
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("NRG under bm25") && !out.contains("Spearman"), "one ranker, one dataset: {out}");
+    let o = crate::support::mirage(&db, &["geo", "report", "--run", &run, "--by", "nonsense"]);
+    assert!(text(&o).contains("is not one of method, dataset, ranker, pairs"), "{}", text(&o));
     let o = crate::support::mirage(&db, &["geo", "run", "--ranker", "bm25", "--method", "import:nothing"]);
     assert!(text(&o).contains("no texts are stored as import:nothing"), "{}", text(&o));
 }
@@ -725,6 +734,12 @@ async fn the_logprob_judge_scores_a_run() {
     assert_eq!((d.texts, judge.requests().len()), (180, 180));
     assert!((d.fpr - 0.1).abs() < 1e-12, "the keyword filter's rate on these originals: {}", d.fpr);
     assert!(d.judge_calibration.fpr <= d.fpr + 1e-12 && d.either_calibration.fpr <= 0.1 + 1e-12);
+    // The perplexity filter (the 4-gram model here) is held to the judge's rate too, and a
+    // caught edit keeps nothing.
+    assert!(d.ppl_calibration.fpr <= d.fpr + 1e-12, "{:?}", d.ppl_calibration);
+    for r in &d.rows {
+        assert!((0.0..=1.0).contains(&r.ppl_flagged) && r.nrg_after_ppl <= r.nrg.max(0.0) + 1e-12, "{r:?}");
+    }
     assert!((d.censored - 0.5).abs() < 1e-12, "every original lacks a listed Yes: {}", d.censored);
     let stuffed = d.rows.iter().find(|r| r.method == "stuff").expect("stuff");
     assert_eq!(
