@@ -86,6 +86,27 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     println!("search index caught up with {total} trials {:.1} s after serving began", started.elapsed().as_secs_f64());
+    // The index on disk: built once, then reopened as a restarted server reopens it.
+    {
+        use server::search::TrajectoryIndex;
+        let path = dir.path().join("reopen.search");
+        let started = Instant::now();
+        let idx = TrajectoryIndex::open(&state.world, &state.corpus_version, store.as_ref(), Some(&path))
+            .await
+            .expect("open");
+        idx.follow(store.as_ref()).await.expect("follow");
+        let built = started.elapsed().as_secs_f64();
+        drop(idx);
+        let started = Instant::now();
+        let idx = TrajectoryIndex::open(&state.world, &state.corpus_version, store.as_ref(), Some(&path))
+            .await
+            .expect("reopen");
+        let reopened = started.elapsed().as_secs_f64();
+        assert_eq!(idx.trials().await, usize::try_from(total).expect("total"));
+        println!(
+            "search index on disk: {total} trials indexed in {built:.1} s; reopened with all of them in {reopened:.2} s"
+        );
+    }
 
     let board = format!("{base}/api/get_leaderboard");
     let q = |tier: &str| vec![("query[run]", run.clone()), ("query[tier]", tier.to_string())];

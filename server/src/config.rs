@@ -62,6 +62,11 @@ pub struct ServerSettings {
     /// Episodes one client (peer address) may create per minute through the open agent API.
     #[serde(default = "default_episodes_per_minute")]
     pub episodes_per_minute: u32,
+    /// The search index's folder. `mirage serve` defaults it to `<db>.search` beside a
+    /// SQLite file and to `mirage-search/<host>-<database>` for PostgreSQL; without one the
+    /// index is kept in RAM and rebuilt at every start.
+    #[serde(default)]
+    pub search_dir: Option<std::path::PathBuf>,
 }
 
 fn default_episodes_per_minute() -> u32 {
@@ -70,7 +75,7 @@ fn default_episodes_per_minute() -> u32 {
 
 impl Default for ServerSettings {
     fn default() -> ServerSettings {
-        ServerSettings { secure_cookies: false, episodes_per_minute: default_episodes_per_minute() }
+        ServerSettings { secure_cookies: false, episodes_per_minute: default_episodes_per_minute(), search_dir: None }
     }
 }
 

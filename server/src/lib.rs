@@ -77,7 +77,10 @@ pub async fn app_state(
     let world = Arc::new(env::World::build(tasks)?);
     let judge = Arc::new(judge::rsn::ModelJudge::from_config(&config, store.clone())?);
     let insights = Arc::new(services::insights::InsightsService::new(store.clone(), world.clone(), judge.clone()));
-    let search = Arc::new(search::TrajectoryIndex::new(&world)?);
+    let search = Arc::new(
+        search::TrajectoryIndex::open(&world, &corpus_version, store.as_ref(), config.server.search_dir.as_deref())
+            .await?,
+    );
     follow_trials(search.clone(), store.clone());
     let geo = Arc::new(services::geo::GeoService::new(store.clone()));
     let guard = Arc::new(state::Guard::default());

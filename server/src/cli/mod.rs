@@ -89,7 +89,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let url = database_url(&cli.db)?;
     let store: Arc<dyn Store> = Arc::new(SqlStore::connect(&url).await?);
     match cli.command {
-        Command::Serve(args) => serve::serve(store, args).await,
+        Command::Serve(args) => serve::serve(store, &cli.db, args).await,
         Command::User { command } => users::user(store.as_ref(), command).await,
         Command::Run(args) => {
             seed_if_empty(store.as_ref()).await?;

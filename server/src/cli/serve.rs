@@ -25,9 +25,32 @@ pub struct ServeArgs {
     pub config: Option<PathBuf>,
 }
 
-pub(super) async fn serve(store: Arc<dyn Store>, args: ServeArgs) -> anyhow::Result<()> {
+/// Where the search index lives when the config names no folder: beside a SQLite file
+/// (`<file>.search`), under `mirage-search/` for PostgreSQL (host and database in the name),
+/// nowhere (RAM) for an in-memory database.
+pub fn default_search_dir(db: &str) -> Option<PathBuf> {
+    if let Some(rest) = db.strip_prefix("postgres://").or_else(|| db.strip_prefix("postgresql://")) {
+        // user:password@host:port/db?params → host:port/db, made a file name.
+        let at = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+        let place = at.split('?').next().unwrap_or(at);
+        let name: String =
+            place.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
+        return Some(PathBuf::from("mirage-search").join(name));
+    }
+    let path = db.strip_prefix("sqlite://").or_else(|| db.strip_prefix("sqlite:")).unwrap_or(db);
+    let path = path.split('?').next().unwrap_or(path);
+    if path.is_empty() || path.contains(":memory:") {
+        return None;
+    }
+    Some(PathBuf::from(format!("{path}.search")))
+}
+
+pub(super) async fn serve(store: Arc<dyn Store>, db: &str, args: ServeArgs) -> anyhow::Result<()> {
     let ServeArgs { addr, site_root, config } = args;
-    let config = crate::config::Config::load(config.as_deref())?;
+    let mut config = crate::config::Config::load(config.as_deref())?;
+    if config.server.search_dir.is_none() {
+        config.server.search_dir = default_search_dir(db);
+    }
     if !addr.ip().is_loopback() && !store.has_users().await? {
         bail!(
             "refusing to listen on {addr} without accounts: anyone who can reach it would be the operator. \
@@ -77,4 +100,20 @@ async fn resume_orphaned_runs(state: &crate::AppState) -> anyhow::Result<()> {
 
 pub(super) async fn shutdown() {
     let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_search_index_sits_beside_the_database() {
+        assert_eq!(default_search_dir("data/mirage.db"), Some(PathBuf::from("data/mirage.db.search")));
+        assert_eq!(default_search_dir("sqlite:///tmp/m.db?mode=rwc"), Some(PathBuf::from("/tmp/m.db.search")));
+        assert_eq!(default_search_dir("sqlite::memory:"), None);
+        assert_eq!(
+            default_search_dir("postgres://me:secret@db.example:5432/mirage?sslmode=require"),
+            Some(PathBuf::from("mirage-search/db.example_5432_mirage"))
+        );
+    }
 }

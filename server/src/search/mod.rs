@@ -1,19 +1,27 @@
 //! Full-text search over tasks and what agents did: thoughts, rationales and the
-//! observations they received, each linking to its exact turn (tantivy, in RAM).
+//! observations they received, each linking to its exact turn (tantivy).
 //!
 //! Observations repeat across trials (the same page seen by many agents), so each distinct
 //! observation text is indexed once, at the first turn that showed it. The index follows
 //! finished trials in the order they finished; [`TrajectoryIndex::follow`] indexes what
 //! finished since the last call.
+//!
+//! The index lives in tantivy's own directory next to the database (`<db>.search`) and is
+//! reopened at start: each commit carries how far it has followed the store (the commit
+//! payload), so a restart indexes only what finished since. An index written by another
+//! schema version, for another database, or that cannot be opened is rebuilt; task
+//! documents are replaced when the corpus changes.
 
 use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::Path;
 use std::sync::Mutex;
 
 use app::model::{SearchHit, SearchResults};
+use serde::{Deserialize, Serialize};
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, Occur, QueryParser, TermQuery};
-use tantivy::schema::{Field, IndexRecordOption, STORED, STRING, Schema, TEXT, Value};
+use tantivy::schema::{FAST, Field, IndexRecordOption, STORED, STRING, Schema, TEXT, Value};
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{Index, IndexReader, IndexWriter, TantivyDocument, Term, doc};
 
@@ -26,6 +34,10 @@ use crate::runs::export::parse_steps;
 pub const KINDS: [&str; 4] = ["task", "thought", "rationale", "observation"];
 /// Trials indexed per store read.
 const BATCH: i64 = 500;
+/// What the index holds and how; an index of another version is rebuilt.
+const INDEX_VERSION: u32 = 2;
+/// The database's identity, so an index never serves another database's trials.
+const STORE_ID_KEY: &str = "search_store_id";
 
 #[derive(Clone, Copy)]
 struct Fields {
@@ -35,12 +47,62 @@ struct Fields {
     trial: Field,
     turn: Field,
     text: Field,
+    /// The hash of an observation's text (observation documents only).
+    obs: Field,
 }
 
 struct Progress {
     cursor: (i64, String),
     seen_observations: HashSet<u64>,
     trials: usize,
+}
+
+/// What each commit records, so a reopened index goes on from there.
+#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Payload {
+    version: u32,
+    store: String,
+    corpus: String,
+    cursor_ms: i64,
+    cursor_trial: String,
+    trials: usize,
+}
+
+fn build_schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let fields = Fields {
+        kind: b.add_text_field("kind", STRING | STORED),
+        task: b.add_text_field("task", STRING | STORED),
+        run: b.add_text_field("run", STRING | STORED),
+        trial: b.add_text_field("trial", STRING | STORED),
+        turn: b.add_u64_field("turn", STORED),
+        text: b.add_text_field("text", TEXT | STORED),
+        obs: b.add_u64_field("obs", FAST),
+    };
+    (b.build(), fields)
+}
+
+/// The stored index in `dir` when it is this version's, for this database; `None` (with
+/// the reason logged) when it must be rebuilt.
+fn reopen(dir: &Path, schema: &Schema, store_id: &str) -> Option<(Index, Payload)> {
+    if !dir.join("meta.json").exists() {
+        return None;
+    }
+    let index = match Index::open_in_dir(dir) {
+        Ok(i) => i,
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), "search index unreadable, rebuilding: {e}");
+            return None;
+        }
+    };
+    let payload: Payload =
+        index.load_metas().ok()?.payload.and_then(|p| serde_json::from_str(&p).ok()).unwrap_or_default();
+    let same_schema = serde_json::to_string(&index.schema()).ok() == serde_json::to_string(schema).ok();
+    if !same_schema || payload.version != INDEX_VERSION || payload.store != store_id {
+        tracing::info!(dir = %dir.display(), "search index of another version or database, rebuilding");
+        return None;
+    }
+    Some((index, payload))
 }
 
 /// The index and how far it has followed the store.
@@ -50,6 +112,16 @@ pub struct TrajectoryIndex {
     writer: Mutex<IndexWriter>,
     fields: Fields,
     progress: tokio::sync::Mutex<Progress>,
+    /// The last commit's record (store, corpus, version), updated with the cursor.
+    payload: Mutex<Payload>,
+}
+
+/// Commits what the writer holds with the payload.
+fn commit(writer: &mut IndexWriter, payload: &Payload) -> anyhow::Result<()> {
+    let mut prepared = writer.prepare_commit()?;
+    prepared.set_payload(&serde_json::to_string(payload)?);
+    prepared.commit()?;
+    Ok(())
 }
 
 fn hash_of(text: &str) -> u64 {
@@ -59,37 +131,90 @@ fn hash_of(text: &str) -> u64 {
 }
 
 impl TrajectoryIndex {
-    /// An index holding the world's tasks (ticket, category, justification, page texts).
-    pub fn new(world: &World) -> anyhow::Result<TrajectoryIndex> {
-        let mut b = Schema::builder();
-        let fields = Fields {
-            kind: b.add_text_field("kind", STRING | STORED),
-            task: b.add_text_field("task", STRING | STORED),
-            run: b.add_text_field("run", STRING | STORED),
-            trial: b.add_text_field("trial", STRING | STORED),
-            turn: b.add_u64_field("turn", STORED),
-            text: b.add_text_field("text", TEXT | STORED),
+    /// The index in `dir` (created, reopened or rebuilt; in RAM without a folder, or when
+    /// another process holds the folder's index) with the world's tasks (ticket, category,
+    /// justification, page texts) of corpus version `corpus`.
+    pub async fn open(
+        world: &World,
+        corpus: &str,
+        store: &dyn Store,
+        dir: Option<&Path>,
+    ) -> anyhow::Result<TrajectoryIndex> {
+        let store_id = match store.meta(STORE_ID_KEY).await? {
+            Some(id) => id,
+            None => {
+                let id = format!("{:016x}", rand::random::<u64>());
+                store.set_meta(STORE_ID_KEY, &id).await?;
+                id
+            }
         };
-        let index = Index::create_in_ram(b.build());
-        let mut writer = index.writer(30_000_000)?;
-        for t in world.tasks() {
-            let pages: Vec<&str> = t.pages.values().map(|p| p.text.as_str()).collect();
-            let text = format!("{} {} {} {} {}", t.id, t.category, t.ticket.raw, t.justification, pages.join("\n"));
-            writer.add_document(doc!(fields.kind => "task", fields.task => t.id.as_str(), fields.text => text))?;
+        let (schema, fields) = build_schema();
+        let (index, payload) = match dir {
+            None => (Index::create_in_ram(schema), Payload::default()),
+            Some(dir) => match reopen(dir, &schema, &store_id) {
+                Some(found) => found,
+                None => {
+                    if dir.exists() {
+                        std::fs::remove_dir_all(dir)
+                            .map_err(|e| anyhow::anyhow!("clearing the search index {}: {e}", dir.display()))?;
+                    }
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| anyhow::anyhow!("creating the search index {}: {e}", dir.display()))?;
+                    (Index::create_in_dir(dir, schema)?, Payload::default())
+                }
+            },
+        };
+        let (index, payload, mut writer) = match index.writer(30_000_000) {
+            Ok(w) => (index, payload, w),
+            Err(tantivy::TantivyError::LockFailure(..)) => {
+                // Another server holds this folder's index: this one keeps its own in RAM.
+                tracing::warn!("search index folder in use by another process; indexing in RAM instead");
+                let index = Index::create_in_ram(build_schema().0);
+                let w = index.writer(30_000_000)?;
+                (index, Payload::default(), w)
+            }
+            Err(e) => return Err(e.into()),
+        };
+        // A new index, or a corpus that changed since: the task documents are (re)written.
+        let tasks_stale = payload.version != INDEX_VERSION || payload.corpus != corpus;
+        let payload = Payload { version: INDEX_VERSION, store: store_id, ..payload };
+        if tasks_stale {
+            writer.delete_term(Term::from_field_text(fields.kind, "task"));
+            for t in world.tasks() {
+                let pages: Vec<&str> = t.pages.values().map(|p| p.text.as_str()).collect();
+                let text = format!("{} {} {} {} {}", t.id, t.category, t.ticket.raw, t.justification, pages.join("\n"));
+                writer.add_document(doc!(fields.kind => "task", fields.task => t.id.as_str(), fields.text => text))?;
+            }
         }
-        writer.commit()?;
+        let payload = Payload { corpus: corpus.to_string(), ..payload };
+        commit(&mut writer, &payload)?;
         let reader = index.reader()?;
         reader.reload()?;
+        // Observations already indexed, from their hash column.
+        let mut seen_observations = HashSet::new();
+        for segment in reader.searcher().segment_readers() {
+            let column = segment.fast_fields().u64("obs")?;
+            for d in segment.doc_ids_alive() {
+                if let Some(h) = column.first(d) {
+                    seen_observations.insert(h);
+                }
+            }
+        }
         Ok(TrajectoryIndex {
             index,
             reader,
             writer: Mutex::new(writer),
             fields,
             progress: tokio::sync::Mutex::new(Progress {
-                cursor: (i64::MIN, String::new()),
-                seen_observations: HashSet::new(),
-                trials: 0,
+                cursor: if payload.cursor_trial.is_empty() && payload.cursor_ms == 0 {
+                    (i64::MIN, String::new())
+                } else {
+                    (payload.cursor_ms, payload.cursor_trial.clone())
+                },
+                seen_observations,
+                trials: payload.trials,
             }),
+            payload: Mutex::new(payload),
         })
     }
 
@@ -126,8 +251,11 @@ impl TrajectoryIndex {
                     if !s.thought.trim().is_empty() {
                         docs.push(base("thought", s.t, &s.thought));
                     }
-                    if progress.seen_observations.insert(hash_of(&s.observation)) {
-                        docs.push(base("observation", s.t, &s.observation));
+                    let h = hash_of(&s.observation);
+                    if progress.seen_observations.insert(h) {
+                        let mut d = base("observation", s.t, &s.observation);
+                        d.add_u64(f.obs, h);
+                        docs.push(d);
                     }
                     if let Action::Verdict { rationale, .. } = &s.action
                         && !rationale.trim().is_empty()
@@ -143,7 +271,12 @@ impl TrajectoryIndex {
             for d in docs {
                 writer.add_document(d)?;
             }
-            writer.commit()?;
+            // The cursor is committed with the documents, so a restart goes on from here.
+            let mut payload = self.payload.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            payload.cursor_ms = progress.cursor.0;
+            payload.cursor_trial.clone_from(&progress.cursor.1);
+            payload.trials = progress.trials;
+            commit(&mut writer, &payload)?;
         }
         if added > 0 {
             self.reader.reload()?;

@@ -11,6 +11,7 @@ mod live;
 mod llm;
 mod runs;
 mod score;
+mod search;
 mod signal;
 mod sites;
 mod store;

@@ -24,9 +24,11 @@ impl TestApp {
 
     /// [`TestApp::start`] with a configuration, served as `mirage serve` serves (peer
     /// addresses reach the handlers).
-    pub async fn start_with(config: server::config::Config) -> TestApp {
+    pub async fn start_with(mut config: server::config::Config) -> TestApp {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = dir.path().join("mirage.db");
+        // The search index on disk beside the database, as `mirage serve` keeps it.
+        config.server.search_dir.get_or_insert_with(|| dir.path().join("mirage.db.search"));
         let url = database_url(db.to_str().expect("utf-8 path")).expect("url");
         let store = Arc::new(SqlStore::connect(&url).await.expect("connect"));
         server::db::seed_if_empty(store.as_ref()).await.expect("seed");

@@ -1,0 +1,51 @@
+//! The search index on disk: reopened where it stopped (no trial indexed twice, old trials
+//! found before anything is followed), task documents replaced when the corpus changes,
+//! and rebuilt for another database.
+
+use server::search::TrajectoryIndex;
+
+use crate::support::TestApp;
+
+#[tokio::test]
+async fn the_search_index_reopens_where_it_stopped() {
+    let app = TestApp::start().await;
+    let run = app.launch("CROSS_FORUM_SPAM", "explorer", "L0").await;
+    app.wait_for(&run).await;
+    let (store, world) = (app.state.store.as_ref(), app.state.world.as_ref());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("mirage.db.search");
+    let thoughts = |idx: &TrajectoryIndex| idx.search("unread page", Some("thought"), 1000).expect("search").len();
+    let tasks = |idx: &TrajectoryIndex| idx.search("refund", Some("task"), 10_000).expect("search").len();
+
+    let (found, task_docs) = {
+        let idx = TrajectoryIndex::open(world, "corpus-1", store, Some(&path)).await.expect("open");
+        assert_eq!(thoughts(&idx), 0, "nothing followed yet");
+        assert_eq!(idx.follow(store).await.expect("follow"), 30);
+        (thoughts(&idx), tasks(&idx))
+    };
+    assert!(found > 0 && task_docs > 0);
+    assert!(path.join("meta.json").exists(), "tantivy's own directory beside the database");
+
+    // Reopened: the old trials are there before any follow, and none is indexed again.
+    let idx = TrajectoryIndex::open(world, "corpus-1", store, Some(&path)).await.expect("reopen");
+    assert_eq!((idx.trials().await, thoughts(&idx)), (30, found));
+    assert_eq!(idx.follow(store).await.expect("follow"), 0, "nothing to index again");
+    let run2 = app.launch("CROSS_FORUM_SPAM", "surface", "L0").await;
+    app.wait_for(&run2).await;
+    assert_eq!(idx.follow(store).await.expect("follow"), 30, "only the new run's trials");
+    drop(idx);
+
+    // A new corpus version replaces the task documents (no duplicates), keeping the trials.
+    let idx = TrajectoryIndex::open(world, "corpus-2", store, Some(&path)).await.expect("new corpus");
+    assert_eq!((idx.trials().await, tasks(&idx), thoughts(&idx)), (60, task_docs, found));
+    drop(idx);
+
+    // Another database: the folder's index is not its own, so it is rebuilt.
+    let other_dir = tempfile::tempdir().expect("tempdir");
+    let url =
+        server::db::database_url(crate::support::temp_path(&other_dir, "o.db").to_str().expect("utf-8")).expect("url");
+    let other = server::db::SqlStore::connect(&url).await.expect("connect");
+    let idx = TrajectoryIndex::open(world, "corpus-2", &other, Some(&path)).await.expect("other db");
+    assert_eq!((idx.trials().await, thoughts(&idx)), (0, 0));
+    assert_eq!(tasks(&idx), task_docs, "task documents written afresh");
+}
