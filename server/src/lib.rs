@@ -81,7 +81,21 @@ pub async fn app_state(
         search::TrajectoryIndex::open(&world, &corpus_version, store.as_ref(), config.server.search_dir.as_deref())
             .await?,
     );
-    follow_trials(search.clone(), store.clone());
+    // Runs seen to finish (launched here, from the command line or by workers) are scored in
+    // the background, so their first view finds the scores stored.
+    let scorer = insights.clone();
+    let pulse = services::pulse::Pulse::start(
+        store.clone(),
+        Arc::new(move |run: String| {
+            let insights = scorer.clone();
+            tokio::spawn(async move {
+                if let Err(e) = insights.scores(&run).await {
+                    tracing::warn!(run = %run, "scoring the finished run: {e}");
+                }
+            });
+        }),
+    );
+    follow_trials(search.clone(), store.clone(), &pulse);
     let geo = Arc::new(services::geo::GeoService::new(store.clone()));
     let guard = Arc::new(state::Guard::default());
     Ok(AppState {
@@ -95,20 +109,30 @@ pub async fn app_state(
         search,
         geo,
         guard,
+        pulse,
     })
 }
 
-/// How often the search index looks for newly finished trials.
-const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Keeps the search index up with finished trials, in the background.
-fn follow_trials(index: Arc<search::TrajectoryIndex>, store: Arc<dyn db::Store>) {
+/// Keeps the search index up with finished trials, in the background: once at start, then
+/// whenever the progress hub reports that trials finished.
+fn follow_trials(index: Arc<search::TrajectoryIndex>, store: Arc<dyn db::Store>, pulse: &services::pulse::Pulse) {
+    let mut changes = pulse.subscribe();
     tokio::spawn(async move {
+        let mut finished: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+        let mut due = true;
         loop {
-            if let Err(e) = index.follow(store.as_ref()).await {
+            if due && let Err(e) = index.follow(store.as_ref()).await {
                 tracing::warn!("search index: {e:#}");
             }
-            tokio::time::sleep(FOLLOW_EVERY).await;
+            due = match changes.recv().await {
+                Ok(batch) => batch.iter().fold(false, |any, p| {
+                    let n = p.counts.done + p.counts.error;
+                    any | (finished.insert(p.run_id.clone(), n) != Some(n))
+                }),
+                // Missed batches: look anyway.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            };
         }
     });
 }

@@ -31,6 +31,8 @@ pub struct AppState {
     pub geo: Arc<crate::services::geo::GeoService>,
     /// The has-accounts answer and the per-client episode budget.
     pub guard: Arc<Guard>,
+    /// Run progress, read once for every stream and the search follower.
+    pub pulse: Arc<crate::services::pulse::Pulse>,
 }
 
 /// How long the answer to "are there accounts?" is reused before the store is asked again
@@ -92,6 +94,7 @@ impl From<&AppState> for Services {
             insights: state.insights.clone(),
             search: state.search.clone(),
             geo: state.geo.clone(),
+            pulse: state.pulse.clone(),
         })
     }
 }

@@ -92,6 +92,7 @@ async fn resume_orphaned_runs(state: &crate::AppState) -> anyhow::Result<()> {
                 run.run_id,
                 crate::runs::PoolOptions::default().concurrency,
                 state.insights.clone(),
+                state.pulse.clone(),
             );
         }
     }

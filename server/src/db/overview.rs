@@ -31,6 +31,9 @@ struct Row {
 pub trait OverviewStore: Send + Sync {
     /// Every run, newest first, with its counts, in one query.
     async fn run_overview(&self, since: i64) -> StoreResult<Vec<RunOverview>>;
+    /// The latest finish (finished_at ms, trial id) of any trial: one index seek, so a
+    /// watcher can tell cheaply whether anything finished.
+    async fn last_finish(&self) -> StoreResult<Option<(i64, String)>>;
 }
 
 #[async_trait]
@@ -65,5 +68,14 @@ impl OverviewStore for SqlStore {
                 recent: r.recent,
             })
             .collect())
+    }
+
+    async fn last_finish(&self) -> StoreResult<Option<(i64, String)>> {
+        Ok(sqlx::query_as(
+            "select finished_at, trial_id from trial where finished_at is not null \
+             order by finished_at desc, trial_id desc limit 1",
+        )
+        .fetch_optional(&self.pool)
+        .await?)
     }
 }

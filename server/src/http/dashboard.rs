@@ -2,7 +2,6 @@
 //! downloads (CSV, JSON, SVG) of every table and plot.
 
 use std::convert::Infallible;
-use std::time::Duration;
 
 use app::model::{BoardQuery, BoardRow, Est, HeatQuery, Progress};
 use app::ssr::Insights;
@@ -19,75 +18,71 @@ use crate::db::RunStatus;
 use crate::services::runs::progress;
 use crate::state::AppState;
 
-/// How often the progress stream looks at the store.
-const TICK: Duration = Duration::from_secs(1);
-
 #[derive(Debug, Deserialize)]
 pub struct EventsQuery {
     /// One run; every active run when absent.
     pub run: Option<String>,
 }
 
-/// `GET /api/runs/events`: server-sent `progress` events (a JSON [`Progress`]) once a
-/// second while something changes. For one run the stream ends after the run stops.
+/// `GET /api/runs/events`: server-sent `progress` events (a JSON [`Progress`]) as the
+/// progress hub sees them change: first what is known now, then each change. For one run
+/// the stream ends after the run stops. Streams do not read the store themselves.
 pub async fn events(State(state): State<AppState>, Query(q): Query<EventsQuery>) -> Response {
-    if let Some(run) = &q.run
-        && let Err(e) = progress(state.store.as_ref(), run).await
-    {
-        return HttpError::from(e).into_response();
-    }
-    Sse::new(progress_stream(state, q.run)).keep_alive(KeepAlive::default()).into_response()
+    let first = match &q.run {
+        Some(run) => match progress(state.store.as_ref(), run).await {
+            Ok(p) => vec![p],
+            Err(e) => return HttpError::from(e).into_response(),
+        },
+        None => state.pulse.latest().into_iter().filter(|p| p.status == RunStatus::Active.as_str()).collect(),
+    };
+    Sse::new(progress_stream(state.pulse.clone(), q.run, first)).keep_alive(KeepAlive::default()).into_response()
 }
 
-fn progress_stream(state: AppState, run: Option<String>) -> impl Stream<Item = Result<Event, Infallible>> {
-    // (last sent per run, finished?)
-    let seen: std::collections::HashMap<String, Progress> = std::collections::HashMap::new();
-    futures::stream::unfold((state, run, seen, false), |(state, run, mut seen, done)| async move {
-        if done {
-            return None;
-        }
-        loop {
-            let ids: Vec<String> = match &run {
-                Some(r) => vec![r.clone()],
-                None => match state.store.runs().await {
-                    Ok(runs) => runs
-                        .into_iter()
-                        .filter(|r| {
-                            r.status == RunStatus::Active
-                                || seen.get(&r.run_id).is_some_and(|p| p.status == RunStatus::Active.as_str())
-                        })
-                        .map(|r| r.run_id)
-                        .collect(),
-                    Err(_) => Vec::new(),
-                },
-            };
-            let mut changed = Vec::new();
-            for id in ids {
-                if let Ok(p) = progress(state.store.as_ref(), &id).await
-                    && seen.get(&id) != Some(&p)
-                {
-                    seen.insert(id, p.clone());
-                    changed.push(p);
+fn progress_stream(
+    pulse: std::sync::Arc<crate::services::pulse::Pulse>,
+    run: Option<String>,
+    first: Vec<Progress>,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    let changes = pulse.subscribe();
+    let send = |batch: Vec<Progress>| -> futures::stream::Iter<std::vec::IntoIter<Result<Event, Infallible>>> {
+        futures::stream::iter(
+            batch
+                .iter()
+                .map(|p| Ok(Event::default().event("progress").json_data(p).unwrap_or_default()))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let stopped = |run: &Option<String>, batch: &[Progress]| {
+        run.as_ref().is_some_and(|r| batch.iter().any(|p| &p.run_id == r && p.status != RunStatus::Active.as_str()))
+    };
+    let done = stopped(&run, &first);
+    futures::stream::once(async move { send(first) })
+        .chain(futures::stream::unfold((changes, run, done), move |(mut changes, run, done)| {
+            let pulse = pulse.clone();
+            async move {
+                if done {
+                    return None;
+                }
+                loop {
+                    let batch: Vec<Progress> = match changes.recv().await {
+                        Ok(batch) => {
+                            batch.iter().filter(|p| run.as_ref().is_none_or(|r| &p.run_id == r)).cloned().collect()
+                        }
+                        // This client fell behind: what the hub knows now replaces what it missed.
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                            pulse.latest().into_iter().filter(|p| run.as_ref().is_none_or(|r| &p.run_id == r)).collect()
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                    };
+                    if batch.is_empty() {
+                        continue;
+                    }
+                    let finished = stopped(&run, &batch);
+                    return Some((send(batch), (changes, run, finished)));
                 }
             }
-            let finished =
-                run.as_ref().is_some_and(|r| seen.get(r).is_some_and(|p| p.status != RunStatus::Active.as_str()));
-            if !changed.is_empty() {
-                let events: Vec<Result<Event, Infallible>> = changed
-                    .iter()
-                    .map(|p| Ok(Event::default().event("progress").json_data(p).unwrap_or_default()))
-                    .collect();
-                // One event per item: unfold yields one, so send the batch as one stream
-                // item each by flattening below.
-                return Some((futures::stream::iter(events), (state, run, seen, finished)));
-            }
-            if finished {
-                return None;
-            }
-            tokio::time::sleep(TICK).await;
-        }
-    })
-    .flatten()
+        }))
+        .flatten()
 }
 
 #[derive(Debug, Deserialize)]

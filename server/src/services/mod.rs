@@ -3,6 +3,7 @@
 pub mod annotate;
 pub mod geo;
 pub mod insights;
+pub mod pulse;
 pub mod runs;
 
 use std::sync::Arc;
@@ -32,11 +33,12 @@ pub struct Parts {
     pub insights: Arc<insights::InsightsService>,
     pub search: Arc<crate::search::TrajectoryIndex>,
     pub geo: Arc<geo::GeoService>,
+    pub pulse: Arc<pulse::Pulse>,
 }
 
 /// The ports of `app::ssr`, for one request's context.
 pub fn services(parts: Parts) -> Services {
-    let Parts { world, store, config, corpus_version, insights, search, geo } = parts;
+    let Parts { world, store, config, corpus_version, insights, search, geo, pulse } = parts;
     Services {
         corpus: Arc::new(CorpusService { world: world.clone() }),
         runs: Arc::new(runs::RunsService {
@@ -45,6 +47,7 @@ pub fn services(parts: Parts) -> Services {
             config,
             corpus_version,
             insights: insights.clone(),
+            pulse,
         }),
         insights: insights.clone(),
         search: Arc::new(SearchService { index: search }),

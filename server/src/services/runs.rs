@@ -38,6 +38,7 @@ pub struct RunsService {
     pub config: Arc<Config>,
     pub corpus_version: String,
     pub insights: Arc<super::insights::InsightsService>,
+    pub pulse: Arc<super::pulse::Pulse>,
 }
 
 fn counts(p: crate::db::Progress) -> Counts {
@@ -150,10 +151,13 @@ pub fn spawn_execution(
     run_id: String,
     concurrency: usize,
     insights: Arc<super::insights::InsightsService>,
+    pulse: Arc<super::pulse::Pulse>,
 ) {
     tokio::spawn(async move {
         let options = PoolOptions { concurrency, lease: Duration::from_secs(30) };
-        if let Err(e) = crate::runs::execute(store, world, &run_id, options, Arc::new(|_, _| {})).await {
+        // Each finished trial wakes the progress hub.
+        let poke = pulse.clone();
+        if let Err(e) = crate::runs::execute(store, world, &run_id, options, Arc::new(move |_, _| poke.poke())).await {
             tracing::error!(run = %run_id, "run stopped: {e:#}");
             return;
         }
@@ -347,7 +351,14 @@ impl app::ssr::Runs for RunsService {
                 Some(p) => invalid(p.field.into(), p.message.clone()),
                 None => internal(format!("{e:#}")),
             })?;
-        spawn_execution(self.store.clone(), self.world.clone(), run_id.clone(), concurrency, self.insights.clone());
+        spawn_execution(
+            self.store.clone(),
+            self.world.clone(),
+            run_id.clone(),
+            concurrency,
+            self.insights.clone(),
+            self.pulse.clone(),
+        );
         Ok(run_id)
     }
 

@@ -641,3 +641,39 @@ async fn an_operator_cancels_a_running_run_from_the_dashboard() {
     let (status, _) = app.call("cancel_run", &[("id", "run-nope")]).await;
     assert_eq!(status, 404);
 }
+
+/// A run executed by another process (`mirage run` on the same database) reaches the
+/// dashboard through the progress hub: the all-runs stream reports it, the search follower
+/// indexes it, and the server scores it in the background once it is seen to finish.
+#[tokio::test]
+async fn a_run_from_the_command_line_streams_is_indexed_and_scored_by_the_server() {
+    let app = TestApp::start().await;
+    let mut stream = app.get("/api/runs/events").await;
+    assert_eq!(stream.status(), 200);
+    let out =
+        crate::support::mirage(&app.db, &["run", "--agent", "explorer", "--tasks", "shop-example-01,forum-example-02"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = String::from_utf8_lossy(&out.stderr)
+        .split_whitespace()
+        .chain(String::from_utf8_lossy(&out.stdout).split_whitespace())
+        .find(|w| w.starts_with("run-"))
+        .map(|w| w.trim_end_matches(|c: char| !c.is_ascii_alphanumeric()).to_string())
+        .expect("a run id");
+    // The stream (opened before the run existed) reports the run, finished.
+    let mut seen = String::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !(seen.contains(&run) && seen.contains("\"status\":\"done\"")) {
+        let next = tokio::time::timeout_at(deadline, stream.chunk()).await.expect("an event in time");
+        seen.push_str(&String::from_utf8_lossy(&next.expect("bytes").expect("open stream")));
+    }
+    // Indexed for search and scored in the background, with no page asking.
+    for _ in 0..300 {
+        let scored = !app.state.store.scores(&run).await.expect("scores").is_empty();
+        let (_, found) = app.call("search", &[("query", "shop"), ("kind", "thought")]).await;
+        if scored && found.contains(&run) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the run from the command line was not indexed and scored by the server");
+}
