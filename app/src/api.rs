@@ -99,8 +99,11 @@ pub async fn whoami() -> Result<crate::model::Identity, AppError> {
 
 /// The disputed labels of a run.
 #[server(endpoint = "get_queue")]
-pub async fn get_queue(run: Option<String>) -> Result<crate::model::Queue, AppError> {
-    crate::ssr::respond(async move { crate::ssr::services()?.annotate.queue(run).await }).await
+pub async fn get_queue(
+    #[server(default)] run: Option<String>,
+    #[server(default)] page: Option<usize>,
+) -> Result<crate::model::Queue, AppError> {
+    crate::ssr::respond(async move { crate::ssr::services()?.annotate.queue(run, page.unwrap_or(0)).await }).await
 }
 
 /// Opens a disputed label for labelling (locks it to the caller).

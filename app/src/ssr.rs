@@ -51,7 +51,7 @@ pub trait Insights: Send + Sync {
 #[async_trait::async_trait]
 pub trait Annotate: Send + Sync {
     /// Disputed labels of a run (the newest run when absent).
-    async fn queue(&self, run: Option<String>) -> Result<Queue, AppError>;
+    async fn queue(&self, run: Option<String>, page: usize) -> Result<Queue, AppError>;
     /// Opens an item for `who`, taking its lock; `Conflict` when someone else holds it.
     async fn open(&self, who: Identity, trial: String, kind: String) -> Result<OpenItem, AppError>;
     /// Records `who`'s label (an adjudication when `adjudicate`) and releases the lock.

@@ -45,11 +45,14 @@ pub const QUEUE_PAGE: usize = 200;
 pub struct Queue {
     pub run: String,
     pub runs: Vec<String>,
-    /// Conflicts first, then recovery, adoption, exposure, verification (at most
-    /// [`QUEUE_PAGE`] of them).
+    /// Conflicts first, then recovery, adoption, exposure, verification: one page of at
+    /// most [`QUEUE_PAGE`].
     pub items: Vec<QueueItem>,
     /// Items waiting in all.
     pub total: usize,
+    /// The page shown (0-based) and how many there are.
+    pub page: usize,
+    pub pages: usize,
     /// Labels people have settled in this run.
     pub settled: usize,
     /// Cohen's κ between automatic and settled labels: (kind, n, κ).

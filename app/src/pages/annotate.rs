@@ -30,7 +30,11 @@ fn votes_line(item: &QueueItem) -> String {
 #[component]
 pub fn AnnotatePage() -> impl IntoView {
     let run = query_param("run");
-    let queue = Resource::new(move || run.get(), get_queue);
+    let page = query_param("page");
+    let queue = Resource::new(
+        move || (run.get(), page.get().and_then(|p| p.parse::<usize>().ok())),
+        |(run, page)| get_queue(run, page),
+    );
     view! {
         <Title text="Annotate"/>
         <h1>"Disputed labels"</h1>
@@ -45,6 +49,17 @@ pub fn AnnotatePage() -> impl IntoView {
                             "{} labels wait for a person ({} shown); {} settled so far in this run.",
                             q.total, q.items.len(), q.settled
                         )}</p>
+                        {(q.pages > 1).then(|| {
+                            let run = q.run.clone();
+                            let href = move |p: usize| format!("/annotate{}", query_string(&[("run", Some(run.clone())), ("page", Some(p.to_string()))]));
+                            view! {
+                                <nav class="pager" aria-label="Queue pages">
+                                    {(q.page > 0).then(|| view! { <A href=href(q.page - 1)>"← previous"</A> })}
+                                    <span>{format!(" page {} of {} ", q.page + 1, q.pages)}</span>
+                                    {(q.page + 1 < q.pages).then(|| view! { <A href=href(q.page + 1)>"next →"</A> })}
+                                </nav>
+                            }
+                        })}
                         <table class="queue">
                             <thead><tr><th>"Label"</th><th>"Trial"</th><th>"Agent"</th><th>"Level"</th><th>"Automatic"</th><th>"Why disputed"</th><th>"People"</th><th>"Status"</th></tr></thead>
                             <tbody>

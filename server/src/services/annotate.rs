@@ -155,7 +155,7 @@ impl AnnotateService {
 
 #[async_trait::async_trait]
 impl app::ssr::Annotate for AnnotateService {
-    async fn queue(&self, run: Option<String>) -> Result<Queue, AppError> {
+    async fn queue(&self, run: Option<String>, page: usize) -> Result<Queue, AppError> {
         let runs: Vec<String> = self
             .store
             .runs()
@@ -207,7 +207,9 @@ impl app::ssr::Annotate for AnnotateService {
             b.conflict.cmp(&a.conflict).then(rank(&a.kind).cmp(&rank(&b.kind))).then(a.trial_id.cmp(&b.trial_id))
         });
         let total = items.len();
-        items.truncate(QUEUE_PAGE);
+        let pages = total.div_ceil(QUEUE_PAGE).max(1);
+        let page = page.min(pages - 1);
+        let items: Vec<_> = items.into_iter().skip(page * QUEUE_PAGE).take(QUEUE_PAGE).collect();
         let agg = self.insights.aggregate_at(&run, key, &["agent"], Metric::AccDec, &[Metric::AccDec]).await?;
         let effects = effects(&scores);
         Ok(Queue {
@@ -215,6 +217,8 @@ impl app::ssr::Annotate for AnnotateService {
             runs,
             items,
             total,
+            page,
+            pages,
             settled,
             agreement: agg.agreement.iter().map(|a| (a.kind.as_str().to_string(), a.n, a.kappa)).collect(),
             effects,

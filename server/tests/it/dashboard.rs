@@ -337,6 +337,23 @@ async fn disputed_labels_are_locked_settled_and_conflicts_adjudicated() {
     let q = queue("ann").await;
     let items = q["items"].as_array().expect("items").clone();
     assert!(!items.is_empty(), "credulous on forum L1 leaves disputed labels (it quotes what swayed it)");
+    // Paged: every item is on exactly one page, and a page past the end shows the last.
+    let (total, pages) = (q["total"].as_u64().expect("total"), q["pages"].as_u64().expect("pages"));
+    assert_eq!(pages, total.div_ceil(200).max(1), "{total} items");
+    let mut listed = std::collections::HashSet::new();
+    for page in 0..=pages {
+        let (status, body) =
+            app.call_as("get_queue", &[("run", run.as_str()), ("page", &page.to_string())], Some(&cookie["ann"])).await;
+        assert_eq!(status, 200, "{body}");
+        let q: serde_json::Value = serde_json::from_str(&body).expect("queue");
+        assert_eq!(q["page"].as_u64(), Some(page.min(pages - 1)));
+        if page < pages {
+            for i in q["items"].as_array().expect("items") {
+                assert!(listed.insert((i["trial_id"].to_string(), i["kind"].to_string())), "listed twice: {i}");
+            }
+        }
+    }
+    assert_eq!(listed.len() as u64, total);
     assert_eq!(items[0]["kind"], "recovery", "recovery first");
     let first_other = items.iter().position(|i| i["kind"] != "recovery").unwrap_or(items.len());
     assert!(items[first_other..].iter().all(|i| i["kind"] != "recovery"));
