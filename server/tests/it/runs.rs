@@ -174,9 +174,9 @@ fn a_run_killed_mid_way_resumes_with_no_trial_lost_or_finalised_twice() {
     }
 }
 
-/// Plans a run without executing it, then lets two `mirage worker --once` processes share
+/// Plans a run without executing it, then lets three `mirage worker --once` processes share
 /// the queue: every trial ends exactly once.
-fn two_workers_share_one_queue(db: &std::path::Path) {
+fn workers_share_one_queue(db: &std::path::Path) {
     let o = mirage(db, &["run", "--agent", "oracle,explorer", "--tasks", "forum", "--detach"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let run = text(&o.stdout).trim().to_string();
@@ -192,8 +192,8 @@ fn two_workers_share_one_queue(db: &std::path::Path) {
             .spawn()
             .expect("spawn mirage worker")
     };
-    let (a, b) = (spawn(), spawn());
-    for child in [a, b] {
+    let workers = [spawn(), spawn(), spawn()];
+    for child in workers {
         let out = child.wait_with_output().expect("worker ends");
         assert!(out.status.success(), "{}", text(&out.stderr));
     }
@@ -214,14 +214,14 @@ fn two_workers_share_one_queue(db: &std::path::Path) {
 #[test]
 fn workers_execute_a_detached_run_on_sqlite() {
     let dir = tempfile::tempdir().expect("tempdir");
-    two_workers_share_one_queue(&temp_path(&dir, "w.db"));
+    workers_share_one_queue(&temp_path(&dir, "w.db"));
 }
 
 #[test]
 fn workers_execute_a_detached_run_on_postgres() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     if let Some(url) = rt.block_on(crate::support::fresh_postgres_url()) {
-        two_workers_share_one_queue(std::path::Path::new(&url));
+        workers_share_one_queue(std::path::Path::new(&url));
     }
 }
 
