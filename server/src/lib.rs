@@ -114,25 +114,18 @@ pub async fn app_state(
 }
 
 /// Keeps the search index up with finished trials, in the background: once at start, then
-/// whenever the progress hub reports that trials finished.
+/// at each change the progress hub reports (a finish, a run that ended).
 fn follow_trials(index: Arc<search::TrajectoryIndex>, store: Arc<dyn db::Store>, pulse: &services::pulse::Pulse) {
     let mut changes = pulse.subscribe();
     tokio::spawn(async move {
-        let mut finished: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
-        let mut due = true;
         loop {
-            if due && let Err(e) = index.follow(store.as_ref()).await {
+            if let Err(e) = index.follow(store.as_ref()).await {
                 tracing::warn!("search index: {e:#}");
             }
-            due = match changes.recv().await {
-                Ok(batch) => batch.iter().fold(false, |any, p| {
-                    let n = p.counts.done + p.counts.error;
-                    any | (finished.insert(p.run_id.clone(), n) != Some(n))
-                }),
-                // Missed batches: look anyway.
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-            };
+            // Missed batches (lagging) are no loss: the next look reads the store anyway.
+            if let Err(tokio::sync::broadcast::error::RecvError::Closed) = changes.recv().await {
+                return;
+            }
         }
     });
 }

@@ -52,10 +52,18 @@ struct Fields {
 }
 
 struct Progress {
+    /// The latest finish indexed (finished_at ms, trial id).
     cursor: (i64, String),
     seen_observations: HashSet<u64>,
     trials: usize,
+    /// Trials indexed that finished within [`LATE_MS`] of the cursor.
+    recent: std::collections::HashMap<String, i64>,
 }
+
+/// A finish can be committed a little after a later one (trials finish concurrently, in
+/// several processes): each look starts this far before the cursor and skips the trials
+/// it already has, so none is passed over.
+const LATE_MS: i64 = 5_000;
 
 /// What each commit records, so a reopened index goes on from there.
 #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -66,6 +74,9 @@ struct Payload {
     cursor_ms: i64,
     cursor_trial: String,
     trials: usize,
+    /// Trials indexed within [`LATE_MS`] of the cursor, with their finish.
+    #[serde(default)]
+    recent: Vec<(String, i64)>,
 }
 
 fn build_schema() -> (Schema, Fields) {
@@ -213,6 +224,7 @@ impl TrajectoryIndex {
                 },
                 seen_observations,
                 trials: payload.trials,
+                recent: payload.recent.iter().cloned().collect(),
             }),
             payload: Mutex::new(payload),
         })
@@ -227,16 +239,26 @@ impl TrajectoryIndex {
     pub async fn follow(&self, store: &dyn Store) -> anyhow::Result<usize> {
         let mut progress = self.progress.lock().await;
         let mut added = 0;
+        let mut scan = (progress.cursor.0.saturating_sub(LATE_MS), String::new());
         loop {
-            let batch = store.finished_after((progress.cursor.0, &progress.cursor.1), BATCH).await?;
+            let batch = store.finished_after((scan.0, &scan.1), BATCH).await?;
             if batch.is_empty() {
                 break;
             }
             let mut docs = Vec::new();
+            let mut new = false;
             for (trial, finished) in &batch {
+                scan = (*finished, trial.trial_id.clone());
+                if progress.recent.contains_key(&trial.trial_id) {
+                    continue;
+                }
+                new = true;
+                progress.recent.insert(trial.trial_id.clone(), *finished);
+                if (*finished, trial.trial_id.as_str()) > (progress.cursor.0, progress.cursor.1.as_str()) {
+                    progress.cursor = (*finished, trial.trial_id.clone());
+                }
                 // GEO ranking trials store ranker replies, not agent turns: nothing to index.
                 if trial.condition == crate::geo::plan::CONDITION && trial.task_id.starts_with("geo:") {
-                    progress.cursor = (*finished, trial.trial_id.clone());
                     continue;
                 }
                 let steps = parse_steps(&store.steps(&trial.trial_id).await?)?;
@@ -263,10 +285,14 @@ impl TrajectoryIndex {
                         docs.push(base("rationale", s.t, rationale));
                     }
                 }
-                progress.cursor = (*finished, trial.trial_id.clone());
                 progress.trials += 1;
                 added += 1;
             }
+            if !new {
+                continue;
+            }
+            let oldest = progress.cursor.0.saturating_sub(LATE_MS);
+            progress.recent.retain(|_, f| *f >= oldest);
             let mut writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             for d in docs {
                 writer.add_document(d)?;
@@ -276,6 +302,7 @@ impl TrajectoryIndex {
             payload.cursor_ms = progress.cursor.0;
             payload.cursor_trial.clone_from(&progress.cursor.1);
             payload.trials = progress.trials;
+            payload.recent = progress.recent.iter().map(|(k, v)| (k.clone(), *v)).collect();
             commit(&mut writer, &payload)?;
         }
         if added > 0 {

@@ -17,10 +17,34 @@ async fn the_search_index_reopens_where_it_stopped() {
     let thoughts = |idx: &TrajectoryIndex| idx.search("unread page", Some("thought"), 1000).expect("search").len();
     let tasks = |idx: &TrajectoryIndex| idx.search("refund", Some("task"), 10_000).expect("search").len();
 
+    // One trial's finish is committed late, stamped before finishes already indexed (as
+    // when trials finish concurrently): held back, then put back one second before the last.
+    let url = server::db::database_url(app.db.to_str().expect("utf-8")).expect("url");
+    let db = sqlx::SqlitePool::connect(&url).await.expect("sqlite");
+    let late: (String, i64) =
+        sqlx::query_as("select trial_id, finished_at from trial where run_id = $1 order by finished_at limit 1")
+            .bind(&run)
+            .fetch_one(&db)
+            .await
+            .expect("a trial");
+    sqlx::query("update trial set state = 'running' where trial_id = $1")
+        .bind(&late.0)
+        .execute(&db)
+        .await
+        .expect("hold");
     let (found, task_docs) = {
         let idx = TrajectoryIndex::open(world, "corpus-1", store, Some(&path)).await.expect("open");
         assert_eq!(thoughts(&idx), 0, "nothing followed yet");
-        assert_eq!(idx.follow(store).await.expect("follow"), 30);
+        assert_eq!(idx.follow(store).await.expect("follow"), 29);
+        let last: i64 = sqlx::query_scalar("select max(finished_at) from trial").fetch_one(&db).await.expect("max");
+        sqlx::query("update trial set state = 'done', finished_at = $1 where trial_id = $2")
+            .bind(last - 1_000)
+            .bind(&late.0)
+            .execute(&db)
+            .await
+            .expect("late finish");
+        assert_eq!(idx.follow(store).await.expect("follow"), 1, "the late finish is not passed over");
+        assert_eq!(idx.follow(store).await.expect("follow"), 0, "nor indexed twice");
         (thoughts(&idx), tasks(&idx))
     };
     assert!(found > 0 && task_docs > 0);
