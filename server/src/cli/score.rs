@@ -13,7 +13,7 @@ use crate::db::{LabelEvent, LabelKind, Store};
 use crate::env::World;
 use crate::judge::aggregate::{Aggregate, Metric, Options, aggregate};
 use crate::judge::rsn::ModelJudge;
-use crate::judge::{Scorer, TrialScore, read_trajectories};
+use crate::judge::{TrialScore, stream_scores};
 use crate::stats::Estimate;
 
 /// `mirage score`.
@@ -117,14 +117,19 @@ pub(super) async fn run_scores(store: &dyn Store, run: &str, judge: &ModelJudge)
 
 /// Scores a trajectory file against a task file (or the built-in corpus). Every problem
 /// (schema, unknown task, repeated trial id) is reported with file and line; nothing is
-/// scored unless the whole file is sound.
+/// scored unless the whole file is sound. The file is streamed: the rule-based judges run
+/// on every core as lines are read, and only the scores are kept; with a model judge the
+/// lines are read once more to ask it.
 async fn score_file(
     path: &std::path::Path,
     tasks: Option<&std::path::Path>,
     judge: &ModelJudge,
 ) -> anyhow::Result<Vec<TrialScore>> {
     let name = path.display().to_string();
-    let contents = std::fs::read_to_string(path).with_context(|| format!("reading {name}"))?;
+    let open = || -> anyhow::Result<std::io::BufReader<std::fs::File>> {
+        let file = std::fs::File::open(path).with_context(|| format!("reading {name}"))?;
+        Ok(std::io::BufReader::with_capacity(1 << 20, file))
+    };
     let (tasks, tasks_name) = match tasks {
         Some(t) => {
             let tname = t.display().to_string();
@@ -142,38 +147,36 @@ async fn score_file(
         None => (crate::corpus::generate::corpus(), "the built-in corpus".to_string()),
     };
     let world = World::build(tasks)?;
-    let lines = match read_trajectories(&name, &contents) {
-        Ok(lines) => lines,
-        Err(errors) => {
-            for e in &errors {
-                eprintln!("{e}");
+    let reader = open()?;
+    let streamed = tokio::task::block_in_place(|| stream_scores(&name, reader, &world, &tasks_name))?;
+    let mut scores = match streamed {
+        Ok(scores) => scores,
+        Err(problems) => {
+            for p in &problems {
+                eprintln!("{p}");
             }
-            bail!("{name}: {} problems; nothing was scored", errors.len());
+            bail!("{name}: {} problems; nothing was scored", problems.len());
         }
     };
-    let mut problems = Vec::new();
-    let mut seen = std::collections::HashMap::new();
-    for (line, t) in &lines {
-        if world.task(&t.task_id).is_none() {
-            problems.push(format!("{name}:{line}:task_id: task {:?} is not in {tasks_name}", t.task_id));
+    if matches!(judge, ModelJudge::Coverage) {
+        for s in &mut scores {
+            s.judge_version = judge.version();
         }
-        if let Some(first) = seen.insert(t.trial_id.clone(), *line) {
-            problems.push(format!("{name}:{line}:trial_id: {:?} repeats line {first}", t.trial_id));
-        }
+        return Ok(scores);
     }
-    if !problems.is_empty() {
-        for p in &problems {
-            eprintln!("{p}");
+    // A model judge reads each trajectory again (the file was checked whole above).
+    use std::io::BufRead;
+    let mut at = 0;
+    for line in open()?.lines() {
+        let line = line.with_context(|| format!("reading {name}"))?;
+        if line.trim().is_empty() {
+            continue;
         }
-        bail!("{name}: {} problems; nothing was scored", problems.len());
-    }
-    let mut scores = Vec::with_capacity(lines.len());
-    let scorer = Scorer::new(&world);
-    for (_, traj) in &lines {
+        let traj: crate::judge::Trajectory =
+            serde_json::from_str(&line).with_context(|| format!("{name}: re-reading"))?;
         let task = world.task(&traj.task_id).context("the trajectory's task was checked")?;
-        let mut score = scorer.score(traj).context("the trajectory's task was checked")?;
-        judge.apply(&world, task, traj, &mut score).await;
-        scores.push(score);
+        judge.apply(&world, task, &traj, &mut scores[at]).await;
+        at += 1;
     }
     Ok(scores)
 }

@@ -64,41 +64,47 @@ pub fn read_lines<T: serde::de::DeserializeOwned>(
     let mut values = Vec::new();
     let mut errors = Vec::new();
     for (i, line) in contents.lines().enumerate() {
-        let line_no = i + 1;
         if line.trim().is_empty() {
             continue;
         }
-        let err = |field: String, message: String| LineError { file: file.to_string(), line: line_no, field, message };
-        let value: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            Err(e) => {
-                errors.push(err("$".to_string(), format!("invalid JSON at column {}: {e}", e.column())));
-                continue;
-            }
-        };
-        let schema_errors: Vec<LineError> = schema
-            .iter_errors(&value)
-            .map(|e| {
-                // A missing property is named itself, not by the object that lacks it.
-                let mut pointer = e.instance_path().as_str().to_string();
-                if let jsonschema::error::ValidationErrorKind::Required { property } = e.kind() {
-                    let name = property.as_str().map_or_else(|| property.to_string(), ToString::to_string);
-                    pointer.push('/');
-                    pointer.push_str(&name.replace('~', "~0").replace('/', "~1"));
-                }
-                err(pointer_to_path(&pointer), e.to_string())
-            })
-            .collect();
-        if !schema_errors.is_empty() {
-            errors.extend(schema_errors);
-            continue;
-        }
-        match serde_json::from_value::<T>(value) {
-            Ok(v) => values.push((line_no, v)),
-            Err(e) => errors.push(err("$".to_string(), e.to_string())),
+        match read_line(file, i + 1, line, schema) {
+            Ok(v) => values.push((i + 1, v)),
+            Err(e) => errors.extend(e),
         }
     }
     (values, errors)
+}
+
+/// One line of a JSON Lines file (`line_no` 1-based): parsed, checked against `schema`
+/// and deserialised, or every problem found in it.
+pub fn read_line<T: serde::de::DeserializeOwned>(
+    file: &str,
+    line_no: usize,
+    line: &str,
+    schema: &jsonschema::Validator,
+) -> Result<T, Vec<LineError>> {
+    let err = |field: String, message: String| LineError { file: file.to_string(), line: line_no, field, message };
+    let value: Value = match serde_json::from_str(line) {
+        Ok(v) => v,
+        Err(e) => return Err(vec![err("$".to_string(), format!("invalid JSON at column {}: {e}", e.column()))]),
+    };
+    let schema_errors: Vec<LineError> = schema
+        .iter_errors(&value)
+        .map(|e| {
+            // A missing property is named itself, not by the object that lacks it.
+            let mut pointer = e.instance_path().as_str().to_string();
+            if let jsonschema::error::ValidationErrorKind::Required { property } = e.kind() {
+                let name = property.as_str().map_or_else(|| property.to_string(), ToString::to_string);
+                pointer.push('/');
+                pointer.push_str(&name.replace('~', "~0").replace('/', "~1"));
+            }
+            err(pointer_to_path(&pointer), e.to_string())
+        })
+        .collect();
+    if !schema_errors.is_empty() {
+        return Err(schema_errors);
+    }
+    serde_json::from_value::<T>(value).map_err(|e| vec![err("$".to_string(), e.to_string())])
 }
 
 /// Parses and validates a task file's contents. `file` names the input in messages.

@@ -1,44 +1,58 @@
 //! Perplexity filters: a character n-gram model of the clean corpus, or a scoring
 //! endpoint's token log-probabilities; both scored relative to typical clean text.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use super::{Calibration, CleanCorpus, Filter, calibrate};
 
-/// A character n-gram language model with add-one smoothing over the characters seen.
+/// A character n-gram language model with add-one smoothing over the characters seen
+/// (n from 2 to 4: a context of up to three characters is packed into one integer, and
+/// each context's total is kept, so scoring a character is two hash lookups).
 pub struct NgramModel {
     n: usize,
-    counts: HashMap<String, HashMap<char, u32>>,
+    counts: FxHashMap<(u64, char), u32>,
+    totals: FxHashMap<u64, u32>,
     vocab: usize,
 }
 
+/// Start-of-text padding.
+const PAD: char = '\u{2}';
+
+/// A context of up to three characters as one key (21 bits per character).
+fn context(chars: &[char]) -> u64 {
+    chars.iter().fold(0u64, |k, c| (k << 21) | u64::from(u32::from(*c)))
+}
+
 impl NgramModel {
-    /// Trains on `texts` (lowercased).
+    /// Trains on `texts` (lowercased). `n` must be 2, 3 or 4.
     pub fn train<'a>(texts: impl IntoIterator<Item = &'a str>, n: usize) -> NgramModel {
-        let mut counts: HashMap<String, HashMap<char, u32>> = HashMap::new();
-        let mut vocab = std::collections::HashSet::new();
+        assert!((2..=4).contains(&n), "character n-grams of 2 to 4 characters, not {n}");
+        let mut counts: FxHashMap<(u64, char), u32> = FxHashMap::default();
+        let mut totals: FxHashMap<u64, u32> = FxHashMap::default();
+        let mut vocab = rustc_hash::FxHashSet::default();
         for t in texts {
-            let chars: Vec<char> = std::iter::repeat_n('\u{2}', n - 1).chain(t.to_lowercase().chars()).collect();
+            let chars: Vec<char> = std::iter::repeat_n(PAD, n - 1).chain(t.to_lowercase().chars()).collect();
             for w in chars.windows(n) {
                 vocab.insert(w[n - 1]);
-                *counts.entry(w[..n - 1].iter().collect()).or_default().entry(w[n - 1]).or_default() += 1;
+                let ctx = context(&w[..n - 1]);
+                *counts.entry((ctx, w[n - 1])).or_default() += 1;
+                *totals.entry(ctx).or_default() += 1;
             }
         }
-        NgramModel { n, counts, vocab: vocab.len() + 1 }
+        NgramModel { n, counts, totals, vocab: vocab.len() + 1 }
     }
 
     /// Per-character perplexity of `text` under the model.
     pub fn perplexity(&self, text: &str) -> f64 {
-        let chars: Vec<char> = std::iter::repeat_n('\u{2}', self.n - 1).chain(text.to_lowercase().chars()).collect();
+        let chars: Vec<char> = std::iter::repeat_n(PAD, self.n - 1).chain(text.to_lowercase().chars()).collect();
         let (mut nll, mut k) = (0.0, 0usize);
         #[allow(clippy::cast_precision_loss)]
+        let vocab = self.vocab as f64;
         for w in chars.windows(self.n) {
-            let ctx: String = w[..self.n - 1].iter().collect();
-            let (hit, total) = self
-                .counts
-                .get(&ctx)
-                .map_or((0, 0), |m| (m.get(&w[self.n - 1]).copied().unwrap_or(0), m.values().sum::<u32>()));
-            let p = (f64::from(hit) + 1.0) / (f64::from(total) + self.vocab as f64);
+            let ctx = context(&w[..self.n - 1]);
+            let total = self.totals.get(&ctx).copied().unwrap_or(0);
+            let hit = if total == 0 { 0 } else { self.counts.get(&(ctx, w[self.n - 1])).copied().unwrap_or(0) };
+            let p = (f64::from(hit) + 1.0) / (f64::from(total) + vocab);
             nll -= p.ln();
             k += 1;
         }

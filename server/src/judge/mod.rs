@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod report;
 pub mod restate;
 pub mod rsn;
+pub mod stream;
 pub mod validation;
 
 use std::sync::LazyLock;
@@ -103,6 +104,13 @@ pub struct Trajectory {
     pub error: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+pub use stream::stream_scores;
+
+/// Whether a JSON value is a valid trajectory line.
+pub fn schema_valid(v: &Value) -> bool {
+    VALIDATOR.is_valid(v)
 }
 
 /// Reads a trajectory file: every line (with its 1-based number) or every problem (file,

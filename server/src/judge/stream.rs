@@ -1,0 +1,188 @@
+//! Scoring a trajectory file at the speed of reading it: lines are read in chunks and
+//! handed to one worker per core, which parses each straight into a [`Trajectory`], checks
+//! what the types do not (the schema's enums, non-empty ids, an error's reason) and scores
+//! it; only the scores are kept, so memory stays bounded by the chunks in flight. A line
+//! that fails the quick path goes through the full schema check, so its problems are
+//! reported exactly as [`super::read_trajectories`] reports them (file, line, field).
+
+use std::io::BufRead;
+use std::sync::mpsc;
+
+use serde_json::Value;
+
+use super::{Scorer, Trajectory, TrialScore, VALIDATOR};
+use crate::corpus::jsonl::read_line;
+use crate::env::World;
+
+/// Lines per chunk handed to a worker.
+const CHUNK: usize = 256;
+
+/// The schema's enums, checked on the quick path (a test compares them with the schema).
+pub const LEVELS: [&str; 5] = ["L0", "L1", "L2", "L3", "L4"];
+pub const CONDITIONS: [&str; 3] = ["raw", "hint", "evidence_anchored"];
+pub const ACTION_TYPES: [&str; 5] = ["goto", "click", "search", "back", "verdict"];
+pub const STATUSES: [&str; 2] = ["done", "error"];
+
+/// Whether a trajectory that parsed meets the schema's rules its types leave open.
+fn meets_schema(t: &Trajectory) -> bool {
+    let string_or_absent = |v: Option<&Value>| v.is_none_or(Value::is_string);
+    !t.trial_id.is_empty()
+        && !t.task_id.is_empty()
+        && LEVELS.contains(&t.level.as_str())
+        && CONDITIONS.contains(&t.condition.as_str())
+        && STATUSES.contains(&t.status.as_str())
+        && (t.status != "error" || t.error.as_ref().is_some_and(|e| !e.is_empty()))
+        && t.appeal.as_ref().is_none_or(Value::is_object)
+        && t.extra.get("spans_marked").is_none_or(Value::is_boolean)
+        && t.steps.iter().all(|s| {
+            s.action.as_ref().is_none_or(|a| {
+                a.get("type").and_then(Value::as_str).is_some_and(|k| ACTION_TYPES.contains(&k))
+                    && string_or_absent(a.get("url"))
+                    && string_or_absent(a.get("verdict"))
+            })
+        })
+}
+
+/// One line: its score, or its problems.
+fn score_line(
+    file: &str,
+    line_no: usize,
+    line: &str,
+    scorer: &Scorer<'_>,
+    tasks: &str,
+) -> Result<(String, TrialScore), Vec<String>> {
+    let traj: Trajectory = match serde_json::from_str::<Trajectory>(line) {
+        Ok(t) if meets_schema(&t) => t,
+        _ => read_line::<Trajectory>(file, line_no, line, &VALIDATOR)
+            .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>())?,
+    };
+    match scorer.score(&traj) {
+        Some(score) => Ok((traj.trial_id, score)),
+        None => Err(vec![format!("{file}:{line_no}:task_id: task {:?} is not in {tasks}", traj.task_id)]),
+    }
+}
+
+/// Scores every line of `reader` (a trajectory file named `file`) against `world`'s tasks
+/// (named `tasks` in messages) with the rule-based judges, on every core. Returns the
+/// scores in line order, or every problem found (schema, unknown task, repeated trial id),
+/// each naming file, line and field.
+pub fn stream_scores<R: BufRead>(
+    file: &str,
+    reader: R,
+    world: &World,
+    tasks: &str,
+) -> anyhow::Result<Result<Vec<TrialScore>, Vec<String>>> {
+    let scorer = Scorer::new(world);
+    let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let (tx, rx) = mpsc::sync_channel::<Vec<(usize, String)>>(workers * 2);
+    let rx = std::sync::Mutex::new(rx);
+    type Out = Vec<(usize, Result<(String, TrialScore), Vec<String>>)>;
+    let (read, results): (anyhow::Result<()>, Vec<Out>) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                let (rx, scorer) = (&rx, &scorer);
+                scope.spawn(move || {
+                    let mut out: Out = Vec::new();
+                    loop {
+                        let chunk = match rx.lock() {
+                            Ok(r) => r.recv(),
+                            Err(_) => break,
+                        };
+                        let Ok(chunk) = chunk else { break };
+                        for (line_no, line) in chunk {
+                            out.push((line_no, score_line(file, line_no, &line, scorer, tasks)));
+                        }
+                    }
+                    out
+                })
+            })
+            .collect();
+        let read = (|| -> anyhow::Result<()> {
+            let mut chunk = Vec::with_capacity(CHUNK);
+            for (i, line) in reader.lines().enumerate() {
+                let line = line.map_err(|e| anyhow::anyhow!("{file}:{}: {e}", i + 1))?;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                chunk.push((i + 1, line));
+                if chunk.len() == CHUNK {
+                    tx.send(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK)))
+                        .map_err(|_| anyhow::anyhow!("a scoring worker stopped"))?;
+                }
+            }
+            if !chunk.is_empty() {
+                tx.send(chunk).map_err(|_| anyhow::anyhow!("a scoring worker stopped"))?;
+            }
+            Ok(())
+        })();
+        drop(tx);
+        let results = handles.into_iter().map(|h| h.join().unwrap_or_default()).collect();
+        (read, results)
+    });
+    read?;
+    let mut all: Out = results.into_iter().flatten().collect();
+    all.sort_by_key(|(line, _)| *line);
+    let mut problems = Vec::new();
+    let mut scores = Vec::with_capacity(all.len());
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (line, r) in all {
+        match r {
+            Ok((trial, score)) => {
+                if let Some(first) = seen.insert(trial.clone(), line) {
+                    problems.push(format!("{file}:{line}:trial_id: {trial:?} repeats line {first}"));
+                }
+                scores.push(score);
+            }
+            Err(p) => problems.extend(p),
+        }
+    }
+    Ok(if problems.is_empty() { Ok(scores) } else { Err(problems) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quick_checks_use_the_schemas_own_enums() {
+        let schema: Value = serde_json::from_str(super::super::TRAJECTORY_SCHEMA).expect("schema");
+        let list = |v: &Value| -> Vec<String> {
+            v.as_array().expect("an enum").iter().map(|x| x.as_str().expect("a string").to_string()).collect()
+        };
+        let p = &schema["properties"];
+        assert_eq!(list(&p["level"]["enum"]), LEVELS);
+        assert_eq!(list(&p["condition"]["enum"]), CONDITIONS);
+        assert_eq!(list(&p["status"]["enum"]), STATUSES);
+        assert_eq!(list(&p["steps"]["items"]["properties"]["action"]["properties"]["type"]["enum"]), ACTION_TYPES);
+    }
+
+    #[test]
+    fn a_bad_line_is_reported_as_the_schema_reports_it_and_good_lines_are_scored() {
+        let world = World::build(crate::corpus::generate::corpus()).expect("world");
+        let good = r#"{"trial_id":"a","task_id":"shop-example-01","steps":[{"url":"/shop/admin/sales/order/view/order_id/1094","action":{"type":"verdict","verdict":"APPROVE"}}],"verdict":{"action":"APPROVE"}}"#;
+        let bad_level = good.replace(r#""trial_id":"a""#, r#""trial_id":"b","level":"L9""#);
+        let bad_action =
+            good.replace(r#""trial_id":"a""#, r#""trial_id":"c""#).replace(r#""type":"verdict""#, r#""type":"jump""#);
+        let error_without_reason = good.replace(r#""trial_id":"a""#, r#""trial_id":"d","status":"error""#);
+        let unknown = good.replace(r#""trial_id":"a""#, r#""trial_id":"e""#).replace("shop-example-01", "nope");
+        let text = [good, &bad_level, &bad_action, &error_without_reason, good, &unknown, "{oops"].join("\n");
+        let problems = stream_scores("t.jsonl", std::io::Cursor::new(text.clone()), &world, "the corpus")
+            .expect("read")
+            .expect_err("problems");
+        // The schema's own messages for lines 2–4 and 7, as the whole-file reader gives them.
+        let whole: Vec<String> = match super::super::read_trajectories("t.jsonl", &text) {
+            Err(errors) => errors.iter().map(ToString::to_string).collect(),
+            Ok(_) => panic!("the file has schema errors"),
+        };
+        for w in &whole {
+            assert!(problems.contains(w), "{w} missing from {problems:?}");
+        }
+        assert!(problems.iter().any(|p| p.starts_with("t.jsonl:5:trial_id: \"a\" repeats line 1")), "{problems:?}");
+        assert!(problems.iter().any(|p| p.starts_with("t.jsonl:6:task_id: task \"nope\"")), "{problems:?}");
+        let ok = stream_scores("t.jsonl", std::io::Cursor::new(good.to_string()), &world, "the corpus")
+            .expect("read")
+            .expect("scored");
+        assert_eq!(ok.len(), 1);
+        assert_eq!(ok[0].acc_dec.as_ref().map(|d| d.default), Some(1.0));
+    }
+}
