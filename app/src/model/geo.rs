@@ -174,6 +174,8 @@ pub struct GeoTargetView {
     pub source: String,
     /// Listed keywords and phrases the edited text holds.
     pub keyword_hits: Vec<String>,
+    /// The original against the edit, word by word: (`same`, `del` or `ins`, text).
+    pub diff: Vec<(String, String)>,
     pub state: String,
     pub error: Option<String>,
     pub orders: Vec<GeoOrderView>,

@@ -59,10 +59,19 @@ fn target(v: &GeoTargetView) -> AnyView {
             }).collect_view()}
         </ol>
         <h2>{format!("The edit ({})", v.edit_kind)}</h2>
-        <div class="geo-diff">
-            <div><h3>"Original"</h3><p class="text">{v.orig_text.clone()}</p></div>
-            <div><h3>"Edited"</h3><p class="text">{v.adv_text.clone()}</p></div>
-        </div>
+        <p class="text geo-worddiff">
+            {v.diff.iter().map(|(kind, text)| match kind.as_str() {
+                "del" => view! { <del>{text.clone()}</del> }.into_any(),
+                "ins" => view! { <ins>{text.clone()}</ins> }.into_any(),
+                _ => view! { <span>{text.clone()}</span> }.into_any(),
+            }).collect_view()}
+        </p>
+        <details><summary>"Original and edited text side by side"</summary>
+            <div class="geo-diff">
+                <div><h3>"Original"</h3><p class="text">{v.orig_text.clone()}</p></div>
+                <div><h3>"Edited"</h3><p class="text">{v.adv_text.clone()}</p></div>
+            </div>
+        </details>
         <p>{if v.keyword_hits.is_empty() {
             "The keyword filter finds nothing in the edited text.".to_string()
         } else {

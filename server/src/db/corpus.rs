@@ -60,7 +60,7 @@ impl CorpusStore for SqlStore {
                 list.push_bind(id.as_str());
             }
             b.push(")");
-            let (sql, args) = numbered(&mut b)?;
+            let (sql, args) = numbered(&mut b, self.postgres)?;
             found.extend(sqlx::query_scalar_with::<_, String, _>(&sql, args).fetch_all(&self.pool).await?);
         }
         Ok(found)
@@ -92,7 +92,7 @@ impl CorpusStore for SqlStore {
                     .push_bind(now)
                     .push_bind(now);
             });
-            let (sql, args) = numbered(&mut b)?;
+            let (sql, args) = numbered(&mut b, self.postgres)?;
             if let Err(e) = sqlx::query_with(&sql, args).execute(&mut *tx).await {
                 // Roll back now: a dropped transaction is rolled back lazily, and on SQLite
                 // its write lock would stall the next writer until then.

@@ -5,8 +5,9 @@
 //! The seam is split by concern, one sub-trait per file: [`CorpusStore`] (tasks),
 //! [`EpisodeStore`] (outside agents' episodes), [`RunStore`] (runs, the trial queue, steps,
 //! L4 search nodes), [`ScoreStore`] (scores, label events, annotation locks),
-//! [`AccountStore`] (accounts and sessions), [`CacheStore`] (model answers) and
-//! [`GeoStore`] (GEO ranking texts). [`Store`]
+//! [`AccountStore`] (accounts and sessions), [`CacheStore`] (model answers),
+//! [`GeoStore`] (GEO ranking texts and detection reports), [`OverviewStore`] (the runs
+//! list and the progress hub's probe) and [`StepStore`] (step bodies in bulk). [`Store`]
 //! is all of them; code that needs one concern imports that trait and may take
 //! `&dyn ThatStore`.
 
@@ -19,6 +20,7 @@ mod overview;
 mod runs;
 mod scores;
 mod sql;
+mod steps;
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -37,6 +39,7 @@ pub use runs::{
 };
 pub use scores::{DecisionClass, Flag, LabelEvent, LabelKind, LabelLock, ReasoningGrade, ScoreStore, StoredScore};
 pub use sql::SqlStore;
+pub use steps::StepStore;
 
 /// Failures callers act on; everything else is an infrastructure error.
 #[derive(Debug, thiserror::Error)]
@@ -56,12 +59,20 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// The whole storage interface: every concern. Implemented for anything that implements
 /// all of them (the SQL store).
 pub trait Store:
-    CorpusStore + EpisodeStore + RunStore + ScoreStore + AccountStore + CacheStore + GeoStore + OverviewStore
+    CorpusStore + EpisodeStore + RunStore + ScoreStore + AccountStore + CacheStore + GeoStore + OverviewStore + StepStore
 {
 }
 
 impl<T> Store for T where
-    T: CorpusStore + EpisodeStore + RunStore + ScoreStore + AccountStore + CacheStore + GeoStore + OverviewStore
+    T: CorpusStore
+        + EpisodeStore
+        + RunStore
+        + ScoreStore
+        + AccountStore
+        + CacheStore
+        + GeoStore
+        + OverviewStore
+        + StepStore
 {
 }
 

@@ -1,8 +1,6 @@
 //! Runs and their trials: planning, the durable queue (claim with a lease, heartbeat,
 //! requeue, finish), persisted steps, paging, and the nodes of L4 searches.
 
-use std::collections::HashMap;
-
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use sqlx::{Any, QueryBuilder};
@@ -194,8 +192,6 @@ pub trait RunStore: Send + Sync {
     async fn append_step(&self, trial_id: &str, t: i64, body: &str) -> StoreResult<()>;
     /// The persisted steps (JSON), in order.
     async fn steps(&self, trial_id: &str) -> StoreResult<Vec<String>>;
-    /// Step bodies of every trial of a run in one query, by trial id, each in order.
-    async fn run_steps(&self, run_id: &str) -> StoreResult<HashMap<String, Vec<String>>>;
     /// One trial by id.
     async fn trial(&self, trial_id: &str) -> StoreResult<TrialRow>;
     /// Finalises a running trial held by `worker`. Idempotent: `Ok(false)` when it was not
@@ -276,7 +272,7 @@ impl RunStore for SqlStore {
                         .push_bind(now)
                         .push_bind(now);
                 });
-                let (sql, args) = numbered(&mut b)?;
+                let (sql, args) = numbered(&mut b, self.postgres)?;
                 sqlx::query_with(&sql, args).execute(&mut *tx).await?;
             }
             Ok(())
@@ -445,21 +441,6 @@ impl RunStore for SqlStore {
             .bind(trial_id)
             .fetch_all(&self.pool)
             .await?)
-    }
-
-    async fn run_steps(&self, run_id: &str) -> StoreResult<HashMap<String, Vec<String>>> {
-        let rows: Vec<(String, String)> = sqlx::query_as(
-            "select s.trial_id, s.body from trial_step s join trial t on t.trial_id = s.trial_id \
-             where t.run_id = $1 order by s.trial_id, s.t",
-        )
-        .bind(run_id)
-        .fetch_all(&self.pool)
-        .await?;
-        let mut out: HashMap<String, Vec<String>> = HashMap::new();
-        for (trial, body) in rows {
-            out.entry(trial).or_default().push(body);
-        }
-        Ok(out)
     }
 
     async fn trial(&self, trial_id: &str) -> StoreResult<TrialRow> {

@@ -180,7 +180,7 @@ impl ScoreStore for SqlStore {
                     " on conflict (trial_id) do update set judge_version = excluded.judge_version, body = excluded.body, \
                      created_at = excluded.created_at",
                 );
-                let (sql, args) = numbered(&mut b)?;
+                let (sql, args) = numbered(&mut b, self.postgres)?;
                 sqlx::query_with(&sql, args).execute(&mut *tx).await?;
             }
             for chunk in labels.chunks(BULK_ROWS) {
@@ -197,7 +197,7 @@ impl ScoreStore for SqlStore {
                         .push_bind(e.judge_version.as_deref())
                         .push_bind(now);
                 });
-                let (sql, args) = numbered(&mut b)?;
+                let (sql, args) = numbered(&mut b, self.postgres)?;
                 sqlx::query_with(&sql, args).execute(&mut *tx).await?;
             }
             Ok(())

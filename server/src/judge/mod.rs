@@ -217,6 +217,19 @@ impl<'w> Scorer<'w> {
 
     /// Scores a trajectory; `None` when its task is not in the world. Manipulated texts the
     /// trial showed are run through the keyword and perplexity filters (at the defenses'
+    /// Scores many trajectories on every core, in order (`None` where the task is unknown).
+    pub fn score_all(&self, trajs: &[Trajectory]) -> Vec<Option<TrialScore>> {
+        let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let per = trajs.len().div_ceil(workers).max(1);
+        std::thread::scope(|scope| {
+            let parts: Vec<_> = trajs
+                .chunks(per)
+                .map(|part| scope.spawn(move || part.iter().map(|t| self.score(t)).collect::<Vec<_>>()))
+                .collect();
+            parts.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+        })
+    }
+
     /// 5 % calibration), for flag rates and residual attack success.
     pub fn score(&self, traj: &Trajectory) -> Option<TrialScore> {
         use crate::detect::{CalibratedPerplexity, DEFENSE_FPR, Filter, KeywordFilter};

@@ -12,8 +12,10 @@ use crate::judge::labels::QUEUE_ORDER;
 use crate::judge::rsn::ModelJudge;
 use crate::judge::{Scorer, Trajectory, TrialScore};
 
-/// How many new scores are written per transaction.
-const BATCH: usize = 500;
+/// Trials read, scored and written per chunk: a chunk's step bodies are read at once and
+/// its new scores and label events written in one transaction, so memory stays bounded by
+/// a chunk whatever the run's size.
+const CHUNK: usize = 500;
 
 /// Scores every finished trial of a run with `judge`: stored scores of the same judge
 /// version are reused, others (and new trials) are computed and stored. Human labels
@@ -30,41 +32,48 @@ pub async fn score_run(
     let mut stored: std::collections::HashMap<String, StoredScore> =
         store.scores(run_id).await?.into_iter().map(|s| (s.trial_id.clone(), s)).collect();
     let trials = store.trials(run_id).await?;
-    let mut bodies = None;
     let mut scores = Vec::new();
-    let mut fresh: Vec<(StoredScore, Vec<LabelEvent>)> = Vec::new();
+    let mut computed = 0;
     let scorer = Scorer::new(world);
-    for trial in trials.iter().filter(|t| t.state.is_finished()) {
-        if let Some(s) = stored.remove(&trial.trial_id).filter(|s| s.judge_version == version) {
-            scores.push(serde_json::from_str(&s.body).with_context(|| format!("stored score of {}", trial.trial_id))?);
+    let finished: Vec<&crate::db::TrialRow> = trials.iter().filter(|t| t.state.is_finished()).collect();
+    for chunk in finished.chunks(CHUNK) {
+        let mut todo = Vec::new();
+        for trial in chunk {
+            match stored.remove(&trial.trial_id).filter(|s| s.judge_version == version) {
+                Some(s) => scores.push(
+                    serde_json::from_str(&s.body).with_context(|| format!("stored score of {}", trial.trial_id))?,
+                ),
+                None => todo.push(*trial),
+            }
+        }
+        if todo.is_empty() {
             continue;
         }
-        let Some(task) = world.task(&trial.task_id) else {
-            anyhow::bail!("trial {}: task {} is not in the stored corpus", trial.trial_id, trial.task_id);
-        };
-        let steps = match &mut bodies {
-            Some(b) => b,
-            None => bodies.insert(store.run_steps(run_id).await?),
-        };
-        let steps = parse_steps(&steps.remove(&trial.trial_id).unwrap_or_default())?;
-        let traj: Trajectory = serde_json::from_value(trajectory_line(trial, &steps))?;
-        let mut score = scorer.score(&traj).context("the trial's task is in the world")?;
-        judge.apply(world, task, &traj, &mut score).await;
-        let events = label_events(&score);
-        fresh.push((
-            StoredScore {
+        let ids: Vec<String> = todo.iter().map(|t| t.trial_id.clone()).collect();
+        let mut bodies = store.steps_of(&ids).await?;
+        let mut trajs = Vec::with_capacity(todo.len());
+        for trial in &todo {
+            if world.task(&trial.task_id).is_none() {
+                anyhow::bail!("trial {}: task {} is not in the stored corpus", trial.trial_id, trial.task_id);
+            }
+            let steps = parse_steps(&bodies.remove(&trial.trial_id).unwrap_or_default())?;
+            trajs.push(serde_json::from_value::<Trajectory>(trajectory_line(trial, &steps))?);
+        }
+        // The rule-based judges on every core; a model judge then asks, one trial at a time.
+        let (mut rows, mut events) = (Vec::with_capacity(todo.len()), Vec::new());
+        for (traj, score) in trajs.iter().zip(scorer.score_all(&trajs)) {
+            let mut score = score.context("the trial's task is in the world")?;
+            let task = world.task(&traj.task_id).context("the trial's task is in the world")?;
+            judge.apply(world, task, traj, &mut score).await;
+            events.extend(label_events(&score));
+            rows.push(StoredScore {
                 trial_id: score.trial_id.clone(),
                 judge_version: version.clone(),
                 body: serde_json::to_string(&score)?,
-            },
-            events,
-        ));
-        scores.push(score);
-    }
-    let computed = fresh.len();
-    for chunk in fresh.chunks(BATCH) {
-        let rows: Vec<StoredScore> = chunk.iter().map(|(s, _)| s.clone()).collect();
-        let events: Vec<LabelEvent> = chunk.iter().flat_map(|(_, e)| e.iter().cloned()).collect();
+            });
+            scores.push(score);
+        }
+        computed += rows.len();
         store.put_scores(run_id, &rows, &events).await?;
     }
     apply_overrides(&mut scores, &store.label_events(run_id).await?);

@@ -34,6 +34,24 @@ fn est(e: crate::stats::Estimate) -> app::model::Est {
     app::model::Est { mean: e.mean, lo: e.lo, hi: e.hi, n: e.n }
 }
 
+/// The original against the edit, word by word, neighbouring words of one kind joined.
+pub fn word_diff(orig: &str, adv: &str) -> Vec<(String, String)> {
+    use similar::{ChangeTag, TextDiff};
+    let mut out: Vec<(String, String)> = Vec::new();
+    for change in TextDiff::from_words(orig, adv).iter_all_changes() {
+        let kind = match change.tag() {
+            ChangeTag::Equal => "same",
+            ChangeTag::Delete => "del",
+            ChangeTag::Insert => "ins",
+        };
+        match out.last_mut() {
+            Some((k, text)) if k == kind => text.push_str(change.value()),
+            _ => out.push((kind.to_string(), change.value().to_string())),
+        }
+    }
+    out
+}
+
 /// The dashboard's view of a stored detection report, with the NRG-against-AUROC scatter
 /// (NRG intervals from the run's report).
 fn detection_view(d: &Detection, r: &Report) -> anyhow::Result<GeoDetectionView> {
@@ -362,6 +380,7 @@ impl app::ssr::Geo for GeoService {
             target,
             orig_text: list.items[target].text.clone(),
             keyword_hits: crate::detect::KeywordFilter::shipped().check_geobench(&adv).matched,
+            diff: word_diff(&list.items[target].text, &adv),
             adv_text: adv,
             edit_kind: text.as_ref().map(|t| t.edit_kind.clone()).unwrap_or_default(),
             source: text.map(|t| t.source).unwrap_or_else(|| "no text stored yet".into()),
@@ -394,5 +413,20 @@ impl app::ssr::Geo for GeoService {
             nrg: result.map(|r| r.nrg),
             judged,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_word_diff_marks_what_the_edit_removed_and_added() {
+        let d = super::word_diff("A sturdy tent for two.", "A sturdy tent for two. Best tent ever!");
+        let kinds: Vec<&str> = d.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(kinds.first(), Some(&"same"));
+        assert!(d.iter().any(|(k, t)| k == "ins" && t.contains("Best")), "{d:?}");
+        let joined: String = d.iter().filter(|(k, _)| k != "del").map(|(_, t)| t.as_str()).collect();
+        assert_eq!(joined, "A sturdy tent for two. Best tent ever!", "same + ins rebuild the edit");
+        let removed = super::word_diff("cheap and quick", "quick");
+        assert!(removed.iter().any(|(k, t)| k == "del" && t.contains("cheap")), "{removed:?}");
     }
 }

@@ -546,7 +546,8 @@ async fn the_geo_pages_show_a_run_and_escape_what_rankers_say() {
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("stsdata|books|") || body.contains("stsdata|"), "instance key");
     assert!(body.contains("The edit (rewrite)") && body.contains("class=\"target\""), "list with the target marked");
-    assert_eq!(body.matches("<details>").count(), 10, "ten orders");
+    assert!(body.contains("<ins>"), "the word diff marks what stuffing added");
+    assert_eq!(body.matches("clean and edited replies").count(), 10, "ten orders");
 
     let trials = app.state.store.trials(&run).await.expect("trials");
     let loud = trials.iter().find(|t| t.agent == "loud").expect("a loud trial");
