@@ -12,11 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use server::db::{CorpusStore, SqlStore, Store, database_url};
 use server::env::World;
 use server::llm::EndpointSpec;
-use server::llm::scripted::{Reply, ScriptedServer};
+use server::llm::scripted::{ScriptedServer, five_calls};
 use server::runs::{PoolOptions, RunSpec, create_run, execute};
 
 fn peak_rss_mib() -> f64 {
@@ -26,16 +25,6 @@ fn peak_rss_mib() -> f64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
-}
-
-/// Four clicks on the first link, then a verdict: five calls per trial.
-fn five_calls(body: &Value) -> Reply {
-    let users = body["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "user").count());
-    Reply::Text(if users < 6 {
-        r#"{"thought":"read on","action":{"type":"click","link":1}}"#.to_string()
-    } else {
-        r#"{"thought":"done","action":{"type":"verdict","verdict":"ESCALATE","rationale":"bench"}}"#.to_string()
-    })
 }
 
 async fn fresh(dir: &tempfile::TempDir, name: &str) -> (Arc<dyn Store>, Arc<World>) {

@@ -17,26 +17,15 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use server::db::{CorpusStore, RunStore, SqlStore, database_url};
 use server::llm::EndpointSpec;
-use server::llm::scripted::{Reply, ScriptedServer};
+use server::llm::scripted::{ScriptedServer, five_calls};
 use server::runs::{RunSpec, create_run};
 
 const TRIALS_PER_SEED: usize = 750;
 const SEEDS: i64 = 2;
 const PER_WORKER: usize = 16;
 const LATENCY: Duration = Duration::from_millis(100);
-
-/// Four clicks on the first link, then a verdict: five calls per trial.
-fn five_calls(body: &Value) -> Reply {
-    let users = body["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "user").count());
-    Reply::Text(if users < 6 {
-        r#"{"thought":"read on","action":{"type":"click","link":1}}"#.to_string()
-    } else {
-        r#"{"thought":"done","action":{"type":"verdict","verdict":"ESCALATE","rationale":"bench"}}"#.to_string()
-    })
-}
 
 /// A fresh database: a new PostgreSQL database on the server of `base`, or a SQLite file.
 async fn fresh_url(base: Option<&str>, dir: &tempfile::TempDir, workers: usize) -> String {

@@ -193,3 +193,14 @@ async fn complete(State(inner): State<Arc<Inner>>, Json(body): Json<Value>) -> R
         }
     }
 }
+
+/// An agent's endpoint for benchmarks: four clicks on the first link, then a verdict, so
+/// each trial makes five calls.
+pub fn five_calls(body: &Value) -> Reply {
+    let users = body["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "user").count());
+    Reply::Text(if users < 6 {
+        r#"{"thought":"read on","action":{"type":"click","link":1}}"#.to_string()
+    } else {
+        r#"{"thought":"done","action":{"type":"verdict","verdict":"ESCALATE","rationale":"bench"}}"#.to_string()
+    })
+}
