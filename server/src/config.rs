@@ -154,6 +154,14 @@ impl Config {
         self.endpoints.get_key_value(name).map(|(k, v)| (k.as_str(), v))
     }
 
+    /// The endpoint a flag names (`flag` is the option, for the message): an unknown name
+    /// is an error listing the configured ones.
+    pub fn endpoint(&self, flag: &str, name: &str) -> anyhow::Result<&EndpointSpec> {
+        self.endpoints.get(name).ok_or_else(|| {
+            anyhow::anyhow!("{flag}: {name:?} is not an endpoint of the config file (known: {})", self.endpoint_names())
+        })
+    }
+
     /// Sets the judge role from a flag: an endpoint name.
     pub fn set_judge(&mut self, name: &str) -> anyhow::Result<()> {
         if !self.endpoints.contains_key(name) {
@@ -172,6 +180,15 @@ mod tests {
         let mut f = tempfile::NamedTempFile::new().expect("temp file");
         std::io::Write::write_all(&mut f, text.as_bytes()).expect("write config");
         f
+    }
+
+    #[test]
+    fn a_flag_names_a_configured_endpoint_or_is_told_which_exist() {
+        let mut config = Config::default();
+        config.endpoints.insert("grader".into(), EndpointSpec::new("http://127.0.0.1:1/v1", "m"));
+        assert_eq!(config.endpoint("--judge", "grader").expect("known").model, "m");
+        let err = config.endpoint("--scorer", "nope").unwrap_err().to_string();
+        assert!(err.starts_with("--scorer: \"nope\" is not an endpoint") && err.contains("grader"), "{err}");
     }
 
     #[test]

@@ -243,11 +243,8 @@ pub async fn geo(command: GeoCommand, db: &str) -> anyhow::Result<()> {
             let config = crate::config::Config::load(config.as_deref())?;
             let (name, spec) = match judge {
                 Some(name) => {
-                    let spec = config
-                        .endpoints
-                        .get(&name)
-                        .with_context(|| format!("--judge: {name:?} is not an endpoint of the config file"))?;
-                    (name, spec.clone())
+                    let spec = config.endpoint("--judge", &name)?.clone();
+                    (name, spec)
                 }
                 None => config
                     .judge()
@@ -271,10 +268,7 @@ pub async fn geo(command: GeoCommand, db: &str) -> anyhow::Result<()> {
             let scorer = match scorer {
                 None => None,
                 Some(name) => {
-                    let spec = config
-                        .endpoints
-                        .get(&name)
-                        .with_context(|| format!("--scorer: {name:?} is not an endpoint of the config file"))?;
+                    let spec = config.endpoint("--scorer", &name)?;
                     Some(crate::detect::EndpointPerplexity {
                         model: spec.model.clone(),
                         client: crate::llm::HttpLlm::new(spec.clone()).with_context(|| format!("scorer {name}"))?,
@@ -386,10 +380,7 @@ async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> a
             let mut rerankers = std::collections::BTreeMap::new();
             let mut rankers = args.ranker.clone();
             for name in &args.reranker {
-                let spec = configured
-                    .get(name)
-                    .with_context(|| format!("--reranker: {name:?} is not an endpoint of the config file"))?;
-                rerankers.insert(name.clone(), spec.clone());
+                rerankers.insert(name.clone(), config.endpoint("--reranker", name)?.clone());
                 rankers.push(name.clone());
             }
             for name in &args.ranker {
@@ -418,12 +409,7 @@ async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> a
                 attacker: match args.attacker.as_deref() {
                     Some("builtin") => None,
                     None => config.attacker().map(|(_, spec)| spec.clone()),
-                    Some(name) => Some(
-                        configured
-                            .get(name)
-                            .with_context(|| format!("--attacker: {name:?} is not an endpoint of the config file"))?
-                            .clone(),
-                    ),
+                    Some(name) => Some(config.endpoint("--attacker", name)?.clone()),
                 },
             };
             let id = crate::runs::geo::create_geo_run(store.as_ref(), spec).await?;
