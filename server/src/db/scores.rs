@@ -335,8 +335,10 @@ impl ScoreStore for SqlStore {
 
     async fn grades(&self, run_id: &str) -> StoreResult<Vec<ReasoningGrade>> {
         Ok(sqlx::query_as(
-            "select grade_id, trial_id, author, acc_rsn, decision, note, created_at from reasoning_grade \
-             where trial_id in (select trial_id from trial where run_id = $1) order by grade_id",
+            // Grades are few and a run's trials many: walk the grades and look each trial up
+            // (an `in (select ..)` list of the run's trials cost 50 ms per view at 100k trials).
+            "select grade_id, trial_id, author, acc_rsn, decision, note, created_at from reasoning_grade g \
+             where exists (select 1 from trial t where t.trial_id = g.trial_id and t.run_id = $1) order by grade_id",
         )
         .bind(run_id)
         .fetch_all(&self.pool)

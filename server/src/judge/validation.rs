@@ -3,7 +3,7 @@
 //! bands, and agreement on the decision (right, acceptable or wrong), each with n. Each
 //! person's latest grade of a trial counts once.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -66,7 +66,11 @@ pub fn validate(scores: &[TrialScore], grades: &[ReasoningGrade]) -> Validation 
             latest.insert(key, g);
         }
     }
-    let by_trial: HashMap<&str, &TrialScore> = scores.iter().map(|s| (s.trial_id.as_str(), s)).collect();
+    // Index only the graded trials: a run has far more scores than grades, and this runs on
+    // every leaderboard view.
+    let graded: HashSet<&str> = latest.keys().map(|(trial, _)| *trial).collect();
+    let by_trial: HashMap<&str, &TrialScore> =
+        scores.iter().filter(|s| graded.contains(s.trial_id.as_str())).map(|s| (s.trial_id.as_str(), s)).collect();
     let (mut values, mut bands, mut decisions) = (Vec::new(), Vec::new(), Vec::new());
     let mut judges: Vec<String> = Vec::new();
     for g in latest.values() {
