@@ -1,4 +1,4 @@
-// Shared helpers: wait for hydration, and save a screenshot of every page a test visits.
+// Shared helpers: wait for hydration (and for a page's numbers), and save a screenshot of every page a test visits.
 import { test as base, expect, Page } from '@playwright/test';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -18,6 +18,13 @@ export const test = base.extend<{ shoot: (name: string) => Promise<void> }>({
 /** Resolves once the wasm bundle has hydrated the server-rendered page. */
 export async function hydrated(page: Page) {
   await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true', { timeout: 30_000 });
+}
+
+/** Resolves once the page shows its numbers: hydrated, and no progress line left (a page
+ * whose numbers are still being computed shows one and asks the server again). */
+export async function settled(page: Page) {
+  await hydrated(page);
+  await expect(page.getByTestId('pending')).toHaveCount(0, { timeout: 60_000 });
 }
 
 export { expect };

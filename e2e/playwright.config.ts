@@ -27,7 +27,7 @@ export default defineConfig({
     },
   },
   webServer: {
-    command: `rm -f ${db}* && mkdir -p ${__dirname}/test-results && ${root}/target/debug/mirage --db ${db} serve --addr 127.0.0.1:${port} --site-root ${root}/target/site`,
+    command: `rm -f ${db}* && mkdir -p ${__dirname}/test-results && ${root}/target/debug/mirage --db ${db} serve --addr 127.0.0.1:${port} --site-root ${root}/target/site --config ${__dirname}/mirage.toml`,
     url: `http://127.0.0.1:${port}/healthz`,
     reuseExistingServer: false,
     timeout: 120_000,

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use crate::model::{Est, Progress};
+use crate::model::{Est, Pending, Progress};
 
 /// A query parameter of the current URL, `None` when absent or empty.
 pub fn query_param(key: &'static str) -> Memo<Option<String>> {
@@ -75,6 +75,41 @@ pub fn ProgressLine(progress: Progress) -> impl IntoView {
             <span class=format!("status status-{}", progress.status)>{progress.status.clone()}</span>
         </div>
     }
+}
+
+/// The line a page shows while its numbers are being computed: what, how far, and whether
+/// the numbers shown are from before. In the browser it asks the server again (`refetch`)
+/// a second later, until the answer comes without it.
+#[component]
+pub fn PendingLine(pending: Option<Pending>, refetch: Callback<()>) -> impl IntoView {
+    let p = pending?;
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        let handle = set_timeout_with_handle(move || refetch.run(()), std::time::Duration::from_secs(1)).ok();
+        on_cleanup(move || {
+            if let Some(h) = handle {
+                h.clear();
+            }
+        });
+    });
+    #[cfg(not(feature = "hydrate"))]
+    let _ = refetch;
+    let progress = if p.total > 0 { format!(": {} of {}", p.done, p.total) } else { String::new() };
+    let shown = if p.stale {
+        "The numbers below are from before the latest trials or labels; they update when it is done."
+    } else {
+        "What is missing below appears when it is done."
+    };
+    Some(view! {
+        <p class="pending" role="status" data-testid="pending">
+            {(p.total > 0).then(|| {
+                #[expect(clippy::cast_precision_loss, reason = "a progress bar")]
+                let value = p.done as f64 / p.total as f64 * 100.0;
+                view! { <progress max="100" value=format!("{value:.1}")></progress>" " }
+            })}
+            {format!("{}{progress}. {shown}", p.what)}
+        </p>
+    })
 }
 
 /// Live progress by run id, fed by the server's event stream after hydration.

@@ -2,7 +2,7 @@
 // the credulous reader, whose quotes of what swayed it leave disputed labels) and watch it finish,
 // open a trajectory and jump to its exposure turn, settle a disputed label, and see the
 // leaderboard and the plots change. Every page is photographed.
-import { test, expect, hydrated } from '../fixtures';
+import { test, expect, hydrated, settled } from '../fixtures';
 
 test.describe.configure({ mode: 'serial' });
 
@@ -81,7 +81,7 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   expect(boardBefore.validation.n).toBe(1);
   expect(boardBefore.validation.enough).toBe(false);
   await page.goto(`/leaderboard?run=${run}`);
-  await hydrated(page);
+  await settled(page);
   await expect(page.locator('table.board tbody tr')).toHaveCount(3);
   await shoot('leaderboard-before');
   await page.getByRole('link', { name: 'strict' }).click();
@@ -93,7 +93,7 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
 
   // Annotate: the queue starts with recovery labels; settle the first one.
   await page.goto(`/annotate?run=${run}`);
-  await hydrated(page);
+  await settled(page);
   const count = page.getByTestId('queue-count');
   const waiting = Number((await count.textContent())!.split(' ')[0]);
   expect(waiting).toBeGreaterThan(0);
@@ -120,31 +120,44 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   const heatAfter = await (await request.get(`/api/export/heatmap.csv?run=${run}&metric=recovery&by=agent`)).text();
   expect(heatAfter).not.toEqual(heatBefore);
   await page.goto(`/leaderboard?run=${run}`);
+  await settled(page);
   await expect(page.getByText('1 labels settled by people')).toBeVisible();
   await shoot('leaderboard-after');
+  // A breakdown nobody has asked for is computed on demand: the page comes at once with a
+  // progress line (this server waits for nothing), then fills in by itself.
+  await page.goto(`/leaderboard?run=${run}&by=condition`);
+  await expect(page.getByTestId('pending')).toBeVisible();
+  await shoot('leaderboard-pending');
+  await settled(page);
+  await expect(page.getByRole('heading', { name: 'condition: raw' })).toBeVisible();
   await page.goto(`/robustness?run=${run}`);
-  await hydrated(page);
+  await settled(page);
   await expect(page.locator('figure.plot svg title')).toHaveCount(3);
   await shoot('robustness');
   const svg = await request.get(`/api/export/robustness.svg?run=${run}`);
   expect(svg.headers()['content-type']).toBe('image/svg+xml');
   await page.goto(`/heatmaps?run=${run}&metric=recovery&by=agent`);
+  await settled(page);
   await expect(page.locator('table.heatmap td.heat').first()).toBeVisible();
   await shoot('heatmap-recovery');
   await page.goto(`/heatmaps?run=${run}&metric=exposure&by=category`);
+  await settled(page);
   await shoot('heatmap-exposure-category');
   // Attack success by level: the credulous reader gives in more at L1 than on clean pages.
   const asr = await (await request.get(`/api/export/heatmap.json?run=${run}&metric=attack_success&by=agent`)).json();
   const cell = (level: string) => asr.cells.find((c: any) => c.level === level && c.column === 'credulous').est.mean;
   expect(cell('L1')).toBeGreaterThan(cell('L0'));
   await page.goto(`/heatmaps?run=${run}&metric=attack_success&by=agent`);
+  await settled(page);
   await shoot('heatmap-attack-success');
   await page.goto(`/team?run=${run}`);
+  await settled(page);
   await expect(page.getByRole('heading', { name: /Team leaderboard/ })).toBeVisible();
   await shoot('team');
   // The paper's tables, reached from the menu by client-side navigation.
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Report' }).click();
   await expect(page.getByRole('heading', { name: 'Report', exact: true })).toBeVisible();
+  await settled(page);
   await expect(page.locator('table.report caption').first()).toHaveText('Per configuration and domain');
   await expect(page.getByRole('columnheader', { name: 'q_ev' }).first()).toBeVisible();
   await shoot('report');

@@ -2,7 +2,7 @@
 // defended form) over forum tasks at L0–L3, launched from the form. Attack success must rise
 // level by level on the heatmap, and robustness at L3 must sit below robustness at L1 on the
 // Pareto plot. The pages are photographed.
-import { test, expect, hydrated } from '../fixtures';
+import { test, expect, hydrated, settled } from '../fixtures';
 
 test('the ladder shows a dose-response on the heatmap and the robustness plot', async ({ page, request, shoot }) => {
   test.setTimeout(240_000);
@@ -23,6 +23,7 @@ test('the ladder shows a dose-response on the heatmap and the robustness plot', 
   expect(cell('L1')).toBeLessThan(cell('L2'));
   expect(cell('L2')).toBeLessThan(cell('L3'));
   await page.goto(`/heatmaps?run=${run}&metric=attack_success&by=agent`);
+  await settled(page);
   await expect(page.locator('table.heatmap td.heat').first()).toBeVisible();
   await shoot('heatmap-attack-success-by-level');
 
@@ -33,7 +34,7 @@ test('the ladder shows a dose-response on the heatmap and the robustness plot', 
   expect(await robustness('L3')).toBeLessThan(await robustness('L1'));
   for (const level of ['L1', 'L3']) {
     await page.goto(`/robustness?run=${run}&level=${level}`);
-    await hydrated(page);
+    await settled(page);
     await expect(page.locator('figure.plot svg title')).toHaveCount(2);
     await shoot(`robustness-${level}`);
   }

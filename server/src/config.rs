@@ -67,15 +67,28 @@ pub struct ServerSettings {
     /// index is kept in RAM and rebuilt at every start.
     #[serde(default)]
     pub search_dir: Option<std::path::PathBuf>,
+    /// How long (ms) a page waits for a cold computation (scoring new trials, a bootstrap)
+    /// before it answers with what is ready and a progress line, then fills in.
+    #[serde(default = "default_page_wait_ms")]
+    pub page_wait_ms: u64,
 }
 
 fn default_episodes_per_minute() -> u32 {
     120
 }
 
+fn default_page_wait_ms() -> u64 {
+    1_000
+}
+
 impl Default for ServerSettings {
     fn default() -> ServerSettings {
-        ServerSettings { secure_cookies: false, episodes_per_minute: default_episodes_per_minute(), search_dir: None }
+        ServerSettings {
+            secure_cookies: false,
+            episodes_per_minute: default_episodes_per_minute(),
+            search_dir: None,
+            page_wait_ms: default_page_wait_ms(),
+        }
     }
 }
 

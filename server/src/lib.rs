@@ -76,7 +76,8 @@ pub async fn app_state(
     let corpus_version = corpus::fingerprint(&tasks);
     let world = Arc::new(env::World::build(tasks)?);
     let judge = Arc::new(judge::rsn::ModelJudge::from_config(&config, store.clone())?);
-    let insights = Arc::new(services::insights::InsightsService::new(store.clone(), world.clone(), judge.clone()));
+    let wait = std::time::Duration::from_millis(config.server.page_wait_ms);
+    let insights = services::insights::InsightsService::new(store.clone(), world.clone(), judge.clone(), wait);
     let search = Arc::new(
         search::TrajectoryIndex::open(&world, &corpus_version, store.as_ref(), config.server.search_dir.as_deref())
             .await?,

@@ -60,6 +60,9 @@ pub struct Queue {
     /// How people's labels moved the numbers: per configuration and label metric whose mean
     /// changed, (agent, metric, mean with automatic labels only, mean with people's labels).
     pub effects: Vec<(String, String, f64, f64)>,
+    /// Set while the run's scores are being computed.
+    #[serde(default)]
+    pub pending: Option<super::Pending>,
 }
 
 /// An item opened for labelling: the lock is held by the caller until `locked_until`.

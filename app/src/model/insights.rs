@@ -51,6 +51,20 @@ pub struct PairView {
     pub p_holm: f64,
 }
 
+/// A computation a page is waiting for (scoring a run's new trials, a bootstrap). The page
+/// shows what is ready with this line and asks again until it is gone.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    /// What is being computed, e.g. "Scoring trials".
+    pub what: String,
+    /// Progress where it is counted (`total` 0 when it is not).
+    pub done: u64,
+    pub total: u64,
+    /// The numbers shown are from before the latest trials or labels (`false`: nothing is
+    /// shown yet).
+    pub stale: bool,
+}
+
 /// The leaderboard of one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Leaderboard {
@@ -72,6 +86,9 @@ pub struct Leaderboard {
     pub agreement: Vec<(String, usize, Option<f64>)>,
     /// The reasoning judge against people's grades.
     pub validation: Validation,
+    /// Set while the numbers are being computed.
+    #[serde(default)]
+    pub pending: Option<Pending>,
 }
 
 /// Below this many pairs (graded trials, labels settled by people) agreement numbers are
@@ -113,6 +130,9 @@ pub struct Robustness {
     pub missing: Vec<String>,
     /// The plot as an SVG document (escaped text only).
     pub svg: String,
+    /// Set while the numbers are being computed.
+    #[serde(default)]
+    pub pending: Option<Pending>,
 }
 
 /// Which heatmap to draw.
@@ -147,4 +167,7 @@ pub struct Heatmap {
     pub cells: Vec<HeatCell>,
     /// Cells with fewer observations than this are greyed.
     pub min_n: usize,
+    /// Set while the numbers are being computed.
+    #[serde(default)]
+    pub pending: Option<Pending>,
 }

@@ -62,4 +62,7 @@ pub struct ReportView {
     /// Metric columns of the appeals table.
     pub appeal_columns: Vec<String>,
     pub report: Report,
+    /// Set while the numbers are being computed.
+    #[serde(default)]
+    pub pending: Option<super::Pending>,
 }

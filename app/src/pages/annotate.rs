@@ -10,7 +10,7 @@ use leptos_router::hooks::{use_navigate, use_params_map};
 use super::ErrorNotice;
 use super::trajectory::Turn;
 use crate::api::{Adjudicate, ReleaseItem, SaveLabel, get_queue, get_trajectory, open_item};
-use crate::components::{AgreementCell, RunPicker, fmt3, may, query_param, query_string};
+use crate::components::{AgreementCell, PendingLine, RunPicker, fmt3, may, query_param, query_string};
 use crate::error::AppError;
 use crate::model::{NewLabel, QueueItem, Role, TURN_PAGE};
 
@@ -35,6 +35,7 @@ pub fn AnnotatePage() -> impl IntoView {
         move || (run.get(), page.get().and_then(|p| p.parse::<usize>().ok())),
         |(run, page)| get_queue(run, page),
     );
+    let refetch = Callback::new(move |()| queue.refetch());
     view! {
         <Title text="Annotate"/>
         <h1>"Disputed labels"</h1>
@@ -45,6 +46,7 @@ pub fn AnnotatePage() -> impl IntoView {
                     let picker = Callback::new(|run: String| format!("/annotate{}", query_string(&[("run", Some(run))])));
                     view! {
                         <div class="controls"><RunPicker runs=q.runs.clone() current=q.run.clone() href=picker/></div>
+                        <PendingLine pending=q.pending.clone() refetch=refetch/>
                         <p data-testid="queue-count">{format!(
                             "{} labels wait for a person ({} shown); {} settled so far in this run.",
                             q.total, q.items.len(), q.settled

@@ -9,7 +9,7 @@ use leptos_router::components::A;
 
 use super::ErrorNotice;
 use crate::api::get_leaderboard;
-use crate::components::{AgreementCell, EstCell, RunPicker, fmt3, query_param, query_string};
+use crate::components::{AgreementCell, EstCell, PendingLine, RunPicker, fmt3, query_param, query_string};
 use crate::model::{BoardQuery, BoardRow, Leaderboard};
 
 const TIERS: [&str; 3] = ["default", "strict", "loose"];
@@ -113,6 +113,7 @@ pub fn LeaderboardPage() -> impl IntoView {
     let sort = query_param("sort");
     let board = Resource::new(move || BoardQuery { run: run.get(), tier: tier.get(), by: by.get() }, get_leaderboard);
     let show_pairs = RwSignal::new(false);
+    let refetch = Callback::new(move |()| board.refetch());
     let href = move |run: Option<String>, tier: Option<String>, by: Option<String>, sort: Option<String>| {
         format!("/leaderboard{}", query_string(&[("run", run), ("tier", tier), ("by", by), ("sort", sort)]))
     };
@@ -157,6 +158,7 @@ pub fn LeaderboardPage() -> impl IntoView {
                                 }).collect_view()}
                             </span>
                         </div>
+                        <PendingLine pending=b.pending.clone() refetch=refetch/>
                         <p class="muted">{format!(
                             "Judges: {}. {} labels settled by people (they override automatic labels everywhere).",
                             if b.judges.is_empty() { "none".to_string() } else { b.judges.join(", ") }, b.human_labels
@@ -228,6 +230,7 @@ pub fn TeamPage() -> impl IntoView {
     let run = query_param("run");
     let tier = query_param("tier");
     let board = Resource::new(move || BoardQuery { run: run.get(), tier: tier.get(), by: None }, get_leaderboard);
+    let refetch = Callback::new(move |()| board.refetch());
     view! {
         <Title text="Team leaderboard"/>
         <Transition fallback=|| view! { <p>"Scoring…"</p> }>
@@ -235,6 +238,7 @@ pub fn TeamPage() -> impl IntoView {
                 Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
                 Ok(b) => view! {
                     <h1>{format!("Team leaderboard: {}", b.run)}</h1>
+                    <PendingLine pending=b.pending.clone() refetch=refetch/>
                     <p class="muted">{format!("Decision tier {}; bands group configurations whose utility is not significantly different.", b.tier)}</p>
                     {board_table(b.rows.clone(), &b.columns, &b.tier, true, None)}
                     {export_links(&b)}

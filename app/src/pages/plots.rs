@@ -7,7 +7,7 @@ use leptos_router::components::A;
 
 use super::ErrorNotice;
 use crate::api::{get_heatmap, get_robustness};
-use crate::components::{EstCell, RunPicker, query_param, query_string};
+use crate::components::{EstCell, PendingLine, RunPicker, query_param, query_string};
 use crate::model::{HeatCell, HeatQuery};
 
 /// `/robustness`.
@@ -16,6 +16,7 @@ pub fn RobustnessPage() -> impl IntoView {
     let run = query_param("run");
     let level = query_param("level");
     let data = Resource::new(move || (run.get(), level.get()), |(run, level)| get_robustness(run, level));
+    let refetch = Callback::new(move |()| data.refetch());
     let href = |run: &str, level: &str| {
         format!("/robustness{}", query_string(&[("run", Some(run.into())), ("level", Some(level.into()))]))
     };
@@ -30,6 +31,7 @@ pub fn RobustnessPage() -> impl IntoView {
                     let picker = Callback::new(move |run: String| href(&run, &lvl));
                     let q = query_string(&[("run", Some(d.run.clone())), ("level", Some(d.level.clone()))]);
                     view! {
+                        <PendingLine pending=d.pending.clone() refetch=refetch/>
                         <div class="controls">
                             <RunPicker runs=d.runs.clone() current=d.run.clone() href=picker/>
                             <span class="toggle" role="group" aria-label="Level">"Level: "
@@ -86,6 +88,7 @@ pub fn HeatmapsPage() -> impl IntoView {
     let metric = query_param("metric");
     let by = query_param("by");
     let data = Resource::new(move || HeatQuery { run: run.get(), metric: metric.get(), by: by.get() }, get_heatmap);
+    let refetch = Callback::new(move |()| data.refetch());
     let href = |run: &str, metric: &str, by: &str| {
         format!(
             "/heatmaps{}",
@@ -103,6 +106,7 @@ pub fn HeatmapsPage() -> impl IntoView {
                     let picker = Callback::new(move |run: String| href(&run, &m, &b));
                     let q = query_string(&[("run", Some(h.run.clone())), ("metric", Some(h.metric.clone())), ("by", Some(h.by.clone()))]);
                     view! {
+                        <PendingLine pending=h.pending.clone() refetch=refetch/>
                         <div class="controls">
                             <RunPicker runs=h.runs.clone() current=h.run.clone() href=picker/>
                             <span class="toggle" role="group" aria-label="Metric">"Metric: "

@@ -6,7 +6,7 @@ use leptos_meta::Title;
 
 use super::ErrorNotice;
 use crate::api::get_report;
-use crate::components::{EstCell, RunPicker, fmt3, query_param, query_string};
+use crate::components::{EstCell, PendingLine, RunPicker, fmt3, query_param, query_string};
 use crate::model::{ReportRow, ReportView};
 
 fn maybe(v: Option<f64>) -> String {
@@ -113,13 +113,14 @@ fn body(v: ReportView) -> impl IntoView {
 pub fn ReportPage() -> impl IntoView {
     let run = query_param("run");
     let data = Resource::new(move || run.get(), get_report);
+    let refetch = Callback::new(move |()| data.refetch());
     view! {
         <Title text="Report"/>
         <h1>"Report"</h1>
         <Transition fallback=|| view! { <p>"Scoring and computing the tables…"</p> }>
             {move || data.get().map(|d| match d {
                 Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(v) => body(v).into_any(),
+                Ok(v) => view! { <PendingLine pending=v.pending.clone() refetch=refetch/>{body(v)} }.into_any(),
             })}
         </Transition>
     }

@@ -34,7 +34,7 @@ pub struct ReportArgs {
 pub(super) async fn run(store: Arc<dyn Store>, args: ReportArgs) -> anyhow::Result<()> {
     let config = Config::load(args.config.as_deref())?;
     let judge = ModelJudge::from_config(&config, store.clone())?;
-    let scores = run_scores(store.as_ref(), &args.run, &judge).await?;
+    let scores = run_scores(&store, &args.run, &judge).await?;
     let options = Options { resamples: args.resamples.max(1), seed: args.seed, ..Options::default() };
     let r = report(&scores, &args.run, &options)?;
     if args.json {

@@ -80,7 +80,7 @@ pub(super) async fn score(store: Arc<dyn Store>, args: ScoreArgs) -> anyhow::Res
     let options =
         Options { by: args.by.clone(), resamples: args.resamples.max(1), seed: args.seed, ..Options::default() };
     let (scores, source) = match &args.run {
-        Some(run) => (run_scores(store.as_ref(), run, &judge).await?, run.clone()),
+        Some(run) => (run_scores(&store, run, &judge).await?, run.clone()),
         None => {
             let Some(path) = args.file.as_ref().or(args.trajectories.as_ref()) else {
                 bail!("score: give a trajectory file (mirage score FILE or --trajectories FILE) or --run RUN");
@@ -101,11 +101,27 @@ pub(super) async fn score(store: Arc<dyn Store>, args: ScoreArgs) -> anyhow::Res
 
 /// The scores of a stored run (computed and stored where missing or of another judge
 /// version, reused otherwise), with a line on stderr saying which.
-pub(super) async fn run_scores(store: &dyn Store, run: &str, judge: &ModelJudge) -> anyhow::Result<Vec<TrialScore>> {
+pub(super) async fn run_scores(
+    store: &Arc<dyn Store>,
+    run: &str,
+    judge: &ModelJudge,
+) -> anyhow::Result<Vec<TrialScore>> {
     store.run(run).await?;
-    crate::db::seed_if_empty(store).await?;
+    crate::db::seed_if_empty(store.as_ref()).await?;
     let world = World::build(store.all_tasks().await?)?;
-    let (scores, computed) = crate::runs::score::score_run(store, &world, run, judge).await?;
+    // A bar on stderr while a large run is scored (hidden when stderr is not a terminal).
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} trials scored  {per_sec}  eta {eta}")
+            .map_err(|e| anyhow::anyhow!("progress template: {e}"))?,
+    );
+    let progress = |done: usize, total: usize| {
+        bar.set_length(u64::try_from(total).unwrap_or(0));
+        bar.set_position(u64::try_from(done).unwrap_or(0));
+    };
+    let scored = crate::runs::score::score_run(store, &world, run, judge, &progress).await;
+    bar.finish_and_clear();
+    let (scores, computed) = scored?;
     eprintln!(
         "run {run}: {} trials scored ({computed} computed now, {} reused) by {}",
         scores.len(),

@@ -112,13 +112,16 @@ pub struct LabelLock {
 pub trait ScoreStore: Send + Sync {
     /// The stored scores of a run's trials.
     async fn scores(&self, run_id: &str) -> StoreResult<Vec<StoredScore>>;
-    /// Stores (or replaces) scores of a run's trials and appends the automatic label events
-    /// that came with them, in one transaction.
-    async fn put_scores(&self, run_id: &str, scores: &[StoredScore], labels: &[LabelEvent]) -> StoreResult<()>;
+    /// Stores (or replaces) scores of a run's trials, in one transaction. A score carries
+    /// its automatic labels; label events are people's (and tests').
+    async fn put_scores(&self, run_id: &str, scores: &[StoredScore]) -> StoreResult<()>;
     /// Appends one label event (labels are never updated in place); returns its id.
     async fn add_label(&self, event: &LabelEvent) -> StoreResult<i64>;
     /// Every label event of a run's trials, oldest first.
     async fn label_events(&self, run_id: &str) -> StoreResult<Vec<LabelEvent>>;
+    /// The label events people made (`human` and `adjudication`) on a run's trials, oldest
+    /// first: what overrides automatic labels, without the rules' own events.
+    async fn people_label_events(&self, run_id: &str) -> StoreResult<Vec<LabelEvent>>;
     /// The label events of one trial, oldest first.
     async fn trial_label_events(&self, trial_id: &str) -> StoreResult<Vec<LabelEvent>>;
     /// The id of the newest label event anywhere (0 when none): it changes whenever a label
@@ -162,7 +165,7 @@ impl ScoreStore for SqlStore {
             .await?)
     }
 
-    async fn put_scores(&self, run_id: &str, scores: &[StoredScore], labels: &[LabelEvent]) -> StoreResult<()> {
+    async fn put_scores(&self, run_id: &str, scores: &[StoredScore]) -> StoreResult<()> {
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
         let result: StoreResult<()> = async {
@@ -180,23 +183,6 @@ impl ScoreStore for SqlStore {
                     " on conflict (trial_id) do update set judge_version = excluded.judge_version, body = excluded.body, \
                      created_at = excluded.created_at",
                 );
-                let (sql, args) = numbered(&mut b, self.postgres)?;
-                sqlx::query_with(&sql, args).execute(&mut *tx).await?;
-            }
-            for chunk in labels.chunks(BULK_ROWS) {
-                let mut b: QueryBuilder<'_, Any> = QueryBuilder::new(LABEL_INSERT);
-                b.push_values(chunk, |mut row, e| {
-                    row.push_bind(e.trial_id.as_str())
-                        .push_bind(e.kind.as_str())
-                        .push_bind(i32::from(e.value.0))
-                        .push_bind(e.turn)
-                        .push_bind(e.source.as_str())
-                        .push_bind(e.confidence)
-                        .push_bind(e.reason.as_str())
-                        .push_bind(e.author.as_deref())
-                        .push_bind(e.judge_version.as_deref())
-                        .push_bind(now);
-                });
                 let (sql, args) = numbered(&mut b, self.postgres)?;
                 sqlx::query_with(&sql, args).execute(&mut *tx).await?;
             }
@@ -228,6 +214,18 @@ impl ScoreStore for SqlStore {
         Ok(sqlx::query_as(&format!(
             "select {LABEL_COLUMNS} from label_event \
              where trial_id in (select trial_id from trial where run_id = $1) order by event_id"
+        ))
+        .bind(run_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    async fn people_label_events(&self, run_id: &str) -> StoreResult<Vec<LabelEvent>> {
+        // Walk people's events (index on source) and look each trial up: a run has four
+        // automatic events per trial and few of these.
+        Ok(sqlx::query_as(&format!(
+            "select {LABEL_COLUMNS} from label_event e where e.source in ('human', 'adjudication') \
+             and exists (select 1 from trial t where t.trial_id = e.trial_id and t.run_id = $1) order by event_id"
         ))
         .bind(run_id)
         .fetch_all(&self.pool)

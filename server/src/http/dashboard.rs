@@ -153,6 +153,22 @@ fn board_csv(columns: &[String], rows: &[(String, &BoardRow)], group: Option<&st
     csv_text(&head, &body)
 }
 
+/// Asks until the answer has every number: a download is complete however long the
+/// computation behind it takes (each ask waits on the running job for the page's wait).
+async fn complete<T, F, Fut>(ask: F, pending: impl Fn(&T) -> bool) -> Result<T, HttpError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, app::error::AppError>>,
+{
+    loop {
+        let answer = ask().await.map_err(HttpError::from)?;
+        if !pending(&answer) {
+            return Ok(answer);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// `GET /api/export/{name}`: `leaderboard.csv|json`, `robustness.svg|csv|json`,
 /// `heatmap.csv|json`, `report.csv|json`, with the page's query parameters.
 pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Query(q): Query<ExportQuery>) -> Response {
@@ -160,10 +176,11 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
     let result: Result<Response, HttpError> = async {
         match name.as_str() {
             "leaderboard.json" | "leaderboard.csv" => {
-                let board = insights
-                    .leaderboard(BoardQuery { run: q.run.clone(), tier: q.tier.clone(), by: q.by.clone() })
-                    .await
-                    .map_err(HttpError::from)?;
+                let board = complete(
+                    || insights.leaderboard(BoardQuery { run: q.run.clone(), tier: q.tier.clone(), by: q.by.clone() }),
+                    |b| b.pending.is_some(),
+                )
+                .await?;
                 if name.ends_with("json") {
                     return Ok(Json(board).into_response());
                 }
@@ -221,7 +238,8 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                 Ok(attachment(&file, "text/csv; charset=utf-8", text))
             }
             "robustness.svg" | "robustness.csv" | "robustness.json" => {
-                let r = insights.robustness(q.run.clone(), q.level.clone()).await.map_err(HttpError::from)?;
+                let r =
+                    complete(|| insights.robustness(q.run.clone(), q.level.clone()), |r| r.pending.is_some()).await?;
                 let stem = format!("robustness-{}-{}", r.run, r.level);
                 if name.ends_with("svg") {
                     return Ok(attachment(&format!("{stem}.svg"), "image/svg+xml", r.svg));
@@ -256,7 +274,7 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                 Ok(attachment(&format!("{stem}.csv"), "text/csv; charset=utf-8", csv_text(&head, &rows)?))
             }
             "report.csv" | "report.json" => {
-                let v = insights.report(q.run.clone()).await.map_err(HttpError::from)?;
+                let v = complete(|| insights.report(q.run.clone()), |v| v.pending.is_some()).await?;
                 if name.ends_with("json") {
                     return Ok(Json(v.report).into_response());
                 }
@@ -281,10 +299,11 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                 Ok(attachment(&file, "text/csv; charset=utf-8", csv_text(&head, &rows)?))
             }
             "heatmap.csv" | "heatmap.json" => {
-                let h = insights
-                    .heatmap(HeatQuery { run: q.run.clone(), metric: q.metric.clone(), by: q.by.clone() })
-                    .await
-                    .map_err(HttpError::from)?;
+                let h = complete(
+                    || insights.heatmap(HeatQuery { run: q.run.clone(), metric: q.metric.clone(), by: q.by.clone() }),
+                    |h| h.pending.is_some(),
+                )
+                .await?;
                 if name.ends_with("json") {
                     return Ok(Json(h).into_response());
                 }

@@ -108,6 +108,18 @@ pub struct Trajectory {
 
 pub use stream::stream_scores;
 
+/// `f` over `items` on every core (one contiguous part per core), results in order.
+pub fn on_every_core<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let per = items.len().div_ceil(workers).max(1);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let parts: Vec<_> =
+            items.chunks(per).map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<_>>())).collect();
+        parts.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    })
+}
+
 /// Whether a JSON value is a valid trajectory line.
 pub fn schema_valid(v: &Value) -> bool {
     VALIDATOR.is_valid(v)
@@ -219,15 +231,7 @@ impl<'w> Scorer<'w> {
     /// trial showed are run through the keyword and perplexity filters (at the defenses'
     /// Scores many trajectories on every core, in order (`None` where the task is unknown).
     pub fn score_all(&self, trajs: &[Trajectory]) -> Vec<Option<TrialScore>> {
-        let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        let per = trajs.len().div_ceil(workers).max(1);
-        std::thread::scope(|scope| {
-            let parts: Vec<_> = trajs
-                .chunks(per)
-                .map(|part| scope.spawn(move || part.iter().map(|t| self.score(t)).collect::<Vec<_>>()))
-                .collect();
-            parts.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
-        })
+        on_every_core(trajs, |t| self.score(t))
     }
 
     /// 5 % calibration), for flag rates and residual attack success.

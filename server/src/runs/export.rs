@@ -56,6 +56,39 @@ pub fn trajectory_line(trial: &TrialRow, steps: &[Step]) -> Value {
     })
 }
 
+/// The trajectory of a finished trial read straight from its stored step bodies: the same
+/// value as [`trajectory_line`] read as a [`Trajectory`] (a step's `t` aside), without the
+/// detour through a JSON value of every step.
+pub fn trajectory_of(trial: &TrialRow, bodies: &[String]) -> anyhow::Result<crate::judge::Trajectory> {
+    use crate::judge::{TrajStep, TrajVerdict, Trajectory};
+    let steps = bodies
+        .iter()
+        .map(|b| {
+            let mut step: TrajStep = serde_json::from_str(b)
+                .map_err(|e| anyhow::anyhow!("trial {}: a stored step does not parse: {e}", trial.trial_id))?;
+            step.extra.remove("t");
+            Ok(step)
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(Trajectory {
+        trial_id: trial.trial_id.clone(),
+        task_id: trial.task_id.clone(),
+        agent: trial.agent.clone(),
+        level: trial.level.clone(),
+        condition: trial.condition.clone(),
+        seed: trial.seed,
+        steps,
+        verdict: trial
+            .verdict
+            .as_ref()
+            .map(|v| TrajVerdict { action: v.clone(), rationale: trial.rationale.clone().unwrap_or_default() }),
+        appeal: trial.appeal.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()),
+        status: if trial.state == TrialState::Error { "error" } else { "done" }.to_string(),
+        error: trial.error.clone(),
+        extra: serde_json::Map::from_iter([("spans_marked".to_string(), Value::Bool(true))]),
+    })
+}
+
 /// JSON Lines of every finished trial of the run, in plan order, and the number of trials
 /// left out because they have not finished (queued, running or cancelled).
 pub async fn export_run(store: &dyn Store, run_id: &str) -> anyhow::Result<(String, usize)> {

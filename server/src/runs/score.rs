@@ -1,105 +1,107 @@
 //! Scores of runs: computed once per trial and judge version, stored with the judge version
-//! that produced them, recomputed when the judges change; label events appended with each
-//! new score; human labels applied on the way out.
+//! that produced them (its automatic labels inside), recomputed when the judges change;
+//! people's label events applied on the way out.
+
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use anyhow::Context;
 
-use super::export::{parse_steps, trajectory_line};
-use crate::db::{LabelEvent, Store, StoredScore};
+use super::export::trajectory_of;
+use crate::db::{Store, StoredScore, TrialRow};
 use crate::env::World;
 use crate::judge::aggregate::apply_overrides;
-use crate::judge::labels::QUEUE_ORDER;
 use crate::judge::rsn::ModelJudge;
-use crate::judge::{Scorer, Trajectory, TrialScore};
+use crate::judge::{Scorer, Trajectory, TrialScore, on_every_core};
 
 /// Trials read, scored and written per chunk: a chunk's step bodies are read at once and
-/// its new scores and label events written in one transaction, so memory stays bounded by
-/// a chunk whatever the run's size.
+/// its new scores written in one transaction, so memory stays bounded by
+/// a few chunks whatever the run's size.
 const CHUNK: usize = 500;
 
 /// Scores every finished trial of a run with `judge`: stored scores of the same judge
 /// version are reused, others (and new trials) are computed and stored. Human labels
-/// override automatic ones in the returned scores. Returns the scores and how many were
-/// (re)computed.
+/// override automatic ones in the returned scores (in plan order). `progress` hears
+/// (trials handled, finished trials) as chunks are scored. Returns the scores and how many
+/// were (re)computed.
+///
+/// The chunks go through a pipeline: while one is parsed and scored on every core, the
+/// next one's steps are read and the previous one's scores written, each on its own task.
 pub async fn score_run(
-    store: &dyn Store,
+    store: &Arc<dyn Store>,
     world: &World,
     run_id: &str,
     judge: &ModelJudge,
+    progress: &(dyn Fn(usize, usize) + Send + Sync),
 ) -> anyhow::Result<(Vec<TrialScore>, usize)> {
-    super::geo::refuse_geo(store, run_id).await?;
+    super::geo::refuse_geo(store.as_ref(), run_id).await?;
     let version = judge.version();
-    let mut stored: std::collections::HashMap<String, StoredScore> =
+    let mut stored: HashMap<String, StoredScore> =
         store.scores(run_id).await?.into_iter().map(|s| (s.trial_id.clone(), s)).collect();
     let trials = store.trials(run_id).await?;
-    let mut scores = Vec::new();
-    let mut computed = 0;
+    let finished: Vec<&TrialRow> = trials.iter().filter(|t| t.state.is_finished()).collect();
+    let mut slots: Vec<Option<TrialScore>> = Vec::with_capacity(finished.len());
+    let mut todo: Vec<(usize, &TrialRow)> = Vec::new();
+    for (i, trial) in finished.iter().enumerate() {
+        if let Some(s) = stored.remove(&trial.trial_id).filter(|s| s.judge_version == version) {
+            slots.push(Some(
+                serde_json::from_str(&s.body).with_context(|| format!("stored score of {}", trial.trial_id))?,
+            ));
+        } else if world.task(&trial.task_id).is_none() {
+            anyhow::bail!("trial {}: task {} is not in the stored corpus", trial.trial_id, trial.task_id);
+        } else {
+            slots.push(None);
+            todo.push((i, *trial));
+        }
+    }
+    let mut handled = finished.len() - todo.len();
+    progress(handled, finished.len());
+
     let scorer = Scorer::new(world);
-    let finished: Vec<&crate::db::TrialRow> = trials.iter().filter(|t| t.state.is_finished()).collect();
-    for chunk in finished.chunks(CHUNK) {
-        let mut todo = Vec::new();
-        for trial in chunk {
-            match stored.remove(&trial.trial_id).filter(|s| s.judge_version == version) {
-                Some(s) => scores.push(
-                    serde_json::from_str(&s.body).with_context(|| format!("stored score of {}", trial.trial_id))?,
-                ),
-                None => todo.push(*trial),
-            }
-        }
-        if todo.is_empty() {
-            continue;
-        }
-        let ids: Vec<String> = todo.iter().map(|t| t.trial_id.clone()).collect();
-        let mut bodies = store.steps_of(&ids).await?;
-        let mut trajs = Vec::with_capacity(todo.len());
-        for trial in &todo {
-            if world.task(&trial.task_id).is_none() {
-                anyhow::bail!("trial {}: task {} is not in the stored corpus", trial.trial_id, trial.task_id);
-            }
-            let steps = parse_steps(&bodies.remove(&trial.trial_id).unwrap_or_default())?;
-            trajs.push(serde_json::from_value::<Trajectory>(trajectory_line(trial, &steps))?);
-        }
-        // The rule-based judges on every core; a model judge then asks, one trial at a time.
-        let (mut rows, mut events) = (Vec::with_capacity(todo.len()), Vec::new());
-        for (traj, score) in trajs.iter().zip(scorer.score_all(&trajs)) {
-            let mut score = score.context("the trial's task is in the world")?;
-            let task = world.task(&traj.task_id).context("the trial's task is in the world")?;
-            judge.apply(world, task, traj, &mut score).await;
-            events.extend(label_events(&score));
+    let read = |chunk: &[(usize, &TrialRow)]| {
+        let (store, ids) = (store.clone(), chunk.iter().map(|(_, t)| t.trial_id.clone()).collect::<Vec<_>>());
+        tokio::spawn(async move { store.steps_of(&ids).await })
+    };
+    let chunks: Vec<&[(usize, &TrialRow)]> = todo.chunks(CHUNK).collect();
+    let mut reading = chunks.first().map(|c| read(c));
+    let mut writing: Option<tokio::task::JoinHandle<crate::db::StoreResult<()>>> = None;
+    for (n, chunk) in chunks.iter().enumerate() {
+        let mut bodies = reading.take().context("a read per chunk")?.await??;
+        reading = chunks.get(n + 1).map(|c| read(c));
+        let inputs: Vec<(&TrialRow, Vec<String>)> =
+            chunk.iter().map(|(_, t)| (*t, bodies.remove(&t.trial_id).unwrap_or_default())).collect();
+        // Parsing and the rule-based judges on every core; a model judge then asks, one
+        // trial at a time.
+        let scored = on_every_core(&inputs, |(trial, steps)| -> anyhow::Result<(Trajectory, TrialScore)> {
+            let traj = trajectory_of(trial, steps)?;
+            let score = scorer.score(&traj).context("the trial's task is in the world")?;
+            Ok((traj, score))
+        });
+        let mut rows = Vec::with_capacity(chunk.len());
+        for ((i, trial), result) in chunk.iter().zip(scored) {
+            let (traj, mut score) = result?;
+            let task = world.task(&trial.task_id).context("the trial's task is in the world")?;
+            judge.apply(world, task, &traj, &mut score).await;
             rows.push(StoredScore {
                 trial_id: score.trial_id.clone(),
                 judge_version: version.clone(),
                 body: serde_json::to_string(&score)?,
             });
-            scores.push(score);
+            slots[*i] = Some(score);
         }
-        computed += rows.len();
-        store.put_scores(run_id, &rows, &events).await?;
+        handled += chunk.len();
+        progress(handled, finished.len());
+        if let Some(w) = writing.take() {
+            w.await??;
+        }
+        let (store, run) = (store.clone(), run_id.to_string());
+        writing = Some(tokio::spawn(async move { store.put_scores(&run, &rows).await }));
     }
-    apply_overrides(&mut scores, &store.label_events(run_id).await?);
+    if let Some(w) = writing {
+        w.await??;
+    }
+    let computed = todo.len();
+    let mut scores: Vec<TrialScore> = slots.into_iter().flatten().collect();
+    apply_overrides(&mut scores, &store.people_label_events(run_id).await?);
     Ok((scores, computed))
-}
-
-/// The automatic label events of a score: the rule's label of each kind, and the model
-/// judge's where it gave one.
-fn label_events(score: &TrialScore) -> Vec<LabelEvent> {
-    let Some(labels) = &score.labels else { return Vec::new() };
-    QUEUE_ORDER
-        .iter()
-        .map(|&kind| (kind, labels.get(kind)))
-        .flat_map(|(kind, l)| std::iter::once((kind, l)).chain(l.second_opinion.as_deref().map(|s| (kind, s))))
-        .map(|(kind, l)| LabelEvent {
-            event_id: 0,
-            trial_id: score.trial_id.clone(),
-            kind,
-            value: l.value.into(),
-            turn: l.turn.and_then(|t| i64::try_from(t).ok()),
-            source: l.source.clone(),
-            confidence: l.confidence,
-            reason: l.reason.clone(),
-            author: None,
-            judge_version: Some(score.judge_version.clone()),
-            created_at: 0,
-        })
-        .collect()
 }

@@ -171,9 +171,9 @@ impl app::ssr::Annotate for AnnotateService {
             None => runs.first().cloned().ok_or_else(|| AppError::NotFound("a run (launch one first)".into()))?,
         };
         let key = self.insights.fingerprint(&run).await?;
-        let scores = self.insights.scores_at(&run, key).await?;
+        let (scores, pending) = self.insights.scores_ready(&run, key).await?;
         let mut votes: HashMap<(String, LabelKind), Vec<Vote>> = HashMap::new();
-        for e in self.store.label_events(&run).await.map_err(internal)? {
+        for e in self.store.people_label_events(&run).await.map_err(internal)? {
             if let Some(v) = vote(&e) {
                 votes.entry((e.trial_id.clone(), e.kind)).or_default().push(v);
             }
@@ -210,7 +210,8 @@ impl app::ssr::Annotate for AnnotateService {
         let pages = total.div_ceil(QUEUE_PAGE).max(1);
         let page = page.min(pages - 1);
         let items: Vec<_> = items.into_iter().skip(page * QUEUE_PAGE).take(QUEUE_PAGE).collect();
-        let agg = self.insights.aggregate_at(&run, key, &["agent"], Metric::AccDec, &[Metric::AccDec]).await?;
+        let (agg, waiting) =
+            self.insights.aggregate_ready(&run, key, &["agent"], Metric::AccDec, &[Metric::AccDec]).await?;
         let effects = effects(&scores);
         Ok(Queue {
             run,
@@ -222,6 +223,7 @@ impl app::ssr::Annotate for AnnotateService {
             settled,
             agreement: agg.agreement.iter().map(|a| (a.kind.as_str().to_string(), a.n, a.kappa)).collect(),
             effects,
+            pending: pending.or(waiting),
         })
     }
 

@@ -2,17 +2,22 @@
 //!
 //! Scores and aggregates are cached in memory, keyed by the run's finished-trial count and
 //! the newest label event: a finished trial or a person's label invalidates them, nothing
-//! else recomputes a bootstrap on a page view.
+//! else recomputes a bootstrap on a page view. A page never waits long for a cold cache:
+//! the computation runs as a background job ([`Jobs`]) and the page shows the numbers from
+//! before (or none) with the job's progress until it is done.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::future::Future;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use app::error::AppError;
 use app::model::{
-    BoardQuery, BoardRow, Est, HeatCell, HeatQuery, Heatmap, Leaderboard, PairView, ParetoPoint, Robustness,
+    BoardQuery, BoardRow, Est, HeatCell, HeatQuery, Heatmap, Leaderboard, PairView, ParetoPoint, Pending, Robustness,
 };
 
 use super::internal;
+use super::jobs::Jobs;
 use crate::db::Store;
 use crate::env::World;
 use crate::judge::TrialScore;
@@ -69,6 +74,12 @@ pub struct InsightsService {
     /// One scoring at a time: two requests (or a request and a finished run) must not score
     /// the same trials twice.
     scoring: tokio::sync::Mutex<()>,
+    /// The run being scored now, with its progress: (run, trials handled, trials finished).
+    progress: Mutex<Option<(String, usize, usize)>>,
+    /// Cold computations pages asked for.
+    jobs: Jobs,
+    /// Itself, for the jobs it starts.
+    me: Weak<InsightsService>,
 }
 
 fn est(e: Estimate) -> Est {
@@ -110,8 +121,19 @@ fn group_cells(g: &Group, utility: Metric) -> BTreeMap<String, Option<Est>> {
 }
 
 impl InsightsService {
-    pub fn new(store: Arc<dyn Store>, world: Arc<World>, judge: Arc<ModelJudge>) -> InsightsService {
-        InsightsService { store, world, judge, cache: Mutex::default(), scoring: tokio::sync::Mutex::new(()) }
+    /// The service; a page waits up to `wait` for a cold computation before answering with
+    /// what is ready.
+    pub fn new(store: Arc<dyn Store>, world: Arc<World>, judge: Arc<ModelJudge>, wait: Duration) -> Arc<Self> {
+        Arc::new_cyclic(|me| InsightsService {
+            store,
+            world,
+            judge,
+            cache: Mutex::default(),
+            scoring: tokio::sync::Mutex::new(()),
+            progress: Mutex::default(),
+            jobs: Jobs::new(wait),
+            me: me.clone(),
+        })
     }
 
     /// The runs that can be chosen (newest first) and the one asked for, or the newest with
@@ -161,16 +183,110 @@ impl InsightsService {
         {
             return Ok(s.clone());
         }
-        let (scores, _) = crate::runs::score::score_run(self.store.as_ref(), &self.world, run, &self.judge)
-            .await
-            .map_err(internal)?;
-        let scores = Arc::new(scores);
+        let progress = |done: usize, total: usize| {
+            *self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                Some((run.to_string(), done, total));
+        };
+        let scored = crate::runs::score::score_run(&self.store, &self.world, run, &self.judge, &progress).await;
+        *self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        let scores = Arc::new(scored.map_err(internal)?.0);
         self.lock().scores.insert(run.to_string(), (key, scores.clone()));
         Ok(scores)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
         self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// What a page waiting on `run` is told: the scoring's progress, or the bootstrap.
+    fn pending(&self, run: &str, stale: bool) -> Pending {
+        let progress = self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        match progress {
+            Some((r, done, total)) if r == run => {
+                Pending { what: "Scoring the run's trials".into(), done: count(done), total: count(total), stale }
+            }
+            Some((other, done, total)) => Pending {
+                what: format!("Waiting for run {other} to be scored"),
+                done: count(done),
+                total: count(total),
+                stale,
+            },
+            None => Pending { what: "Computing the intervals (bootstrap)".into(), done: 0, total: 0, stale },
+        }
+    }
+
+    /// A value for a page that must not wait long: `cached(true)` when it is fresh, else the
+    /// job `name` runs `work` (which fills the cache) and, if that takes longer than the
+    /// page's wait, the page gets `cached(false)` (the value from before the latest trials
+    /// or labels) or `empty()`, with the progress.
+    async fn ready<T>(
+        &self,
+        name: String,
+        run: &str,
+        cached: impl Fn(bool) -> Option<T>,
+        work: impl Future<Output = Result<(), AppError>> + Send + 'static,
+        empty: impl FnOnce() -> Result<T, AppError>,
+    ) -> Result<(T, Option<Pending>), AppError> {
+        if let Some(v) = cached(true) {
+            return Ok((v, None));
+        }
+        if self.jobs.run_or_wait(&name, work).await?
+            && let Some(v) = cached(true)
+        {
+            return Ok((v, None));
+        }
+        match cached(false) {
+            Some(v) => Ok((v, Some(self.pending(run, true)))),
+            None => Ok((empty()?, Some(self.pending(run, false)))),
+        }
+    }
+
+    /// [`Self::aggregate_at`] for a page: the aggregate at `key`, or while it is computed the
+    /// one from before (else an empty one) with the progress.
+    pub async fn aggregate_ready(
+        &self,
+        run: &str,
+        key: Fingerprint,
+        by: &[&str],
+        utility: Metric,
+        metrics: &[Metric],
+    ) -> Result<(Arc<Aggregate>, Option<Pending>), AppError> {
+        let ck: AggregateKey =
+            (run.to_string(), by.iter().map(ToString::to_string).collect(), utility, metrics.to_vec());
+        let me = self.me.upgrade().ok_or(AppError::Internal)?;
+        let (job_run, job_by, job_metrics) = (run.to_string(), ck.1.clone(), ck.3.clone());
+        let work = async move {
+            let by: Vec<&str> = job_by.iter().map(String::as_str).collect();
+            me.aggregate_at(&job_run, key, &by, utility, &job_metrics).await.map(|_| ())
+        };
+        let cached =
+            |fresh: bool| self.lock().aggregates.get(&ck).filter(|(k, _)| !fresh || *k == key).map(|(_, a)| a.clone());
+        let empty = || {
+            let options = Options { by: ck.1.clone(), utility, metrics: ck.3.clone(), ..Options::default() };
+            aggregate(&[], run, &options).map(Arc::new).map_err(internal)
+        };
+        self.ready(format!("aggregate {ck:?} at {key:?}"), run, cached, work, empty).await
+    }
+
+    /// [`Self::scores_at`] for a page: the scores at `key`, or while they are computed the
+    /// ones from before (else none) with the progress.
+    pub async fn scores_ready(
+        &self,
+        run: &str,
+        key: Fingerprint,
+    ) -> Result<(Arc<Vec<TrialScore>>, Option<Pending>), AppError> {
+        let me = self.me.upgrade().ok_or(AppError::Internal)?;
+        let job_run = run.to_string();
+        let work = async move { me.scores_at(&job_run, key).await.map(|_| ()) };
+        let cached =
+            |fresh: bool| self.lock().scores.get(run).filter(|(k, _)| !fresh || *k == key).map(|(_, s)| s.clone());
+        self.ready(format!("scores {run} at {key:?}"), run, cached, work, || Ok(Arc::default())).await
+    }
+
+    /// The scores cached for `run` at any state (none when never computed).
+    fn scores_cached(&self, run: &str) -> Arc<Vec<TrialScore>> {
+        self.lock().scores.get(run).map(|(_, s)| s.clone()).unwrap_or_default()
     }
 
     /// The run's aggregate grouped by `by`, with utility on `utility`, estimating `metrics`
@@ -203,34 +319,51 @@ impl InsightsService {
     }
 }
 
+/// The report page's data of `scores` (the same JSON as `mirage report --json`).
+fn report_view(scores: &[TrialScore], run: &str) -> Result<app::model::ReportView, AppError> {
+    use crate::judge::report::{APPEALS, MAIN, report};
+    let built = report(scores, run, &Options::default()).map_err(internal)?;
+    let report = serde_json::to_value(&built).and_then(serde_json::from_value).map_err(internal)?;
+    Ok(app::model::ReportView {
+        runs: Vec::new(),
+        columns: MAIN.iter().map(|m| m.as_str().to_string()).collect(),
+        appeal_columns: APPEALS.iter().map(|m| m.as_str().to_string()).collect(),
+        report,
+        pending: None,
+    })
+}
+
+impl InsightsService {
+    /// The run's report at the fingerprint `key`, computed (and cached) when cold.
+    async fn report_at(&self, run: &str, key: Fingerprint) -> Result<Arc<app::model::ReportView>, AppError> {
+        if let Some((k, v)) = self.lock().reports.get(run)
+            && *k == key
+        {
+            return Ok(v.clone());
+        }
+        let scores = self.scores_at(run, key).await?;
+        let run_id = run.to_string();
+        // The bootstrap is CPU work: keep it off the async workers.
+        let view = tokio::task::spawn_blocking(move || report_view(&scores, &run_id)).await.map_err(internal)??;
+        let view = Arc::new(view);
+        self.lock().reports.insert(run.to_string(), (key, view.clone()));
+        Ok(view)
+    }
+}
+
 #[async_trait::async_trait]
 impl app::ssr::Insights for InsightsService {
     async fn report(&self, run: Option<String>) -> Result<app::model::ReportView, AppError> {
-        use crate::judge::report::{APPEALS, MAIN, report};
         let (run, runs) = self.pick(run).await?;
         let key = self.fingerprint(&run).await?;
-        if let Some((k, v)) = self.lock().reports.get(&run)
-            && *k == key
-        {
-            return Ok(app::model::ReportView { runs, ..(**v).clone() });
-        }
-        let scores = self.scores_at(&run, key).await?;
-        let run_id = run.clone();
-        // The bootstrap is CPU work: keep it off the async workers.
-        let built = tokio::task::spawn_blocking(move || report(&scores, &run_id, &Options::default()))
-            .await
-            .map_err(internal)?
-            .map_err(internal)?;
-        // The same JSON as `mirage report --json`, read into the wire type.
-        let report = serde_json::to_value(&built).and_then(serde_json::from_value).map_err(internal)?;
-        let view = app::model::ReportView {
-            runs,
-            columns: MAIN.iter().map(|m| m.as_str().to_string()).collect(),
-            appeal_columns: APPEALS.iter().map(|m| m.as_str().to_string()).collect(),
-            report,
-        };
-        self.lock().reports.insert(run, (key, Arc::new(view.clone())));
-        Ok(view)
+        let me = self.me.upgrade().ok_or(AppError::Internal)?;
+        let job_run = run.clone();
+        let work = async move { me.report_at(&job_run, key).await.map(|_| ()) };
+        let cached =
+            |fresh: bool| self.lock().reports.get(&run).filter(|(k, _)| !fresh || *k == key).map(|(_, v)| v.clone());
+        let empty = || report_view(&[], &run).map(Arc::new);
+        let (view, pending) = self.ready(format!("report {run} at {key:?}"), &run, cached, work, empty).await?;
+        Ok(app::model::ReportView { runs, pending, ..(*view).clone() })
     }
 
     async fn leaderboard(&self, q: BoardQuery) -> Result<Leaderboard, AppError> {
@@ -248,7 +381,7 @@ impl app::ssr::Insights for InsightsService {
         let (run, runs) = self.pick(q.run.clone()).await?;
         let metrics = board_metrics(utility);
         let key = self.fingerprint(&run).await?;
-        let agg = self.aggregate_at(&run, key, &["agent"], utility, &metrics).await?;
+        let (agg, mut pending) = self.aggregate_ready(&run, key, &["agent"], utility, &metrics).await?;
         let groups: HashMap<&str, &Group> =
             agg.groups.iter().map(|g| (g.key.get("agent").map_or("", String::as_str), g)).collect();
         let rows = agg
@@ -271,7 +404,9 @@ impl app::ssr::Insights for InsightsService {
             .collect();
         let mut breakdown = Vec::new();
         if let Some(field) = &by {
-            let split = self.aggregate_at(&run, key, &[field.as_str(), "agent"], utility, &metrics).await?;
+            let (split, waiting) =
+                self.aggregate_ready(&run, key, &[field.as_str(), "agent"], utility, &metrics).await?;
+            pending = pending.or(waiting);
             let mut parts: BTreeMap<String, Vec<BoardRow>> = BTreeMap::new();
             for g in &split.groups {
                 parts.entry(g.key.get(field.as_str()).cloned().unwrap_or_default()).or_default().push(BoardRow {
@@ -288,7 +423,7 @@ impl app::ssr::Insights for InsightsService {
         // A label a person settled keeps its automatic one: exactly the pairs κ is computed on.
         let human_labels = agg.agreement.iter().map(|a| a.n).sum();
         let grades = self.store.grades(&run).await.map_err(internal)?;
-        let validation = crate::judge::validation::validate(&self.scores_at(&run, key).await?, &grades);
+        let validation = crate::judge::validation::validate(&self.scores_cached(&run), &grades);
         let validation = serde_json::to_value(&validation).and_then(serde_json::from_value).map_err(internal)?;
         Ok(Leaderboard {
             run,
@@ -316,19 +451,21 @@ impl app::ssr::Insights for InsightsService {
             human_labels,
             agreement: agg.agreement.iter().map(|a| (a.kind.as_str().to_string(), a.n, a.kappa)).collect(),
             validation,
+            pending,
         })
     }
 
     async fn robustness(&self, run: Option<String>, level: Option<String>) -> Result<Robustness, AppError> {
         let (run, runs) = self.pick(run).await?;
         let key = self.fingerprint(&run).await?;
-        let agg = self.aggregate_at(&run, key, &["agent"], Metric::AccDec, &board_metrics(Metric::AccDec)).await?;
+        let (agg, pending) =
+            self.aggregate_ready(&run, key, &["agent"], Metric::AccDec, &board_metrics(Metric::AccDec)).await?;
         let level = level.filter(|l| !l.is_empty()).unwrap_or_else(|| "pooled".into());
         let mut levels: Vec<String> =
             agg.levels.iter().map(|l| l.level.clone()).filter(|l| !Level::is_clean(l)).collect();
         levels.sort();
         levels.dedup();
-        if level != "pooled" && !levels.contains(&level) {
+        if level != "pooled" && !levels.contains(&level) && pending.is_none() {
             return Err(AppError::Invalid {
                 field: "level".into(),
                 message: format!("{level:?} is not pooled or a manipulated level of this run ({})", levels.join(", ")),
@@ -356,7 +493,7 @@ impl app::ssr::Insights for InsightsService {
         }
         crate::charts::mark_frontier(&mut points);
         let svg = crate::charts::pareto_svg(&points, &format!("{run}, {level}")).map_err(internal)?;
-        Ok(Robustness { run, runs, level, levels, points, missing, svg })
+        Ok(Robustness { run, runs, level, levels, points, missing, svg, pending })
     }
 
     async fn heatmap(&self, q: HeatQuery) -> Result<Heatmap, AppError> {
@@ -374,7 +511,8 @@ impl app::ssr::Insights for InsightsService {
         }
         let (run, runs) = self.pick(q.run.clone()).await?;
         let key = self.fingerprint(&run).await?;
-        let agg = self.aggregate_at(&run, key, &["level", by.as_str()], Metric::AccDec, &[metric]).await?;
+        let (agg, pending) =
+            self.aggregate_ready(&run, key, &["level", by.as_str()], Metric::AccDec, &[metric]).await?;
         let mut levels: Vec<String> = agg.groups.iter().filter_map(|g| g.key.get("level").cloned()).collect();
         levels.sort();
         levels.dedup();
@@ -394,6 +532,16 @@ impl app::ssr::Insights for InsightsService {
                 }
             })
             .collect();
-        Ok(Heatmap { run, runs, metric: metric.as_str().to_string(), by, levels, columns, cells, min_n: MIN_N })
+        Ok(Heatmap {
+            run,
+            runs,
+            metric: metric.as_str().to_string(),
+            by,
+            levels,
+            columns,
+            cells,
+            min_n: MIN_N,
+            pending,
+        })
     }
 }

@@ -3,6 +3,7 @@
 pub mod annotate;
 pub mod geo;
 pub mod insights;
+pub mod jobs;
 pub mod pulse;
 pub mod runs;
 

@@ -3,6 +3,7 @@
 
 mod adoption;
 mod cli;
+mod cold;
 mod dashboard;
 mod episodes;
 mod geo;

@@ -121,6 +121,12 @@ fn run_scores_are_stored_reused_and_overridden_by_people() {
     let n = v["trials"].as_array().map_or(0, Vec::len);
     assert!(n > 10);
     assert!(text(&first.stderr).contains(&format!("{n} computed now, 0 reused")), "{}", text(&first.stderr));
+    // The stored steps read as trajectories score exactly as the exported file does.
+    let exported = temp_path(&dir, "exported.jsonl");
+    let o = mirage(&db, &["runs", "export", &run, "--out", exported.to_str().expect("utf-8")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let file = json_of(&mirage(&db, &["score", exported.to_str().expect("utf-8"), "--json", "--resamples", "200"]));
+    assert_eq!(file["trials"], v["trials"], "scores of the stored run and of its export differ");
     let again = mirage(&db, &["score", "--run", &run, "--json", "--resamples", "200"]);
     assert!(text(&again.stderr).contains(&format!("0 computed now, {n} reused")), "{}", text(&again.stderr));
     assert_eq!(first.stdout, again.stdout, "stored scores give the same report");

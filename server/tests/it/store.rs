@@ -294,6 +294,14 @@ async fn exercise_scores(store: &dyn Store) {
     let steps = store.run_steps("big").await.expect("run steps");
     assert_eq!(steps.len(), 2, "only trials with steps appear");
     assert_eq!(steps[&finished[0]], vec!["{\"t\":0}".to_string(), "{\"t\":1}".to_string()]);
+    // A chunk's steps, read one joined row per trial: every body back whole and in order
+    // (an escaped record separator inside a body stays text).
+    store.append_step(&finished[1], 2, "{\"t\":2,\"x\":\"a\\u001eb, c\"}").await.expect("step");
+    let ids = [finished[1].clone(), finished[0].clone(), "missing".to_string()];
+    let some = store.steps_of(&ids).await.expect("steps of");
+    assert_eq!(some.len(), 2, "a trial without steps is absent");
+    assert_eq!(some[&finished[1]], ["{\"t\":0}", "{\"t\":1}", "{\"t\":2,\"x\":\"a\\u001eb, c\"}"]);
+    assert_eq!(some[&finished[0]], steps[&finished[0]]);
 
     store.set_run_status("big", RunStatus::Done).await.expect("status");
     assert_eq!(store.run("big").await.expect("run").status, RunStatus::Done);
@@ -311,32 +319,41 @@ async fn exercise_scores(store: &dyn Store) {
         judge_version: Some("j1".into()),
         created_at: 0,
     };
-    // 1,200 label events: two bulk statements.
-    let events: Vec<LabelEvent> = (0..1_200)
-        .map(|i| {
-            label(&finished[i % 2], if i % 2 == 0 { LabelKind::Exposure } else { LabelKind::Adoption }, i % 3 == 0)
-        })
-        .collect();
+    // Scores, stored and read back.
     let scores: Vec<StoredScore> = finished
         .iter()
         .map(|t| StoredScore { trial_id: t.clone(), judge_version: "j1".into(), body: "{}".into() })
         .collect();
-    store.put_scores("big", &scores, &events).await.expect("scores");
+    store.put_scores("big", &scores).await.expect("scores");
     let mut back = store.scores("big").await.expect("scores");
     back.sort_by(|a, b| a.trial_id.cmp(&b.trial_id));
     assert_eq!(back, scores);
+    for i in 0..3 {
+        store.add_label(&label(&finished[i % 2], LabelKind::Adoption, i == 1)).await.expect("label");
+    }
     let stored = store.label_events("big").await.expect("labels");
-    assert_eq!(stored.len(), 1_200);
+    assert_eq!(stored.len(), 3);
     assert!(stored.windows(2).all(|w| w[0].event_id < w[1].event_id), "oldest first");
-    assert_eq!(stored[3].kind, LabelKind::Adoption);
-    assert!(stored[3].value.0 && !stored[1].value.0, "values survive the round trip");
-    // Scoring again replaces the score and appends new events.
+    assert_eq!(stored[1].kind, LabelKind::Adoption);
+    assert!(stored[1].value.0 && !stored[0].value.0, "values survive the round trip");
+    // Scoring again replaces the score.
     let rescored =
         vec![StoredScore { trial_id: finished[0].clone(), judge_version: "j2".into(), body: "{\"x\":1}".into() }];
-    store.put_scores("big", &rescored, &[label(&finished[0], LabelKind::Recovery, true)]).await.expect("rescore");
+    store.put_scores("big", &rescored).await.expect("rescore");
     assert_eq!(store.trial_score(&finished[0]).await.expect("score"), Some(rescored[0].clone()));
     assert_eq!(store.score_judges("big").await.expect("judges"), ["j1", "j2"]);
-    assert_eq!(store.label_events("big").await.expect("labels").len(), 1_201);
+    // People's events alone, of this run only.
+    assert!(store.people_label_events("big").await.expect("people").is_empty());
+    let person = LabelEvent {
+        source: "human".into(),
+        author: Some("ann".into()),
+        ..label(&finished[1], LabelKind::Exposure, true)
+    };
+    store.add_label(&person).await.expect("human");
+    store.add_label(&LabelEvent { source: "adjudication".into(), ..person.clone() }).await.expect("adjudication");
+    let people = store.people_label_events("big").await.expect("people");
+    assert_eq!(people.iter().map(|e| e.source.as_str()).collect::<Vec<_>>(), ["human", "adjudication"]);
+    assert!(store.people_label_events("no-such-run").await.expect("none").is_empty());
 
     let body = |id: i64| format!("{{\"id\":{id}}}");
     store.add_tap_node(&finished[0], 0, None, 0, 0.5, &body(0)).await.expect("node");

@@ -19,7 +19,11 @@ pub struct TestApp {
 impl TestApp {
     /// Seeds the built-in corpus into a fresh SQLite file and serves the app.
     pub async fn start() -> TestApp {
-        Self::start_with(server::config::Config::default()).await
+        let mut config = server::config::Config::default();
+        // Tests read numbers from the first answer: let pages wait for their computation
+        // (the `cold` tests set no wait and follow the progress line instead).
+        config.server.page_wait_ms = 60_000;
+        Self::start_with(config).await
     }
 
     /// [`TestApp::start`] with a configuration, served as `mirage serve` serves (peer
