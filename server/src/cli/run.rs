@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 
 use crate::db::RunStatus;
 use crate::db::Store;
@@ -151,8 +151,7 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
     };
     follow(store.clone(), world, &run_id, args.concurrency, args.lease_secs).await?;
     if let Some(path) = args.out {
-        let (text, _) = crate::runs::export::export_run(store.as_ref(), &run_id).await?;
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        crate::runs::export::export_run_to(store.as_ref(), &run_id, &path).await?;
     }
     Ok(())
 }

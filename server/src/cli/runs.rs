@@ -71,16 +71,15 @@ pub(super) async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Res
         }
         RunsCommand::Export { run, out } => {
             store.run(&run).await?;
-            let (text, unfinished) = crate::runs::export::export_run(store, &run).await?;
+            let unfinished = match out {
+                Some(path) => crate::runs::export::export_run_to(store, &run, &path).await?,
+                None => {
+                    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+                    crate::runs::export::export_run(store, &run, &mut stdout).await.context("writing to stdout")?
+                }
+            };
             if unfinished > 0 {
                 eprintln!("{unfinished} trials of {run} have not finished and are not exported");
-            }
-            match out {
-                Some(path) => std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?,
-                None => {
-                    use std::io::Write;
-                    std::io::stdout().lock().write_all(text.as_bytes()).context("writing to stdout")?;
-                }
             }
         }
     }

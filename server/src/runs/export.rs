@@ -89,23 +89,45 @@ pub fn trajectory_of(trial: &TrialRow, bodies: &[String]) -> anyhow::Result<crat
     })
 }
 
-/// JSON Lines of every finished trial of the run, in plan order, and the number of trials
-/// left out because they have not finished (queued, running or cancelled).
-pub async fn export_run(store: &dyn Store, run_id: &str) -> anyhow::Result<(String, usize)> {
+/// Writes every finished trial of the run to `out` as JSON Lines, in plan order, reading
+/// the steps a chunk of trials at a time (memory stays bounded whatever the run's size).
+/// Returns the number of trials left out because they have not finished (queued, running
+/// or cancelled).
+pub async fn export_run(store: &dyn Store, run_id: &str, out: &mut dyn std::io::Write) -> anyhow::Result<usize> {
     super::geo::refuse_geo(store, run_id).await?;
-    let mut out = String::new();
-    let mut unfinished = 0;
-    let mut bodies = store.run_steps(run_id).await?;
-    for trial in store.trials(run_id).await? {
-        if !trial.state.is_finished() {
-            unfinished += 1;
-            continue;
+    let trials = store.trials(run_id).await?;
+    let finished: Vec<&TrialRow> = trials.iter().filter(|t| t.state.is_finished()).collect();
+    for chunk in finished.chunks(500) {
+        let ids: Vec<String> = chunk.iter().map(|t| t.trial_id.clone()).collect();
+        let mut bodies = store.steps_of(&ids).await?;
+        for trial in chunk {
+            let steps = parse_steps(&bodies.remove(&trial.trial_id).unwrap_or_default())?;
+            serde_json::to_writer(&mut *out, &trajectory_line(trial, &steps))?;
+            out.write_all(b"\n")?;
         }
-        let steps = parse_steps(&bodies.remove(&trial.trial_id).unwrap_or_default())?;
-        out.push_str(&trajectory_line(&trial, &steps).to_string());
-        out.push('\n');
     }
-    Ok((out, unfinished))
+    out.flush()?;
+    Ok(trials.len() - finished.len())
+}
+
+/// [`export_run`] into a file, written beside it first and renamed into place once whole.
+pub async fn export_run_to(store: &dyn Store, run_id: &str, path: &std::path::Path) -> anyhow::Result<usize> {
+    use anyhow::Context;
+    let partial = path.with_extension("partial");
+    let file = std::fs::File::create(&partial).with_context(|| format!("writing {}", partial.display()))?;
+    let mut writer = std::io::BufWriter::new(file);
+    let result = export_run(store, run_id, &mut writer).await;
+    drop(writer);
+    match result {
+        Ok(n) => {
+            std::fs::rename(&partial, path).with_context(|| format!("writing {}", path.display()))?;
+            Ok(n)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            Err(e.context(format!("writing {}", path.display())))
+        }
+    }
 }
 
 /// Decodes stored step bodies.

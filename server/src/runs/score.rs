@@ -101,7 +101,13 @@ pub async fn score_run(
         w.await??;
     }
     let computed = todo.len();
-    let mut scores: Vec<TrialScore> = slots.into_iter().flatten().collect();
+    drop(chunks);
+    drop(todo);
+    drop(finished);
+    drop(trials);
+    // In place: no second buffer of every score.
+    let mut scores =
+        slots.into_iter().map(|s| s.context("a trial was left unscored")).collect::<anyhow::Result<Vec<_>>>()?;
     apply_overrides(&mut scores, &store.people_label_events(run_id).await?);
     Ok((scores, computed))
 }

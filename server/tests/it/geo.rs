@@ -202,7 +202,7 @@ async fn a_durable_geo_run_on_sqlite_and_postgres() {
         let zero = report.pairs.iter().find(|p| p.ranker == "position").expect("pair");
         assert_eq!((zero.diff.mean, zero.p), (0.0, 1.0), "all differences 0 give p = 1");
         // The agent-run readers refuse a GEO run by name.
-        let err = server::runs::export::export_run(store.as_ref(), &run).await.unwrap_err();
+        let err = server::runs::export::export_run(store.as_ref(), &run, &mut Vec::new()).await.unwrap_err();
         assert!(err.to_string().contains("is a GEO ranking run"), "{err}");
     }
 }
