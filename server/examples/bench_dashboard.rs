@@ -53,7 +53,12 @@ async fn first_and_complete(
         let said = if p.is_null() {
             "complete".to_string()
         } else {
-            format!("{}: {} of {}", p["what"].as_str().unwrap_or_default(), p["done"], p["total"])
+            let what = p["what"].as_str().unwrap_or_default();
+            if p["total"].as_u64().unwrap_or(0) > 0 {
+                format!("{what}: {} of {}", p["done"], p["total"])
+            } else {
+                what.to_string()
+            }
         };
         let first = first.get_or_insert_with(|| (said, start.elapsed()));
         if p.is_null() {
