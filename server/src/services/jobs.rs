@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use app::error::AppError;
+use futures::FutureExt;
 use tokio::sync::watch;
 
 type Outcome = Option<Result<(), AppError>>;
@@ -16,6 +17,9 @@ type Outcome = Option<Result<(), AppError>>;
 /// The jobs running now, by name.
 pub struct Jobs {
     running: Arc<Mutex<HashMap<String, watch::Receiver<Outcome>>>>,
+    /// Jobs that failed when no page was waiting: the next page asking gets the error
+    /// (once; the one after that starts the job again).
+    failed: Arc<Mutex<HashMap<String, AppError>>>,
     /// How long a page waits for a job before answering without its result.
     wait: Duration,
 }
@@ -34,7 +38,7 @@ impl Drop for Leave {
 
 impl Jobs {
     pub fn new(wait: Duration) -> Jobs {
-        Jobs { running: Arc::default(), wait }
+        Jobs { running: Arc::default(), failed: Arc::default(), wait }
     }
 
     /// Starts `work` under `name` unless a job of that name is running, then waits for
@@ -44,6 +48,9 @@ impl Jobs {
     where
         F: Future<Output = Result<(), AppError>> + Send + 'static,
     {
+        if let Some(e) = self.failed.lock().unwrap_or_else(PoisonError::into_inner).remove(name) {
+            return Err(e);
+        }
         let mut outcome = {
             let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(rx) = running.get(name) {
@@ -52,8 +59,17 @@ impl Jobs {
                 let (tx, rx) = watch::channel(None);
                 running.insert(name.to_string(), rx.clone());
                 let leave = Leave { running: self.running.clone(), name: name.to_string() };
+                let failed = self.failed.clone();
                 tokio::spawn(async move {
-                    let result = work.await;
+                    // A panic is a failure like any other (the panic hook has printed it).
+                    let result =
+                        std::panic::AssertUnwindSafe(work).catch_unwind().await.unwrap_or(Err(AppError::Internal));
+                    if let Err(e) = &result
+                        && tx.receiver_count() <= 1
+                    {
+                        // Nobody waits but the list's own receiver: keep it for the next.
+                        failed.lock().unwrap_or_else(PoisonError::into_inner).insert(leave.name.clone(), e.clone());
+                    }
                     drop(leave);
                     let _ = tx.send(Some(result));
                 });
@@ -63,7 +79,7 @@ impl Jobs {
         match tokio::time::timeout(self.wait, outcome.wait_for(Option::is_some)).await {
             Err(_) => Ok(false),
             Ok(Ok(done)) => done.clone().unwrap_or(Err(AppError::Internal)).map(|()| true),
-            // The task ended without a result: it panicked (logged by the runtime).
+            // The task ended without sending a result (the runtime shut down).
             Ok(Err(_)) => Err(AppError::Internal),
         }
     }
@@ -101,6 +117,24 @@ mod tests {
         while jobs.is_running("a") {
             tokio::task::yield_now().await;
         }
+    }
+
+    #[tokio::test]
+    async fn a_job_failing_after_the_page_left_tells_the_next_page() {
+        let jobs = Jobs::new(Duration::from_millis(10));
+        let slow_failure = async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Err(AppError::NotFound("task t".into()))
+        };
+        assert_eq!(jobs.run_or_wait("s", slow_failure).await, Ok(false));
+        while jobs.is_running("s") {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // Not started again in a loop: the next page sees the failure.
+        let again = async { Ok(()) };
+        assert_eq!(jobs.run_or_wait("s", again).await, Err(AppError::NotFound("task t".into())));
+        let jobs = Jobs { wait: Duration::from_secs(5), ..jobs };
+        assert_eq!(jobs.run_or_wait("s", async { Ok(()) }).await, Ok(true), "then it is tried again");
     }
 
     #[tokio::test]
