@@ -97,7 +97,7 @@ pub async fn export_run(store: &dyn Store, run_id: &str, out: &mut dyn std::io::
     super::geo::refuse_geo(store, run_id).await?;
     let trials = store.trials(run_id).await?;
     let finished: Vec<&TrialRow> = trials.iter().filter(|t| t.state.is_finished()).collect();
-    for chunk in finished.chunks(500) {
+    for chunk in finished.chunks(super::score::CHUNK) {
         let ids: Vec<String> = chunk.iter().map(|t| t.trial_id.clone()).collect();
         let mut bodies = store.steps_of(&ids).await?;
         for trial in chunk {
@@ -113,7 +113,9 @@ pub async fn export_run(store: &dyn Store, run_id: &str, out: &mut dyn std::io::
 /// [`export_run`] into a file, written beside it first and renamed into place once whole.
 pub async fn export_run_to(store: &dyn Store, run_id: &str, path: &std::path::Path) -> anyhow::Result<usize> {
     use anyhow::Context;
-    let partial = path.with_extension("partial");
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = std::path::PathBuf::from(partial);
     let file = std::fs::File::create(&partial).with_context(|| format!("writing {}", partial.display()))?;
     let mut writer = std::io::BufWriter::new(file);
     let result = export_run(store, run_id, &mut writer).await;

@@ -17,7 +17,7 @@ use crate::judge::{Scorer, Trajectory, TrialScore, on_every_core};
 /// Trials read, scored and written per chunk: a chunk's step bodies are read at once and
 /// its new scores written in one transaction, so memory stays bounded by
 /// a few chunks whatever the run's size.
-const CHUNK: usize = 500;
+pub(crate) const CHUNK: usize = 500;
 
 /// Scores every finished trial of a run with `judge`: stored scores of the same judge
 /// version are reused, others (and new trials) are computed and stored. Human labels

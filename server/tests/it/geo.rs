@@ -204,6 +204,12 @@ async fn a_durable_geo_run_on_sqlite_and_postgres() {
         // The agent-run readers refuse a GEO run by name.
         let err = server::runs::export::export_run(store.as_ref(), &run, &mut Vec::new()).await.unwrap_err();
         assert!(err.to_string().contains("is a GEO ranking run"), "{err}");
+        // Into a file: refused the same way, and neither the file nor its partial is left.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("out.jsonl");
+        let err = server::runs::export::export_run_to(store.as_ref(), &run, &path).await.unwrap_err();
+        assert!(format!("{err:#}").contains("is a GEO ranking run"), "{err:#}");
+        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0, "nothing written");
     }
 }
 
