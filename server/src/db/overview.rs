@@ -29,8 +29,9 @@ struct Row {
 /// The runs overview.
 #[async_trait]
 pub trait OverviewStore: Send + Sync {
-    /// Every run, newest first, with its counts, in one query.
-    async fn run_overview(&self, since: i64) -> StoreResult<Vec<RunOverview>>;
+    /// Every run (or only the runs named in `only`), newest first, with its counts, in one
+    /// query.
+    async fn run_overview(&self, since: i64, only: Option<&[String]>) -> StoreResult<Vec<RunOverview>>;
     /// The latest finish (finished_at ms, trial id) of any trial: one index seek, so a
     /// watcher can tell cheaply whether anything finished.
     async fn last_finish(&self) -> StoreResult<Option<(i64, String)>>;
@@ -38,22 +39,37 @@ pub trait OverviewStore: Send + Sync {
 
 #[async_trait]
 impl OverviewStore for SqlStore {
-    async fn run_overview(&self, since: i64) -> StoreResult<Vec<RunOverview>> {
+    async fn run_overview(&self, since: i64, only: Option<&[String]>) -> StoreResult<Vec<RunOverview>> {
+        if only.is_some_and(<[String]>::is_empty) {
+            return Ok(Vec::new());
+        }
         let count =
             |state: &str| format!("coalesce(sum(case when t.state = '{state}' then 1 else 0 end), 0) as {state}");
-        let sql = format!(
+        let mut b: sqlx::QueryBuilder<'_, sqlx::Any> = sqlx::QueryBuilder::new(format!(
             "select r.run_id, r.spec, r.status, r.corpus_version, r.trials_total, r.created_at, {}, {}, {}, {}, {}, \
-             coalesce(sum(case when t.state in ('done', 'error') and t.finished_at >= $1 then 1 else 0 end), 0) as recent \
-             from run r left join trial t on t.run_id = r.run_id \
-             group by r.run_id, r.spec, r.status, r.corpus_version, r.trials_total, r.created_at \
-             order by r.created_at desc, r.run_id desc",
+             coalesce(sum(case when t.state in ('done', 'error') and t.finished_at >= ",
             count("queued"),
             count("running"),
             count("done"),
             count("error"),
             count("cancelled"),
+        ));
+        b.push_bind(since);
+        b.push(" then 1 else 0 end), 0) as recent from run r left join trial t on t.run_id = r.run_id");
+        if let Some(ids) = only {
+            b.push(" where r.run_id in (");
+            let mut list = b.separated(", ");
+            for id in ids {
+                list.push_bind(id.as_str());
+            }
+            b.push(")");
+        }
+        b.push(
+            " group by r.run_id, r.spec, r.status, r.corpus_version, r.trials_total, r.created_at \
+             order by r.created_at desc, r.run_id desc",
         );
-        let rows: Vec<Row> = sqlx::query_as(&sql).bind(since).fetch_all(&self.pool).await?;
+        let (sql, args) = super::sql::numbered(&mut b, self.postgres)?;
+        let rows: Vec<Row> = sqlx::query_as_with(&sql, args).fetch_all(&self.pool).await?;
         Ok(rows
             .into_iter()
             .map(|r| RunOverview {

@@ -74,7 +74,24 @@ impl Pulse {
             return Ok(());
         }
         let since = crate::db::now_ms() - crate::runs::RATE_WINDOW_MS;
-        let overview = store.run_overview(since).await?;
+        // Only runs whose counts can have moved: active ones, new ones or ones whose status
+        // changed, and ones last seen with trials still queued or running (a cancelled run's
+        // running trials end later) or with a rate still decaying. A store of finished runs
+        // is not grouped every second.
+        let moving: Option<Vec<String>> = watch.looked.then(|| {
+            let latest = self.latest.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            runs.iter()
+                .filter(|r| {
+                    r.status == RunStatus::Active
+                        || watch.statuses.get(&r.run_id) != Some(&r.status)
+                        || latest
+                            .get(&r.run_id)
+                            .is_none_or(|p| p.counts.queued + p.counts.running > 0 || p.per_minute > 0.0)
+                })
+                .map(|r| r.run_id.clone())
+                .collect()
+        });
+        let overview = store.run_overview(since, moving.as_deref()).await?;
         let mut changed = Vec::new();
         {
             let mut latest = self.latest.write().map_err(|_| anyhow::anyhow!("progress hub poisoned"))?;

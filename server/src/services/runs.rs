@@ -268,7 +268,7 @@ impl app::ssr::Runs for RunsService {
         // One query for every run and its counts.
         let since = crate::db::now_ms() - crate::runs::RATE_WINDOW_MS;
         let mut out = Vec::new();
-        for o in self.store.run_overview(since).await.map_err(internal)? {
+        for o in self.store.run_overview(since, None).await.map_err(internal)? {
             let spec: RunSpec = serde_json::from_str(&o.run.spec).map_err(internal)?;
             let report = crate::runs::ProgressReport::new(o.run.trials_total, o.progress, o.recent);
             out.push(RunSummary {

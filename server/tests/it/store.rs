@@ -96,10 +96,10 @@ async fn exercise_queue(store: &dyn Store) {
     assert_eq!((p.done, p.queued), (1, 1));
     // The runs list's one query agrees with the per-run queries.
     store.create_run("r0", "{}", "v1", &[]).await.expect("an empty run");
-    let overview = store.run_overview(now - 1_000).await.expect("overview");
+    let overview = store.run_overview(now - 1_000, None).await.expect("overview");
     let r1 = overview.iter().find(|o| o.run.run_id == "r1").expect("r1");
     assert_eq!((r1.progress, r1.recent, r1.run.trials_total), (p, 1, 2));
-    let later = store.run_overview(server::db::now_ms() + 60_000).await.expect("overview");
+    let later = store.run_overview(server::db::now_ms() + 60_000, None).await.expect("overview");
     assert_eq!(later.iter().find(|o| o.run.run_id == "r1").expect("r1").recent, 0, "nothing finished after that");
     let r0 = overview.iter().find(|o| o.run.run_id == "r0").expect("a run without trials is listed");
     assert_eq!(r0.progress, server::db::Progress::default());
@@ -108,6 +108,10 @@ async fn exercise_queue(store: &dyn Store) {
         store.runs().await.expect("runs").into_iter().map(|r| r.run_id).collect::<Vec<_>>(),
         "the same order as the runs list"
     );
+    // The progress hub asks only for the runs that can move.
+    let one = store.run_overview(now - 1_000, Some(&["r1".to_string()])).await.expect("overview");
+    assert_eq!(one, vec![r1.clone()]);
+    assert!(store.run_overview(now - 1_000, Some(&[])).await.expect("overview").is_empty());
     store.cancel_run("r1").await.expect("cancel");
     let p = store.progress("r1").await.expect("progress");
     assert_eq!((p.done, p.cancelled, p.queued), (1, 1, 0));
