@@ -97,7 +97,7 @@ pub async fn export_run(store: &dyn Store, run_id: &str, out: &mut dyn std::io::
     super::geo::refuse_geo(store, run_id).await?;
     let trials = store.trials(run_id).await?;
     let finished: Vec<&TrialRow> = trials.iter().filter(|t| t.state.is_finished()).collect();
-    for chunk in finished.chunks(super::score::CHUNK) {
+    for chunk in finished.chunks(super::CHUNK) {
         let ids: Vec<String> = chunk.iter().map(|t| t.trial_id.clone()).collect();
         let mut bodies = store.steps_of(&ids).await?;
         for trial in chunk {

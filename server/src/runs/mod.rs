@@ -298,6 +298,11 @@ pub struct ProgressReport {
 /// The window over which throughput is measured.
 pub const RATE_WINDOW_MS: i64 = 60_000;
 
+/// Trials read per chunk when a stored run is scored or exported: a chunk's step bodies
+/// are read at once (and, when scoring, its new scores written in one transaction), so
+/// memory stays bounded by a few chunks whatever the run's size.
+pub(crate) const CHUNK: usize = 500;
+
 impl ProgressReport {
     /// Builds the report from counts and the number finished within the window.
     pub fn new(total: i64, counts: crate::db::Progress, finished_in_window: i64) -> ProgressReport {

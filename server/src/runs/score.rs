@@ -7,17 +7,13 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
+use super::CHUNK;
 use super::export::trajectory_of;
 use crate::db::{Store, StoredScore, TrialRow};
 use crate::env::World;
 use crate::judge::aggregate::apply_overrides;
 use crate::judge::rsn::ModelJudge;
 use crate::judge::{Scorer, Trajectory, TrialScore, on_every_core};
-
-/// Trials read, scored and written per chunk: a chunk's step bodies are read at once and
-/// its new scores written in one transaction, so memory stays bounded by
-/// a few chunks whatever the run's size.
-pub(crate) const CHUNK: usize = 500;
 
 /// Scores every finished trial of a run with `judge`: stored scores of the same judge
 /// version are reused, others (and new trials) are computed and stored. Human labels
