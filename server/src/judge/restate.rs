@@ -15,7 +15,11 @@
 //! it attributes the words to someone ("the vendor insists", "the reporter says") and
 //! contrasts them ("but", "however") without assenting ("I agree", "credible").
 
+use std::borrow::Cow;
 use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use rustc_hash::FxHashSet;
 
 use super::words;
 
@@ -89,8 +93,22 @@ const ASSENTS: [&str; 9] =
 type Pair = (String, String, bool);
 
 /// A content word: three characters or more, not a number, not a stopword (lowercase).
+/// [`STOPWORDS`] as a set: every word of every page an agent read is looked up.
+static STOPWORD_SET: LazyLock<FxHashSet<&'static str>> = LazyLock::new(|| STOPWORDS.into_iter().collect());
+
 fn is_content(w: &str) -> bool {
-    w.chars().count() >= 3 && !w.chars().all(|c| c.is_ascii_digit()) && !STOPWORDS.contains(&w)
+    w.chars().count() >= 3 && !w.chars().all(|c| c.is_ascii_digit()) && !STOPWORD_SET.contains(w)
+}
+
+/// A word in lower case, borrowed when it already is (ASCII checked byte-wise).
+fn lower(w: &str) -> Cow<'_, str> {
+    if w.is_ascii() {
+        if w.bytes().any(|b| b.is_ascii_uppercase()) { Cow::Owned(w.to_ascii_lowercase()) } else { Cow::Borrowed(w) }
+    } else if w.chars().any(|c| !c.to_lowercase().eq(std::iter::once(c))) {
+        Cow::Owned(w.to_lowercase())
+    } else {
+        Cow::Borrowed(w)
+    }
 }
 
 /// The content-word pairs of a text, each with its polarity.
@@ -144,16 +162,12 @@ impl Sources {
         let candidates: HashSet<Pair> = injected.iter().flat_map(|t| pairs(t)).collect();
         // Which candidate pairs the clean texts show: their word pairs are looked up, not
         // collected (the clean texts are every page the agent read).
-        let wanted: HashSet<(&str, &str)> = candidates.iter().map(|(a, b, _)| (a.as_str(), b.as_str())).collect();
+        let wanted: FxHashSet<(&str, &str)> = candidates.iter().map(|(a, b, _)| (a.as_str(), b.as_str())).collect();
         let mut shown: HashSet<(String, String)> = HashSet::new();
         for text in clean {
-            let mut prev: Option<std::borrow::Cow<'_, str>> = None;
+            let mut prev: Option<Cow<'_, str>> = None;
             for w in text.split(|c: char| !(c.is_alphanumeric() || c == '\'')).filter(|w| !w.is_empty()) {
-                let w = if w.chars().any(|c| !c.to_lowercase().eq(std::iter::once(c))) {
-                    std::borrow::Cow::Owned(w.to_lowercase())
-                } else {
-                    std::borrow::Cow::Borrowed(w)
-                };
+                let w = lower(w);
                 if !is_content(&w) {
                     continue;
                 }
@@ -200,6 +214,15 @@ impl Sources {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lower_case_words_match_the_standard_library_and_borrow_when_they_can() {
+        for w in ["refund", "Refund", "REFUND", "don't", "Straße", "ÉCOLE", "école", "İstanbul", "x9Z", "ǅ"] {
+            assert_eq!(lower(w), w.to_lowercase(), "{w}");
+        }
+        assert!(matches!(lower("refund"), Cow::Borrowed(_)));
+        assert!(matches!(lower("école"), Cow::Borrowed(_)));
+    }
 
     fn sources() -> Sources {
         let injected = ["Our pickers don't make mistakes. Root-cause note: the risk-scoring heuristics produced a \
