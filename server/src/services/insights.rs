@@ -58,6 +58,11 @@ pub type Fingerprint = (i64, i64);
 /// (run, group fields, utility metric, group metrics).
 type AggregateKey = (String, Vec<String>, Metric, Vec<Metric>);
 
+/// The cache key of an aggregate (shared by the page path and the computing path).
+fn aggregate_key(run: &str, by: &[&str], utility: Metric, metrics: &[Metric]) -> AggregateKey {
+    (run.to_string(), by.iter().map(ToString::to_string).collect(), utility, metrics.to_vec())
+}
+
 #[derive(Default)]
 struct Cache {
     scores: HashMap<String, (Fingerprint, Arc<Vec<TrialScore>>)>,
@@ -252,8 +257,7 @@ impl InsightsService {
         utility: Metric,
         metrics: &[Metric],
     ) -> Result<(Arc<Aggregate>, Option<Pending>), AppError> {
-        let ck: AggregateKey =
-            (run.to_string(), by.iter().map(ToString::to_string).collect(), utility, metrics.to_vec());
+        let ck = aggregate_key(run, by, utility, metrics);
         let me = self.me.upgrade().ok_or(AppError::Internal)?;
         let (job_run, job_by, job_metrics) = (run.to_string(), ck.1.clone(), ck.3.clone());
         let work = async move {
@@ -299,7 +303,7 @@ impl InsightsService {
         utility: Metric,
         metrics: &[Metric],
     ) -> Result<Arc<Aggregate>, AppError> {
-        let ck = (run.to_string(), by.iter().map(ToString::to_string).collect(), utility, metrics.to_vec());
+        let ck = aggregate_key(run, by, utility, metrics);
         if let Some((k, a)) = self.lock().aggregates.get(&ck)
             && *k == key
         {
