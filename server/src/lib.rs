@@ -11,6 +11,7 @@ pub mod corpus;
 pub mod db;
 pub mod detect;
 pub mod env;
+pub mod foreign;
 pub mod geo;
 pub mod http;
 pub mod judge;

@@ -106,6 +106,9 @@ pub struct TrialSummary {
     pub state: String,
     pub verdict: Option<String>,
     pub error: Option<String>,
+    /// The task id names another harness's sample (an imported trial), not a Mirage task.
+    #[serde(default)]
+    pub foreign: bool,
 }
 
 /// A page of trials.
@@ -236,6 +239,41 @@ pub struct TrajectoryView {
     /// below L4).
     #[serde(default)]
     pub tap: Vec<TapNodeView>,
+    /// For a trial imported from another harness: what the harness said about the sample.
+    #[serde(default)]
+    pub origin: Option<OriginView>,
+}
+
+/// What another harness (Inspect AI, ATIF, AgentDojo) said about an imported sample.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OriginView {
+    /// The harness's name as people know it.
+    pub harness: String,
+    pub file: String,
+    pub sample: String,
+    pub task: Option<String>,
+    pub model: Option<String>,
+    pub input: Option<String>,
+    pub target: Option<String>,
+    pub answer: Option<String>,
+    /// (name, value, answer, explanation) of each of the harness's scores.
+    pub scores: Vec<(String, String, Option<String>, Option<String>)>,
+    /// "206 in, 59 out (265 total)".
+    pub tokens: Option<String>,
+    /// (name, "1.23 s").
+    pub timings: Vec<(String, String)>,
+    /// (key, value as text).
+    pub metadata: Vec<(String, String)>,
+    pub error: Option<String>,
+    /// The sample is one of Mirage's tasks: Mirage's judges scored it.
+    pub metrics_apply: bool,
+    /// The attack it ran under: (attack, injected goal, attack success).
+    pub attack: Option<(String, String, Option<bool>)>,
+    /// The trajectory that delegated to this one (a subagent's), as (sample, trial id if
+    /// imported in the same run).
+    pub parent: Option<(String, Option<String>)>,
+    /// Subagent trajectories, as (sample, trial id if imported in the same run).
+    pub subagents: Vec<(String, Option<String>)>,
 }
 
 /// One search result: where it is, and a snippet cut into plain and matching pieces.

@@ -6,6 +6,7 @@ mod geo_target;
 mod grade;
 mod home;
 mod leaderboard;
+mod origin;
 mod plots;
 mod report;
 mod runs;

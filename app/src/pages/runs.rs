@@ -272,10 +272,16 @@ pub fn RunPage() -> impl IntoView {
                                     let geo = r.condition == "geo" && r.task_id.starts_with("geo:");
                                     let trial = if geo { format!("/geo/trials/{}", r.id) } else { format!("/runs/{}/trials/{}", id.get_untracked(), r.id) };
                                     let task = if geo { format!("/geo/trials/{}", r.id) } else { format!("/tasks/{}", r.task_id) };
+                                    // An imported sample that is not a Mirage task has no task page.
+                                    let task_cell = if r.foreign {
+                                        view! { <code>{r.task_id.clone()}</code> }.into_any()
+                                    } else {
+                                        view! { <A href=task>{r.task_id.clone()}</A> }.into_any()
+                                    };
                                     view! {
                                     <tr>
                                         <td><A href=trial>{r.id.clone()}</A></td>
-                                        <td><A href=task>{r.task_id.clone()}</A></td>
+                                        <td>{task_cell}</td>
                                         <td>{r.agent}</td><td>{r.level}</td><td>{r.condition}</td><td class="num">{r.seed}</td>
                                         <td><span class=format!("state state-{}", r.state)>{r.state.clone()}</span></td>
                                         <td>{r.verdict.unwrap_or_default()}{r.error.map(|e| view! { <span class="error">{e}</span> })}</td>

@@ -12,6 +12,7 @@ use leptos_router::components::A;
 use leptos_router::hooks::{use_navigate, use_params_map};
 
 use super::ErrorNotice;
+use super::origin::harness_record;
 use crate::api::get_trajectory;
 use crate::components::{fmt3, query_param, query_string};
 use crate::model::{LabelView, TrajectoryView, TurnView};
@@ -77,6 +78,14 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
         move |p: usize| format!("{base}{}", query_string(&[("page", (p > 0).then(|| p.to_string()))]))
     };
     let verdict = v.trial.verdict.clone().unwrap_or_else(|| "none".into());
+    // An imported sample that is not a Mirage task: no Mirage metrics, labels or graph.
+    let mirage_metrics = v.origin.as_ref().is_none_or(|o| o.metrics_apply);
+    let task_badge = if !v.trial.foreign {
+        view! { <A href=format!("/tasks/{}", v.trial.task_id)>{v.trial.task_id.clone()}</A> }.into_any()
+    } else {
+        view! { <code class="badge">{v.trial.task_id.clone()}</code> }.into_any()
+    };
+    let harness = v.origin.as_ref().map(|o| harness_record(o, &v.run));
     view! {
         <Title text=v.trial.id.clone()/>
         <p class="crumbs"><A href=format!("/runs/{}", v.run)>{v.run.clone()}</A>" / trial"</p>
@@ -87,9 +96,11 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
             <span class="badge">{v.trial.condition.clone()}</span>
             <span class="badge">{format!("seed {}", v.trial.seed)}</span>
             <span class=format!("badge state-{}", v.trial.state)>{v.trial.state.clone()}</span>
-            <A href=format!("/tasks/{}", v.trial.task_id)>{v.trial.task_id.clone()}</A>
+            {task_badge}
         </p>
         {v.trial.error.clone().map(|e| view! { <p class="error" role="alert">{format!("Error: {e}")}</p> })}
+        {harness}
+        {mirage_metrics.then(|| view! {
         <section class="summary-grid">
             <div>
                 <h2>"Ticket"</h2>
@@ -194,6 +205,7 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
                 </ul>
             </div>
         </section>
+        }.into_any())}
         <h2>{format!("Turns ({})", v.turn_count)}</h2>
         <p class="muted keys">"Keys: j / k next and previous turn, n / p next and previous page."</p>
         <nav class="pager" aria-label="Turn pages">

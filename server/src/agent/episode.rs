@@ -183,6 +183,8 @@ impl<'w> Browser<'w> {
                 }
             }
             Action::Verdict { .. } => {}
+            Action::Tool { name, .. } => self.note = Some(format!("this site has no tool {name:?}")),
+            Action::Answer { .. } => self.note = Some("answer with a verdict".to_string()),
         }
     }
 }

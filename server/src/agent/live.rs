@@ -222,6 +222,14 @@ impl Site for LiveSite {
                 None
             }
             Action::Verdict { .. } => None,
+            Action::Tool { name, .. } => {
+                self.note = Some(format!("this site has no tool {name:?}"));
+                None
+            }
+            Action::Answer { .. } => {
+                self.note = Some("answer with a verdict".to_string());
+                None
+            }
         };
         if let Some(target) = target {
             match self.resolve(&target) {

@@ -31,6 +31,16 @@ pub enum Action {
     Back,
     /// The final decision, with the agent's rationale.
     Verdict { verdict: String, rationale: String },
+    /// A tool call made in another harness (an imported trajectory); Mirage's sites have no
+    /// such tool, so it is shown and searched, never replayed.
+    Tool {
+        name: String,
+        #[serde(default)]
+        arguments: serde_json::Value,
+    },
+    /// An imported trajectory's answer that is not one of Mirage's verdicts; empty when the
+    /// trajectory ended without one.
+    Answer { text: String },
 }
 
 /// What the agent sees at one step.

@@ -16,15 +16,41 @@ pub enum RunsCommand {
     Show { run: String },
     /// Stop a run: queued trials are cancelled, running ones stop at their next step.
     Cancel { run: String },
-    /// The finished trials as trajectory lines (DESIGN §5).
+    /// The finished trials as trajectory lines (DESIGN §5), or as ATIF trajectories.
     Export {
         run: String,
+        /// `mirage`: trajectory lines (one JSON object per line). `atif`: one ATIF trajectory
+        /// per trial, one per line on stdout, or one `<trial>.json` per trial in the `--out`
+        /// directory.
+        #[arg(long, value_enum, default_value = "mirage")]
+        format: ExportFormat,
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Stores trajectories produced elsewhere (DESIGN §5 lines) as a finished run, to replay,
-    /// score and compare them on the dashboard. Prints the run id.
-    Import { file: PathBuf },
+    /// Stores trajectories produced elsewhere as a finished run, to replay, search, label and
+    /// (for samples that are Mirage tasks) score them on the dashboard. Reads Mirage's own
+    /// trajectory lines (DESIGN §5), Inspect AI logs (`.eval`, `.json`), ATIF trajectories
+    /// and AgentDojo result files (directories are searched); the format is recognised from
+    /// each file's content. Nothing is stored unless every file reads cleanly. Prints the
+    /// run id.
+    Import {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Read every file as this format instead of recognising it.
+        #[arg(long, value_enum)]
+        format: Option<crate::foreign::Format>,
+        /// A JSON object of harness sample id → Mirage task id: those samples are scored by
+        /// Mirage's judges (as are samples whose metadata names a `mirage_task`).
+        #[arg(long)]
+        map: Option<PathBuf>,
+    },
+}
+
+/// What `mirage runs export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    Mirage,
+    Atif,
 }
 
 pub(super) async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Result<()> {
@@ -58,24 +84,40 @@ pub(super) async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Res
             store.cancel_run(&run).await?;
             println!("run {run} cancelled");
         }
-        RunsCommand::Import { file } => {
-            let name = file.display().to_string();
-            let contents = std::fs::read_to_string(&file).with_context(|| format!("reading {name}"))?;
+        RunsCommand::Import { files, format, map } => {
             crate::db::seed_if_empty(store).await?;
             let tasks = store.all_tasks().await?;
             let version = crate::corpus::fingerprint(&tasks);
-            let world = crate::env::World::build(tasks)?;
-            let (run, n) = crate::runs::import::import_run(store, &world, &name, &contents, &version).await?;
-            eprintln!("{name}: {n} trajectories stored as run {run}");
+            let world = std::sync::Arc::new(crate::env::World::build(tasks)?);
+            let mapping = map.as_deref().map(crate::foreign::Mapping::read).transpose()?.unwrap_or_default();
+            let expanded = crate::foreign::load::expand(&files)?;
+            let formats = expanded
+                .iter()
+                .map(|p| crate::foreign::load::format_of(p, format))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let (run, n) = if let ([file], [crate::foreign::Format::Mirage]) = (expanded.as_slice(), formats.as_slice())
+            {
+                let name = file.display().to_string();
+                let contents = std::fs::read_to_string(file).with_context(|| format!("reading {name}"))?;
+                crate::runs::import::import_run(store, &world, &name, &contents, &version).await?
+            } else {
+                crate::foreign::load::import_files(store, &world, &expanded, format, &mapping, &version).await?
+            };
+            eprintln!("{n} trajectories stored as run {run}");
             println!("{run}");
         }
-        RunsCommand::Export { run, out } => {
+        RunsCommand::Export { run, format, out } => {
             store.run(&run).await?;
-            let unfinished = match out {
-                Some(path) => crate::runs::export::export_run_to(store, &run, &path).await?,
-                None => {
+            let unfinished = match (format, out) {
+                (ExportFormat::Mirage, Some(path)) => crate::runs::export::export_run_to(store, &run, &path).await?,
+                (ExportFormat::Atif, Some(dir)) => crate::foreign::atif::write_dir(store, &run, &dir).await?,
+                (format, None) => {
                     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-                    crate::runs::export::export_run(store, &run, &mut stdout).await.context("writing to stdout")?
+                    match format {
+                        ExportFormat::Mirage => crate::runs::export::export_run(store, &run, &mut stdout).await,
+                        ExportFormat::Atif => crate::foreign::atif::write_run(store, &run, &mut stdout).await,
+                    }
+                    .context("writing to stdout")?
                 }
             };
             if unfinished > 0 {

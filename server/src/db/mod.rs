@@ -7,7 +7,8 @@
 //! L4 search nodes), [`ScoreStore`] (scores, label events, annotation locks),
 //! [`AccountStore`] (accounts and sessions), [`CacheStore`] (model answers),
 //! [`GeoStore`] (GEO ranking texts and detection reports), [`OverviewStore`] (the runs
-//! list and the progress hub's probe) and [`StepStore`] (step bodies in bulk). [`Store`]
+//! list and the progress hub's probe), [`StepStore`] (step bodies in bulk) and
+//! [`ImportStore`] (trials imported from other harnesses). [`Store`]
 //! is all of them; code that needs one concern imports that trait and may take
 //! `&dyn ThatStore`.
 
@@ -16,6 +17,7 @@ mod cache;
 mod corpus;
 mod episodes;
 mod geo;
+mod imports;
 mod overview;
 mod runs;
 mod scores;
@@ -32,6 +34,7 @@ pub use cache::CacheStore;
 pub use corpus::{CorpusStore, seed_if_empty};
 pub use episodes::{Episode, EpisodeEvent, EpisodeStore};
 pub use geo::{GeoStore, GeoText};
+pub use imports::{FinishedTrial, ImportStore};
 pub use overview::{OverviewStore, RunOverview};
 pub use runs::{
     BACKOFF_MS, CoverageRow, MAX_ATTEMPTS, NewTrial, Progress, RunRow, RunStatus, RunStore, TrialEnd, TrialFilter,
@@ -59,7 +62,16 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// The whole storage interface: every concern. Implemented for anything that implements
 /// all of them (the SQL store).
 pub trait Store:
-    CorpusStore + EpisodeStore + RunStore + ScoreStore + AccountStore + CacheStore + GeoStore + OverviewStore + StepStore
+    CorpusStore
+    + EpisodeStore
+    + RunStore
+    + ScoreStore
+    + AccountStore
+    + CacheStore
+    + GeoStore
+    + OverviewStore
+    + StepStore
+    + ImportStore
 {
 }
 
@@ -73,6 +85,7 @@ impl<T> Store for T where
         + GeoStore
         + OverviewStore
         + StepStore
+        + ImportStore
 {
 }
 

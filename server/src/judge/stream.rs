@@ -20,7 +20,7 @@ const CHUNK: usize = 256;
 /// The schema's enums, checked on the quick path (a test compares them with the schema).
 pub const LEVELS: [&str; 5] = ["L0", "L1", "L2", "L3", "L4"];
 pub const CONDITIONS: [&str; 3] = ["raw", "hint", "evidence_anchored"];
-pub const ACTION_TYPES: [&str; 5] = ["goto", "click", "search", "back", "verdict"];
+pub const ACTION_TYPES: [&str; 7] = ["goto", "click", "search", "back", "verdict", "tool", "answer"];
 pub const STATUSES: [&str; 2] = ["done", "error"];
 
 /// Whether a trajectory that parsed meets the schema's rules its types leave open.

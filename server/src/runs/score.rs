@@ -35,7 +35,9 @@ pub async fn score_run(
     let mut stored: HashMap<String, StoredScore> =
         store.scores(run_id).await?.into_iter().map(|s| (s.trial_id.clone(), s)).collect();
     let trials = store.trials(run_id).await?;
-    let finished: Vec<&TrialRow> = trials.iter().filter(|t| t.state.is_finished()).collect();
+    // Samples imported from other harnesses that are not Mirage tasks have no Mirage scores.
+    let finished: Vec<&TrialRow> =
+        trials.iter().filter(|t| t.state.is_finished() && !crate::corpus::is_foreign_task(&t.task_id)).collect();
     let mut slots: Vec<Option<TrialScore>> = Vec::with_capacity(finished.len());
     let mut todo: Vec<(usize, &TrialRow)> = Vec::new();
     for (i, trial) in finished.iter().enumerate() {

@@ -279,7 +279,7 @@ impl TrajectoryIndex {
                         d.add_u64(f.obs, h);
                         docs.push(d);
                     }
-                    if let Action::Verdict { rationale, .. } = &s.action
+                    if let Action::Verdict { rationale, .. } | Action::Answer { text: rationale } = &s.action
                         && !rationale.trim().is_empty()
                     {
                         docs.push(base("rationale", s.t, rationale));

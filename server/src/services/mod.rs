@@ -4,6 +4,7 @@ pub mod annotate;
 pub mod geo;
 pub mod insights;
 pub mod jobs;
+pub mod origin;
 pub mod pulse;
 pub mod runs;
 

@@ -77,6 +77,7 @@ fn summary(t: &TrialRow) -> TrialSummary {
         state: t.state.as_str().to_string(),
         verdict: t.verdict.clone(),
         error: t.error.clone(),
+        foreign: crate::corpus::is_foreign_task(&t.task_id),
     }
 }
 
@@ -203,6 +204,9 @@ fn action_text(a: &Action) -> String {
         Action::Search { query } => format!("search {query:?}"),
         Action::Back => "back".to_string(),
         Action::Verdict { verdict, .. } => format!("verdict {verdict}"),
+        Action::Tool { name, arguments } => format!("{name}({arguments})"),
+        Action::Answer { text } if text.is_empty() => "ended without an answer".to_string(),
+        Action::Answer { text } => format!("answer: {text}"),
     }
 }
 
@@ -227,7 +231,7 @@ pub async fn score_of(
     trial: &TrialRow,
     steps: &[Step],
 ) -> Result<Option<TrialScore>, AppError> {
-    if !trial.state.is_finished() {
+    if !trial.state.is_finished() || world.task(&trial.task_id).is_none() {
         return Ok(None);
     }
     let mut score = match store.trial_score(&trial.trial_id).await.map_err(internal)? {
@@ -369,20 +373,25 @@ impl app::ssr::Runs for RunsService {
 
     async fn trajectory(&self, trial_id: String, page: usize) -> Result<TrajectoryView, AppError> {
         let trial = trial_row(self.store.as_ref(), &trial_id).await?;
-        let task =
-            self.world.task(&trial.task_id).ok_or_else(|| AppError::NotFound(format!("task {}", trial.task_id)))?;
+        let origin = super::origin::origin_of(self.store.as_ref(), &trial_id).await?;
+        let task = self.world.task(&trial.task_id);
+        if task.is_none() && origin.is_none() {
+            return Err(AppError::NotFound(format!("task {}", trial.task_id)));
+        }
         let steps = parse_steps(&self.store.steps(&trial_id).await.map_err(internal)?).map_err(internal)?;
         let score = score_of(self.store.as_ref(), &self.world, &trial, &steps).await?;
-        let shop = task.domain == crate::corpus::Domain::Shop;
         let visits: Vec<String> = steps.iter().map(|s| normalise(&s.url)).collect();
         let content = self.world.content();
-        let graph = graph_nodes(&task.graph)
-            .iter()
-            .map(|node| {
-                let turn = visits.iter().position(|v| node.credited_by(v, shop, content.contains(v)));
-                NodeView { url: node.norm.clone(), visited: turn.is_some(), turn }
-            })
-            .collect();
+        let graph = task.map_or_else(Vec::new, |task| {
+            let shop = task.domain == crate::corpus::Domain::Shop;
+            graph_nodes(&task.graph)
+                .iter()
+                .map(|node| {
+                    let turn = visits.iter().position(|v| node.credited_by(v, shop, content.contains(v)));
+                    NodeView { url: node.norm.clone(), visited: turn.is_some(), turn }
+                })
+                .collect()
+        });
         let turn_count = steps.len();
         let pages = turn_count.div_ceil(TURN_PAGE).max(1);
         let page = page.min(pages - 1);
@@ -394,7 +403,7 @@ impl app::ssr::Runs for RunsService {
                 t: s.t,
                 thought: s.thought.clone(),
                 action: action_text(&s.action),
-                url: Some(s.url.clone()),
+                url: (!s.url.is_empty()).then(|| s.url.clone()),
                 status: None,
                 observation: segments(&s.observation, &s.spans),
                 tokens: s.usage.map(|u| u.prompt_tokens + u.completion_tokens),
@@ -432,9 +441,12 @@ impl app::ssr::Runs for RunsService {
         };
         Ok(TrajectoryView {
             run: trial.run_id.clone(),
-            ticket: task.ticket.for_condition(&trial.condition).unwrap_or(&task.ticket.raw).to_string(),
+            ticket: match task {
+                Some(task) => task.ticket.for_condition(&trial.condition).unwrap_or(&task.ticket.raw).to_string(),
+                None => origin.as_ref().and_then(|o| o.input.clone()).unwrap_or_default(),
+            },
             rationale: trial.rationale.clone(),
-            optimal: task.verdict.optimal.clone(),
+            optimal: task.map(|t| t.verdict.optimal.clone()).unwrap_or_default(),
             trial: summary(&trial),
             tiers,
             acc_inv,
@@ -459,6 +471,10 @@ impl app::ssr::Runs for RunsService {
             turn_count,
             page,
             page_size: TURN_PAGE,
+            origin: match &origin {
+                Some(o) => Some(super::origin::view_of(self.store.as_ref(), &trial.run_id, o).await?),
+                None => None,
+            },
         })
     }
 }

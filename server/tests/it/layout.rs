@@ -28,6 +28,7 @@ const LAYERS: &[&[&str]] = &[
     &["judge"],
     &["geo"],
     &["runs"],
+    &["foreign"],
     &["search"],
     &["services"],
     &["state"],

@@ -7,6 +7,7 @@ mod cold;
 mod dashboard;
 mod episodes;
 mod geo;
+mod harness;
 mod layout;
 mod live;
 mod llm;

@@ -459,3 +459,49 @@ async fn postgres_retries_back_off_and_give_up() {
         exercise_retries(&store).await;
     }
 }
+
+async fn exercise_imports(store: &dyn Store) {
+    use server::db::{FinishedTrial, NewTrial, TrialEnd};
+    let trial = |task: &str| NewTrial {
+        task_id: task.into(),
+        agent: "m".into(),
+        level: "L0".into(),
+        condition: "raw".into(),
+        seed: 1,
+    };
+    store.create_run("i", "{}", "v", &[trial("inspect:t/a"), trial("inspect:t/b")]).await.expect("run");
+    let ids: Vec<String> = store.trials("i").await.expect("trials").into_iter().map(|t| t.trial_id).collect();
+    let batch = vec![
+        FinishedTrial {
+            trial_id: ids[0].clone(),
+            steps: vec![r#"{"t":0}"#.into(), r#"{"t":1}"#.into()],
+            end: TrialEnd::Done { verdict: None, rationale: Some("the answer".into()), appeal: None },
+            origin: Some(r#"{"harness":"inspect"}"#.into()),
+        },
+        FinishedTrial { trial_id: ids[1].clone(), steps: vec![], end: TrialEnd::Error("boom".into()), origin: None },
+    ];
+    store.store_finished("i", &batch).await.expect("store");
+    let rows = store.trials("i").await.expect("trials");
+    assert_eq!((rows[0].state, rows[0].rationale.as_deref()), (TrialState::Done, Some("the answer")));
+    assert_eq!((rows[1].state, rows[1].error.as_deref()), (TrialState::Error, Some("boom")));
+    assert_eq!(store.steps(&ids[0]).await.expect("steps").len(), 2);
+    assert_eq!(store.origin(&ids[0]).await.expect("origin").as_deref(), Some(r#"{"harness":"inspect"}"#));
+    assert_eq!(store.origin(&ids[1]).await.expect("origin"), None);
+    assert_eq!(store.origins_of(&ids).await.expect("origins").len(), 1);
+    // A trial already finished is not finished again, and the whole batch is undone.
+    let again = vec![FinishedTrial { trial_id: ids[0].clone(), steps: vec![], end: TrialEnd::Cancelled, origin: None }];
+    assert!(store.store_finished("i", &again).await.is_err());
+    assert_eq!(store.trial(&ids[0]).await.expect("trial").state, TrialState::Done);
+}
+
+#[tokio::test]
+async fn sqlite_stores_imported_trials_with_their_origin() {
+    exercise_imports(&SqlStore::connect("sqlite::memory:").await.expect("connect")).await;
+}
+
+#[tokio::test]
+async fn postgres_stores_imported_trials_with_their_origin() {
+    if let Some(store) = fresh_postgres().await {
+        exercise_imports(&store).await;
+    }
+}

@@ -1,0 +1,120 @@
+//! Trials read from other harnesses: stored finished in batches (steps, end and the
+//! harness's record of the sample in one transaction per batch), and that record read back.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use sqlx::{Any, QueryBuilder};
+
+use super::runs::TrialEnd;
+use super::sql::{BULK_ROWS, finish, numbered};
+use super::{SqlStore, StoreResult, TrialState, now_ms};
+
+/// One imported trial, finished: its step bodies in order, how it ended, and its origin
+/// (JSON), if it came from another harness.
+pub struct FinishedTrial {
+    pub trial_id: String,
+    pub steps: Vec<String>,
+    pub end: TrialEnd,
+    pub origin: Option<String>,
+}
+
+/// Imported trials.
+#[async_trait]
+pub trait ImportStore: Send + Sync {
+    /// Stores a batch of a run's queued trials as finished, in one transaction.
+    async fn store_finished(&self, run_id: &str, batch: &[FinishedTrial]) -> StoreResult<()>;
+    /// The harness's record of a trial, if it was imported from one.
+    async fn origin(&self, trial_id: &str) -> StoreResult<Option<String>>;
+    /// The records of these trials, by trial.
+    async fn origins_of(&self, trial_ids: &[String]) -> StoreResult<HashMap<String, String>>;
+}
+
+#[async_trait]
+impl ImportStore for SqlStore {
+    async fn store_finished(&self, run_id: &str, batch: &[FinishedTrial]) -> StoreResult<()> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        let result: StoreResult<()> = async {
+            for t in batch {
+                let (state, verdict, rationale, error) = match &t.end {
+                    TrialEnd::Done { verdict, rationale, .. } => {
+                        (TrialState::Done, verdict.as_deref(), rationale.as_deref(), None)
+                    }
+                    TrialEnd::Error(reason) => (TrialState::Error, None, None, Some(reason.as_str())),
+                    TrialEnd::Cancelled => (TrialState::Cancelled, None, None, None),
+                };
+                let r = sqlx::query(
+                    "update trial set state = $3, verdict = $4, rationale = $5, error = $6, attempts = 1, worker = 'import',
+                            started_at = $7, finished_at = $7, updated_at = $7
+                      where trial_id = $1 and run_id = $2 and state = 'queued'",
+                )
+                .bind(t.trial_id.as_str())
+                .bind(run_id)
+                .bind(state.as_str())
+                .bind(verdict)
+                .bind(rationale)
+                .bind(error)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                if r.rows_affected() != 1 {
+                    return Err(super::StoreError::Conflict(format!(
+                        "trial {} of run {run_id} is not waiting to be imported",
+                        t.trial_id
+                    )));
+                }
+            }
+            let steps: Vec<(&str, i64, &str)> = batch
+                .iter()
+                .flat_map(|t| (0_i64..).zip(&t.steps).map(move |(i, b)| (t.trial_id.as_str(), i, b.as_str())))
+                .collect();
+            for chunk in steps.chunks(BULK_ROWS) {
+                let mut b: QueryBuilder<'_, Any> =
+                    QueryBuilder::new("insert into trial_step (trial_id, t, body, created_at, updated_at) ");
+                b.push_values(chunk, |mut row, (trial, i, body)| {
+                    row.push_bind(*trial).push_bind(*i).push_bind(*body).push_bind(now).push_bind(now);
+                });
+                let (sql, args) = numbered(&mut b, self.postgres)?;
+                sqlx::query_with(&sql, args).execute(&mut *tx).await?;
+            }
+            let origins: Vec<(&str, &str)> =
+                batch.iter().filter_map(|t| Some((t.trial_id.as_str(), t.origin.as_deref()?))).collect();
+            for chunk in origins.chunks(BULK_ROWS) {
+                let mut b: QueryBuilder<'_, Any> = QueryBuilder::new("insert into trial_origin (trial_id, run_id, body) ");
+                b.push_values(chunk, |mut row, (trial, body)| {
+                    row.push_bind(*trial).push_bind(run_id).push_bind(*body);
+                });
+                let (sql, args) = numbered(&mut b, self.postgres)?;
+                sqlx::query_with(&sql, args).execute(&mut *tx).await?;
+            }
+            Ok(())
+        }
+        .await;
+        finish(tx, result).await
+    }
+
+    async fn origin(&self, trial_id: &str) -> StoreResult<Option<String>> {
+        Ok(sqlx::query_scalar("select body from trial_origin where trial_id = $1")
+            .bind(trial_id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    async fn origins_of(&self, trial_ids: &[String]) -> StoreResult<HashMap<String, String>> {
+        let mut out = HashMap::new();
+        for chunk in trial_ids.chunks(BULK_ROWS) {
+            let mut b: QueryBuilder<'_, Any> =
+                QueryBuilder::new("select trial_id, body from trial_origin where trial_id in (");
+            let mut list = b.separated(", ");
+            for id in chunk {
+                list.push_bind(id.as_str());
+            }
+            b.push(")");
+            let (sql, args) = numbered(&mut b, self.postgres)?;
+            let rows: Vec<(String, String)> = sqlx::query_as_with(&sql, args).fetch_all(&self.pool).await?;
+            out.extend(rows);
+        }
+        Ok(out)
+    }
+}

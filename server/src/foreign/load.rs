@@ -1,0 +1,220 @@
+//! `mirage runs import FILE…` for other harnesses' files: every file is read twice, once to
+//! check it whole (so a bad file stores nothing) and plan the run's trials, then again to
+//! store the trials a batch at a time (memory stays bounded by the batch, not the log).
+
+use std::collections::{BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+use super::{Format, Imported, Mapping, agentdojo, atif, detect, inspect};
+use crate::db::{FinishedTrial, NewTrial, RunStatus, Store};
+use crate::env::World;
+use crate::runs::RunSpec;
+
+/// Trials stored per transaction.
+const BATCH: usize = 500;
+
+/// The files to read: the paths given, directories walked for `.json`, `.jsonl` and
+/// `.eval` files (in name order).
+pub fn expand(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut found = Vec::new();
+            walk(p, &mut found).with_context(|| format!("reading directory {}", p.display()))?;
+            if found.is_empty() {
+                bail!("{}: no .json, .jsonl or .eval files in this directory", p.display());
+            }
+            found.sort();
+            out.extend(found);
+        } else if p.is_file() {
+            out.push(p.clone());
+        } else {
+            bail!("{}: no such file or directory", p.display());
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            walk(&path, out)?;
+        } else if path.extension().and_then(|e| e.to_str()).is_some_and(|e| ["json", "jsonl", "eval"].contains(&e)) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// A file's format: forced, or recognised from its first bytes.
+pub fn format_of(path: &Path, forced: Option<Format>) -> anyhow::Result<Format> {
+    if let Some(f) = forced {
+        return Ok(f);
+    }
+    use std::io::Read;
+    let mut head = Vec::with_capacity(16 * 1024);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(16 * 1024).read_to_end(&mut head))
+        .with_context(|| format!("reading {}", path.display()))?;
+    detect(&head).with_context(|| {
+        format!(
+            "{}: not a format Mirage imports (Mirage trajectory lines, an Inspect AI log, an ATIF trajectory \
+             or an AgentDojo result); name it with --format if it is one",
+            path.display()
+        )
+    })
+}
+
+/// Reads every sample of the files, in order, handing each to `visit`.
+fn read_all(
+    files: &[(PathBuf, Format)],
+    world: &World,
+    mapping: &Mapping,
+    visit: &mut dyn FnMut(Imported) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    // A subagent's file named by another trajectory is read as that trajectory's subagent,
+    // not a second time on its own.
+    let mut subagent_files: HashSet<PathBuf> = HashSet::new();
+    for (path, format) in files {
+        if *format == Format::Atif {
+            subagent_files.extend(atif::subagent_files(path).into_iter().map(|p| p.canonicalize().unwrap_or(p)));
+        }
+    }
+    for (path, format) in files {
+        if subagent_files.contains(&path.canonicalize().unwrap_or_else(|_| path.clone())) {
+            continue;
+        }
+        let file = path.display().to_string();
+        match format {
+            Format::Inspect => inspect::read(&file, path, world, mapping, visit)?,
+            Format::Agentdojo => {
+                let bytes = std::fs::read(path).with_context(|| format!("reading {file}"))?;
+                visit(agentdojo::read(&file, &bytes, world, mapping)?)?;
+            }
+            Format::Atif => {
+                let bytes = std::fs::read(path).with_context(|| format!("reading {file}"))?;
+                atif::read(&file, path, &bytes, world, mapping, visit)?;
+            }
+            Format::Mirage => bail!("{file}: Mirage trajectory lines are imported on their own (one file per run)"),
+        }
+    }
+    Ok(())
+}
+
+/// Imports other harnesses' files as one finished run; returns the run id and the number
+/// of trials. Nothing is stored unless every file reads cleanly.
+pub async fn import_files(
+    store: &dyn Store,
+    world: &std::sync::Arc<World>,
+    paths: &[PathBuf],
+    forced: Option<Format>,
+    mapping: &Mapping,
+    corpus_version: &str,
+) -> anyhow::Result<(String, usize)> {
+    let files: Vec<(PathBuf, Format)> =
+        expand(paths)?.into_iter().map(|p| format_of(&p, forced).map(|f| (p, f))).collect::<anyhow::Result<_>>()?;
+    // First pass: everything parses, no trial twice; the plan of the run.
+    let (planned, harnesses) = {
+        let (world, mapping, files) = (world.clone(), mapping.clone(), files.clone());
+        tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+            let mut planned: Vec<NewTrial> = Vec::new();
+            let mut harnesses = BTreeSet::new();
+            let mut keys = HashSet::new();
+            read_all(&files, &world, &mapping, &mut |s: Imported| {
+                let t = &s.trial;
+                let key = (t.task_id.clone(), t.agent.clone(), t.level.clone(), t.condition.clone(), t.seed);
+                if !keys.insert(key) {
+                    bail!(
+                        "{}: a second sample of {} by {} at {} / {} / seed {}",
+                        s.place,
+                        t.task_id,
+                        t.agent,
+                        t.level,
+                        t.condition,
+                        t.seed
+                    );
+                }
+                harnesses.insert(s.origin.harness.clone());
+                planned.push(s.trial);
+                Ok(())
+            })?;
+            Ok((planned, harnesses))
+        })
+        .await??
+    };
+    if planned.is_empty() {
+        bail!("{}: no samples", files.iter().map(|(p, _)| p.display().to_string()).collect::<Vec<_>>().join(", "));
+    }
+    let set =
+        |f: &dyn Fn(&NewTrial) -> &str| planned.iter().map(f).collect::<BTreeSet<_>>().into_iter().collect::<Vec<_>>();
+    let names: Vec<String> = files.iter().map(|(p, _)| p.display().to_string()).collect();
+    let label = match names.as_slice() {
+        [one] => one.clone(),
+        [first, ..] => format!("{first} and {} more", names.len() - 1),
+        [] => String::new(),
+    };
+    let spec = RunSpec::basic(
+        &format!("imported from {} ({label})", harnesses.into_iter().collect::<Vec<_>>().join(", ")),
+        &set(&|t| &t.agent),
+        &set(&|t| &t.level),
+        &set(&|t| &t.condition),
+        planned.iter().map(|t| t.seed).collect::<BTreeSet<_>>().into_iter().collect(),
+    );
+    let run_id = crate::runs::new_run_id();
+    store.create_run(&run_id, &serde_json::to_string(&spec)?, corpus_version, &planned).await?;
+    let total = planned.len();
+    drop(planned);
+
+    // Second pass: the same samples in the same order, stored a batch at a time.
+    let ids: Vec<String> = store.trials(&run_id).await?.into_iter().map(|t| t.trial_id).collect();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<anyhow::Result<FinishedTrial>>(BATCH * 2);
+    let reader = {
+        let (world, mapping, files) = (world.clone(), mapping.clone(), files.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut ids = ids.into_iter();
+            let result = read_all(&files, &world, &mapping, &mut |s: Imported| {
+                let trial_id = ids.next().context("the files gave more samples on the second reading")?;
+                let steps = s.steps.iter().map(serde_json::to_string).collect::<Result<Vec<_>, _>>()?;
+                let origin = Some(serde_json::to_string(&s.origin)?);
+                tx.blocking_send(Ok(FinishedTrial { trial_id, steps, end: s.end, origin }))
+                    .map_err(|_| anyhow::anyhow!("the import stopped"))
+            });
+            if let Err(e) = result {
+                let _ = tx.blocking_send(Err(e));
+            }
+        })
+    };
+    let mut stored = 0;
+    let mut batch = Vec::with_capacity(BATCH);
+    let outcome: anyhow::Result<()> = async {
+        while let Some(item) = rx.recv().await {
+            batch.push(item?);
+            if batch.len() == BATCH {
+                store.store_finished(&run_id, &batch).await?;
+                stored += batch.len();
+                batch.clear();
+            }
+        }
+        if !batch.is_empty() {
+            store.store_finished(&run_id, &batch).await?;
+            stored += batch.len();
+        }
+        if stored != total {
+            bail!("the files gave {stored} samples on the second reading, {total} on the first");
+        }
+        Ok(())
+    }
+    .await;
+    reader.await.context("the reader stopped")?;
+    if let Err(e) = outcome {
+        // The files changed between the readings, or the database failed: the run is left
+        // cancelled with what was stored, and says so.
+        store.set_run_status(&run_id, RunStatus::Cancelled).await?;
+        return Err(e.context(format!("run {run_id} was left cancelled after {stored} of {total} samples")));
+    }
+    store.set_run_status(&run_id, RunStatus::Done).await?;
+    Ok((run_id, total))
+}

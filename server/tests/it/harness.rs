@@ -1,0 +1,225 @@
+//! Trajectories from other harnesses, from fixtures the harnesses themselves wrote
+//! (scripts/fixtures): Inspect AI logs (`.eval` with Zstandard entries, an interrupted
+//! `.eval` with Deflate entries, `.json`), AgentDojo result directories and ATIF files with
+//! subagents. Imported through the real binary into a served database, then read back over
+//! HTTP: turns, the harness's scores, "Mirage's metrics do not apply", injected spans and
+//! attack success, search. Bad files are refused naming the file and entry, storing nothing.
+//! Any run goes out as ATIF and comes back as itself.
+
+use std::path::{Path, PathBuf};
+
+use server::db::Store;
+
+use crate::support::{TestApp, mirage, temp_path};
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/harness").join(rel)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Imports through the binary; returns the run id.
+fn import(db: &Path, args: &[&str]) -> String {
+    let o = mirage(db, &[&["runs", "import"], args].concat());
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    text(&o.stdout).trim().to_string()
+}
+
+async fn trials(store: &dyn Store, run: &str) -> Vec<server::db::TrialRow> {
+    store.trials(run).await.expect("trials")
+}
+
+#[tokio::test]
+async fn inspect_logs_import_in_every_layout_and_show_their_harness_record() {
+    let app = TestApp::start().await;
+    let store = app.state.store.as_ref();
+    let mut runs = Vec::new();
+    for f in ["inspect/refunds.eval", "inspect/refunds-deflate.eval", "inspect/refunds.json"] {
+        let run = import(&app.db, &[fixture(f).to_str().expect("utf-8")]);
+        let t = trials(store, &run).await;
+        let ids: Vec<(&str, &str)> = t.iter().map(|t| (t.task_id.as_str(), t.state.as_str())).collect();
+        assert_eq!(
+            ids,
+            [("shop-example-01", "done"), ("inspect:refunds/t2", "done"), ("inspect:refunds/t3", "error")],
+            "{f}"
+        );
+        assert_eq!(t[0].agent, "mockllm/model");
+        assert_eq!(t[0].verdict.as_deref(), Some("APPROVE"), "the verdict named in the final answer");
+        assert_eq!(t[2].error.as_deref(), Some("RuntimeError('the sandbox for t3 did not start')"));
+        runs.push((run, t));
+    }
+    let (run, t) = &runs[0];
+
+    // The sample that names a Mirage task is scored by Mirage's judges; the others are not.
+    let (status, body) = app.text(&format!("/runs/{run}/trials/{}", t[0].trial_id)).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("From Inspect AI") && body.contains("includes"), "{body}");
+    assert!(!body.contains("Mirage&#x27;s metrics do not apply") && !body.contains("Mirage's metrics do not apply"));
+    assert!(body.contains("Acc_inv") && body.contains("/shop/admin/customer/index/edit/id/1090"), "turn URLs");
+    let steps = server::runs::export::parse_steps(&store.steps(&t[0].trial_id).await.expect("steps")).expect("parse");
+    let score = server::services::runs::score_of(store, &app.state.world, &t[0], &steps).await.expect("score");
+    let score = score.expect("a Mirage task is scored");
+    assert!(score.acc_inv.expect("acc_inv") > 0.0, "the visited pages count as investigation");
+
+    let (_, body) = app.text(&format!("/runs/{run}/trials/{}", t[1].trial_id)).await;
+    assert!(body.contains("data-testid=\"metrics-na\""), "{body}");
+    for shown in ["No delivery scan on file. DENY", "goto(", "mockllm/model", "working_time", "queue", "refunds"] {
+        assert!(body.contains(shown), "{shown} is shown");
+    }
+    assert!(body.contains("&lt;b&gt;Urgent&lt;/b&gt;"), "the sample's text is escaped");
+    let (_, body) = app.text(&format!("/runs/{run}/trials/{}", t[2].trial_id)).await;
+    assert!(body.contains("the sandbox for t3 did not start"));
+
+    // Scoring the run scores only the Mirage task; every imported trial is searchable.
+    let (scores, _) =
+        server::runs::score::score_run(&app.state.store, &app.state.world, run, &app.state.judge, &|_, _| {})
+            .await
+            .expect("score the run");
+    assert_eq!(scores.iter().map(|s| s.task_id.as_str()).collect::<Vec<_>>(), ["shop-example-01"]);
+    app.state.search.follow(store).await.expect("follow");
+    let hits = app.state.search.search("\"delivery scan\"", None, 50).expect("search");
+    assert!(hits.iter().any(|h| h.trial.as_deref() == Some(t[1].trial_id.as_str())), "{hits:?}");
+}
+
+#[tokio::test]
+async fn agentdojo_injections_are_spans_and_security_is_attack_success() {
+    let app = TestApp::start().await;
+    let store = app.state.store.as_ref();
+    let run = import(&app.db, &[fixture("agentdojo").to_str().expect("utf-8")]);
+    let t = trials(store, &run).await;
+    let ids: Vec<(&str, &str, &str)> =
+        t.iter().map(|t| (t.agent.as_str(), t.level.as_str(), t.condition.as_str())).collect();
+    assert_eq!(
+        ids,
+        [
+            ("scripted-careful", "direct", "injection_task_0"),
+            ("scripted-careful", "L0", "raw"),
+            ("scripted-obeys", "direct", "injection_task_0")
+        ]
+    );
+    for (trial, success) in [(&t[0], "no"), (&t[2], "yes")] {
+        let (status, body) = app.text(&format!("/runs/{run}/trials/{}", trial.trial_id)).await;
+        assert_eq!(status, 200);
+        assert!(body.contains("From AgentDojo") && body.contains("data-testid=\"metrics-na\""));
+        assert!(body.contains(&format!("<strong>{success}</strong>")), "attack success {success}: {body}");
+        assert!(body.contains("data-injection=\"injection_bill_text\""), "the injected text is a span");
+        assert!(body.contains("send_money("), "tool calls are actions");
+    }
+    let (_, body) = app.text(&format!("/runs/{run}/trials/{}", t[1].trial_id)).await;
+    assert!(!body.contains("data-testid=\"attack\"") && !body.contains("data-injection="), "no attack, no span");
+}
+
+#[tokio::test]
+async fn atif_trajectories_bring_their_subagents() {
+    let app = TestApp::start().await;
+    let store = app.state.store.as_ref();
+    let run = import(&app.db, &[fixture("atif").to_str().expect("utf-8")]);
+    let t = trials(store, &run).await;
+    let mut ids: Vec<&str> = t.iter().map(|t| t.task_id.as_str()).collect();
+    ids.sort_unstable();
+    // The file-referenced subagent is read once, as ticket-713's subagent.
+    assert_eq!(ids, ["atif:main-1094/lookup-1", "atif:ticket-713", "atif:ticket-713/summary-7", "shop-example-01"]);
+    let main = t.iter().find(|t| t.task_id == "shop-example-01").expect("the mapped trajectory");
+    assert_eq!(main.verdict.as_deref(), Some("APPROVE"));
+    let sub = t.iter().find(|t| t.task_id == "atif:main-1094/lookup-1").expect("the embedded subagent");
+    let (_, body) = app.text(&format!("/runs/{run}/trials/{}", main.trial_id)).await;
+    assert!(body.contains("Subagents") && body.contains(&format!("/runs/{run}/trials/{}", sub.trial_id)), "{body}");
+    assert!(body.contains("1100 in, 95 out (1195 total)") && body.contains("elapsed"), "{body}");
+    let (_, body) = app.text(&format!("/runs/{run}/trials/{}", sub.trial_id)).await;
+    assert!(body.contains("Delegated by") && body.contains(&format!("/runs/{run}/trials/{}", main.trial_id)));
+}
+
+#[tokio::test]
+async fn bad_files_are_refused_naming_the_file_and_entry_and_nothing_is_stored() {
+    let app = TestApp::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let eval = std::fs::read(fixture("inspect/refunds.eval")).expect("fixture");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture("inspect/refunds.json")).expect("fixture")).expect("json");
+    let atif: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture("atif/refund-1094.json")).expect("fixture")).expect("json");
+    let dojo: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(fixture("agentdojo/scripted-careful/banking/user_task_0/none/none.json")).expect("fixture"),
+    )
+    .expect("json");
+    let with = |v: &serde_json::Value, pointer: &str, new: serde_json::Value| {
+        let mut v = v.clone();
+        *v.pointer_mut(pointer).expect("the field") = new;
+        serde_json::to_vec_pretty(&v).expect("json")
+    };
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("truncated.eval", eval[..eval.len() / 2].to_vec(), "truncated.eval: not a readable .eval log"),
+        ("v99.json", with(&json, "/version", 99.into()), "v99.json: unknown Inspect log version 99"),
+        ("schema.json", with(&json, "/samples/1/messages", "none".into()), "schema.json:"),
+        ("atif2.json", with(&atif, "/schema_version", "ATIF-v2.0".into()), "schema_version: unknown ATIF version"),
+        ("dojo.json", with(&dojo, "/benchmark_version", "v9".into()), "unknown AgentDojo benchmark version"),
+        ("role.json", with(&dojo, "/messages/1/role", "robot".into()), "dojo-role.json: messages[1].role"),
+        ("notes.txt", b"hello".to_vec(), "notes.txt: not a format Mirage imports"),
+    ];
+    let before = app.state.store.runs().await.expect("runs").len();
+    for (name, bytes, expected) in cases {
+        let name = if name == "role.json" { "dojo-role.json" } else { name };
+        let path = temp_path(&dir, name);
+        std::fs::write(&path, bytes).expect("write");
+        // With a good file beside it: still nothing is stored.
+        let good = fixture("agentdojo/scripted-obeys");
+        let o = mirage(&app.db, &["runs", "import", good.to_str().expect("utf-8"), path.to_str().expect("utf-8")]);
+        assert!(!o.status.success(), "{name} was accepted");
+        let err = text(&o.stderr);
+        assert!(err.contains(expected), "{name}: {err}");
+        if name == "schema.json" {
+            assert!(
+                err.contains("schema.json: samples[1]:") && err.contains(": messages: "),
+                "the entry is named: {err}"
+            );
+        }
+    }
+    assert_eq!(app.state.store.runs().await.expect("runs").len(), before, "nothing was stored");
+}
+
+#[tokio::test]
+async fn any_run_goes_out_as_atif_and_comes_back_as_itself() {
+    let app = TestApp::start().await;
+    let store = app.state.store.as_ref();
+    let run = app.launch("VIP_CUSTOMER", "explorer,surface", "L0,L1").await;
+    app.wait_for(&run).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = temp_path(&dir, "atif");
+    let o = mirage(&app.db, &["runs", "export", &run, "--format", "atif", "--out", out.to_str().expect("utf-8")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let files: Vec<PathBuf> = std::fs::read_dir(&out).expect("dir").map(|e| e.expect("entry").path()).collect();
+    let original = trials(store, &run).await;
+    assert_eq!(files.len(), original.len());
+    for f in &files {
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(f).expect("file")).expect("json");
+        assert_eq!(v["schema_version"], "ATIF-v1.6");
+        let steps = v["steps"].as_array().expect("steps");
+        assert!(steps.iter().enumerate().all(|(i, s)| s["step_id"] == i + 1), "step ids run from 1");
+    }
+    let back = import(&app.db, &[out.to_str().expect("utf-8")]);
+    let imported = trials(store, &back).await;
+    assert_eq!(imported.len(), original.len());
+    let key = |t: &server::db::TrialRow| (t.task_id.clone(), t.agent.clone(), t.level.clone(), t.seed);
+    let (a, _) = server::runs::score::score_run(&app.state.store, &app.state.world, &run, &app.state.judge, &|_, _| {})
+        .await
+        .expect("score");
+    let (b, _) =
+        server::runs::score::score_run(&app.state.store, &app.state.world, &back, &app.state.judge, &|_, _| {})
+            .await
+            .expect("score");
+    for o in &original {
+        let i = imported.iter().find(|i| key(i) == key(o)).expect("the trial came back");
+        assert_eq!((&i.verdict, &i.state), (&o.verdict, &o.state));
+        let (si, so) = (store.steps(&i.trial_id).await.expect("steps"), store.steps(&o.trial_id).await.expect("steps"));
+        let parse = |b: &[String]| server::runs::export::parse_steps(b).expect("parse");
+        assert_eq!(parse(&si), parse(&so), "the same turns");
+        let sa = a.iter().find(|s| s.trial_id == o.trial_id).expect("score");
+        let sb = b.iter().find(|s| s.trial_id == i.trial_id).expect("score");
+        assert_eq!((sa.acc_inv, sa.e_inv, &sa.acc_dec, &sa.labels), (sb.acc_inv, sb.e_inv, &sb.acc_dec, &sb.labels));
+    }
+    // On stdout: one trajectory per line.
+    let o = mirage(&app.db, &["runs", "export", &run, "--format", "atif"]);
+    assert_eq!(text(&o.stdout).lines().count(), original.len());
+}
