@@ -47,6 +47,8 @@ test('imported Inspect, AgentDojo and ATIF trajectories show in the viewer', asy
   await hydrated(page);
   await expect(page.getByTestId('attack')).toContainText('Attack success: yes');
   await expect(page.locator('mark.manipulated[data-injection="injection_bill_text"]').first()).toBeVisible();
+  await expect(page.locator('ol.timeline li.label-adoption')).toHaveClass(/yes/);
+  await expect(page.locator('ol.timeline li.label-verification a.annotate-label')).toHaveAttribute('href', `/annotate/${dojo}-000002/verification`);
   await shoot('agentdojo-attack');
 
   // ATIF: the parent trajectory links to its subagent, whose page links back.

@@ -67,6 +67,33 @@ fn label_line(l: &LabelView) -> String {
     format!("{what}{turn} ({}, confidence {:.2}): {}", l.source, l.confidence, l.reason)
 }
 
+/// The labels as a timeline: each a link to its turn, and to labelling it by hand.
+fn timeline(v: &TrajectoryView, base: &str) -> AnyView {
+    view! {
+        <h2>"Timeline"</h2>
+        <ol class="timeline" aria-label="Labels">
+            {v.labels.iter().map(|l| {
+                let line = label_line(l);
+                let link = l.turn.filter(|_| l.value).map(|t| turn_href(base, t, v.page_size));
+                let annotate = format!("/annotate/{}/{}", v.trial.id, l.kind);
+                view! {
+                    <li class=format!("label label-{}", l.kind) class:disputed=l.disputed class:yes=l.value>
+                        <strong>{l.kind.clone()}</strong>" "
+                        {match link {
+                            Some(href) => view! { <A href=href attr:class="jump" attr:data-kind=l.kind.clone()>{line}</A> }.into_any(),
+                            None => view! { <span>{line}</span> }.into_any(),
+                        }}
+                        {l.disputed.then(|| view! { <span class="badge warn">"disputed"</span> })}
+                        " "<A href=annotate attr:class="annotate-label">"label it"</A>
+                        {l.automatic.as_ref().map(|a| view! { <div class="muted">{format!("automatic label: {}", label_line(a))}</div> })}
+                    </li>
+                }
+            }).collect_view()}
+        </ol>
+    }
+    .into_any()
+}
+
 fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> impl IntoView {
     let pages = v.turn_count.div_ceil(v.page_size).max(1);
     let marks_at = |t: usize| -> Vec<String> {
@@ -80,12 +107,15 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
     let verdict = v.trial.verdict.clone().unwrap_or_else(|| "none".into());
     // An imported sample that is not a Mirage task: no Mirage metrics, labels or graph.
     let mirage_metrics = v.origin.as_ref().is_none_or(|o| o.metrics_apply);
+    let harness_timeline = (!mirage_metrics && !v.labels.is_empty()).then(|| timeline(&v, base));
+    let mirage_timeline = timeline(&v, base);
     let task_badge = if !v.trial.foreign {
         view! { <A href=format!("/tasks/{}", v.trial.task_id)>{v.trial.task_id.clone()}</A> }.into_any()
     } else {
         view! { <code class="badge">{v.trial.task_id.clone()}</code> }.into_any()
     };
     let harness = v.origin.as_ref().map(|o| harness_record(o, &v.run));
+
     view! {
         <Title text=v.trial.id.clone()/>
         <p class="crumbs"><A href=format!("/runs/{}", v.run)>{v.run.clone()}</A>" / trial"</p>
@@ -100,6 +130,7 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
         </p>
         {v.trial.error.clone().map(|e| view! { <p class="error" role="alert">{format!("Error: {e}")}</p> })}
         {harness}
+        {harness_timeline}
         {mirage_metrics.then(|| view! {
         <section class="summary-grid">
             <div>
@@ -142,24 +173,7 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
                 })}
             </div>
             <div>
-                <h2>"Timeline"</h2>
-                <ol class="timeline" aria-label="Labels">
-                    {v.labels.iter().map(|l| {
-                        let line = label_line(l);
-                        let link = l.turn.filter(|_| l.value).map(|t| turn_href(base, t, v.page_size));
-                        view! {
-                            <li class=format!("label label-{}", l.kind) class:disputed=l.disputed class:yes=l.value>
-                                <strong>{l.kind.clone()}</strong>" "
-                                {match link {
-                                    Some(href) => view! { <A href=href attr:class="jump" attr:data-kind=l.kind.clone()>{line}</A> }.into_any(),
-                                    None => view! { <span>{line}</span> }.into_any(),
-                                }}
-                                {l.disputed.then(|| view! { <span class="badge warn">"disputed"</span> })}
-                                {l.automatic.as_ref().map(|a| view! { <div class="muted">{format!("automatic label: {}", label_line(a))}</div> })}
-                            </li>
-                        }
-                    }).collect_view()}
-                </ol>
+                {mirage_timeline}
                 <div class="turn-strip" aria-label="Turns">
                     {(0..v.turn_count).map(|t| {
                         let marks = v.labels.iter().filter(|l| l.value && l.turn == Some(t)).map(|l| l.kind.clone()).collect::<Vec<_>>().join(" ");

@@ -13,7 +13,7 @@ use anyhow::bail;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::chat::{Call, Message, Role, turns};
+use super::chat::{Call, Message, Role, turns, with_error};
 use super::{Attack, HarnessScore, Imported, Mapping, Origin, end_of, trial_of};
 use crate::env::World;
 
@@ -120,17 +120,11 @@ pub fn read(file: &str, bytes: &[u8], world: &World, mapping: &Mapping) -> anyho
         .iter()
         .enumerate()
         .map(|(i, m)| {
-            let role = match m.role.as_str() {
-                "system" => Role::System,
-                "user" => Role::User,
-                "assistant" => Role::Assistant,
-                "tool" => Role::Tool,
-                other => bail!("{file}: messages[{i}].role: unknown role {other:?}"),
+            let Some(role) = Role::parse(&m.role) else {
+                bail!("{file}: messages[{i}].role: unknown role {:?}", m.role);
             };
-            let (mut text, reasoning) = content_of(&m.content);
-            if let Some(e) = m.error.as_deref().filter(|e| !e.is_empty()) {
-                text = if text.is_empty() { format!("Error: {e}") } else { format!("{text}\nError: {e}") };
-            }
+            let (text, reasoning) = content_of(&m.content);
+            let text = with_error(text, m.error.as_deref());
             let calls = m
                 .tool_calls
                 .iter()

@@ -25,6 +25,28 @@ pub enum Role {
     Tool,
 }
 
+impl Role {
+    /// A role by its chat name (`system`, `user`, `assistant`, `tool`).
+    pub fn parse(name: &str) -> Option<Role> {
+        match name {
+            "system" => Some(Role::System),
+            "user" => Some(Role::User),
+            "assistant" => Some(Role::Assistant),
+            "tool" => Some(Role::Tool),
+            _ => None,
+        }
+    }
+}
+
+/// A message's text followed by the error its tool reported, if any.
+pub fn with_error(text: String, error: Option<&str>) -> String {
+    match error.filter(|e| !e.is_empty()) {
+        None => text,
+        Some(e) if text.is_empty() => format!("Error: {e}"),
+        Some(e) => format!("{text}\nError: {e}"),
+    }
+}
+
 /// One tool call.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Call {

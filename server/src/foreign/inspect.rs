@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::chat::{Call, Message, Role, turns};
+use super::chat::{Call, Message, Role, turns, with_error};
 use super::{HarnessScore, Imported, Mapping, Origin, Tokens, end_of, trial_of};
 use crate::env::World;
 
@@ -387,18 +387,15 @@ fn convert(
         .messages
         .iter()
         .map(|m| {
-            let role = match m.role.as_str() {
-                "system" => Role::System,
-                "user" => Role::User,
-                "assistant" => Role::Assistant,
-                "tool" => Role::Tool,
-                other => bail!("{place}: messages: unknown role {other:?}"),
+            let Some(role) = Role::parse(&m.role) else {
+                bail!("{place}: messages: unknown role {:?}", m.role);
             };
-            let (mut text, reasoning) = content_of(&m.content, &attachments);
-            if let Some(e) = &m.error {
-                let reason = e.get("message").and_then(Value::as_str).map_or_else(|| e.to_string(), str::to_string);
-                text = if text.is_empty() { format!("Error: {reason}") } else { format!("{text}\nError: {reason}") };
-            }
+            let (text, reasoning) = content_of(&m.content, &attachments);
+            let reason = m
+                .error
+                .as_ref()
+                .map(|e| e.get("message").and_then(Value::as_str).map_or_else(|| e.to_string(), str::to_string));
+            let text = with_error(text, reason.as_deref());
             let calls = m
                 .tool_calls
                 .iter()

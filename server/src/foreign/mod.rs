@@ -11,6 +11,7 @@ pub mod agentdojo;
 pub mod atif;
 pub mod chat;
 pub mod inspect;
+pub mod labels;
 pub mod load;
 
 use std::collections::{BTreeMap, HashMap};

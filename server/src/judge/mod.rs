@@ -141,8 +141,8 @@ pub struct AppealScore {
     pub outcome: String,
 }
 
-/// Every metric and label of one trial.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Every metric and label of one trial (the default: none of them).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrialScore {
     pub trial_id: String,
     pub task_id: String,
@@ -279,27 +279,9 @@ fn score_with(world: &World, graph: &Graph, task: &Task, traj: &Trajectory) -> T
         error: traj.error.clone(),
         steps: traj.steps.len(),
         verdict: traj.verdict.as_ref().map(|v| v.action.clone()),
-        acc_inv: None,
-        acc_inv_jackknife: Vec::new(),
-        e_inv: None,
-        acc_dec: None,
-        unknown_verdict: None,
-        acc_rsn: None,
-        q_ev: None,
-        rsn_judge: None,
-        rsn_reason: None,
-        rsn_error: None,
-        hallucinated: None,
-        fabricated_url: false,
-        synthetic_detail: false,
-        claims: Vec::new(),
-        labels: None,
-        attack_success: None,
-        manipulated_text: Vec::new(),
-        filter_flags: std::collections::BTreeMap::new(),
-        appeal: None,
         outcome: "errored".to_string(),
         judge_version: format!("{RULES_VERSION}+{}", rsn::COVERAGE),
+        ..TrialScore::default()
     };
     if traj.status == "error" {
         return score;

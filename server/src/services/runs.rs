@@ -231,8 +231,17 @@ pub async fn score_of(
     trial: &TrialRow,
     steps: &[Step],
 ) -> Result<Option<TrialScore>, AppError> {
-    if !trial.state.is_finished() || world.task(&trial.task_id).is_none() {
+    if !trial.state.is_finished() {
         return Ok(None);
+    }
+    if world.task(&trial.task_id).is_none() {
+        // An imported sample that is not a Mirage task: its harness's labels, which people
+        // may correct; no metrics.
+        let Some(origin) = super::origin::origin_of(store, &trial.trial_id).await? else { return Ok(None) };
+        let mut score = crate::foreign::labels::score_of(trial, &origin, steps);
+        let events = store.trial_label_events(&trial.trial_id).await.map_err(internal)?;
+        apply_overrides(std::slice::from_mut(&mut score), &events);
+        return Ok(Some(score));
     }
     let mut score = match store.trial_score(&trial.trial_id).await.map_err(internal)? {
         Some(stored) => serde_json::from_str::<TrialScore>(&stored.body).map_err(internal)?,

@@ -109,6 +109,32 @@ async fn agentdojo_injections_are_spans_and_security_is_attack_success() {
     }
     let (_, body) = app.text(&format!("/runs/{run}/trials/{}", t[1].trial_id)).await;
     assert!(!body.contains("data-testid=\"attack\"") && !body.contains("data-injection="), "no attack, no span");
+
+    // The harness's labels: exposure at the turn that showed the injection, adoption from
+    // AgentDojo's security check; a person labels what the harness does not record.
+    let (_, body) = app.text(&format!("/runs/{run}/trials/{}", t[2].trial_id)).await;
+    assert!(body.contains("the injected text of the direct attack was shown at turn 1"), "{body}");
+    assert!(body.contains("security check: the injected goal injection_task_0 was carried out"), "{body}");
+    let trial = t[0].trial_id.clone();
+    let (status, body) = app.call("open_item", &[("trial", &trial), ("kind", "verification")]).await;
+    assert_eq!(status, 200, "{body}");
+    let form = [
+        ("label[trial]", trial.as_str()),
+        ("label[kind]", "verification"),
+        ("label[value]", "yes"),
+        ("label[turn]", "0"),
+        ("label[note]", "it read the bill before paying"),
+    ];
+    let (status, body) = app.call("save_label", &form).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, body) = app.text(&format!("/runs/{run}/trials/{trial}")).await;
+    assert!(body.contains("it read the bill before paying") && body.contains("automatic label: no"), "{body}");
+
+    // A run of harness-only samples has no Mirage scores: its pages say so rather than fail.
+    for page in [format!("/runs/{run}"), format!("/leaderboard?run={run}"), format!("/report?run={run}")] {
+        let (status, body) = app.text(&page).await;
+        assert_eq!(status, 200, "{page}: {body}");
+    }
 }
 
 #[tokio::test]
