@@ -86,3 +86,41 @@ test('script payloads in a manipulation and a rationale never run', async ({ pag
   expect(await page.evaluate(() => (window as any).__pwned)).toBeUndefined();
   expect(violations).toEqual([]);
 });
+
+test("script payloads in another harness's trajectory never run", async ({ page, shoot }) => {
+  const all = payloads.join(' ');
+  // An ATIF trajectory whose every free-text field carries the payloads: the agent, its
+  // messages and reasoning, a tool's name and arguments, a tool result, notes and metadata.
+  const trajectory = {
+    schema_version: 'ATIF-v1.6', session_id: `hostile<script>window.__pwned="id"</script>`,
+    agent: { name: `agent ${all}`, version: '1', model_name: `model ${all}` },
+    notes: `notes ${all}`, extra: { [`key ${all}`]: `value ${all}` },
+    steps: [
+      { step_id: 1, source: 'user', message: `Ticket: ${all}` },
+      { step_id: 2, source: 'agent', message: `Looking ${all}`, reasoning_content: `Reasoning ${all}`,
+        tool_calls: [{ tool_call_id: 'c1', function_name: `tool${all}`, arguments: { q: all } }],
+        observation: { results: [{ source_call_id: 'c1', content: `Result ${all}` }] } },
+      { step_id: 3, source: 'agent', message: `Answer ${all}` },
+    ],
+  };
+  const file = path.join(__dirname, '..', 'test-results', 'hostile-atif.json');
+  fs.writeFileSync(file, JSON.stringify(trajectory));
+  const run = execFileSync(path.join(root, 'target', 'debug', 'mirage'), ['--db', db, 'runs', 'import', file], {
+    encoding: 'utf8',
+  }).trim();
+  const violations: string[] = [];
+  page.on('console', (m) => { if (/Content Security Policy|Refused to/i.test(m.text())) violations.push(m.text()); });
+  page.on('dialog', (d) => { violations.push(`dialog: ${d.message()}`); d.dismiss(); });
+  for (const url of [`/runs/${run}`, `/runs/${run}/trials/${run}-000000`]) {
+    const response = await page.goto(url);
+    expect(response!.status(), url).toBe(200);
+    await hydrated(page);
+    await page.waitForLoadState('networkidle');
+    expect(await page.evaluate(() => (window as any).__pwned), url).toBeUndefined();
+  }
+  await expect(page.getByTestId('harness')).toContainText('<script>window.__pwned="script"</script>');
+  await expect(page.locator('article.turn code.action').first()).toContainText('<img src=x onerror=');
+  expect(await page.locator('#jslink').count()).toBe(0);
+  await shoot('atif-trajectory');
+  expect(violations).toEqual([]);
+});

@@ -38,6 +38,16 @@ pub enum Format {
 
 pub use crate::corpus::{HARNESSES, is_foreign_task};
 
+/// A harness's name as people know it (`inspect` → Inspect AI).
+pub fn display_name(harness: &str) -> &str {
+    match harness {
+        "inspect" => "Inspect AI",
+        "atif" => "ATIF",
+        "agentdojo" => "AgentDojo",
+        other => other,
+    }
+}
+
 /// Recognises a file's format from its first bytes (at least a few kilobytes when there
 /// are that many).
 pub fn detect(head: &[u8]) -> Option<Format> {

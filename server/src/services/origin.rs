@@ -39,13 +39,7 @@ pub async fn view_of(store: &dyn Store, run_id: &str, o: &Origin) -> Result<Orig
     }
     let trial_of = |sample: &str| samples.iter().find(|(s, _)| s == sample).map(|(_, t)| t.clone());
     Ok(OriginView {
-        harness: match o.harness.as_str() {
-            "inspect" => "Inspect AI",
-            "atif" => "ATIF",
-            "agentdojo" => "AgentDojo",
-            other => other,
-        }
-        .to_string(),
+        harness: crate::foreign::display_name(&o.harness).to_string(),
         file: o.file.clone(),
         sample: o.sample.clone(),
         task: o.task.clone(),

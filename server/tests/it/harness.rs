@@ -1,6 +1,6 @@
 //! Trajectories from other harnesses, from fixtures the harnesses themselves wrote
-//! (scripts/fixtures): Inspect AI logs (`.eval` with Zstandard entries, an interrupted
-//! `.eval` with Deflate entries, `.json`), AgentDojo result directories and ATIF files with
+//! (scripts/fixtures): Inspect AI logs (`.eval` with Zstandard entries, the Deflate layout
+//! of Inspect 0.3.60, an interrupted `.eval` without its header, `.json`), AgentDojo result directories and ATIF files with
 //! subagents. Imported through the real binary into a served database, then read back over
 //! HTTP: turns, the harness's scores, "Mirage's metrics do not apply", injected spans and
 //! attack success, search. Bad files are refused naming the file and entry, storing nothing.
@@ -36,7 +36,12 @@ async fn inspect_logs_import_in_every_layout_and_show_their_harness_record() {
     let app = TestApp::start().await;
     let store = app.state.store.as_ref();
     let mut runs = Vec::new();
-    for f in ["inspect/refunds.eval", "inspect/refunds-deflate.eval", "inspect/refunds.json"] {
+    for f in [
+        "inspect/refunds.eval",
+        "inspect/refunds-0.3.60.eval",
+        "inspect/refunds-interrupted.eval",
+        "inspect/refunds.json",
+    ] {
         let run = import(&app.db, &[fixture(f).to_str().expect("utf-8")]);
         let t = trials(store, &run).await;
         let ids: Vec<(&str, &str)> = t.iter().map(|t| (t.task_id.as_str(), t.state.as_str())).collect();
