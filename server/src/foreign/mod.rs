@@ -69,7 +69,14 @@ pub fn detect(head: &[u8]) -> Option<Format> {
         return keys_say(&o.keys().map(String::as_str).collect::<Vec<_>>(), trimmed);
     }
     let keys: Vec<&str> = TOP_KEY.captures_iter(trimmed).filter_map(|c| c.get(1)).map(|m| m.as_str()).collect();
-    keys_say(&keys, trimmed)
+    keys_say(&keys, trimmed).or_else(|| {
+        // Compact JSON on one long line: the keys as they appear in the text.
+        let compact: Vec<&str> = ["schema_version", "suite_name", "user_task_id", "eval", "version", "status"]
+            .into_iter()
+            .filter(|k| trimmed.contains(&format!("\"{k}\":")))
+            .collect();
+        keys_say(&compact, trimmed)
+    })
 }
 
 static TOP_KEY: std::sync::LazyLock<regex::Regex> =
@@ -264,6 +271,8 @@ mod tests {
             Some(Format::Agentdojo)
         );
         assert_eq!(detect(b"{\"trial_id\":\"a\",\"task_id\":\"t\",\"steps\":[]}\n{\"trial_id\""), Some(Format::Mirage));
+        let compact = format!("{{\"version\":2,\"status\":\"success\",\"eval\":{{\"task\":\"{}\"", "x".repeat(20_000));
+        assert_eq!(detect(&compact.as_bytes()[..16_384]), Some(Format::Inspect), "a compact log cut short");
         assert_eq!(detect(b"name,value\n"), None);
         assert_eq!(detect(b"{\"something\": 1}"), None);
     }

@@ -476,7 +476,7 @@ async fn the_dashboard_shows_the_numbers_mirage_score_prints() {
         .json()
         .await
         .expect("heat");
-    let out = crate::support::mirage(&app.db, &["score", "--run", &run, "--json", "--by", "agent,level"]);
+    let out = crate::support::mirage_beside(&app.db, &["score", "--run", &run, "--json", "--by", "agent,level"]).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let cli: serde_json::Value = serde_json::from_slice(&out.stdout).expect("score json");
     let standings = cli["aggregate"]["leaderboard"].as_array().expect("leaderboard");
@@ -510,7 +510,7 @@ async fn the_report_page_and_mirage_report_agree() {
     app.wait_for(&run).await;
     let web: serde_json::Value =
         app.get(&format!("/api/export/report.json?run={run}")).await.json().await.expect("report json");
-    let out = crate::support::mirage(&app.db, &["report", "--run", &run, "--json"]);
+    let out = crate::support::mirage_beside(&app.db, &["report", "--run", &run, "--json"]).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let cli: serde_json::Value = serde_json::from_slice(&out.stdout).expect("report json");
     assert_eq!(web, cli, "the page and the command print the same report");
@@ -667,8 +667,11 @@ async fn a_run_from_the_command_line_streams_is_indexed_and_scored_by_the_server
     let app = TestApp::start().await;
     let mut stream = app.get("/api/runs/events").await;
     assert_eq!(stream.status(), 200);
-    let out =
-        crate::support::mirage(&app.db, &["run", "--agent", "explorer", "--tasks", "shop-example-01,forum-example-02"]);
+    let out = crate::support::mirage_beside(
+        &app.db,
+        &["run", "--agent", "explorer", "--tasks", "shop-example-01,forum-example-02"],
+    )
+    .await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let run = String::from_utf8_lossy(&out.stderr)
         .split_whitespace()

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use server::db::Store;
 
-use crate::support::{TestApp, mirage, temp_path};
+use crate::support::{TestApp, mirage_beside as cli, temp_path};
 
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/harness").join(rel)
@@ -21,8 +21,8 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// Imports through the binary; returns the run id.
-fn import(db: &Path, args: &[&str]) -> String {
-    let o = mirage(db, &[&["runs", "import"], args].concat());
+async fn import(db: &Path, args: &[&str]) -> String {
+    let o = cli(db, &[&["runs", "import"], args].concat()).await;
     assert!(o.status.success(), "{}", text(&o.stderr));
     text(&o.stdout).trim().to_string()
 }
@@ -42,7 +42,7 @@ async fn inspect_logs_import_in_every_layout_and_show_their_harness_record() {
         "inspect/refunds-interrupted.eval",
         "inspect/refunds.json",
     ] {
-        let run = import(&app.db, &[fixture(f).to_str().expect("utf-8")]);
+        let run = import(&app.db, &[fixture(f).to_str().expect("utf-8")]).await;
         let t = trials(store, &run).await;
         let ids: Vec<(&str, &str)> = t.iter().map(|t| (t.task_id.as_str(), t.state.as_str())).collect();
         assert_eq!(
@@ -86,13 +86,30 @@ async fn inspect_logs_import_in_every_layout_and_show_their_harness_record() {
     app.state.search.follow(store).await.expect("follow");
     let hits = app.state.search.search("\"delivery scan\"", None, 50).expect("search");
     assert!(hits.iter().any(|h| h.trial.as_deref() == Some(t[1].trial_id.as_str())), "{hits:?}");
+
+    // A mapping file makes a harness-only sample a Mirage task; a bad one is refused by name.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let map = temp_path(&dir, "map.json");
+    std::fs::write(&map, r#"{"t2": "shop-example-02"}"#).expect("write");
+    let eval = fixture("inspect/refunds.eval");
+    let mapped = import(&app.db, &[eval.to_str().expect("utf-8"), "--map", map.to_str().expect("utf-8")]).await;
+    let tasks: Vec<String> = trials(store, &mapped).await.into_iter().map(|t| t.task_id).collect();
+    assert_eq!(tasks, ["shop-example-01", "shop-example-02", "inspect:refunds/t3"]);
+    std::fs::write(&map, "[\"t2\"]").expect("write");
+    let o =
+        cli(&app.db, &["runs", "import", eval.to_str().expect("utf-8"), "--map", map.to_str().expect("utf-8")]).await;
+    assert!(
+        !o.status.success() && text(&o.stderr).contains("map.json:1:0: a mapping file is one JSON object"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[tokio::test]
 async fn agentdojo_injections_are_spans_and_security_is_attack_success() {
     let app = TestApp::start().await;
     let store = app.state.store.as_ref();
-    let run = import(&app.db, &[fixture("agentdojo").to_str().expect("utf-8")]);
+    let run = import(&app.db, &[fixture("agentdojo").to_str().expect("utf-8")]).await;
     let t = trials(store, &run).await;
     let ids: Vec<(&str, &str, &str)> =
         t.iter().map(|t| (t.agent.as_str(), t.level.as_str(), t.condition.as_str())).collect();
@@ -146,7 +163,7 @@ async fn agentdojo_injections_are_spans_and_security_is_attack_success() {
 async fn atif_trajectories_bring_their_subagents() {
     let app = TestApp::start().await;
     let store = app.state.store.as_ref();
-    let run = import(&app.db, &[fixture("atif").to_str().expect("utf-8")]);
+    let run = import(&app.db, &[fixture("atif").to_str().expect("utf-8")]).await;
     let t = trials(store, &run).await;
     let mut ids: Vec<&str> = t.iter().map(|t| t.task_id.as_str()).collect();
     ids.sort_unstable();
@@ -196,7 +213,7 @@ async fn bad_files_are_refused_naming_the_file_and_entry_and_nothing_is_stored()
         std::fs::write(&path, bytes).expect("write");
         // With a good file beside it: still nothing is stored.
         let good = fixture("agentdojo/scripted-obeys");
-        let o = mirage(&app.db, &["runs", "import", good.to_str().expect("utf-8"), path.to_str().expect("utf-8")]);
+        let o = cli(&app.db, &["runs", "import", good.to_str().expect("utf-8"), path.to_str().expect("utf-8")]).await;
         assert!(!o.status.success(), "{name} was accepted");
         let err = text(&o.stderr);
         assert!(err.contains(expected), "{name}: {err}");
@@ -218,7 +235,7 @@ async fn any_run_goes_out_as_atif_and_comes_back_as_itself() {
     app.wait_for(&run).await;
     let dir = tempfile::tempdir().expect("tempdir");
     let out = temp_path(&dir, "atif");
-    let o = mirage(&app.db, &["runs", "export", &run, "--format", "atif", "--out", out.to_str().expect("utf-8")]);
+    let o = cli(&app.db, &["runs", "export", &run, "--format", "atif", "--out", out.to_str().expect("utf-8")]).await;
     assert!(o.status.success(), "{}", text(&o.stderr));
     let files: Vec<PathBuf> = std::fs::read_dir(&out).expect("dir").map(|e| e.expect("entry").path()).collect();
     let original = trials(store, &run).await;
@@ -229,7 +246,7 @@ async fn any_run_goes_out_as_atif_and_comes_back_as_itself() {
         let steps = v["steps"].as_array().expect("steps");
         assert!(steps.iter().enumerate().all(|(i, s)| s["step_id"] == i + 1), "step ids run from 1");
     }
-    let back = import(&app.db, &[out.to_str().expect("utf-8")]);
+    let back = import(&app.db, &[out.to_str().expect("utf-8")]).await;
     let imported = trials(store, &back).await;
     assert_eq!(imported.len(), original.len());
     let key = |t: &server::db::TrialRow| (t.task_id.clone(), t.agent.clone(), t.level.clone(), t.seed);
@@ -251,6 +268,6 @@ async fn any_run_goes_out_as_atif_and_comes_back_as_itself() {
         assert_eq!((sa.acc_inv, sa.e_inv, &sa.acc_dec, &sa.labels), (sb.acc_inv, sb.e_inv, &sb.acc_dec, &sb.labels));
     }
     // On stdout: one trajectory per line.
-    let o = mirage(&app.db, &["runs", "export", &run, "--format", "atif"]);
+    let o = cli(&app.db, &["runs", "export", &run, "--format", "atif"]).await;
     assert_eq!(text(&o.stdout).lines().count(), original.len());
 }

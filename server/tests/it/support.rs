@@ -167,6 +167,17 @@ pub fn mirage(db: &std::path::Path, args: &[&str]) -> std::process::Output {
         .expect("run mirage")
 }
 
+/// [`mirage`] on the database of a served [`TestApp`], run off the test's runtime thread:
+/// the app is served on that thread, and a server holding a write transaction must be able
+/// to finish it while the command waits for the database (else both wait until the busy
+/// timeout).
+pub async fn mirage_beside(db: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let (db, args): (PathBuf, Vec<String>) = (db.to_path_buf(), args.iter().map(ToString::to_string).collect());
+    tokio::task::spawn_blocking(move || mirage(&db, &args.iter().map(String::as_str).collect::<Vec<_>>()))
+        .await
+        .expect("the command ran")
+}
+
 /// A new, empty PostgreSQL database on the test server named by `MIRAGE_TEST_POSTGRES_URL`
 /// (scripts/test.sh starts one); `None` when the variable is not set.
 pub async fn fresh_postgres_url() -> Option<String> {
