@@ -3,7 +3,7 @@
 // imported with the real binary, then opened in Chromium turn by turn. Each page shows the
 // harness's record; a sample that is not a Mirage task says Mirage's metrics do not apply;
 // AgentDojo's injected text is marked and its attack success shown. The pages are photographed.
-import { test, expect, hydrated } from '../fixtures';
+import { test, expect, hydrated, settled } from '../fixtures';
 import { execFileSync } from 'child_process';
 import * as path from 'path';
 
@@ -50,6 +50,11 @@ test('imported Inspect, AgentDojo and ATIF trajectories show in the viewer', asy
   await expect(page.locator('ol.timeline li.label-adoption')).toHaveClass(/yes/);
   await expect(page.locator('ol.timeline li.label-verification a.annotate-label')).toHaveAttribute('href', `/annotate/${dojo}-000002/verification`);
   await shoot('agentdojo-attack');
+  // Its record counts: attack success by pipeline under the direct attack.
+  await page.goto(`/heatmaps?run=${dojo}&metric=attack_success&by=agent`);
+  await settled(page);
+  await expect(page.locator('table.heatmap td.heat').first()).toBeVisible();
+  await shoot('agentdojo-attack-success-heatmap');
 
   // ATIF: the parent trajectory links to its subagent, whose page links back.
   const atif = importRun('atif');

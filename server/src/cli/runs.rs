@@ -90,10 +90,10 @@ pub(super) async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Res
             let version = crate::corpus::fingerprint(&tasks);
             let world = std::sync::Arc::new(crate::env::World::build(tasks)?);
             let mapping = map.as_deref().map(crate::foreign::Mapping::read).transpose()?.unwrap_or_default();
-            let expanded = crate::foreign::load::expand(&files)?;
+            let expanded = crate::runs::harness::expand(&files)?;
             let formats = expanded
                 .iter()
-                .map(|p| crate::foreign::load::format_of(p, format))
+                .map(|p| crate::runs::harness::format_of(p, format))
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let (run, n) = if let ([file], [crate::foreign::Format::Mirage]) = (expanded.as_slice(), formats.as_slice())
             {
@@ -101,7 +101,7 @@ pub(super) async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Res
                 let contents = std::fs::read_to_string(file).with_context(|| format!("reading {name}"))?;
                 crate::runs::import::import_run(store, &world, &name, &contents, &version).await?
             } else {
-                crate::foreign::load::import_files(store, &world, &expanded, format, &mapping, &version).await?
+                crate::runs::harness::import_files(store, &world, &expanded, format, &mapping, &version).await?
             };
             eprintln!("{n} trajectories stored as run {run}");
             println!("{run}");
@@ -110,12 +110,12 @@ pub(super) async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Res
             store.run(&run).await?;
             let unfinished = match (format, out) {
                 (ExportFormat::Mirage, Some(path)) => crate::runs::export::export_run_to(store, &run, &path).await?,
-                (ExportFormat::Atif, Some(dir)) => crate::foreign::atif::write_dir(store, &run, &dir).await?,
+                (ExportFormat::Atif, Some(dir)) => crate::runs::export::write_atif_dir(store, &run, &dir).await?,
                 (format, None) => {
                     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
                     match format {
                         ExportFormat::Mirage => crate::runs::export::export_run(store, &run, &mut stdout).await,
-                        ExportFormat::Atif => crate::foreign::atif::write_run(store, &run, &mut stdout).await,
+                        ExportFormat::Atif => crate::runs::export::write_atif(store, &run, &mut stdout).await,
                     }
                     .context("writing to stdout")?
                 }

@@ -4,15 +4,14 @@
 //! a sample that is one of Mirage's tasks is scored by Mirage's judges, any other keeps only
 //! its harness's own scores. What the harness said about the sample (input, target, final
 //! answer, scores, token usage, timings, metadata, error) is kept beside the trial as its
-//! [`Origin`]. `mirage runs import` reads them ([`load`]); [`atif::write_run`] writes any
-//! run back out as ATIF.
+//! [`Origin`]. `mirage runs import` stores them as a run (`runs::harness`); any run goes
+//! back out as ATIF through [`atif::trajectory_of`] (`runs::export::write_atif`).
 
 pub mod agentdojo;
 pub mod atif;
 pub mod chat;
 pub mod inspect;
 pub mod labels;
-pub mod load;
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -132,6 +132,57 @@ pub async fn export_run_to(store: &dyn Store, run_id: &str, path: &std::path::Pa
     }
 }
 
+/// Hands the ATIF trajectory of every finished trial of a run to `each`, in plan order, a
+/// chunk of trials at a time. Returns the number of trials left out (not finished).
+async fn each_atif(
+    store: &dyn Store,
+    run_id: &str,
+    each: &mut dyn FnMut(&TrialRow, serde_json::Value) -> anyhow::Result<()>,
+) -> anyhow::Result<usize> {
+    super::geo::refuse_geo(store, run_id).await?;
+    let trials = store.trials(run_id).await?;
+    let finished: Vec<&TrialRow> = trials.iter().filter(|t| t.state.is_finished()).collect();
+    for chunk in finished.chunks(super::CHUNK) {
+        let ids: Vec<String> = chunk.iter().map(|t| t.trial_id.clone()).collect();
+        let mut bodies = store.steps_of(&ids).await?;
+        let mut origins = store.origins_of(&ids).await?;
+        for trial in chunk {
+            let steps = parse_steps(&bodies.remove(&trial.trial_id).unwrap_or_default())?;
+            let origin: Option<crate::foreign::Origin> =
+                origins.remove(&trial.trial_id).map(|b| serde_json::from_str(&b)).transpose()?;
+            each(trial, crate::foreign::atif::trajectory_of(trial, &steps, origin.as_ref()))?;
+        }
+    }
+    Ok(trials.len() - finished.len())
+}
+
+/// Writes every finished trial of a run as ATIF, one trajectory per line.
+pub async fn write_atif(store: &dyn Store, run_id: &str, out: &mut dyn std::io::Write) -> anyhow::Result<usize> {
+    let left = each_atif(store, run_id, &mut |_, v| {
+        serde_json::to_writer(&mut *out, &v)?;
+        out.write_all(b"\n")?;
+        Ok(())
+    })
+    .await?;
+    out.flush()?;
+    Ok(left)
+}
+
+/// Writes every finished trial of a run as an ATIF file `<trial id>.json` in `dir` (made if
+/// missing); each file is written beside its name first and renamed once whole.
+pub async fn write_atif_dir(store: &dyn Store, run_id: &str, dir: &std::path::Path) -> anyhow::Result<usize> {
+    use anyhow::Context;
+    std::fs::create_dir_all(dir).with_context(|| format!("making {}", dir.display()))?;
+    each_atif(store, run_id, &mut |trial, v| {
+        let path = dir.join(format!("{}.json", trial.trial_id));
+        let partial = dir.join(format!("{}.json.partial", trial.trial_id));
+        std::fs::write(&partial, serde_json::to_vec_pretty(&v)?)
+            .with_context(|| format!("writing {}", partial.display()))?;
+        std::fs::rename(&partial, &path).with_context(|| format!("writing {}", path.display()))
+    })
+    .await
+}
+
 /// Decodes stored step bodies.
 pub fn parse_steps(bodies: &[String]) -> anyhow::Result<Vec<Step>> {
     bodies.iter().map(|b| serde_json::from_str(b).map_err(anyhow::Error::from)).collect()

@@ -8,6 +8,7 @@
 
 pub mod export;
 pub mod geo;
+pub mod harness;
 pub mod import;
 mod pool;
 pub mod score;

@@ -16,8 +16,10 @@ use crate::judge::rsn::ModelJudge;
 use crate::judge::{Scorer, Trajectory, TrialScore, on_every_core};
 
 /// Scores every finished trial of a run with `judge`: stored scores of the same judge
-/// version are reused, others (and new trials) are computed and stored. Human labels
-/// override automatic ones in the returned scores (in plan order). `progress` hears
+/// version are reused, others (and new trials) are computed and stored. Samples imported
+/// from other harnesses that are not Mirage tasks get their harness's record instead (its
+/// labels and attack success, no metrics; computed, not stored), after the others. Human
+/// labels override automatic ones in the returned scores (in plan order). `progress` hears
 /// (trials handled, finished trials) as chunks are scored. Returns the scores and how many
 /// were (re)computed.
 ///
@@ -35,9 +37,8 @@ pub async fn score_run(
     let mut stored: HashMap<String, StoredScore> =
         store.scores(run_id).await?.into_iter().map(|s| (s.trial_id.clone(), s)).collect();
     let trials = store.trials(run_id).await?;
-    // Samples imported from other harnesses that are not Mirage tasks have no Mirage scores.
-    let finished: Vec<&TrialRow> =
-        trials.iter().filter(|t| t.state.is_finished() && !crate::corpus::is_foreign_task(&t.task_id)).collect();
+    let (foreign, finished): (Vec<&TrialRow>, Vec<&TrialRow>) =
+        trials.iter().filter(|t| t.state.is_finished()).partition(|t| crate::corpus::is_foreign_task(&t.task_id));
     let mut slots: Vec<Option<TrialScore>> = Vec::with_capacity(finished.len());
     let mut todo: Vec<(usize, &TrialRow)> = Vec::new();
     for (i, trial) in finished.iter().enumerate() {
@@ -102,10 +103,23 @@ pub async fn score_run(
     drop(chunks);
     drop(todo);
     drop(finished);
-    drop(trials);
     // In place: no second buffer of every score.
     let mut scores =
         slots.into_iter().map(|s| s.context("a trial was left unscored")).collect::<anyhow::Result<Vec<_>>>()?;
+    for chunk in foreign.chunks(CHUNK) {
+        let ids: Vec<String> = chunk.iter().map(|t| t.trial_id.clone()).collect();
+        let (mut bodies, mut origins) = (store.steps_of(&ids).await?, store.origins_of(&ids).await?);
+        for trial in chunk {
+            // A task id that only looks like a harness's, with no record: nothing to score.
+            let Some(origin) = origins.remove(&trial.trial_id) else { continue };
+            let origin: crate::foreign::Origin =
+                serde_json::from_str(&origin).with_context(|| format!("the harness record of {}", trial.trial_id))?;
+            let steps = super::export::parse_steps(&bodies.remove(&trial.trial_id).unwrap_or_default())?;
+            scores.push(crate::foreign::labels::score_of(trial, &origin, &steps));
+        }
+    }
+    drop(foreign);
+    drop(trials);
     apply_overrides(&mut scores, &store.people_label_events(run_id).await?);
     Ok((scores, computed))
 }

@@ -77,12 +77,20 @@ async fn inspect_logs_import_in_every_layout_and_show_their_harness_record() {
     let (_, body) = app.text(&format!("/runs/{run}/trials/{}", t[2].trial_id)).await;
     assert!(body.contains("the sandbox for t3 did not start"));
 
-    // Scoring the run scores only the Mirage task; every imported trial is searchable.
+    // Scoring the run: Mirage's judges for the Mirage task, the harness's record for the
+    // others; every imported trial is searchable.
     let (scores, _) =
         server::runs::score::score_run(&app.state.store, &app.state.world, run, &app.state.judge, &|_, _| {})
             .await
             .expect("score the run");
-    assert_eq!(scores.iter().map(|s| s.task_id.as_str()).collect::<Vec<_>>(), ["shop-example-01"]);
+    let judged: Vec<(&str, bool, &str)> =
+        scores.iter().map(|s| (s.task_id.as_str(), s.acc_dec.is_some(), s.judge_version.as_str())).collect();
+    assert_eq!(judged[0].0, "shop-example-01");
+    assert!(judged[0].1, "Mirage's judges score the Mirage task");
+    assert_eq!(
+        judged[1..],
+        [("inspect:refunds/t2", false, "inspect-record"), ("inspect:refunds/t3", false, "inspect-record")]
+    );
     app.state.search.follow(store).await.expect("follow");
     let hits = app.state.search.search("\"delivery scan\"", None, 50).expect("search");
     assert!(hits.iter().any(|h| h.trial.as_deref() == Some(t[1].trial_id.as_str())), "{hits:?}");
@@ -152,11 +160,27 @@ async fn agentdojo_injections_are_spans_and_security_is_attack_success() {
     let (_, body) = app.text(&format!("/runs/{run}/trials/{trial}")).await;
     assert!(body.contains("it read the bill before paying") && body.contains("automatic label: no"), "{body}");
 
-    // A run of harness-only samples has no Mirage scores: its pages say so rather than fail.
+    // The harness's record is scored: attack success by pipeline and attack, no Mirage metric.
     for page in [format!("/runs/{run}"), format!("/leaderboard?run={run}"), format!("/report?run={run}")] {
         let (status, body) = app.text(&page).await;
         assert_eq!(status, 200, "{page}: {body}");
     }
+    let (scores, _) =
+        server::runs::score::score_run(&app.state.store, &app.state.world, &run, &app.state.judge, &|_, _| {})
+            .await
+            .expect("score");
+    let asr: Vec<(&str, &str, Option<bool>, Option<f64>)> =
+        scores.iter().map(|s| (s.agent.as_str(), s.level.as_str(), s.attack_success, s.acc_inv)).collect();
+    assert_eq!(
+        asr,
+        [
+            ("scripted-careful", "direct", Some(false), None),
+            ("scripted-careful", "L0", None, None),
+            ("scripted-obeys", "direct", Some(true), None)
+        ]
+    );
+    let verification = scores[0].labels.as_ref().expect("labels").verification.clone();
+    assert!(verification.value && verification.source == "human", "the person's label counts: {verification:?}");
 }
 
 #[tokio::test]

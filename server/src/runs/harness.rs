@@ -1,4 +1,4 @@
-//! `mirage runs import FILE…` for other harnesses' files: every file is read twice, once to
+//! `mirage runs import FILE…` for other harnesses' files (read by `foreign`): every file is read twice, once to
 //! check it whole (so a bad file stores nothing) and plan the run's trials, then again to
 //! store the trials a batch at a time (memory stays bounded by the batch, not the log).
 
@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
-use super::{Format, Imported, Mapping, agentdojo, atif, detect, inspect};
+use super::RunSpec;
 use crate::db::{FinishedTrial, NewTrial, RunStatus, Store};
 use crate::env::World;
-use crate::runs::RunSpec;
+use crate::foreign::{Format, Imported, Mapping, agentdojo, atif, detect, inspect};
 
 /// Trials stored per transaction.
 const BATCH: usize = 500;
@@ -163,7 +163,7 @@ pub async fn import_files(
         &set(&|t| &t.condition),
         planned.iter().map(|t| t.seed).collect::<BTreeSet<_>>().into_iter().collect(),
     );
-    let run_id = crate::runs::new_run_id();
+    let run_id = super::new_run_id();
     store.create_run(&run_id, &serde_json::to_string(&spec)?, corpus_version, &planned).await?;
     let total = planned.len();
     drop(planned);
