@@ -70,11 +70,18 @@ pub fn detect(head: &[u8]) -> Option<Format> {
     let keys: Vec<&str> = TOP_KEY.captures_iter(trimmed).filter_map(|c| c.get(1)).map(|m| m.as_str()).collect();
     keys_say(&keys, trimmed).or_else(|| {
         // Compact JSON on one long line: the keys as they appear in the text.
+        let has = |k: &str| trimmed.contains(&format!("\"{k}\":"));
         let compact: Vec<&str> = ["schema_version", "suite_name", "user_task_id", "eval", "version", "status"]
             .into_iter()
-            .filter(|k| trimmed.contains(&format!("\"{k}\":")))
+            .filter(|k| has(k))
             .collect();
-        keys_say(&compact, trimmed)
+        // A trajectory line longer than the head: Mirage's own format (whose observations may
+        // quote anything, so its first key decides).
+        let first_key = trimmed[1..].trim_start().split(':').next().unwrap_or_default().trim();
+        if matches!(first_key, "\"trial_id\"" | "\"task_id\"") && has("steps") {
+            return Some(Format::Mirage);
+        }
+        keys_say(&compact, trimmed).or_else(|| (has("task_id") && has("steps")).then_some(Format::Mirage))
     })
 }
 
@@ -272,6 +279,11 @@ mod tests {
         assert_eq!(detect(b"{\"trial_id\":\"a\",\"task_id\":\"t\",\"steps\":[]}\n{\"trial_id\""), Some(Format::Mirage));
         let compact = format!("{{\"version\":2,\"status\":\"success\",\"eval\":{{\"task\":\"{}\"", "x".repeat(20_000));
         assert_eq!(detect(&compact.as_bytes()[..16_384]), Some(Format::Inspect), "a compact log cut short");
+        let long = format!(
+            "{{\"trial_id\":\"a\",\"task_id\":\"t\",\"steps\":[{{\"observation\":\"a page quoting \\\"eval\\\": {}\"}}]}}\n",
+            "x".repeat(20_000)
+        );
+        assert_eq!(detect(&long.as_bytes()[..16_384]), Some(Format::Mirage), "a trajectory line cut short");
         assert_eq!(detect(b"name,value\n"), None);
         assert_eq!(detect(b"{\"something\": 1}"), None);
     }
