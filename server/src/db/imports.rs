@@ -11,12 +11,12 @@ use super::sql::{BULK_ROWS, finish, numbered};
 use super::{SqlStore, StoreResult, TrialState, now_ms};
 
 /// One imported trial, finished: its step bodies in order, how it ended, and its origin
-/// (JSON), if it came from another harness.
+/// (the harness's id of the sample, and its record as JSON), if it came from another harness.
 pub struct FinishedTrial {
     pub trial_id: String,
     pub steps: Vec<String>,
     pub end: TrialEnd,
-    pub origin: Option<String>,
+    pub origin: Option<(String, String)>,
 }
 
 /// Imported trials.
@@ -28,6 +28,8 @@ pub trait ImportStore: Send + Sync {
     async fn origin(&self, trial_id: &str) -> StoreResult<Option<String>>;
     /// The records of these trials, by trial.
     async fn origins_of(&self, trial_ids: &[String]) -> StoreResult<HashMap<String, String>>;
+    /// The trials of a run imported from these samples (harness ids), as (sample, trial).
+    async fn trials_of_samples(&self, run_id: &str, samples: &[String]) -> StoreResult<Vec<(String, String)>>;
 }
 
 #[async_trait]
@@ -78,12 +80,15 @@ impl ImportStore for SqlStore {
                 let (sql, args) = numbered(&mut b, self.postgres)?;
                 sqlx::query_with(&sql, args).execute(&mut *tx).await?;
             }
-            let origins: Vec<(&str, &str)> =
-                batch.iter().filter_map(|t| Some((t.trial_id.as_str(), t.origin.as_deref()?))).collect();
+            let origins: Vec<(&str, &str, &str)> = batch
+                .iter()
+                .filter_map(|t| t.origin.as_ref().map(|(sample, body)| (t.trial_id.as_str(), sample.as_str(), body.as_str())))
+                .collect();
             for chunk in origins.chunks(BULK_ROWS) {
-                let mut b: QueryBuilder<'_, Any> = QueryBuilder::new("insert into trial_origin (trial_id, run_id, body) ");
-                b.push_values(chunk, |mut row, (trial, body)| {
-                    row.push_bind(*trial).push_bind(run_id).push_bind(*body);
+                let mut b: QueryBuilder<'_, Any> =
+                    QueryBuilder::new("insert into trial_origin (trial_id, run_id, sample, body) ");
+                b.push_values(chunk, |mut row, (trial, sample, body)| {
+                    row.push_bind(*trial).push_bind(run_id).push_bind(*sample).push_bind(*body);
                 });
                 let (sql, args) = numbered(&mut b, self.postgres)?;
                 sqlx::query_with(&sql, args).execute(&mut *tx).await?;
@@ -114,6 +119,24 @@ impl ImportStore for SqlStore {
             let (sql, args) = numbered(&mut b, self.postgres)?;
             let rows: Vec<(String, String)> = sqlx::query_as_with(&sql, args).fetch_all(&self.pool).await?;
             out.extend(rows);
+        }
+        Ok(out)
+    }
+
+    async fn trials_of_samples(&self, run_id: &str, samples: &[String]) -> StoreResult<Vec<(String, String)>> {
+        let mut out = Vec::new();
+        for chunk in samples.chunks(BULK_ROWS) {
+            let mut b: QueryBuilder<'_, Any> =
+                QueryBuilder::new("select sample, trial_id from trial_origin where run_id = ");
+            b.push_bind(run_id);
+            b.push(" and sample in (");
+            let mut list = b.separated(", ");
+            for s in chunk {
+                list.push_bind(s.as_str());
+            }
+            b.push(")");
+            let (sql, args) = numbered(&mut b, self.postgres)?;
+            out.extend(sqlx::query_as_with::<_, (String, String), _>(&sql, args).fetch_all(&self.pool).await?);
         }
         Ok(out)
     }

@@ -89,25 +89,46 @@ pub fn trajectory_of(trial: &TrialRow, bodies: &[String]) -> anyhow::Result<crat
     })
 }
 
-/// Writes every finished trial of the run to `out` as JSON Lines, in plan order, reading
-/// the steps a chunk of trials at a time (memory stays bounded whatever the run's size).
-/// Returns the number of trials left out because they have not finished (queued, running
-/// or cancelled).
-pub async fn export_run(store: &dyn Store, run_id: &str, out: &mut dyn std::io::Write) -> anyhow::Result<usize> {
+/// What [`each_finished`] hands on: a finished trial, its steps and its harness record.
+type EachFinished<'a> = dyn FnMut(&TrialRow, &[Step], Option<crate::foreign::Origin>) -> anyhow::Result<()> + 'a;
+
+/// Hands every finished trial of a run to `each` with its steps (and, when `origins`, its
+/// harness record), in plan order, reading a chunk of trials at a time: memory stays bounded
+/// whatever the run's size. Returns the number of trials left out because they have not
+/// finished (queued, running or cancelled).
+async fn each_finished(
+    store: &dyn Store,
+    run_id: &str,
+    origins: bool,
+    each: &mut EachFinished<'_>,
+) -> anyhow::Result<usize> {
     super::geo::refuse_geo(store, run_id).await?;
     let trials = store.trials(run_id).await?;
     let finished: Vec<&TrialRow> = trials.iter().filter(|t| t.state.is_finished()).collect();
     for chunk in finished.chunks(super::CHUNK) {
         let ids: Vec<String> = chunk.iter().map(|t| t.trial_id.clone()).collect();
         let mut bodies = store.steps_of(&ids).await?;
+        let mut records = if origins { store.origins_of(&ids).await? } else { std::collections::HashMap::new() };
         for trial in chunk {
             let steps = parse_steps(&bodies.remove(&trial.trial_id).unwrap_or_default())?;
-            serde_json::to_writer(&mut *out, &trajectory_line(trial, &steps))?;
-            out.write_all(b"\n")?;
+            let origin = records.remove(&trial.trial_id).map(|b| serde_json::from_str(&b)).transpose()?;
+            each(trial, &steps, origin)?;
         }
     }
-    out.flush()?;
     Ok(trials.len() - finished.len())
+}
+
+/// Writes every finished trial of the run to `out` as JSON Lines, in plan order. Returns the
+/// number of trials left out because they have not finished.
+pub async fn export_run(store: &dyn Store, run_id: &str, out: &mut dyn std::io::Write) -> anyhow::Result<usize> {
+    let left = each_finished(store, run_id, false, &mut |trial, steps, _| {
+        serde_json::to_writer(&mut *out, &trajectory_line(trial, steps))?;
+        out.write_all(b"\n")?;
+        Ok(())
+    })
+    .await?;
+    out.flush()?;
+    Ok(left)
 }
 
 /// [`export_run`] into a file, written beside it first and renamed into place once whole.
@@ -132,28 +153,16 @@ pub async fn export_run_to(store: &dyn Store, run_id: &str, path: &std::path::Pa
     }
 }
 
-/// Hands the ATIF trajectory of every finished trial of a run to `each`, in plan order, a
-/// chunk of trials at a time. Returns the number of trials left out (not finished).
+/// Hands the ATIF trajectory of every finished trial of a run to `each`, in plan order.
 async fn each_atif(
     store: &dyn Store,
     run_id: &str,
-    each: &mut dyn FnMut(&TrialRow, serde_json::Value) -> anyhow::Result<()>,
+    each: &mut dyn FnMut(&TrialRow, Value) -> anyhow::Result<()>,
 ) -> anyhow::Result<usize> {
-    super::geo::refuse_geo(store, run_id).await?;
-    let trials = store.trials(run_id).await?;
-    let finished: Vec<&TrialRow> = trials.iter().filter(|t| t.state.is_finished()).collect();
-    for chunk in finished.chunks(super::CHUNK) {
-        let ids: Vec<String> = chunk.iter().map(|t| t.trial_id.clone()).collect();
-        let mut bodies = store.steps_of(&ids).await?;
-        let mut origins = store.origins_of(&ids).await?;
-        for trial in chunk {
-            let steps = parse_steps(&bodies.remove(&trial.trial_id).unwrap_or_default())?;
-            let origin: Option<crate::foreign::Origin> =
-                origins.remove(&trial.trial_id).map(|b| serde_json::from_str(&b)).transpose()?;
-            each(trial, crate::foreign::atif::trajectory_of(trial, &steps, origin.as_ref()))?;
-        }
-    }
-    Ok(trials.len() - finished.len())
+    each_finished(store, run_id, true, &mut |trial, steps, origin| {
+        each(trial, crate::foreign::atif::trajectory_of(trial, steps, origin.as_ref()))
+    })
+    .await
 }
 
 /// Writes every finished trial of a run as ATIF, one trajectory per line.

@@ -178,7 +178,7 @@ pub async fn import_files(
             let result = read_all(&files, &world, &mapping, &mut |s: Imported| {
                 let trial_id = ids.next().context("the files gave more samples on the second reading")?;
                 let steps = s.steps.iter().map(serde_json::to_string).collect::<Result<Vec<_>, _>>()?;
-                let origin = Some(serde_json::to_string(&s.origin)?);
+                let origin = Some((s.origin.sample.clone(), serde_json::to_string(&s.origin)?));
                 tx.blocking_send(Ok(FinishedTrial { trial_id, steps, end: s.end, origin }))
                     .map_err(|_| anyhow::anyhow!("the import stopped"))
             });

@@ -24,19 +24,14 @@ fn text(v: &Value) -> String {
 
 /// The page's view of an origin; `run` finds the trials of related samples.
 pub async fn view_of(store: &dyn Store, run_id: &str, o: &Origin) -> Result<OriginView, AppError> {
-    // The trials of related samples, found by their origin's sample id (a sample mapped to
-    // a Mirage task is stored under that task's id).
-    let related: Vec<&String> = o.parent.iter().chain(&o.subagents).collect();
-    let mut samples: Vec<(String, String)> = Vec::new();
-    if !related.is_empty() {
-        let ids: Vec<String> = store.trials(run_id).await.map_err(internal)?.into_iter().map(|t| t.trial_id).collect();
-        for (trial, body) in store.origins_of(&ids).await.map_err(internal)? {
-            let other: Origin = serde_json::from_str(&body).map_err(internal)?;
-            if related.contains(&&other.sample) {
-                samples.push((other.sample, trial));
-            }
-        }
-    }
+    // The trials of related samples, found by the harness's sample id (a sample mapped to a
+    // Mirage task is stored under that task's id).
+    let related: Vec<String> = o.parent.iter().chain(&o.subagents).cloned().collect();
+    let samples = if related.is_empty() {
+        Vec::new()
+    } else {
+        store.trials_of_samples(run_id, &related).await.map_err(internal)?
+    };
     let trial_of = |sample: &str| samples.iter().find(|(s, _)| s == sample).map(|(_, t)| t.clone());
     Ok(OriginView {
         harness: crate::foreign::display_name(&o.harness).to_string(),

@@ -476,7 +476,7 @@ async fn exercise_imports(store: &dyn Store) {
             trial_id: ids[0].clone(),
             steps: vec![r#"{"t":0}"#.into(), r#"{"t":1}"#.into()],
             end: TrialEnd::Done { verdict: None, rationale: Some("the answer".into()), appeal: None },
-            origin: Some(r#"{"harness":"inspect"}"#.into()),
+            origin: Some(("t/a".into(), r#"{"harness":"inspect"}"#.into())),
         },
         FinishedTrial { trial_id: ids[1].clone(), steps: vec![], end: TrialEnd::Error("boom".into()), origin: None },
     ];
@@ -488,6 +488,8 @@ async fn exercise_imports(store: &dyn Store) {
     assert_eq!(store.origin(&ids[0]).await.expect("origin").as_deref(), Some(r#"{"harness":"inspect"}"#));
     assert_eq!(store.origin(&ids[1]).await.expect("origin"), None);
     assert_eq!(store.origins_of(&ids).await.expect("origins").len(), 1);
+    let found = store.trials_of_samples("i", &["t/a".to_string(), "t/z".to_string()]).await.expect("samples");
+    assert_eq!(found, [("t/a".to_string(), ids[0].clone())]);
     // A trial already finished is not finished again, and the whole batch is undone.
     let again = vec![FinishedTrial { trial_id: ids[0].clone(), steps: vec![], end: TrialEnd::Cancelled, origin: None }];
     assert!(store.store_finished("i", &again).await.is_err());
