@@ -22,8 +22,7 @@ use crate::agent::Step;
 use crate::db::{NewTrial, TrialEnd};
 
 /// The formats `mirage runs import` reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, strum::Display, strum::EnumString)]
-#[strum(serialize_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// Mirage's own trajectory lines (DESIGN §5).
     Mirage,
