@@ -34,8 +34,6 @@ pub enum Format {
     Agentdojo,
 }
 
-pub use crate::corpus::{HARNESSES, is_foreign_task};
-
 /// A harness's name as people know it (`inspect` → Inspect AI).
 pub fn display_name(harness: &str) -> &str {
     match harness {
@@ -262,6 +260,7 @@ pub fn end_of(error: Option<&str>, verdict: Option<String>, answer: Option<&str>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::corpus::is_foreign_task;
 
     #[test]
     fn formats_are_told_apart_by_content() {
