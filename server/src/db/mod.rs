@@ -38,11 +38,11 @@ pub use imports::{FinishedTrial, ImportStore};
 pub use overview::{OverviewStore, RunOverview};
 pub use runs::{
     BACKOFF_MS, CoverageRow, MAX_ATTEMPTS, NewTrial, Progress, RunRow, RunStatus, RunStore, TrialEnd, TrialFilter,
-    TrialRow, TrialState,
+    TrialKey, TrialRow, TrialState,
 };
 pub use scores::{DecisionClass, Flag, LabelEvent, LabelKind, LabelLock, ReasoningGrade, ScoreStore, StoredScore};
 pub use sql::SqlStore;
-pub use steps::StepStore;
+pub use steps::{StepStore, split_steps};
 
 /// Failures callers act on; everything else is an infrastructure error.
 #[derive(Debug, thiserror::Error)]

@@ -85,6 +85,15 @@ pub struct TrialRow {
     pub appeal: Option<String>,
 }
 
+/// What reading a whole run needs of each trial before its chunks are read in full.
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct TrialKey {
+    pub trial_id: String,
+    pub task_id: String,
+    #[sqlx(try_from = "String")]
+    pub state: TrialState,
+}
+
 /// A finished trial with the time it finished (ms), for followers of finished trials.
 #[derive(sqlx::FromRow)]
 struct FinishedRow {
@@ -178,6 +187,9 @@ pub trait RunStore: Send + Sync {
     async fn finished_since(&self, run_id: &str, since: i64) -> StoreResult<i64>;
     /// Every trial of a run in plan order.
     async fn trials(&self, run_id: &str) -> StoreResult<Vec<TrialRow>>;
+    /// Every trial of a run in plan order, only its id, task and state: the index a reader
+    /// of the whole run walks a chunk at a time (see `StepStore::trials_with_steps`).
+    async fn trial_keys(&self, run_id: &str) -> StoreResult<Vec<TrialKey>>;
     /// Claims the next queued trial of the run for `worker` until `lease_until` (ms), in one
     /// short statement. `None` when nothing is queued.
     async fn claim_trial(&self, run_id: &str, worker: &str, lease_until: i64) -> StoreResult<Option<TrialRow>>;
@@ -233,7 +245,7 @@ pub const MAX_ATTEMPTS: i64 = 3;
 pub const BACKOFF_MS: i64 = 1_000;
 
 const RUN_COLUMNS: &str = "run_id, spec, status, corpus_version, trials_total, created_at";
-const TRIAL_COLUMNS: &str = "trial_id, run_id, ordinal, task_id, agent, level, condition, seed, state, attempts, worker, verdict, rationale, error, appeal";
+pub(super) const TRIAL_COLUMNS: &str = "trial_id, run_id, ordinal, task_id, agent, level, condition, seed, state, attempts, worker, verdict, rationale, error, appeal";
 
 #[async_trait]
 impl RunStore for SqlStore {
@@ -348,6 +360,13 @@ impl RunStore for SqlStore {
 
     async fn trials(&self, run_id: &str) -> StoreResult<Vec<TrialRow>> {
         Ok(sqlx::query_as(&format!("select {TRIAL_COLUMNS} from trial where run_id = $1 order by ordinal"))
+            .bind(run_id)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    async fn trial_keys(&self, run_id: &str) -> StoreResult<Vec<TrialKey>> {
+        Ok(sqlx::query_as("select trial_id, task_id, state from trial where run_id = $1 order by ordinal")
             .bind(run_id)
             .fetch_all(&self.pool)
             .await?)

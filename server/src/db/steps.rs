@@ -1,10 +1,11 @@
-//! Stored steps read in bulk: every step of a run at once (exports, GEO reports), or the
-//! steps of a chunk of trials (scoring a run with bounded memory).
+//! Stored steps read in bulk: every step of a run at once (GEO reports), or a chunk of
+//! trials with their steps (scoring and exporting a run with bounded memory).
 
 use std::collections::HashMap;
 
 use async_trait::async_trait;
 
+use super::runs::{TRIAL_COLUMNS, TrialRow};
 use super::{SqlStore, StoreResult};
 
 /// Bulk reads of step bodies.
@@ -12,8 +13,9 @@ use super::{SqlStore, StoreResult};
 pub trait StepStore: Send + Sync {
     /// Step bodies of every trial of a run in one query, by trial id, each in order.
     async fn run_steps(&self, run_id: &str) -> StoreResult<HashMap<String, Vec<String>>>;
-    /// The step bodies of these trials, in order, by trial (one query per thousand).
-    async fn steps_of(&self, trial_ids: &[String]) -> StoreResult<HashMap<String, Vec<String>>>;
+    /// These trials (absent ones left out), each with its step bodies joined in order by
+    /// [`SEP`] (see [`split_steps`]), by trial id: one row per trial, one query per thousand.
+    async fn trials_with_steps(&self, trial_ids: &[String]) -> StoreResult<HashMap<String, (TrialRow, String)>>;
 }
 
 #[async_trait]
@@ -33,30 +35,47 @@ impl StepStore for SqlStore {
         Ok(out)
     }
 
-    async fn steps_of(&self, trial_ids: &[String]) -> StoreResult<HashMap<String, Vec<String>>> {
-        // One row per trial, its step bodies joined in order by a record separator (U+001E,
-        // which JSON text never holds unescaped): a row costs far more than its bytes.
-        const SEP: char = '\u{1e}';
+    async fn trials_with_steps(&self, trial_ids: &[String]) -> StoreResult<HashMap<String, (TrialRow, String)>> {
+        // A row costs far more than its bytes, so a trial's steps come in its own row,
+        // joined by a record separator (U+001E, which JSON text never holds unescaped).
         let joined = if self.postgres {
             "string_agg(body, chr(30) order by t)"
         } else {
             "group_concat(body, char(30) order by t)"
         };
-        let mut out: HashMap<String, Vec<String>> = HashMap::new();
+        let mut out = HashMap::with_capacity(trial_ids.len());
         for chunk in trial_ids.chunks(super::sql::BULK_ROWS) {
-            let mut b: sqlx::QueryBuilder<'_, sqlx::Any> =
-                sqlx::QueryBuilder::new(format!("select trial_id, {joined} from trial_step where trial_id in ("));
+            let mut b: sqlx::QueryBuilder<'_, sqlx::Any> = sqlx::QueryBuilder::new(format!(
+                "select {TRIAL_COLUMNS}, (select {joined} from trial_step s where s.trial_id = trial.trial_id) \
+                 as steps from trial where trial_id in ("
+            ));
             let mut list = b.separated(", ");
             for id in chunk {
                 list.push_bind(id.as_str());
             }
-            b.push(") group by trial_id");
+            b.push(")");
             let (sql, args) = super::sql::numbered(&mut b, self.postgres)?;
-            let rows: Vec<(String, String)> = sqlx::query_as_with(&sql, args).fetch_all(&self.pool).await?;
-            for (trial, bodies) in rows {
-                out.insert(trial, bodies.split(SEP).map(str::to_string).collect());
+            let rows: Vec<WithSteps> = sqlx::query_as_with(&sql, args).fetch_all(&self.pool).await?;
+            for row in rows {
+                out.insert(row.trial.trial_id.clone(), (row.trial, row.steps.unwrap_or_default()));
             }
         }
         Ok(out)
     }
+}
+
+/// A trial and its joined step bodies, as [`StepStore::trials_with_steps`] reads them.
+#[derive(sqlx::FromRow)]
+struct WithSteps {
+    #[sqlx(flatten)]
+    trial: TrialRow,
+    steps: Option<String>,
+}
+
+/// What joins a trial's step bodies in [`StepStore::trials_with_steps`].
+pub const SEP: char = '\u{1e}';
+
+/// The step bodies of a joined list, in order (none when it is empty).
+pub fn split_steps(joined: &str) -> impl Iterator<Item = &str> {
+    joined.split(SEP).filter(|b| !b.is_empty())
 }

@@ -59,10 +59,9 @@ pub fn trajectory_line(trial: &TrialRow, steps: &[Step]) -> Value {
 /// The trajectory of a finished trial read straight from its stored step bodies: the same
 /// value as [`trajectory_line`] read as a [`Trajectory`] (a step's `t` aside), without the
 /// detour through a JSON value of every step.
-pub fn trajectory_of(trial: &TrialRow, bodies: &[String]) -> anyhow::Result<crate::judge::Trajectory> {
+pub fn trajectory_of(trial: &TrialRow, steps: &str) -> anyhow::Result<crate::judge::Trajectory> {
     use crate::judge::{TrajStep, TrajVerdict, Trajectory};
-    let steps = bodies
-        .iter()
+    let steps = crate::db::split_steps(steps)
         .map(|b| {
             let mut step: TrajStep = serde_json::from_str(b)
                 .map_err(|e| anyhow::anyhow!("trial {}: a stored step does not parse: {e}", trial.trial_id))?;
@@ -103,19 +102,20 @@ async fn each_finished(
     each: &mut EachFinished<'_>,
 ) -> anyhow::Result<usize> {
     super::geo::refuse_geo(store, run_id).await?;
-    let trials = store.trials(run_id).await?;
-    let finished: Vec<&TrialRow> = trials.iter().filter(|t| t.state.is_finished()).collect();
-    for chunk in finished.chunks(super::CHUNK) {
-        let ids: Vec<String> = chunk.iter().map(|t| t.trial_id.clone()).collect();
-        let mut bodies = store.steps_of(&ids).await?;
-        let mut records = if origins { store.origins_of(&ids).await? } else { std::collections::HashMap::new() };
-        for trial in chunk {
-            let steps = parse_steps(&bodies.remove(&trial.trial_id).unwrap_or_default())?;
-            let origin = records.remove(&trial.trial_id).map(|b| serde_json::from_str(&b)).transpose()?;
-            each(trial, &steps, origin)?;
+    let keys = store.trial_keys(run_id).await?;
+    let finished: Vec<String> = keys.iter().filter(|k| k.state.is_finished()).map(|k| k.trial_id.clone()).collect();
+    for ids in finished.chunks(super::CHUNK) {
+        let mut trials = store.trials_with_steps(ids).await?;
+        let mut records = if origins { store.origins_of(ids).await? } else { std::collections::HashMap::new() };
+        for id in ids {
+            // A trial removed since the keys were read has nothing to hand on.
+            let Some((trial, steps)) = trials.remove(id) else { continue };
+            let steps = parse_steps(crate::db::split_steps(&steps))?;
+            let origin = records.remove(id).map(|b| serde_json::from_str(&b)).transpose()?;
+            each(&trial, &steps, origin)?;
         }
     }
-    Ok(trials.len() - finished.len())
+    Ok(keys.len() - finished.len())
 }
 
 /// Writes every finished trial of the run to `out` as JSON Lines, in plan order. Returns the
@@ -193,6 +193,6 @@ pub async fn write_atif_dir(store: &dyn Store, run_id: &str, dir: &std::path::Pa
 }
 
 /// Decodes stored step bodies.
-pub fn parse_steps(bodies: &[String]) -> anyhow::Result<Vec<Step>> {
-    bodies.iter().map(|b| serde_json::from_str(b).map_err(anyhow::Error::from)).collect()
+pub fn parse_steps<S: AsRef<str>>(bodies: impl IntoIterator<Item = S>) -> anyhow::Result<Vec<Step>> {
+    bodies.into_iter().map(|b| serde_json::from_str(b.as_ref()).map_err(anyhow::Error::from)).collect()
 }

@@ -9,11 +9,18 @@ use anyhow::Context;
 
 use super::CHUNK;
 use super::export::trajectory_of;
-use crate::db::{Store, StoredScore, TrialRow};
+use crate::db::{Store, StoredScore, TrialKey, TrialRow};
 use crate::env::World;
 use crate::judge::aggregate::apply_overrides;
 use crate::judge::rsn::ModelJudge;
 use crate::judge::{Scorer, Trajectory, TrialScore, on_every_core};
+
+/// A trial scored on a worker: finished (its score and the score's stored body), or waiting
+/// for the model judge with its trajectory.
+enum Scored {
+    Done(TrialScore, String),
+    Pending(Box<Trajectory>, TrialScore),
+}
 
 /// Scores every finished trial of a run with `judge`: stored scores of the same judge
 /// version are reused, others (and new trials) are computed and stored. Samples imported
@@ -36,11 +43,11 @@ pub async fn score_run(
     let version = judge.version();
     let mut stored: HashMap<String, StoredScore> =
         store.scores(run_id).await?.into_iter().map(|s| (s.trial_id.clone(), s)).collect();
-    let trials = store.trials(run_id).await?;
-    let (foreign, finished): (Vec<&TrialRow>, Vec<&TrialRow>) =
-        trials.iter().filter(|t| t.state.is_finished()).partition(|t| crate::corpus::is_foreign_task(&t.task_id));
+    let keys = store.trial_keys(run_id).await?;
+    let (foreign, finished): (Vec<&TrialKey>, Vec<&TrialKey>) =
+        keys.iter().filter(|t| t.state.is_finished()).partition(|t| crate::corpus::is_foreign_task(&t.task_id));
     let mut slots: Vec<Option<TrialScore>> = Vec::with_capacity(finished.len());
-    let mut todo: Vec<(usize, &TrialRow)> = Vec::new();
+    let mut todo: Vec<(usize, &str)> = Vec::new();
     for (i, trial) in finished.iter().enumerate() {
         if let Some(s) = stored.remove(&trial.trial_id).filter(|s| s.judge_version == version) {
             slots.push(Some(
@@ -50,42 +57,54 @@ pub async fn score_run(
             anyhow::bail!("trial {}: task {} is not in the stored corpus", trial.trial_id, trial.task_id);
         } else {
             slots.push(None);
-            todo.push((i, *trial));
+            todo.push((i, &trial.trial_id));
         }
     }
     let mut handled = finished.len() - todo.len();
     progress(handled, finished.len());
 
     let scorer = Scorer::new(world);
-    let read = |chunk: &[(usize, &TrialRow)]| {
-        let (store, ids) = (store.clone(), chunk.iter().map(|(_, t)| t.trial_id.clone()).collect::<Vec<_>>());
-        tokio::spawn(async move { store.steps_of(&ids).await })
+    let read = |chunk: &[(usize, &str)]| {
+        let (store, ids) = (store.clone(), chunk.iter().map(|(_, t)| t.to_string()).collect::<Vec<_>>());
+        tokio::spawn(async move { store.trials_with_steps(&ids).await })
     };
-    let chunks: Vec<&[(usize, &TrialRow)]> = todo.chunks(CHUNK).collect();
+    let chunks: Vec<&[(usize, &str)]> = todo.chunks(CHUNK).collect();
     let mut reading = chunks.first().map(|c| read(c));
     let mut writing: Option<tokio::task::JoinHandle<crate::db::StoreResult<()>>> = None;
     for (n, chunk) in chunks.iter().enumerate() {
-        let mut bodies = reading.take().context("a read per chunk")?.await??;
+        let mut read_now = reading.take().context("a read per chunk")?.await??;
         reading = chunks.get(n + 1).map(|c| read(c));
-        let inputs: Vec<(&TrialRow, Vec<String>)> =
-            chunk.iter().map(|(_, t)| (*t, bodies.remove(&t.trial_id).unwrap_or_default())).collect();
-        // Parsing and the rule-based judges on every core; a model judge then asks, one
+        let inputs: Vec<(usize, (TrialRow, String))> = chunk
+            .iter()
+            .map(|(i, id)| Ok((*i, read_now.remove(*id).with_context(|| format!("trial {id} is gone"))?)))
+            .collect::<anyhow::Result<_>>()?;
+        // Parsing and the rule-based judges on every core. Without a model judge a worker
+        // also stamps and serialises the score and drops the trajectory where it was built
+        // (freeing memory another thread allocated is slow); a model judge then asks, one
         // trial at a time.
-        let scored = on_every_core(&inputs, |(trial, steps)| -> anyhow::Result<(Trajectory, TrialScore)> {
+        let model = matches!(judge, ModelJudge::Llm { .. });
+        let scored = on_every_core(&inputs, |(_, (trial, steps))| -> anyhow::Result<Scored> {
             let traj = trajectory_of(trial, steps)?;
-            let score = scorer.score(&traj).context("the trial's task is in the world")?;
-            Ok((traj, score))
+            let mut score = scorer.score(&traj).context("the trial's task is in the world")?;
+            if model {
+                return Ok(Scored::Pending(Box::new(traj), score));
+            }
+            score.judge_version.clone_from(&version);
+            let body = serde_json::to_string(&score)?;
+            Ok(Scored::Done(score, body))
         });
         let mut rows = Vec::with_capacity(chunk.len());
-        for ((i, trial), result) in chunk.iter().zip(scored) {
-            let (traj, mut score) = result?;
-            let task = world.task(&trial.task_id).context("the trial's task is in the world")?;
-            judge.apply(world, task, &traj, &mut score).await;
-            rows.push(StoredScore {
-                trial_id: score.trial_id.clone(),
-                judge_version: version.clone(),
-                body: serde_json::to_string(&score)?,
-            });
+        for ((i, (trial, _)), result) in inputs.iter().zip(scored) {
+            let (score, body) = match result? {
+                Scored::Done(score, body) => (score, body),
+                Scored::Pending(traj, mut score) => {
+                    let task = world.task(&trial.task_id).context("the trial's task is in the world")?;
+                    judge.apply(world, task, &traj, &mut score).await;
+                    let body = serde_json::to_string(&score)?;
+                    (score, body)
+                }
+            };
+            rows.push(StoredScore { trial_id: score.trial_id.clone(), judge_version: version.clone(), body });
             slots[*i] = Some(score);
         }
         handled += chunk.len();
@@ -108,18 +127,18 @@ pub async fn score_run(
         slots.into_iter().map(|s| s.context("a trial was left unscored")).collect::<anyhow::Result<Vec<_>>>()?;
     for chunk in foreign.chunks(CHUNK) {
         let ids: Vec<String> = chunk.iter().map(|t| t.trial_id.clone()).collect();
-        let (mut bodies, mut origins) = (store.steps_of(&ids).await?, store.origins_of(&ids).await?);
-        for trial in chunk {
+        let (mut trials, mut origins) = (store.trials_with_steps(&ids).await?, store.origins_of(&ids).await?);
+        for id in &ids {
             // A task id that only looks like a harness's, with no record: nothing to score.
-            let Some(origin) = origins.remove(&trial.trial_id) else { continue };
+            let (Some((trial, steps)), Some(origin)) = (trials.remove(id), origins.remove(id)) else { continue };
             let origin: crate::foreign::Origin =
-                serde_json::from_str(&origin).with_context(|| format!("the harness record of {}", trial.trial_id))?;
-            let steps = super::export::parse_steps(&bodies.remove(&trial.trial_id).unwrap_or_default())?;
-            scores.push(crate::foreign::labels::score_of(trial, &origin, &steps));
+                serde_json::from_str(&origin).with_context(|| format!("the harness record of {id}"))?;
+            let steps = super::export::parse_steps(crate::db::split_steps(&steps))?;
+            scores.push(crate::foreign::labels::score_of(&trial, &origin, &steps));
         }
     }
     drop(foreign);
-    drop(trials);
+    drop(keys);
     apply_overrides(&mut scores, &store.people_label_events(run_id).await?);
     Ok((scores, computed))
 }

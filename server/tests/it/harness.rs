@@ -63,7 +63,7 @@ async fn inspect_logs_import_in_every_layout_and_show_their_harness_record() {
     assert!(body.contains("From Inspect AI") && body.contains("includes"), "{body}");
     assert!(!body.contains("Mirage&#x27;s metrics do not apply") && !body.contains("Mirage's metrics do not apply"));
     assert!(body.contains("Acc_inv") && body.contains("/shop/admin/customer/index/edit/id/1090"), "turn URLs");
-    let steps = server::runs::export::parse_steps(&store.steps(&t[0].trial_id).await.expect("steps")).expect("parse");
+    let steps = server::runs::export::parse_steps(store.steps(&t[0].trial_id).await.expect("steps")).expect("parse");
     let score = server::services::runs::score_of(store, &app.state.world, &t[0], &steps).await.expect("score");
     let score = score.expect("a Mirage task is scored");
     assert!(score.acc_inv.expect("acc_inv") > 0.0, "the visited pages count as investigation");

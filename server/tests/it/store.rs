@@ -302,10 +302,29 @@ async fn exercise_scores(store: &dyn Store) {
     // (an escaped record separator inside a body stays text).
     store.append_step(&finished[1], 2, "{\"t\":2,\"x\":\"a\\u001eb, c\"}").await.expect("step");
     let ids = [finished[1].clone(), finished[0].clone(), "missing".to_string()];
-    let some = store.steps_of(&ids).await.expect("steps of");
-    assert_eq!(some.len(), 2, "a trial without steps is absent");
-    assert_eq!(some[&finished[1]], ["{\"t\":0}", "{\"t\":1}", "{\"t\":2,\"x\":\"a\\u001eb, c\"}"]);
-    assert_eq!(some[&finished[0]], steps[&finished[0]]);
+    let some = store.trials_with_steps(&ids).await.expect("trials with steps");
+    assert_eq!(some.len(), 2, "a trial that is not stored is absent");
+    let (trial, joined) = &some[&finished[1]];
+    assert_eq!(trial, &store.trial(&finished[1]).await.expect("trial"), "the whole trial row");
+    assert_eq!(
+        server::db::split_steps(joined).collect::<Vec<_>>(),
+        ["{\"t\":0}", "{\"t\":1}", "{\"t\":2,\"x\":\"a\\u001eb, c\"}"]
+    );
+    assert_eq!(server::db::split_steps(&some[&finished[0]].1).collect::<Vec<_>>(), steps[&finished[0]]);
+    // Every trial of the run (more than one query's worth); one without steps comes with none.
+    let rows = store.trials("big").await.expect("trials");
+    let all_ids: Vec<String> = rows.iter().map(|t| t.trial_id.clone()).collect();
+    let all = store.trials_with_steps(&all_ids).await.expect("every trial");
+    assert_eq!(all.len(), 2_500);
+    let bare = rows.iter().find(|t| !steps.contains_key(&t.trial_id)).expect("a trial without steps");
+    assert_eq!(all[&bare.trial_id].0, *bare);
+    assert_eq!(server::db::split_steps(&all[&bare.trial_id].1).count(), 0);
+    let keys = store.trial_keys("big").await.expect("keys");
+    assert_eq!(
+        keys.iter().map(|k| (&k.trial_id, &k.task_id, k.state)).collect::<Vec<_>>(),
+        rows.iter().map(|t| (&t.trial_id, &t.task_id, t.state)).collect::<Vec<_>>(),
+        "the keys are the trials' in plan order"
+    );
 
     store.set_run_status("big", RunStatus::Done).await.expect("status");
     assert_eq!(store.run("big").await.expect("run").status, RunStatus::Done);
