@@ -14,7 +14,7 @@ pub trait StepStore: Send + Sync {
     /// Step bodies of every trial of a run in one query, by trial id, each in order.
     async fn run_steps(&self, run_id: &str) -> StoreResult<HashMap<String, Vec<String>>>;
     /// These trials (absent ones left out), each with its step bodies joined in order by
-    /// [`SEP`] (see [`split_steps`]), by trial id: one row per trial, one query per thousand.
+    /// a record separator (see [`split_steps`]), by trial id: one row per trial, one query per thousand.
     async fn trials_with_steps(&self, trial_ids: &[String]) -> StoreResult<HashMap<String, (TrialRow, String)>>;
 }
 
@@ -73,7 +73,7 @@ struct WithSteps {
 }
 
 /// What joins a trial's step bodies in [`StepStore::trials_with_steps`].
-pub const SEP: char = '\u{1e}';
+const SEP: char = '\u{1e}';
 
 /// The step bodies of a joined list, in order (none when it is empty).
 pub fn split_steps(joined: &str) -> impl Iterator<Item = &str> {
