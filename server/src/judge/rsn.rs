@@ -92,6 +92,12 @@ impl ModelJudge {
         }
     }
 
+    /// Whether [`ModelJudge::apply`] asks a model; without one it only stamps
+    /// [`ModelJudge::version`] on the score, which a scoring thread can do itself.
+    pub fn asks_a_model(&self) -> bool {
+        matches!(self, ModelJudge::Llm { .. })
+    }
+
     /// The judge version a score of this judge carries.
     pub fn version(&self) -> String {
         format!("{}+{}", super::RULES_VERSION, self.name())

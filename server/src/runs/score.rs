@@ -82,7 +82,7 @@ pub async fn score_run(
         // also stamps and serialises the score and drops the trajectory where it was built
         // (freeing memory another thread allocated is slow); a model judge then asks, one
         // trial at a time.
-        let model = matches!(judge, ModelJudge::Llm { .. });
+        let model = judge.asks_a_model();
         let scored = on_every_core(&inputs, |(_, (trial, steps))| -> anyhow::Result<Scored> {
             let traj = trajectory_of(trial, steps)?;
             let mut score = scorer.score(&traj).context("the trial's task is in the world")?;
