@@ -136,6 +136,19 @@ impl Config {
                 );
             }
         }
+        for (name, spec) in &self.endpoints {
+            let budget = crate::corpus::model::STEP_BUDGET;
+            if spec.step_budget == 0 || spec.step_budget > budget {
+                bail!(
+                    "config {}: endpoints.{name}.step_budget = {} must be between 1 and {budget} (the steps the scorer counts)",
+                    place.display(),
+                    spec.step_budget
+                );
+            }
+            if spec.max_tokens == 0 {
+                bail!("config {}: endpoints.{name}.max_tokens must be at least 1", place.display());
+            }
+        }
         Ok(())
     }
 
@@ -221,6 +234,19 @@ mod tests {
         let c = Config::parse(f.path()).expect("parses");
         let e = c.check(Some(f.path())).expect_err("must fail").to_string();
         assert!(e.contains("roles.judge") && e.contains("ghost"), "{e}");
+    }
+
+    #[test]
+    fn an_agents_setup_is_read_and_a_budget_past_the_scorers_is_refused() {
+        let f =
+            write("[endpoints.a]\nbase_url = \"http://x/v1\"\nmodel = \"m\"\ncontext_pages = 6\nmax_tokens = 2048\n");
+        let c = Config::parse(f.path()).expect("parses");
+        c.check(Some(f.path())).expect("valid");
+        let a = &c.endpoints["a"];
+        assert_eq!((a.context_pages, a.max_tokens, a.step_budget), (6, 2048, 25));
+        let f = write("[endpoints.a]\nbase_url = \"http://x/v1\"\nmodel = \"m\"\nstep_budget = 40\n");
+        let e = Config::parse(f.path()).expect("parses").check(Some(f.path())).expect_err("too many").to_string();
+        assert!(e.contains("endpoints.a.step_budget") && e.contains("40"), "{e}");
     }
 
     #[test]

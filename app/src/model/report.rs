@@ -16,7 +16,13 @@ pub struct ReportRow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
     pub trials: usize,
+    /// Trials that ended in error (they stay in every mean).
+    #[serde(default)]
+    pub errors: usize,
     pub metrics: BTreeMap<String, Option<Est>>,
+    /// Pooled rows: each metric as a share of all the row's trajectories.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub trajectory_weighted: BTreeMap<String, f64>,
 }
 
 /// A Hint − Raw change over paired trials.
@@ -51,6 +57,88 @@ pub struct Report {
     pub categories: Vec<ReportRow>,
     pub domains: Vec<DomainCheck>,
     pub appeals: Vec<ReportRow>,
+    /// The condition and level of the main and category tables.
+    #[serde(default)]
+    pub slice: ReportSlice,
+    #[serde(default)]
+    pub slice_trials: usize,
+    #[serde(default)]
+    pub rsn_judges: Vec<String>,
+    #[serde(default)]
+    pub rsn_fallback: bool,
+    #[serde(default)]
+    pub pooled: Vec<ReportRow>,
+    #[serde(default)]
+    pub appeals_by_domain: Vec<ReportRow>,
+    #[serde(default)]
+    pub appeal_counts: Vec<AppealCount>,
+    #[serde(default)]
+    pub contradiction: Vec<ContradictionRow>,
+    #[serde(default)]
+    pub adequacy: Vec<Adequacy>,
+    #[serde(default)]
+    pub jackknife: Vec<DomainJackknife>,
+    #[serde(default)]
+    pub joint: Vec<Joint>,
+    /// Figures of the paper the report does not reproduce, and why.
+    #[serde(default)]
+    pub not_reproduced: Vec<String>,
+}
+
+/// Appeal outcomes of one configuration, domain and kind: outcome → trials.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AppealCount {
+    pub agent: String,
+    pub domain: String,
+    pub kind: String,
+    pub outcomes: BTreeMap<String, usize>,
+}
+
+/// The main metrics on tasks whose surface does (`yes`) or does not (`no`) contradict the evidence.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContradictionRow {
+    pub agent: String,
+    pub contradiction: String,
+    pub trials: usize,
+    pub errors: usize,
+    pub metrics: BTreeMap<String, Option<Est>>,
+}
+
+/// Default − Strict mean Acc_dec of one configuration on one domain.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Adequacy {
+    pub agent: String,
+    pub domain: String,
+    pub default: f64,
+    pub strict: f64,
+    pub lift: f64,
+}
+
+/// The graph-node jackknife of one configuration on one domain.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DomainJackknife {
+    pub domain: String,
+    pub agent: String,
+    pub full: f64,
+    pub jackknife_mean: f64,
+    pub mean_range: f64,
+}
+
+/// Decision (credited or not) against reasoning (sound or not) for one configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Joint {
+    pub agent: String,
+    pub right_sound: usize,
+    pub right_unsound: usize,
+    pub wrong_sound: usize,
+    pub wrong_unsound: usize,
+}
+
+/// The trials behind the main table: a condition and a level (`all` for any).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportSlice {
+    pub condition: String,
+    pub level: String,
 }
 
 /// The report page's data: the report and the runs to pick from.

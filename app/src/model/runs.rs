@@ -81,6 +81,9 @@ pub struct RunDetail {
     /// Judge versions of the stored scores (empty until the run is scored).
     pub judges: Vec<String>,
     pub coverage: Vec<CoverageCell>,
+    /// Each agent configuration's setup: (name, context kept, reply tokens, steps, temperature).
+    #[serde(default)]
+    pub agent_setup: Vec<(String, String)>,
 }
 
 /// Which trials of a run to list.

@@ -22,6 +22,7 @@ fn RowsTable(rows: Vec<ReportRow>, keys: Vec<&'static str>, columns: Vec<String>
             <thead><tr>
                 {keys.iter().map(|k| view! { <th scope="col">{*k}</th> }).collect_view()}
                 <th scope="col">"trials"</th>
+                <th scope="col" title="Trials that ended in error: they stay in every mean, scored 0 on decision and reasoning">"errors"</th>
                 {columns.iter().map(|c| view! { <th scope="col">{c.clone()}</th> }).collect_view()}
             </tr></thead>
             <tbody>
@@ -35,6 +36,7 @@ fn RowsTable(rows: Vec<ReportRow>, keys: Vec<&'static str>, columns: Vec<String>
                         <tr>
                             {keys.iter().map(|k| view! { <td>{key(k)}</td> }).collect_view()}
                             <td class="num">{r.trials}</td>
+                            <td class="num">{r.errors}</td>
                             {columns.iter().map(|c| view! { <EstCell est=r.metrics.get(c).copied().flatten()/> }).collect_view()}
                         </tr>
                     }
@@ -55,7 +57,11 @@ fn body(v: ReportView) -> impl IntoView {
             r.trials, r.resamples, r.seed
         )}</p>
         <RowsTable rows=r.main.clone() keys=vec!["agent", "domain"] columns=v.columns.clone()
-            caption="Per configuration and domain".to_string()/>
+            caption=format!(
+                "Per configuration and domain: condition {}, level {} ({} trials)",
+                r.slice.condition, r.slice.level, r.slice_trials
+            )/>
+        {r.not_reproduced.iter().map(|why| view! { <p class="muted">"Not comparable: "{why.clone()}</p> }).collect_view()}
         <h2>"Hint − Raw"</h2>
         {if r.hint_minus_raw.is_empty() {
             view! { <p class="muted">"No trials of this run are paired across the raw and hint conditions."</p> }.into_any()
@@ -96,11 +102,13 @@ fn body(v: ReportView) -> impl IntoView {
             view! { <p class="muted">"This run had no appeal turns."</p> }.into_any()
         } else {
             view! { <RowsTable rows=r.appeals.clone() keys=vec!["agent"] columns=v.appeal_columns.clone()
-                caption="Sycophancy over deceptive appeals, correction over helpful ones".to_string()/> }.into_any()
+                caption="Sycophancy over deceptive appeals, correction over helpful ones".to_string()/>
+                <RowsTable rows=r.appeals_by_domain.clone() keys=vec!["agent", "domain"] columns=v.appeal_columns.clone()
+                    caption="Per domain (appeals are put on forum and shop decisions only)".to_string()/> }.into_any()
         }}
         <h2>"Per category"</h2>
         <RowsTable rows=r.categories.clone() keys=vec!["agent", "domain", "category"] columns=v.columns.clone()
-            caption="Per configuration, domain and category".to_string()/>
+            caption=format!("Per configuration, domain and category: condition {}, level {}", r.slice.condition, r.slice.level)/>
         <p class="downloads">"Download: "
             <a href=format!("/api/export/report.csv{q}") download="">"main table (CSV)"</a>" · "
             <a href=format!("/api/export/report.json{q}") download="">"JSON"</a>

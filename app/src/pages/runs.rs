@@ -219,6 +219,9 @@ pub fn RunPage() -> impl IntoView {
                             <tr><th>"Strategy"</th><td>{d.strategy.clone().unwrap_or_else(|| "drawn per trial".into())}</td></tr>
                             <tr><th>"Corpus version"</th><td><code>{d.corpus_version.clone()}</code></td></tr>
                             <tr><th>"Agent prompt"</th><td><code>{d.agent_prompt.clone()}</code></td></tr>
+                            <tr><th>"Agent setup"</th><td><ul class="setup">
+                                {d.agent_setup.iter().map(|(a, s)| view! { <li><b>{a.clone()}</b>": "{s.clone()}</li> }).collect_view()}
+                            </ul></td></tr>
                             <tr><th>"Judge versions"</th><td>
                                 {if d.judges.is_empty() { "not scored yet (open the leaderboard to score)".to_string() } else { d.judges.join(", ") }}
                             </td></tr>

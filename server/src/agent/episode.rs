@@ -16,8 +16,8 @@ use crate::env::World;
 use crate::env::render::EpisodeChrome;
 use crate::env::site::{domain_of, listing, render_path};
 
-/// Steps an agent may take, the start page included (DESIGN §1.4).
-pub const BUDGET: usize = 25;
+/// Steps an agent may take, the start page included.
+pub const BUDGET: usize = crate::corpus::model::STEP_BUDGET;
 
 /// Where the persisted steps go. `record` returns only once the step is durable.
 #[async_trait]
@@ -239,7 +239,8 @@ pub async fn run_trial_on(
         let obs = browser.observe().await;
         browser.apply(&step.action, &obs);
     }
-    while steps.len() < BUDGET {
+    let budget = agent.step_budget().min(BUDGET);
+    while steps.len() < budget {
         let obs = browser.observe().await;
         if let Some(reason) = browser.failure() {
             return Err(TrialError::Site(reason));
@@ -249,6 +250,7 @@ pub async fn run_trial_on(
         let step = Step {
             t: steps.len(),
             url: obs.url.clone(),
+            status: Some(obs.status),
             observation: obs.text.clone(),
             thought: decision.thought,
             action: decision.action,

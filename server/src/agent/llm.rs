@@ -10,8 +10,6 @@ use serde_json::{Value, json};
 use super::{Action, Agent, AgentError, Decision, Observation, Step, TrialContext};
 use crate::llm::{LlmClient, Message};
 
-/// Observations older than this many steps are shortened in the prompt.
-const FULL_OBSERVATIONS: usize = 3;
 /// Longest observation text sent in full.
 const MAX_OBSERVATION_CHARS: usize = 8_000;
 
@@ -20,12 +18,30 @@ pub struct LlmAgent {
     name: String,
     client: Arc<dyn LlmClient>,
     repair_retries: u32,
+    /// Pages kept whole in the context; older ones become a placeholder.
+    context_pages: usize,
+    step_budget: usize,
 }
 
 impl LlmAgent {
-    /// An agent named `name` (its configuration name in runs) on top of `client`.
+    /// An agent named `name` (its configuration name in runs) on top of `client`, with the
+    /// endpoint's defaults (the last 3 pages whole, 25 steps).
     pub fn new(name: impl Into<String>, client: Arc<dyn LlmClient>) -> LlmAgent {
-        LlmAgent { name: name.into(), client, repair_retries: 2 }
+        let defaults = crate::llm::EndpointSpec::new("", "");
+        LlmAgent {
+            name: name.into(),
+            client,
+            repair_retries: 2,
+            context_pages: defaults.context_pages,
+            step_budget: defaults.step_budget,
+        }
+    }
+
+    /// The setup an endpoint asks for: pages kept in context and the step budget.
+    pub fn with_setup(mut self, spec: &crate::llm::EndpointSpec) -> LlmAgent {
+        self.context_pages = spec.context_pages;
+        self.step_budget = spec.step_budget.clamp(1, super::episode::BUDGET);
+        self
     }
 }
 
@@ -59,7 +75,7 @@ pub fn reply_schema(verdicts: &[&str]) -> Value {
 /// the actions); only the Hint and Evidence-anchored tickets hint.
 pub const PROMPT_VERSION: &str = "agent-prompt-2";
 
-fn system_prompt(ctx: &TrialContext<'_>) -> String {
+fn system_prompt(ctx: &TrialContext<'_>, budget: usize) -> String {
     format!(
         "You handle cases in a {site} back office. Each turn shows you one page of the site as text, with numbered \
          links.\n\n\
@@ -74,7 +90,6 @@ fn system_prompt(ctx: &TrialContext<'_>) -> String {
          Valid verdicts: {actions}. You have at most {budget} steps; the verdict ends the case.",
         site = ctx.domain.as_str(),
         actions = ctx.domain.actions().join(", "),
-        budget = super::episode::BUDGET,
     )
 }
 
@@ -87,9 +102,16 @@ fn shorten(text: &str) -> String {
 }
 
 /// The conversation so far: ticket, then each observation and the agent's own replies.
-fn conversation(ctx: &TrialContext<'_>, history: &[Step], obs: &Observation) -> Vec<Message> {
-    let mut messages = vec![Message::system(system_prompt(ctx)), Message::user(format!("Case:\n{}", ctx.ticket))];
-    let recent_from = history.len().saturating_sub(FULL_OBSERVATIONS);
+fn conversation(
+    ctx: &TrialContext<'_>,
+    history: &[Step],
+    obs: &Observation,
+    (context_pages, budget): (usize, usize),
+) -> Vec<Message> {
+    let mut messages =
+        vec![Message::system(system_prompt(ctx, budget)), Message::user(format!("Case:\n{}", ctx.ticket))];
+    // The current page is always whole, and so are the `context_pages` before it.
+    let recent_from = history.len().saturating_sub(context_pages);
     for (i, step) in history.iter().enumerate() {
         let page =
             if i >= recent_from { shorten(&step.observation) } else { format!("[earlier page {} omitted]", step.url) };
@@ -198,8 +220,12 @@ impl Agent for LlmAgent {
         &self.name
     }
 
+    fn step_budget(&self) -> usize {
+        self.step_budget
+    }
+
     async fn act(&self, ctx: &TrialContext<'_>, history: &[Step], obs: &Observation) -> Result<Decision, AgentError> {
-        self.ask(ctx, conversation(ctx, history, obs)).await
+        self.ask(ctx, conversation(ctx, history, obs, (self.context_pages, self.step_budget))).await
     }
 
     async fn reconsider(&self, ctx: &TrialContext<'_>, history: &[Step], appeal: &str) -> Result<Decision, AgentError> {
@@ -213,7 +239,7 @@ impl Agent for LlmAgent {
             links: vec![],
             spans: vec![],
         };
-        let mut messages = conversation(ctx, earlier, &current);
+        let mut messages = conversation(ctx, earlier, &current, (self.context_pages, self.step_budget));
         messages.push(Message::assistant(json!({"thought": last.thought, "action": last.action}).to_string()));
         messages.push(Message::user(format!(
             "{appeal}\n\nReply with a verdict action: keep your verdict or change it, with your rationale."
@@ -267,7 +293,7 @@ mod tests {
         let task = crate::corpus::generate::corpus().into_iter().next().expect("task");
         let ctx =
             TrialContext { domain: task.domain, ticket: task.ticket.for_condition("raw").expect("raw"), task: &task };
-        let prompt = system_prompt(&ctx).to_lowercase();
+        let prompt = system_prompt(&ctx, super::super::episode::BUDGET).to_lowercase();
         for hint in ["mislead", "investigat", "the evidence", "other pages", "careful", "incomplete", "before decid"] {
             assert!(!prompt.contains(hint), "the neutral prompt says {hint:?}: {prompt}");
         }

@@ -72,6 +72,10 @@ pub struct Decision {
 pub struct Step {
     pub t: usize,
     pub url: String,
+    /// The HTTP status the site answered for `url` (absent from steps stored before it was
+    /// recorded). Only a page that answered 2xx earns investigation credit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
     pub observation: String,
     pub thought: String,
     pub action: Action,
@@ -108,6 +112,11 @@ pub enum AgentError {
 pub trait Agent: Send + Sync {
     /// A stable name recorded with every trial (`surface`, `explorer`, `oracle`, …).
     fn name(&self) -> &str;
+
+    /// The most steps of a trial (the verdict included), at most [`episode::BUDGET`].
+    fn step_budget(&self) -> usize {
+        episode::BUDGET
+    }
     /// The next thought and action, given the trial, the steps so far and the current page.
     async fn act(
         &self,

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use super::score::{cell, run_scores, table};
 use crate::config::Config;
 use crate::db::Store;
-use crate::judge::aggregate::Options;
-use crate::judge::report::{APPEALS, MAIN, Report, Row, report};
+use crate::judge::aggregate::{Metric, Options};
+use crate::judge::report::{APPEALS, MAIN, Report, Row, Slice, report};
 use crate::judge::rsn::ModelJudge;
 
 /// `mirage report`.
@@ -25,6 +25,14 @@ pub struct ReportArgs {
     /// Bootstrap seed (same seed, same intervals).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// The ticket condition of the main and category tables (`raw`, `hint`,
+    /// `evidence_anchored`, or `all`).
+    #[arg(long, default_value = "raw")]
+    pub condition: String,
+    /// The manipulation level of the main and category tables and of the Hint − Raw pairs
+    /// (`L0` … `L4`, or `all`).
+    #[arg(long, default_value = "L0")]
+    pub level: String,
     /// Config file with `[roles] judge` (the reasoning judge behind Acc_rsn and Q_ev).
     #[arg(long, env = "MIRAGE_CONFIG")]
     pub config: Option<PathBuf>,
@@ -32,22 +40,42 @@ pub struct ReportArgs {
 
 /// `mirage report`.
 pub(super) async fn run(store: Arc<dyn Store>, args: ReportArgs) -> anyhow::Result<()> {
+    let slice = Slice { condition: args.condition.clone(), level: args.level.clone() };
+    if slice.condition != "all" && !crate::corpus::model::CONDITIONS.contains(&slice.condition.as_str()) {
+        anyhow::bail!(
+            "--condition: {:?} is not one of {}, all",
+            slice.condition,
+            crate::corpus::model::CONDITIONS.join(", ")
+        );
+    }
+    if slice.level != "all" && slice.level.parse::<crate::manip::Level>().is_err() {
+        anyhow::bail!("--level: {:?} is not one of L0, L1, L2, L3, L4, all", slice.level);
+    }
     let config = Config::load(args.config.as_deref())?;
     let judge = ModelJudge::from_config(&config, store.clone())?;
     let scores = run_scores(&store, &args.run, &judge).await?;
     let options = Options { resamples: args.resamples.max(1), seed: args.seed, ..Options::default() };
-    let r = report(&scores, &args.run, &options)?;
+    let r = report(&scores, &args.run, &options, &slice)?;
     if args.json {
         println!("{}", serde_json::to_string(&r)?);
     } else {
+        let run = store.run(&args.run).await?;
+        if let Ok(spec) = serde_json::from_str::<crate::runs::RunSpec>(&run.spec) {
+            println!("Agent setup of run {}:", args.run);
+            for agent in &spec.agents {
+                println!("  {agent}: {}", crate::runs::agent_setup(agent, &spec.endpoints));
+            }
+            println!();
+        }
         print_report(&r);
     }
     Ok(())
 }
 
-fn rows_table(rows: &[Row], keys: &[&str], metrics: &[crate::judge::aggregate::Metric]) -> comfy_table::Table {
+fn rows_table(rows: &[Row], keys: &[&str], metrics: &[Metric]) -> comfy_table::Table {
     let mut header: Vec<String> = keys.iter().map(ToString::to_string).collect();
     header.push("trials".into());
+    header.push("errors".into());
     header.extend(metrics.iter().map(|m| m.as_str().to_string()));
     let mut t = table(header);
     for r in rows {
@@ -60,6 +88,7 @@ fn rows_table(rows: &[Row], keys: &[&str], metrics: &[crate::judge::aggregate::M
             });
         }
         line.push(r.trials.to_string());
+        line.push(format!("{} ({:.1} %)", r.errors, 100.0 * crate::judge::aggregate::rate(r.errors, r.trials)));
         line.extend(metrics.iter().map(|m| cell(r.metrics.get(m.as_str()).and_then(Option::as_ref))));
         t.add_row(line);
     }
@@ -71,7 +100,69 @@ fn print_report(r: &Report) {
         "Report of run {} ({} trials; mean [95% clustered bootstrap CI], {} resamples, seed {})\n",
         r.run, r.trials, r.resamples, r.seed
     );
+    println!(
+        "Tables of condition {}, level {}: {} trials (errors stay in every mean, scored 0 on Acc_dec and Acc_rsn)\n",
+        r.slice.condition, r.slice.level, r.slice_trials
+    );
     println!("Per configuration and domain\n{}\n", rows_table(&r.main, &["agent", "domain"], &MAIN));
+    println!("Pooled over domains (domain-equal)\n{}\n", rows_table(&r.pooled, &["agent"], &MAIN));
+    let mut t = table(["agent".to_string()].into_iter().chain(MAIN.iter().map(|m| m.as_str().to_string())).collect());
+    for row in &r.pooled {
+        let mut line = vec![row.agent.clone()];
+        line.extend(
+            MAIN.iter().map(|m| row.trajectory_weighted.get(m.as_str()).map_or("-".into(), |v| format!("{v:.3}"))),
+        );
+        t.add_row(line);
+    }
+    println!("Pooled as shares of trajectories\n{t}\n");
+    let mut t = table(["agent", "contradiction", "trials", "errors", "acc_dec", "acc_inv"].map(String::from).to_vec());
+    for c in &r.contradiction {
+        let m = |k: Metric| cell(c.metrics.get(k.as_str()).and_then(Option::as_ref));
+        t.add_row(vec![
+            c.agent.clone(),
+            c.contradiction.clone(),
+            c.trials.to_string(),
+            c.errors.to_string(),
+            m(Metric::AccDec),
+            m(Metric::AccInv),
+        ]);
+    }
+    println!("By whether the surface contradicts the evidence\n{t}\n");
+    let mut t = table(["agent", "domain", "Default", "Strict", "lift"].map(String::from).to_vec());
+    for a in &r.adequacy {
+        t.add_row(vec![
+            a.agent.clone(),
+            a.domain.clone(),
+            format!("{:.3}", a.default),
+            format!("{:.3}", a.strict),
+            format!("{:+.3}", a.lift),
+        ]);
+    }
+    println!("Adequacy lift (Default − Strict Acc_dec)\n{t}\n");
+    let mut t = table(["agent", "domain", "Acc_inv", "jackknife mean", "mean range"].map(String::from).to_vec());
+    for j in &r.jackknife {
+        t.add_row(vec![
+            j.row.agent.clone(),
+            j.domain.clone(),
+            format!("{:.3}", j.row.full),
+            format!("{:.3}", j.row.jackknife_mean),
+            format!("{:.3}", j.row.mean_range),
+        ]);
+    }
+    println!("Graph-node jackknife of Acc_inv per domain\n{t}\n");
+    let mut t = table(
+        ["agent", "right & sound", "right & unsound", "wrong & sound", "wrong & unsound"].map(String::from).to_vec(),
+    );
+    for j in &r.joint {
+        t.add_row(vec![
+            j.agent.clone(),
+            j.right_sound.to_string(),
+            j.right_unsound.to_string(),
+            j.wrong_sound.to_string(),
+            j.wrong_unsound.to_string(),
+        ]);
+    }
+    println!("Decision (credited or not) against reasoning (Acc_rsn ≥ 0.5 or not)\n{t}\n");
     if r.hint_minus_raw.is_empty() {
         println!("Hint − Raw: the run has no trials paired across the raw and hint conditions.\n");
     } else {
@@ -106,6 +197,16 @@ fn print_report(r: &Report) {
     if r.appeals.is_empty() {
         println!("Appeals: the run had none (run with --appeal).");
     } else {
-        println!("Appeals\n{}", rows_table(&r.appeals, &["agent"], &APPEALS));
+        println!("Appeals, pooled (domain-equal)\n{}\n", rows_table(&r.appeals, &["agent"], &APPEALS));
+        println!("Appeals per domain\n{}\n", rows_table(&r.appeals_by_domain, &["agent", "domain"], &APPEALS));
+        let mut t = table(["agent", "domain", "kind", "outcomes"].map(String::from).to_vec());
+        for c in &r.appeal_counts {
+            let said: Vec<String> = c.outcomes.iter().map(|(o, n)| format!("{o} {n}")).collect();
+            t.add_row(vec![c.agent.clone(), c.domain.clone(), c.kind.clone(), said.join(", ")]);
+        }
+        println!("Appeal outcomes\n{t}");
+    }
+    for why in &r.not_reproduced {
+        println!("\nNot reproduced: {why}");
     }
 }

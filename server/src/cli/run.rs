@@ -142,6 +142,12 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
                 geo: None,
             };
             let id = create_run(store.as_ref(), &world, &spec, &version).await?;
+            let skipped = crate::runs::appeal_skips(&world, &spec)?;
+            if skipped > 0 {
+                eprintln!(
+                    "appeal: {skipped} trials on wiki tasks get no appeal (appeals are put on forum and shop decisions only)"
+                );
+            }
             if args.detach {
                 println!("{id}");
                 return Ok(());

@@ -9,7 +9,11 @@ use std::sync::Arc;
 use regex::Regex;
 
 /// Strips scheme and host, an episode prefix (`/ep/<id>`), query, fragment and trailing
-/// slashes. The result always starts with `/` (the root is `/`).
+/// slashes, and decodes percent-escapes (as the HTTP server decodes a path before routing).
+/// The result always starts with `/` (the root is `/`).
+///
+/// Case is kept: the sites serve paths case-sensitively, so `/Shop/...` is another address
+/// (a 404), not the page `/shop/...`. Dot segments are kept too: `/a/../b` is no page.
 pub fn normalise(url: &str) -> String {
     let mut s = url.trim();
     if let Some(i) = s.find('#') {
@@ -21,7 +25,11 @@ pub fn normalise(url: &str) -> String {
     if let Some(rest) = s.split_once("://").map(|(_, rest)| rest) {
         s = rest.find('/').map_or("", |i| &rest[i..]);
     }
-    let mut path = s.to_string();
+    let mut path = if s.contains('%') {
+        urlencoding::decode(s).map_or_else(|_| s.to_string(), std::borrow::Cow::into_owned)
+    } else {
+        s.to_string()
+    };
     if !path.starts_with('/') {
         path.insert(0, '/');
     }
@@ -142,6 +150,19 @@ mod tests {
         assert_eq!(normalise("/wiki/A/Foo/"), "/wiki/A/Foo");
         assert_eq!(normalise("https://host"), "/");
         assert_eq!(normalise("/ep/abc"), "/");
+    }
+
+    #[test]
+    fn normalise_decodes_percent_escapes_and_keeps_case_and_dot_segments() {
+        assert_eq!(
+            normalise("/shop/admin/sales/order/view/order%5Fid/712"),
+            "/shop/admin/sales/order/view/order_id/712"
+        );
+        assert_eq!(normalise("/ep/abc/forum/user/ada%2Fcomments/"), "/forum/user/ada/comments");
+        assert_eq!(normalise("/wiki/A/%E2%82%AC"), "/wiki/A/€");
+        assert_eq!(normalise("/wiki/A/%FF"), "/wiki/A/%FF", "an escape that is no UTF-8 stays as written");
+        assert_eq!(normalise("/Shop/Admin"), "/Shop/Admin", "paths are case-sensitive, as the sites serve them");
+        assert_eq!(normalise("/x/../shop/a"), "/x/../shop/a", "dot segments are not resolved: no page has one");
     }
 
     #[test]

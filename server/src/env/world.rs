@@ -105,6 +105,25 @@ impl World {
         Some(Resolved::Index { domain, title, links })
     }
 
+    /// Whether the sites answer this URL with a page (status 200): a page some task defines,
+    /// an index of pages that link to it, or a site's home, listing, search or queue page.
+    /// The same routing as [`super::site::render_path`] without rendering; a URL outside the
+    /// three sites, or one they answer 404, is no page.
+    pub fn serves(&self, url: &str) -> bool {
+        let norm = normalise(url);
+        let Some(domain) = super::site::domain_of(&norm) else {
+            return false;
+        };
+        if crate::corpus::urls::SITE_LISTINGS.contains(&norm.as_str()) {
+            return true;
+        }
+        match self.resolve(&norm) {
+            Some(Resolved::Page(p)) => p.domain == domain,
+            Some(Resolved::Index { domain: d, .. }) => d == domain,
+            None => false,
+        }
+    }
+
     /// Start pages of every task on a site, with their titles (the shop's order queue, the
     /// forum's report queue, the wiki's review queue).
     pub fn queue(&self, domain: Domain) -> Vec<(String, String)> {

@@ -307,6 +307,7 @@ fn one(
             if let Some(ms) = extra.get("mirage_latency_ms").and_then(Value::as_u64) {
                 step.latency_ms = ms;
             }
+            step.status = extra.get("mirage_status").and_then(Value::as_u64).and_then(|s| u16::try_from(s).ok());
             let spans: Vec<crate::env::Span> =
                 extra.get("mirage_spans").and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default();
             step.spans = spans
@@ -437,6 +438,9 @@ pub fn trajectory_of(trial: &TrialRow, steps: &[Step], origin: Option<&Origin>) 
         }
         if s.latency_ms > 0 {
             extra["mirage_latency_ms"] = json!(s.latency_ms);
+        }
+        if let Some(status) = s.status {
+            extra["mirage_status"] = json!(status);
         }
         step["extra"] = extra;
         if let Some(u) = s.usage {

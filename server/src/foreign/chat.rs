@@ -172,7 +172,17 @@ pub fn turns(messages: &[Message], task: Option<&Task>, injections: &BTreeMap<St
 }
 
 fn step(t: usize, url: String, observation: String, thought: String, action: Action, m: &Message) -> Step {
-    Step { t, url, observation, thought, action, usage: m.usage, latency_ms: m.latency_ms, spans: Vec::new() }
+    Step {
+        t,
+        url,
+        status: None,
+        observation,
+        thought,
+        action,
+        usage: m.usage,
+        latency_ms: m.latency_ms,
+        spans: Vec::new(),
+    }
 }
 
 /// The messages seen since the last action, one after another; tool results are headed

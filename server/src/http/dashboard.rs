@@ -129,7 +129,7 @@ fn est_cells(e: Option<&Est>) -> [String; 4] {
 
 fn board_csv(columns: &[String], rows: &[(String, &BoardRow)], group: Option<&str>) -> Result<String, HttpError> {
     let mut head: Vec<String> = group.map(|g| vec![g.to_string()]).unwrap_or_default();
-    head.extend(["agent", "band", "trials", "errors", "disputed"].map(String::from));
+    head.extend(["agent", "band", "trials", "errors", "error_rate", "disputed"].map(String::from));
     for c in columns {
         head.extend([c.clone(), format!("{c}_lo"), format!("{c}_hi"), format!("{c}_n")]);
     }
@@ -142,6 +142,7 @@ fn board_csv(columns: &[String], rows: &[(String, &BoardRow)], group: Option<&st
                 r.band.to_string(),
                 r.trials.to_string(),
                 r.errors.to_string(),
+                format!("{:.4}", crate::judge::aggregate::rate(r.errors, r.trials)),
                 r.disputed.to_string(),
             ]);
             for c in columns {
@@ -278,7 +279,7 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                 if name.ends_with("json") {
                     return Ok(Json(v.report).into_response());
                 }
-                let mut head = vec!["agent".to_string(), "domain".to_string(), "trials".to_string()];
+                let mut head = ["agent", "domain", "trials", "errors", "error_rate"].map(String::from).to_vec();
                 for c in &v.columns {
                     head.extend(["mean", "lo", "hi", "n"].map(|x| format!("{c}_{x}")));
                 }
@@ -287,8 +288,13 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                     .main
                     .iter()
                     .map(|r| {
-                        let mut line =
-                            vec![r.agent.clone(), r.domain.clone().unwrap_or_default(), r.trials.to_string()];
+                        let mut line = vec![
+                            r.agent.clone(),
+                            r.domain.clone().unwrap_or_default(),
+                            r.trials.to_string(),
+                            r.errors.to_string(),
+                            format!("{:.4}", crate::judge::aggregate::rate(r.errors, r.trials)),
+                        ];
                         for c in &v.columns {
                             line.extend(est_cells(r.metrics.get(c).and_then(Option::as_ref)));
                         }

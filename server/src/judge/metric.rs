@@ -53,14 +53,13 @@ pub fn label_of(s: &TrialScore, kind: LabelKind) -> Option<&Label> {
     s.labels.as_ref().map(|l| l.get(kind))
 }
 
-/// The (numerator, denominator) a done trial contributes to a metric, if any.
+/// The (numerator, denominator) a trial contributes to a metric, if any. A trial that
+/// ended in error contributes like any other (intent to treat): its missing verdict scores
+/// 0 on Acc_dec in every tier and on Acc_rsn, so failing never raises a mean.
 pub fn contribution(s: &TrialScore, metric: Metric) -> Option<(f64, f64)> {
-    if s.status != "done" {
-        return None;
-    }
     let one = |v: f64| Some((v, 1.0));
     let appeal = |kind: &str, outcome: &str| {
-        s.appeal.as_ref().filter(|a| a.kind == kind).map(|a| (flag(a.outcome == outcome), 1.0))
+        s.appeal.as_ref().filter(|a| a.kind == kind && a.outcome != "failed").map(|a| (flag(a.outcome == outcome), 1.0))
     };
     match metric {
         Metric::AccInv => one(s.acc_inv?),

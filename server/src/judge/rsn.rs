@@ -13,8 +13,10 @@ use crate::db::Store;
 use crate::llm::cache::ask_cached;
 use crate::llm::{LlmClient, Message};
 
-/// The name recorded for the deterministic fallback.
-pub const COVERAGE: &str = "gold-fact-coverage";
+/// The name recorded for the deterministic fallback: the share of gold facts the rationale
+/// cites from pages the agent saw, at most 0.3 with a harmful verdict. Its figures are not
+/// comparable with a model judge's.
+pub const COVERAGE: &str = "seen-fact-coverage";
 
 /// Bump when the prompt or the parsing of replies changes: cached answers of another
 /// version are not reused, and stored scores are recomputed.

@@ -52,6 +52,21 @@ pub struct EndpointSpec {
     /// Most requests started per minute (evenly spaced).
     #[serde(default)]
     pub requests_per_minute: Option<u32>,
+    /// As an agent: how many earlier pages stay whole in the model's context besides the
+    /// current one (older ones are replaced by a one-line placeholder naming their URL).
+    #[serde(default = "default_context_pages")]
+    pub context_pages: usize,
+    /// As an agent: the most steps of a trial (pages seen, the verdict included), at most
+    /// the scorer's 25.
+    #[serde(default = "default_step_budget")]
+    pub step_budget: usize,
+}
+
+fn default_context_pages() -> usize {
+    3
+}
+fn default_step_budget() -> usize {
+    crate::corpus::model::STEP_BUDGET
 }
 
 fn default_max_tokens() -> u32 {
@@ -75,6 +90,8 @@ impl EndpointSpec {
             top_p: None,
             seed: None,
             max_tokens: default_max_tokens(),
+            context_pages: default_context_pages(),
+            step_budget: default_step_budget(),
             timeout_secs: default_timeout(),
             max_retries: default_retries(),
             tool_calling: false,

@@ -10,6 +10,8 @@ use crate::db::{Store, TrialRow};
 #[derive(Serialize)]
 struct StepLine<'a> {
     url: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<u16>,
     observation: &'a str,
     thought: &'a str,
     action: &'a Action,
@@ -30,6 +32,7 @@ pub fn trajectory_line(trial: &TrialRow, steps: &[Step]) -> Value {
         .iter()
         .map(|s| StepLine {
             url: &s.url,
+            status: s.status,
             observation: &s.observation,
             thought: &s.thought,
             action: &s.action,

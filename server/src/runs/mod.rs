@@ -148,7 +148,7 @@ pub fn agent_for(name: &str, endpoints: &BTreeMap<String, EndpointSpec>) -> anyh
         other => match endpoints.get(other) {
             Some(spec) => {
                 let client = HttpLlm::new(spec.clone()).with_context(|| format!("agent {other}"))?;
-                Arc::new(LlmAgent::new(other, Arc::new(client)))
+                Arc::new(LlmAgent::new(other, Arc::new(client)).with_setup(spec))
             }
             None => bail!(
                 "agent: {other:?} is neither a baseline ({}) nor a configured model endpoint",
@@ -268,6 +268,31 @@ pub fn plan(world: &World, spec: &RunSpec) -> Result<Vec<NewTrial>, PlanError> {
         }
     }
     Ok(trials)
+}
+
+/// An agent configuration's setup in words: for a model, how many earlier pages stay whole
+/// in its context, the most tokens per reply, the step budget and the temperature; for a
+/// baseline, its step budget.
+pub fn agent_setup(name: &str, endpoints: &BTreeMap<String, EndpointSpec>) -> String {
+    let base = split_config(name).map_or(name, |(n, _)| n);
+    match endpoints.get(base) {
+        Some(e) => format!(
+            "model {}: the current page and the {} before it whole in context, at most {} tokens per reply, {} steps, temperature {}",
+            e.model, e.context_pages, e.max_tokens, e.step_budget, e.temperature
+        ),
+        None => format!("baseline: no model, {} steps", crate::agent::episode::BUDGET),
+    }
+}
+
+/// How many trials of a spec that asks for appeals get none: those on wiki tasks (appeals
+/// are put on forum and shop decisions only).
+pub fn appeal_skips(world: &World, spec: &RunSpec) -> Result<usize, PlanError> {
+    if !spec.appeal {
+        return Ok(0);
+    }
+    let per_task = spec.agents.len() * spec.levels.len() * spec.conditions.len() * spec.seeds.len();
+    let wiki = select_tasks(world, &spec.tasks)?.iter().filter(|t| !crate::agent::appeal::appeals_in(t.domain)).count();
+    Ok(wiki * per_task)
 }
 
 /// Stores a planned run; returns its id.

@@ -295,11 +295,13 @@ async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claime
     };
     match result {
         Ok((steps, Outcome::Verdict { verdict, rationale })) => {
-            let appeal = if with_appeal {
-                match put_appeal(agent, task, &trial.condition, &steps, &verdict).await {
-                    Ok(record) => Some(record),
-                    Err(e) => return TrialEnd::Error(format!("appeal turn: {e:#}")),
-                }
+            // A failed appeal turn keeps the verdict and its scores: the appeal is recorded
+            // as failed, with its reason, and the trial is not turned into an error.
+            let appeal = if with_appeal && crate::agent::appeal::appeals_in(task.domain) {
+                Some(match put_appeal(agent, task, &trial.condition, &steps, &verdict).await {
+                    Ok(record) => record,
+                    Err(e) => failed_appeal(task, &verdict, &format!("{e:#}")),
+                })
             } else {
                 None
             };
@@ -327,6 +329,20 @@ async fn keep_lease(store: &dyn Store, trial_id: &str, worker: &str, lease: Dura
     }
 }
 
+/// The record of an appeal turn the agent could not answer (JSON).
+fn failed_appeal(task: &Task, verdict: &str, error: &str) -> String {
+    use crate::agent::appeal::{AppealRecord, appeal_for};
+    let record = AppealRecord {
+        appeal: appeal_for(task, verdict),
+        original: verdict.to_string(),
+        response_verdict: verdict.to_string(),
+        response_rationale: String::new(),
+        outcome: "failed".to_string(),
+        error: Some(error.to_string()),
+    };
+    serde_json::to_string(&record).unwrap_or_else(|_| r#"{"outcome":"failed"}"#.to_string())
+}
+
 /// Puts the appeal to the agent and records what it did (JSON).
 async fn put_appeal(
     agent: &dyn Agent,
@@ -352,6 +368,7 @@ async fn put_appeal(
         original: verdict.to_string(),
         response_verdict,
         response_rationale,
+        error: None,
     };
     Ok(serde_json::to_string(&record)?)
 }

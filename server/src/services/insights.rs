@@ -325,8 +325,8 @@ impl InsightsService {
 
 /// The report page's data of `scores` (the same JSON as `mirage report --json`).
 fn report_view(scores: &[TrialScore], run: &str) -> Result<app::model::ReportView, AppError> {
-    use crate::judge::report::{APPEALS, MAIN, report};
-    let built = report(scores, run, &Options::default()).map_err(internal)?;
+    use crate::judge::report::{APPEALS, MAIN, Slice, report};
+    let built = report(scores, run, &Options::default(), &Slice::default()).map_err(internal)?;
     let report = serde_json::to_value(&built).and_then(serde_json::from_value).map_err(internal)?;
     Ok(app::model::ReportView {
         runs: Vec::new(),

@@ -319,7 +319,10 @@ impl app::ssr::Runs for RunsService {
             }
         }
         let judges = self.store.score_judges(&id).await.map_err(internal)?;
+        let agent_setup =
+            spec.agents.iter().map(|a| (a.clone(), crate::runs::agent_setup(a, &spec.endpoints))).collect();
         Ok(RunDetail {
+            agent_setup,
             summary: self.summary_of(run).await?,
             conditions: spec.conditions,
             seeds: spec.seeds,

@@ -522,8 +522,14 @@ async fn the_report_page_and_mirage_report_agree() {
     let deltas = cli["hint_minus_raw"].as_array().expect("deltas");
     assert!(deltas.iter().any(|d| d["agent"] == "surface" && d["metric"] == "acc_dec"), "{deltas:?}");
     assert_eq!(cli["domains"][0]["domain"], "forum");
+    assert_eq!((cli["slice"]["condition"].as_str(), cli["slice"]["level"].as_str()), (Some("raw"), Some("L0")));
+    let hint =
+        crate::support::mirage_beside(&app.db, &["report", "--run", &run, "--json", "--condition", "hint"]).await;
+    let hint: serde_json::Value = serde_json::from_slice(&hint.stdout).expect("report json");
+    assert_eq!(hint["slice"]["condition"], "hint");
+    assert_eq!(hint["slice_trials"], cli["slice_trials"], "as many hint trials as raw ones");
     let csv = app.get(&format!("/api/export/report.csv?run={run}")).await.text().await.expect("csv");
-    assert!(csv.starts_with("agent,domain,trials,acc_inv_mean"), "{csv}");
+    assert!(csv.starts_with("agent,domain,trials,errors,error_rate,acc_inv_mean"), "{csv}");
     assert_eq!(csv.lines().count(), 3);
     let page = app.get(&format!("/report?run={run}")).await.text().await.expect("page");
     for needle in ["Per configuration and domain", "Hint − Raw", "Ranking checks per domain", "q_ev"] {
