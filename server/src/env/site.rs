@@ -19,7 +19,11 @@ pub struct Rendered {
 
 /// The site a path belongs to, if any.
 pub fn domain_of(path: &str) -> Option<Domain> {
-    let path = normalise(path);
+    domain_of_normalised(&normalise(path))
+}
+
+/// [`domain_of`] for a path already normalised (no allocation).
+pub fn domain_of_normalised(path: &str) -> Option<Domain> {
     Domain::ALL.into_iter().find(|d| path == d.url_prefix().trim_end_matches('/') || path.starts_with(d.url_prefix()))
 }
 

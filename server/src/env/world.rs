@@ -108,19 +108,19 @@ impl World {
     /// Whether the sites answer this URL with a page (status 200): a page some task defines,
     /// an index of pages that link to it, or a site's home, listing, search or queue page.
     /// The same routing as [`super::site::render_path`] without rendering; a URL outside the
-    /// three sites, or one they answer 404, is no page.
-    pub fn serves(&self, url: &str) -> bool {
-        let norm = normalise(url);
-        let Some(domain) = super::site::domain_of(&norm) else {
+    /// three sites, or one they answer 404, is no page. `norm` is a normalised path: the
+    /// scorer asks this for every step, so nothing is normalised or built again here.
+    pub fn serves(&self, norm: &str) -> bool {
+        let Some(domain) = super::site::domain_of_normalised(norm) else {
             return false;
         };
-        if crate::corpus::urls::SITE_LISTINGS.contains(&norm.as_str()) {
+        if crate::corpus::urls::SITE_LISTINGS.contains(&norm) {
             return true;
         }
-        match self.resolve(&norm) {
-            Some(Resolved::Page(p)) => p.domain == domain,
-            Some(Resolved::Index { domain: d, .. }) => d == domain,
-            None => false,
+        match self.pages.get(norm) {
+            Some(p) => p.domain == domain,
+            // An index: other pages of the same site link here.
+            None => self.backlinks.contains_key(norm) && norm.starts_with(domain.url_prefix()),
         }
     }
 

@@ -291,7 +291,7 @@ fn missing_page(world: &World, step: &TrajStep, norm: &str) -> Option<String> {
     match step.status {
         Some(s) if !(200..300).contains(&s) => Some(format!("{norm} answered {s}")),
         // A live site outside the built-in ones answered with a page.
-        Some(_) if crate::env::site::domain_of(norm).is_none() => None,
+        Some(_) if crate::env::site::domain_of_normalised(norm).is_none() => None,
         _ if world.serves(norm) => None,
         _ => Some(format!("{norm} is no page of the sites or of the task file")),
     }

@@ -167,7 +167,7 @@ fn invented_neighbours(task: &Task) -> Vec<String> {
             }
         }
     }
-    out.retain(|u| !world().serves(u));
+    out.retain(|u| !world().serves(&normalise(u)));
     out
 }
 
@@ -389,4 +389,19 @@ fn status_defaults_to_done_and_only_an_error_needs_a_reason() {
     )
     .expect_err("an error needs its reason");
     assert_eq!((errors[0].line, errors[0].field.as_str()), (1, "error"));
+}
+
+#[test]
+fn the_page_check_agrees_with_what_the_sites_answer() {
+    let mut urls: Vec<String> = crate::corpus::urls::SITE_LISTINGS.iter().map(ToString::to_string).collect();
+    urls.push("/forum/f/localnews".into());
+    for task in world().tasks().take(60) {
+        urls.extend(task.pages.keys().map(|u| normalise(u)));
+        urls.extend(invented_neighbours(task));
+    }
+    for u in &urls {
+        let norm = normalise(u);
+        let status = crate::env::site::render_path(world(), &norm, None, None).status;
+        assert_eq!(world().serves(&norm), status == 200, "{norm} answered {status}");
+    }
 }
