@@ -158,7 +158,7 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Report' }).click();
   await expect(page.getByRole('heading', { name: 'Report', exact: true })).toBeVisible();
   await settled(page);
-  await expect(page.locator('table.report caption').first()).toHaveText('Per configuration and domain');
+  await expect(page.locator('table.report caption').first()).toHaveText(/^Per configuration and domain: condition raw, level L0 \(\d+ trials\)$/);
   await expect(page.getByRole('columnheader', { name: 'q_ev' }).first()).toBeVisible();
   await shoot('report');
 
