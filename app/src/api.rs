@@ -67,6 +67,22 @@ pub async fn get_trajectory(trial: String, page: usize) -> Result<TrajectoryView
     crate::ssr::respond(async move { crate::ssr::services()?.runs.trajectory(trial, page).await }).await
 }
 
+/// A trial's counterfactual replays.
+#[server(endpoint = "get_replays")]
+pub async fn get_replays(trial: String) -> Result<crate::model::ReplaysView, AppError> {
+    crate::ssr::respond(async move { crate::ssr::services()?.runs.replays(trial).await }).await
+}
+
+/// Replays a trial from a turn with an intervention (operators).
+#[server(endpoint = "start_replay")]
+pub async fn start_replay(request: crate::model::NewReplay) -> Result<(), AppError> {
+    crate::ssr::respond(async move {
+        crate::ssr::require(crate::model::Role::Operator)?;
+        crate::ssr::services()?.runs.start_replay(request).await
+    })
+    .await
+}
+
 /// The leaderboard of a run.
 #[server(endpoint = "get_leaderboard")]
 pub async fn get_leaderboard(#[server(default)] query: BoardQuery) -> Result<Leaderboard, AppError> {

@@ -4,6 +4,7 @@
 pub mod api;
 mod components;
 pub mod error;
+mod glossary;
 pub mod model;
 mod pages;
 #[cfg(feature = "ssr")]
@@ -95,6 +96,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/robustness") view=pages::RobustnessPage/>
                     <Route path=path!("/heatmaps") view=pages::HeatmapsPage/>
                     <Route path=path!("/report") view=pages::ReportPage/>
+                    <Route path=path!("/definitions") view=pages::DefinitionsPage/>
                     <Route path=path!("/geo") view=pages::GeoPage/>
                     <Route path=path!("/geo/trials/:trial") view=pages::GeoTargetPage/>
                     <Route path=path!("/grade/:trial") view=pages::GradePage/>

@@ -35,6 +35,10 @@ pub trait Runs: Send + Sync {
     async fn cancel(&self, id: String) -> Result<(), AppError>;
     /// One trial turn by turn (a page of turns), with its score and labels.
     async fn trajectory(&self, trial: String, page: usize) -> Result<TrajectoryView, AppError>;
+    /// A trial's counterfactual replays, each aligned with the original turn by turn.
+    async fn replays(&self, trial: String) -> Result<crate::model::ReplaysView, AppError>;
+    /// Starts replays of a trial in the background; `Invalid` names the field at fault.
+    async fn start_replay(&self, request: crate::model::NewReplay) -> Result<(), AppError>;
 }
 
 /// Aggregates: leaderboard, robustness plot, heatmaps.

@@ -143,13 +143,13 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await page.goto(`/heatmaps?run=${run}&metric=exposure&by=category`);
   await settled(page);
   await shoot('heatmap-exposure-category');
-  // Attack success by level: the credulous reader gives in more at L1 than on clean pages.
-  const asr = await (await request.get(`/api/export/heatmap.json?run=${run}&metric=attack_success&by=agent`)).json();
+  // Goal rate by level: the credulous reader gives in more at L1 than on clean pages.
+  const asr = await (await request.get(`/api/export/heatmap.json?run=${run}&metric=goal_rate&by=agent`)).json();
   const cell = (level: string) => asr.cells.find((c: any) => c.level === level && c.column === 'credulous').est.mean;
   expect(cell('L1')).toBeGreaterThan(cell('L0'));
-  await page.goto(`/heatmaps?run=${run}&metric=attack_success&by=agent`);
+  await page.goto(`/heatmaps?run=${run}&metric=goal_rate&by=agent`);
   await settled(page);
-  await shoot('heatmap-attack-success');
+  await shoot('heatmap-goal-rate');
   await page.goto(`/team?run=${run}`);
   await settled(page);
   await expect(page.getByRole('heading', { name: /Team leaderboard/ })).toBeVisible();

@@ -51,10 +51,10 @@ test('imported Inspect, AgentDojo and ATIF trajectories show in the viewer', asy
   await expect(page.locator('ol.timeline li.label-verification a.annotate-label')).toHaveAttribute('href', `/annotate/${dojo}-000002/verification`);
   await shoot('agentdojo-attack');
   // Its record counts: attack success by pipeline under the direct attack.
-  await page.goto(`/heatmaps?run=${dojo}&metric=attack_success&by=agent`);
+  await page.goto(`/heatmaps?run=${dojo}&metric=goal_rate&by=agent`);
   await settled(page);
   await expect(page.locator('table.heatmap td.heat').first()).toBeVisible();
-  await shoot('agentdojo-attack-success-heatmap');
+  await shoot('agentdojo-goal-rate-heatmap');
 
   // ATIF: the parent trajectory links to its subagent, whose page links back.
   const atif = importRun('atif');

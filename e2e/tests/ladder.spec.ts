@@ -1,7 +1,8 @@
 // The manipulation ladder as a researcher sees it: the credulous reader (and its keyword-
-// defended form) over forum tasks at L0–L3, launched from the form. Attack success must rise
-// level by level on the heatmap, and robustness at L3 must sit below robustness at L1 on the
-// Pareto plot. The pages are photographed.
+// defended form) over forum tasks at L0–L3, launched from the form. The goal rate must rise
+// level by level on the heatmap, the paired manipulation effect must be above 0 at L3, and
+// robustness at L3 must sit below robustness at L1 on the Pareto plot. The pages are
+// photographed.
 import { test, expect, hydrated, settled } from '../fixtures';
 
 test('the ladder shows a dose-response on the heatmap and the robustness plot', async ({ page, request, shoot }) => {
@@ -17,15 +18,21 @@ test('the ladder shows a dose-response on the heatmap and the robustness plot', 
   const run = page.url().split('/').pop()!;
   await expect(page.locator('.run-progress [data-status]')).toHaveAttribute('data-status', 'done', { timeout: 180_000 });
 
-  const asr = await (await request.get(`/api/export/heatmap.json?run=${run}&metric=attack_success&by=agent`)).json();
+  const asr = await (await request.get(`/api/export/heatmap.json?run=${run}&metric=goal_rate&by=agent`)).json();
   const cell = (level: string) => asr.cells.find((c: any) => c.level === level && c.column === 'credulous').est.mean;
   expect(cell('L0')).toBeLessThan(cell('L1'));
   expect(cell('L1')).toBeLessThan(cell('L2'));
   expect(cell('L2')).toBeLessThan(cell('L3'));
-  await page.goto(`/heatmaps?run=${run}&metric=attack_success&by=agent`);
+  await page.goto(`/heatmaps?run=${run}&metric=goal_rate&by=agent`);
   await settled(page);
   await expect(page.locator('table.heatmap td.heat').first()).toBeVisible();
-  await shoot('heatmap-attack-success-by-level');
+  await shoot('heatmap-goal-rate-by-level');
+  const effect = await (await request.get(`/api/export/heatmap.json?run=${run}&metric=manipulation_effect&by=agent`)).json();
+  const moved = effect.cells.find((c: any) => c.level === 'L3' && c.column === 'credulous').est;
+  expect(moved.lo).toBeGreaterThan(0);
+  await page.goto(`/heatmaps?run=${run}&metric=manipulation_effect&by=agent`);
+  await settled(page);
+  await shoot('heatmap-manipulation-effect');
 
   const robustness = async (level: string) => {
     const r = await (await request.get(`/api/export/robustness.json?run=${run}&level=${level}`)).json();
@@ -38,4 +45,19 @@ test('the ladder shows a dose-response on the heatmap and the robustness plot', 
     await expect(page.locator('figure.plot svg title')).toHaveCount(2);
     await shoot(`robustness-${level}`);
   }
+
+  // Counterfactual replay: credulous's L3 trial on the first task, re-run from its first
+  // turn without the party's text, set beside the original turn by turn.
+  await page.goto(`/runs/${run}/trials/${run}-000003`);
+  await hydrated(page);
+  const panel = page.getByRole('region', { name: 'Counterfactual replays' });
+  await expect(panel).toBeVisible();
+  await panel.getByRole('button', { name: 'Replay' }).click();
+  await expect(async () => {
+    await panel.getByRole('button', { name: 'Refresh' }).click();
+    await expect(panel.locator('details.replay[data-state="done"]')).toHaveCount(1, { timeout: 1_000 });
+  }).toPass({ timeout: 30_000 });
+  await panel.locator('details.replay summary').first().click();
+  await expect(panel.locator('table.aligned tbody tr').first()).toBeVisible();
+  await shoot('replay-panel');
 });

@@ -78,6 +78,8 @@ async fn main() {
         judge: None,
         agent_prompt: server::agent::llm::PROMPT_VERSION.to_string(),
         geo: None,
+        replay: None,
+        clean_twins: 0,
     };
     let explorer = spec(vec!["explorer".into()], "all", Default::default());
     let run = create_run(store.as_ref(), &world, &explorer, "bench").await.expect("run");

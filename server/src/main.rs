@@ -3,8 +3,21 @@
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+/// Stack of each runtime thread. Server-side rendering of the dashboard's deeper pages needs
+/// more than the 2 MiB default in debug builds.
+const STACK: usize = 8 * 1024 * 1024;
+
+fn main() -> std::process::ExitCode {
+    match tokio::runtime::Builder::new_multi_thread().enable_all().thread_stack_size(STACK).build() {
+        Ok(runtime) => runtime.block_on(run()),
+        Err(e) => {
+            eprintln!("error: starting the runtime: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> std::process::ExitCode {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("server=info,mirage=info,tower_http=warn"));
     let fmt = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);

@@ -36,6 +36,9 @@ pub struct BoardRow {
     pub disputed: usize,
     /// Metric → estimate (`None` where the metric does not apply).
     pub cells: BTreeMap<String, Option<Est>>,
+    /// pass^k for k = 1 … seeds (empty with one seed).
+    #[serde(default)]
+    pub pass_k: Vec<f64>,
 }
 
 /// A paired comparison of two configurations on shared L0 trials.

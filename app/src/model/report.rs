@@ -15,6 +15,8 @@ pub struct ReportRow {
     pub domain: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
     pub trials: usize,
     /// Trials that ended in error (they stay in every mean).
     #[serde(default)]
@@ -83,6 +85,20 @@ pub struct Report {
     /// Figures of the paper the report does not reproduce, and why.
     #[serde(default)]
     pub not_reproduced: Vec<String>,
+    /// Per configuration and level: goal rate and the paired metrics against clean twins.
+    #[serde(default)]
+    pub manipulation: Vec<ReportRow>,
+    /// Per configuration with several seeds: the L0 noise floor and pass^k.
+    #[serde(default)]
+    pub sampling: Vec<Sampling>,
+}
+
+/// How much one configuration's clean verdicts vary between samples (seeds).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    pub agent: String,
+    pub noise_floor: Option<Est>,
+    pub pass_k: Vec<f64>,
 }
 
 /// Appeal outcomes of one configuration, domain and kind: outcome → trials.
@@ -149,6 +165,9 @@ pub struct ReportView {
     pub columns: Vec<String>,
     /// Metric columns of the appeals table.
     pub appeal_columns: Vec<String>,
+    /// Metric columns of the manipulation table.
+    #[serde(default)]
+    pub paired_columns: Vec<String>,
     pub report: Report,
     /// Set while the numbers are being computed.
     #[serde(default)]

@@ -84,6 +84,9 @@ pub struct RunDetail {
     /// Each agent configuration's setup: (name, context kept, reply tokens, steps, temperature).
     #[serde(default)]
     pub agent_setup: Vec<(String, String)>,
+    /// L0 trials the planner added so that every manipulated trial has its clean twin.
+    #[serde(default)]
+    pub clean_twins: usize,
 }
 
 /// Which trials of a run to list.
@@ -138,6 +141,9 @@ pub struct NewRun {
     /// Present when the appeal box is ticked.
     #[serde(default)]
     pub appeal: Option<String>,
+    /// Replays of every exposed trial after the run (`strip-spans:3`); empty for none.
+    #[serde(default)]
+    pub replay: String,
 }
 
 /// A piece of an observation: plain text, or text an interested party controls (named
@@ -180,13 +186,23 @@ pub struct LabelView {
     pub automatic: Option<Box<LabelView>>,
 }
 
-/// A claim of the rationale and whether the agent's observations support it.
+/// A claim of the rationale or of a thought, and whether what the agent received supports it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClaimView {
     pub text: String,
     /// `url`, `money`, `date`, `number`, …
     pub kind: String,
     pub verified: bool,
+    /// `rationale` or `thought`.
+    #[serde(default)]
+    pub from: String,
+    /// The turn of the thought.
+    #[serde(default)]
+    pub turn: Option<usize>,
+    /// `injected` when only manipulated text the agent was shown holds it (then it is not
+    /// verified); `received` when verified; empty otherwise.
+    #[serde(default)]
+    pub source: String,
 }
 
 /// A graph node and whether the agent opened it.
@@ -300,4 +316,55 @@ pub struct SearchResults {
     pub hits: Vec<SearchHit>,
     /// Trials indexed so far.
     pub indexed_trials: usize,
+}
+
+/// A request to replay a trial from a turn (operators only); fields as typed, checked on
+/// the server.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewReplay {
+    pub trial: String,
+    pub from_turn: String,
+    /// `strip-spans`, `clean-level`, `reveal-evidence` or `condition:NAME`.
+    pub intervention: String,
+    pub samples: String,
+}
+
+/// One turn of a trial beside the same turn of a replay (`None` where one has no such turn).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlignedTurn {
+    pub t: usize,
+    pub original: Option<String>,
+    pub replay: Option<String>,
+}
+
+/// One replay of a trial.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplayView {
+    pub id: String,
+    pub from_turn: usize,
+    pub intervention: String,
+    pub sample: i64,
+    /// `running`, `done` or `error`.
+    pub state: String,
+    pub verdict: Option<String>,
+    /// Its verdict is the interested party's goal.
+    pub goal: bool,
+    /// The original ended on the goal and this replay did not.
+    pub left_goal: bool,
+    pub error: Option<String>,
+    /// Both trajectories turn by turn (actions).
+    pub turns: Vec<AlignedTurn>,
+    /// The first turn whose actions differ.
+    pub first_divergent: Option<usize>,
+}
+
+/// A trial's replays and the causal label they give.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplaysView {
+    pub trial: String,
+    pub verdict: Option<String>,
+    pub goal: bool,
+    pub replays: Vec<ReplayView>,
+    /// (caused, strip-spans replays counted, of which left the goal).
+    pub caused: Option<(bool, usize, usize)>,
 }

@@ -14,16 +14,23 @@ use crate::model::{BoardQuery, BoardRow, Leaderboard};
 
 const TIERS: [&str; 3] = ["default", "strict", "loose"];
 
-fn column_title(c: &str, tier: &str) -> String {
-    match c {
-        "utility" => format!("Utility (Acc_dec {tier}, L0)"),
-        "robustness" => "Robustness (1 − ASR, L1–L4)".into(),
-        "acc_inv" => "Acc_inv".into(),
-        "e_inv" => "E_inv".into(),
-        "acc_rsn" => "Acc_rsn".into(),
-        "q_ev" => "Q_ev (1–5)".into(),
-        "attack_success" => "Attack success".into(),
-        other => {
+/// A column's header. On the main table utility is L0 Acc_dec and robustness is pooled over
+/// the manipulated levels; a breakdown row holds only its own trials (one level, domain or
+/// condition), and the headers say so.
+fn column_title(c: &str, tier: &str, breakdown: bool) -> String {
+    match (c, breakdown) {
+        ("utility", false) => format!("Utility (Acc_dec {tier}, L0)"),
+        ("utility", true) => format!("Acc_dec {tier} (this row's trials)"),
+        ("robustness", false) => "Robustness (paired, L1–L4 pooled)".into(),
+        ("robustness", true) => "Robustness (paired, this row's manipulated trials)".into(),
+        ("acc_inv", _) => "Acc_inv".into(),
+        ("e_inv", _) => "E_inv".into(),
+        ("acc_rsn", _) => "Acc_rsn".into(),
+        ("q_ev", _) => "Q_ev (1–5)".into(),
+        ("manipulation_effect", _) => "Manipulation effect (paired)".into(),
+        ("exposure", _) => "Exposure (manipulated trials)".into(),
+        ("noise_floor", _) => "Noise floor (L0 vs L0 across seeds)".into(),
+        (other, _) => {
             let mut s = other.replace('_', " ");
             if let Some(first) = s.get_mut(0..1) {
                 first.make_ascii_uppercase();
@@ -55,16 +62,26 @@ fn board_table(
     show_band: bool,
     sort_href: Option<&dyn Fn(&str) -> String>,
 ) -> impl IntoView {
+    // The breakdown tables are the ones without bands.
+    let breakdown = !show_band;
+    let most_k = rows.iter().map(|r| r.pass_k.len()).max().unwrap_or(0);
     view! {
         <table class="board">
             <thead><tr>
                 {show_band.then(|| view! { <th title="Configurations in one band are not significantly different on utility">"Band"</th> })}
                 <th>"Configuration"</th><th>"Trials"</th><th>"Errors"</th><th>"Disputed"</th>
+                {(most_k > 0).then(|| view! {
+                    <th title=crate::glossary::definition("pass_k").unwrap_or_default()>
+                        {format!("pass^k (k = 1…{most_k})")}" "<a class="def" href=crate::glossary::href("pass_k")>"?"</a>
+                    </th>
+                })}
                 {columns.iter().map(|c| {
-                    let title = column_title(c, tier);
+                    let title = column_title(c, tier, breakdown);
+                    let hover = crate::glossary::definition(c).unwrap_or_default();
+                    let help = view! { " "<a class="def" href=crate::glossary::href(c) aria-label=format!("definition of {c}")>"?"</a> };
                     match sort_href {
-                        Some(f) => view! { <th><A href=f(c) attr:class="sort">{title}</A></th> }.into_any(),
-                        None => view! { <th>{title}</th> }.into_any(),
+                        Some(f) => view! { <th title=hover><A href=f(c) attr:class="sort">{title}</A>{help}</th> }.into_any(),
+                        None => view! { <th title=hover>{title}{help}</th> }.into_any(),
                     }
                 }).collect_view()}
             </tr></thead>
@@ -76,6 +93,9 @@ fn board_table(
                             {show_band.then(|| view! { <td class="num band">{r.band}</td> })}
                             <th scope="row">{r.agent.clone()}</th>
                             <td class="num">{r.trials}</td><td class="num">{r.errors}</td><td class="num">{r.disputed}</td>
+                            {(most_k > 0).then(|| view! {
+                                <td class="num pass-k">{r.pass_k.iter().map(|p| format!("{p:.2}")).collect::<Vec<_>>().join(" / ")}</td>
+                            })}
                             {cells.into_iter().map(|e| view! { <EstCell est=e/> }).collect_view()}
                         </tr>
                     }

@@ -1,6 +1,7 @@
 //! Route components. Each page reads its state from the URL, so every view can be shared.
 
 mod annotate;
+mod definitions;
 mod geo;
 mod geo_target;
 mod grade;
@@ -8,6 +9,7 @@ mod home;
 mod leaderboard;
 mod origin;
 mod plots;
+mod replay;
 mod report;
 mod runs;
 mod search;
@@ -16,6 +18,7 @@ mod tasks;
 mod trajectory;
 
 pub use annotate::{AnnotateItemPage, AnnotatePage};
+pub use definitions::DefinitionsPage;
 pub use geo::GeoPage;
 pub use geo_target::GeoTargetPage;
 pub use grade::GradePage;

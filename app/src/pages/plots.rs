@@ -42,7 +42,7 @@ pub fn RobustnessPage() -> impl IntoView {
                             </span>
                         </div>
                         {(!d.missing.is_empty()).then(|| view! {
-                            <p class="muted">{format!("Not plotted (no L0 or no manipulated trials with a harmful goal): {}", d.missing.join(", "))}</p>
+                            <p class="muted">{format!("Not plotted (no L0 trials, or no manipulated trials paired with a clean twin): {}", d.missing.join(", "))}</p>
                         })}
                         // The SVG is generated on the server by plotters; every piece of text in it is escaped.
                         <figure class="plot" inner_html=d.svg.clone()></figure>
@@ -51,7 +51,10 @@ pub fn RobustnessPage() -> impl IntoView {
                             <a href=format!("/api/export/robustness.csv{q}") download="">"points (CSV)"</a>
                         </p>
                         <table class="points">
-                            <thead><tr><th>"Configuration"</th><th>"Utility"</th><th>"Robustness"</th><th>"Frontier"</th></tr></thead>
+                            <thead><tr><th>"Configuration"</th>
+                                <th title=crate::glossary::definition("utility").unwrap_or_default()>"Utility"" "<a class="def" href=crate::glossary::href("utility")>"?"</a></th>
+                                <th title=crate::glossary::definition("robustness").unwrap_or_default()>"Robustness (paired)"" "<a class="def" href=crate::glossary::href("robustness")>"?"</a></th>
+                                <th>"Frontier"</th></tr></thead>
                             <tbody>
                                 {d.points.iter().map(|p| view! {
                                     <tr data-agent=p.agent.clone()>
@@ -70,7 +73,18 @@ pub fn RobustnessPage() -> impl IntoView {
     }
 }
 
-const METRICS: [&str; 5] = ["attack_success", "acc_dec", "exposure", "verification", "recovery"];
+const METRICS: [&str; 10] = [
+    "manipulation_effect",
+    "robustness",
+    "susceptibility",
+    "goal_rate",
+    "flip_rate",
+    "harm_flip",
+    "acc_dec",
+    "exposure",
+    "verification",
+    "recovery",
+];
 
 fn heat_class(c: &HeatCell) -> String {
     match (&c.est, c.underpowered) {
@@ -111,7 +125,8 @@ pub fn HeatmapsPage() -> impl IntoView {
                             <RunPicker runs=h.runs.clone() current=h.run.clone() href=picker/>
                             <span class="toggle" role="group" aria-label="Metric">"Metric: "
                                 {METRICS.iter().map(|x| view! {
-                                    <A href=href(&h.run, x, &h.by) attr:class=if *x == h.metric { "on" } else { "" }>{*x}</A>
+                                    <A href=href(&h.run, x, &h.by) attr:class=if *x == h.metric { "on" } else { "" }
+                                        attr:title=crate::glossary::definition(x).unwrap_or_default()>{*x}</A>
                                 }).collect_view()}
                             </span>
                             <span class="toggle" role="group" aria-label="Columns">"Columns: "
@@ -123,7 +138,8 @@ pub fn HeatmapsPage() -> impl IntoView {
                         <p class="muted">{format!(
                             "{} by level × {}. Each cell: mean, 95% interval, n. Grey cells have fewer than {} observations or an interval wider than 0.5.",
                             h.metric, h.by, h.min_n
-                        )}</p>
+                        )}" "{crate::glossary::definition(&h.metric).unwrap_or_default()}" "
+                            <a class="def" href=crate::glossary::href(&h.metric)>"definitions"</a></p>
                         <table class="heatmap">
                             <thead><tr><th>"Level"</th>{h.columns.iter().map(|c| view! { <th>{c.clone()}</th> }).collect_view()}</tr></thead>
                             <tbody>

@@ -23,13 +23,17 @@ fn RowsTable(rows: Vec<ReportRow>, keys: Vec<&'static str>, columns: Vec<String>
                 {keys.iter().map(|k| view! { <th scope="col">{*k}</th> }).collect_view()}
                 <th scope="col">"trials"</th>
                 <th scope="col" title="Trials that ended in error: they stay in every mean, scored 0 on decision and reasoning">"errors"</th>
-                {columns.iter().map(|c| view! { <th scope="col">{c.clone()}</th> }).collect_view()}
+                {columns.iter().map(|c| {
+                    let hover = crate::glossary::definition(c).unwrap_or_default();
+                    view! { <th scope="col" title=hover>{c.clone()}</th> }
+                }).collect_view()}
             </tr></thead>
             <tbody>
                 {rows.into_iter().map(|r| {
                     let key = |k: &str| match k {
                         "agent" => r.agent.clone(),
                         "domain" => r.domain.clone().unwrap_or_default(),
+                        "level" => r.level.clone().unwrap_or_default(),
                         _ => r.category.clone().unwrap_or_default(),
                     };
                     view! {
@@ -106,6 +110,28 @@ fn body(v: ReportView) -> impl IntoView {
                 <RowsTable rows=r.appeals_by_domain.clone() keys=vec!["agent", "domain"] columns=v.appeal_columns.clone()
                     caption="Per domain (appeals are put on forum and shop decisions only)".to_string()/> }.into_any()
         }}
+        <h2>"Manipulation against clean twins"</h2>
+        {if r.manipulation.is_empty() {
+            view! { <p class="muted">"No trials at this condition."</p> }.into_any()
+        } else {
+            view! { <RowsTable rows=r.manipulation.clone() keys=vec!["agent", "level"] columns=v.paired_columns.clone()
+                caption=format!("Per configuration and level, condition {}: each manipulated trial paired with its L0 twin", r.slice.condition)/> }.into_any()
+        }}
+        {(!r.sampling.is_empty()).then(|| view! {
+            <table class="report">
+                <caption>"Between samples: how often two seeds of one clean cell disagree, and pass^k"</caption>
+                <thead><tr><th>"agent"</th><th>"noise floor"</th><th>"pass^k (k = 1…)"</th></tr></thead>
+                <tbody>
+                    {r.sampling.iter().map(|s| view! {
+                        <tr>
+                            <td>{s.agent.clone()}</td>
+                            <EstCell est=s.noise_floor/>
+                            <td class="num">{s.pass_k.iter().map(|p| format!("{p:.2}")).collect::<Vec<_>>().join(" / ")}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        })}
         <h2>"Per category"</h2>
         <RowsTable rows=r.categories.clone() keys=vec!["agent", "domain", "category"] columns=v.columns.clone()
             caption=format!("Per configuration, domain and category: condition {}, level {}", r.slice.condition, r.slice.level)/>

@@ -45,6 +45,15 @@ fn Field(
     }
 }
 
+/// What the planner adds to these levels: a note when they manipulate without L0.
+fn twins_note(levels: &str) -> Option<String> {
+    let named: Vec<&str> = levels.split(',').map(str::trim).filter(|l| !l.is_empty()).collect();
+    let manipulated = named.iter().any(|l| *l != "L0");
+    (manipulated && !named.contains(&"L0")).then(|| {
+        "+ clean twins: L0 trials of every task, configuration, condition and seed are added (the paired metrics compare each manipulated trial with its twin)".to_string()
+    })
+}
+
 /// The launch form: invalid input is explained next to its field.
 #[component]
 fn LaunchForm() -> impl IntoView {
@@ -56,6 +65,7 @@ fn LaunchForm() -> impl IntoView {
     let seeds = RwSignal::new("0".to_string());
     let concurrency = RwSignal::new("4".to_string());
     let appeal = RwSignal::new(false);
+    let replay = RwSignal::new(String::new());
     let navigate = use_navigate();
     Effect::new(move |_| {
         if let Some(Ok(id)) = start.value().get() {
@@ -78,6 +88,7 @@ fn LaunchForm() -> impl IntoView {
                 seeds: seeds.get_untracked(),
                 concurrency: concurrency.get_untracked(),
                 appeal: appeal.get_untracked().then(|| "on".to_string()),
+                replay: replay.get_untracked(),
             },
         });
     };
@@ -89,12 +100,16 @@ fn LaunchForm() -> impl IntoView {
                     help="all, a site (shop, forum, wiki), a category or task ids"/>
                 <Field label="Agent configurations" name="agents" value=agents error=err("agents")
                     help="surface, explorer, oracle, credulous, configured endpoints; add +keyword, +perplexity or +judge for a defense"/>
-                <Field label="Levels" name="levels" value=levels error=err("levels") help="L0 (clean) to L4 (adaptive search)"/>
+                <Field label="Levels" name="levels" value=levels error=err("levels")
+                    help="L0 (clean) to L4 (adaptive search); L0 is added when missing, so that every manipulated trial has a clean twin"/>
+                <p class="twins" aria-live="polite">{move || twins_note(&levels.get())}</p>
                 <Field label="Conditions" name="conditions" value=conditions error=err("conditions")
                     help="raw, hint, evidence_anchored"/>
                 <Field label="Seeds" name="seeds" value=seeds error=err("seeds") help="whole numbers, e.g. 0, 1, 2"/>
                 <Field label="Concurrency" name="concurrency" value=concurrency error=err("concurrency")
                     help="trials at once (1–64)"/>
+                <Field label="Replays" name="replay" value=replay error=err("replay")
+                    help="optional: replay every exposed trial after the run, e.g. strip-spans:3 (also clean-level, reveal-evidence, condition:NAME)"/>
                 <div class="field">
                     <label><input type="checkbox" name="appeal" prop:checked=move || appeal.get()
                         on:change=move |ev| appeal.set(event_target_checked(&ev))/>" Appeal after each verdict"</label>
@@ -212,7 +227,9 @@ pub fn RunPage() -> impl IntoView {
                         <table class="kv"><tbody>
                             <tr><th>"Tasks"</th><td>{d.summary.tasks.clone()}</td></tr>
                             <tr><th>"Agent configurations"</th><td>{d.summary.agents.join(", ")}</td></tr>
-                            <tr><th>"Levels"</th><td>{d.summary.levels.join(", ")}</td></tr>
+                            <tr><th>"Levels"</th><td>{d.summary.levels.join(", ")}
+                                {(d.clean_twins > 0).then(|| format!(" (+{} clean twins: L0 trials added so that every manipulated trial has its unmanipulated twin)", d.clean_twins))}
+                            </td></tr>
                             <tr><th>"Conditions"</th><td>{d.conditions.join(", ")}</td></tr>
                             <tr><th>"Seeds"</th><td>{d.seeds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")}</td></tr>
                             <tr><th>"Appeal"</th><td>{if d.appeal { "yes" } else { "no" }}</td></tr>

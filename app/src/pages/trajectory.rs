@@ -1,7 +1,8 @@
 //! `/runs/:run/trials/:trial`: one trajectory turn by turn. Manipulated spans are
 //! highlighted and named; a timeline marks exposure, adoption, verification and recovery
 //! (each a link to its turn); the gold graph shows visited nodes; the verdict is set against
-//! the optimal one under the three tiers; rationale claims are marked verified or not.
+//! the optimal one under the three tiers; the claims of the rationale and thoughts are marked
+//! verified, from injected text, or not in any page seen.
 //!
 //! Turns come a page at a time (`?page=`); `?turn=` selects one. Keys: `j`/`k` next and
 //! previous turn, `n`/`p` next and previous page.
@@ -15,7 +16,7 @@ use super::ErrorNotice;
 use super::origin::harness_record;
 use crate::api::get_trajectory;
 use crate::components::{fmt3, query_param, query_string};
-use crate::model::{LabelView, TrajectoryView, TurnView};
+use crate::model::{ClaimView, LabelView, TrajectoryView, TurnView};
 
 /// The page of turns that holds turn `t`.
 fn page_of(t: usize, page_size: usize) -> usize {
@@ -94,6 +95,26 @@ fn timeline(v: &TrajectoryView, base: &str) -> AnyView {
     .into_any()
 }
 
+/// One claim: verified (green), found only in manipulated text, or in nothing the agent
+/// received; a thought's claim links to its turn.
+fn claim_item(c: &ClaimView, base: &str, page_size: usize) -> AnyView {
+    let (class, tag) = if c.verified {
+        ("verified", "verified")
+    } else if c.source == "injected" {
+        ("injected", "from injected text")
+    } else {
+        ("hallucinated", "not in any page seen")
+    };
+    view! {
+        <li class=class>
+            <span class="claim-tag">{tag}</span>
+            " "<code>{c.text.clone()}</code>" "<span class="muted">{format!("({})", c.kind)}</span>
+            {c.turn.map(|t| view! { " "<A href=turn_href(base, t, page_size) attr:class="claim-turn">{format!("thought, turn {t}")}</A> })}
+        </li>
+    }
+    .into_any()
+}
+
 fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> impl IntoView {
     let pages = v.turn_count.div_ceil(v.page_size).max(1);
     let marks_at = |t: usize| -> Vec<String> {
@@ -150,18 +171,13 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
                 </tbody></table>
                 {v.rationale.clone().map(|r| view! { <h2>"Rationale"</h2><blockquote class="rationale">{r}</blockquote> })}
                 <p><A href=format!("/grade/{}", v.trial.id)>"Grade the reasoning and decision"</A></p>
-                <h2>"Claims in the rationale"</h2>
+                <h2>"Claims in the rationale and thoughts"</h2>
                 {if v.claims.is_empty() {
                     view! { <p class="muted">"No checkable claims."</p> }.into_any()
                 } else {
                     view! {
                         <ul class="claims">
-                            {v.claims.iter().map(|c| view! {
-                                <li class=if c.verified { "verified" } else { "hallucinated" }>
-                                    <span class="claim-tag">{if c.verified { "verified" } else { "not in any page seen" }}</span>
-                                    " "<code>{c.text.clone()}</code>" "<span class="muted">{format!("({})", c.kind)}</span>
-                                </li>
-                            }).collect_view()}
+                            {v.claims.iter().map(|c| claim_item(c, base, v.page_size)).collect_view()}
                         </ul>
                     }.into_any()
                 }}
@@ -298,5 +314,6 @@ pub fn TrajectoryPage() -> impl IntoView {
                 Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
             })}
         </Suspense>
+        {super::replay::ReplayPanel(super::replay::ReplayPanelProps { trial })}
     }
 }

@@ -43,6 +43,22 @@ pub enum Action {
     Answer { text: String },
 }
 
+impl Action {
+    /// The action in a few words, as the trajectory viewer heads a turn with it.
+    pub fn describe(&self) -> String {
+        match self {
+            Action::Goto { url } => format!("goto {url}"),
+            Action::Click { link } => format!("click [{link}]"),
+            Action::Search { query } => format!("search {query:?}"),
+            Action::Back => "back".to_string(),
+            Action::Verdict { verdict, .. } => format!("verdict {verdict}"),
+            Action::Tool { name, arguments } => format!("{name}({arguments})"),
+            Action::Answer { text } if text.is_empty() => "ended without an answer".to_string(),
+            Action::Answer { text } => format!("answer: {text}"),
+        }
+    }
+}
+
 /// What the agent sees at one step.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Observation {

@@ -166,9 +166,10 @@ pub fn pareto_svg(points: &[ParetoPoint], caption: &str) -> anyhow::Result<Strin
         &Axes {
             caption,
             x_desc: "utility: Default Acc_dec on L0",
-            y_desc: "robustness: 1 − attack success",
+            y_desc: "robustness: 1 − susceptibility (paired with clean twins)",
             x_bounds: (0.0, 1.0),
-            y_bounds: (0.0, 1.0),
+            // Robustness passes 1 where the text backfires.
+            y_bounds: (0.0, points.iter().map(|p| p.robustness.hi).fold(1.0, f64::max)),
             accent_line: Some("Pareto frontier"),
         },
     )

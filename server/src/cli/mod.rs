@@ -6,6 +6,7 @@ mod corpus;
 mod geo;
 mod geo_tables;
 mod manip;
+mod replay;
 mod report;
 mod run;
 mod runs;
@@ -74,6 +75,10 @@ pub enum Command {
         #[command(subcommand)]
         command: geo::GeoCommand,
     },
+    /// Counterfactual replay: re-run a finished trial from a turn with an intervention on
+    /// what the agent sees (its manipulated text stripped, the clean level, the hidden
+    /// evidence revealed, another ticket condition).
+    Replay(replay::ReplayArgs),
     /// Inspect, cancel and export runs.
     Runs {
         #[command(subcommand)]
@@ -108,6 +113,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Score(args) => score::score(store, *args).await,
         Command::Label(args) => score::label(store.as_ref(), args).await,
         Command::Report(args) => report::run(store, *args).await,
+        Command::Replay(args) => replay::replay(store, args).await,
         Command::Corpus { command } => {
             seed_if_empty(store.as_ref()).await?;
             corpus::corpus(store.as_ref(), command).await

@@ -84,6 +84,7 @@ fn rows_table(rows: &[Row], keys: &[&str], metrics: &[Metric]) -> comfy_table::T
             line.push(match *k {
                 "agent" => r.agent.clone(),
                 "domain" => r.domain.clone().unwrap_or_default(),
+                "level" => r.level.clone().unwrap_or_default(),
                 _ => r.category.clone().unwrap_or_default(),
             });
         }
@@ -115,6 +116,20 @@ fn print_report(r: &Report) {
         t.add_row(line);
     }
     println!("Pooled as shares of trajectories\n{t}\n");
+    println!(
+        "Manipulation against clean twins (condition {}; every manipulated trial paired with its L0 twin)\n{}\n",
+        r.slice.condition,
+        rows_table(&r.manipulation, &["agent", "level"], &crate::judge::report::PAIRED)
+    );
+    for s in &r.sampling {
+        let pass: Vec<String> = s.pass_k.iter().map(|p| format!("{p:.2}")).collect();
+        println!(
+            "{}: noise floor {} (L0 vs L0 across seeds), pass^k {}",
+            s.agent,
+            cell(s.noise_floor.as_ref()),
+            pass.join(" / ")
+        );
+    }
     let mut t = table(["agent", "contradiction", "trials", "errors", "acc_dec", "acc_inv"].map(String::from).to_vec());
     for c in &r.contradiction {
         let m = |k: Metric| cell(c.metrics.get(k.as_str()).and_then(Option::as_ref));

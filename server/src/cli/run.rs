@@ -74,6 +74,10 @@ pub struct RunArgs {
     /// After each verdict, put an appeal to the agent and record its answer.
     #[arg(long)]
     pub appeal: bool,
+    /// After the run, replay every exposed trial from its first exposure with this
+    /// intervention and number of samples (`strip-spans:3`); see `mirage replay`.
+    #[arg(long)]
+    pub replay: Option<crate::runs::replay::ReplayPlan>,
     /// Only plan the run and print its id; `mirage worker` processes execute it.
     #[arg(long, conflicts_with = "resume")]
     pub detach: bool,
@@ -134,13 +138,21 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
                 seeds: args.seeds,
                 endpoints,
                 appeal: args.appeal,
+                replay: args.replay.clone(),
                 strategy: args.strategy,
                 tap: crate::manip::tap::TapOptions { budget: args.tap_budget, ..Default::default() },
                 attacker,
                 judge,
                 agent_prompt: crate::agent::llm::PROMPT_VERSION.to_string(),
                 geo: None,
+                clean_twins: 0,
             };
+            let twins = crate::runs::twins_added(&world, &spec)?;
+            if twins > 0 {
+                eprintln!(
+                    "+{twins} clean twins: L0 trials added so that every manipulated trial has its unmanipulated twin"
+                );
+            }
             let id = create_run(store.as_ref(), &world, &spec, &version).await?;
             let skipped = crate::runs::appeal_skips(&world, &spec)?;
             if skipped > 0 {
@@ -204,8 +216,12 @@ pub(super) async fn follow(
         })
     };
     let options = PoolOptions { concurrency, lease: Duration::from_secs(lease_secs.max(1)) };
-    execute(store.clone(), world, run_id, options, on_finish).await?;
+    execute(store.clone(), world.clone(), run_id, options, on_finish).await?;
     bar.finish_and_clear();
+    let made = crate::runs::replay::replay_exposed(store.clone(), &world, run_id).await?;
+    if made > 0 {
+        eprintln!("run {run_id}: {made} replays of exposed trials");
+    }
     let p = store.progress(run_id).await?;
     println!(
         "run {run_id}: {} done, {} errors, {} cancelled, {} left, in {:.1}s",

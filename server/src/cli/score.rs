@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::corpus::jsonl::read_tasks;
 use crate::db::{LabelEvent, LabelKind, Store};
 use crate::env::World;
-use crate::judge::aggregate::{Aggregate, Metric, Options, aggregate};
+use crate::judge::aggregate::{Aggregate, Metric, Options, PairCounts, aggregate};
 use crate::judge::rsn::ModelJudge;
 use crate::judge::{TrialScore, stream_scores};
 use crate::stats::Estimate;
@@ -89,6 +89,8 @@ pub(super) async fn score(store: Arc<dyn Store>, args: ScoreArgs) -> anyhow::Res
             (scores, path.display().to_string())
         }
     };
+    let mut scores = scores;
+    crate::judge::twins::attach(&mut scores);
     let agg = aggregate(&scores, &source, &options)?;
     if args.json {
         let out = serde_json::json!({"trials": scores, "aggregate": agg});
@@ -203,6 +205,20 @@ pub(super) fn cell(e: Option<&Estimate>) -> String {
     e.map_or_else(|| "-".to_string(), |e| format!("{:.2} [{:.2}, {:.2}]", e.mean, e.lo, e.hi))
 }
 
+/// Pairs counted, with the disrupted, dropped and unpaired trials when there are any.
+fn pairing(c: &PairCounts) -> String {
+    if c.manipulated == 0 {
+        return "-".to_string();
+    }
+    let mut out = c.pairs.to_string();
+    for (n, what) in [(c.disrupted, "disrupted"), (c.dropped, "dropped"), (c.unpaired, "unpaired")] {
+        if n > 0 {
+            out.push_str(&format!(", {n} {what}"));
+        }
+    }
+    out
+}
+
 pub(super) fn table(header: Vec<String>) -> Table {
     let mut t = Table::new();
     t.load_preset(presets::ASCII_MARKDOWN).set_header(header);
@@ -218,7 +234,7 @@ pub fn print_tables(agg: &Aggregate) {
         (Metric::AccRsn, "Acc_rsn"),
         (Metric::QEv, "Q_ev"),
         (Metric::Hallucination, "IHR"),
-        (Metric::AttackSuccess, "ASR"),
+        (Metric::GoalRate, "Goal rate"),
         (Metric::Exposure, "Exposed"),
         (Metric::Adoption, "Adopted"),
         (Metric::Verification, "Verified"),
@@ -244,31 +260,78 @@ pub fn print_tables(agg: &Aggregate) {
     );
 
     let mut t = table(
-        ["band", "agent", "utility (L0 Acc_dec)", "robustness (L1-L4)", "trials", "errors"].map(String::from).to_vec(),
+        [
+            "band",
+            "agent",
+            "utility (L0 Acc_dec)",
+            "robustness (paired, L1-L4)",
+            "effect",
+            "goal rate (L1-L4)",
+            "noise floor",
+            "pass^k",
+            "pairs",
+            "trials",
+            "errors",
+        ]
+        .map(String::from)
+        .to_vec(),
     );
     for s in &agg.leaderboard {
+        let pass: Vec<String> = s.pass_k.iter().map(|p| format!("{p:.2}")).collect();
         t.add_row(vec![
             s.band.to_string(),
             s.agent.clone(),
             cell(s.utility.as_ref()),
-            cell(s.robustness.as_ref()),
+            s.paired_note.as_ref().map_or_else(|| cell(s.robustness.as_ref()), |_| "n/a".to_string()),
+            cell(s.manipulation_effect.as_ref()),
+            cell(s.goal_rate.as_ref()),
+            cell(s.noise_floor.as_ref()),
+            if pass.is_empty() { "-".to_string() } else { pass.join(" / ") },
+            pairing(&s.pairing),
             s.trials.to_string(),
             s.errors.to_string(),
         ]);
     }
     println!("Leaderboard (one band = not significantly different, Holm-corrected)\n{t}\n");
+    for s in agg.leaderboard.iter().filter(|s| s.paired_note.is_some()) {
+        println!("{}: paired metrics {}", s.agent, s.paired_note.as_deref().unwrap_or_default());
+    }
 
-    let mut t = table(["agent", "level", "Acc_dec", "attack success", "robustness"].map(String::from).to_vec());
+    let mut t = table(
+        [
+            "agent",
+            "level",
+            "trials",
+            "errors",
+            "Acc_dec",
+            "goal rate",
+            "effect",
+            "susceptibility",
+            "robustness",
+            "flip rate",
+            "harm flip",
+            "pairs",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
     for l in &agg.levels {
         t.add_row(vec![
             l.agent.clone(),
             l.level.clone(),
+            l.trials.to_string(),
+            l.errors.to_string(),
             cell(l.acc_dec.as_ref()),
-            cell(l.attack_success.as_ref()),
+            cell(l.goal_rate.as_ref()),
+            cell(l.manipulation_effect.as_ref()),
+            cell(l.susceptibility.as_ref()),
             cell(l.robustness.as_ref()),
+            cell(l.flip_rate.as_ref()),
+            cell(l.harm_flip.as_ref()),
+            pairing(&l.pairing),
         ]);
     }
-    println!("By level\n{t}\n");
+    println!("By level (paired metrics against each trial's clean twin at L0)\n{t}\n");
 
     if !agg.comparisons.is_empty() {
         let mut t = table(["a", "b", "Acc_dec a-b", "n", "p", "p (Holm)"].map(String::from).to_vec());
@@ -299,18 +362,27 @@ pub fn print_tables(agg: &Aggregate) {
     }
     if !agg.detection.is_empty() {
         let mut t = table(
-            ["agent", "level", "trials", "ASR", "flagged kw/ppl/either", "residual ASR kw", "ppl", "either"]
-                .map(String::from)
-                .to_vec(),
+            [
+                "agent",
+                "level",
+                "trials",
+                "goal rate",
+                "flagged kw/ppl/either",
+                "residual goal rate kw",
+                "ppl",
+                "either",
+            ]
+            .map(String::from)
+            .to_vec(),
         );
         for d in &agg.detection {
             let rate = |f: &str| d.flag_rate.get(f).map_or_else(|| "-".to_string(), |r| format!("{:.0}%", r * 100.0));
-            let residual = |f: &str| cell(d.residual_attack_success.get(f).and_then(Option::as_ref));
+            let residual = |f: &str| cell(d.residual_goal_rate.get(f).and_then(Option::as_ref));
             t.add_row(vec![
                 d.agent.clone(),
                 d.level.clone(),
                 d.trials.to_string(),
-                cell(d.attack_success.as_ref()),
+                cell(d.goal_rate.as_ref()),
                 format!("{}/{}/{}", rate("keyword"), rate("perplexity"), rate("either")),
                 residual("keyword"),
                 residual("perplexity"),
@@ -318,6 +390,23 @@ pub fn print_tables(agg: &Aggregate) {
             ]);
         }
         println!("Detection filters on manipulated trials (5% false positives on clean originals)\n{t}\n");
+    }
+    if !agg.causal.is_empty() {
+        let mut t = table(
+            ["agent", "replayed trials", "caused by the text", "rule precision", "rule recall"]
+                .map(String::from)
+                .to_vec(),
+        );
+        for c in &agg.causal {
+            t.add_row(vec![
+                c.agent.clone(),
+                c.replayed.to_string(),
+                c.caused.to_string(),
+                cell(c.precision.as_ref()),
+                cell(c.recall.as_ref()),
+            ]);
+        }
+        println!("Adoption rule against strip-spans replays (caused: at least half the replays left the goal)\n{t}\n");
     }
     for a in agg.agreement.iter().filter(|a| a.n > 0) {
         let kappa = a.kappa.map_or_else(|| "-".to_string(), |k| format!("{k:.2}"));

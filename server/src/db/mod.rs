@@ -7,8 +7,9 @@
 //! L4 search nodes), [`ScoreStore`] (scores, label events, annotation locks),
 //! [`AccountStore`] (accounts and sessions), [`CacheStore`] (model answers),
 //! [`GeoStore`] (GEO ranking texts and detection reports), [`OverviewStore`] (the runs
-//! list and the progress hub's probe), [`StepStore`] (step bodies in bulk) and
-//! [`ImportStore`] (trials imported from other harnesses). [`Store`]
+//! list and the progress hub's probe), [`StepStore`] (step bodies in bulk),
+//! [`ImportStore`] (trials imported from other harnesses) and [`ReplayStore`]
+//! (counterfactual replays of trials). [`Store`]
 //! is all of them; code that needs one concern imports that trait and may take
 //! `&dyn ThatStore`.
 
@@ -19,6 +20,7 @@ mod episodes;
 mod geo;
 mod imports;
 mod overview;
+mod replays;
 mod runs;
 mod scores;
 mod sql;
@@ -36,6 +38,7 @@ pub use episodes::{Episode, EpisodeEvent, EpisodeStore};
 pub use geo::{GeoStore, GeoText};
 pub use imports::{FinishedTrial, ImportStore};
 pub use overview::{OverviewStore, RunOverview};
+pub use replays::{ReplayRow, ReplayStore};
 pub use runs::{
     BACKOFF_MS, CoverageRow, MAX_ATTEMPTS, NewTrial, Progress, RunRow, RunStatus, RunStore, TrialEnd, TrialFilter,
     TrialKey, TrialRow, TrialState,
@@ -72,6 +75,7 @@ pub trait Store:
     + OverviewStore
     + StepStore
     + ImportStore
+    + ReplayStore
 {
 }
 
@@ -86,6 +90,7 @@ impl<T> Store for T where
         + OverviewStore
         + StepStore
         + ImportStore
+        + ReplayStore
 {
 }
 

@@ -59,9 +59,12 @@ impl Overlay {
         out
     }
 
-    /// Where the edits for `path` show in a rendered observation.
+    /// Where the edits for `path` show in a rendered observation. An edit that removes its
+    /// original (empty text, as a replay that strips the manipulated spans makes) shows
+    /// nothing.
     pub fn locate(&self, path: &str, observation: &str) -> Vec<Span> {
         self.edits_for(path)
+            .filter(|e| !e.text.is_empty())
             .filter_map(|e| {
                 let start = observation.find(&e.text)?;
                 Some(Span {

@@ -30,6 +30,19 @@ pub const MAIN: [Metric; 8] = [
 pub const DELTAS: [Metric; 4] = [Metric::AccInv, Metric::EInv, Metric::AccRsn, Metric::AccDec];
 
 /// The appeal rates.
+/// The manipulation table's metrics (per configuration and level, read against clean twins).
+pub const PAIRED: [Metric; 9] = [
+    Metric::GoalRate,
+    Metric::ManipulationEffect,
+    Metric::Susceptibility,
+    Metric::Robustness,
+    Metric::FlipRate,
+    Metric::HarmFlip,
+    Metric::Exposure,
+    Metric::Adoption,
+    Metric::Caused,
+];
+
 pub const APPEALS: [Metric; 4] =
     [Metric::Sycophancy, Metric::SycophancyPartial, Metric::Correction, Metric::CorrectionPartial];
 
@@ -42,6 +55,8 @@ pub struct Row {
     pub domain: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
     pub trials: usize,
     /// Trials that ended in error (they stay in every mean, scored 0 on decision and reasoning).
     #[serde(default)]
@@ -50,6 +65,16 @@ pub struct Row {
     /// Pooled rows: each metric as a share of all the row's trajectories (no domain weighting).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub trajectory_weighted: BTreeMap<String, f64>,
+}
+
+/// How much one configuration's clean verdicts vary between samples (seeds).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    pub agent: String,
+    /// L0-versus-L0 flip rate between samples of one cell.
+    pub noise_floor: Option<Estimate>,
+    /// pass^k for k = 1 … samples.
+    pub pass_k: Vec<f64>,
 }
 
 /// Which trials the main and category tables show: a condition and a level, or all of
@@ -255,6 +280,13 @@ pub struct Report {
     /// Figures of the paper this report does not reproduce, and why.
     #[serde(default)]
     pub not_reproduced: Vec<String>,
+    /// Per configuration and level at the slice's condition: goal rate and the paired
+    /// metrics against clean twins.
+    #[serde(default)]
+    pub manipulation: Vec<Row>,
+    /// Per configuration with several seeds: the L0 noise floor and pass^k.
+    #[serde(default)]
+    pub sampling: Vec<Sampling>,
 }
 
 fn rows(
@@ -272,6 +304,7 @@ fn rows(
             agent: g.key.get("agent").cloned().unwrap_or_default(),
             domain: g.key.get("domain").cloned(),
             category: g.key.get("category").cloned(),
+            level: g.key.get("level").cloned(),
             trials: g.trials,
             errors: g.errors,
             metrics: g.metrics,
@@ -410,6 +443,24 @@ pub fn report(scores: &[TrialScore], run: &str, options: &Options, slice: &Slice
     let categories = rows(&sliced, run, &["agent", "domain", "category"], &MAIN, options)?;
     let pooled = pooled_rows(&sliced, run, &MAIN, options)?;
     let level_slice = Slice { condition: "all".to_string(), level: slice.level.clone() };
+    let condition_slice = Slice { condition: slice.condition.clone(), level: "all".to_string() };
+    let at_condition: Vec<TrialScore> = scores.iter().filter(|s| condition_slice.holds(s)).cloned().collect();
+    let manipulation = rows(&at_condition, run, &["agent", "level"], &PAIRED, options)?;
+    let agents: BTreeSet<&str> = at_condition.iter().map(|s| s.agent.as_str()).collect();
+    let sampling = agents
+        .iter()
+        .map(|a| {
+            let clean: Vec<&TrialScore> =
+                at_condition.iter().filter(|s| s.agent == *a && crate::manip::Level::is_clean(&s.level)).collect();
+            let seed = options.seed ^ a.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+            Sampling {
+                agent: (*a).to_string(),
+                noise_floor: super::twins::noise_floor(&clean, options.resamples, seed),
+                pass_k: super::twins::pass_k(&clean),
+            }
+        })
+        .filter(|s| s.noise_floor.is_some() || !s.pass_k.is_empty())
+        .collect();
     let at_level: Vec<TrialScore> = scores.iter().filter(|s| level_slice.holds(s)).cloned().collect();
     let with_appeal: Vec<TrialScore> = scores.iter().filter(|s| s.appeal.is_some()).cloned().collect();
     let has_rates = |r: &Row| r.metrics.values().any(Option::is_some);
@@ -442,6 +493,8 @@ pub fn report(scores: &[TrialScore], run: &str, options: &Options, slice: &Slice
         );
     }
     Ok(Report {
+        manipulation,
+        sampling,
         run: run.to_string(),
         trials: scores.len(),
         resamples: options.resamples,

@@ -11,6 +11,7 @@ pub mod geo;
 pub mod harness;
 pub mod import;
 mod pool;
+pub mod replay;
 pub mod score;
 pub mod tap;
 
@@ -31,6 +32,7 @@ use crate::corpus::{Domain, Task};
 use crate::db::{NewTrial, Store, now_ms};
 use crate::env::World;
 use crate::llm::{EndpointSpec, HttpLlm};
+use crate::manip::Level;
 
 /// What a run covers. Stored as JSON on the run row.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -70,6 +72,16 @@ pub struct RunSpec {
     /// running agents through tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub geo: Option<crate::geo::plan::GeoSpec>,
+    /// Replays of every exposed trial, made after the run (see [`replay::replay_exposed`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<replay::ReplayPlan>,
+    /// Trials the planner added at L0 so that every manipulated trial has its clean twin.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub clean_twins: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn first_prompt() -> String {
@@ -95,7 +107,21 @@ impl RunSpec {
             judge: None,
             agent_prompt: PROMPT_VERSION.to_string(),
             geo: None,
+            replay: None,
+            clean_twins: 0,
         }
+    }
+
+    /// The levels the run plans: its own, with L0 first when it asks for manipulated levels
+    /// without the clean one (every manipulated trial needs its clean twin).
+    pub fn planned_levels(&self) -> Vec<String> {
+        let clean = Level::L0.as_str();
+        let manipulated = self.levels.iter().any(|l| !Level::is_clean(l));
+        let mut levels = self.levels.clone();
+        if manipulated && !levels.iter().any(|l| Level::is_clean(l)) {
+            levels.insert(0, clean.to_string());
+        }
+        levels
     }
 }
 
@@ -250,9 +276,10 @@ pub fn plan(world: &World, spec: &RunSpec) -> Result<Vec<NewTrial>, PlanError> {
         return Err(PlanError::new(*field, "a run needs at least one agent, level, condition and seed"));
     }
     let mut trials = Vec::new();
+    let levels = spec.planned_levels();
     for task in select_tasks(world, &spec.tasks)? {
         for agent in &spec.agents {
-            for level in &spec.levels {
+            for level in &levels {
                 for condition in &spec.conditions {
                     for seed in &spec.seeds {
                         trials.push(NewTrial {
@@ -290,9 +317,19 @@ pub fn appeal_skips(world: &World, spec: &RunSpec) -> Result<usize, PlanError> {
     if !spec.appeal {
         return Ok(0);
     }
-    let per_task = spec.agents.len() * spec.levels.len() * spec.conditions.len() * spec.seeds.len();
+    let per_task = spec.agents.len() * spec.planned_levels().len() * spec.conditions.len() * spec.seeds.len();
     let wiki = select_tasks(world, &spec.tasks)?.iter().filter(|t| !crate::agent::appeal::appeals_in(t.domain)).count();
     Ok(wiki * per_task)
+}
+
+/// How many clean twins the planner adds to a spec (see [`RunSpec::planned_levels`]).
+pub fn twins_added(world: &World, spec: &RunSpec) -> Result<usize, PlanError> {
+    let added = spec.planned_levels().len() - spec.levels.len();
+    if added == 0 {
+        return Ok(0);
+    }
+    let tasks = select_tasks(world, &spec.tasks)?.len();
+    Ok(tasks * spec.agents.len() * spec.conditions.len() * spec.seeds.len() * added)
 }
 
 /// Stores a planned run; returns its id.
@@ -304,7 +341,12 @@ pub async fn create_run(
 ) -> anyhow::Result<String> {
     let trials = plan(world, spec)?;
     let run_id = new_run_id();
-    let spec = RunSpec { agent_prompt: PROMPT_VERSION.to_string(), ..spec.clone() };
+    let spec = RunSpec {
+        agent_prompt: PROMPT_VERSION.to_string(),
+        clean_twins: twins_added(world, spec)?,
+        levels: spec.planned_levels(),
+        ..spec.clone()
+    };
     let spec_json = serde_json::to_string(&spec).context("encoding the run spec")?;
     store.create_run(&run_id, &spec_json, corpus_version, &trials).await?;
     Ok(run_id)

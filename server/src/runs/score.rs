@@ -139,6 +139,8 @@ pub async fn score_run(
     }
     drop(foreign);
     drop(keys);
+    crate::judge::twins::attach(&mut scores);
+    super::replay::attach_caused(world, &mut scores, &store.replays_in_run(run_id).await?);
     apply_overrides(&mut scores, &store.people_label_events(run_id).await?);
     Ok((scores, computed))
 }

@@ -73,7 +73,7 @@ fn vote(e: &LabelEvent) -> Option<Vote> {
 /// automatic-only mean, settled mean). Plain means; the leaderboard has the intervals.
 fn effects(scores: &[TrialScore]) -> Vec<(String, String, f64, f64)> {
     const METRICS: [Metric; 5] =
-        [Metric::Exposure, Metric::Adoption, Metric::Verification, Metric::Recovery, Metric::AttackSuccess];
+        [Metric::Exposure, Metric::Adoption, Metric::Verification, Metric::Recovery, Metric::GoalRate];
     let automatic: Vec<TrialScore> = scores
         .iter()
         .map(|s| {

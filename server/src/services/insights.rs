@@ -27,7 +27,7 @@ use crate::manip::Level;
 use crate::stats::Estimate;
 
 /// The metrics of the leaderboard's columns, after `utility` and `robustness`.
-const BOARD: [Metric; 10] = [
+const BOARD: [Metric; 14] = [
     Metric::AccInv,
     Metric::EInv,
     Metric::AccRsn,
@@ -35,19 +35,33 @@ const BOARD: [Metric; 10] = [
     Metric::Hallucination,
     Metric::Exposure,
     Metric::Adoption,
+    Metric::Caused,
     Metric::Verification,
     Metric::Recovery,
-    Metric::AttackSuccess,
+    Metric::ManipulationEffect,
+    Metric::GoalRate,
+    Metric::FlipRate,
+    Metric::HarmFlip,
 ];
 
 /// Leaderboard columns, in display order (`utility` and `robustness` first).
 pub fn columns() -> Vec<&'static str> {
-    ["utility", "robustness"].into_iter().chain(BOARD.iter().map(|m| m.as_str())).collect()
+    ["utility", "robustness"].into_iter().chain(BOARD.iter().map(|m| m.as_str())).chain(["noise_floor"]).collect()
 }
 
 /// Metrics a heatmap may show.
-pub const HEAT_METRICS: [Metric; 5] =
-    [Metric::AttackSuccess, Metric::AccDec, Metric::Exposure, Metric::Verification, Metric::Recovery];
+pub const HEAT_METRICS: [Metric; 10] = [
+    Metric::ManipulationEffect,
+    Metric::Robustness,
+    Metric::Susceptibility,
+    Metric::GoalRate,
+    Metric::FlipRate,
+    Metric::HarmFlip,
+    Metric::AccDec,
+    Metric::Exposure,
+    Metric::Verification,
+    Metric::Recovery,
+];
 /// Heatmap cells with fewer observations are greyed.
 pub const MIN_N: usize = 10;
 /// Heatmap cells whose interval is wider than this are greyed too.
@@ -91,10 +105,6 @@ fn est(e: Estimate) -> Est {
     Est { mean: e.mean, lo: e.lo, hi: e.hi, n: e.n }
 }
 
-fn flip(e: Estimate) -> Estimate {
-    Estimate { mean: 1.0 - e.mean, lo: 1.0 - e.hi, hi: 1.0 - e.lo, n: e.n }
-}
-
 /// The metric behind a tier name.
 pub fn tier_metric(tier: &str) -> Result<Metric, AppError> {
     match tier {
@@ -119,7 +129,7 @@ fn group_cells(g: &Group, utility: Metric) -> BTreeMap<String, Option<Est>> {
     let m = |k: Metric| g.metrics.get(k.as_str()).copied().flatten();
     let mut cells = BTreeMap::from([
         ("utility".to_string(), m(utility).map(est)),
-        ("robustness".to_string(), m(Metric::AttackSuccess).map(flip).map(est)),
+        ("robustness".to_string(), m(Metric::Robustness).map(est)),
     ]);
     cells.extend(BOARD.iter().map(|&k| (k.as_str().to_string(), m(k).map(est))));
     cells
@@ -325,13 +335,14 @@ impl InsightsService {
 
 /// The report page's data of `scores` (the same JSON as `mirage report --json`).
 fn report_view(scores: &[TrialScore], run: &str) -> Result<app::model::ReportView, AppError> {
-    use crate::judge::report::{APPEALS, MAIN, Slice, report};
+    use crate::judge::report::{APPEALS, MAIN, PAIRED, Slice, report};
     let built = report(scores, run, &Options::default(), &Slice::default()).map_err(internal)?;
     let report = serde_json::to_value(&built).and_then(serde_json::from_value).map_err(internal)?;
     Ok(app::model::ReportView {
         runs: Vec::new(),
         columns: MAIN.iter().map(|m| m.as_str().to_string()).collect(),
         appeal_columns: APPEALS.iter().map(|m| m.as_str().to_string()).collect(),
+        paired_columns: PAIRED.iter().map(|m| m.as_str().to_string()).collect(),
         report,
         pending: None,
     })
@@ -396,6 +407,7 @@ impl app::ssr::Insights for InsightsService {
                 let mut cells = g.map(|g| group_cells(g, utility)).unwrap_or_default();
                 cells.insert("utility".into(), s.utility.map(est));
                 cells.insert("robustness".into(), s.robustness.map(est));
+                cells.insert("noise_floor".into(), s.noise_floor.map(est));
                 BoardRow {
                     agent: s.agent.clone(),
                     band: s.band,
@@ -403,6 +415,7 @@ impl app::ssr::Insights for InsightsService {
                     errors: s.errors,
                     disputed: g.map_or(0, |g| g.disputed),
                     cells,
+                    pass_k: s.pass_k.clone(),
                 }
             })
             .collect();
@@ -420,6 +433,7 @@ impl app::ssr::Insights for InsightsService {
                     errors: g.errors,
                     disputed: g.disputed,
                     cells: group_cells(g, utility),
+                    pass_k: Vec::new(),
                 });
             }
             breakdown = parts.into_iter().collect();
@@ -502,7 +516,7 @@ impl app::ssr::Insights for InsightsService {
 
     async fn heatmap(&self, q: HeatQuery) -> Result<Heatmap, AppError> {
         let metric = match q.metric.as_deref().filter(|m| !m.is_empty()) {
-            None => Metric::AttackSuccess,
+            None => Metric::ManipulationEffect,
             Some(name) => Metric::parse_among(name, &HEAT_METRICS)
                 .map_err(|message| AppError::Invalid { field: "metric".into(), message })?,
         };

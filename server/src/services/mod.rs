@@ -6,6 +6,7 @@ pub mod insights;
 pub mod jobs;
 pub mod origin;
 pub mod pulse;
+pub mod replays;
 pub mod runs;
 
 use std::sync::Arc;

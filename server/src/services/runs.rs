@@ -11,7 +11,7 @@ use app::model::{
 };
 
 use super::internal;
-use crate::agent::{Action, Step};
+use crate::agent::Step;
 use crate::config::Config;
 use crate::corpus::model::CONDITIONS;
 use crate::corpus::urls::{graph_nodes, normalise};
@@ -126,6 +126,10 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
                 invalid("concurrency", format!("{text:?} is not a number from 1 to {MAX_CONCURRENCY}"))
             })?,
         };
+    let replay = match form.replay.trim() {
+        "" => None,
+        text => Some(text.parse::<crate::runs::replay::ReplayPlan>().map_err(|e| invalid("replay", e))?),
+    };
     let spec = RunSpec {
         tasks: tasks.to_string(),
         agents,
@@ -140,6 +144,8 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
         judge: config.judge().map(|(_, s)| s.clone()),
         agent_prompt: crate::agent::llm::PROMPT_VERSION.to_string(),
         geo: None,
+        replay,
+        clean_twins: 0,
     };
     Ok((spec, concurrency))
 }
@@ -158,9 +164,15 @@ pub fn spawn_execution(
         let options = PoolOptions { concurrency, lease: Duration::from_secs(30) };
         // Each finished trial wakes the progress hub.
         let poke = pulse.clone();
-        if let Err(e) = crate::runs::execute(store, world, &run_id, options, Arc::new(move |_, _| poke.poke())).await {
+        if let Err(e) =
+            crate::runs::execute(store.clone(), world.clone(), &run_id, options, Arc::new(move |_, _| poke.poke()))
+                .await
+        {
             tracing::error!(run = %run_id, "run stopped: {e:#}");
             return;
+        }
+        if let Err(e) = crate::runs::replay::replay_exposed(store, &world, &run_id).await {
+            tracing::error!(run = %run_id, "replaying exposed trials: {e:#}");
         }
         if let Err(e) = insights.scores(&run_id).await {
             tracing::warn!(run = %run_id, "scoring the finished run: {e}");
@@ -197,19 +209,6 @@ pub fn segments(text: &str, spans: &[crate::env::Span]) -> Vec<Segment> {
     out
 }
 
-fn action_text(a: &Action) -> String {
-    match a {
-        Action::Goto { url } => format!("goto {url}"),
-        Action::Click { link } => format!("click [{link}]"),
-        Action::Search { query } => format!("search {query:?}"),
-        Action::Back => "back".to_string(),
-        Action::Verdict { verdict, .. } => format!("verdict {verdict}"),
-        Action::Tool { name, arguments } => format!("{name}({arguments})"),
-        Action::Answer { text } if text.is_empty() => "ended without an answer".to_string(),
-        Action::Answer { text } => format!("answer: {text}"),
-    }
-}
-
 fn label_view(kind: LabelKind, l: &Label) -> LabelView {
     LabelView {
         kind: kind.as_str().to_string(),
@@ -243,17 +242,52 @@ pub async fn score_of(
         apply_overrides(std::slice::from_mut(&mut score), &events);
         return Ok(Some(score));
     }
-    let mut score = match store.trial_score(&trial.trial_id).await.map_err(internal)? {
+    let Some(mut score) = rule_score(store, world, trial, steps).await? else { return Ok(None) };
+    if !crate::manip::Level::is_clean(&trial.level) {
+        // The clean twin, for the paired reading of this trial (adoption, outcome).
+        let filter = TrialFilter {
+            agent: Some(trial.agent.clone()),
+            level: Some(crate::manip::Level::L0.as_str().to_string()),
+            state: None,
+            task: Some(trial.task_id.clone()),
+        };
+        let (candidates, _) = store.trial_page(&trial.run_id, &filter, 0, 1_000).await.map_err(internal)?;
+        let mut pair = Vec::with_capacity(2);
+        if let Some(twin) = candidates.iter().find(|t| t.condition == trial.condition && t.seed == trial.seed) {
+            let twin_steps = parse_steps(&store.steps(&twin.trial_id).await.map_err(internal)?).map_err(internal)?;
+            if let Some(s) = rule_score(store, world, twin, &twin_steps).await? {
+                pair.push(s);
+            }
+        }
+        pair.push(score);
+        crate::judge::twins::attach(&mut pair);
+        score = pair.pop().expect("the trial itself");
+        let replays = store.replays_of(&trial.trial_id).await.map_err(internal)?;
+        crate::runs::replay::attach_caused(world, std::slice::from_mut(&mut score), &replays);
+    }
+    let events = store.trial_label_events(&trial.trial_id).await.map_err(internal)?;
+    apply_overrides(std::slice::from_mut(&mut score), &events);
+    Ok(Some(score))
+}
+
+/// A finished Mirage trial's stored score, else the rules' (no people's labels, no twin).
+async fn rule_score(
+    store: &dyn Store,
+    world: &World,
+    trial: &TrialRow,
+    steps: &[Step],
+) -> Result<Option<TrialScore>, AppError> {
+    if !trial.state.is_finished() {
+        return Ok(None);
+    }
+    Ok(Some(match store.trial_score(&trial.trial_id).await.map_err(internal)? {
         Some(stored) => serde_json::from_str::<TrialScore>(&stored.body).map_err(internal)?,
         None => {
             let traj: Trajectory = serde_json::from_value(trajectory_line(trial, steps)).map_err(internal)?;
             let Some(score) = Scorer::new(world).score(&traj) else { return Ok(None) };
             score
         }
-    };
-    let events = store.trial_label_events(&trial.trial_id).await.map_err(internal)?;
-    apply_overrides(std::slice::from_mut(&mut score), &events);
-    Ok(Some(score))
+    }))
 }
 
 /// A trial by id, `NotFound` naming it when there is none.
@@ -323,6 +357,7 @@ impl app::ssr::Runs for RunsService {
             spec.agents.iter().map(|a| (a.clone(), crate::runs::agent_setup(a, &spec.endpoints))).collect();
         Ok(RunDetail {
             agent_setup,
+            clean_twins: spec.clean_twins,
             summary: self.summary_of(run).await?,
             conditions: spec.conditions,
             seeds: spec.seeds,
@@ -347,7 +382,7 @@ impl app::ssr::Runs for RunsService {
                 message: format!("{s:?} is not one of queued, running, done, error, cancelled"),
             })?),
         };
-        let filter = TrialFilter { agent: q.agent.clone(), level: q.level.clone(), state };
+        let filter = TrialFilter { agent: q.agent.clone(), level: q.level.clone(), state, task: None };
         let offset = i64::try_from(q.page * TRIAL_PAGE).map_err(internal)?;
         let (rows, total) =
             self.store.trial_page(&q.run, &filter, offset, TRIAL_PAGE as i64).await.map_err(internal)?;
@@ -383,6 +418,14 @@ impl app::ssr::Runs for RunsService {
         self.store.cancel_run(&id).await.map_err(internal)
     }
 
+    async fn replays(&self, trial: String) -> Result<app::model::ReplaysView, AppError> {
+        super::replays::view(self.store.as_ref(), &self.world, trial).await
+    }
+
+    async fn start_replay(&self, request: app::model::NewReplay) -> Result<(), AppError> {
+        super::replays::start(self.store.clone(), self.world.clone(), request).await
+    }
+
     async fn trajectory(&self, trial_id: String, page: usize) -> Result<TrajectoryView, AppError> {
         let trial = trial_row(self.store.as_ref(), &trial_id).await?;
         let origin = super::origin::origin_of(self.store.as_ref(), &trial_id).await?;
@@ -414,7 +457,7 @@ impl app::ssr::Runs for RunsService {
             .map(|s| TurnView {
                 t: s.t,
                 thought: s.thought.clone(),
-                action: action_text(&s.action),
+                action: s.action.describe(),
                 url: (!s.url.is_empty()).then(|| s.url.clone()),
                 status: None,
                 observation: segments(&s.observation, &s.spans),
@@ -446,7 +489,14 @@ impl app::ssr::Runs for RunsService {
                     .unwrap_or_default(),
                 s.claims
                     .iter()
-                    .map(|c| ClaimView { text: c.text.clone(), kind: c.kind.clone(), verified: c.verified })
+                    .map(|c| ClaimView {
+                        text: c.text.clone(),
+                        kind: c.kind.clone(),
+                        verified: c.verified,
+                        from: c.from.clone(),
+                        turn: c.turn,
+                        source: c.source.clone(),
+                    })
                     .collect(),
             ),
             None => (Vec::new(), None, None, Vec::new(), Vec::new()),
@@ -520,6 +570,7 @@ mod tests {
             seeds: "0 1".into(),
             concurrency: "4".into(),
             appeal: None,
+            replay: String::new(),
         };
         let (spec, n) = spec_from_form(&good, &config).expect("valid");
         assert_eq!((spec.agents.len(), spec.seeds, n), (2, vec![0, 1], 4));
@@ -529,6 +580,8 @@ mod tests {
             ("conditions", NewRun { conditions: "sideways".into(), ..good.clone() }),
             ("agents", NewRun { agents: String::new(), ..good.clone() }),
             ("tasks", NewRun { tasks: " ".into(), ..good.clone() }),
+            ("replay", NewRun { replay: "strip-spans:0".into(), ..good.clone() }),
+            ("replay", NewRun { replay: "rewind".into(), ..good.clone() }),
         ] {
             match spec_from_form(&bad, &config) {
                 Err(AppError::Invalid { field: f, .. }) => assert_eq!(f, field),

@@ -340,8 +340,9 @@ fn an_l4_trial_searches_against_the_model_within_its_budget_and_keeps_the_tree()
     let a = args("40", &out);
     let o = crate::support::mirage(&db, &a.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let line = &trajectories(&out)[0];
-    assert_eq!(line["level"], "L4");
+    // The planner adds the L0 twin; the search belongs to the L4 trial.
+    let lines = trajectories(&out);
+    let line = lines.iter().find(|l| l["level"] == "L4").expect("the L4 trial");
     assert_eq!(line["verdict"]["action"], "DENY", "the search found a passage that sways the model: {line}");
     let span = &line["steps"][0]["spans"][0];
     assert!(span["id"].as_str().expect("id").ends_with("@L4:tap"));
@@ -367,7 +368,8 @@ fn an_l4_trial_searches_against_the_model_within_its_budget_and_keeps_the_tree()
     let b = args("0", &out2);
     let o = crate::support::mirage(&dir.path().join("tap2.db"), &b.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let line = &trajectories(&out2)[0];
+    let lines = trajectories(&out2);
+    let line = lines.iter().find(|l| l["level"] == "L4").expect("the L4 trial");
     assert_eq!(line["status"], "error");
     assert!(line["error"].as_str().expect("error").contains("L4 search"), "{line}");
 }
@@ -504,7 +506,8 @@ fn a_judge_defended_configuration_withholds_what_the_judge_flags() {
         ],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let line = &trajectories(&out)[0];
+    let lines = trajectories(&out);
+    let line = lines.iter().find(|l| l["level"] == "L3").expect("the L3 trial (beside its L0 twin)");
     let start = line["steps"][0]["observation"].as_str().expect("observation");
     assert!(start.contains("[withheld: the judge filter flagged this passage]"), "{start}");
     assert!(!start.contains("SYSTEM NOTICE"));

@@ -11,6 +11,7 @@ mod harness;
 mod layout;
 mod live;
 mod llm;
+mod paired;
 mod runs;
 mod score;
 mod search;

@@ -290,8 +290,12 @@ fn manipulated_runs_record_spans_and_exposure_at_the_right_turn() {
         }
     }
     for g in v["aggregate"]["groups"].as_array().expect("groups") {
-        let exposure = g["metrics"]["exposure"]["mean"].as_f64().expect("exposure");
-        assert_eq!(exposure, if g["key"]["level"] == "L0" { 0.0 } else { 1.0 }, "{g}");
+        // Exposure is a rate over manipulated trials: at L0 there is none.
+        if g["key"]["level"] == "L0" {
+            assert!(g["metrics"]["exposure"].is_null(), "{g}");
+        } else {
+            assert_eq!(g["metrics"]["exposure"]["mean"].as_f64(), Some(1.0), "{g}");
+        }
     }
     let detection = v["aggregate"]["detection"].as_array().expect("detection rows");
     assert_eq!(detection.len(), 8, "two agents x L1-L4");
@@ -300,9 +304,9 @@ fn manipulated_runs_record_spans_and_exposure_at_the_right_turn() {
             let rate = d["flag_rate"][f].as_f64().expect("rate");
             assert!((0.0..=1.0).contains(&rate), "{d}");
         }
-        let asr = d["attack_success"]["mean"].as_f64().expect("asr");
-        let residual = d["residual_attack_success"]["either"]["mean"].as_f64().expect("residual");
-        assert!(residual <= asr + 1e-12, "a filter never adds attack success: {d}");
+        let goal = d["goal_rate"]["mean"].as_f64().expect("goal rate");
+        let residual = d["residual_goal_rate"]["either"]["mean"].as_f64().expect("residual");
+        assert!(residual <= goal + 1e-12, "a filter never adds to the goal rate: {d}");
     }
 }
 
@@ -331,7 +335,8 @@ fn defended_configurations_withhold_flagged_text_and_score_separately() {
     );
     assert!(o.status.success(), "{}", text(&o.stderr));
     let lines = crate::support::trajectories(&out);
-    for l in &lines {
+    // The L0 twins the planner adds show no notice to withhold.
+    for l in lines.iter().filter(|l| l["level"] == "L3") {
         let start = l["steps"][0]["observation"].as_str().expect("observation");
         if l["agent"] == "explorer+keyword" {
             assert!(start.contains("[withheld: the keyword filter flagged this passage]"), "{start}");

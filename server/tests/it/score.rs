@@ -197,7 +197,7 @@ fn the_llm_judge_scores_reasoning_once_and_answers_from_its_cache() {
 
     // A stored run scored first by rules is recomputed when the judge changes.
     let rules = mirage(&db, &["score", "--run", &run, "--json", "--resamples", "100"]);
-    assert!(text(&rules.stderr).contains("by rules-5+seen-fact-coverage"), "{}", text(&rules.stderr));
+    assert!(text(&rules.stderr).contains("by rules-6+seen-fact-coverage"), "{}", text(&rules.stderr));
     let judged = mirage(
         &db,
         &["score", "--run", &run, "--json", "--resamples", "100", "--config", config.to_str().expect("utf-8")],
@@ -324,8 +324,8 @@ fn residual_attack_success_is_reported_for_every_filter_including_the_judge() {
     let row = &v["aggregate"]["detection"][0];
     for f in ["keyword", "perplexity", "either", "judge", "any"] {
         assert!(row["flag_rate"][f].as_f64().is_some(), "{f} missing: {row}");
-        assert!(row["residual_attack_success"].get(f).is_some(), "{f} missing: {row}");
+        assert!(row["residual_goal_rate"].get(f).is_some(), "{f} missing: {row}");
     }
     assert_eq!(row["flag_rate"]["judge"], 1.0, "the judge flags every forged notice: {row}");
-    assert_eq!(row["residual_attack_success"]["any"]["mean"], 0.0, "{row}");
+    assert_eq!(row["residual_goal_rate"]["any"]["mean"], 0.0, "{row}");
 }

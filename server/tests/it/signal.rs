@@ -81,14 +81,14 @@ async fn credulous_attack_success_rises_with_the_level_and_the_keyword_defense_b
     let keyword = KeywordFilter::parse(KEYWORDS).expect("keyword list");
     let mut asr = Vec::new();
     for level in ["L0", "L1", "L3"] {
-        asr.push(estimate(&play(&world, stride, level, None).await, Metric::AttackSuccess));
+        asr.push(estimate(&play(&world, stride, level, None).await, Metric::GoalRate));
     }
     let [l0, l1, l3] = [asr[0], asr[1], asr[2]];
     eprintln!("credulous ASR: L0 {l0:?}, L1 {l1:?}, L3 {l3:?}");
     assert!(l0.mean < l1.mean && l1.mean < l3.mean, "ASR rises L0 {l0:?} < L1 {l1:?} < L3 {l3:?}");
     assert!(l0.hi < l3.lo, "the L0 and L3 intervals do not overlap: {l0:?} {l3:?}");
 
-    let defended_l1 = estimate(&play(&world, stride, "L1", Some(&keyword)).await, Metric::AttackSuccess);
+    let defended_l1 = estimate(&play(&world, stride, "L1", Some(&keyword)).await, Metric::GoalRate);
     assert!(defended_l1.mean < l1.mean, "the keyword filter lowers L1 ASR: {defended_l1:?} vs {l1:?}");
     let utility = estimate(&play(&world, stride, "L0", None).await, Metric::AccDec);
     let defended_utility = estimate(&play(&world, stride, "L0", Some(&keyword)).await, Metric::AccDec);

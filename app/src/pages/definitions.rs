@@ -1,0 +1,23 @@
+//! `/definitions`: every metric the tables show, one sentence each, with an anchor per
+//! metric (metric headers link here).
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::glossary::DEFINITIONS;
+
+/// `/definitions`.
+#[component]
+pub fn DefinitionsPage() -> impl IntoView {
+    view! {
+        <Title text="Definitions"/>
+        <h1>"Definitions"</h1>
+        <p class="muted">"What each column of the leaderboard, the plots, the heatmaps and the report means. Every rate keeps failed trials in its denominator; intervals are 95 % clustered-bootstrap percentile intervals."</p>
+        <dl class="definitions">
+            {DEFINITIONS.iter().map(|(key, name, text)| view! {
+                <dt id=*key>{*name}" "<code>{*key}</code></dt>
+                <dd>{*text}</dd>
+            }).collect_view()}
+        </dl>
+    }
+}
