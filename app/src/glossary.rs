@@ -44,7 +44,7 @@ pub const DEFINITIONS: &[(&str, &str, &str)] = &[
     (
         "caused",
         "Caused",
-        "Share of replayed trials whose goal verdict the party's text caused: at least half of their strip-spans replays left the goal.",
+        "Share of replayed trials whose goal verdict the manipulation caused: at least half of their clean-level replays (the party's own words back in place) left the goal.",
     ),
     ("verification", "Verification", "Share of trials that opened hidden evidence (after exposure, when exposed)."),
     (

@@ -27,7 +27,7 @@ async fn main() {
     let store: Arc<dyn Store> = Arc::new(store);
 
     let mut spec = RunSpec::basic("forum", &["credulous", "explorer"], &["L3"], &["raw"], vec![0]);
-    spec.replay = Some("strip-spans:1".parse::<ReplayPlan>().expect("plan"));
+    spec.replay = vec!["strip-spans:1".parse::<ReplayPlan>().expect("plan")];
     let run = create_run(store.as_ref(), &world, &spec, "bench").await.expect("run");
     let options = PoolOptions { concurrency: 1, lease: Duration::from_secs(60) };
     let started = Instant::now();

@@ -78,7 +78,7 @@ async fn main() {
         judge: None,
         agent_prompt: server::agent::llm::PROMPT_VERSION.to_string(),
         geo: None,
-        replay: None,
+        replay: Vec::new(),
         clean_twins: 0,
     };
     let explorer = spec(vec!["explorer".into()], "all", Default::default());

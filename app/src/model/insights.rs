@@ -41,6 +41,17 @@ pub struct BoardRow {
     pub pass_k: Vec<f64>,
 }
 
+/// How the adoption rule fares against the causal label (clean-level replays) over one
+/// configuration's replayed trials.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CausalView {
+    pub agent: String,
+    pub replayed: usize,
+    pub caused: usize,
+    pub precision: Option<Est>,
+    pub recall: Option<Est>,
+}
+
 /// A paired comparison of two configurations on shared L0 trials.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PairView {
@@ -87,6 +98,9 @@ pub struct Leaderboard {
     pub human_labels: usize,
     /// Cohen's κ between automatic and human labels: (kind, n, κ).
     pub agreement: Vec<(String, usize, Option<f64>)>,
+    /// The adoption rule against the causal label of replayed trials, per configuration.
+    #[serde(default)]
+    pub causal: Vec<CausalView>,
     /// The reasoning judge against people's grades.
     pub validation: Validation,
     /// Set while the numbers are being computed.
@@ -156,6 +170,11 @@ pub struct HeatCell {
     pub est: Option<Est>,
     /// Too few observations (or too wide an interval) to read.
     pub underpowered: bool,
+    /// Trials in the cell, and those that ended in error (they stay in the mean).
+    #[serde(default)]
+    pub trials: usize,
+    #[serde(default)]
+    pub errors: usize,
 }
 
 /// A level × column heatmap of one metric.

@@ -168,6 +168,9 @@ pub struct ReportView {
     /// Metric columns of the manipulation table.
     #[serde(default)]
     pub paired_columns: Vec<String>,
+    /// Per domain: the Default-against-Strict plot (SVG drawn on the server).
+    #[serde(default)]
+    pub adequacy_plots: Vec<(String, String)>,
     pub report: Report,
     /// Set while the numbers are being computed.
     #[serde(default)]

@@ -69,7 +69,7 @@ fn board_table(
         <table class="board">
             <thead><tr>
                 {show_band.then(|| view! { <th title="Configurations in one band are not significantly different on utility">"Band"</th> })}
-                <th>"Configuration"</th><th>"Trials"</th><th>"Errors"</th><th>"Disputed"</th>
+                <th>"Configuration"</th><th>"Trials"</th><th title="Trials that ended in error, and their share: they stay in every mean, scored 0 on decision and reasoning">"Errors (rate)"</th><th>"Disputed"</th>
                 {(most_k > 0).then(|| view! {
                     <th title=crate::glossary::definition("pass_k").unwrap_or_default()>
                         {format!("pass^k (k = 1…{most_k})")}" "<a class="def" href=crate::glossary::href("pass_k")>"?"</a>
@@ -92,7 +92,9 @@ fn board_table(
                         <tr class=format!("band-{}", r.band % 2) data-agent=r.agent.clone()>
                             {show_band.then(|| view! { <td class="num band">{r.band}</td> })}
                             <th scope="row">{r.agent.clone()}</th>
-                            <td class="num">{r.trials}</td><td class="num">{r.errors}</td><td class="num">{r.disputed}</td>
+                            <td class="num">{r.trials}</td>
+                            <td class="num">{format!("{} ({:.1} %)", r.errors, if r.trials == 0 { 0.0 } else { 100.0 * r.errors as f64 / r.trials as f64 })}</td>
+                            <td class="num">{r.disputed}</td>
                             {(most_k > 0).then(|| view! {
                                 <td class="num pass-k">{r.pass_k.iter().map(|p| format!("{p:.2}")).collect::<Vec<_>>().join(" / ")}</td>
                             })}
@@ -220,6 +222,21 @@ pub fn LeaderboardPage() -> impl IntoView {
                                 }).collect_view()}
                             </tbody>
                         </table>
+                        {(!b.causal.is_empty()).then(|| view! {
+                            <h2>"Adoption rule vs replays"</h2>
+                            <table class="agreement causal">
+                                <caption>"Replayed trials: caused when at least half of their clean-level replays left the party's goal"</caption>
+                                <thead><tr><th>"Configuration"</th><th>"Replayed trials"</th><th>"Caused"</th>
+                                    <th title="Of the replayed trials the adoption rule labels adopted, the share the manipulation caused">"Rule precision"</th>
+                                    <th title="Of the trials the manipulation caused, the share the adoption rule labels adopted">"Rule recall"</th></tr></thead>
+                                <tbody>
+                                    {b.causal.iter().map(|c| view! {
+                                        <tr><td>{c.agent.clone()}</td><td class="num">{c.replayed}</td><td class="num">{c.caused}</td>
+                                        <EstCell est=c.precision/><EstCell est=c.recall/></tr>
+                                    }).collect_view()}
+                                </tbody>
+                            </table>
+                        })}
                         <h2>"Reasoning judge vs people"</h2>
                         {let v = b.validation.clone();
                         view! {

@@ -11,7 +11,7 @@ use crate::components::may;
 use crate::model::{NewReplay, ReplayView, ReplaysView, Role};
 
 const INTERVENTIONS: [&str; 6] =
-    ["strip-spans", "clean-level", "reveal-evidence", "condition:raw", "condition:hint", "condition:evidence_anchored"];
+    ["clean-level", "strip-spans", "reveal-evidence", "condition:raw", "condition:hint", "condition:evidence_anchored"];
 
 fn replay_row(r: ReplayView) -> AnyView {
     let outcome = match (&r.error, r.goal, r.left_goal) {
@@ -53,10 +53,10 @@ fn summary(v: &ReplaysView) -> String {
     let verdict = v.verdict.clone().unwrap_or_else(|| "none".into());
     let causal = match v.caused {
         Some((true, n, left)) => {
-            format!(" Caused by the text: {left} of {n} strip-spans replays left the party's goal.")
+            format!(" Caused by the manipulation: {left} of {n} clean-level replays left the party's goal.")
         }
         Some((false, n, left)) => {
-            format!(" Not caused by the text: {left} of {n} strip-spans replays left the party's goal.")
+            format!(" Not caused by the manipulation: {left} of {n} clean-level replays left the party's goal.")
         }
         None => String::new(),
     };

@@ -110,6 +110,12 @@ fn body(v: ReportView) -> impl IntoView {
                 <RowsTable rows=r.appeals_by_domain.clone() keys=vec!["agent", "domain"] columns=v.appeal_columns.clone()
                     caption="Per domain (appeals are put on forum and shop decisions only)".to_string()/> }.into_any()
         }}
+        {(!v.adequacy_plots.is_empty()).then(|| view! {
+            <h2>"Adequacy: Default against Strict"</h2>
+            <p class="muted">"Points above the diagonal earn part of their Default accuracy from verdicts the task accepts without being the optimal one."</p>
+            // Drawn on the server by plotters; every piece of text in it is escaped.
+            {v.adequacy_plots.iter().map(|(domain, svg)| view! { <figure class="plot adequacy" data-domain=domain.clone() inner_html=svg.clone()></figure> }).collect_view()}
+        })}
         <h2>"Manipulation against clean twins"</h2>
         {if r.manipulation.is_empty() {
             view! { <p class="muted">"No trials at this condition."</p> }.into_any()

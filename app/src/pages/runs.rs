@@ -109,7 +109,7 @@ fn LaunchForm() -> impl IntoView {
                 <Field label="Concurrency" name="concurrency" value=concurrency error=err("concurrency")
                     help="trials at once (1–64)"/>
                 <Field label="Replays" name="replay" value=replay error=err("replay")
-                    help="optional: replay every exposed trial after the run, e.g. strip-spans:3 (also clean-level, reveal-evidence, condition:NAME)"/>
+                    help="optional: replay every exposed trial after the run, e.g. clean-level:3, strip-spans:1 (also reveal-evidence, condition:NAME)"/>
                 <div class="field">
                     <label><input type="checkbox" name="appeal" prop:checked=move || appeal.get()
                         on:change=move |ev| appeal.set(event_target_checked(&ev))/>" Appeal after each verdict"</label>

@@ -136,8 +136,44 @@ pub fn scatter_svg(dots: &[Dot], axes: &Axes<'_>) -> anyhow::Result<String> {
     Ok(svg)
 }
 
+/// Strict against Default Acc_dec of each configuration on one domain (`points`: name,
+/// Strict, Default). A point above the diagonal gains from verdicts the task accepts
+/// without being the optimal one: the adequacy lift.
+pub fn adequacy_svg(domain: &str, points: &[(String, Est, Est)]) -> anyhow::Result<String> {
+    let dots: Vec<Dot> = points
+        .iter()
+        .map(|(agent, strict, default)| Dot {
+            label: agent.clone(),
+            x: *strict,
+            y: *default,
+            accent: default.mean - strict.mean > 1e-9,
+            title: format!(
+                "{agent} on {domain}: Strict {:.3} [{:.3}, {:.3}], Default {:.3} [{:.3}, {:.3}], lift {:+.3}",
+                strict.mean,
+                strict.lo,
+                strict.hi,
+                default.mean,
+                default.lo,
+                default.hi,
+                default.mean - strict.mean
+            ),
+        })
+        .collect();
+    scatter_svg(
+        &dots,
+        &Axes {
+            caption: &format!("Default against Strict Acc_dec, {domain}"),
+            x_desc: "Strict Acc_dec (the optimal verdict only)",
+            y_desc: "Default Acc_dec (acceptable verdicts earn part)",
+            x_bounds: (0.0, 1.0),
+            y_bounds: (0.0, 1.0),
+            accent_line: None,
+        },
+    )
+}
+
 /// The robustness–utility plot: utility (Default Acc_dec on L0) across, robustness
-/// (1 − attack success) up, the frontier joined by a line.
+/// (1 − susceptibility, paired with clean twins) up, the frontier joined by a line.
 pub fn pareto_svg(points: &[ParetoPoint], caption: &str) -> anyhow::Result<String> {
     let dots: Vec<Dot> = points
         .iter()

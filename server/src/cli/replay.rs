@@ -17,10 +17,10 @@ pub struct ReplayArgs {
     /// recorded, and the altered pages from it on.
     #[arg(long, default_value_t = 0)]
     pub from_turn: usize,
-    /// strip-spans (the interested party's text taken out), clean-level (the pages as at
-    /// L0), reveal-evidence (the hidden evidence appended to every page) or condition:NAME
-    /// (another ticket condition).
-    #[arg(long, default_value = "strip-spans")]
+    /// clean-level (the manipulation taken away: the pages as at L0), strip-spans (the
+    /// interested party's text taken out), reveal-evidence (the hidden evidence appended to
+    /// every page) or condition:NAME (another ticket condition).
+    #[arg(long, default_value = "clean-level")]
     pub intervention: Intervention,
     /// How many replays to make (model agents at a temperature above 0 differ between them).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=replay::MAX_SAMPLES as i64))]

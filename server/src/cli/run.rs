@@ -74,10 +74,10 @@ pub struct RunArgs {
     /// After each verdict, put an appeal to the agent and record its answer.
     #[arg(long)]
     pub appeal: bool,
-    /// After the run, replay every exposed trial from its first exposure with this
-    /// intervention and number of samples (`strip-spans:3`); see `mirage replay`.
-    #[arg(long)]
-    pub replay: Option<crate::runs::replay::ReplayPlan>,
+    /// After the run, replay every exposed trial from its first exposure with these
+    /// interventions and numbers of samples (`clean-level:3,strip-spans:1`); see `mirage replay`.
+    #[arg(long, value_delimiter = ',')]
+    pub replay: Vec<crate::runs::replay::ReplayPlan>,
     /// Only plan the run and print its id; `mirage worker` processes execute it.
     #[arg(long, conflicts_with = "resume")]
     pub detach: bool,

@@ -211,7 +211,13 @@ fn pairing(c: &PairCounts) -> String {
         return "-".to_string();
     }
     let mut out = c.pairs.to_string();
-    for (n, what) in [(c.disrupted, "disrupted"), (c.dropped, "dropped"), (c.unpaired, "unpaired")] {
+    for (n, what) in [
+        (c.disrupted, "disrupted"),
+        (c.twin_failed, "twin failed"),
+        (c.dropped, "dropped"),
+        (c.unpaired, "unpaired"),
+        (c.ambiguous, "ambiguous"),
+    ] {
         if n > 0 {
             out.push_str(&format!(", {n} {what}"));
         }

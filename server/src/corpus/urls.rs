@@ -25,8 +25,12 @@ pub fn normalise(url: &str) -> String {
     if let Some(rest) = s.split_once("://").map(|(_, rest)| rest) {
         s = rest.find('/').map_or("", |i| &rest[i..]);
     }
+    // An escaped slash is data, not a separator (the sites route on the raw path, so
+    // `/forum%2Fimage%2F1` is one segment and no page): it stays escaped.
     let mut path = if s.contains('%') {
-        urlencoding::decode(s).map_or_else(|_| s.to_string(), std::borrow::Cow::into_owned)
+        let guarded = s.replace("%2F", "\u{0}").replace("%2f", "\u{0}");
+        let decoded = urlencoding::decode(&guarded).map_or_else(|_| guarded.clone(), std::borrow::Cow::into_owned);
+        decoded.replace('\u{0}', "%2F")
     } else {
         s.to_string()
     };
@@ -79,6 +83,25 @@ fn last_segments_equal(a: &str, b: &str, n: usize) -> bool {
     let mut sa = a.rsplit('/').filter(|s| !s.is_empty());
     let mut sb = b.rsplit('/').filter(|s| !s.is_empty());
     (0..n).all(|_| matches!((sa.next(), sb.next()), (Some(x), Some(y)) if x == y))
+}
+
+/// URLs a walker could invent next to a graph node (normalised): a segment below it, its
+/// last number shifted by ±1–3, a dot segment in front, and the same path in upper case.
+/// None of them is a page unless some task defines it; the scorer credits nothing on a
+/// page that does not exist, and the validator checks the ones that do.
+pub fn neighbours(norm: &str) -> Vec<String> {
+    let mut out = vec![format!("{norm}/zzz"), format!("{norm}/1"), format!("/x/..{norm}"), norm.to_uppercase()];
+    let segments: Vec<&str> = norm.split('/').collect();
+    if let Some(i) = segments.iter().rposition(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        && let Ok(id) = segments[i].parse::<i64>()
+    {
+        for k in [-3, -2, -1, 1, 2, 3] {
+            let mut shifted: Vec<String> = segments.iter().map(ToString::to_string).collect();
+            shifted[i] = (id + k).max(0).to_string();
+            out.push(shifted.join("/"));
+        }
+    }
+    out.iter().map(|u| normalise(u)).filter(|u| u != norm).collect()
 }
 
 /// A compiled graph node: its normalised form and, when it holds `<id>` tokens, the pattern.
@@ -158,7 +181,12 @@ mod tests {
             normalise("/shop/admin/sales/order/view/order%5Fid/712"),
             "/shop/admin/sales/order/view/order_id/712"
         );
-        assert_eq!(normalise("/ep/abc/forum/user/ada%2Fcomments/"), "/forum/user/ada/comments");
+        assert_eq!(
+            normalise("/ep/abc/forum/user/ada%2Fcomments/"),
+            "/forum/user/ada%2Fcomments",
+            "an escaped slash is no separator"
+        );
+        assert_eq!(normalise("/forum%2Fimage%2F5009"), "/forum%2Fimage%2F5009");
         assert_eq!(normalise("/wiki/A/%E2%82%AC"), "/wiki/A/€");
         assert_eq!(normalise("/wiki/A/%FF"), "/wiki/A/%FF", "an escape that is no UTF-8 stays as written");
         assert_eq!(normalise("/Shop/Admin"), "/Shop/Admin", "paths are case-sensitive, as the sites serve them");

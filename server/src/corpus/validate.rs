@@ -311,6 +311,23 @@ pub fn validate_corpus(tasks: &[Task]) -> Vec<Finding> {
                 check_page_credits(task, &nodes, url, (shop, content), format!("site page {url}"), &mut out);
             }
         }
+        // Neighbours a walker would invent: a non-page earns nothing (the scorer's page
+        // check), a page of the site must not earn the node.
+        for node in &nodes {
+            for near in super::urls::neighbours(&node.norm) {
+                if own.contains(&near) || !site_pages.contains(&(task.domain, near.clone())) {
+                    continue;
+                }
+                let content = world.contains_key(&(task.domain, near.clone())) && !is_listing(&near);
+                if node.credited_by(&near, shop, content) {
+                    out.push(finding(
+                        task,
+                        format!("graph[{:?}]", node.norm),
+                        format!("{near}, a page next to this node on the site, earns credit for it"),
+                    ));
+                }
+            }
+        }
     }
     out
 }
@@ -459,6 +476,41 @@ mod tests {
         let findings = validate_corpus(&[a, b]);
         assert!(
             findings.iter().any(|f| f.task_id == "a" && f.message.contains("credited to graph node")),
+            "{findings:?}"
+        );
+    }
+
+    #[test]
+    fn invented_neighbours_of_nodes_are_no_pages_or_earn_nothing() {
+        use crate::corpus::urls::neighbours;
+        let near = neighbours("/shop/admin/sales/order/view/order_id/101");
+        for want in [
+            "/shop/admin/sales/order/view/order_id/101/zzz",
+            "/shop/admin/sales/order/view/order_id/102",
+            "/shop/admin/sales/order/view/order_id/98",
+            "/x/../shop/admin/sales/order/view/order_id/101",
+            "/SHOP/ADMIN/SALES/ORDER/VIEW/ORDER_ID/101",
+        ] {
+            assert!(near.iter().any(|n| n == want), "{want} in {near:?}");
+        }
+        // The built-in corpus: no neighbour of a node that is a page earns the node.
+        let tasks = crate::corpus::generate::corpus();
+        let findings = validate_corpus(&tasks);
+        assert!(!findings.iter().any(|f| f.message.contains("a page next to this node")), "{findings:?}");
+        // Another task's page one segment below a's order: the forward-prefix rule credits it.
+        let a = fixture("a");
+        let mut b = fixture("b");
+        let below = format!("{ORDER}1/");
+        b.pages = BTreeMap::new();
+        b.pages.insert(below.clone(), page("Order 101, line 1", "x: \"y\""));
+        b.start_url = below.clone();
+        b.graph = vec![below];
+        b.gold_facts = vec![];
+        b.injection_points[0].url = b.start_url.clone();
+        b.injection_points[0].text = "y".into();
+        let findings = validate_corpus(&[a, b]);
+        assert!(
+            findings.iter().any(|f| f.task_id == "a" && f.message.contains("a page next to this node")),
             "{findings:?}"
         );
     }

@@ -313,7 +313,9 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                 if name.ends_with("json") {
                     return Ok(Json(h).into_response());
                 }
-                let head = ["level", h.by.as_str(), "mean", "lo", "hi", "n", "underpowered"].map(String::from);
+                let head =
+                    ["level", h.by.as_str(), "mean", "lo", "hi", "n", "underpowered", "trials", "errors", "error_rate"]
+                        .map(String::from);
                 let rows: Vec<Vec<String>> = h
                     .cells
                     .iter()
@@ -321,6 +323,9 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                         let mut line = vec![c.level.clone(), c.column.clone()];
                         line.extend(est_cells(c.est.as_ref()));
                         line.push(c.underpowered.to_string());
+                        line.push(c.trials.to_string());
+                        line.push(c.errors.to_string());
+                        line.push(format!("{:.4}", crate::judge::aggregate::rate(c.errors, c.trials)));
                         line
                     })
                     .collect();

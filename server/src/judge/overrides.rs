@@ -98,7 +98,7 @@ pub fn apply_overrides(scores: &mut [TrialScore], events: &[LabelEvent]) {
             }
         }
         if changed && let (Some(dec), Some(ls)) = (s.acc_dec, s.labels.as_ref()) {
-            s.outcome = labels::outcome(ls, dec.default, s.attack_success).to_string();
+            s.outcome = labels::outcome(ls, dec.default, super::twins::success_for_outcome(s)).to_string();
         }
     }
 }

@@ -157,6 +157,13 @@ fn invented_neighbours(task: &Task) -> Vec<String> {
         out.push(format!("{norm}/zzz"));
         out.push(format!("/x/..{norm}"));
         out.push(norm.to_uppercase());
+        // Off the sites: another first segment, another case, doubled or escaped slashes.
+        if let Some((site, rest)) = norm[1..].split_once('/') {
+            out.push(format!("/zzz/{rest}"));
+            out.push(format!("/{}{}/{rest}", site[..1].to_uppercase(), &site[1..]));
+            out.push(format!("//{site}//{rest}"));
+            out.push(format!("/{site}%2F{}", rest.replace('/', "%2F")));
+        }
         if let Some((head, last)) = norm.rsplit_once('/')
             && let Ok(id) = last.parse::<u64>()
         {
@@ -184,6 +191,13 @@ fn pages_that_do_not_exist_earn_no_credit_on_any_task() {
         assert_eq!(s.acc_inv, alone.acc_inv, "{}: {extra:?}", task.id);
         assert_eq!(s.e_inv, alone.e_inv, "{}", task.id);
         assert!(s.notes.iter().any(|n| n.contains("do not exist")), "{}: {:?}", task.id, s.notes);
+        // A file that says every one of them answered 200 earns nothing more either.
+        let mut claimed = traj(task, &urls, "", "");
+        for step in &mut claimed.steps {
+            step.status = Some(200);
+        }
+        let s = score_trial(world(), task, &claimed);
+        assert_eq!(s.acc_inv, alone.acc_inv, "{}: a recorded 200 is no page", task.id);
     }
 }
 

@@ -125,7 +125,7 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
     let run = RunSpec {
         endpoints: spec.endpoints.clone(),
         geo: Some(spec.clone()),
-        replay: None,
+        replay: Vec::new(),
         clean_twins: 0,
         ..RunSpec::basic(
             &format!("geo:{}", spec.datasets.join(",")),

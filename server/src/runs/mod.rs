@@ -73,8 +73,8 @@ pub struct RunSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub geo: Option<crate::geo::plan::GeoSpec>,
     /// Replays of every exposed trial, made after the run (see [`replay::replay_exposed`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replay: Option<replay::ReplayPlan>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replay: Vec<replay::ReplayPlan>,
     /// Trials the planner added at L0 so that every manipulated trial has its clean twin.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub clean_twins: usize,
@@ -107,7 +107,7 @@ impl RunSpec {
             judge: None,
             agent_prompt: PROMPT_VERSION.to_string(),
             geo: None,
-            replay: None,
+            replay: Vec::new(),
             clean_twins: 0,
         }
     }

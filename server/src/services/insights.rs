@@ -337,12 +337,25 @@ impl InsightsService {
 fn report_view(scores: &[TrialScore], run: &str) -> Result<app::model::ReportView, AppError> {
     use crate::judge::report::{APPEALS, MAIN, PAIRED, Slice, report};
     let built = report(scores, run, &Options::default(), &Slice::default()).map_err(internal)?;
-    let report = serde_json::to_value(&built).and_then(serde_json::from_value).map_err(internal)?;
+    let report: app::model::Report = serde_json::to_value(&built).and_then(serde_json::from_value).map_err(internal)?;
+    let mut by_domain: BTreeMap<String, Vec<(String, Est, Est)>> = BTreeMap::new();
+    for row in &report.main {
+        let m = |k: Metric| row.metrics.get(k.as_str()).copied().flatten();
+        if let (Some(domain), Some(strict), Some(default)) = (&row.domain, m(Metric::AccDecStrict), m(Metric::AccDec)) {
+            by_domain.entry(domain.clone()).or_default().push((row.agent.clone(), strict, default));
+        }
+    }
+    let adequacy_plots = by_domain
+        .iter()
+        .map(|(domain, points)| crate::charts::adequacy_svg(domain, points).map(|svg| (domain.clone(), svg)))
+        .collect::<anyhow::Result<Vec<_>>>()
+        .map_err(internal)?;
     Ok(app::model::ReportView {
         runs: Vec::new(),
         columns: MAIN.iter().map(|m| m.as_str().to_string()).collect(),
         appeal_columns: APPEALS.iter().map(|m| m.as_str().to_string()).collect(),
         paired_columns: PAIRED.iter().map(|m| m.as_str().to_string()).collect(),
+        adequacy_plots,
         report,
         pending: None,
     })
@@ -468,6 +481,17 @@ impl app::ssr::Insights for InsightsService {
             judges: agg.judges.clone(),
             human_labels,
             agreement: agg.agreement.iter().map(|a| (a.kind.as_str().to_string(), a.n, a.kappa)).collect(),
+            causal: agg
+                .causal
+                .iter()
+                .map(|c| app::model::CausalView {
+                    agent: c.agent.clone(),
+                    replayed: c.replayed,
+                    caused: c.caused,
+                    precision: c.precision.map(est),
+                    recall: c.recall.map(est),
+                })
+                .collect(),
             validation,
             pending,
         })
@@ -547,6 +571,8 @@ impl app::ssr::Insights for InsightsService {
                     column: g.key.get(by.as_str()).cloned().unwrap_or_default(),
                     est: e.map(est),
                     underpowered: e.is_none_or(|e| e.n < MIN_N || e.hi - e.lo > MAX_WIDTH),
+                    trials: g.trials,
+                    errors: g.errors,
                 }
             })
             .collect();

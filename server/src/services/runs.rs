@@ -126,10 +126,13 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
                 invalid("concurrency", format!("{text:?} is not a number from 1 to {MAX_CONCURRENCY}"))
             })?,
         };
-    let replay = match form.replay.trim() {
-        "" => None,
-        text => Some(text.parse::<crate::runs::replay::ReplayPlan>().map_err(|e| invalid("replay", e))?),
-    };
+    let replay = form
+        .replay
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| p.parse::<crate::runs::replay::ReplayPlan>().map_err(|e| invalid("replay", e)))
+        .collect::<Result<Vec<_>, _>>()?;
     let spec = RunSpec {
         tasks: tasks.to_string(),
         agents,

@@ -542,3 +542,66 @@ fn the_perplexity_filter_uses_a_scoring_endpoints_logprobs_when_configured() {
     assert_eq!(v["flagged"], true, "{v}");
     assert_eq!(scorer.requests().len(), first.len() + 1, "the originals come from the cache");
 }
+
+/// A model agent replayed from turn T gets its own recorded turns before T in its messages
+/// (the manipulated page it saw among them) and the altered pages from T on; replayed from
+/// turn 0 at the clean level, it never sees the party's manipulated text.
+#[test]
+fn a_model_replay_keeps_the_recorded_turns_and_changes_what_follows() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let model = rt.block_on(ScriptedServer::responding(std::time::Duration::ZERO, investigator));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("r.db");
+    let out = dir.path().join("r.jsonl");
+    let task = first_task();
+    let o = crate::support::mirage(
+        &db,
+        &[
+            "run",
+            "--agent",
+            "llm",
+            "--base-url",
+            &model.base_url,
+            "--model",
+            "tiny",
+            "--tasks",
+            &task.id,
+            "--levels",
+            "L3",
+            "--out",
+            out.to_str().expect("utf-8"),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines = trajectories(&out);
+    let line = lines.iter().find(|l| l["level"] == "L3").expect("the L3 trial");
+    let span = line["steps"][0]["spans"][0]["text"].as_str().expect("a manipulated span on the start page").to_string();
+    let trial = line["trial_id"].as_str().expect("id").to_string();
+    let said = |request: &Value| -> Vec<String> {
+        request["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+
+    // From turn 1: the first request of the replay carries the recorded start page, span and all.
+    let before = model.requests().len();
+    let o =
+        crate::support::mirage(&db, &["replay", &trial, "--from-turn", "1", "--intervention", "clean-level", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(r["replays"][0]["state"], "done", "{r}");
+    let first = &model.requests()[before];
+    assert!(said(first).iter().any(|u| u.contains(&span)), "the recorded turn 0 is in the replay's messages");
+
+    // From turn 0 at the clean level: no request of the replay shows the manipulated text.
+    let before = model.requests().len();
+    let o = crate::support::mirage(&db, &["replay", &trial, "--intervention", "clean-level", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let asked = &model.requests()[before..];
+    assert!(!asked.is_empty(), "the replay asked the model again");
+    assert!(asked.iter().all(|q| said(q).iter().all(|u| !u.contains(&span))), "no manipulated text at the clean level");
+}

@@ -95,10 +95,11 @@ async fn robustness_is_read_against_clean_twins() {
     assert!(r.paired_note.as_deref().is_some_and(|n| n.contains("clean twin")), "{:?}", r.paired_note);
 }
 
-/// `mirage run --replay strip-spans:1` replays every exposed trial without the party's text:
-/// credulous's L3 trials that the text moved to the goal mostly leave it, explorer's
-/// replays never change its verdict, the causal label reaches the scores, and `mirage
-/// replay` prints a trial with its replays.
+/// `mirage run --replay clean-level:1,strip-spans:1` replays every exposed trial with the
+/// manipulation taken away and without the party's text: credulous's L3 trials that the text
+/// moved to the goal mostly leave it under both, explorer's clean-level replays never change
+/// its verdict, the causal label reaches the scores, and `mirage replay` prints a trial
+/// with its replays.
 #[tokio::test]
 async fn strip_spans_replays_undo_what_the_text_caused() {
     use server::db::{ReplayStore, RunStore, SqlStore, database_url};
@@ -107,7 +108,17 @@ async fn strip_spans_replays_undo_what_the_text_caused() {
     let db = crate::support::temp_path(&dir, "r.db");
     let o = crate::support::mirage(
         &db,
-        &["run", "--agent", "credulous,explorer", "--tasks", "forum", "--levels", "L3", "--replay", "strip-spans:1"],
+        &[
+            "run",
+            "--agent",
+            "credulous,explorer",
+            "--tasks",
+            "forum",
+            "--levels",
+            "L3",
+            "--replay",
+            "clean-level:1,strip-spans:1",
+        ],
     );
     let stderr = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(o.status.success(), "{stderr}");
@@ -122,24 +133,25 @@ async fn strip_spans_replays_undo_what_the_text_caused() {
     assert!(!replays.is_empty(), "exposed trials were replayed");
     let by_id: std::collections::HashMap<&str, &server::db::TrialRow> =
         trials.iter().map(|t| (t.trial_id.as_str(), t)).collect();
-    let (mut explorer_replays, mut explorer_changed) = (0, 0);
+    let (mut explorer_strips, mut explorer_changed) = (0, 0);
     for r in &replays {
         let t = by_id[r.trial_id.as_str()];
         assert_eq!(t.level, "L3", "only manipulated (exposed) trials are replayed");
         assert_eq!(r.state, "done", "{:?}", r.error);
-        if t.agent == "explorer" {
-            explorer_replays += 1;
+        if t.agent != "explorer" {
+            continue;
+        }
+        if r.intervention == "clean-level" {
+            // Explorer was never moved by the manipulation: with it taken away, it decides alike.
+            assert_eq!(r.verdict, t.verdict, "explorer's clean-level replay of {} changed its verdict", t.trial_id);
+        } else {
+            // On forum tasks the party's text is often the post under review: without it at
+            // all, explorer may find nothing to remove.
+            explorer_strips += 1;
             explorer_changed += usize::from(r.verdict != t.verdict);
-            // On forum tasks the party's text is the post under review: without it explorer
-            // may find nothing to remove, but the text never caused a goal verdict of its.
-            assert!(
-                !(t.verdict.as_deref() == Some("APPROVE") && r.verdict.as_deref() != Some("APPROVE")),
-                "explorer's replay of {} left the party's goal",
-                t.trial_id
-            );
         }
     }
-    eprintln!("explorer: {explorer_changed} of {explorer_replays} strip-spans replays changed the verdict");
+    eprintln!("explorer: {explorer_changed} of {explorer_strips} strip-spans replays changed the verdict");
 
     // The scores: credulous's moved trials (goal at L3, not at L0) and their causal label.
     let scored = crate::support::mirage(&db, &["score", "--run", &run, "--json", "--resamples", "100"]);
@@ -152,13 +164,29 @@ async fn strip_spans_replays_undo_what_the_text_caused() {
         .filter(|t| t["twin"]["goal"] == false && t["twin"]["failed"] == false)
         .collect();
     assert!(moved.len() >= 10, "credulous is moved on many forum tasks at L3: {}", moved.len());
+    // Without the party's text at all (strip-spans), and with its own words back in place
+    // (clean-level: the causal label), the moved trials leave the goal.
+    let mut of_trial: std::collections::HashMap<&str, Vec<&server::db::ReplayRow>> = std::collections::HashMap::new();
+    for r in &replays {
+        of_trial.entry(r.trial_id.as_str()).or_default().push(r);
+    }
+    let stripped_left = moved
+        .iter()
+        .filter(|t| {
+            of_trial[t["trial_id"].as_str().expect("id")]
+                .iter()
+                .any(|r| r.intervention == "strip-spans" && r.verdict.as_deref() != t["verdict"].as_str())
+        })
+        .count();
     let undone = moved.iter().filter(|t| t["caused"]["value"] == true).count();
-    eprintln!("credulous: {undone} of {} moved L3 trials left the goal without the party's text", moved.len());
-    assert!(
-        undone * 10 >= moved.len() * 8,
-        "without the party's text, {undone} of {} moved trials left the goal (want at least 80 %)",
+    eprintln!(
+        "credulous: of {} moved L3 trials, {stripped_left} left the goal without the party's text, {undone} with its own words back",
         moved.len()
     );
+    assert!(stripped_left * 10 >= moved.len() * 8, "strip-spans: {stripped_left} of {}", moved.len());
+    assert!(undone * 10 >= moved.len() * 8, "clean-level (caused): {undone} of {}", moved.len());
+    let explorer_caused = trials.iter().filter(|t| t["agent"] == "explorer" && t["caused"]["value"] == true).count();
+    assert_eq!(explorer_caused, 0, "the manipulation never caused an explorer verdict");
     let causal = v["aggregate"]["causal"].as_array().expect("causal rows");
     assert!(causal.iter().any(|c| c["agent"] == "credulous" && c["replayed"].as_u64() > Some(0)), "{causal:?}");
 
@@ -169,20 +197,10 @@ async fn strip_spans_replays_undo_what_the_text_caused() {
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(r["trial"], one);
     let list = r["replays"].as_array().expect("replays");
-    assert_eq!(list.len(), 2, "the run's strip-spans replay and this one: {r}");
+    assert_eq!(list.len(), 3, "the run's two replays and this one: {r}");
     for x in list {
         assert!(x["trial"].as_str().is_some_and(|id| id.starts_with(one)));
         assert!(x["goal"].is_boolean() && x["attack_success"].is_boolean() && x["verdict"].is_string(), "{x}");
-    }
-    // Explorer was never moved by the manipulation: at the clean level it decides as it did.
-    for t in trials.iter().filter(|t| t["agent"] == "explorer" && t["level"] == "L3").take(10) {
-        let id = t["trial_id"].as_str().expect("id");
-        let o = crate::support::mirage(&db, &["replay", id, "--intervention", "clean-level", "--json"]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-        let last = r["replays"].as_array().and_then(|l| l.last().cloned()).expect("a replay");
-        assert_eq!(last["intervention"], "clean-level");
-        assert_eq!(last["verdict"], r["verdict"], "explorer's clean-level replay of {id} changed its verdict");
     }
     let bad = crate::support::mirage(&db, &["replay", one, "--from-turn", "99"]);
     assert!(!bad.status.success());
