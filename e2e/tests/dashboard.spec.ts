@@ -77,6 +77,7 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   // Numbers before any person labels anything.
   const boardBefore = await (await request.get(`/api/export/leaderboard.json?run=${run}`)).json();
   const heatBefore = await (await request.get(`/api/export/heatmap.csv?run=${run}&metric=recovery&by=agent`)).text();
+  expect(heatBefore.split('\n')[0]).toContain('trials,errors,error_rate');
   expect(boardBefore.human_labels).toBe(0);
   expect(boardBefore.validation.n).toBe(1);
   expect(boardBefore.validation.enough).toBe(false);
@@ -160,6 +161,9 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await settled(page);
   await expect(page.locator('table.report caption').first()).toHaveText(/^Per configuration and domain: condition raw, level L0 \(\d+ trials\)$/);
   await expect(page.getByRole('columnheader', { name: 'q_ev' }).first()).toBeVisible();
+  // The adequacy lift drawn per domain, and the manipulation table against clean twins.
+  await expect(page.locator('figure.plot.adequacy svg').first()).toBeVisible();
+  await expect(page.getByRole('heading', { name: 'Manipulation against clean twins' })).toBeVisible();
   await shoot('report');
 
   // Search reaches the exact turn.
