@@ -85,12 +85,12 @@ pub(super) async fn score(store: Arc<dyn Store>, args: ScoreArgs) -> anyhow::Res
             let Some(path) = args.file.as_ref().or(args.trajectories.as_ref()) else {
                 bail!("score: give a trajectory file (mirage score FILE or --trajectories FILE) or --run RUN");
             };
-            let scores = score_file(path, args.tasks.as_deref(), &judge).await?;
+            let mut scores = score_file(path, args.tasks.as_deref(), &judge).await?;
+            // A stored run's scores come paired already (`score_run`); a file's are paired here.
+            crate::judge::twins::attach(&mut scores);
             (scores, path.display().to_string())
         }
     };
-    let mut scores = scores;
-    crate::judge::twins::attach(&mut scores);
     let agg = aggregate(&scores, &source, &options)?;
     if args.json {
         let out = serde_json::json!({"trials": scores, "aggregate": agg});
