@@ -5,6 +5,10 @@ import { defineConfig } from '@playwright/test';
 const port = Number(process.env.MIRAGE_E2E_PORT ?? 3199);
 const root = `${__dirname}/..`;
 const db = `${__dirname}/test-results/e2e.db`;
+// A second server with accounts, for the team's annotation flow (team.spec.ts).
+const teamPort = port + 1;
+const teamDb = `${__dirname}/test-results/team.db`;
+const users = 'ann:annotator bob:annotator otto:operator vera:viewer';
 
 export default defineConfig({
   testDir: './tests',
@@ -26,11 +30,20 @@ export default defineConfig({
       ],
     },
   },
-  webServer: {
-    command: `rm -f ${db}* && mkdir -p ${__dirname}/test-results && ${root}/target/debug/mirage --db ${db} serve --addr 127.0.0.1:${port} --site-root ${root}/target/site --config ${__dirname}/mirage.toml`,
-    url: `http://127.0.0.1:${port}/healthz`,
-    reuseExistingServer: false,
-    timeout: 120_000,
-    stdout: 'pipe',
-  },
+  webServer: [
+    {
+      command: `rm -f ${db}* && mkdir -p ${__dirname}/test-results && ${root}/target/debug/mirage --db ${db} serve --addr 127.0.0.1:${port} --site-root ${root}/target/site --config ${__dirname}/mirage.toml`,
+      url: `http://127.0.0.1:${port}/healthz`,
+      reuseExistingServer: false,
+      timeout: 120_000,
+      stdout: 'pipe',
+    },
+    {
+      command: `rm -f ${teamDb}* && mkdir -p ${__dirname}/test-results && for u in ${users}; do MIRAGE_PASSWORD="\${u%%:*}-password" ${root}/target/debug/mirage --db ${teamDb} user add "\${u%%:*}" --role "\${u##*:}" || exit 1; done && ${root}/target/debug/mirage --db ${teamDb} serve --addr 127.0.0.1:${teamPort} --site-root ${root}/target/site --config ${__dirname}/mirage.toml`,
+      url: `http://127.0.0.1:${teamPort}/healthz`,
+      reuseExistingServer: false,
+      timeout: 120_000,
+      stdout: 'pipe',
+    },
+  ],
 });

@@ -113,41 +113,67 @@ pub async fn whoami() -> Result<crate::model::Identity, AppError> {
     crate::ssr::respond(async move { crate::ssr::identity() }).await
 }
 
-/// The disputed labels of a run.
+/// The disputed labels of a run, filtered.
 #[server(endpoint = "get_queue")]
 pub async fn get_queue(
     #[server(default)] run: Option<String>,
     #[server(default)] page: Option<usize>,
+    #[server(default)] filter: crate::model::QueueFilter,
 ) -> Result<crate::model::Queue, AppError> {
-    crate::ssr::respond(async move { crate::ssr::services()?.annotate.queue(run, page.unwrap_or(0)).await }).await
-}
-
-/// Opens a disputed label for labelling (locks it to the caller).
-#[server(endpoint = "open_item")]
-pub async fn open_item(trial: String, kind: String) -> Result<crate::model::OpenItem, AppError> {
     crate::ssr::respond(async move {
-        let who = crate::ssr::require(crate::model::Role::Annotator)?;
-        crate::ssr::services()?.annotate.open(who, trial, kind).await
+        let who = crate::ssr::identity().ok();
+        crate::ssr::services()?.annotate.queue(who, run, page.unwrap_or(0), filter).await
     })
     .await
 }
 
-/// Records the caller's label of a disputed item.
-#[server(endpoint = "save_label")]
-pub async fn save_label(label: crate::model::NewLabel) -> Result<(), AppError> {
+/// A disputed label's page: its whole context (blind where the caller has not labelled it
+/// yet) and whether the caller may label it. Reading takes no lock.
+#[server(endpoint = "open_item")]
+pub async fn open_item(
+    trial: String,
+    kind: String,
+    #[server(default)] filter: crate::model::QueueFilter,
+) -> Result<crate::model::OpenItem, AppError> {
+    crate::ssr::respond(async move {
+        let who = crate::ssr::identity().ok();
+        crate::ssr::services()?.annotate.open(who, trial, kind, filter).await
+    })
+    .await
+}
+
+/// Starts labelling an item: holds it for the caller for a while.
+#[server(endpoint = "start_labelling")]
+pub async fn start_labelling(trial: String, kind: String) -> Result<i64, AppError> {
     crate::ssr::respond(async move {
         let who = crate::ssr::require(crate::model::Role::Annotator)?;
-        crate::ssr::services()?.annotate.label(who, label, false).await
+        crate::ssr::services()?.annotate.start(who, trial, kind).await
+    })
+    .await
+}
+
+/// Records the caller's label of a disputed item; answers the next item to label.
+#[server(endpoint = "save_label")]
+pub async fn save_label(
+    label: crate::model::NewLabel,
+    #[server(default)] filter: crate::model::QueueFilter,
+) -> Result<Option<String>, AppError> {
+    crate::ssr::respond(async move {
+        let who = crate::ssr::require(crate::model::Role::Annotator)?;
+        crate::ssr::services()?.annotate.label(who, label, false, filter).await
     })
     .await
 }
 
 /// Settles a label for good (annotators disagreed, or an operator overrules).
 #[server(endpoint = "adjudicate")]
-pub async fn adjudicate(label: crate::model::NewLabel) -> Result<(), AppError> {
+pub async fn adjudicate(
+    label: crate::model::NewLabel,
+    #[server(default)] filter: crate::model::QueueFilter,
+) -> Result<Option<String>, AppError> {
     crate::ssr::respond(async move {
         let who = crate::ssr::require(crate::model::Role::Operator)?;
-        crate::ssr::services()?.annotate.label(who, label, true).await
+        crate::ssr::services()?.annotate.label(who, label, true, filter).await
     })
     .await
 }

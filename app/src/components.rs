@@ -50,10 +50,11 @@ pub fn EstCell(est: Option<Est>) -> impl IntoView {
 pub fn AgreementCell(n: usize, value: Option<f64>) -> impl IntoView {
     let min = crate::model::MIN_AGREEMENT_N;
     if n < min {
-        view! { <td class="num na" title=format!("{n} pairs; at least {min} are needed")>{format!("too few (n = {n})")}</td> }
+        view! { <td class="num na" title=format!("{n} pairs; at least {min} are needed")>{format!("too few: n = {n} of the {min} needed")}</td> }
             .into_any()
     } else {
-        view! { <td class="num">{value.map(fmt3).unwrap_or_else(|| "–".into())}</td> }.into_any()
+        let shown = value.map_or_else(|| "undefined: every label was one and the same value".to_string(), fmt3);
+        view! { <td class="num">{shown}</td> }.into_any()
     }
 }
 
@@ -202,4 +203,15 @@ pub fn Picker(
 pub fn may(role: crate::model::Role) -> Signal<bool> {
     let who = Resource::new(|| (), |()| crate::api::whoami());
     Signal::derive(move || who.get().and_then(Result::ok).is_some_and(|w| w.role >= role))
+}
+
+/// Whether a key press belongs to someone typing (in a field) or to a shortcut of the
+/// browser (with Ctrl, Meta or Alt): the pages' own keys leave it alone.
+#[cfg(feature = "hydrate")]
+pub fn not_for_us(ev: &web_sys::KeyboardEvent) -> bool {
+    let in_field = ev
+        .target()
+        .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
+        .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
+    in_field || ev.ctrl_key() || ev.meta_key() || ev.alt_key()
 }

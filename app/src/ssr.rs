@@ -54,12 +54,34 @@ pub trait Insights: Send + Sync {
 /// The annotation queue.
 #[async_trait::async_trait]
 pub trait Annotate: Send + Sync {
-    /// Disputed labels of a run (the newest run when absent).
-    async fn queue(&self, run: Option<String>, page: usize) -> Result<Queue, AppError>;
-    /// Opens an item for `who`, taking its lock; `Conflict` when someone else holds it.
-    async fn open(&self, who: Identity, trial: String, kind: String) -> Result<OpenItem, AppError>;
-    /// Records `who`'s label (an adjudication when `adjudicate`) and releases the lock.
-    async fn label(&self, who: Identity, label: NewLabel, adjudicate: bool) -> Result<(), AppError>;
+    /// Disputed labels of a run (the newest run when absent), as `who` may see them.
+    async fn queue(
+        &self,
+        who: Option<Identity>,
+        run: Option<String>,
+        page: usize,
+        filter: crate::model::QueueFilter,
+    ) -> Result<Queue, AppError>;
+    /// An item's page for `who` (anyone may read; no lock is taken).
+    async fn open(
+        &self,
+        who: Option<Identity>,
+        trial: String,
+        kind: String,
+        filter: crate::model::QueueFilter,
+    ) -> Result<OpenItem, AppError>;
+    /// `who` starts labelling an item: takes its lock (until the returned time); `Conflict`
+    /// when someone else holds it.
+    async fn start(&self, who: Identity, trial: String, kind: String) -> Result<i64, AppError>;
+    /// Records `who`'s label (an adjudication when `adjudicate`) and releases the lock;
+    /// returns the next item of the filtered queue `who` can label, if any.
+    async fn label(
+        &self,
+        who: Identity,
+        label: NewLabel,
+        adjudicate: bool,
+        filter: crate::model::QueueFilter,
+    ) -> Result<Option<String>, AppError>;
     /// Releases `who`'s lock on an item.
     async fn release(&self, who: Identity, trial: String, kind: String) -> Result<(), AppError>;
     /// A trial's reasoning to grade, with the caller's own latest grade.

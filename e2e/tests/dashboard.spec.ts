@@ -59,6 +59,17 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await page.keyboard.press('j');
   await expect(page).toHaveURL(new RegExp(`turn=${turn + 1}`));
   await expect(page.locator(`#turn-${turn + 1}`)).toHaveClass(/current/);
+  // Siblings: the same task under the three configurations and both levels, each with its
+  // decision; the strip leads to another configuration's trial of the same task.
+  const here = page.url();
+  const chips = page.locator('details.siblings ul.chips li');
+  await expect(chips).toHaveCount(6);
+  await expect(page.locator('details.siblings li.here')).toContainText('explorer · L1');
+  await expect(page.locator('details.siblings a.chip').first()).toHaveClass(/decision-(right|acceptable|wrong|harmful)/);
+  await page.locator('details.siblings li:not(.here) a.chip', { hasText: 'credulous · L1' }).click();
+  await expect(page.locator('h1')).not.toHaveText(new URL(here).pathname.split('/').pop()!);
+  await expect(page.locator('p.badges')).toContainText('credulous');
+  await page.goBack();
 
   // A person grades this trial's reasoning (blind to the judge's score) and its decision.
   await page.getByRole('link', { name: 'Grade the reasoning and decision' }).click();
@@ -105,12 +116,19 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await hydrated(page);
   await expect(page.getByRole('link', { name: 'Grade its reasoning and decision' })).toHaveAttribute('href', /^\/grade\//);
   await shoot('annotate-item');
+  // Reading takes no lock; "Start labelling" does. Alone in open mode, the operator settles
+  // it with an adjudication (a single annotator's label would be one of the two needed).
+  await expect(page.getByTestId('lock')).toContainText('Nobody is labelling it');
+  await page.getByRole('button', { name: /Start labelling/ }).click();
+  await expect(page.getByTestId('lock')).toContainText('You are labelling it');
   await page.getByRole('button', { name: 'Save label' }).click();
   await expect(page.getByRole('alert').filter({ hasText: 'choose yes or no' })).toBeVisible();
   const automatic = (await page.getByTestId('automatic').textContent())!.startsWith('yes');
   await page.getByLabel(automatic ? 'no' : 'yes', { exact: true }).check();
-  await page.getByLabel('Note').fill('Read the turns: the agent never opened the profile after the injected note.');
-  await page.getByRole('button', { name: 'Save label' }).click();
+  await page.getByRole('button', { name: 'Adjudicate (settles it for good)' }).click();
+  await expect(page.getByRole('alert').filter({ hasText: 'says why' })).toBeVisible();
+  await page.getByLabel(/^Note/).fill('Read the turns: the agent never opened the profile after the injected note.');
+  await page.getByRole('button', { name: 'Adjudicate (settles it for good)' }).click();
   await expect(page).toHaveURL(new RegExp(`/annotate\\?run=${run}$`));
   await expect(count).toContainText(`${waiting - 1} labels wait`);
   await shoot('queue-after');

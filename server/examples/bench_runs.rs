@@ -80,6 +80,7 @@ async fn main() {
         geo: None,
         replay: Vec::new(),
         clean_twins: 0,
+        annotators: server::judge::aggregate::DEFAULT_ANNOTATORS,
     };
     let explorer = spec(vec!["explorer".into()], "all", Default::default());
     let run = create_run(store.as_ref(), &world, &explorer, "bench").await.expect("run");

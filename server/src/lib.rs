@@ -62,6 +62,7 @@ pub fn router(state: AppState) -> Router {
             move || shell(options.clone())
         })
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), http::dashboard::pin_run))
         .layer(axum::middleware::from_fn_with_state(state.clone(), http::auth::layer));
     http::with_security_headers(router).layer(TraceLayer::new_for_http()).with_state(state)
 }

@@ -96,6 +96,10 @@ pub struct TrialQuery {
     pub agent: Option<String>,
     pub level: Option<String>,
     pub state: Option<String>,
+    #[serde(default)]
+    pub task: Option<String>,
+    #[serde(default)]
+    pub condition: Option<String>,
     /// Zero-based page.
     pub page: usize,
 }
@@ -115,6 +119,18 @@ pub struct TrialSummary {
     /// The task id names another harness's sample (an imported trial), not a Mirage task.
     #[serde(default)]
     pub foreign: bool,
+    /// `right`, `acceptable`, `harmful` or `wrong` once finished (Mirage tasks only).
+    #[serde(default)]
+    pub decision: Option<String>,
+}
+
+/// A trial's neighbourhood: the same task in the same run under every configuration, level
+/// and condition (itself included), and the trials before and after it in the run's order.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Around {
+    pub siblings: Vec<TrialSummary>,
+    pub prev: Option<String>,
+    pub next: Option<String>,
 }
 
 /// A page of trials.
@@ -232,6 +248,9 @@ pub struct TapNodeView {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrajectoryView {
     pub trial: TrialSummary,
+    /// Siblings and neighbours in the run.
+    #[serde(default)]
+    pub around: Around,
     pub run: String,
     pub ticket: String,
     pub rationale: Option<String>,
@@ -365,6 +384,6 @@ pub struct ReplaysView {
     pub verdict: Option<String>,
     pub goal: bool,
     pub replays: Vec<ReplayView>,
-    /// (caused, strip-spans replays counted, of which left the goal).
+    /// (caused, clean-level replays from the first exposure counted, of which left the goal).
     pub caused: Option<(bool, usize, usize)>,
 }

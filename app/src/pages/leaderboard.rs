@@ -277,6 +277,10 @@ pub fn TeamPage() -> impl IntoView {
                     <h1>{format!("Team leaderboard: {}", b.run)}</h1>
                     <PendingLine pending=b.pending.clone() refetch=refetch/>
                     <p class="muted">{format!("Decision tier {}; bands group configurations whose utility is not significantly different.", b.tier)}</p>
+                    <p class="muted" data-testid="provenance">{format!(
+                        "Run {} · {} labels settled by people · judges {}",
+                        b.run, b.human_labels, if b.judges.is_empty() { "none".to_string() } else { b.judges.join(", ") }
+                    )}</p>
                     {board_table(b.rows.clone(), &b.columns, &b.tier, true, None)}
                     {export_links(&b)}
                     <p><A href=format!("/leaderboard{}", query_string(&[("run", Some(b.run.clone())), ("tier", Some(b.tier.clone()))]))>"Open the full leaderboard"</A></p>

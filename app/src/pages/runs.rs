@@ -168,14 +168,17 @@ pub fn RunsPage() -> impl IntoView {
 pub fn RunPage() -> impl IntoView {
     let params = use_params_map();
     let id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
-    let detail = Resource::new(move || id.get(), get_run);
     let live = live_progress(params.read_untracked().get("id"));
     let agent = query_param("agent");
     let level = query_param("level");
     let state = query_param("state");
+    let task = query_param("task");
+    let condition = query_param("condition");
     let page = Memo::new(move |_| query_param("page").get().and_then(|p| p.parse::<usize>().ok()).unwrap_or(0));
-    // Trials refetch as trials finish (the stream updates the counts).
+    // Trials and coverage refetch as trials finish (the stream updates the counts), so the
+    // progress line and the coverage table read the same counts.
     let finished = Memo::new(move |_| live.0.with(|m| m.get(&id.get()).map(|p| p.counts.finished())));
+    let detail = Resource::new(move || (id.get(), finished.get()), |(id, _)| get_run(id));
     let trials = Resource::new(
         move || {
             (
@@ -184,6 +187,8 @@ pub fn RunPage() -> impl IntoView {
                     agent: agent.get(),
                     level: level.get(),
                     state: state.get(),
+                    task: task.get(),
+                    condition: condition.get(),
                     page: page.get(),
                 },
                 finished.get(),
@@ -201,6 +206,8 @@ pub fn RunPage() -> impl IntoView {
                 ("agent", agent.get()),
                 ("level", level.get()),
                 ("state", state.get()),
+                ("task", task.get()),
+                ("condition", condition.get()),
                 ("page", (page > 0).then(|| page.to_string())),
             ])
         )
@@ -270,6 +277,8 @@ pub fn RunPage() -> impl IntoView {
         <form class="filters" method="get">
             <label>"Agent "<input name="agent" value=move || agent.get().unwrap_or_default()/></label>
             <label>"Level "<input name="level" value=move || level.get().unwrap_or_default() size="4"/></label>
+            <label>"Condition "<input name="condition" value=move || condition.get().unwrap_or_default() size="10"/></label>
+            <label>"Task "<input name="task" value=move || task.get().unwrap_or_default()/></label>
             <label>"State "
                 <select name="state" prop:value=move || state.get().unwrap_or_default()>
                     <option value="">"any"</option>
@@ -285,7 +294,7 @@ pub fn RunPage() -> impl IntoView {
                     let pages = t.total.div_ceil(t.page_size).max(1);
                     view! {
                         <table class="trials">
-                            <thead><tr><th>"Trial"</th><th>"Task"</th><th>"Agent"</th><th>"Level"</th><th>"Condition"</th><th>"Seed"</th><th>"State"</th><th>"Verdict"</th></tr></thead>
+                            <thead><tr><th>"Trial"</th><th>"Task"</th><th>"Agent"</th><th>"Level"</th><th>"Condition"</th><th>"Seed"</th><th>"State"</th><th>"Verdict"</th><th>"Decision"</th></tr></thead>
                             <tbody>
                                 {t.rows.into_iter().map(|r| {
                                     // GEO ranking trials have their own view and no task page.
@@ -305,6 +314,7 @@ pub fn RunPage() -> impl IntoView {
                                         <td>{r.agent}</td><td>{r.level}</td><td>{r.condition}</td><td class="num">{r.seed}</td>
                                         <td><span class=format!("state state-{}", r.state)>{r.state.clone()}</span></td>
                                         <td>{r.verdict.unwrap_or_default()}{r.error.map(|e| view! { <span class="error">{e}</span> })}</td>
+                                        <td>{r.decision.map(|d| view! { <span class=format!("chip decision-{d}")>{d.clone()}</span> })}</td>
                                     </tr>
                                 }}).collect_view()}
                             </tbody>

@@ -30,22 +30,46 @@ fn turn_href(base: &str, t: usize, page_size: usize) -> String {
     )
 }
 
-/// One turn: header with marks, thought, and the observation with manipulated spans named.
+/// Turns whose observation is open by default: the first few, the exposure turns and the
+/// selected one; the rest are collapsed until opened (or "Expand all").
+const OPEN_TURNS: usize = 3;
+
+/// "Expand all" / "Collapse all" on a page of turns: `None` leaves each turn's default.
+#[derive(Clone, Copy)]
+pub(crate) struct AllOpen(pub RwSignal<Option<bool>>);
+
+/// The buttons that open or close every observation of the page (provides [`AllOpen`]).
+#[component]
+pub(crate) fn OpenAll() -> impl IntoView {
+    let all = use_context::<AllOpen>().map_or_else(|| RwSignal::new(None), |a| a.0);
+    view! {
+        <div class="buttons open-all">
+            <button type="button" class="secondary" on:click=move |_| all.set(Some(true))>"Expand all"</button>
+            <button type="button" class="secondary" on:click=move |_| all.set(Some(false))>"Collapse all"</button>
+        </div>
+    }
+}
+
+/// One turn: header saying which page the agent saw and what it did, with its marks; the
+/// thought; and the observation with manipulated spans named.
 #[component]
 pub(crate) fn Turn(turn: TurnView, selected: Signal<Option<usize>>, marks: Vec<String>) -> impl IntoView {
     let t = turn.t;
+    let all = use_context::<AllOpen>();
+    let default_open = t < OPEN_TURNS || marks.iter().any(|m| m == "exposure") || selected.get_untracked() == Some(t);
+    let open = move || all.and_then(|a| a.0.get()).unwrap_or(default_open);
     view! {
         <article class="turn" id=format!("turn-{t}") class:current=move || selected.get() == Some(t) tabindex="-1">
             <header>
                 <span class="turn-no">{format!("Turn {t}")}</span>
                 {marks.into_iter().map(|m| view! { <span class=format!("mark mark-{m}")>{m.clone()}</span> }).collect_view()}
-                <code class="action">{turn.action}</code>
-                {turn.url.map(|u| view! { <code class="url">{u}</code> })}
+                {turn.url.map(|u| view! { <span class="saw">"saw "<code class="url">{u}</code></span> })}
+                <span class="did">" · did "<code class="action">{turn.action}</code></span>
                 {turn.tokens.map(|n| view! { <span class="meta">{format!("{n} tokens")}</span> })}
                 {turn.latency_ms.map(|ms| view! { <span class="meta">{format!("{ms} ms")}</span> })}
             </header>
             <p class="thought"><strong>"Thought: "</strong>{turn.thought}</p>
-            <details open=true>
+            <details open=open>
                 <summary>"What the agent saw"</summary>
                 <pre class="observation">
                     {turn.observation.into_iter().map(|s| match s.injection {
@@ -60,6 +84,47 @@ pub(crate) fn Turn(turn: TurnView, selected: Signal<Option<usize>>, marks: Vec<S
             </details>
         </article>
     }
+}
+
+/// The trials before and after this one in the run, and its siblings: the same task under
+/// every configuration, level and condition of the run, each with its decision.
+fn siblings(v: &TrajectoryView) -> AnyView {
+    let href = |id: &str| format!("/runs/{}/trials/{id}", v.run);
+    let prev = v.around.prev.as_deref().map(href);
+    let next = v.around.next.as_deref().map(href);
+    let chips: Vec<AnyView> = v
+        .around
+        .siblings
+        .iter()
+        .map(|s| {
+            let label = format!("{} · {} · {} · seed {}", s.agent, s.level, s.condition, s.seed);
+            let decision = s.decision.clone().unwrap_or_else(|| s.state.clone());
+            let here = s.id == v.trial.id;
+            view! {
+                <li class:here=here>
+                    <A href=href(&s.id) attr:class=format!("chip decision-{decision}") attr:title=s.verdict.clone().unwrap_or_default()>
+                        {format!("{label}: {decision}")}
+                    </A>
+                </li>
+            }
+            .into_any()
+        })
+        .collect();
+    let task_href = format!("/runs/{}?task={}", v.run, v.trial.task_id);
+    view! {
+        <nav class="item-nav" aria-label="Trials of the run">
+            {prev.map(|h| view! { <A href=h attr:class="prev-trial">"← previous trial"</A> })}
+            {next.map(|h| view! { <A href=h attr:class="next-trial">"next trial →"</A> })}
+            <A href=task_href>"this task's trials in the run"</A>
+        </nav>
+        {(chips.len() > 1).then(|| view! {
+            <details class="siblings" open=true>
+                <summary>{format!("Same task, other configurations, levels and conditions ({})", chips.len())}</summary>
+                <ul class="chips">{chips}</ul>
+            </details>
+        })}
+    }
+    .into_any()
 }
 
 fn label_line(l: &LabelView) -> String {
@@ -130,6 +195,7 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
     let mirage_metrics = v.origin.as_ref().is_none_or(|o| o.metrics_apply);
     let harness_timeline = (!mirage_metrics && !v.labels.is_empty()).then(|| timeline(&v, base));
     let mirage_timeline = timeline(&v, base);
+    let around = siblings(&v);
     let task_badge = if !v.trial.foreign {
         view! { <A href=format!("/tasks/{}", v.trial.task_id)>{v.trial.task_id.clone()}</A> }.into_any()
     } else {
@@ -141,6 +207,7 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
         <Title text=v.trial.id.clone()/>
         <p class="crumbs"><A href=format!("/runs/{}", v.run)>{v.run.clone()}</A>" / trial"</p>
         <h1>{v.trial.id.clone()}</h1>
+        {around}
         <p class="badges">
             <span class="badge">{v.trial.agent.clone()}</span>
             <span class="badge">{v.trial.level.clone()}</span>
@@ -243,6 +310,7 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
             <span>{format!(" page {} of {pages} ", v.page + 1)}</span>
             {(v.page + 1 < pages).then(|| view! { <A href=page_href(v.page + 1)>"next turns →"</A> })}
         </nav>
+        <OpenAll/>
         <div class="turns">
             {turns.into_iter().map(|(t, marks)| view! { <Turn turn=t selected=selected marks=marks/> }).collect_view()}
         </div>
@@ -263,6 +331,7 @@ pub fn TrajectoryPage() -> impl IntoView {
         |(trial, page)| get_trajectory(trial, page),
     );
     let base = move || format!("/runs/{}/trials/{}", run.get(), trial.get());
+    provide_context(AllOpen(RwSignal::new(None)));
 
     // Bring the selected turn into view once its page is on screen.
     #[cfg(feature = "hydrate")]
@@ -281,11 +350,7 @@ pub fn TrajectoryPage() -> impl IntoView {
     #[cfg(feature = "hydrate")]
     {
         let handle = window_event_listener(leptos::ev::keydown, move |ev| {
-            let target_is_field = ev
-                .target()
-                .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
-                .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
-            if target_is_field || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
+            if crate::components::not_for_us(&ev) {
                 return;
             }
             let Some(Ok(v)) = data.get_untracked() else { return };

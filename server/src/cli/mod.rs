@@ -55,7 +55,8 @@ pub enum Command {
     /// Score trajectories (a file, or a stored run) with the judges and print the
     /// aggregates: a table by default, DESIGN §5's JSON with --json.
     Score(Box<score::ScoreArgs>),
-    /// Record a person's label for a trial; it overrides the automatic label everywhere.
+    /// Record a person's label for a trial. An adjudication (`--adjudicate`) overrides the
+    /// automatic label everywhere at once; annotators' labels do when enough of them agree.
     Label(score::LabelArgs),
     /// The MIRAGE paper's tables for a stored run: per configuration and domain, Hint − Raw
     /// deltas, per category, ranking checks, appeals.

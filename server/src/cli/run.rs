@@ -78,6 +78,10 @@ pub struct RunArgs {
     /// interventions and numbers of samples (`clean-level:3,strip-spans:1`); see `mirage replay`.
     #[arg(long, value_delimiter = ',')]
     pub replay: Vec<crate::runs::replay::ReplayPlan>,
+    /// How many annotators must agree on a disputed label before it replaces the automatic
+    /// one in every number (an operator's adjudication settles it at once).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=20))]
+    pub annotators: u64,
     /// Only plan the run and print its id; `mirage worker` processes execute it.
     #[arg(long, conflicts_with = "resume")]
     pub detach: bool,
@@ -146,6 +150,7 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
                 agent_prompt: crate::agent::llm::PROMPT_VERSION.to_string(),
                 geo: None,
                 clean_twins: 0,
+                annotators: usize::try_from(args.annotators).unwrap_or(1),
             };
             let twins = crate::runs::twins_added(&world, &spec)?;
             if twins > 0 {

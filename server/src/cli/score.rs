@@ -68,6 +68,10 @@ pub struct LabelArgs {
     /// The step index the label points at.
     #[arg(long)]
     pub turn: Option<i64>,
+    /// Record an adjudication, which settles the label at once; without it this is one
+    /// annotator's label, which settles it only when the run's number of annotators agree.
+    #[arg(long)]
+    pub adjudicate: bool,
 }
 
 /// `mirage score`.
@@ -412,11 +416,22 @@ pub fn print_tables(agg: &Aggregate) {
                 cell(c.recall.as_ref()),
             ]);
         }
-        println!("Adoption rule against strip-spans replays (caused: at least half the replays left the goal)\n{t}\n");
+        println!(
+            "Adoption rule against clean-level replays from the first exposure (caused: at least half of them left the goal)\n{t}\n"
+        );
     }
     for a in agg.agreement.iter().filter(|a| a.n > 0) {
-        let kappa = a.kappa.map_or_else(|| "-".to_string(), |k| format!("{k:.2}"));
-        println!("agreement on {}: Cohen's kappa {kappa} over {} human labels", a.kind, a.n);
+        let kappa = match (a.kappa, a.lo, a.hi) {
+            (Some(k), Some(lo), Some(hi)) => format!("{k:.2} [{lo:.2}, {hi:.2}]"),
+            (Some(k), _, _) => format!("{k:.2}"),
+            (None, _, _) => "undefined".to_string(),
+        };
+        let raw = a.raw.map_or_else(|| "-".to_string(), |r| format!("{r:.2}"));
+        let note = a.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
+        println!(
+            "agreement on {}: Cohen's kappa {kappa}, raw agreement {raw}, over {} human labels{note}",
+            a.kind, a.n
+        );
     }
     for (verdict, n) in &agg.unknown_verdicts {
         println!("unknown verdict {verdict:?}: {n} trials (scored 0)");
@@ -424,9 +439,9 @@ pub fn print_tables(agg: &Aggregate) {
     println!("{} trials, {} errored; judges: {}", agg.trials, agg.errors, agg.judges.join(", "));
 }
 
-/// `mirage label`: appends a human label event.
+/// `mirage label`: appends a person's label event (an adjudication with `--adjudicate`).
 pub(super) async fn label(store: &dyn Store, args: LabelArgs) -> anyhow::Result<()> {
-    let LabelArgs { trial, kind, value, note, author, turn } = args;
+    let LabelArgs { trial, kind, value, note, author, turn, adjudicate } = args;
     let (trial, note, author) = (trial.as_str(), note.as_str(), author.as_str());
     let kind = LabelKind::parse(&kind).map_err(|e| anyhow::anyhow!("kind: {:?} is not one of {}", e.name, e.known))?;
     if note.trim().is_empty() {
@@ -440,14 +455,15 @@ pub(super) async fn label(store: &dyn Store, args: LabelArgs) -> anyhow::Result<
             kind,
             value: value.into(),
             turn,
-            source: "human".to_string(),
+            source: if adjudicate { "adjudication" } else { "human" }.to_string(),
             confidence: 1.0,
             reason: note.to_string(),
             author: Some(author.to_string()),
             judge_version: None,
-            created_at: 0,
+            created_at: crate::db::now_ms(),
         })
         .await?;
-    println!("label {id}: {trial} {kind} = {value} by {author}");
+    let what = if adjudicate { "adjudicated" } else { "labelled" };
+    println!("label {id}: {trial} {kind} = {value}, {what} by {author}");
     Ok(())
 }

@@ -109,6 +109,7 @@ pub struct TrialFilter {
     pub level: Option<String>,
     pub state: Option<TrialState>,
     pub task: Option<String>,
+    pub condition: Option<String>,
 }
 
 /// Trial counts of a run by state.
@@ -519,7 +520,8 @@ impl RunStore for SqlStore {
     ) -> StoreResult<(Vec<TrialRow>, i64)> {
         // Absent filters bind NULL and match everything, so one statement serves all shapes.
         let clause = "run_id = $1 and ($2 is null or agent = $2) and ($3 is null or level = $3) \
-                      and ($4 is null or state = $4) and ($5 is null or task_id = $5)";
+                      and ($4 is null or state = $4) and ($5 is null or task_id = $5) \
+                      and ($6 is null or condition = $6)";
         let state = filter.state.map(TrialState::as_str);
         let total: i64 = sqlx::query_scalar(&format!("select count(*) from trial where {clause}"))
             .bind(run_id)
@@ -527,16 +529,18 @@ impl RunStore for SqlStore {
             .bind(filter.level.as_deref())
             .bind(state)
             .bind(filter.task.as_deref())
+            .bind(filter.condition.as_deref())
             .fetch_one(&self.pool)
             .await?;
         let rows = sqlx::query_as(&format!(
-            "select {TRIAL_COLUMNS} from trial where {clause} order by ordinal limit $6 offset $7"
+            "select {TRIAL_COLUMNS} from trial where {clause} order by ordinal limit $7 offset $8"
         ))
         .bind(run_id)
         .bind(filter.agent.as_deref())
         .bind(filter.level.as_deref())
         .bind(state)
         .bind(filter.task.as_deref())
+        .bind(filter.condition.as_deref())
         .bind(limit)
         .bind(offset)
         .fetch_all(&self.pool)

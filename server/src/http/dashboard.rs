@@ -389,3 +389,28 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
     .await;
     result.unwrap_or_else(IntoResponse::into_response)
 }
+
+/// `GET /team` and `GET /annotate` always name their run: a bare URL is redirected to the
+/// newest run's (`?run=…`, the rest of the query kept), so a shared link keeps showing the
+/// same run after another is launched. Without any run the page says so itself.
+pub async fn pin_run(
+    State(state): State<AppState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path = req.uri().path();
+    let query = req.uri().query().unwrap_or_default();
+    let named = query.split('&').any(|p| p.strip_prefix("run=").is_some_and(|v| !v.is_empty()));
+    if req.method() != axum::http::Method::GET || !matches!(path, "/team" | "/annotate") || named {
+        return next.run(req).await;
+    }
+    let Ok(runs) = state.store.runs().await else { return next.run(req).await };
+    let Some(newest) = runs.into_iter().find(|r| !crate::runs::geo::is_geo(r)) else { return next.run(req).await };
+    let rest: Vec<&str> = query.split('&').filter(|p| !p.is_empty() && !p.starts_with("run=")).collect();
+    let mut to = format!("{path}?run={}", urlencoding::encode(&newest.run_id));
+    for p in rest {
+        to.push('&');
+        to.push_str(p);
+    }
+    axum::response::Redirect::to(&to).into_response()
+}

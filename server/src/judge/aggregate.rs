@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::TrialScore;
 use super::labels::{self, LabelKind};
 pub use super::metric::{Metric, contribution, flag, label_of};
-pub use super::overrides::{Settlement, apply_overrides, settle};
+pub use super::overrides::{Agreement, DEFAULT_ANNOTATORS, Settlement, annotator_agreement, apply_overrides, settle};
 pub use super::twins::PairCounts;
 use super::twins::{noise_floor, pass_k};
 use crate::manip::Level;
@@ -248,11 +248,11 @@ pub struct Aggregate {
 }
 
 /// How the adoption rule (lexical and twin-based) fares against the causal label that
-/// strip-spans replays give, over one configuration's replayed trials.
+/// clean-level replays from the first exposure give, over one configuration's replayed trials.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CausalRow {
     pub agent: String,
-    /// Trials with strip-spans replays.
+    /// Trials with clean-level replays from their first exposure.
     pub replayed: usize,
     /// Of those, trials the text caused to end on the party's goal.
     pub caused: usize,
@@ -275,20 +275,13 @@ pub struct DetectionRow {
     pub residual_goal_rate: BTreeMap<String, Option<Estimate>>,
 }
 
-/// Cohen's κ between the automatic label (rule, or the model judge where it disagreed) and
-/// the human label of one kind.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Agreement {
-    pub kind: LabelKind,
-    /// Trials with a human label of this kind.
-    pub n: usize,
-    pub kappa: Option<f64>,
-}
-
 /// The bootstrap estimate of a metric over some trials. The resampling seed is derived from
 /// the base seed, the metric and the trials themselves, so one set of trials gets the same
 /// interval wherever it appears (a table row, a level row, the leaderboard).
 fn estimate(scores: &[&TrialScore], metric: Metric, options: &Options) -> Option<Estimate> {
+    if metric.is_paired() && PairCounts::of(scores).incomplete() {
+        return None;
+    }
     let seed = scores.iter().fold(seed_for(options.seed, metric.as_str()), |h, s| {
         std::iter::once(0x1f)
             .chain(s.trial_id.bytes())
@@ -463,14 +456,14 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
     let agreement = labels::QUEUE_ORDER
         .iter()
         .map(|&kind| {
-            let pairs: Vec<(bool, bool)> = scores
+            let items: Vec<Vec<(bool, bool)>> = scores
                 .iter()
                 .filter_map(|s| {
                     let l = label_of(s, kind)?;
-                    Some((l.automatic.as_ref()?.value, l.value))
+                    Some(vec![(l.automatic.as_ref()?.value, l.value)])
                 })
                 .collect();
-            Agreement { kind, n: pairs.len(), kappa: stats::cohen_kappa(&pairs) }
+            super::overrides::agreement(kind, &items)
         })
         .collect();
     let mut detection = Vec::new();

@@ -110,6 +110,20 @@ pub fn contribution(s: &TrialScore, metric: Metric) -> Option<(f64, f64)> {
     }
 }
 
+impl Metric {
+    /// Read from manipulated trials against their clean twins.
+    pub fn is_paired(self) -> bool {
+        matches!(
+            self,
+            Metric::ManipulationEffect
+                | Metric::Susceptibility
+                | Metric::Robustness
+                | Metric::FlipRate
+                | Metric::HarmFlip
+        )
+    }
+}
+
 /// What a manipulated trial contributes to a metric read against its clean twin (see
 /// [`super::twins`]); nothing when it has no twin or both failed.
 fn paired(s: &TrialScore, metric: Metric) -> Option<(f64, f64)> {

@@ -1,54 +1,78 @@
-//! People's labels over the automatic ones: an adjudication decides; otherwise annotators'
-//! latest labels count once each and must agree, or the label stays automatic and disputed.
+//! People's labels over the automatic ones. An adjudication decides; otherwise each
+//! annotator's latest label counts once, and a label is settled when the run's number of
+//! annotators (two by default) have labelled it and all agree. Annotators who disagree make
+//! a conflict, which only an adjudication settles. Also: how far people agree with one
+//! another and with the automatic labels (Cohen's κ with an interval, raw agreement).
 
 use std::collections::BTreeMap;
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use serde::{Deserialize, Serialize};
 
 use super::TrialScore;
 use super::labels::{self, Label, LabelKind};
 use crate::db::LabelEvent;
+use crate::stats;
 
-/// What people decided about one label: an adjudication, an agreed label, or a conflict.
+/// How many annotators must agree on a disputed label unless a run says otherwise.
+pub const DEFAULT_ANNOTATORS: usize = 2;
+
+/// What people decided about one label: an adjudication, an agreed label, a conflict, or
+/// too few labels yet.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Settlement<'a> {
-    /// The latest adjudication, or the latest label when every annotator agrees.
+    /// The latest adjudication, or the latest label when enough annotators agree.
     Settled(&'a LabelEvent),
     /// Annotators' latest labels disagree and nobody adjudicated: (author, value) each.
     Conflict(Vec<(String, bool)>),
+    /// Fewer annotators than needed have labelled it, and they agree so far.
+    Waiting { labels: usize, needed: usize },
 }
 
-/// Settles each (trial, kind) that people labelled. An `adjudication` event decides; else
-/// each annotator's latest `human` label counts once, and they must agree.
-pub fn settle(events: &[LabelEvent]) -> BTreeMap<(&str, LabelKind), Settlement<'_>> {
-    let mut adjudicated: BTreeMap<(&str, LabelKind), &LabelEvent> = BTreeMap::new();
+/// Each annotator's latest `human` label of each (trial, kind), by author.
+fn latest_by_author(events: &[LabelEvent]) -> BTreeMap<(&str, LabelKind), BTreeMap<&str, &LabelEvent>> {
     let mut votes: BTreeMap<(&str, LabelKind), BTreeMap<&str, &LabelEvent>> = BTreeMap::new();
-    for e in events {
+    for e in events.iter().filter(|e| e.source == "human") {
+        let by = votes.entry((e.trial_id.as_str(), e.kind)).or_default();
+        let author = e.author.as_deref().unwrap_or("annotator");
+        if by.get(author).is_none_or(|old| old.event_id < e.event_id) {
+            by.insert(author, e);
+        }
+    }
+    votes
+}
+
+/// Settles each (trial, kind) that people labelled, `needed` annotators required (at
+/// least one). An `adjudication` event decides; else each annotator's latest `human`
+/// label counts once: any disagreement is a conflict, and agreement settles once `needed`
+/// annotators have labelled.
+pub fn settle(events: &[LabelEvent], needed: usize) -> BTreeMap<(&str, LabelKind), Settlement<'_>> {
+    let needed = needed.max(1);
+    let mut adjudicated: BTreeMap<(&str, LabelKind), &LabelEvent> = BTreeMap::new();
+    for e in events.iter().filter(|e| e.source == "adjudication") {
         let key = (e.trial_id.as_str(), e.kind);
-        match e.source.as_str() {
-            "adjudication" => {
-                adjudicated.insert(key, e);
-            }
-            "human" => {
-                votes.entry(key).or_default().insert(e.author.as_deref().unwrap_or("annotator"), e);
-            }
-            _ => {}
+        if adjudicated.get(&key).is_none_or(|old| old.event_id < e.event_id) {
+            adjudicated.insert(key, e);
         }
     }
     let mut out = BTreeMap::new();
-    for (key, by_author) in votes {
+    for (key, by_author) in latest_by_author(events) {
         if adjudicated.contains_key(&key) {
             continue;
         }
         let first = by_author.values().next().map(|e| e.value);
-        if by_author.values().all(|e| Some(e.value) == first) {
-            if let Some(latest) = by_author.values().max_by_key(|e| e.event_id) {
-                out.insert(key, Settlement::Settled(latest));
-            }
+        let settlement = if !by_author.values().all(|e| Some(e.value) == first) {
+            Settlement::Conflict(by_author.iter().map(|(a, e)| ((*a).to_string(), e.value.0)).collect())
+        } else if by_author.len() < needed {
+            Settlement::Waiting { labels: by_author.len(), needed }
         } else {
-            out.insert(
-                key,
-                Settlement::Conflict(by_author.iter().map(|(a, e)| ((*a).to_string(), e.value.0)).collect()),
-            );
-        }
+            match by_author.values().max_by_key(|e| e.event_id) {
+                Some(latest) => Settlement::Settled(latest),
+                None => continue,
+            }
+        };
+        out.insert(key, settlement);
     }
     for (key, e) in adjudicated {
         out.insert(key, Settlement::Settled(e));
@@ -56,11 +80,98 @@ pub fn settle(events: &[LabelEvent]) -> BTreeMap<(&str, LabelKind), Settlement<'
     out
 }
 
+/// Agreement between two sources of labels of one kind over the items both labelled.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Agreement {
+    pub kind: LabelKind,
+    /// Items (for annotators: pairs of annotators on one item) compared.
+    pub n: usize,
+    /// Cohen's κ; `None` without items or when every label was one and the same value
+    /// (then chance agreement is total and κ is undefined: see `note`).
+    pub kappa: Option<f64>,
+    /// 95 % percentile bootstrap interval of κ over items.
+    #[serde(default)]
+    pub lo: Option<f64>,
+    #[serde(default)]
+    pub hi: Option<f64>,
+    /// The share of compared labels that agree.
+    #[serde(default)]
+    pub raw: Option<f64>,
+    /// Why κ is missing or says little, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Resamples of the κ interval (items are few; the interval is cheap).
+const KAPPA_RESAMPLES: usize = 2_000;
+
+/// κ, its interval and raw agreement over `items`, each item one or more (a, b) pairs
+/// (several when more than two annotators labelled it); items are resampled whole.
+pub fn agreement(kind: LabelKind, items: &[Vec<(bool, bool)>]) -> Agreement {
+    use rand::Rng;
+    let pairs: Vec<(bool, bool)> = items.iter().flatten().copied().collect();
+    let n = pairs.len();
+    #[allow(clippy::cast_precision_loss)]
+    let raw = (n > 0).then(|| pairs.iter().filter(|(a, b)| a == b).count() as f64 / n as f64);
+    let kappa = stats::cohen_kappa(&pairs);
+    let note = match (n, kappa) {
+        (0, _) => None,
+        (_, None) => Some(format!(
+            "every label was {} on both sides: κ is undefined (chance agreement is total); raw agreement is {:.3}",
+            if pairs[0].0 { "yes" } else { "no" },
+            raw.unwrap_or(1.0)
+        )),
+        _ => None,
+    };
+    let (mut lo, mut hi) = (None, None);
+    if kappa.is_some() && items.len() > 1 {
+        let mut rng = StdRng::seed_from_u64(0x006b_6170_7061 ^ n as u64);
+        let mut draws: Vec<f64> = (0..KAPPA_RESAMPLES)
+            .filter_map(|_| {
+                let sample: Vec<(bool, bool)> =
+                    (0..items.len()).flat_map(|_| items[rng.random_range(0..items.len())].iter().copied()).collect();
+                stats::cohen_kappa(&sample)
+            })
+            .collect();
+        draws.sort_by(f64::total_cmp);
+        if !draws.is_empty() {
+            (lo, hi) = (Some(stats::quantile(&draws, 0.025)), Some(stats::quantile(&draws, 0.975)));
+        }
+    }
+    Agreement { kind, n, kappa, lo, hi, raw, note }
+}
+
+/// Agreement between annotators, per label kind: on every item two or more annotators
+/// labelled, each pair of their latest labels (alphabetical by author) is compared.
+pub fn annotator_agreement(events: &[LabelEvent]) -> Vec<Agreement> {
+    let votes = latest_by_author(events);
+    labels::QUEUE_ORDER
+        .iter()
+        .map(|&kind| {
+            let items: Vec<Vec<(bool, bool)>> = votes
+                .iter()
+                .filter(|((_, k), by)| *k == kind && by.len() > 1)
+                .map(|(_, by)| {
+                    let values: Vec<bool> = by.values().map(|e| e.value.0).collect();
+                    let mut pairs = Vec::new();
+                    for (i, a) in values.iter().enumerate() {
+                        for b in &values[i + 1..] {
+                            pairs.push((*a, *b));
+                        }
+                    }
+                    pairs
+                })
+                .collect();
+            agreement(kind, &items)
+        })
+        .collect()
+}
+
 /// Replaces automatic labels with what people settled (see [`settle`]), keeping the
 /// automatic one visible, and recomputes the outcome. A conflict leaves the automatic
 /// label in place, disputed and marked as a conflict.
-pub fn apply_overrides(scores: &mut [TrialScore], events: &[LabelEvent]) {
-    let settled = settle(events);
+pub fn apply_overrides(scores: &mut [TrialScore], events: &[LabelEvent], needed: usize) {
+    let settled = settle(events, needed);
     if settled.is_empty() {
         return;
     }
@@ -88,6 +199,7 @@ pub fn apply_overrides(scores: &mut [TrialScore], events: &[LabelEvent]) {
                     };
                     changed = true;
                 }
+                Settlement::Waiting { .. } => {}
                 Settlement::Conflict(votes) => {
                     label.disputed = true;
                     label.conflict = true;
@@ -100,5 +212,74 @@ pub fn apply_overrides(scores: &mut [TrialScore], events: &[LabelEvent]) {
         if changed && let (Some(dec), Some(ls)) = (s.acc_dec, s.labels.as_ref()) {
             s.outcome = labels::outcome(ls, dec.default, super::twins::success_for_outcome(s)).to_string();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(id: i64, trial: &str, author: &str, value: bool, source: &str) -> LabelEvent {
+        LabelEvent {
+            event_id: id,
+            trial_id: trial.to_string(),
+            kind: LabelKind::Recovery,
+            value: value.into(),
+            turn: None,
+            source: source.to_string(),
+            confidence: 1.0,
+            reason: String::new(),
+            author: Some(author.to_string()),
+            judge_version: None,
+            created_at: id,
+        }
+    }
+
+    #[test]
+    fn a_label_settles_when_enough_annotators_agree_and_a_disagreement_waits_for_a_ruling() {
+        let key = ("t", LabelKind::Recovery);
+        let one = [event(1, "t", "ann", true, "human")];
+        assert_eq!(settle(&one, 2)[&key], Settlement::Waiting { labels: 1, needed: 2 });
+        assert!(matches!(settle(&one, 1)[&key], Settlement::Settled(e) if e.event_id == 1));
+        // Ann changes her mind: her latest label counts, once.
+        let again = [event(1, "t", "ann", true, "human"), event(2, "t", "ann", false, "human")];
+        assert_eq!(settle(&again, 2)[&key], Settlement::Waiting { labels: 1, needed: 2 });
+        let agree = [event(1, "t", "ann", true, "human"), event(2, "t", "bob", true, "human")];
+        assert!(matches!(settle(&agree, 2)[&key], Settlement::Settled(e) if e.value.0));
+        let split = [event(1, "t", "ann", true, "human"), event(2, "t", "bob", false, "human")];
+        assert!(matches!(&settle(&split, 2)[&key], Settlement::Conflict(v) if v.len() == 2));
+        // Even before the third of three labels, a disagreement is a conflict.
+        assert!(matches!(&settle(&split, 3)[&key], Settlement::Conflict(_)));
+        let ruled = [split[0].clone(), split[1].clone(), event(3, "t", "otto", false, "adjudication")];
+        assert!(matches!(settle(&ruled, 2)[&key], Settlement::Settled(e) if e.source == "adjudication"));
+    }
+
+    #[test]
+    fn agreement_reports_raw_agreement_an_interval_and_why_kappa_is_undefined() {
+        let items: Vec<Vec<(bool, bool)>> =
+            (0..40).map(|i| vec![(i % 2 == 0, if i % 10 == 0 { i % 2 != 0 } else { i % 2 == 0 })]).collect();
+        let a = agreement(LabelKind::Recovery, &items);
+        assert_eq!(a.n, 40);
+        assert!((a.raw.expect("raw") - 0.9).abs() < 1e-12);
+        let (k, lo, hi) = (a.kappa.expect("kappa"), a.lo.expect("lo"), a.hi.expect("hi"));
+        assert!((k - 0.8).abs() < 1e-12 && lo <= k && k <= hi && hi <= 1.0, "{a:?}");
+        // Every label "no" on both sides: κ is undefined, and the note says why.
+        let same = agreement(LabelKind::Recovery, &vec![vec![(false, false)]; 11]);
+        assert!(same.kappa.is_none() && same.raw == Some(1.0));
+        assert!(same.note.as_deref().is_some_and(|n| n.contains("every label was no")), "{same:?}");
+    }
+
+    #[test]
+    fn annotators_are_compared_pair_by_pair_on_items_both_labelled() {
+        let events = [
+            event(1, "a", "ann", true, "human"),
+            event(2, "a", "bob", true, "human"),
+            event(3, "b", "ann", true, "human"),
+            event(4, "b", "bob", false, "human"),
+            event(5, "c", "ann", true, "human"),
+        ];
+        let rows = annotator_agreement(&events);
+        let recovery = rows.iter().find(|r| r.kind == LabelKind::Recovery).expect("recovery");
+        assert_eq!((recovery.n, recovery.raw), (2, Some(0.5)), "c has one annotator: not compared");
     }
 }

@@ -126,7 +126,6 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
         endpoints: spec.endpoints.clone(),
         geo: Some(spec.clone()),
         replay: Vec::new(),
-        clean_twins: 0,
         ..RunSpec::basic(
             &format!("geo:{}", spec.datasets.join(",")),
             &spec.rankers.iter().map(String::as_str).collect::<Vec<_>>(),

@@ -78,6 +78,25 @@ pub struct RunSpec {
     /// Trials the planner added at L0 so that every manipulated trial has its clean twin.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub clean_twins: usize,
+    /// How many annotators must agree before a disputed label overrides the automatic one
+    /// (an operator's adjudication settles it whatever the count).
+    #[serde(default = "default_annotators")]
+    pub annotators: usize,
+}
+
+fn default_annotators() -> usize {
+    crate::judge::aggregate::DEFAULT_ANNOTATORS
+}
+
+/// The number of annotators a stored run spec asks for (the default when the spec does not
+/// say, or is no run spec at all).
+pub fn annotators_of(spec: &str) -> usize {
+    serde_json::from_str::<serde_json::Value>(spec)
+        .ok()
+        .and_then(|v| v.get("annotators")?.as_u64())
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|n| *n > 0)
+        .unwrap_or_else(default_annotators)
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -109,6 +128,7 @@ impl RunSpec {
             geo: None,
             replay: Vec::new(),
             clean_twins: 0,
+            annotators: default_annotators(),
         }
     }
 
@@ -275,6 +295,18 @@ pub fn plan(world: &World, spec: &RunSpec) -> Result<Vec<NewTrial>, PlanError> {
     if let Some((_, field)) = missing.iter().find(|(empty, _)| *empty) {
         return Err(PlanError::new(*field, "a run needs at least one agent, level, condition and seed"));
     }
+    // A value listed twice would plan the same trial twice.
+    let seeds: Vec<String> = spec.seeds.iter().map(ToString::to_string).collect();
+    for (name, field, values) in [
+        ("agent", SpecField::Agents, &spec.agents),
+        ("level", SpecField::Levels, &spec.levels),
+        ("condition", SpecField::Conditions, &spec.conditions),
+        ("seed", SpecField::Seeds, &seeds),
+    ] {
+        if let Some((_, v)) = values.iter().enumerate().find(|(i, v)| values[..*i].contains(v)) {
+            return Err(PlanError::new(field, format!("{name}s: {v} is listed twice")));
+        }
+    }
     let mut trials = Vec::new();
     let levels = spec.planned_levels();
     for task in select_tasks(world, &spec.tasks)? {
@@ -423,6 +455,8 @@ mod tests {
             (SpecField::Levels, RunSpec { levels: vec!["L9".into()], ..good.clone() }),
             (SpecField::Conditions, RunSpec { conditions: vec!["sideways".into()], ..good.clone() }),
             (SpecField::Seeds, RunSpec { seeds: vec![], ..good.clone() }),
+            (SpecField::Seeds, RunSpec { seeds: vec![0, 0], ..good.clone() }),
+            (SpecField::Conditions, RunSpec { conditions: vec!["raw".into(), "raw".into()], ..good.clone() }),
         ] {
             let e = plan(&world, &spec).expect_err("refused");
             assert_eq!(e.field, field, "{e}");

@@ -141,6 +141,7 @@ pub async fn score_run(
     drop(keys);
     crate::judge::twins::attach(&mut scores);
     super::replay::attach_caused(world, &mut scores, &store.replays_in_run(run_id).await?);
-    apply_overrides(&mut scores, &store.people_label_events(run_id).await?);
+    let needed = super::annotators_of(&store.run(run_id).await?.spec);
+    apply_overrides(&mut scores, &store.people_label_events(run_id).await?, needed);
     Ok((scores, computed))
 }

@@ -1,25 +1,29 @@
-//! The annotation port: the queue of disputed labels, locks while an item is open, labels
-//! by annotators, conflicts between them, and adjudication by an operator. Every label is a
-//! `label_event`; [`crate::judge::aggregate::settle`] decides what overrides the automatic
-//! label in every aggregate.
+//! The annotation port: the queue of disputed labels, filtered; items anyone may read;
+//! locks taken when a person starts labelling; blind labels by annotators, settled when
+//! enough agree ([`crate::judge::aggregate::settle`]); adjudication by an operator. Every
+//! label is a `label_event`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use app::error::AppError;
-use app::model::{GradeView, Identity, NewGrade, NewLabel, OpenItem, QUEUE_PAGE, Queue, QueueItem, Vote};
+use app::model::{
+    AgreementRow, GradeView, Identity, NewGrade, NewLabel, OpenItem, QUEUE_PAGE, Queue, QueueFilter, QueueItem, Role,
+    Vote, item_href,
+};
 
+use super::annotators;
 use super::insights::InsightsService;
 use super::internal;
 use super::runs::{score_of, trial_row};
 use crate::db::{DecisionClass, LabelEvent, LabelLock, ReasoningGrade, Store, now_ms};
 use crate::env::World;
 use crate::judge::TrialScore;
-use crate::judge::aggregate::{Metric, contribution};
+use crate::judge::aggregate::{Agreement, Metric, annotator_agreement, contribution};
 use crate::judge::labels::{Label, LabelKind, QUEUE_ORDER};
 use crate::runs::export::parse_steps;
 
-/// How long an opened item stays locked to its annotator.
+/// How long "Start labelling" holds an item for its annotator.
 pub const LOCK_MS: i64 = 10 * 60 * 1000;
 
 /// The queue, locks and labels.
@@ -33,14 +37,58 @@ fn check_kind(kind: &str) -> Result<LabelKind, AppError> {
     LabelKind::parse(kind).map_err(|e| AppError::Invalid { field: "kind".into(), message: e.to_string() })
 }
 
-fn item(
-    s: &TrialScore,
-    run: &str,
+fn vote(e: &LabelEvent) -> Option<Vote> {
+    (e.source == "human" || e.source == "adjudication").then(|| Vote {
+        author: e.author.clone().unwrap_or_else(|| "annotator".into()),
+        value: e.value.0,
+        note: e.reason.clone(),
+        source: e.source.clone(),
+        turn: e.turn.and_then(|t| usize::try_from(t).ok()),
+        at: e.created_at,
+    })
+}
+
+/// People's labels of one item: each annotator's latest, then adjudications, oldest first.
+fn votes_of<'e>(events: impl IntoIterator<Item = &'e LabelEvent>) -> Vec<Vote> {
+    let mut latest: BTreeMap<&str, &LabelEvent> = BTreeMap::new();
+    let mut rulings = Vec::new();
+    for e in events {
+        match e.source.as_str() {
+            "human" => {
+                let author = e.author.as_deref().unwrap_or("annotator");
+                if latest.get(author).is_none_or(|old| old.event_id < e.event_id) {
+                    latest.insert(author, e);
+                }
+            }
+            "adjudication" => rulings.push(e),
+            _ => {}
+        }
+    }
+    let mut all: Vec<&LabelEvent> = latest.into_values().chain(rulings).collect();
+    all.sort_by_key(|e| e.event_id);
+    all.into_iter().filter_map(vote).collect()
+}
+
+/// What the caller may see of an item, from its label and people's labels.
+struct ItemParts<'a> {
+    score: &'a TrialScore,
+    run: &'a str,
     kind: LabelKind,
-    l: &Label,
+    /// The automatic label (before people's labels replaced it).
+    automatic: &'a Label,
+    conflict: bool,
     votes: Vec<Vote>,
+    needed: usize,
     lock: Option<(String, i64)>,
-) -> QueueItem {
+}
+
+fn item(parts: ItemParts<'_>, who: Option<&Identity>) -> QueueItem {
+    let ItemParts { score: s, run, kind, automatic: l, conflict, votes, needed, lock } = parts;
+    let name = who.map(|w| w.name.as_str());
+    let mine = votes.iter().rev().find(|v| v.source == "human" && Some(v.author.as_str()) == name).map(|v| v.value);
+    let operator = who.is_some_and(|w| w.role >= Role::Operator);
+    let blind = !operator && mine.is_none();
+    let labels = votes.iter().filter(|v| v.source == "human").count();
     QueueItem {
         trial_id: s.trial_id.clone(),
         run: run.to_string(),
@@ -48,25 +96,69 @@ fn item(
         agent: s.agent.clone(),
         level: s.level.clone(),
         kind: kind.as_str().to_string(),
-        value: l.value,
+        value: (!blind).then_some(l.value),
         turn: l.turn,
         source: l.source.clone(),
         confidence: l.confidence,
-        reason: l.reason.clone(),
-        second_opinion: l.second_opinion.as_ref().map(|o| (o.value, o.reason.clone())),
-        conflict: l.conflict,
-        votes,
+        reason: (!blind).then(|| l.reason.clone()),
+        second_opinion: if blind { None } else { l.second_opinion.as_ref().map(|o| (o.value, o.reason.clone())) },
+        conflict,
+        labels,
+        needed,
+        mine,
+        votes: if blind { Vec::new() } else { votes },
+        blind,
         locked_by: lock,
     }
 }
 
-fn vote(e: &LabelEvent) -> Option<Vote> {
-    (e.source == "human" || e.source == "adjudication").then(|| Vote {
-        author: e.author.clone().unwrap_or_else(|| "annotator".into()),
-        value: e.value.0,
-        note: e.reason.clone(),
-        source: e.source.clone(),
-    })
+/// Whether an item passes the filter for the caller.
+fn passes(i: &QueueItem, f: &QueueFilter) -> bool {
+    let eq = |want: &str, have: &str| want.is_empty() || want == have;
+    eq(&f.kind, &i.kind)
+        && eq(&f.agent, &i.agent)
+        && eq(&f.level, &i.level)
+        && eq(f.task.trim(), &i.task_id)
+        && (f.state.is_empty() || states(i).contains(&f.state.as_str()))
+}
+
+/// The filter states an item is in for the caller (see [`app::model::QUEUE_STATES`]).
+fn states(i: &QueueItem) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if i.conflict {
+        out.push("conflict");
+    } else {
+        if i.mine.is_none() {
+            out.push("todo");
+        }
+        if i.labels > 0 {
+            out.push("waiting");
+        }
+    }
+    if i.mine.is_some() {
+        out.push("mine");
+    }
+    out
+}
+
+fn counts<'a>(values: impl Iterator<Item = &'a str>) -> Vec<(String, usize)> {
+    let mut by: BTreeMap<&str, usize> = BTreeMap::new();
+    for v in values {
+        *by.entry(v).or_default() += 1;
+    }
+    by.into_iter().map(|(k, n)| (k.to_string(), n)).collect()
+}
+
+fn row(a: &Agreement) -> AgreementRow {
+    AgreementRow {
+        kind: a.kind.as_str().to_string(),
+        n: a.n,
+        kappa: a.kappa,
+        lo: a.lo,
+        hi: a.hi,
+        raw: a.raw,
+        note: a.note.clone(),
+    }
 }
 
 /// Label metrics whose per-configuration mean people's labels changed: (agent, metric,
@@ -111,52 +203,20 @@ fn effects(scores: &[TrialScore]) -> Vec<(String, String, f64, f64)> {
     out
 }
 
-impl AnnotateService {
-    async fn lock(&self, trial: &str, kind: LabelKind, who: &Identity) -> Result<i64, AppError> {
-        let now = now_ms();
-        let until = now + LOCK_MS;
-        match self.store.lock_label(trial, kind, &who.name, now, until).await.map_err(internal)? {
-            None => Ok(until),
-            Some((holder, expires)) => Err(AppError::Conflict(format!(
-                "{holder} has this {kind} label open (for about {} more minutes)",
-                ((expires - now) / 60_000).max(1)
-            ))),
-        }
-    }
-
-    async fn item_of(&self, trial_id: &str, kind: LabelKind) -> Result<(QueueItem, bool), AppError> {
-        let trial = trial_row(self.store.as_ref(), trial_id).await?;
-        let steps = parse_steps(&self.store.steps(trial_id).await.map_err(internal)?).map_err(internal)?;
-        let score = score_of(self.store.as_ref(), &self.world, &trial, &steps)
-            .await?
-            .ok_or_else(|| AppError::Invalid { field: "trial".into(), message: "the trial has not finished".into() })?;
-        let label = score
-            .labels
-            .as_ref()
-            .map(|l| l.get(kind))
-            .ok_or_else(|| AppError::NotFound(format!("{kind} label of {trial_id}")))?;
-        let votes = self
-            .store
-            .trial_label_events(trial_id)
-            .await
-            .map_err(internal)?
-            .iter()
-            .filter(|e| e.kind == kind)
-            .filter_map(vote)
-            .collect();
-        // The label people see is the automatic one; `settled`: a person's label replaced it.
-        let settled = label.automatic.is_some();
-        let shown = label.automatic.as_deref().unwrap_or(label);
-        let mut it = item(&score, &trial.run_id, kind, shown, votes, None);
-        it.conflict = label.conflict;
-        Ok((it, settled))
-    }
+/// A run's queue as one caller sees it, before filtering and paging.
+struct Listing {
+    items: Vec<QueueItem>,
+    scores: Arc<Vec<TrialScore>>,
+    events: Vec<LabelEvent>,
+    settled: usize,
+    needed: usize,
+    pending: Option<app::model::Pending>,
+    key: super::insights::Fingerprint,
 }
 
-#[async_trait::async_trait]
-impl app::ssr::Annotate for AnnotateService {
-    async fn queue(&self, run: Option<String>, page: usize) -> Result<Queue, AppError> {
-        let runs: Vec<String> = self
+impl AnnotateService {
+    async fn runs(&self) -> Result<Vec<String>, AppError> {
+        Ok(self
             .store
             .runs()
             .await
@@ -164,28 +224,30 @@ impl app::ssr::Annotate for AnnotateService {
             .into_iter()
             .filter(|r| !crate::runs::geo::is_geo(r))
             .map(|r| r.run_id)
-            .collect();
-        let run = match run.filter(|r| !r.is_empty()) {
-            Some(r) if runs.contains(&r) => r,
-            Some(r) => return Err(AppError::NotFound(format!("run {r}"))),
-            None => runs.first().cloned().ok_or_else(|| AppError::NotFound("a run (launch one first)".into()))?,
-        };
-        let key = self.insights.fingerprint(&run).await?;
-        let (scores, pending) = self.insights.scores_ready(&run, key).await?;
-        let mut votes: HashMap<(String, LabelKind), Vec<Vote>> = HashMap::new();
-        for e in self.store.people_label_events(&run).await.map_err(internal)? {
-            if let Some(v) = vote(&e) {
-                votes.entry((e.trial_id.clone(), e.kind)).or_default().push(v);
-            }
-        }
-        let locks: HashMap<(String, LabelKind), (String, i64)> = self
+            .collect())
+    }
+
+    async fn locks(&self) -> Result<HashMap<(String, LabelKind), (String, i64)>, AppError> {
+        Ok(self
             .store
             .label_locks(now_ms())
             .await
             .map_err(internal)?
             .into_iter()
             .map(|LabelLock { trial_id, kind, holder, expires_at }| ((trial_id, kind), (holder, expires_at)))
-            .collect();
+            .collect())
+    }
+
+    async fn listing(&self, who: Option<&Identity>, run: &str) -> Result<Listing, AppError> {
+        let key = self.insights.fingerprint(run).await?;
+        let (scores, pending) = self.insights.scores_ready(run, key).await?;
+        let events = self.store.people_label_events(run).await.map_err(internal)?;
+        let mut by_item: HashMap<(&str, LabelKind), Vec<&LabelEvent>> = HashMap::new();
+        for e in &events {
+            by_item.entry((e.trial_id.as_str(), e.kind)).or_default().push(e);
+        }
+        let locks = self.locks().await?;
+        let needed = annotators(self.store.as_ref(), run).await?;
         let mut items = Vec::new();
         let mut settled = 0;
         for s in scores.iter() {
@@ -198,44 +260,201 @@ impl app::ssr::Annotate for AnnotateService {
                 if !l.disputed {
                     continue;
                 }
-                let key = (s.trial_id.clone(), kind);
-                items.push(item(s, &run, kind, l, votes.remove(&key).unwrap_or_default(), locks.get(&key).cloned()));
+                let votes = votes_of(by_item.remove(&(s.trial_id.as_str(), kind)).unwrap_or_default());
+                let lock = locks.get(&(s.trial_id.clone(), kind)).cloned();
+                let parts = ItemParts { score: s, run, kind, automatic: l, conflict: l.conflict, votes, needed, lock };
+                items.push(item(parts, who));
             }
         }
         let rank = |k: &str| QUEUE_ORDER.iter().position(|x| x.as_str() == k).unwrap_or(QUEUE_ORDER.len());
         items.sort_by(|a, b| {
             b.conflict.cmp(&a.conflict).then(rank(&a.kind).cmp(&rank(&b.kind))).then(a.trial_id.cmp(&b.trial_id))
         });
-        let total = items.len();
+        Ok(Listing { items, scores, events, settled, needed, pending, key })
+    }
+
+    async fn lock(&self, trial: &str, kind: LabelKind, who: &Identity) -> Result<i64, AppError> {
+        let now = now_ms();
+        let until = now + LOCK_MS;
+        match self.store.lock_label(trial, kind, &who.name, now, until).await.map_err(internal)? {
+            None => Ok(until),
+            Some((holder, expires)) => Err(AppError::Conflict(format!(
+                "{holder} is labelling this {kind} label (for about {} more minutes)",
+                ((expires - now) / 60_000).max(1)
+            ))),
+        }
+    }
+
+    /// One item, whether or not it is in the queue, as `who` may see it; also whether people
+    /// settled it.
+    async fn item_of(
+        &self,
+        who: Option<&Identity>,
+        trial_id: &str,
+        kind: LabelKind,
+    ) -> Result<(QueueItem, bool), AppError> {
+        let trial = trial_row(self.store.as_ref(), trial_id).await?;
+        let steps = parse_steps(&self.store.steps(trial_id).await.map_err(internal)?).map_err(internal)?;
+        let score = score_of(self.store.as_ref(), &self.world, &trial, &steps)
+            .await?
+            .ok_or_else(|| AppError::Invalid { field: "trial".into(), message: "the trial has not finished".into() })?;
+        let label = score
+            .labels
+            .as_ref()
+            .map(|l| l.get(kind))
+            .ok_or_else(|| AppError::NotFound(format!("{kind} label of {trial_id}")))?;
+        let events: Vec<LabelEvent> = self
+            .store
+            .trial_label_events(trial_id)
+            .await
+            .map_err(internal)?
+            .into_iter()
+            .filter(|e| e.kind == kind)
+            .collect();
+        let lock = self.locks().await?.remove(&(trial_id.to_string(), kind));
+        let needed = annotators(self.store.as_ref(), &trial.run_id).await?;
+        // `settled`: people's labels replaced the automatic one, which is shown.
+        let settled = label.automatic.is_some();
+        let parts = ItemParts {
+            score: &score,
+            run: &trial.run_id,
+            kind,
+            automatic: label.automatic.as_deref().unwrap_or(label),
+            conflict: label.conflict,
+            votes: votes_of(&events),
+            needed,
+            lock,
+        };
+        Ok((item(parts, who), settled))
+    }
+
+    /// The next item after (trial, kind) in the filtered listing that `who` can label.
+    fn next_for(listing: &Listing, who: &Identity, trial: &str, kind: &str, filter: &QueueFilter) -> Option<String> {
+        let kept: Vec<&QueueItem> = listing.items.iter().filter(|i| passes(i, filter)).collect();
+        let at = kept.iter().position(|i| i.trial_id == trial && i.kind == kind);
+        let start = at.map_or(0, |a| a + 1);
+        let operator = who.role >= Role::Operator;
+        (0..kept.len())
+            .map(|k| kept[(start + k) % kept.len()])
+            .find(|i| {
+                !(i.trial_id == trial && i.kind == kind)
+                    && i.locked_by.as_ref().is_none_or(|(h, _)| *h == who.name)
+                    && (filter.state == "mine" || i.mine.is_none())
+                    && (operator || !i.conflict)
+            })
+            .map(|i| item_href(&i.trial_id, &i.kind, filter))
+    }
+}
+
+#[async_trait::async_trait]
+impl app::ssr::Annotate for AnnotateService {
+    async fn queue(
+        &self,
+        who: Option<Identity>,
+        run: Option<String>,
+        page: usize,
+        filter: QueueFilter,
+    ) -> Result<Queue, AppError> {
+        let runs = self.runs().await?;
+        let run = match run.filter(|r| !r.is_empty()) {
+            Some(r) if runs.contains(&r) => r,
+            Some(r) => return Err(AppError::NotFound(format!("run {r}"))),
+            None => runs.first().cloned().ok_or_else(|| AppError::NotFound("a run (launch one first)".into()))?,
+        };
+        let listing = self.listing(who.as_ref(), &run).await?;
+        let all = &listing.items;
+        let kinds = counts(all.iter().map(|i| i.kind.as_str()));
+        let agents = counts(all.iter().map(|i| i.agent.as_str()));
+        let levels = counts(all.iter().map(|i| i.level.as_str()));
+        let states = counts(all.iter().flat_map(states));
+        let kept: Vec<&QueueItem> = all.iter().filter(|i| passes(i, &filter)).collect();
+        let total = kept.len();
         let pages = total.div_ceil(QUEUE_PAGE).max(1);
         let page = page.min(pages - 1);
-        let items: Vec<_> = items.into_iter().skip(page * QUEUE_PAGE).take(QUEUE_PAGE).collect();
+        let items: Vec<QueueItem> = kept.into_iter().skip(page * QUEUE_PAGE).take(QUEUE_PAGE).cloned().collect();
         let (agg, waiting) =
-            self.insights.aggregate_ready(&run, key, &["agent"], Metric::AccDec, &[Metric::AccDec]).await?;
-        let effects = effects(&scores);
+            self.insights.aggregate_ready(&run, listing.key, &["agent"], Metric::AccDec, &[Metric::AccDec]).await?;
         Ok(Queue {
             run,
             runs,
+            filter,
             items,
             total,
+            unfiltered: all.len(),
+            kinds,
+            agents,
+            levels,
+            states,
             page,
             pages,
-            settled,
-            agreement: agg.agreement.iter().map(|a| (a.kind.as_str().to_string(), a.n, a.kappa)).collect(),
-            effects,
-            pending: pending.or(waiting),
+            settled: listing.settled,
+            needed: listing.needed,
+            people_labels: listing.events.len(),
+            agreement: agg.agreement.iter().map(row).collect(),
+            annotators: annotator_agreement(&listing.events).iter().map(row).collect(),
+            effects: effects(&listing.scores),
+            pending: listing.pending.or(waiting),
         })
     }
 
-    async fn open(&self, who: Identity, trial: String, kind: String) -> Result<OpenItem, AppError> {
+    async fn open(
+        &self,
+        who: Option<Identity>,
+        trial: String,
+        kind: String,
+        filter: QueueFilter,
+    ) -> Result<OpenItem, AppError> {
         let kind = check_kind(&kind)?;
-        let (mut item, settled) = self.item_of(&trial, kind).await?;
-        let until = self.lock(&trial, kind, &who).await?;
-        item.locked_by = Some((who.name, until));
-        Ok(OpenItem { item, locked_until: until, settled })
+        let (item, settled) = self.item_of(who.as_ref(), &trial, kind).await?;
+        let listing = self.listing(who.as_ref(), &item.run).await?;
+        let kept: Vec<&QueueItem> = listing.items.iter().filter(|i| passes(i, &filter)).collect();
+        let at = kept.iter().position(|i| i.trial_id == item.trial_id && i.kind == item.kind);
+        let href = |i: &QueueItem| item_href(&i.trial_id, &i.kind, &filter);
+        let (prev, next) = match at {
+            Some(a) => (a.checked_sub(1).map(|p| href(kept[p])), kept.get(a + 1).map(|i| href(i))),
+            None => (None, kept.first().map(|i| href(i))),
+        };
+        let role = who.as_ref().map(|w| w.role);
+        let holder = item.locked_by.clone();
+        let name = who.as_ref().map(|w| w.name.clone());
+        let mine_until = holder.as_ref().filter(|(h, _)| Some(h) == name.as_ref()).map(|(_, until)| *until);
+        let why_not = match (role, &holder) {
+            (None, _) => Some("sign in as an annotator to label".to_string()),
+            (Some(r), _) if r < Role::Annotator => {
+                Some(format!("you are a {}: annotators and operators label", r.as_str()))
+            }
+            (_, Some((h, until))) if Some(h) != name.as_ref() => Some(format!(
+                "{h} is labelling it (for about {} more minutes); you can read everything meanwhile",
+                ((until - now_ms()) / 60_000).max(1)
+            )),
+            _ => None,
+        };
+        Ok(OpenItem {
+            can_label: why_not.is_none(),
+            can_adjudicate: role.is_some_and(|r| r >= Role::Operator) && why_not.is_none(),
+            item,
+            settled,
+            why_not,
+            mine_until,
+            prev,
+            next,
+            lock_minutes: LOCK_MS / 60_000,
+        })
     }
 
-    async fn label(&self, who: Identity, label: NewLabel, adjudicate: bool) -> Result<(), AppError> {
+    async fn start(&self, who: Identity, trial: String, kind: String) -> Result<i64, AppError> {
+        let kind = check_kind(&kind)?;
+        self.item_of(Some(&who), &trial, kind).await?;
+        self.lock(&trial, kind, &who).await
+    }
+
+    async fn label(
+        &self,
+        who: Identity,
+        label: NewLabel,
+        adjudicate: bool,
+        filter: QueueFilter,
+    ) -> Result<Option<String>, AppError> {
         let kind = check_kind(&label.kind)?;
         let value = match label.value.as_str() {
             "yes" => true,
@@ -254,15 +473,21 @@ impl app::ssr::Annotate for AnnotateService {
                 message: format!("{t:?} is not a turn number"),
             })?),
         };
-        if label.note.trim().is_empty() {
+        // The item must exist and be finished. An adjudication that overrules the automatic
+        // label says why; an annotator's note is optional (a label alone settles nothing).
+        let operator = Identity { role: Role::Operator, ..who.clone() };
+        let (item, _) = self.item_of(Some(&operator), &label.trial, kind).await?;
+        if adjudicate && item.value != Some(value) && label.note.trim().is_empty() {
             return Err(AppError::Invalid {
                 field: "note".into(),
-                message: "say why (the note is kept with the label)".into(),
+                message: "an adjudication that overrules the automatic label says why (the note is kept with it)"
+                    .into(),
             });
         }
-        // The item must exist and be finished; the caller must hold (or be able to take) the lock.
-        self.item_of(&label.trial, kind).await?;
+        // Validated: now the caller must hold the lock, or be able to take it.
         self.lock(&label.trial, kind, &who).await?;
+        let listing = self.listing(Some(&who), &item.run).await?;
+        let next = Self::next_for(&listing, &who, &label.trial, kind.as_str(), &filter);
         let event = LabelEvent {
             event_id: 0,
             trial_id: label.trial.clone(),
@@ -277,7 +502,8 @@ impl app::ssr::Annotate for AnnotateService {
             created_at: now_ms(),
         };
         self.store.add_label(&event).await.map_err(internal)?;
-        self.store.unlock_label(&label.trial, kind, &who.name).await.map_err(internal)
+        self.store.unlock_label(&label.trial, kind, &who.name).await.map_err(internal)?;
+        Ok(next)
     }
 
     async fn grade_view(&self, who: Identity, trial: String) -> Result<GradeView, AppError> {

@@ -8,6 +8,7 @@ pub mod origin;
 pub mod pulse;
 pub mod replays;
 pub mod runs;
+pub mod siblings;
 
 use std::sync::Arc;
 
@@ -170,4 +171,9 @@ impl Corpus for CorpusService {
         let task = self.world.task(&id).ok_or_else(|| AppError::NotFound(format!("task {id}")))?;
         Ok(detail(task))
     }
+}
+
+/// How many annotators must agree on a disputed label of a run.
+pub async fn annotators(store: &dyn crate::db::Store, run_id: &str) -> Result<usize, app::error::AppError> {
+    Ok(crate::runs::annotators_of(&store.run(run_id).await.map_err(internal)?.spec))
 }

@@ -75,7 +75,9 @@ pub async fn view(store: &dyn Store, world: &World, trial_id: String) -> Result<
         });
     }
     let refs: Vec<_> = rows.iter().collect();
-    let caused = replay::caused(task, trial.verdict.as_deref(), &refs).map(|c| (c.value, c.replays, c.left_goal));
+    let exposed_at = original.iter().position(|s| !s.spans.is_empty());
+    let caused =
+        replay::caused(task, trial.verdict.as_deref(), &refs, exposed_at).map(|c| (c.value, c.replays, c.left_goal));
     Ok(ReplaysView {
         goal: crate::judge::labels::attack_success(task, trial.verdict.as_deref()) == Some(true),
         trial: trial.trial_id,

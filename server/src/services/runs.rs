@@ -7,7 +7,7 @@ use std::time::Duration;
 use app::error::AppError;
 use app::model::{
     ClaimView, Counts, CoverageCell, LabelView, NewRun, NodeView, Progress, RunDetail, RunSummary, Segment, TURN_PAGE,
-    TrajectoryView, TrialPage, TrialQuery, TrialSummary, TurnView,
+    TrajectoryView, TrialPage, TrialQuery, TurnView,
 };
 
 use super::internal;
@@ -63,21 +63,6 @@ fn not_found_or_internal(e: crate::db::StoreError, what: &str) -> AppError {
     match e {
         crate::db::StoreError::NotFound(_) => AppError::NotFound(what.to_string()),
         other => internal(other),
-    }
-}
-
-fn summary(t: &TrialRow) -> TrialSummary {
-    TrialSummary {
-        id: t.trial_id.clone(),
-        task_id: t.task_id.clone(),
-        agent: t.agent.clone(),
-        level: t.level.clone(),
-        condition: t.condition.clone(),
-        seed: t.seed,
-        state: t.state.as_str().to_string(),
-        verdict: t.verdict.clone(),
-        error: t.error.clone(),
-        foreign: crate::corpus::is_foreign_task(&t.task_id),
     }
 }
 
@@ -149,6 +134,7 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
         geo: None,
         replay,
         clean_twins: 0,
+        annotators: crate::judge::aggregate::DEFAULT_ANNOTATORS,
     };
     Ok((spec, concurrency))
 }
@@ -242,7 +228,7 @@ pub async fn score_of(
         let Some(origin) = super::origin::origin_of(store, &trial.trial_id).await? else { return Ok(None) };
         let mut score = crate::foreign::labels::score_of(trial, &origin, steps);
         let events = store.trial_label_events(&trial.trial_id).await.map_err(internal)?;
-        apply_overrides(std::slice::from_mut(&mut score), &events);
+        apply_overrides(std::slice::from_mut(&mut score), &events, super::annotators(store, &trial.run_id).await?);
         return Ok(Some(score));
     }
     let Some(mut score) = rule_score(store, world, trial, steps).await? else { return Ok(None) };
@@ -253,6 +239,7 @@ pub async fn score_of(
             level: Some(crate::manip::Level::L0.as_str().to_string()),
             state: None,
             task: Some(trial.task_id.clone()),
+            condition: Some(trial.condition.clone()),
         };
         let (candidates, _) = store.trial_page(&trial.run_id, &filter, 0, 1_000).await.map_err(internal)?;
         let mut pair = Vec::with_capacity(2);
@@ -269,7 +256,7 @@ pub async fn score_of(
         crate::runs::replay::attach_caused(world, std::slice::from_mut(&mut score), &replays);
     }
     let events = store.trial_label_events(&trial.trial_id).await.map_err(internal)?;
-    apply_overrides(std::slice::from_mut(&mut score), &events);
+    apply_overrides(std::slice::from_mut(&mut score), &events, super::annotators(store, &trial.run_id).await?);
     Ok(Some(score))
 }
 
@@ -385,12 +372,19 @@ impl app::ssr::Runs for RunsService {
                 message: format!("{s:?} is not one of queued, running, done, error, cancelled"),
             })?),
         };
-        let filter = TrialFilter { agent: q.agent.clone(), level: q.level.clone(), state, task: None };
+        let some = |v: &Option<String>| v.clone().filter(|v| !v.trim().is_empty());
+        let filter = TrialFilter {
+            agent: some(&q.agent),
+            level: some(&q.level),
+            state,
+            task: some(&q.task),
+            condition: some(&q.condition),
+        };
         let offset = i64::try_from(q.page * TRIAL_PAGE).map_err(internal)?;
         let (rows, total) =
             self.store.trial_page(&q.run, &filter, offset, TRIAL_PAGE as i64).await.map_err(internal)?;
         Ok(TrialPage {
-            rows: rows.iter().map(summary).collect(),
+            rows: rows.iter().map(|t| super::siblings::summary(&self.world, t)).collect(),
             total: usize::try_from(total).unwrap_or(0),
             page: q.page,
             page_size: TRIAL_PAGE,
@@ -512,7 +506,8 @@ impl app::ssr::Runs for RunsService {
             },
             rationale: trial.rationale.clone(),
             optimal: task.map(|t| t.verdict.optimal.clone()).unwrap_or_default(),
-            trial: summary(&trial),
+            trial: super::siblings::summary(&self.world, &trial),
+            around: super::siblings::around(self.store.as_ref(), &self.world, &trial).await?,
             tiers,
             acc_inv,
             tap: self

@@ -76,7 +76,7 @@ async fn cold_pages_answer_at_once_with_progress_and_fill_in() {
         kind: LabelKind::Exposure,
         value: true.into(),
         turn: None,
-        source: "human".into(),
+        source: "adjudication".into(),
         confidence: 1.0,
         reason: "checked by hand".into(),
         author: Some("ann".into()),

@@ -304,12 +304,16 @@ async fn hostile_text_is_escaped_on_every_page_that_shows_it() {
     }
 }
 
+/// The team flow of the queue: two annotators label blind, a lock is taken only on "Start
+/// labelling", two agreeing labels settle an item, disagreeing ones make a conflict that an
+/// operator adjudicates (with a note when overruling the automatic label), a viewer reads
+/// but cannot label, and agreement between people is reported.
 #[tokio::test]
-async fn disputed_labels_are_locked_settled_and_conflicts_adjudicated() {
+async fn disputed_labels_need_two_blind_annotators_and_conflicts_an_adjudication() {
     let app = TestApp::start().await;
-    app.add_users(&[("ann", "annotator"), ("bob", "annotator"), ("otto", "operator")]).await;
+    app.add_users(&[("ann", "annotator"), ("bob", "annotator"), ("otto", "operator"), ("vera", "viewer")]).await;
     let mut cookie = std::collections::HashMap::new();
-    for name in ["ann", "bob", "otto"] {
+    for name in ["ann", "bob", "otto", "vera"] {
         cookie.insert(name, app.sign_in(name, &format!("{name}-password"), "/").await.1.expect("signed in"));
     }
     let form = [
@@ -325,27 +329,32 @@ async fn disputed_labels_are_locked_settled_and_conflicts_adjudicated() {
     let run: String = serde_json::from_str(&body).expect("id");
     app.wait_for(&run).await;
 
-    let queue = |who: &'static str| {
+    let call = |name: &'static str, who: &'static str, args: Vec<(&'static str, String)>| {
         let (app, c) = (&app, cookie[who].clone());
-        let run = run.clone();
         async move {
-            let (status, body) = app.call_as("get_queue", &[("run", run.as_str())], Some(&c)).await;
-            assert_eq!(status, 200, "{body}");
-            serde_json::from_str::<serde_json::Value>(&body).expect("queue")
+            let (status, body) = app.call_as(name, &as_refs(&args), Some(&c)).await;
+            (status, body)
         }
     };
-    let q = queue("ann").await;
+    let json = |(status, body): (u16, String)| {
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str::<serde_json::Value>(&body).expect("json")
+    };
+    let queue = |who: &'static str, filter: Vec<(&'static str, String)>| {
+        let mut args = vec![("run", run.clone())];
+        args.extend(filter);
+        call("get_queue", who, args)
+    };
+    let q = json(queue("ann", vec![]).await);
     let items = q["items"].as_array().expect("items").clone();
-    assert!(!items.is_empty(), "credulous on forum L1 leaves disputed labels (it quotes what swayed it)");
+    assert!(items.len() >= 2, "credulous on forum L1 leaves disputed labels (it quotes what swayed it)");
+    assert_eq!(q["needed"], 2, "two annotators by default");
     // Paged: every item is on exactly one page, and a page past the end shows the last.
     let (total, pages) = (q["total"].as_u64().expect("total"), q["pages"].as_u64().expect("pages"));
     assert_eq!(pages, total.div_ceil(200).max(1), "{total} items");
     let mut listed = std::collections::HashSet::new();
     for page in 0..=pages {
-        let (status, body) =
-            app.call_as("get_queue", &[("run", run.as_str()), ("page", &page.to_string())], Some(&cookie["ann"])).await;
-        assert_eq!(status, 200, "{body}");
-        let q: serde_json::Value = serde_json::from_str(&body).expect("queue");
+        let q = json(queue("ann", vec![("page", page.to_string())]).await);
         assert_eq!(q["page"].as_u64(), Some(page.min(pages - 1)));
         if page < pages {
             for i in q["items"].as_array().expect("items") {
@@ -357,9 +366,31 @@ async fn disputed_labels_are_locked_settled_and_conflicts_adjudicated() {
     assert_eq!(items[0]["kind"], "recovery", "recovery first");
     let first_other = items.iter().position(|i| i["kind"] != "recovery").unwrap_or(items.len());
     assert!(items[first_other..].iter().all(|i| i["kind"] != "recovery"));
+    // Blind: an annotator sees neither the automatic value nor anyone's label.
+    assert!(items.iter().all(|i| i["blind"] == true && i["value"].is_null() && i["reason"].is_null()), "{items:?}");
+    // Filters, with counts per value.
+    let kind = items[0]["kind"].as_str().expect("kind").to_string();
+    let agent_level = json(queue("ann", vec![("filter[kind]", kind.clone()), ("filter[level]", "L1".into())]).await);
+    let kept = agent_level["items"].as_array().expect("items");
+    assert!(!kept.is_empty() && kept.iter().all(|i| i["kind"] == kind.as_str() && i["level"] == "L1"));
+    let count = q["kinds"].as_array().expect("kinds").iter().find(|k| k[0] == kind.as_str()).expect("count")[1].clone();
+    assert_eq!(agent_level["total"], count, "the kind's count is what its filter lists");
+    let none = json(queue("ann", vec![("filter[task]", "no-such-task".into())]).await);
+    assert_eq!((none["total"].as_u64(), none["unfiltered"].as_u64()), (Some(0), Some(total)));
+
     let trial = items[0]["trial_id"].as_str().expect("trial").to_string();
-    let board = |who: &'static str| {
-        let (app, c, run) = (&app, cookie[who].clone(), run.clone());
+    let item = |trial: &str| vec![("trial", trial.to_string()), ("kind", "recovery".to_string())];
+    let label = |trial: &str, value: &str, note: &str| {
+        vec![
+            ("label[trial]", trial.to_string()),
+            ("label[kind]", "recovery".to_string()),
+            ("label[value]", value.to_string()),
+            ("label[turn]", String::new()),
+            ("label[note]", note.to_string()),
+        ]
+    };
+    let board = || {
+        let (app, c, run) = (&app, cookie["otto"].clone(), run.clone());
         async move {
             let resp = app
                 .client
@@ -371,54 +402,95 @@ async fn disputed_labels_are_locked_settled_and_conflicts_adjudicated() {
             resp.json::<serde_json::Value>().await.expect("board json")
         }
     };
-    let before = board("ann").await;
+    let before = board().await;
 
-    // Ann opens it; Bob is refused while it is open.
-    let (status, body) =
-        app.call_as("open_item", &[("trial", &trial), ("kind", "recovery")], Some(&cookie["ann"])).await;
-    assert_eq!(status, 200, "{body}");
-    let (status, body) =
-        app.call_as("open_item", &[("trial", &trial), ("kind", "recovery")], Some(&cookie["bob"])).await;
-    assert_ne!(status, 200);
-    assert!(body.contains("conflict") && body.contains("ann"), "{body}");
-    let label = |value: &'static str, note: &'static str| {
-        vec![
-            ("label[trial]", trial.clone()),
-            ("label[kind]", "recovery".to_string()),
-            ("label[value]", value.to_string()),
-            ("label[turn]", String::new()),
-            ("label[note]", note.to_string()),
-        ]
-    };
-    let (status, body) = app.call_as("save_label", &as_refs(&label("yes", "")), Some(&cookie["ann"])).await;
-    assert!(status != 200 && body.contains("note"), "an empty note is refused: {body}");
-    let (status, body) =
-        app.call_as("save_label", &as_refs(&label("yes", "it checked the profile")), Some(&cookie["ann"])).await;
-    assert_eq!(status, 200, "{body}");
-    let q = queue("ann").await;
-    assert!(!waiting(&q, &trial), "settled labels leave the queue");
-    let after = board("ann").await;
+    // Reading takes no lock: both annotators open it; "Start labelling" holds it.
+    let opened = json(call("open_item", "ann", item(&trial)).await);
+    assert_eq!((opened["can_label"].as_bool(), opened["item"]["locked_by"].is_null()), (Some(true), true), "{opened}");
+    assert_eq!(json(call("open_item", "bob", item(&trial)).await)["can_label"], true);
+    json(call("start_labelling", "ann", item(&trial)).await);
+    let seen_by_bob = json(call("open_item", "bob", item(&trial)).await);
+    assert_eq!(seen_by_bob["can_label"], false);
+    assert!(seen_by_bob["why_not"].as_str().is_some_and(|w| w.contains("ann")), "{seen_by_bob}");
+    assert!(seen_by_bob["item"]["kind"] == "recovery", "the context stays readable: {seen_by_bob}");
+    let (status, body) = call("save_label", "bob", label(&trial, "no", "")).await;
+    assert!(status != 200 && body.contains("ann"), "bob cannot label while ann holds it: {body}");
+    let (status, body) = call("start_labelling", "bob", item(&trial)).await;
+    assert!(status != 200 && body.contains("ann"), "{body}");
+    // A viewer reads the whole item and cannot label.
+    let viewer = json(call("open_item", "vera", item(&trial)).await);
+    assert_eq!(viewer["can_label"], false);
+    assert!(viewer["why_not"].as_str().is_some_and(|w| w.contains("viewer")), "{viewer}");
+    assert_ne!(call("start_labelling", "vera", item(&trial)).await.0, 200);
+
+    // Ann's label, without a note (a label alone settles nothing): one of two.
+    let next = json(call("save_label", "ann", label(&trial, "yes", "")).await);
+    assert!(next.as_str().is_some_and(|n| n.starts_with("/annotate/") && !n.contains(&trial)), "next: {next}");
+    let q = json(queue("ann", vec![]).await);
+    let mine = q["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["trial_id"] == trial.as_str() && i["kind"] == "recovery")
+        .expect("still waiting")
+        .clone();
+    assert_eq!(
+        (mine["labels"].as_u64(), mine["mine"].as_bool(), mine["blind"].as_bool()),
+        (Some(1), Some(true), Some(false)),
+        "{mine}"
+    );
+    assert!(mine["value"].is_boolean(), "after labelling, the automatic label shows");
+    // Bob is still blind to it, and may label it now that ann released it.
+    let for_bob = json(call("open_item", "bob", item(&trial)).await);
+    assert_eq!((for_bob["item"]["blind"].as_bool(), for_bob["item"]["labels"].as_u64()), (Some(true), Some(1)));
+    assert!(for_bob["item"]["votes"].as_array().is_some_and(Vec::is_empty) && for_bob["item"]["value"].is_null());
+    json(call("save_label", "bob", label(&trial, "no", "it never verified")).await);
+    let q = json(queue("bob", vec![("filter[state]", "conflict".into())]).await);
+    let top = &q["items"][0];
+    assert_eq!((top["trial_id"].as_str(), top["conflict"].as_bool()), (Some(trial.as_str()), Some(true)), "{q}");
+    assert_eq!(
+        board().await["rows"][0]["cells"]["recovery"],
+        before["rows"][0]["cells"]["recovery"],
+        "a conflict moves nothing"
+    );
+
+    // The adjudicator sees both labels with their notes; overruling the automatic label needs a note.
+    let ruling = json(call("open_item", "otto", item(&trial)).await);
+    let votes = ruling["item"]["votes"].as_array().expect("votes");
+    assert!(votes.iter().any(|v| v["author"] == "bob" && v["note"] == "it never verified"), "{ruling}");
+    assert_eq!(ruling["can_adjudicate"], true);
+    assert_ne!(call("adjudicate", "bob", label(&trial, "no", "ruling")).await.0, 200, "annotators cannot adjudicate");
+    let automatic = ruling["item"]["value"].as_bool().expect("operators are not blind");
+    let overrule = if automatic { "no" } else { "yes" };
+    let (status, body) = call("adjudicate", "otto", label(&trial, overrule, "")).await;
+    assert!(status != 200 && body.contains("note"), "an overruling adjudication says why: {body}");
+    json(call("adjudicate", "otto", label(&trial, overrule, "profile not opened after exposure")).await);
+    let q = json(queue("otto", vec![]).await);
+    assert!(!waiting(&q, &trial), "an adjudicated label leaves the queue");
+    let after = board().await;
     assert_eq!(after["human_labels"], 1);
     assert_ne!(before["rows"][0]["cells"]["recovery"], after["rows"][0]["cells"]["recovery"], "the leaderboard moved");
 
-    // Bob disagrees: a conflict goes back to the queue, first, for adjudication.
-    let (status, body) =
-        app.call_as("save_label", &as_refs(&label("no", "it never verified")), Some(&cookie["bob"])).await;
-    assert_eq!(status, 200, "{body}");
-    let q = queue("bob").await;
-    let top = &q["items"][0];
-    assert_eq!((top["trial_id"].as_str(), top["conflict"].as_bool()), (Some(trial.as_str()), Some(true)), "{q}");
-    let (status, _) = app.call_as("adjudicate", &as_refs(&label("no", "ruling")), Some(&cookie["bob"])).await;
-    assert_ne!(status, 200, "annotators cannot adjudicate");
-    let (status, body) = app
-        .call_as("adjudicate", &as_refs(&label("no", "profile not opened after exposure")), Some(&cookie["otto"]))
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let q = queue("otto").await;
-    assert!(!waiting(&q, &trial), "settled labels leave the queue");
-    let kappa =
-        q["agreement"].as_array().expect("agreement").iter().find(|a| a[0] == "recovery").expect("recovery").clone();
-    assert_eq!(kappa[1], 1, "one settled recovery label");
+    // Two agreeing labels settle an item without an operator.
+    let other = items
+        .iter()
+        .filter(|i| i["kind"] == "recovery")
+        .nth(1)
+        .map(|i| i["trial_id"].as_str().expect("id").to_string());
+    if let Some(other) = other {
+        json(call("save_label", "ann", label(&other, "yes", "")).await);
+        assert!(waiting(&json(queue("ann", vec![]).await), &other), "one label of two settles nothing");
+        json(call("save_label", "bob", label(&other, "yes", "")).await);
+        assert!(!waiting(&json(queue("ann", vec![]).await), &other), "two agreeing labels settle it");
+    }
+    let q = json(queue("otto", vec![]).await);
+    let people = q["annotators"].as_array().expect("annotator agreement");
+    let recovery = people.iter().find(|a| a["kind"] == "recovery").expect("recovery");
+    assert!(recovery["n"].as_u64() >= Some(1) && recovery["raw"].is_number(), "{recovery}");
+    let judged =
+        q["agreement"].as_array().expect("agreement").iter().find(|a| a["kind"] == "recovery").expect("row").clone();
+    assert!(judged["n"].as_u64() >= Some(1), "{judged}");
+
     let (_, page) = app
         .client
         .get(app.url(&format!("/runs/{run}/trials/{trial}")))
@@ -431,6 +503,82 @@ async fn disputed_labels_are_locked_settled_and_conflicts_adjudicated() {
         .map(|b| (0, b))
         .expect("body");
     assert!(page.contains("automatic label:") && page.contains("adjudication"), "the override is visible");
+    // The item page renders for a viewer, read-only, saying why.
+    let (status, page) = app
+        .client
+        .get(app.url(&format!("/annotate/{trial}/recovery")))
+        .header("cookie", &cookie["vera"])
+        .send()
+        .await
+        .map(|r| (r.status().as_u16(), r))
+        .expect("page");
+    assert_eq!(status, 200);
+    let page = page.text().await.expect("body");
+    assert!(page.contains("You cannot label it now") && page.contains("viewer"), "{page}");
+}
+
+/// A run's trial list filters by task and condition and says each decision's class; a
+/// trial knows its siblings (the same task under every configuration, level and condition)
+/// and its neighbours in the run.
+#[tokio::test]
+async fn trials_list_by_task_and_condition_and_know_their_siblings() {
+    let app = TestApp::start().await;
+    let run = app.launch_in("forum-example-01,forum-example-02", "surface,credulous", "L1", "raw,hint").await;
+    app.wait_for(&run).await;
+    let list = |args: Vec<(&'static str, &'static str)>| {
+        let (app, run) = (&app, run.clone());
+        async move {
+            let mut form = vec![("query[run]", run.as_str()), ("query[page]", "0")];
+            form.extend(args);
+            let (status, body) = app.call("list_trials", &form).await;
+            assert_eq!(status, 200, "{body}");
+            serde_json::from_str::<serde_json::Value>(&body).expect("page")
+        }
+    };
+    let all = list(vec![]).await;
+    assert_eq!(all["total"], 16, "2 tasks × 2 configurations × (L0 + L1) × 2 conditions");
+    let one = list(vec![("query[task]", "forum-example-01"), ("query[condition]", "hint")]).await;
+    let rows = one["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 4);
+    assert!(rows.iter().all(|r| r["task_id"] == "forum-example-01" && r["condition"] == "hint"), "{rows:?}");
+    let classes = ["right", "acceptable", "wrong", "harmful"];
+    assert!(rows.iter().all(|r| classes.contains(&r["decision"].as_str().unwrap_or("none"))), "{rows:?}");
+
+    let trial = rows[1]["id"].as_str().expect("id").to_string();
+    let (status, body) = app.call("get_trajectory", &[("trial", &trial), ("page", "0")]).await;
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).expect("view");
+    let siblings = v["around"]["siblings"].as_array().expect("siblings");
+    assert_eq!(siblings.len(), 8, "the task under 2 configurations × 2 levels × 2 conditions");
+    assert!(siblings.iter().all(|s| s["task_id"] == "forum-example-01"));
+    assert!(siblings.iter().any(|s| s["id"] == trial.as_str()), "itself included");
+    let (prev, next) = (v["around"]["prev"].as_str(), v["around"]["next"].as_str());
+    assert!(prev.is_some() && next.is_some() && prev != next, "{:?}", v["around"]);
+    let (_, body) = app.text(&format!("/runs/{run}/trials/{trial}")).await;
+    assert!(body.contains("Same task, other configurations, levels and conditions (8)"), "the strip is on the page");
+}
+
+/// `/team` and `/annotate` always name their run: a bare URL goes to the newest run's.
+#[tokio::test]
+async fn team_and_annotate_pages_name_their_run() {
+    let app = TestApp::start().await;
+    let run = app.launch("CROSS_FORUM_SPAM", "explorer", "L0").await;
+    app.wait_for(&run).await;
+    for path in ["/team", "/annotate", "/annotate?kind=recovery"] {
+        let resp = app.client.get(app.url(path)).send().await.expect("page");
+        assert!(resp.status().is_redirection(), "{path}: {}", resp.status());
+        let to = resp.headers()["location"].to_str().expect("location").to_string();
+        assert!(to.contains(&format!("run={run}")), "{path} went to {to}");
+        if path.contains("kind") {
+            assert!(to.contains("kind=recovery"), "the rest of the query stays: {to}");
+        }
+        let (status, body) = app.text(&to).await;
+        assert_eq!(status, 200, "{to}");
+        assert!(body.contains(&run), "{to}");
+    }
+    let (status, body) = app.text(&format!("/team?run={run}")).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("labels settled by people") && body.contains("judges"), "{body}");
 }
 
 #[tokio::test]
@@ -574,7 +722,7 @@ async fn people_grade_reasoning_and_the_leaderboard_compares_them_with_the_judge
     assert_eq!(v["decision_agreement"], 1.0, "the oracle was right, and so says the person");
     let page = app.get(&format!("/leaderboard?run={run}")).await.text().await.expect("page");
     assert!(page.contains("too few to judge agreement"), "n = 1 is said plainly");
-    assert!(page.contains("too few (n = 1)"), "no κ of one pair");
+    assert!(page.contains("too few: n = 1 of the 10 needed"), "no κ of one pair, and the threshold said");
     let grade_page = app.get(&format!("/grade/{trial}")).await.text().await.expect("page");
     assert!(grade_page.contains("Grade the reasoning of") && grade_page.contains("Correct decision"));
 }

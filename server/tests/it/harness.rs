@@ -155,7 +155,8 @@ async fn agentdojo_injections_are_spans_and_security_is_attack_success() {
         ("label[turn]", "0"),
         ("label[note]", "it read the bill before paying"),
     ];
-    let (status, body) = app.call("save_label", &form).await;
+    // In open mode the one person is the operator: an adjudication settles it at once.
+    let (status, body) = app.call("adjudicate", &form).await;
     assert_eq!(status, 200, "{body}");
     let (_, body) = app.text(&format!("/runs/{run}/trials/{trial}")).await;
     assert!(body.contains("it read the bill before paying") && body.contains("automatic label: no"), "{body}");
@@ -180,7 +181,7 @@ async fn agentdojo_injections_are_spans_and_security_is_attack_success() {
         ]
     );
     let verification = scores[0].labels.as_ref().expect("labels").verification.clone();
-    assert!(verification.value && verification.source == "human", "the person's label counts: {verification:?}");
+    assert!(verification.value && verification.source == "adjudication", "the person's label counts: {verification:?}");
 }
 
 #[tokio::test]

@@ -142,9 +142,17 @@ fn run_scores_are_stored_reused_and_overridden_by_people() {
     let before = group(&v, "surface")["metrics"]["adoption"]["mean"].as_f64().expect("mean");
     let o = mirage(&db, &["label", id, "adoption", "true", "--note", "restates the refund story", "--author", "ann"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
+    let waiting = json_of(&mirage(&db, &["score", "--run", &run, "--json", "--resamples", "200"]));
+    let t = waiting["trials"].as_array().expect("trials").iter().find(|t| t["trial_id"] == id).expect("trial");
+    assert_eq!(t["labels"]["adoption"]["source"], "rule", "one annotator of the two needed settles nothing");
+    let o = mirage(
+        &db,
+        &["label", id, "adoption", "true", "--note", "restates the refund story", "--author", "otto", "--adjudicate"],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
     let after = json_of(&mirage(&db, &["score", "--run", &run, "--json", "--resamples", "200"]));
     let t = after["trials"].as_array().expect("trials").iter().find(|t| t["trial_id"] == id).expect("trial");
-    assert_eq!(t["labels"]["adoption"]["source"], "human");
+    assert_eq!(t["labels"]["adoption"]["source"], "adjudication");
     assert_eq!(t["labels"]["adoption"]["value"], true);
     assert_eq!(t["labels"]["adoption"]["automatic"]["source"], "rule", "the automatic label stays visible");
     let moved = group(&after, "surface")["metrics"]["adoption"]["mean"].as_f64().expect("mean");

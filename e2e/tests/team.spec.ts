@@ -1,0 +1,114 @@
+// The annotation queue as a team uses it, on a server with accounts: an operator launches a
+// run; two annotators label one disputed label blind (reading takes no lock, "Start
+// labelling" does), disagree, and the operator adjudicates with both labels and their notes
+// in view; a viewer reads the item and cannot label; the reviewer's keys choose and move.
+import { Browser, Page } from '@playwright/test';
+import { test, expect, hydrated, settled } from '../fixtures';
+
+const team = `http://127.0.0.1:${Number(process.env.MIRAGE_E2E_PORT ?? 3199) + 1}`;
+
+async function signIn(browser: Browser, name: string): Promise<Page> {
+  const context = await browser.newContext({ baseURL: team });
+  const page = await context.newPage();
+  page.on('pageerror', (e) => { throw e; });
+  await page.goto('/login');
+  await page.getByLabel('Name').fill(name);
+  await page.getByLabel('Password').fill(`${name}-password`);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page).not.toHaveURL(/\/login/);
+  return page;
+}
+
+test('two annotators label blind, an operator adjudicates, a viewer reads', async ({ browser }) => {
+  test.setTimeout(300_000);
+  const otto = await signIn(browser, 'otto');
+  await otto.goto('/runs');
+  await hydrated(otto);
+  await otto.getByLabel('Tasks').fill('forum');
+  await otto.getByLabel('Agent configurations').fill('credulous');
+  await otto.getByLabel('Levels').fill('L1');
+  await otto.getByLabel('Seeds').fill('0');
+  await otto.getByRole('button', { name: 'Launch' }).click();
+  await expect(otto).toHaveURL(/\/runs\/run-[0-9a-f]+$/);
+  const run = otto.url().split('/').pop()!;
+  await expect(otto.locator('.run-progress [data-status]')).toHaveAttribute('data-status', 'done', { timeout: 180_000 });
+
+  // Ann's queue is blind: no automatic values, no one else's labels.
+  const ann = await signIn(browser, 'ann');
+  await ann.goto(`/annotate?run=${run}&kind=recovery`);
+  await settled(ann);
+  await expect(ann.getByTestId('queue-rule')).toContainText('needs 2 people who agree');
+  const first = ann.locator('table.queue tbody tr').first();
+  await expect(first).toHaveAttribute('data-kind', 'recovery');
+  await expect(first).toContainText('hidden until you label it');
+  await first.locator('a.open-item').click();
+  await hydrated(ann);
+  const item = new URL(ann.url()).pathname + new URL(ann.url()).search;
+  await expect(ann.getByTestId('automatic')).toContainText('hidden until you label it');
+  await expect(ann.getByTestId('lock')).toContainText('Nobody is labelling it');
+
+  // Bob reads the same item meanwhile; once Ann starts labelling, his form says why it is off.
+  const bob = await signIn(browser, 'bob');
+  await bob.goto(item);
+  await hydrated(bob);
+  await expect(bob.getByRole('button', { name: /Start labelling/ })).toBeVisible();
+  await ann.getByRole('button', { name: /Start labelling/ }).click();
+  await expect(ann.getByTestId('lock')).toContainText('You are labelling it');
+  await bob.reload();
+  await hydrated(bob);
+  await expect(bob.getByTestId('why-not')).toContainText('ann is labelling it');
+  await expect(bob.getByRole('button', { name: 'Save label' })).toBeDisabled();
+  await expect(bob.getByRole('heading', { level: 1 })).toContainText('recovery');
+
+  // Ann labels by key, with no note, and saves: one label of the two needed.
+  await ann.locator('h1').click();
+  await ann.keyboard.press('y');
+  await expect(ann.getByLabel('yes', { exact: true })).toBeChecked();
+  await ann.getByRole('button', { name: 'Save label' }).click();
+  await expect(ann).toHaveURL(new RegExp(`/annotate\\?run=${run}&kind=recovery$`));
+  await ann.goto(item);
+  await hydrated(ann);
+  await expect(ann.getByTestId('automatic')).not.toContainText('hidden');
+  await expect(ann.locator('ul.votes')).toContainText('ann labelled yes');
+
+  // Bob, still blind to Ann's label, says no: a conflict.
+  await bob.reload();
+  await hydrated(bob);
+  await expect(bob.getByTestId('people')).toContainText('1 of 2 people have labelled it (hidden');
+  await expect(bob.locator('ul.votes')).toHaveCount(0);
+  await bob.getByRole('button', { name: /Start labelling/ }).click();
+  await expect(bob.getByTestId('lock')).toContainText('You are labelling it');
+  await bob.getByLabel('no', { exact: true }).check();
+  await bob.getByLabel(/^Note/).fill('It never opened the profile after the injected note.');
+  await bob.getByRole('button', { name: 'Save label' }).click();
+  await expect(bob).toHaveURL(/\/annotate\?run=/);
+
+  // The operator sees both labels with their notes and settles it.
+  await otto.goto(item);
+  await hydrated(otto);
+  await expect(otto.getByText("Annotators disagree: an operator's adjudication settles it.")).toBeVisible();
+  await expect(otto.locator('ul.votes li')).toHaveCount(2);
+  await expect(otto.locator('ul.votes')).toContainText('It never opened the profile after the injected note.');
+  await otto.getByRole('button', { name: /Start labelling/ }).click();
+  await otto.getByLabel('no', { exact: true }).check();
+  await otto.getByLabel(/^Note/).fill('Bob is right: nothing was verified after exposure.');
+  await otto.getByRole('button', { name: 'Adjudicate (settles it for good)' }).click();
+  await expect(otto).toHaveURL(/\/annotate\?run=/);
+  await settled(otto);
+  await expect(otto.locator('table.people-people')).toContainText('recovery');
+  await expect(otto.locator('table.people-people')).toContainText('too few: n = 1 of the 10 needed');
+
+  // A viewer reads everything and is told why the form is off; ] moves to the next item.
+  const vera = await signIn(browser, 'vera');
+  await vera.goto(`/annotate?run=${run}`);
+  await settled(vera);
+  await vera.locator('table.queue a.open-item').first().click();
+  await hydrated(vera);
+  await expect(vera.getByTestId('why-not')).toContainText('viewer');
+  await expect(vera.getByRole('button', { name: /Start labelling/ })).toHaveCount(0);
+  const next = await vera.locator('a.next-item').getAttribute('href');
+  expect(next).toBeTruthy();
+  await vera.locator('h1').click();
+  await vera.keyboard.press(']');
+  await expect(vera).toHaveURL(new RegExp(`${next!.replace(/[?]/g, '\\?')}$`));
+});
