@@ -64,7 +64,15 @@ pub async fn cancel_run(id: String) -> Result<(), AppError> {
 /// One trial, turn by turn.
 #[server(endpoint = "get_trajectory")]
 pub async fn get_trajectory(trial: String, page: usize) -> Result<TrajectoryView, AppError> {
-    crate::ssr::respond(async move { crate::ssr::services()?.runs.trajectory(trial, page).await }).await
+    crate::ssr::respond(async move {
+        let operator = crate::ssr::identity().is_ok_and(|w| w.role >= crate::model::Role::Operator);
+        let mut view = crate::ssr::services()?.runs.trajectory(trial, page).await?;
+        if !operator {
+            view.blind_disputed();
+        }
+        Ok(view)
+    })
+    .await
 }
 
 /// A trial's counterfactual replays.

@@ -135,10 +135,13 @@ pub fn identity() -> Result<crate::model::Identity, AppError> {
 pub fn require(role: crate::model::Role) -> Result<crate::model::Identity, AppError> {
     let who = identity()?;
     if who.role < role {
+        let a = |r: crate::model::Role| if r == crate::model::Role::Viewer { "a" } else { "an" };
         return Err(AppError::Forbidden(format!(
-            "{} is a {}; this needs a {}",
+            "{} is {} {}; this needs {} {}",
             who.name,
+            a(who.role),
             who.role.as_str(),
+            a(role),
             role.as_str()
         )));
     }

@@ -200,6 +200,9 @@ pub struct LabelView {
     pub disputed: bool,
     /// The automatic label a person's label replaced.
     pub automatic: Option<Box<LabelView>>,
+    /// Withheld while people label it (see [`TrajectoryView::blind_disputed`]).
+    #[serde(default)]
+    pub hidden: bool,
 }
 
 /// A claim of the rationale or of a thought, and whether what the agent received supports it.
@@ -280,6 +283,27 @@ pub struct TrajectoryView {
     /// For a trial imported from another harness: what the harness said about the sample.
     #[serde(default)]
     pub origin: Option<OriginView>,
+}
+
+impl TrajectoryView {
+    /// Withholds the labels still waiting for people (disputed ones): annotators label them
+    /// blind, so the value, turn, reasons and anyone's labels stay hidden from everyone but
+    /// operators until they are settled.
+    pub fn blind_disputed(&mut self) {
+        for l in self.labels.iter_mut().filter(|l| l.disputed) {
+            *l = LabelView {
+                kind: l.kind.clone(),
+                value: false,
+                turn: None,
+                source: "hidden".into(),
+                confidence: 0.0,
+                reason: "hidden while people label it (labels are blind until settled)".into(),
+                disputed: true,
+                automatic: None,
+                hidden: true,
+            };
+        }
+    }
 }
 
 /// What another harness (Inspect AI, ATIF, AgentDojo) said about an imported sample.

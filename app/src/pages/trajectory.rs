@@ -128,6 +128,9 @@ fn siblings(v: &TrajectoryView) -> AnyView {
 }
 
 fn label_line(l: &LabelView) -> String {
+    if l.hidden {
+        return l.reason.clone();
+    }
     let what = if l.value { "yes" } else { "no" };
     let turn = l.turn.map(|t| format!(" at turn {t}")).unwrap_or_default();
     format!("{what}{turn} ({}, confidence {:.2}): {}", l.source, l.confidence, l.reason)

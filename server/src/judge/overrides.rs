@@ -44,9 +44,12 @@ fn latest_by_author(events: &[LabelEvent]) -> BTreeMap<(&str, LabelKind), BTreeM
 }
 
 /// Settles each (trial, kind) that people labelled, `needed` annotators required (at
-/// least one). An `adjudication` event decides; else each annotator's latest `human`
-/// label counts once: any disagreement is a conflict, and agreement settles once `needed`
-/// annotators have labelled.
+/// least one). An `adjudication` event decides. Otherwise annotators' labels are read in
+/// the order they were given, each person's latest counting once, and the first of two
+/// outcomes is final: `needed` people agree (settled, by the label that completed the
+/// agreement), or two people disagree (a conflict, until an operator adjudicates). A later
+/// change of mind neither unsettles an item nor resolves a conflict: labels that have seen
+/// each other are no longer independent.
 pub fn settle(events: &[LabelEvent], needed: usize) -> BTreeMap<(&str, LabelKind), Settlement<'_>> {
     let needed = needed.max(1);
     let mut adjudicated: BTreeMap<(&str, LabelKind), &LabelEvent> = BTreeMap::new();
@@ -56,21 +59,26 @@ pub fn settle(events: &[LabelEvent], needed: usize) -> BTreeMap<(&str, LabelKind
             adjudicated.insert(key, e);
         }
     }
-    let mut out = BTreeMap::new();
-    for (key, by_author) in latest_by_author(events) {
-        if adjudicated.contains_key(&key) {
+    let mut human: Vec<&LabelEvent> = events.iter().filter(|e| e.source == "human").collect();
+    human.sort_by_key(|e| e.event_id);
+    let mut open: BTreeMap<(&str, LabelKind), BTreeMap<&str, &LabelEvent>> = BTreeMap::new();
+    let mut out: BTreeMap<(&str, LabelKind), Settlement<'_>> = BTreeMap::new();
+    for e in human {
+        let key = (e.trial_id.as_str(), e.kind);
+        if adjudicated.contains_key(&key)
+            || matches!(out.get(&key), Some(Settlement::Settled(_) | Settlement::Conflict(_)))
+        {
             continue;
         }
+        let by_author = open.entry(key).or_default();
+        by_author.insert(e.author.as_deref().unwrap_or("annotator"), e);
         let first = by_author.values().next().map(|e| e.value);
         let settlement = if !by_author.values().all(|e| Some(e.value) == first) {
             Settlement::Conflict(by_author.iter().map(|(a, e)| ((*a).to_string(), e.value.0)).collect())
         } else if by_author.len() < needed {
             Settlement::Waiting { labels: by_author.len(), needed }
         } else {
-            match by_author.values().max_by_key(|e| e.event_id) {
-                Some(latest) => Settlement::Settled(latest),
-                None => continue,
-            }
+            Settlement::Settled(e)
         };
         out.insert(key, settlement);
     }
@@ -250,6 +258,11 @@ mod tests {
         assert!(matches!(&settle(&split, 2)[&key], Settlement::Conflict(v) if v.len() == 2));
         // Even before the third of three labels, a disagreement is a conflict.
         assert!(matches!(&settle(&split, 3)[&key], Settlement::Conflict(_)));
+        // Final outcomes: a change of mind neither resolves a conflict nor unsettles an item.
+        let mind = [split[0].clone(), split[1].clone(), event(3, "t", "bob", true, "human")];
+        assert!(matches!(&settle(&mind, 2)[&key], Settlement::Conflict(_)), "only a ruling settles a conflict");
+        let late = [agree[0].clone(), agree[1].clone(), event(3, "t", "ann", false, "human")];
+        assert!(matches!(settle(&late, 2)[&key], Settlement::Settled(e) if e.value.0), "settled stays settled");
         let ruled = [split[0].clone(), split[1].clone(), event(3, "t", "otto", false, "adjudication")];
         assert!(matches!(settle(&ruled, 2)[&key], Settlement::Settled(e) if e.source == "adjudication"));
     }

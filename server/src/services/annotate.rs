@@ -203,6 +203,17 @@ fn effects(scores: &[TrialScore]) -> Vec<(String, String, f64, f64)> {
     out
 }
 
+/// One item as [`AnnotateService::item_of`] finds it.
+struct Found {
+    item: QueueItem,
+    /// People's labels (or an adjudication) replaced the automatic one.
+    settled: bool,
+    /// Still waiting for people: disputed, or a conflict.
+    open: bool,
+    /// Turns of the trial.
+    turns: usize,
+}
+
 /// A run's queue as one caller sees it, before filtering and paging.
 struct Listing {
     items: Vec<QueueItem>,
@@ -280,19 +291,14 @@ impl AnnotateService {
             None => Ok(until),
             Some((holder, expires)) => Err(AppError::Conflict(format!(
                 "{holder} is labelling this {kind} label (for about {} more minutes)",
-                ((expires - now) / 60_000).max(1)
+                (expires - now + 59_999).div_euclid(60_000).max(1)
             ))),
         }
     }
 
     /// One item, whether or not it is in the queue, as `who` may see it; also whether people
     /// settled it.
-    async fn item_of(
-        &self,
-        who: Option<&Identity>,
-        trial_id: &str,
-        kind: LabelKind,
-    ) -> Result<(QueueItem, bool), AppError> {
+    async fn item_of(&self, who: Option<&Identity>, trial_id: &str, kind: LabelKind) -> Result<Found, AppError> {
         let trial = trial_row(self.store.as_ref(), trial_id).await?;
         let steps = parse_steps(&self.store.steps(trial_id).await.map_err(internal)?).map_err(internal)?;
         let score = score_of(self.store.as_ref(), &self.world, &trial, &steps)
@@ -325,7 +331,7 @@ impl AnnotateService {
             needed,
             lock,
         };
-        Ok((item(parts, who), settled))
+        Ok(Found { item: item(parts, who), settled, open: label.disputed || label.conflict, turns: steps.len() })
     }
 
     /// The next item after (trial, kind) in the filtered listing that `who` can label.
@@ -405,7 +411,7 @@ impl app::ssr::Annotate for AnnotateService {
         filter: QueueFilter,
     ) -> Result<OpenItem, AppError> {
         let kind = check_kind(&kind)?;
-        let (item, settled) = self.item_of(who.as_ref(), &trial, kind).await?;
+        let Found { item, settled, .. } = self.item_of(who.as_ref(), &trial, kind).await?;
         let listing = self.listing(who.as_ref(), &item.run).await?;
         let kept: Vec<&QueueItem> = listing.items.iter().filter(|i| passes(i, &filter)).collect();
         let at = kept.iter().position(|i| i.trial_id == item.trial_id && i.kind == item.kind);
@@ -425,7 +431,7 @@ impl app::ssr::Annotate for AnnotateService {
             }
             (_, Some((h, until))) if Some(h) != name.as_ref() => Some(format!(
                 "{h} is labelling it (for about {} more minutes); you can read everything meanwhile",
-                ((until - now_ms()) / 60_000).max(1)
+                (until - now_ms() + 59_999).div_euclid(60_000).max(1)
             )),
             _ => None,
         };
@@ -444,7 +450,12 @@ impl app::ssr::Annotate for AnnotateService {
 
     async fn start(&self, who: Identity, trial: String, kind: String) -> Result<i64, AppError> {
         let kind = check_kind(&kind)?;
-        self.item_of(Some(&who), &trial, kind).await?;
+        let found = self.item_of(Some(&who), &trial, kind).await?;
+        if who.role < Role::Operator && (found.settled || !found.open) {
+            return Err(AppError::Conflict(format!(
+                "this {kind} label is not waiting for people; only an operator's adjudication changes it"
+            )));
+        }
         self.lock(&trial, kind, &who).await
     }
 
@@ -476,7 +487,21 @@ impl app::ssr::Annotate for AnnotateService {
         // The item must exist and be finished. An adjudication that overrules the automatic
         // label says why; an annotator's note is optional (a label alone settles nothing).
         let operator = Identity { role: Role::Operator, ..who.clone() };
-        let (item, _) = self.item_of(Some(&operator), &label.trial, kind).await?;
+        let Found { item, settled, open, turns } = self.item_of(Some(&operator), &label.trial, kind).await?;
+        if let Some(t) = turn.filter(|t| usize::try_from(*t).map_or(true, |t| t >= turns)) {
+            return Err(AppError::Invalid {
+                field: "turn".into(),
+                message: format!("the trial has turns 0 to {}; {t} is none of them", turns.saturating_sub(1)),
+            });
+        }
+        // Annotators label what waits for people; operators may adjudicate any label.
+        if !adjudicate && (settled || !open) {
+            return Err(AppError::Conflict(if settled {
+                format!("this {kind} label is settled already; only an operator's adjudication changes it now")
+            } else {
+                format!("this {kind} label is not disputed; only an operator's adjudication changes it")
+            }));
+        }
         if adjudicate && item.value != Some(value) && label.note.trim().is_empty() {
             return Err(AppError::Invalid {
                 field: "note".into(),
@@ -570,6 +595,11 @@ impl app::ssr::Annotate for AnnotateService {
 
     async fn release(&self, who: Identity, trial: String, kind: String) -> Result<(), AppError> {
         let kind = check_kind(&kind)?;
+        if let Some((holder, _)) = self.locks().await?.remove(&(trial.clone(), kind))
+            && holder != who.name
+        {
+            return Err(AppError::Conflict(format!("{holder} holds this {kind} label; only they can give it back")));
+        }
         self.store.unlock_label(&trial, kind, &who.name).await.map_err(internal)
     }
 }

@@ -208,6 +208,7 @@ fn label_view(kind: LabelKind, l: &Label) -> LabelView {
         reason: l.reason.clone(),
         disputed: l.disputed,
         automatic: l.automatic.as_ref().map(|a| Box::new(label_view(kind, a))),
+        hidden: false,
     }
 }
 

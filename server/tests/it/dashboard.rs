@@ -380,6 +380,15 @@ async fn disputed_labels_need_two_blind_annotators_and_conflicts_an_adjudication
 
     let trial = items[0]["trial_id"].as_str().expect("trial").to_string();
     let item = |trial: &str| vec![("trial", trial.to_string()), ("kind", "recovery".to_string())];
+    let label_at = |trial: &str, value: &str, turn: &str| {
+        vec![
+            ("label[trial]", trial.to_string()),
+            ("label[kind]", "recovery".to_string()),
+            ("label[value]", value.to_string()),
+            ("label[turn]", turn.to_string()),
+            ("label[note]", String::new()),
+        ]
+    };
     let label = |trial: &str, value: &str, note: &str| {
         vec![
             ("label[trial]", trial.to_string()),
@@ -444,7 +453,21 @@ async fn disputed_labels_need_two_blind_annotators_and_conflicts_an_adjudication
     let for_bob = json(call("open_item", "bob", item(&trial)).await);
     assert_eq!((for_bob["item"]["blind"].as_bool(), for_bob["item"]["labels"].as_u64()), (Some(true), Some(1)));
     assert!(for_bob["item"]["votes"].as_array().is_some_and(Vec::is_empty) && for_bob["item"]["value"].is_null());
+    // Nor does the trajectory page tell him: a disputed label is hidden from all but operators.
+    let (status, body) = call("get_trajectory", "bob", vec![("trial", trial.clone()), ("page", "0".into())]).await;
+    assert_eq!(status, 200, "{body}");
+    let view: serde_json::Value = serde_json::from_str(&body).expect("view");
+    let recovery =
+        view["labels"].as_array().expect("labels").iter().find(|l| l["kind"] == "recovery").expect("label").clone();
+    assert_eq!((recovery["hidden"].as_bool(), recovery["source"].as_str()), (Some(true), Some("hidden")), "{recovery}");
+    let (status, body) = call("save_label", "bob", label_at(&trial, "no", "99999")).await;
+    assert!(status != 200 && body.contains("turns 0 to"), "a turn the trial does not have is refused: {body}");
+    json(call("start_labelling", "bob", item(&trial)).await);
+    let (status, body) = call("release_item", "ann", item(&trial)).await;
+    assert!(status != 200 && body.contains("bob holds"), "nobody gives back another's hold: {body}");
     json(call("save_label", "bob", label(&trial, "no", "it never verified")).await);
+    // Having seen Ann's label, Bob comes round to it: the conflict stands until a ruling.
+    json(call("save_label", "bob", label(&trial, "yes", "on second thoughts")).await);
     let q = json(queue("bob", vec![("filter[state]", "conflict".into())]).await);
     let top = &q["items"][0];
     assert_eq!((top["trial_id"].as_str(), top["conflict"].as_bool()), (Some(trial.as_str()), Some(true)), "{q}");
@@ -457,7 +480,7 @@ async fn disputed_labels_need_two_blind_annotators_and_conflicts_an_adjudication
     // The adjudicator sees both labels with their notes; overruling the automatic label needs a note.
     let ruling = json(call("open_item", "otto", item(&trial)).await);
     let votes = ruling["item"]["votes"].as_array().expect("votes");
-    assert!(votes.iter().any(|v| v["author"] == "bob" && v["note"] == "it never verified"), "{ruling}");
+    assert!(votes.iter().any(|v| v["author"] == "bob" && v["note"] == "on second thoughts"), "{ruling}");
     assert_eq!(ruling["can_adjudicate"], true);
     assert_ne!(call("adjudicate", "bob", label(&trial, "no", "ruling")).await.0, 200, "annotators cannot adjudicate");
     let automatic = ruling["item"]["value"].as_bool().expect("operators are not blind");
@@ -467,6 +490,8 @@ async fn disputed_labels_need_two_blind_annotators_and_conflicts_an_adjudication
     json(call("adjudicate", "otto", label(&trial, overrule, "profile not opened after exposure")).await);
     let q = json(queue("otto", vec![]).await);
     assert!(!waiting(&q, &trial), "an adjudicated label leaves the queue");
+    let (status, body) = call("save_label", "ann", label(&trial, "yes", "")).await;
+    assert!(status != 200 && body.contains("settled already"), "a settled label is the operator's now: {body}");
     let after = board().await;
     assert_eq!(after["human_labels"], 1);
     assert_ne!(before["rows"][0]["cells"]["recovery"], after["rows"][0]["cells"]["recovery"], "the leaderboard moved");
