@@ -1,6 +1,7 @@
 //! Implements the ports of `app::ssr` on top of the world and the store.
 
 pub mod annotate;
+pub mod effects;
 pub mod geo;
 pub mod insights;
 pub mod jobs;
