@@ -80,7 +80,7 @@ pub struct RunArgs {
     pub replay: Vec<crate::runs::replay::ReplayPlan>,
     /// How many annotators must agree on a disputed label before it replaces the automatic
     /// one in every number (an operator's adjudication settles it at once).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=20))]
+    #[arg(long, default_value_t = crate::judge::aggregate::DEFAULT_ANNOTATORS as u64, value_parser = clap::value_parser!(u64).range(1..=20))]
     pub annotators: u64,
     /// Only plan the run and print its id; `mirage worker` processes execute it.
     #[arg(long, conflicts_with = "resume")]

@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 use super::TrialScore;
 use super::labels::{self, LabelKind};
 pub use super::metric::{Metric, contribution, flag, label_of};
-pub use super::overrides::{Agreement, DEFAULT_ANNOTATORS, Settlement, annotator_agreement, apply_overrides, settle};
+pub use super::overrides::{
+    Agreement, DEFAULT_ANNOTATORS, Settlement, annotator_agreement, apply_overrides, people_labels, settle,
+};
 pub use super::twins::PairCounts;
 use super::twins::{noise_floor, pass_k};
 use crate::manip::Level;

@@ -43,6 +43,22 @@ fn latest_by_author(events: &[LabelEvent]) -> BTreeMap<(&str, LabelKind), BTreeM
     votes
 }
 
+/// People's labels of each (trial, kind) as they stand: each annotator's latest label and
+/// every adjudication, in the order they were given.
+pub fn people_labels(events: &[LabelEvent]) -> BTreeMap<(&str, LabelKind), Vec<&LabelEvent>> {
+    let mut out: BTreeMap<(&str, LabelKind), Vec<&LabelEvent>> = BTreeMap::new();
+    for (key, by_author) in latest_by_author(events) {
+        out.entry(key).or_default().extend(by_author.into_values());
+    }
+    for e in events.iter().filter(|e| e.source == "adjudication") {
+        out.entry((e.trial_id.as_str(), e.kind)).or_default().push(e);
+    }
+    for labels in out.values_mut() {
+        labels.sort_by_key(|e| e.event_id);
+    }
+    out
+}
+
 /// Settles each (trial, kind) that people labelled, `needed` annotators required (at
 /// least one). An `adjudication` event decides. Otherwise annotators' labels are read in
 /// the order they were given, each person's latest counting once, and the first of two

@@ -19,7 +19,7 @@ use super::runs::{score_of, trial_row};
 use crate::db::{DecisionClass, LabelEvent, LabelLock, ReasoningGrade, Store, now_ms};
 use crate::env::World;
 use crate::judge::TrialScore;
-use crate::judge::aggregate::{Agreement, Metric, annotator_agreement};
+use crate::judge::aggregate::{Agreement, Metric, annotator_agreement, people_labels};
 use crate::judge::labels::{Label, LabelKind, QUEUE_ORDER};
 use crate::runs::export::parse_steps;
 
@@ -46,27 +46,6 @@ fn vote(e: &LabelEvent) -> Option<Vote> {
         turn: e.turn.and_then(|t| usize::try_from(t).ok()),
         at: e.created_at,
     })
-}
-
-/// People's labels of one item: each annotator's latest, then adjudications, oldest first.
-fn votes_of<'e>(events: impl IntoIterator<Item = &'e LabelEvent>) -> Vec<Vote> {
-    let mut latest: BTreeMap<&str, &LabelEvent> = BTreeMap::new();
-    let mut rulings = Vec::new();
-    for e in events {
-        match e.source.as_str() {
-            "human" => {
-                let author = e.author.as_deref().unwrap_or("annotator");
-                if latest.get(author).is_none_or(|old| old.event_id < e.event_id) {
-                    latest.insert(author, e);
-                }
-            }
-            "adjudication" => rulings.push(e),
-            _ => {}
-        }
-    }
-    let mut all: Vec<&LabelEvent> = latest.into_values().chain(rulings).collect();
-    all.sort_by_key(|e| e.event_id);
-    all.into_iter().filter_map(vote).collect()
 }
 
 /// What the caller may see of an item, from its label and people's labels.
@@ -211,10 +190,7 @@ impl AnnotateService {
         let key = self.insights.fingerprint(run).await?;
         let (scores, pending) = self.insights.scores_ready(run, key).await?;
         let events = self.store.people_label_events(run).await.map_err(internal)?;
-        let mut by_item: HashMap<(&str, LabelKind), Vec<&LabelEvent>> = HashMap::new();
-        for e in &events {
-            by_item.entry((e.trial_id.as_str(), e.kind)).or_default().push(e);
-        }
+        let mut by_item = people_labels(&events);
         let locks = self.locks().await?;
         let needed = annotators(self.store.as_ref(), run).await?;
         let mut items = Vec::new();
@@ -229,7 +205,12 @@ impl AnnotateService {
                 if !l.disputed {
                     continue;
                 }
-                let votes = votes_of(by_item.remove(&(s.trial_id.as_str(), kind)).unwrap_or_default());
+                let votes = by_item
+                    .remove(&(s.trial_id.as_str(), kind))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(vote)
+                    .collect();
                 let lock = locks.get(&(s.trial_id.clone(), kind)).cloned();
                 let parts = ItemParts { score: s, run, kind, automatic: l, conflict: l.conflict, votes, needed, lock };
                 items.push(item(parts, who));
@@ -285,7 +266,7 @@ impl AnnotateService {
             kind,
             automatic: label.automatic.as_deref().unwrap_or(label),
             conflict: label.conflict,
-            votes: votes_of(&events),
+            votes: people_labels(&events).into_values().flatten().filter_map(vote).collect(),
             needed,
             lock,
         };
