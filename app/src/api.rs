@@ -41,6 +41,12 @@ pub async fn list_trials(query: TrialQuery) -> Result<TrialPage, AppError> {
     crate::ssr::respond(async move { crate::ssr::services()?.runs.trials(query).await }).await
 }
 
+/// A task's trials over every run (the newest runs' first).
+#[server(endpoint = "list_task_trials")]
+pub async fn list_task_trials(task: String) -> Result<crate::model::TaskTrials, AppError> {
+    crate::ssr::respond(async move { crate::ssr::services()?.runs.task_trials(task).await }).await
+}
+
 /// Launches a run from the form; returns its id.
 #[server(endpoint = "start_run")]
 pub async fn start_run(form: NewRun) -> Result<String, AppError> {
@@ -61,12 +67,17 @@ pub async fn cancel_run(id: String) -> Result<(), AppError> {
     .await
 }
 
-/// One trial, turn by turn.
+/// One trial, turn by turn; its previous and next trials are those of the run's trial list
+/// under the filters of `within` (its run and page are not read).
 #[server(endpoint = "get_trajectory")]
-pub async fn get_trajectory(trial: String, page: usize) -> Result<TrajectoryView, AppError> {
+pub async fn get_trajectory(
+    trial: String,
+    page: usize,
+    #[server(default)] within: TrialQuery,
+) -> Result<TrajectoryView, AppError> {
     crate::ssr::respond(async move {
         let operator = crate::ssr::identity().is_ok_and(|w| w.role >= crate::model::Role::Operator);
-        let mut view = crate::ssr::services()?.runs.trajectory(trial, page).await?;
+        let mut view = crate::ssr::services()?.runs.trajectory(trial, page, within).await?;
         if !operator {
             view.blind_disputed();
         }

@@ -12,6 +12,9 @@ pub enum AppError {
     NotFound(String),
     #[error("invalid {field}: {message}")]
     Invalid { field: String, message: String },
+    /// Several fields of a form at fault at once, as (field, message) in the form's order.
+    #[error("invalid {}", fields_text(.0))]
+    InvalidFields(Vec<(String, String)>),
     #[error("sign in first")]
     Unauthorized,
     #[error("not allowed: {0}")]
@@ -30,16 +33,47 @@ impl FromServerFnError for AppError {
     type Encoder = JsonEncoding;
 
     fn from_server_fn_error(e: ServerFnErrorErr) -> Self {
-        AppError::Transport(e.to_string())
+        match e {
+            // The request's arguments do not fit the function: the caller's mistake, named.
+            ServerFnErrorErr::Args(m) => AppError::Invalid { field: "arguments".into(), message: m },
+            ServerFnErrorErr::MissingArg(m) => AppError::Invalid { field: m, message: "missing".into() },
+            e => AppError::Transport(e.to_string()),
+        }
     }
 }
 
+fn fields_text(fields: &[(String, String)]) -> String {
+    fields.iter().map(|(f, m)| format!("{f}: {m}")).collect::<Vec<_>>().join("; ")
+}
+
 impl AppError {
+    /// The error of a form from its faults: none is `Ok`, one is [`AppError::Invalid`],
+    /// more are [`AppError::InvalidFields`].
+    pub fn from_fields(mut fields: Vec<(String, String)>) -> Result<(), AppError> {
+        match fields.len() {
+            0 => Ok(()),
+            1 => {
+                let (field, message) = fields.remove(0);
+                Err(AppError::Invalid { field, message })
+            }
+            _ => Err(AppError::InvalidFields(fields)),
+        }
+    }
+
+    /// The message this error has for `field`, if it names it.
+    pub fn for_field(&self, field: &str) -> Option<String> {
+        match self {
+            AppError::Invalid { field: f, message } if f == field => Some(message.clone()),
+            AppError::InvalidFields(all) => all.iter().find(|(f, _)| f == field).map(|(_, m)| m.clone()),
+            _ => None,
+        }
+    }
+
     /// The HTTP status this error maps to during server-side rendering.
     pub fn status(&self) -> http::StatusCode {
         match self {
             AppError::NotFound(_) => http::StatusCode::NOT_FOUND,
-            AppError::Invalid { .. } => http::StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::Invalid { .. } | AppError::InvalidFields(_) => http::StatusCode::UNPROCESSABLE_ENTITY,
             AppError::Unauthorized => http::StatusCode::UNAUTHORIZED,
             AppError::Forbidden(_) => http::StatusCode::FORBIDDEN,
             AppError::Conflict(_) => http::StatusCode::CONFLICT,

@@ -29,12 +29,19 @@ pub trait Runs: Send + Sync {
     async fn get(&self, id: String) -> Result<RunDetail, AppError>;
     /// A page of a run's trials.
     async fn trials(&self, query: TrialQuery) -> Result<TrialPage, AppError>;
+    /// A task's trials over every run.
+    async fn task_trials(&self, task: String) -> Result<crate::model::TaskTrials, AppError>;
     /// Plans, stores and starts a run; `Invalid` names the form field at fault.
     async fn start(&self, form: NewRun) -> Result<String, AppError>;
     /// Cancels a run's unfinished trials.
     async fn cancel(&self, id: String) -> Result<(), AppError>;
     /// One trial turn by turn (a page of turns), with its score and labels.
-    async fn trajectory(&self, trial: String, page: usize) -> Result<TrajectoryView, AppError>;
+    async fn trajectory(
+        &self,
+        trial: String,
+        page: usize,
+        within: crate::model::TrialQuery,
+    ) -> Result<TrajectoryView, AppError>;
     /// A trial's counterfactual replays, each aligned with the original turn by turn.
     async fn replays(&self, trial: String) -> Result<crate::model::ReplaysView, AppError>;
     /// Starts replays of a trial in the background; `Invalid` names the field at fault.

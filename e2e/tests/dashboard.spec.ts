@@ -21,10 +21,14 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await page.getByLabel('Agent configurations').fill('surface, explorer, credulous');
   await page.getByLabel('Levels').fill('L0, L1');
   await page.getByLabel('Seeds').fill('zero');
+  await page.getByLabel('Concurrency').fill('0');
   await page.getByRole('button', { name: 'Launch' }).click();
+  // Every bad field is named at once.
   await expect(page.locator('#launch-seeds-error')).toContainText('not a whole number');
+  await expect(page.locator('#launch-concurrency-error')).toContainText('not a number from 1 to');
   await shoot('launch-invalid');
   await page.getByLabel('Seeds').fill('0');
+  await page.getByLabel('Concurrency').fill('4');
   await page.getByRole('button', { name: 'Launch' }).click();
   await expect(page).toHaveURL(/\/runs\/run-[0-9a-f]+$/);
   const run = page.url().split('/').pop()!;
@@ -46,6 +50,10 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await page.locator('table.trials tbody tr a[href*="/trials/"]').first().click();
   await expect(page.getByRole('heading', { name: 'Timeline' })).toBeVisible();
   await hydrated(page);
+  // Opened from a filtered list, the next trial is the list's next: explorer at L1 again.
+  await expect(page.getByTestId('within')).toContainText('agent explorer · level L1');
+  const nextTrial = page.locator('a.next-trial');
+  await expect(nextTrial).toHaveAttribute('href', /\?agent=explorer&level=L1$/);
   const jump = page.locator('a.jump[data-kind="exposure"]');
   await expect(jump).toBeVisible();
   await jump.click();
@@ -69,7 +77,20 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await page.locator('details.siblings li:not(.here) a.chip', { hasText: 'credulous · L1' }).click();
   await expect(page.locator('h1')).not.toHaveText(new URL(here).pathname.split('/').pop()!);
   await expect(page.locator('p.badges')).toContainText('credulous');
-  await page.goBack();
+  // The task page lists the task's trials: three configurations at two levels.
+  const taskId = await page.locator('a[href^="/tasks/"]').first().getAttribute('href');
+  await page.goto(taskId!);
+  await hydrated(page);
+  await expect(page.getByTestId('task-trials')).toContainText('6 trials in all');
+  await expect(page.locator('section[aria-labelledby="trials"] table.trials tbody tr')).toHaveCount(6);
+  // The run's list by outcome: every harmful decision, and nothing else.
+  await page.goto(`/runs/${run}?agent=credulous&outcome=harmful`);
+  await hydrated(page);
+  const harmful = page.locator('table.trials tbody tr');
+  expect(await harmful.count()).toBeGreaterThan(0);
+  await expect(page.locator('table.trials tbody tr .chip:not(.decision-harmful)')).toHaveCount(0);
+  await page.goto(here);
+  await hydrated(page);
 
   // A person grades this trial's reasoning (blind to the judge's score) and its decision.
   await page.getByRole('link', { name: 'Grade the reasoning and decision' }).click();

@@ -60,6 +60,16 @@ test('two annotators label blind, an operator adjudicates, a viewer reads', asyn
   await expect(bob.getByRole('button', { name: 'Save label' })).toBeDisabled();
   await expect(bob.getByRole('heading', { level: 1 })).toContainText('recovery');
 
+  // j and k move the turn under review (the form's turn and the highlighted turn follow).
+  await ann.locator('h1').click();
+  await ann.keyboard.press('j');
+  const down = Number(await ann.locator('#label-turn').inputValue());
+  await expect(ann.locator(`#turn-${down}`)).toHaveClass(/current/);
+  await ann.keyboard.press('k');
+  await expect(ann.locator('#label-turn')).toHaveValue(String(down - 1));
+  await expect(ann.locator(`#turn-${down - 1}`)).toHaveClass(/current/);
+  await expect(ann.locator(`#turn-${down}`)).not.toHaveClass(/current/);
+
   // Ann labels by key, with no note, and saves: one label of the two needed.
   await ann.locator('h1').click();
   await ann.keyboard.press('y');
@@ -83,6 +93,12 @@ test('two annotators label blind, an operator adjudicates, a viewer reads', asyn
   await bob.getByRole('button', { name: 'Save label' }).click();
   await expect(bob).toHaveURL(/\/annotate\?run=/);
 
+  // The team page before the adjudication: what it shows, and a first visit.
+  await otto.goto(`/team?run=${run}`);
+  await settled(otto);
+  await expect(otto.getByTestId('provenance')).toContainText(/as of \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC · 0 labels settled by people/);
+  await expect(otto.getByTestId('since-last-visit')).toContainText('First visit');
+
   // The operator sees both labels with their notes and settles it.
   await otto.goto(item);
   await hydrated(otto);
@@ -97,6 +113,16 @@ test('two annotators label blind, an operator adjudicates, a viewer reads', asyn
   await settled(otto);
   await expect(otto.locator('table.people-people')).toContainText('recovery');
   await expect(otto.locator('table.people-people')).toContainText('too few: n = 1 of the 10 needed');
+
+  // Back on the team page, the settled label shows as a change since the last visit.
+  await otto.goto(`/team?run=${run}`);
+  await settled(otto);
+  await expect(otto.getByTestId('provenance')).toContainText('1 labels settled by people');
+  await expect(otto.getByTestId('since-last-visit')).toContainText('changed since your last visit');
+  await expect(otto.getByTestId('since-last-visit')).toContainText('labels settled by people: 0 → 1');
+  await otto.reload();
+  await settled(otto);
+  await expect(otto.getByTestId('since-last-visit')).toContainText('No figure changed since your last visit');
 
   // A viewer reads everything and is told why the form is off; ] moves to the next item.
   const vera = await signIn(browser, 'vera');

@@ -76,7 +76,7 @@ async fn main() {
         &state.world,
         std::slice::from_ref(&log),
         None,
-        &server::foreign::Mapping::default(),
+        (&server::foreign::Mapping::default(), server::foreign::Limits::default()),
         &state.corpus_version,
     )
     .await

@@ -29,7 +29,7 @@ async fn main() {
     let mut spec = RunSpec::basic("forum", &["credulous", "explorer"], &["L3"], &["raw"], vec![0]);
     spec.replay = vec!["strip-spans:1".parse::<ReplayPlan>().expect("plan")];
     let run = create_run(store.as_ref(), &world, &spec, "bench").await.expect("run");
-    let options = PoolOptions { concurrency: 1, lease: Duration::from_secs(60) };
+    let options = PoolOptions { concurrency: 1, lease: Duration::from_secs(60), ..Default::default() };
     let started = Instant::now();
     execute(store.clone(), world.clone(), &run, options, Arc::new(|_, _| {})).await.expect("execute");
     let trials = store.progress(&run).await.expect("progress").done;

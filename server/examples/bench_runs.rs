@@ -47,7 +47,7 @@ async fn timed_run(store: &Arc<dyn Store>, world: &Arc<World>, spec: &RunSpec, c
         counter.fetch_add(1, Ordering::Relaxed);
         times.lock().expect("finish times").push(Instant::now());
     });
-    let options = PoolOptions { concurrency, lease: Duration::from_secs(60) };
+    let options = PoolOptions { concurrency, lease: Duration::from_secs(60), ..Default::default() };
     let started = Instant::now();
     execute(store.clone(), world.clone(), &run, options, on_finish).await.expect("execute");
     let p = store.progress(&run).await.expect("progress");
@@ -86,9 +86,15 @@ async fn main() {
     let run = create_run(store.as_ref(), &world, &explorer, "bench").await.expect("run");
     let started = Instant::now();
     let noop = Arc::new(|_: &server::db::TrialRow, _: &server::db::TrialEnd| {});
-    execute(store.clone(), world.clone(), &run, PoolOptions { concurrency: 1, lease: Duration::from_secs(60) }, noop)
-        .await
-        .expect("execute");
+    execute(
+        store.clone(),
+        world.clone(),
+        &run,
+        PoolOptions { concurrency: 1, lease: Duration::from_secs(60), ..Default::default() },
+        noop,
+    )
+    .await
+    .expect("execute");
     let secs = started.elapsed().as_secs_f64();
     let mut steps = 0usize;
     for t in store.trials(&run).await.expect("trials") {

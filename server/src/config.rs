@@ -71,10 +71,45 @@ pub struct ServerSettings {
     /// before it answers with what is ready and a progress line, then fills in.
     #[serde(default = "default_page_wait_ms")]
     pub page_wait_ms: u64,
+    /// Host names (without port) the server answers to besides its listen address,
+    /// `localhost`, `127.0.0.1` and `[::1]`: the names it is reached by behind a proxy or on
+    /// a network. A request naming any other host is refused (421) before it is routed, so
+    /// a web page cannot rebind its own name to this server.
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// The largest request body accepted, in bytes (larger ones get 413 before they are read).
+    #[serde(default = "default_max_body_bytes")]
+    pub max_body_bytes: usize,
+    /// Pages one client may fetch per minute inside episodes (`/ep/…`, each one logged).
+    #[serde(default = "default_episode_pages_per_minute")]
+    pub episode_pages_per_minute: u32,
+    /// Sign-in attempts per minute from one client, and on one account.
+    #[serde(default = "default_logins_per_minute")]
+    pub logins_per_minute: u32,
+    /// How long (seconds) a worker's claim on a trial lasts without a heartbeat: after a
+    /// crash, the trials it held return to the queue once this has passed.
+    #[serde(default = "default_run_lease_secs")]
+    pub run_lease_secs: u64,
+}
+
+fn default_run_lease_secs() -> u64 {
+    30
 }
 
 fn default_episodes_per_minute() -> u32 {
     120
+}
+
+fn default_max_body_bytes() -> usize {
+    1 << 20
+}
+
+fn default_episode_pages_per_minute() -> u32 {
+    3_000
+}
+
+fn default_logins_per_minute() -> u32 {
+    10
 }
 
 fn default_page_wait_ms() -> u64 {
@@ -88,6 +123,11 @@ impl Default for ServerSettings {
             episodes_per_minute: default_episodes_per_minute(),
             search_dir: None,
             page_wait_ms: default_page_wait_ms(),
+            hosts: Vec::new(),
+            max_body_bytes: default_max_body_bytes(),
+            episode_pages_per_minute: default_episode_pages_per_minute(),
+            logins_per_minute: default_logins_per_minute(),
+            run_lease_secs: default_run_lease_secs(),
         }
     }
 }

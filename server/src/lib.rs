@@ -31,6 +31,7 @@ use axum::Router;
 use axum::routing::{get, post};
 use leptos::prelude::provide_context;
 use leptos_axum::{LeptosRoutes, generate_route_list};
+use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 
 pub use state::AppState;
@@ -63,7 +64,13 @@ pub fn router(state: AppState) -> Router {
         })
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
         .layer(axum::middleware::from_fn_with_state(state.clone(), http::dashboard::pin_run))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), http::auth::layer));
+        .layer(axum::middleware::from_fn(http::server_fn_status))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), http::auth::layer))
+        // Bodies past the limit get 413 before they are read (by a Content-Length that says
+        // so, or as soon as a streamed body passes it); extractors share the same limit.
+        .layer(RequestBodyLimitLayer::new(state.config.server.max_body_bytes))
+        .layer(axum::extract::DefaultBodyLimit::max(state.config.server.max_body_bytes))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), http::auth::hosts));
     http::with_security_headers(router).layer(TraceLayer::new_for_http()).with_state(state)
 }
 
@@ -101,6 +108,13 @@ pub async fn app_state(
     follow_trials(search.clone(), store.clone(), &pulse);
     let geo = Arc::new(services::geo::GeoService::new(store.clone()));
     let guard = Arc::new(state::Guard::default());
+    let executor = Arc::new(services::execution::Executor::new(
+        store.clone(),
+        world.clone(),
+        insights.clone(),
+        pulse.clone(),
+        std::time::Duration::from_secs(config.server.run_lease_secs.max(1)),
+    ));
     Ok(AppState {
         leptos_options,
         world,
@@ -113,6 +127,7 @@ pub async fn app_state(
         geo,
         guard,
         pulse,
+        executor,
     })
 }
 

@@ -33,18 +33,31 @@ pub struct AppState {
     pub guard: Arc<Guard>,
     /// Run progress, read once for every stream and the search follower.
     pub pulse: Arc<crate::services::pulse::Pulse>,
+    /// Runs executing in this process (launched here or resumed), drained on shutdown.
+    pub executor: Arc<crate::services::execution::Executor>,
 }
 
 /// How long the answer to "are there accounts?" is reused before the store is asked again
 /// (accounts are added by `mirage user add`, possibly in another process).
 pub const ACCOUNTS_TTL: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// What a budget is spent on: episodes created, pages fetched inside episodes, sign-in
+/// attempts from one client, sign-in attempts on one account.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Budget {
+    Episodes,
+    EpisodePages,
+    LoginClient,
+    LoginAccount,
+}
+
 /// Shared checks of the access layer: a short-lived cache of whether accounts exist, and
-/// a sliding one-minute window of episode creations per client.
+/// sliding one-minute windows of what each client (or account) spent.
 #[derive(Default)]
 pub struct Guard {
     accounts: std::sync::Mutex<Option<(std::time::Instant, bool)>>,
-    episodes: std::sync::Mutex<std::collections::HashMap<String, std::collections::VecDeque<std::time::Instant>>>,
+    budgets:
+        std::sync::Mutex<std::collections::HashMap<(Budget, String), std::collections::VecDeque<std::time::Instant>>>,
 }
 
 impl Guard {
@@ -67,12 +80,17 @@ impl Guard {
 
     /// Takes one episode from `client`'s budget of `per_minute`; `false` when it is spent.
     pub fn allow_episode(&self, client: &str, per_minute: u32) -> bool {
-        let Ok(mut all) = self.episodes.lock() else { return false };
+        self.allow(Budget::Episodes, client, per_minute)
+    }
+
+    /// Takes one from `key`'s budget of `per_minute` for `what`; `false` when it is spent.
+    pub fn allow(&self, what: Budget, key: &str, per_minute: u32) -> bool {
+        let Ok(mut all) = self.budgets.lock() else { return false };
         let now = std::time::Instant::now();
         let window = std::time::Duration::from_secs(60);
-        // Forget clients idle for a minute, so the map stays small.
+        // Forget keys idle for a minute, so the map stays small.
         all.retain(|_, times| times.back().is_some_and(|t| now.duration_since(*t) < window));
-        let times = all.entry(client.to_string()).or_default();
+        let times = all.entry((what, key.to_string())).or_default();
         while times.front().is_some_and(|t| now.duration_since(*t) >= window) {
             times.pop_front();
         }
@@ -94,7 +112,7 @@ impl From<&AppState> for Services {
             insights: state.insights.clone(),
             search: state.search.clone(),
             geo: state.geo.clone(),
-            pulse: state.pulse.clone(),
+            executor: state.executor.clone(),
         })
     }
 }

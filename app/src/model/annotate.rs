@@ -32,7 +32,8 @@ pub struct QueueItem {
     pub kind: String,
     /// The automatic label (rule, or the model judge where it disagreed); `None` while blind.
     pub value: Option<bool>,
-    /// The turn the automatic label points to.
+    /// The turn the automatic label points to (while blind, the trial's first exposure, so
+    /// that whether there is one does not tell the value).
     pub turn: Option<usize>,
     pub source: String,
     pub confidence: f64,
@@ -221,4 +222,19 @@ pub struct NewGrade {
     /// `right`, `acceptable` or `wrong`.
     pub decision: String,
     pub note: String,
+}
+
+/// The longest note a label, an adjudication or a grade may carry, in characters.
+pub const MAX_NOTE_CHARS: usize = 4_000;
+
+/// `Invalid` naming the note when it is longer than [`MAX_NOTE_CHARS`].
+pub fn check_note(note: &str) -> Result<(), crate::error::AppError> {
+    let n = note.chars().count();
+    if n > MAX_NOTE_CHARS {
+        return Err(crate::error::AppError::Invalid {
+            field: "note".into(),
+            message: format!("{n} characters; a note holds at most {MAX_NOTE_CHARS}"),
+        });
+    }
+    Ok(())
 }

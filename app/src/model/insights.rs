@@ -94,6 +94,9 @@ pub struct Leaderboard {
     pub breakdown: Vec<(String, Vec<BoardRow>)>,
     pub pairs: Vec<PairView>,
     pub judges: Vec<String>,
+    /// When the figures shown were computed (ms since the epoch; `None` while nothing is).
+    #[serde(default)]
+    pub as_of: Option<i64>,
     /// Labels a person settled in this run.
     pub human_labels: usize,
     /// Cohen's κ between automatic and human labels: (kind, n, κ).

@@ -100,14 +100,48 @@ pub struct TrialQuery {
     pub task: Option<String>,
     #[serde(default)]
     pub condition: Option<String>,
+    /// `right`, `acceptable`, `harmful` or `wrong` (the class of the decision).
+    #[serde(default)]
+    pub outcome: Option<String>,
     /// Zero-based page.
     pub page: usize,
+}
+
+/// The names of a trial list's filters, in the order the pages write them.
+pub const TRIAL_FILTERS: [&str; 6] = ["agent", "level", "state", "task", "condition", "outcome"];
+
+/// The classes of a finished trial's decision a list can be filtered by.
+pub const OUTCOMES: [&str; 4] = ["right", "acceptable", "harmful", "wrong"];
+
+impl TrialQuery {
+    /// The filters as (name, value) pairs for a query string, in [`TRIAL_FILTERS`] order.
+    pub fn filters(&self) -> Vec<(&'static str, Option<String>)> {
+        let values = [&self.agent, &self.level, &self.state, &self.task, &self.condition, &self.outcome];
+        TRIAL_FILTERS.into_iter().zip(values.into_iter().cloned()).collect()
+    }
+
+    /// The query with each filter named in [`TRIAL_FILTERS`] read by `get`.
+    pub fn with_filters(run: String, page: usize, get: impl Fn(&str) -> Option<String>) -> Self {
+        Self {
+            run,
+            agent: get("agent"),
+            level: get("level"),
+            state: get("state"),
+            task: get("task"),
+            condition: get("condition"),
+            outcome: get("outcome"),
+            page,
+        }
+    }
 }
 
 /// One row of a run's trial table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrialSummary {
     pub id: String,
+    /// The run the trial belongs to.
+    #[serde(default)]
+    pub run: String,
     pub task_id: String,
     pub agent: String,
     pub level: String,
@@ -141,6 +175,14 @@ pub struct TrialPage {
     pub total: usize,
     pub page: usize,
     pub page_size: usize,
+}
+
+/// A task's trials over every run (the newest runs' first, up to a limit).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskTrials {
+    pub rows: Vec<TrialSummary>,
+    /// Trials of the task in all runs (more than `rows` holds when past the limit).
+    pub total: usize,
 }
 
 /// The launch form as submitted: every field is text so that a mistake can be explained

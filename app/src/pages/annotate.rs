@@ -294,7 +294,7 @@ pub fn AnnotateItemPage() -> impl IntoView {
     );
     let turns = Resource::new(
         move || (key.get().0, opened.get().and_then(Result::ok).and_then(|o| o.item.turn)),
-        |(trial, turn)| get_trajectory(trial, turn.map_or(0, |t| t / TURN_PAGE)),
+        |(trial, turn)| get_trajectory(trial, turn.map_or(0, |t| t / TURN_PAGE), crate::model::TrialQuery::default()),
     );
     provide_context(super::trajectory::AllOpen(RwSignal::new(None)));
     let value = RwSignal::new(String::new());
@@ -474,7 +474,7 @@ pub fn AnnotateItemPage() -> impl IntoView {
                 </div>
                 <div class="field">
                     <label for="label-note">"Note (optional; an adjudication that overrules the automatic label needs one)"</label>
-                    <textarea id="label-note" name="note" rows="3" prop:value=move || note.get() on:input=move |ev| note.set(event_target_value(&ev))></textarea>
+                    <textarea id="label-note" name="note" rows="3" maxlength=crate::model::MAX_NOTE_CHARS prop:value=move || note.get() on:input=move |ev| note.set(event_target_value(&ev))></textarea>
                     <span class="field-error" role="alert">{field_error("note")}</span>
                 </div>
                 <div class="buttons">
@@ -507,7 +507,8 @@ pub fn AnnotateItemPage() -> impl IntoView {
                     // Badges of the other labels at their turns; the label under review only
                     // once the caller may see it.
                     let (kind, blind) = o.as_ref().map_or((String::new(), true), |o| (o.item.kind.clone(), o.item.blind));
-                    let selected = Signal::derive(move || at);
+                    // The turn j/k (or the form's turn field) chose, else the one under review.
+                    let selected = Signal::derive(move || turn.get().parse::<usize>().ok().or(at));
                     let labels = v.labels.clone();
                     view! {
                         <super::trajectory::OpenAll/>

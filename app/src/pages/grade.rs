@@ -90,7 +90,7 @@ pub fn GradePage() -> impl IntoView {
             </fieldset>
             <div class="field">
                 <label for="grade-note">"Note"</label>
-                <textarea id="grade-note" rows="3" prop:value=move || note.get() on:input=move |ev| note.set(event_target_value(&ev))></textarea>
+                <textarea id="grade-note" rows="3" maxlength=crate::model::MAX_NOTE_CHARS prop:value=move || note.get() on:input=move |ev| note.set(event_target_value(&ev))></textarea>
                 <span class="field-error" role="alert">{field_error("note")}</span>
             </div>
             <div class="buttons">

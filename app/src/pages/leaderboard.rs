@@ -1,7 +1,7 @@
 //! `/leaderboard`: agent configurations × metrics with 95 % intervals, tie bands, the
 //! Default/Strict/Loose toggle, breakdowns by domain, condition or level, sortable columns,
 //! pairwise comparisons (Holm-adjusted) on demand, κ of automatic vs human labels, and CSV /
-//! JSON downloads. `/team`: the same table, read-only, for sharing.
+//! JSON downloads. `/team` (in `team.rs`) shows the same table read-only.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -55,7 +55,7 @@ fn sorted(mut rows: Vec<BoardRow>, sort: Option<&str>) -> Vec<BoardRow> {
 
 /// The table of one set of rows. `sort_href` builds the link of a column header (none on
 /// the read-only page).
-fn board_table(
+pub(super) fn board_table(
     rows: Vec<BoardRow>,
     columns: &[String],
     tier: &str,
@@ -107,7 +107,7 @@ fn board_table(
     }
 }
 
-fn export_links(b: &Leaderboard) -> impl IntoView {
+pub(super) fn export_links(b: &Leaderboard) -> impl IntoView {
     let q = |extra: &[(&str, Option<String>)]| {
         let mut pairs = vec![("run", Some(b.run.clone())), ("tier", Some(b.tier.clone())), ("by", b.by.clone())];
         pairs.extend(extra.iter().cloned());
@@ -256,35 +256,6 @@ pub fn LeaderboardPage() -> impl IntoView {
                         }}
                     }.into_any()
                 }
-            })}
-        </Transition>
-    }
-}
-
-/// `/team`: the leaderboard of a run, read-only, with no controls but the tier.
-#[component]
-pub fn TeamPage() -> impl IntoView {
-    let run = query_param("run");
-    let tier = query_param("tier");
-    let board = Resource::new(move || BoardQuery { run: run.get(), tier: tier.get(), by: None }, get_leaderboard);
-    let refetch = Callback::new(move |()| board.refetch());
-    view! {
-        <Title text="Team leaderboard"/>
-        <Transition fallback=|| view! { <p>"Scoring…"</p> }>
-            {move || board.get().map(|b| match b {
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(b) => view! {
-                    <h1>{format!("Team leaderboard: {}", b.run)}</h1>
-                    <PendingLine pending=b.pending.clone() refetch=refetch/>
-                    <p class="muted">{format!("Decision tier {}; bands group configurations whose utility is not significantly different.", b.tier)}</p>
-                    <p class="muted" data-testid="provenance">{format!(
-                        "Run {} · {} labels settled by people · judges {}",
-                        b.run, b.human_labels, if b.judges.is_empty() { "none".to_string() } else { b.judges.join(", ") }
-                    )}</p>
-                    {board_table(b.rows.clone(), &b.columns, &b.tier, true, None)}
-                    {export_links(&b)}
-                    <p><A href=format!("/leaderboard{}", query_string(&[("run", Some(b.run.clone())), ("tier", Some(b.tier.clone()))]))>"Open the full leaderboard"</A></p>
-                }.into_any(),
             })}
         </Transition>
     }

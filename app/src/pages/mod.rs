@@ -15,6 +15,7 @@ mod runs;
 mod search;
 mod task;
 mod tasks;
+mod team;
 mod trajectory;
 
 pub use annotate::{AnnotateItemPage, AnnotatePage};
@@ -23,13 +24,14 @@ pub use geo::GeoPage;
 pub use geo_target::GeoTargetPage;
 pub use grade::GradePage;
 pub use home::HomePage;
-pub use leaderboard::{LeaderboardPage, TeamPage};
+pub use leaderboard::LeaderboardPage;
 pub use plots::{HeatmapsPage, RobustnessPage};
 pub use report::ReportPage;
 pub use runs::{RunPage, RunsPage};
 pub use search::SearchPage;
 pub use task::TaskPage;
 pub use tasks::TasksPage;
+pub use team::TeamPage;
 pub use trajectory::TrajectoryPage;
 
 use leptos::prelude::*;

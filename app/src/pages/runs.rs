@@ -4,13 +4,13 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::A;
-use leptos_router::hooks::{use_navigate, use_params_map};
+use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 
 use super::ErrorNotice;
 use crate::api::{CancelRun, StartRun, get_run, list_runs, list_trials};
 use crate::components::{ProgressLine, live_progress, may, query_param, query_string};
 use crate::error::AppError;
-use crate::model::{NewRun, Role, TrialQuery};
+use crate::model::{NewRun, OUTCOMES, Role, TrialQuery};
 
 fn when(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms).map_or_else(String::new, |d| d.format("%Y-%m-%d %H:%M UTC").to_string())
@@ -18,10 +18,7 @@ fn when(ms: i64) -> String {
 
 /// The message for `field` when the last launch failed on it.
 fn field_error(result: Option<Result<String, AppError>>, field: &'static str) -> Option<String> {
-    match result {
-        Some(Err(AppError::Invalid { field: f, message })) if f == field => Some(message),
-        _ => None,
-    }
+    result.and_then(Result::err).and_then(|e| e.for_field(field))
 }
 
 #[component]
@@ -74,7 +71,7 @@ fn LaunchForm() -> impl IntoView {
     });
     let err = move |field: &'static str| Signal::derive(move || field_error(start.value().get(), field));
     let other_error = move || match start.value().get() {
-        Some(Err(AppError::Invalid { .. }) | Ok(_)) | None => None,
+        Some(Err(AppError::Invalid { .. } | AppError::InvalidFields(_)) | Ok(_)) | None => None,
         Some(Err(e)) => Some(e.to_string()),
     };
     let submit = move |ev: leptos::ev::SubmitEvent| {
@@ -169,31 +166,22 @@ pub fn RunPage() -> impl IntoView {
     let params = use_params_map();
     let id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
     let live = live_progress(params.read_untracked().get("id"));
-    let agent = query_param("agent");
-    let level = query_param("level");
-    let state = query_param("state");
-    let task = query_param("task");
-    let condition = query_param("condition");
+    let query = use_query_map();
+    let filters = Memo::new(move |_| {
+        TrialQuery::with_filters(String::new(), 0, |k| query.read().get(k).filter(|v| !v.is_empty()))
+    });
+    let field = move |k: &'static str| {
+        move || {
+            filters.with(|f| f.filters().into_iter().find(|(n, _)| *n == k).and_then(|(_, v)| v)).unwrap_or_default()
+        }
+    };
     let page = Memo::new(move |_| query_param("page").get().and_then(|p| p.parse::<usize>().ok()).unwrap_or(0));
     // Trials and coverage refetch as trials finish (the stream updates the counts), so the
     // progress line and the coverage table read the same counts.
     let finished = Memo::new(move |_| live.0.with(|m| m.get(&id.get()).map(|p| p.counts.finished())));
     let detail = Resource::new(move || (id.get(), finished.get()), |(id, _)| get_run(id));
     let trials = Resource::new(
-        move || {
-            (
-                TrialQuery {
-                    run: id.get(),
-                    agent: agent.get(),
-                    level: level.get(),
-                    state: state.get(),
-                    task: task.get(),
-                    condition: condition.get(),
-                    page: page.get(),
-                },
-                finished.get(),
-            )
-        },
+        move || (TrialQuery { run: id.get(), page: page.get(), ..filters.get() }, finished.get()),
         |(q, _)| list_trials(q),
     );
     let cancel = ServerAction::<CancelRun>::new();
@@ -202,14 +190,7 @@ pub fn RunPage() -> impl IntoView {
         format!(
             "/runs/{}{}",
             id.get(),
-            query_string(&[
-                ("agent", agent.get()),
-                ("level", level.get()),
-                ("state", state.get()),
-                ("task", task.get()),
-                ("condition", condition.get()),
-                ("page", (page > 0).then(|| page.to_string())),
-            ])
+            query_string(&[filters.get().filters(), vec![("page", (page > 0).then(|| page.to_string()))]].concat())
         )
     };
     view! {
@@ -275,14 +256,20 @@ pub fn RunPage() -> impl IntoView {
         </Suspense>
         <h2>"Trials"</h2>
         <form class="filters" method="get">
-            <label>"Agent "<input name="agent" value=move || agent.get().unwrap_or_default()/></label>
-            <label>"Level "<input name="level" value=move || level.get().unwrap_or_default() size="4"/></label>
-            <label>"Condition "<input name="condition" value=move || condition.get().unwrap_or_default() size="10"/></label>
-            <label>"Task "<input name="task" value=move || task.get().unwrap_or_default()/></label>
+            <label>"Agent "<input name="agent" value=field("agent")/></label>
+            <label>"Level "<input name="level" value=field("level") size="4"/></label>
+            <label>"Condition "<input name="condition" value=field("condition") size="10"/></label>
+            <label>"Task "<input name="task" value=field("task")/></label>
             <label>"State "
-                <select name="state" prop:value=move || state.get().unwrap_or_default()>
+                <select name="state" prop:value=field("state")>
                     <option value="">"any"</option>
                     {["queued", "running", "done", "error", "cancelled"].map(|s| view! { <option value=s>{s}</option> })}
+                </select>
+            </label>
+            <label title="right: full credit; acceptable: partial credit; harmful: a harmful verdict; wrong: anything else">"Outcome "
+                <select name="outcome" prop:value=field("outcome")>
+                    <option value="">"any"</option>
+                    {OUTCOMES.map(|s| view! { <option value=s>{s}</option> })}
                 </select>
             </label>
             <button type="submit">"Filter"</button>
@@ -299,7 +286,8 @@ pub fn RunPage() -> impl IntoView {
                                 {t.rows.into_iter().map(|r| {
                                     // GEO ranking trials have their own view and no task page.
                                     let geo = r.condition == "geo" && r.task_id.starts_with("geo:");
-                                    let trial = if geo { format!("/geo/trials/{}", r.id) } else { format!("/runs/{}/trials/{}", id.get_untracked(), r.id) };
+                                    // A trial opened from a filtered list steps through that list.
+                                    let trial = if geo { format!("/geo/trials/{}", r.id) } else { format!("/runs/{}/trials/{}{}", id.get_untracked(), r.id, query_string(&filters.get_untracked().filters())) };
                                     let task = if geo { format!("/geo/trials/{}", r.id) } else { format!("/tasks/{}", r.task_id) };
                                     // An imported sample that is not a Mirage task has no task page.
                                     let task_cell = if r.foreign {

@@ -1,13 +1,14 @@
 //! `/tasks/:id`: one task with its tickets, surface and hidden layers, graph, gold facts,
-//! verdict specification and injection points. Graph nodes link to the live pages.
+//! verdict specification and injection points, and its trials over every run. Graph nodes
+//! link to the live pages.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use super::ErrorNotice;
-use crate::api::get_task;
-use crate::model::{PageView, TaskDetail};
+use crate::api::{get_task, list_task_trials};
+use crate::model::{PageView, TaskDetail, TaskTrials};
 
 #[component]
 fn PageCard(page: PageView) -> impl IntoView {
@@ -87,6 +88,7 @@ pub fn TaskPage() -> impl IntoView {
     let params = use_params_map();
     let id = move || params.read().get("id").unwrap_or_default();
     let task = Resource::new(id, get_task);
+    let trials = Resource::new(id, list_task_trials);
     view! {
         <p><a href="/tasks">"← all tasks"</a></p>
         <Transition fallback=|| view! { <p>"Loading task…"</p> }>
@@ -95,5 +97,43 @@ pub fn TaskPage() -> impl IntoView {
                 Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
             })}
         </Transition>
+        <section aria-labelledby="trials"><h2 id="trials">"Trials of this task"</h2>
+            <Transition fallback=|| view! { <p>"Loading trials…"</p> }>
+                {move || trials.get().map(|r| match r {
+                    Ok(t) => trial_table(t).into_any(),
+                    Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                })}
+            </Transition>
+        </section>
     }
+}
+
+/// The task's trials over every run, each linking to its trajectory.
+fn trial_table(t: TaskTrials) -> impl IntoView {
+    if t.rows.is_empty() {
+        return view! { <p class="muted">"No run has tried this task yet."</p> }.into_any();
+    }
+    let shown = if t.rows.len() < t.total {
+        format!("The {} trials of the newest runs, of {} in all.", t.rows.len(), t.total)
+    } else {
+        format!("{} trials in all.", t.total)
+    };
+    view! {
+        <p class="muted" data-testid="task-trials">{shown}</p>
+        <table class="trials">
+            <thead><tr><th>"Run"</th><th>"Trial"</th><th>"Agent"</th><th>"Level"</th><th>"Condition"</th><th>"Seed"</th><th>"State"</th><th>"Decision"</th></tr></thead>
+            <tbody>
+                {t.rows.into_iter().map(|r| view! {
+                    <tr>
+                        <td><a href=format!("/runs/{}?task={}", r.run, urlencoding::encode(&r.task_id))>{r.run.clone()}</a></td>
+                        <td><a href=format!("/runs/{}/trials/{}", r.run, r.id)>{r.id.clone()}</a></td>
+                        <td>{r.agent}</td><td>{r.level}</td><td>{r.condition}</td><td class="num">{r.seed}</td>
+                        <td><span class=format!("state state-{}", r.state)>{r.state.clone()}</span></td>
+                        <td>{r.decision.map(|d| view! { <span class=format!("chip decision-{d}")>{d.clone()}</span> })}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
 }

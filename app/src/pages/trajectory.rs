@@ -10,13 +10,13 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::A;
-use leptos_router::hooks::{use_navigate, use_params_map};
+use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 
 use super::ErrorNotice;
 use super::origin::harness_record;
 use crate::api::get_trajectory;
 use crate::components::{fmt3, query_param, query_string};
-use crate::model::{ClaimView, LabelView, TrajectoryView, TurnView};
+use crate::model::{ClaimView, LabelView, TrajectoryView, TrialQuery, TurnView};
 
 /// The page of turns that holds turn `t`.
 fn page_of(t: usize, page_size: usize) -> usize {
@@ -90,8 +90,13 @@ pub(crate) fn Turn(turn: TurnView, selected: Signal<Option<usize>>, marks: Vec<S
 /// every configuration, level and condition of the run, each with its decision.
 fn siblings(v: &TrajectoryView) -> AnyView {
     let href = |id: &str| format!("/runs/{}/trials/{id}", v.run);
-    let prev = v.around.prev.as_deref().map(href);
-    let next = v.around.next.as_deref().map(href);
+    // Previous and next keep the list's filters; a sibling is reached outside them.
+    let filters = use_context::<Within>().map(|w| w.0.get_untracked().filters()).unwrap_or_default();
+    let stepped = |id: &str| format!("{}{}", href(id), query_string(&filters));
+    let prev = v.around.prev.as_deref().map(stepped);
+    let next = v.around.next.as_deref().map(stepped);
+    let scope: Vec<String> = filters.iter().filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} {v}"))).collect();
+    let scope = (!scope.is_empty()).then(|| format!("within the list of {}", scope.join(" · ")));
     let chips: Vec<AnyView> = v
         .around
         .siblings
@@ -115,6 +120,7 @@ fn siblings(v: &TrajectoryView) -> AnyView {
         <nav class="item-nav" aria-label="Trials of the run">
             {prev.map(|h| view! { <A href=h attr:class="prev-trial">"← previous trial"</A> })}
             {next.map(|h| view! { <A href=h attr:class="next-trial">"next trial →"</A> })}
+            {scope.map(|s| view! { <span class="muted" data-testid="within">{s}</span> })}
             <A href=task_href>"this task's trials in the run"</A>
         </nav>
         {(chips.len() > 1).then(|| view! {
@@ -320,6 +326,10 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
     }
 }
 
+/// The trial list's filters the page was opened under (previous and next step through it).
+#[derive(Clone, Copy)]
+struct Within(Memo<TrialQuery>);
+
 /// `/runs/:run/trials/:trial`.
 #[component]
 pub fn TrajectoryPage() -> impl IntoView {
@@ -329,10 +339,16 @@ pub fn TrajectoryPage() -> impl IntoView {
     let page = query_param("page");
     let turn = query_param("turn");
     let selected = Signal::derive(move || turn.get().and_then(|t| t.parse::<usize>().ok()));
+    // Opened from a filtered trial list, previous and next step through that list.
+    let query = use_query_map();
+    let within = Memo::new(move |_| {
+        TrialQuery::with_filters(String::new(), 0, |k| query.read().get(k).filter(|v| !v.is_empty()))
+    });
     let data = Resource::new(
-        move || (trial.get(), page.get().and_then(|p| p.parse::<usize>().ok()).unwrap_or(0)),
-        |(trial, page)| get_trajectory(trial, page),
+        move || (trial.get(), page.get().and_then(|p| p.parse::<usize>().ok()).unwrap_or(0), within.get()),
+        |(trial, page, within)| get_trajectory(trial, page, within),
     );
+    provide_context(Within(within));
     let base = move || format!("/runs/{}/trials/{}", run.get(), trial.get());
     provide_context(AllOpen(RwSignal::new(None)));
 

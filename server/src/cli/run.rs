@@ -220,8 +220,19 @@ pub(super) async fn follow(
             bar.inc(1);
         })
     };
-    let options = PoolOptions { concurrency, lease: Duration::from_secs(lease_secs.max(1)) };
+    // Ctrl-C or SIGTERM: running trials go back to the queue; `mirage worker` resumes them.
+    let stop = super::serve::stop_on_signal();
+    let options = PoolOptions { concurrency, lease: Duration::from_secs(lease_secs.max(1)), stop: stop.clone() };
     execute(store.clone(), world.clone(), run_id, options, on_finish).await?;
+    if stop.is_cancelled() {
+        bar.finish_and_clear();
+        let p = store.progress(run_id).await?;
+        println!(
+            "run {run_id}: stopped with {} trials left (resume them with `mirage worker --run {run_id}`)",
+            p.queued + p.running
+        );
+        return Ok(());
+    }
     bar.finish_and_clear();
     let made = crate::runs::replay::replay_exposed(store.clone(), &world, run_id).await?;
     if made > 0 {
@@ -242,7 +253,12 @@ pub(super) async fn follow(
 /// Executes the queued trials of active runs until none is left (`once`) or forever.
 pub(super) async fn worker(store: Arc<dyn Store>, args: WorkerArgs) -> anyhow::Result<()> {
     let WorkerArgs { run: only, concurrency, once, poll_secs, lease_secs } = args;
-    let options = crate::runs::PoolOptions { concurrency, lease: std::time::Duration::from_secs(lease_secs.max(1)) };
+    let stop = super::serve::stop_on_signal();
+    let options = crate::runs::PoolOptions {
+        concurrency,
+        lease: std::time::Duration::from_secs(lease_secs.max(1)),
+        stop: stop.clone(),
+    };
     let poll = std::time::Duration::from_secs(poll_secs.max(1));
     use crate::runs::execute;
 
@@ -258,6 +274,9 @@ pub(super) async fn worker(store: Arc<dyn Store>, args: WorkerArgs) -> anyhow::R
     loop {
         let mut worked = 0;
         for run in store.runs().await? {
+            if stop.is_cancelled() {
+                return Ok(());
+            }
             if run.status != RunStatus::Active || only.as_ref().is_some_and(|id| *id != run.run_id) {
                 continue;
             }
@@ -276,16 +295,16 @@ pub(super) async fn worker(store: Arc<dyn Store>, args: WorkerArgs) -> anyhow::R
                 }
             };
             eprintln!("worker: run {} ({} queued)", run.run_id, p.queued);
-            execute(store.clone(), current, &run.run_id, options, on_finish.clone()).await?;
+            execute(store.clone(), current, &run.run_id, options.clone(), on_finish.clone()).await?;
             worked += 1;
         }
-        if once && worked == 0 {
+        if (once && worked == 0) || stop.is_cancelled() {
             return Ok(());
         }
         if worked == 0 {
             tokio::select! {
                 () = tokio::time::sleep(poll) => {}
-                () = super::serve::shutdown() => return Ok(()),
+                () = stop.cancelled() => return Ok(()),
             }
         }
     }

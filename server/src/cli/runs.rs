@@ -43,6 +43,12 @@ pub enum RunsCommand {
         /// Mirage's judges (as are samples whose metadata names a `mirage_task`).
         #[arg(long)]
         map: Option<PathBuf>,
+        /// Refuse a file with an entry (an `.eval` sample) that inflates past this many MiB.
+        #[arg(long, default_value_t = 256)]
+        max_entry_mib: u64,
+        /// Refuse a file whose entries inflate past this many MiB in all.
+        #[arg(long, default_value_t = 1024)]
+        max_file_mib: u64,
     },
 }
 
@@ -84,7 +90,8 @@ pub(super) async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Res
             store.cancel_run(&run).await?;
             println!("run {run} cancelled");
         }
-        RunsCommand::Import { files, format, map } => {
+        RunsCommand::Import { files, format, map, max_entry_mib, max_file_mib } => {
+            let limits = crate::foreign::Limits { entry_bytes: max_entry_mib << 20, file_bytes: max_file_mib << 20 };
             crate::db::seed_if_empty(store).await?;
             let tasks = store.all_tasks().await?;
             let version = crate::corpus::fingerprint(&tasks);
@@ -101,7 +108,8 @@ pub(super) async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Res
                 let contents = std::fs::read_to_string(file).with_context(|| format!("reading {name}"))?;
                 crate::runs::import::import_run(store, &world, &name, &contents, &version).await?
             } else {
-                crate::runs::harness::import_files(store, &world, &expanded, format, &mapping, &version).await?
+                crate::runs::harness::import_files(store, &world, &expanded, format, (&mapping, limits), &version)
+                    .await?
             };
             eprintln!("{n} trajectories stored as run {run}");
             println!("{run}");

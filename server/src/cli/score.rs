@@ -114,7 +114,7 @@ pub(super) async fn run_scores(
 ) -> anyhow::Result<Vec<TrialScore>> {
     store.run(run).await?;
     crate::db::seed_if_empty(store.as_ref()).await?;
-    let world = World::build(store.all_tasks().await?)?;
+    let world = Arc::new(World::build(store.all_tasks().await?)?);
     // A bar on stderr while a large run is scored (hidden when stderr is not a terminal).
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use leptos::prelude::LeptosOptions;
 
-use crate::db::RunStatus;
+use std::future::IntoFuture;
+
 use crate::db::{Store, seed_if_empty};
 
 /// `mirage serve`.
@@ -70,36 +71,73 @@ pub(super) async fn serve(store: Arc<dyn Store>, db: &str, args: ServeArgs) -> a
         tracing::warn!(site_root = %site_root.display(), "No browser bundle under {}/pkg: pages render but do not hydrate (run scripts/build-site.sh)", site_root.display());
     }
     let state = crate::app_state(store, options, config).await?;
-    resume_orphaned_runs(&state).await?;
+    // Runs an earlier process left active continue here (expired leases requeued first).
+    let executor = state.executor.clone();
+    executor.resume(crate::runs::PoolOptions::default().concurrency).await?;
     let tasks = state.world.task_count();
     let app = crate::router(state);
     println!("Mirage is listening on http://{addr} ({tasks} tasks)");
     // Peer addresses reach the handlers (the episode budget is per client).
     let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
-    axum::serve(listener, app).with_graceful_shutdown(shutdown()).await.context("serving HTTP")
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let mut server = tokio::spawn(
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = stopped.await;
+            })
+            .into_future(),
+    );
+    tokio::select! {
+        joined = &mut server => return joined.context("the HTTP server stopped")?.context("serving HTTP"),
+        () = shutdown() => {}
+    }
+    println!("Stopping: giving running trials back to the queue");
+    let _ = stop.send(());
+    // Running trials go back to the queue at once, so that the next start resumes them
+    // without waiting for their leases to expire.
+    if !executor.drain(DRAIN_WITHIN).await {
+        tracing::warn!("some trials were still running after {DRAIN_WITHIN:?}; their leases will expire");
+    }
+    // Open connections (a progress stream) get a moment to close; then the process ends.
+    match tokio::time::timeout(std::time::Duration::from_secs(2), server).await {
+        Ok(joined) => joined.context("the HTTP server stopped")?.context("serving HTTP"),
+        Err(_) => Ok(()),
+    }
 }
 
-/// Runs left active with queued trials and nobody working on them (the server that launched
-/// them stopped) continue in this server.
-async fn resume_orphaned_runs(state: &crate::AppState) -> anyhow::Result<()> {
-    for run in state.store.runs().await?.into_iter().filter(|r| r.status == RunStatus::Active) {
-        let p = state.store.progress(&run.run_id).await?;
-        if p.queued > 0 && p.running == 0 {
-            tracing::info!(run = %run.run_id, queued = p.queued, "resuming an orphaned run");
-            crate::services::runs::spawn_execution(
-                state.store.clone(),
-                state.world.clone(),
-                run.run_id,
-                crate::runs::PoolOptions::default().concurrency,
-                state.insights.clone(),
-                state.pulse.clone(),
-            );
+/// How long a stopping server waits for its runs to give their trials back.
+const DRAIN_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A token cancelled on Ctrl-C or SIGTERM: worker pools stop claiming and give their
+/// running trials back to the queue.
+pub(super) fn stop_on_signal() -> tokio_util::sync::CancellationToken {
+    let token = tokio_util::sync::CancellationToken::new();
+    let cancel = token.clone();
+    tokio::spawn(async move {
+        shutdown().await;
+        cancel.cancel();
+    });
+    token
+}
+
+/// Resolves on Ctrl-C or SIGTERM (what `kill`, systemd and container runtimes send).
+pub(super) async fn shutdown() {
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGTERM: {e}");
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
         }
     }
-    Ok(())
-}
-
-pub(super) async fn shutdown() {
+    #[cfg(not(unix))]
     let _ = tokio::signal::ctrl_c().await;
 }
 

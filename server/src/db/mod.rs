@@ -19,6 +19,7 @@ mod corpus;
 mod episodes;
 mod geo;
 mod imports;
+mod leases;
 mod overview;
 mod replays;
 mod runs;
@@ -37,6 +38,7 @@ pub use corpus::{CorpusStore, seed_if_empty};
 pub use episodes::{Episode, EpisodeEvent, EpisodeStore};
 pub use geo::{GeoStore, GeoText};
 pub use imports::{FinishedTrial, ImportStore};
+pub use leases::LeaseStore;
 pub use overview::{OverviewStore, RunOverview};
 pub use replays::{ReplayRow, ReplayStore};
 pub use runs::{
@@ -76,6 +78,7 @@ pub trait Store:
     + StepStore
     + ImportStore
     + ReplayStore
+    + LeaseStore
 {
 }
 
@@ -91,6 +94,7 @@ impl<T> Store for T where
         + StepStore
         + ImportStore
         + ReplayStore
+        + LeaseStore
 {
 }
 

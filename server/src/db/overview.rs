@@ -3,7 +3,8 @@
 
 use async_trait::async_trait;
 
-use super::{Progress, RunRow, SqlStore, StoreResult};
+use super::runs::TRIAL_COLUMNS;
+use super::{Progress, RunRow, SqlStore, StoreResult, TrialRow};
 
 /// A run with its counts.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,6 +36,9 @@ pub trait OverviewStore: Send + Sync {
     /// The latest finish (finished_at ms, trial id) of any trial: one index seek, so a
     /// watcher can tell cheaply whether anything finished.
     async fn last_finish(&self) -> StoreResult<Option<(i64, String)>>;
+    /// A task's trials over every run, newest run first and in run order within one, at
+    /// most `limit` of them, and how many there are.
+    async fn task_trials(&self, task_id: &str, limit: i64) -> StoreResult<(Vec<TrialRow>, i64)>;
 }
 
 #[async_trait]
@@ -93,5 +97,21 @@ impl OverviewStore for SqlStore {
         )
         .fetch_optional(&self.pool)
         .await?)
+    }
+
+    async fn task_trials(&self, task_id: &str, limit: i64) -> StoreResult<(Vec<TrialRow>, i64)> {
+        let total: i64 = sqlx::query_scalar("select count(*) from trial where task_id = $1")
+            .bind(task_id)
+            .fetch_one(&self.pool)
+            .await?;
+        let rows = sqlx::query_as(&format!(
+            "select {TRIAL_COLUMNS} from trial where task_id = $1 \
+             order by (select r.created_at from run r where r.run_id = trial.run_id) desc, run_id, ordinal limit $2"
+        ))
+        .bind(task_id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok((rows, total))
     }
 }

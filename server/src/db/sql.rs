@@ -108,15 +108,17 @@ pub(super) fn is_unique_violation(e: &sqlx::Error) -> bool {
 
 /// A URL with any password replaced, for messages.
 fn redact(url: &str) -> String {
-    match (url.find("://"), url.find('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let creds = &url[s + 3..at];
-            match creds.find(':') {
-                Some(c) => format!("{}{}:***{}", &url[..s + 3], &creds[..c], &url[at..]),
-                None => url.to_string(),
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            if parsed.set_password(Some("***")).is_err() {
+                return "(a database URL whose password could not be hidden)".to_string();
             }
+            parsed.to_string()
         }
-        _ => url.to_string(),
+        Ok(_) => url.to_string(),
+        // Not a URL (a file path): nothing to hide, unless it looks like credentials.
+        Err(_) if url.contains('@') => "(a database address that could not be parsed)".to_string(),
+        Err(_) => url.to_string(),
     }
 }
 
@@ -128,6 +130,11 @@ mod tests {
     fn passwords_are_redacted() {
         assert_eq!(redact("postgres://me:secret@h/db"), "postgres://me:***@h/db");
         assert_eq!(redact("sqlite://x.db"), "sqlite://x.db");
+        // A password holding `@` (percent-encoded or not) never leaks.
+        for url in ["postgres://me:p@ss@h:5432/db", "postgres://me:p%40ss@h/db?sslmode=require"] {
+            let shown = redact(url);
+            assert!(!shown.contains("ss@") && !shown.contains("p%40ss") && shown.contains("***"), "{url} → {shown}");
+        }
     }
 
     #[test]

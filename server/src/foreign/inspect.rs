@@ -118,15 +118,14 @@ struct SampleError {
 pub fn read(
     file: &str,
     path: &std::path::Path,
-    world: &World,
-    mapping: &Mapping,
+    (world, mapping, limits): (&World, &Mapping, super::Limits),
     visit: &mut dyn FnMut(Imported) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let mut f = std::fs::File::open(path).with_context(|| format!("reading {file}"))?;
     let mut magic = [0_u8; 2];
     let zipped = f.read_exact(&mut magic).is_ok() && &magic == b"PK";
     if zipped {
-        read_zip(file, std::io::BufReader::new(f), world, mapping, visit)
+        read_zip(file, std::io::BufReader::new(f), (world, mapping, limits), visit)
     } else {
         read_json(file, path, world, mapping, visit)
     }
@@ -148,28 +147,47 @@ fn check_version(place: &str, version: i64) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Reads one zip entry, at most `limits.entry_bytes` of it and no more than what is left of
+/// the file's `limits.file_bytes` (`read` counts what the file's entries inflated to).
+fn read_entry(f: &mut impl Read, place: &str, limits: super::Limits, read: &mut u64) -> anyhow::Result<Vec<u8>> {
+    let mib = |b: u64| b >> 20;
+    let cap = limits.entry_bytes.min(limits.file_bytes.saturating_sub(*read));
+    let mut out = Vec::new();
+    f.take(cap + 1).read_to_end(&mut out).map_err(|e| anyhow::anyhow!("{place}: {e}"))?;
+    let n = out.len() as u64;
+    if n > limits.entry_bytes {
+        bail!("{place}: inflates past {} MiB, the limit per entry (--max-entry-mib)", mib(limits.entry_bytes));
+    }
+    *read += n;
+    if *read > limits.file_bytes {
+        bail!(
+            "{place}: the file's entries inflate past {} MiB in all, the limit per file (--max-file-mib)",
+            mib(limits.file_bytes)
+        );
+    }
+    Ok(out)
+}
+
 fn read_zip(
     file: &str,
     reader: impl std::io::Read + std::io::Seek,
-    world: &World,
-    mapping: &Mapping,
+    (world, mapping, limits): (&World, &Mapping, super::Limits),
     visit: &mut dyn FnMut(Imported) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let mut zip = zip::ZipArchive::new(reader)
         .map_err(|e| anyhow::anyhow!("{file}: not a readable .eval log (a zip archive): {e}"))?;
-    let mut entry = |name: &str| -> anyhow::Result<Option<Vec<u8>>> {
+    let mut read = 0_u64;
+    let mut entry = |name: &str, read: &mut u64| -> anyhow::Result<Option<Vec<u8>>> {
         let mut f = match zip.by_name(name) {
             Ok(f) => f,
             Err(zip::result::ZipError::FileNotFound) => return Ok(None),
             Err(e) => bail!("{file}: {name}: {e}"),
         };
-        let mut out = Vec::with_capacity(usize::try_from(f.size()).unwrap_or(0));
-        f.read_to_end(&mut out).map_err(|e| anyhow::anyhow!("{file}: {name}: {e}"))?;
-        Ok(Some(out))
+        read_entry(&mut f, &format!("{file}: {name}"), limits, read).map(Some)
     };
-    let (name, head) = match entry("header.json")? {
+    let (name, head) = match entry("header.json", &mut read)? {
         Some(h) => ("header.json", h),
-        None => match entry("_journal/start.json")? {
+        None => match entry("_journal/start.json", &mut read)? {
             Some(h) => ("_journal/start.json", h),
             None => bail!("{file}: neither header.json nor _journal/start.json: not an Inspect .eval log"),
         },
@@ -183,8 +201,7 @@ fn read_zip(
             continue;
         }
         let place = format!("{file}: {name}");
-        let mut body = Vec::with_capacity(usize::try_from(f.size()).unwrap_or(0));
-        f.read_to_end(&mut body).map_err(|e| anyhow::anyhow!("{place}: {e}"))?;
+        let body = read_entry(&mut f, &place, limits, &mut read)?;
         drop(f);
         let sample: Sample = parse(&place, &body)?;
         visit(convert(place, file, &header.eval, sample, world, mapping)?)?;

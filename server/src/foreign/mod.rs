@@ -294,3 +294,18 @@ mod tests {
         assert!(!is_foreign_task("geo:q1"));
     }
 }
+
+/// How much an imported file may inflate to: a compressed `.eval` entry is read no further
+/// than `entry_bytes`, and all entries of one file together no further than `file_bytes`.
+/// A file past either is refused, naming the entry, before anything is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub entry_bytes: u64,
+    pub file_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { entry_bytes: 256 << 20, file_bytes: 1 << 30 }
+    }
+}

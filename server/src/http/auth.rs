@@ -1,17 +1,22 @@
 //! Access to the dashboard.
 //!
-//! Without accounts, `mirage serve` listens on loopback only and every request is the local
-//! operator. With accounts (`mirage user add`), a person signs in at `/login`; the session
-//! lives in an HttpOnly, SameSite=Strict cookie, and server functions check the role.
+//! Hosts: a request must name in `Host` one of the names this server answers to (its
+//! listen address, `localhost`, `127.0.0.1`, `[::1]` and `[server] hosts`); any other is
+//! refused with 421 before routing. A web page that rebinds its own name to this address
+//! therefore reaches nothing.
+//!
+//! Without accounts, `mirage serve` listens on loopback only, and a request is the local
+//! operator only when the listener, the peer address and the `Host` are all loopback. With
+//! accounts (`mirage user add`), a person signs in at `/login`; the session lives in an
+//! HttpOnly, SameSite=Strict cookie, and server functions check the role.
 //!
 //! Cross-site request forgery: every request that changes state (anything but GET/HEAD/
-//! OPTIONS) must come from this origin. Browsers send `Origin` (or at least `Referer`) on
-//! such requests, so one from another site is refused; together with SameSite=Strict
-//! cookies this covers every form and server function, the sign-in form included. Clients
-//! that are not browsers (agents using the episode API) send neither header and carry no
-//! cookie to abuse.
-//!
-//! The investigation sites and the episode API stay open: they are the agents' environment.
+//! OPTIONS) must show where it comes from. Browsers send `Origin` (or at least `Referer`),
+//! which must name an allowed host; a client that is not a browser (a script) sends the
+//! `X-Mirage-Client` header instead, which a page on another site cannot add without a
+//! preflight this server never grants. Only the agents' episode API (`/api/episodes`,
+//! `/ep/…`) takes writes with neither: it is the agents' environment, open by design and
+//! budgeted per client.
 
 use app::model::{Identity, Role};
 use argon2::Argon2;
@@ -27,6 +32,7 @@ use serde::Deserialize;
 use super::HttpError;
 use crate::db::now_ms;
 use crate::state::AppState;
+use crate::state::Budget;
 
 /// Name of the session cookie.
 pub const COOKIE: &str = "mirage_session";
@@ -60,29 +66,104 @@ fn is_public(path: &str) -> bool {
     path == "/favicon.ico" || PREFIXES.iter().any(|p| path.starts_with(p))
 }
 
-/// Whether a state-changing request comes from this origin (see the module comment).
-fn same_origin(headers: &HeaderMap) -> bool {
-    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else { return false };
+/// The header a script that is not a browser sends on writes in place of `Origin`.
+pub const CLIENT_HEADER: &str = "x-mirage-client";
+
+/// Paths of the agents' episode API, which takes writes from clients that name no origin.
+fn is_agent_api(path: &str) -> bool {
+    path == "/api/episodes" || path.starts_with("/ep/")
+}
+
+/// The host name of a `Host` value or of a URL's authority, without port, lower-cased
+/// (`[::1]` keeps its brackets).
+fn host_name(authority: &str) -> String {
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let name = if authority.starts_with('[') {
+        authority.split_inclusive(']').next().unwrap_or(authority)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+            _ => authority,
+        }
+    };
+    name.to_ascii_lowercase()
+}
+
+/// Whether a host name is this machine's loopback.
+fn is_loopback_name(name: &str) -> bool {
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    name == "localhost" || bare.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The host names this server answers to.
+pub fn allowed_hosts(state: &AppState) -> Vec<String> {
+    let ip = state.leptos_options.site_addr.ip();
+    let listen = if ip.is_ipv6() { format!("[{ip}]") } else { ip.to_string() };
+    let mut hosts = vec![listen, "localhost".into(), "127.0.0.1".into(), "[::1]".into()];
+    hosts.extend(state.config.server.hosts.iter().map(|h| host_name(h)));
+    hosts
+}
+
+/// Where a write says it comes from: `Ok` when it may go on (see the module comment).
+fn write_source(headers: &HeaderMap, path: &str, allowed: &[String]) -> Result<(), String> {
     let source = headers.get(header::ORIGIN).or_else(|| headers.get(header::REFERER)).and_then(|h| h.to_str().ok());
     match source {
-        None => true,
         Some(url) => {
-            let rest = url.split_once("://").map_or("", |(_, r)| r);
-            rest.split('/').next() == Some(host)
+            let authority = url.split_once("://").map_or("", |(_, r)| r).split('/').next().unwrap_or("");
+            let name = host_name(authority);
+            if allowed.contains(&name) {
+                Ok(())
+            } else {
+                Err(format!("cross-site request refused: it comes from {name:?}, not a host this server answers to"))
+            }
         }
+        None if headers.contains_key(CLIENT_HEADER) || is_agent_api(path) => Ok(()),
+        None => Err(format!(
+            "a write must carry Origin or Referer (browsers send them) or the {CLIENT_HEADER} header (scripts)"
+        )),
     }
+}
+
+/// Refuses requests to a host this server does not answer to (421), before routing.
+pub async fn hosts(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let Some(host) = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(host_name) else {
+        return (StatusCode::BAD_REQUEST, "the request names no Host").into_response();
+    };
+    if !allowed_hosts(&state).contains(&host) {
+        return (
+            StatusCode::MISDIRECTED_REQUEST,
+            format!("this server does not answer to the host {host:?} (add it to [server] hosts in the config)"),
+        )
+            .into_response();
+    }
+    next.run(req).await
 }
 
 /// Finds who is behind a request, refuses cross-site writes and anonymous dashboard access,
 /// and hands the identity to the handlers (server functions read it from the request).
 pub async fn layer(State(state): State<AppState>, jar: CookieJar, mut req: Request, next: Next) -> Response {
     let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-    if !safe && !same_origin(req.headers()) {
-        return HttpError::Forbidden("cross-site request refused (Origin does not match this server)".into())
-            .into_response();
+    if !safe && let Err(why) = write_source(req.headers(), req.uri().path(), &allowed_hosts(&state)) {
+        return HttpError::Forbidden(why).into_response();
     }
+    // Open mode serves the operator to this machine only: listener, peer and Host loopback.
+    let local = state.leptos_options.site_addr.ip().is_loopback()
+        && req
+            .extensions()
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .is_some_and(|c| c.0.ip().is_loopback())
+        && req
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .is_some_and(|h| is_loopback_name(&host_name(h)));
+    let mut open = false;
     let identity = match state.guard.has_users(state.store.as_ref()).await {
-        Ok(false) => Some(Identity { name: "local".into(), role: Role::Operator, open: true }),
+        Ok(false) if local => Some(Identity { name: "local".into(), role: Role::Operator, open: true }),
+        Ok(false) => {
+            open = true;
+            None
+        }
         Ok(true) => match jar.get(COOKIE) {
             Some(c) => match state.store.session(c.value(), now_ms()).await {
                 Ok(Some(crate::db::Account { name, role })) => {
@@ -101,6 +182,13 @@ pub async fn layer(State(state): State<AppState>, jar: CookieJar, mut req: Reque
             req.extensions_mut().insert(id);
         }
         None if is_public(&path) => {}
+        None if open => {
+            return HttpError::Forbidden(
+                "this dashboard has no accounts, so it serves only this machine (loopback listener, client and host name)"
+                    .into(),
+            )
+            .into_response();
+        }
         None if req.method() == Method::GET => {
             let next = req.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
             return Redirect::to(&format!("/login?next={}", urlencoding::encode(&next))).into_response();
@@ -164,21 +252,42 @@ pub async fn login_form(Query(q): Query<LoginQuery>) -> Response {
     login_page(local_path(q.next.as_deref().unwrap_or("/")), None)
 }
 
-/// `POST /login`: checks the password, opens a session, goes back to `next`.
-pub async fn login(State(state): State<AppState>, jar: CookieJar, Form(form): Form<LoginForm>) -> Response {
+/// A hash no password matches, checked for names that have no account, so that an unknown
+/// name costs what a wrong password does (the time of an answer tells nothing).
+fn decoy_hash() -> &'static str {
+    static DECOY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DECOY.get_or_init(|| hash_password(&new_token()).unwrap_or_default())
+}
+
+/// `POST /login`: checks the password, opens a session, goes back to `next`. Attempts are
+/// budgeted per client and per account name (`[server] logins_per_minute`).
+pub async fn login(
+    State(state): State<AppState>,
+    peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
+    jar: CookieJar,
+    Form(form): Form<LoginForm>,
+) -> Response {
     let next = local_path(&form.next).to_string();
+    let client = peer.map_or_else(|| "unknown".to_string(), |p| p.0.0.ip().to_string());
+    let budget = state.config.server.logins_per_minute;
+    if !state.guard.allow(Budget::LoginClient, &client, budget)
+        || !state.guard.allow(Budget::LoginAccount, &form.name, budget)
+    {
+        let why = "Too many sign-in attempts from here or on this name: wait a minute.";
+        return (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, "60")], login_page(&next, Some(why)))
+            .into_response();
+    }
     let user = match state.store.user(&form.name).await {
         Ok(u) => u,
         Err(e) => return HttpError::internal("reading accounts", e).into_response(),
     };
-    // argon2 takes tens of milliseconds of CPU: off the async workers.
+    // argon2 takes tens of milliseconds of CPU: off the async workers. An unknown name is
+    // checked against a decoy hash at the same cost.
     let password = form.password.clone();
-    let verified = match user {
-        Some(c) => {
-            tokio::task::spawn_blocking(move || verify_password(&password, &c.password_hash)).await.unwrap_or(false)
-        }
-        None => false,
-    };
+    let known = user.is_some();
+    let hash = user.map_or_else(|| decoy_hash().to_string(), |c| c.password_hash);
+    let verified =
+        known && tokio::task::spawn_blocking(move || verify_password(&password, &hash)).await.unwrap_or(false);
     if !verified {
         return (StatusCode::UNAUTHORIZED, login_page(&next, Some("Unknown name or wrong password."))).into_response();
     }
@@ -195,10 +304,13 @@ pub async fn login(State(state): State<AppState>, jar: CookieJar, Form(form): Fo
     (jar.add(cookie), Redirect::to(&next)).into_response()
 }
 
-/// `POST /logout`: ends the session.
+/// `POST /logout`: ends the session; a session the store could not end is an error that
+/// says so (the cookie is kept, so that signing out can be tried again).
 pub async fn logout(State(state): State<AppState>, jar: CookieJar) -> Response {
-    if let Some(c) = jar.get(COOKIE) {
-        let _ = state.store.end_session(c.value()).await;
+    if let Some(c) = jar.get(COOKIE)
+        && let Err(e) = state.store.end_session(c.value()).await
+    {
+        return HttpError::internal("signing out (the session is still open; try again)", e).into_response();
     }
     (jar.remove(Cookie::build(COOKIE).path("/")), Redirect::to("/login")).into_response()
 }
@@ -225,16 +337,30 @@ mod tests {
     }
 
     #[test]
-    fn cross_site_writes_are_recognised() {
+    fn host_names_lose_their_port_and_case() {
+        assert_eq!(host_name("127.0.0.1:3000"), "127.0.0.1");
+        assert_eq!(host_name("LocalHost"), "localhost");
+        assert_eq!(host_name("[::1]:3000"), "[::1]");
+        assert_eq!(host_name("user:pw@evil.example:80"), "evil.example");
+        assert!(is_loopback_name("localhost") && is_loopback_name("[::1]") && is_loopback_name("127.0.0.2"));
+        assert!(!is_loopback_name("evil.example") && !is_loopback_name("10.0.0.1"));
+    }
+
+    #[test]
+    fn writes_must_say_where_they_come_from() {
+        let allowed = vec!["127.0.0.1".to_string(), "localhost".to_string()];
         let mut h = HeaderMap::new();
-        h.insert(header::HOST, "127.0.0.1:3000".parse().expect("value"));
-        assert!(same_origin(&h), "no Origin: not a browser");
+        assert!(write_source(&h, "/api/cancel_run", &allowed).is_err(), "no Origin and no client header");
+        assert!(write_source(&h, "/api/episodes", &allowed).is_ok(), "the agents' API is open");
+        h.insert(CLIENT_HEADER, "script".parse().expect("value"));
+        assert!(write_source(&h, "/api/cancel_run", &allowed).is_ok());
         h.insert(header::ORIGIN, "http://127.0.0.1:3000".parse().expect("value"));
-        assert!(same_origin(&h));
+        assert!(write_source(&h, "/api/cancel_run", &allowed).is_ok());
         h.insert(header::ORIGIN, "https://evil.example".parse().expect("value"));
-        assert!(!same_origin(&h));
+        assert!(write_source(&h, "/api/cancel_run", &allowed).is_err());
+        assert!(write_source(&h, "/api/episodes", &allowed).is_err(), "an Origin is checked wherever it is sent");
         h.remove(header::ORIGIN);
-        h.insert(header::REFERER, "http://127.0.0.1:3000.evil.example/x".parse().expect("value"));
-        assert!(!same_origin(&h));
+        h.insert(header::REFERER, "http://127.0.0.1.evil.example:3000/x".parse().expect("value"));
+        assert!(write_source(&h, "/api/cancel_run", &allowed).is_err());
     }
 }

@@ -405,7 +405,9 @@ pub async fn pin_run(
         return next.run(req).await;
     }
     let Ok(runs) = state.store.runs().await else { return next.run(req).await };
-    let Some(newest) = runs.into_iter().find(|r| !crate::runs::geo::is_geo(r)) else { return next.run(req).await };
+    let Some(newest) = runs.into_iter().find(|r| crate::runs::geo::is_geo(r).is_ok_and(|geo| !geo)) else {
+        return next.run(req).await;
+    };
     let rest: Vec<&str> = query.split('&').filter(|p| !p.is_empty() && !p.starts_with("run=")).collect();
     let mut to = format!("{path}?run={}", urlencoding::encode(&newest.run_id));
     for p in rest {

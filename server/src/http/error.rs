@@ -71,7 +71,7 @@ impl From<AppError> for HttpError {
         let message = e.to_string();
         match e {
             AppError::NotFound(_) => HttpError::NotFound(message),
-            AppError::Invalid { .. } => HttpError::Invalid(message),
+            AppError::Invalid { .. } | AppError::InvalidFields(_) => HttpError::Invalid(message),
             AppError::Conflict(_) => HttpError::Conflict(message),
             AppError::Unauthorized => HttpError::Unauthorized(message),
             AppError::Forbidden(_) => HttpError::Forbidden(message),
@@ -100,6 +100,24 @@ impl IntoResponse for HttpError {
         };
         (status, Json(serde_json::json!({ "error": message }))).into_response()
     }
+}
+
+/// Gives a server function's error its own status when the framework answered 500 for it:
+/// arguments that do not decode are the caller's mistake (422), not the server's.
+pub async fn server_fn_status(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let api = req.uri().path().starts_with("/api/");
+    let resp = next.run(req).await;
+    if !api || resp.status() != StatusCode::INTERNAL_SERVER_ERROR {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 1 << 16).await else {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response();
+    };
+    if let Ok(e) = serde_json::from_slice::<AppError>(&bytes) {
+        parts.status = e.status();
+    }
+    Response::from_parts(parts, axum::body::Body::from(bytes))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use axum::Router;
 use axum::http::{HeaderName, HeaderValue, header};
 use tower_http::set_header::SetResponseHeaderLayer;
 
-pub use error::HttpError;
+pub use error::{HttpError, server_fn_status};
 
 /// The policy of every page that runs no script (the three sites, sign-in, errors): even
 /// markup injected into a page could not run or load anything. Responses that need another

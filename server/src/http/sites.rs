@@ -47,9 +47,18 @@ pub async fn canonical(State(state): State<AppState>, uri: Uri, Query(query): Qu
 /// is returned. Pages of another site than the episode's task are not part of its world.
 pub async fn in_episode(
     State(state): State<AppState>,
+    peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
     Path((id, rest)): Path<(String, String)>,
     Query(query): Query<PageQuery>,
 ) -> Result<Response, HttpError> {
+    // Each page is logged: a client's pages are budgeted like its episodes.
+    let client = peer.map_or_else(|| "unknown".to_string(), |p| p.0.0.ip().to_string());
+    let budget = state.config.server.episode_pages_per_minute;
+    if !state.guard.allow(crate::state::Budget::EpisodePages, &client, budget) {
+        return Err(HttpError::TooMany(format!(
+            "client {client} fetched {budget} episode pages in the last minute (the [server] episode_pages_per_minute setting); try again later"
+        )));
+    }
     let text = query.format.as_deref() == Some("text");
     let episode = state.store.episode(&id).await?;
     let task = state

@@ -76,15 +76,29 @@ impl GeoExec {
     }
 }
 
-/// Whether a stored run is a GEO ranking run.
-pub fn is_geo(run: &crate::db::RunRow) -> bool {
-    let spec: serde_json::Value = serde_json::from_str(&run.spec).unwrap_or_default();
-    spec.get("geo").is_some_and(|g| !g.is_null())
+/// Whether a stored run is a GEO ranking run; an error naming the run when its stored spec
+/// cannot be read (never taken for "not a GEO run").
+pub fn is_geo(run: &crate::db::RunRow) -> anyhow::Result<bool> {
+    let spec: serde_json::Value = serde_json::from_str(&run.spec)
+        .with_context(|| format!("run {}: its stored spec is unreadable", run.run_id))?;
+    Ok(spec.get("geo").is_some_and(|g| !g.is_null()))
+}
+
+/// The ids of the agent runs among `runs` (GEO ranking runs left out), in order; an error
+/// naming the first run whose spec is unreadable.
+pub fn agent_runs(runs: &[crate::db::RunRow]) -> anyhow::Result<Vec<String>> {
+    let mut ids = Vec::with_capacity(runs.len());
+    for r in runs {
+        if !is_geo(r)? {
+            ids.push(r.run_id.clone());
+        }
+    }
+    Ok(ids)
 }
 
 /// Refuses a GEO ranking run where an agent run is expected (scoring, trajectory export).
 pub async fn refuse_geo(store: &dyn Store, run_id: &str) -> anyhow::Result<()> {
-    if is_geo(&store.run(run_id).await?) {
+    if is_geo(&store.run(run_id).await?)? {
         anyhow::bail!("run {run_id} is a GEO ranking run: `mirage geo report --run {run_id}` reads it");
     }
     Ok(())
@@ -295,4 +309,30 @@ pub(super) async fn run_geo_trial(store: &dyn Store, exec: &GeoExec, trial: &Tri
         }
     }
     TrialEnd::Done { verdict: None, rationale: None, appeal: None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(id: &str, spec: &str) -> crate::db::RunRow {
+        crate::db::RunRow {
+            run_id: id.into(),
+            spec: spec.into(),
+            status: crate::db::RunStatus::Done,
+            corpus_version: String::new(),
+            trials_total: 0,
+            created_at: 0,
+        }
+    }
+
+    #[test]
+    fn an_unreadable_spec_is_an_error_naming_its_run_not_an_agent_run() {
+        assert!(!is_geo(&run("a", r#"{"geo": null}"#)).expect("readable"));
+        assert!(is_geo(&run("g", r#"{"geo": {"datasets": []}}"#)).expect("readable"));
+        let e = is_geo(&run("run-broken", "{not json")).expect_err("unreadable");
+        assert!(format!("{e:#}").contains("run run-broken"), "{e:#}");
+        let e = agent_runs(&[run("a", "{}"), run("run-broken", "")]).expect_err("unreadable");
+        assert!(format!("{e:#}").contains("run-broken"));
+    }
 }

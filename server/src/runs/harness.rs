@@ -71,8 +71,7 @@ pub fn format_of(path: &Path, forced: Option<Format>) -> anyhow::Result<Format> 
 /// Reads every sample of the files, in order, handing each to `visit`.
 fn read_all(
     files: &[(PathBuf, Format)],
-    world: &World,
-    mapping: &Mapping,
+    (world, mapping, limits): (&World, &Mapping, crate::foreign::Limits),
     visit: &mut dyn FnMut(Imported) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     // A subagent's file named by another trajectory is read as that trajectory's subagent,
@@ -89,7 +88,7 @@ fn read_all(
         }
         let file = path.display().to_string();
         match format {
-            Format::Inspect => inspect::read(&file, path, world, mapping, visit)?,
+            Format::Inspect => inspect::read(&file, path, (world, mapping, limits), visit)?,
             Format::Agentdojo => {
                 let bytes = std::fs::read(path).with_context(|| format!("reading {file}"))?;
                 visit(agentdojo::read(&file, &bytes, world, mapping)?)?;
@@ -111,7 +110,7 @@ pub async fn import_files(
     world: &std::sync::Arc<World>,
     paths: &[PathBuf],
     forced: Option<Format>,
-    mapping: &Mapping,
+    (mapping, limits): (&Mapping, crate::foreign::Limits),
     corpus_version: &str,
 ) -> anyhow::Result<(String, usize)> {
     let files: Vec<(PathBuf, Format)> =
@@ -123,7 +122,7 @@ pub async fn import_files(
             let mut planned: Vec<NewTrial> = Vec::new();
             let mut harnesses = BTreeSet::new();
             let mut keys = HashSet::new();
-            read_all(&files, &world, &mapping, &mut |s: Imported| {
+            read_all(&files, (&world, &mapping, limits), &mut |s: Imported| {
                 let t = &s.trial;
                 let key = (t.task_id.clone(), t.agent.clone(), t.level.clone(), t.condition.clone(), t.seed);
                 if !keys.insert(key) {
@@ -175,7 +174,7 @@ pub async fn import_files(
         let (world, mapping, files) = (world.clone(), mapping.clone(), files.clone());
         tokio::task::spawn_blocking(move || {
             let mut ids = ids.into_iter();
-            let result = read_all(&files, &world, &mapping, &mut |s: Imported| {
+            let result = read_all(&files, (&world, &mapping, limits), &mut |s: Imported| {
                 let trial_id = ids.next().context("the files gave more samples on the second reading")?;
                 let steps = s.steps.iter().map(serde_json::to_string).collect::<Result<Vec<_>, _>>()?;
                 let origin = Some((s.origin.sample.clone(), serde_json::to_string(&s.origin)?));

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use async_trait::async_trait;
 use futures::FutureExt;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::{RunSpec, agent_for, split_config};
@@ -49,18 +50,25 @@ impl StepSink for DbSink<'_> {
 pub type OnFinish = Arc<dyn Fn(&TrialRow, &TrialEnd) + Send + Sync>;
 
 /// Tunables of a worker pool.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct PoolOptions {
     pub concurrency: usize,
     /// How long a claim lasts without a heartbeat.
     pub lease: Duration,
+    /// Cancelled when the process is stopping: workers claim nothing more, and each gives
+    /// its running trial back to the queue (its persisted steps kept) instead of finishing it.
+    pub stop: CancellationToken,
 }
 
 impl Default for PoolOptions {
     fn default() -> Self {
-        PoolOptions { concurrency: 4, lease: Duration::from_secs(30) }
+        PoolOptions { concurrency: 4, lease: Duration::from_secs(30), stop: CancellationToken::new() }
     }
 }
+
+/// How many times a pool restarts a worker that failed (a store error) before it gives up
+/// on the run; each restart waits longer.
+const WORKER_RESTARTS: u32 = 8;
 
 /// Executes the queued trials of a run until none is left (or the run is cancelled).
 /// `on_finish` is called after each trial this process finalises.
@@ -141,20 +149,46 @@ async fn run_pool(
         options,
         on_finish,
     });
-    let worker_base = format!("{}-{}", std::process::id(), &uuid::Uuid::new_v4().simple().to_string()[..6]);
-    let mut handles = Vec::new();
-    for n in 0..options.concurrency.max(1) {
-        let shared = shared.clone();
-        let worker = format!("{worker_base}-{n}");
-        let run_id = run_id.to_string();
-        handles.push(tokio::spawn(async move { work(&shared, &run_id, &worker).await }));
-    }
-    for h in handles {
-        h.await.context("a worker panicked")??;
+    supervise(&shared, run_id).await?;
+    if shared.options.stop.is_cancelled() {
+        // Stopping: the run stays active with its trials queued, for the next start.
+        return Ok(());
     }
     let progress = store.progress(run_id).await?;
     if progress.queued == 0 && progress.running == 0 && store.run(run_id).await?.status == RunStatus::Active {
         store.set_run_status(run_id, RunStatus::Done).await?;
+    }
+    Ok(())
+}
+
+/// Runs the pool's workers in one set and watches them: a worker that fails (a store error
+/// it could not get past) is restarted after a growing pause, up to [`WORKER_RESTARTS`]
+/// times; past that, or on a panic, every worker is stopped and the error returned. No
+/// worker outlives the call.
+async fn supervise(shared: &Arc<Shared>, run_id: &str) -> anyhow::Result<()> {
+    let worker_base = format!("{}-{}", std::process::id(), &uuid::Uuid::new_v4().simple().to_string()[..6]);
+    let spawn = |set: &mut tokio::task::JoinSet<(usize, anyhow::Result<()>)>, n: usize, pause: Duration| {
+        let (shared, run_id, worker) = (shared.clone(), run_id.to_string(), format!("{worker_base}-{n}"));
+        set.spawn(async move {
+            tokio::time::sleep(pause).await;
+            (n, work(&shared, &run_id, &worker).await)
+        });
+    };
+    let mut set = tokio::task::JoinSet::new();
+    for n in 0..shared.options.concurrency.max(1) {
+        spawn(&mut set, n, Duration::ZERO);
+    }
+    let mut restarts = 0;
+    while let Some(joined) = set.join_next().await {
+        let (n, result) = joined.context("a worker panicked")?;
+        let Err(e) = result else { continue };
+        restarts += 1;
+        if restarts > WORKER_RESTARTS || shared.options.stop.is_cancelled() {
+            set.shutdown().await;
+            return Err(e.context(format!("worker {n} failed {restarts} times")));
+        }
+        tracing::warn!(run = %run_id, worker = n, restarts, "a worker failed; restarting it: {e:#}");
+        spawn(&mut set, n, Duration::from_millis(250) * 2u32.pow(restarts.min(5)));
     }
     Ok(())
 }
@@ -181,7 +215,7 @@ async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()>
     let Shared { geo, store, world, agents, defenses, appeal, strategy, tap, attacker, options, on_finish } = shared;
     let lease_ms = i64::try_from(options.lease.as_millis()).unwrap_or(i64::MAX);
     loop {
-        if store.run(run_id).await?.status == RunStatus::Cancelled {
+        if options.stop.is_cancelled() || store.run(run_id).await?.status == RunStatus::Cancelled {
             return Ok(());
         }
         let Some(trial) = store.claim_trial(run_id, worker, now_ms() + lease_ms).await? else {
@@ -200,45 +234,56 @@ async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()>
         };
         let span =
             tracing::info_span!("trial", trial.id = %trial.trial_id, task.id = %trial.task_id, agent = %trial.agent);
-        let end = match (geo, agents.get(&trial.agent)) {
-            (Some(geo), _) => {
-                let running = super::geo::run_geo_trial(store.as_ref(), geo, &trial);
-                tokio::select! {
-                    end = running => end,
-                    () = keep_lease(store.as_ref(), &trial.trial_id, worker, options.lease) => {
-                        TrialEnd::Error("lost the lease while running".to_string())
+        let running = async {
+            match (geo, agents.get(&trial.agent)) {
+                (Some(geo), _) => {
+                    let running = super::geo::run_geo_trial(store.as_ref(), geo, &trial);
+                    tokio::select! {
+                        end = running => end,
+                        () = keep_lease(store.as_ref(), &trial.trial_id, worker, options.lease) => {
+                            TrialEnd::Error("lost the lease while running".to_string())
+                        }
                     }
                 }
-            }
-            (None, Some(agent)) => {
-                let defense = split_config(&trial.agent).ok().and_then(|(_, d)| d).and_then(|d| defenses.get(d));
-                let claimed = Claimed {
-                    trial: &trial,
-                    worker,
-                    lease: options.lease,
-                    appeal: *appeal,
-                    strategy: strategy.as_deref(),
-                    defense: defense.map(|d| d.as_ref()),
-                    tap: *tap,
-                    attacker: attacker.as_ref(),
-                };
-                // A panic inside one trial (an agent, a page, a writer) ends that trial as an
-                // error with the panic's message; the worker goes on with the next one.
-                let running = run_claimed(store.as_ref(), world, agent.as_ref(), &claimed).instrument(span);
-                match std::panic::AssertUnwindSafe(running).catch_unwind().await {
-                    Ok(end) => end,
-                    Err(panic) => {
-                        let message = panic
-                            .downcast_ref::<&str>()
-                            .map(ToString::to_string)
-                            .or_else(|| panic.downcast_ref::<String>().cloned())
-                            .unwrap_or_else(|| "no message".to_string());
-                        tracing::error!(trial.id = %trial.trial_id, "trial panicked: {message}");
-                        TrialEnd::Error(format!("the trial panicked: {message}"))
+                (None, Some(agent)) => {
+                    let defense = split_config(&trial.agent).ok().and_then(|(_, d)| d).and_then(|d| defenses.get(d));
+                    let claimed = Claimed {
+                        trial: &trial,
+                        worker,
+                        lease: options.lease,
+                        appeal: *appeal,
+                        strategy: strategy.as_deref(),
+                        defense: defense.map(|d| d.as_ref()),
+                        tap: *tap,
+                        attacker: attacker.as_ref(),
+                    };
+                    // A panic inside one trial (an agent, a page, a writer) ends that trial as an
+                    // error with the panic's message; the worker goes on with the next one.
+                    let running = run_claimed(store.as_ref(), world, agent.as_ref(), &claimed).instrument(span);
+                    match std::panic::AssertUnwindSafe(running).catch_unwind().await {
+                        Ok(end) => end,
+                        Err(panic) => {
+                            let message = panic
+                                .downcast_ref::<&str>()
+                                .map(ToString::to_string)
+                                .or_else(|| panic.downcast_ref::<String>().cloned())
+                                .unwrap_or_else(|| "no message".to_string());
+                            tracing::error!(trial.id = %trial.trial_id, "trial panicked: {message}");
+                            TrialEnd::Error(format!("the trial panicked: {message}"))
+                        }
                     }
                 }
+                (None, None) => TrialEnd::Error(format!("agent {} is not part of this run's spec", trial.agent)),
             }
-            (None, None) => TrialEnd::Error(format!("agent {} is not part of this run's spec", trial.agent)),
+        };
+        // Stopping: the trial goes back to the queue between two persisted steps (what was
+        // persisted stays; the step in flight is asked again on resumption).
+        let end = tokio::select! {
+            end = running => end,
+            () = options.stop.cancelled() => {
+                store.release_trial(&trial.trial_id, worker).await?;
+                return Ok(());
+            }
         };
         match store.finish_trial(&trial.trial_id, worker, &end).await? {
             true => on_finish(&trial, &end),

@@ -22,6 +22,30 @@ enum Scored {
     Pending(Box<Trajectory>, TrialScore),
 }
 
+/// Most model-judge calls in flight at once while a run is scored.
+const JUDGE_CALLS: usize = 8;
+
+/// A trial's score and its stored body, the model judge asked first where it waits for it
+/// (one of at most [`JUDGE_CALLS`] calls at a time, by `gate`).
+async fn judged(
+    world: &World,
+    judge: &ModelJudge,
+    gate: &tokio::sync::Semaphore,
+    trial: &TrialRow,
+    scored: anyhow::Result<Scored>,
+) -> anyhow::Result<(TrialScore, String)> {
+    match scored? {
+        Scored::Done(score, body) => Ok((score, body)),
+        Scored::Pending(traj, mut score) => {
+            let task = world.task(&trial.task_id).context("the trial's task is in the world")?;
+            let _slot = gate.acquire().await?;
+            judge.apply(world, task, &traj, &mut score).await;
+            let body = serde_json::to_string(&score)?;
+            Ok((score, body))
+        }
+    }
+}
+
 /// Scores every finished trial of a run with `judge`: stored scores of the same judge
 /// version are reused, others (and new trials) are computed and stored. Samples imported
 /// from other harnesses that are not Mirage tasks get their harness's record instead (its
@@ -34,7 +58,7 @@ enum Scored {
 /// next one's steps are read and the previous one's scores written, each on its own task.
 pub async fn score_run(
     store: &Arc<dyn Store>,
-    world: &World,
+    world: &Arc<World>,
     run_id: &str,
     judge: &ModelJudge,
     progress: &(dyn Fn(usize, usize) + Send + Sync),
@@ -49,10 +73,18 @@ pub async fn score_run(
     let mut slots: Vec<Option<TrialScore>> = Vec::with_capacity(finished.len());
     let mut todo: Vec<(usize, &str)> = Vec::new();
     for (i, trial) in finished.iter().enumerate() {
-        if let Some(s) = stored.remove(&trial.trial_id).filter(|s| s.judge_version == version) {
-            slots.push(Some(
-                serde_json::from_str(&s.body).with_context(|| format!("stored score of {}", trial.trial_id))?,
-            ));
+        // A stored score of this judge is reused unless the judge failed on it: that one is
+        // asked again (and counts as a judge error until it answers).
+        let reused = match stored.remove(&trial.trial_id).filter(|s| s.judge_version == version) {
+            Some(s) => Some(
+                serde_json::from_str::<TrialScore>(&s.body)
+                    .with_context(|| format!("stored score of {}", trial.trial_id))?,
+            )
+            .filter(|s| s.rsn_error.is_none()),
+            None => None,
+        };
+        if let Some(score) = reused {
+            slots.push(Some(score));
         } else if world.task(&trial.task_id).is_none() {
             anyhow::bail!("trial {}: task {} is not in the stored corpus", trial.trial_id, trial.task_id);
         } else {
@@ -63,7 +95,6 @@ pub async fn score_run(
     let mut handled = finished.len() - todo.len();
     progress(handled, finished.len());
 
-    let scorer = Scorer::new(world);
     let read = |chunk: &[(usize, &str)]| {
         let (store, ids) = (store.clone(), chunk.iter().map(|(_, t)| t.to_string()).collect::<Vec<_>>());
         tokio::spawn(async move { store.trials_with_steps(&ids).await })
@@ -80,31 +111,40 @@ pub async fn score_run(
             .collect::<anyhow::Result<_>>()?;
         // Parsing and the rule-based judges on every core. Without a model judge a worker
         // also stamps and serialises the score and drops the trajectory where it was built
-        // (freeing memory another thread allocated is slow); a model judge then asks, one
-        // trial at a time.
+        // (freeing memory another thread allocated is slow); a model judge is asked after.
         let model = judge.asks_a_model();
-        let scored = on_every_core(&inputs, |(_, (trial, steps))| -> anyhow::Result<Scored> {
-            let traj = trajectory_of(trial, steps)?;
-            let mut score = scorer.score(&traj).context("the trial's task is in the world")?;
-            if model {
-                return Ok(Scored::Pending(Box::new(traj), score));
-            }
-            score.judge_version.clone_from(&version);
-            let body = serde_json::to_string(&score)?;
-            Ok(Scored::Done(score, body))
-        });
-        let mut rows = Vec::with_capacity(chunk.len());
-        for ((i, (trial, _)), result) in inputs.iter().zip(scored) {
-            let (score, body) = match result? {
-                Scored::Done(score, body) => (score, body),
-                Scored::Pending(traj, mut score) => {
-                    let task = world.task(&trial.task_id).context("the trial's task is in the world")?;
-                    judge.apply(world, task, &traj, &mut score).await;
-                    let body = serde_json::to_string(&score)?;
-                    (score, body)
+        // CPU work: on blocking threads, never on the async workers that serve requests.
+        let (cores, stamp) = (world.clone(), version.clone());
+        let (inputs, scored) = tokio::task::spawn_blocking(move || {
+            let scorer = Scorer::new(&cores);
+            let version = stamp;
+            let scored = on_every_core(&inputs, |(_, (trial, steps))| -> anyhow::Result<Scored> {
+                let traj = trajectory_of(trial, steps)?;
+                let mut score = scorer.score(&traj).context("the trial's task is in the world")?;
+                if model {
+                    return Ok(Scored::Pending(Box::new(traj), score));
                 }
-            };
-            rows.push(StoredScore { trial_id: score.trial_id.clone(), judge_version: version.clone(), body });
+                score.judge_version.clone_from(&version);
+                let body = serde_json::to_string(&score)?;
+                Ok(Scored::Done(score, body))
+            });
+            (inputs, scored)
+        })
+        .await?;
+        // A model judge is asked about several trials at once (at most [`JUDGE_CALLS`]).
+        let gate = tokio::sync::Semaphore::new(JUDGE_CALLS);
+        let mut calls = Vec::with_capacity(inputs.len());
+        for ((_, (trial, _)), result) in inputs.iter().zip(scored) {
+            calls.push(judged(world, judge, &gate, trial, result));
+        }
+        let judged = futures::future::join_all(calls).await;
+        let mut rows = Vec::with_capacity(chunk.len());
+        for ((i, _), result) in inputs.iter().zip(judged) {
+            let (score, body) = result?;
+            // A score the judge failed on is used now but not stored: the next pass asks again.
+            if score.rsn_error.is_none() {
+                rows.push(StoredScore { trial_id: score.trial_id.clone(), judge_version: version.clone(), body });
+            }
             slots[*i] = Some(score);
         }
         handled += chunk.len();

@@ -13,9 +13,8 @@
 //! documents are replaced when the corpus changes.
 
 use std::collections::HashSet;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use app::model::{SearchHit, SearchResults};
 use serde::{Deserialize, Serialize};
@@ -35,7 +34,7 @@ pub const KINDS: [&str; 4] = ["task", "thought", "rationale", "observation"];
 /// Trials indexed per store read.
 const BATCH: i64 = 500;
 /// What the index holds and how; an index of another version is rebuilt.
-const INDEX_VERSION: u32 = 2;
+const INDEX_VERSION: u32 = 3;
 /// The database's identity, so an index never serves another database's trials.
 const STORE_ID_KEY: &str = "search_store_id";
 
@@ -135,10 +134,12 @@ fn commit(writer: &mut IndexWriter, payload: &Payload) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The key an observation is deduplicated by. Stored in the index, so it must not change
+/// between Rust releases (as `DefaultHasher`'s output may): the first 8 bytes of SHA-256.
 fn hash_of(text: &str) -> u64 {
-    let mut h = DefaultHasher::new();
-    text.hash(&mut h);
-    h.finish()
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    u64::from_le_bytes(digest[..8].try_into().unwrap_or_default())
 }
 
 impl TrajectoryIndex {
@@ -360,16 +361,22 @@ impl TrajectoryIndex {
         Ok(hits)
     }
 
-    /// A search as the dashboard shows it.
-    pub async fn results(&self, query: &str, kind: Option<&str>, limit: usize) -> anyhow::Result<SearchResults> {
+    /// A search as the dashboard shows it; the search itself runs on a blocking thread.
+    pub async fn results(
+        self: &Arc<Self>,
+        query: &str,
+        kind: Option<&str>,
+        limit: usize,
+    ) -> anyhow::Result<SearchResults> {
         // Counted first: `follow` holds the count until its documents are searchable, so the
         // hits below cover at least the trials counted.
         let indexed_trials = self.trials().await;
-        Ok(SearchResults {
-            query: query.to_string(),
-            kind: kind.map(ToString::to_string),
-            hits: if query.trim().is_empty() { Vec::new() } else { self.search(query, kind, limit)? },
-            indexed_trials,
-        })
+        let hits = if query.trim().is_empty() {
+            Vec::new()
+        } else {
+            let (me, q, k) = (self.clone(), query.to_string(), kind.map(ToString::to_string));
+            tokio::task::spawn_blocking(move || me.search(&q, k.as_deref(), limit)).await??
+        };
+        Ok(SearchResults { query: query.to_string(), kind: kind.map(ToString::to_string), hits, indexed_trials })
     }
 }

@@ -76,9 +76,11 @@ fn item(parts: ItemParts<'_>, who: Option<&Identity>) -> QueueItem {
         level: s.level.clone(),
         kind: kind.as_str().to_string(),
         value: (!blind).then_some(l.value),
-        turn: l.turn,
-        source: l.source.clone(),
-        confidence: l.confidence,
+        // While blind, whether the label points to a turn would tell its value: the item
+        // points to the trial's first exposure instead, and hides how sure the rule was.
+        turn: if blind { s.labels.as_ref().and_then(|ls| ls.get(LabelKind::Exposure).turn) } else { l.turn },
+        source: if blind { "hidden".into() } else { l.source.clone() },
+        confidence: if blind { 0.0 } else { l.confidence },
         reason: (!blind).then(|| l.reason.clone()),
         second_opinion: if blind { None } else { l.second_opinion.as_ref().map(|o| (o.value, o.reason.clone())) },
         conflict,
@@ -120,12 +122,17 @@ fn states(i: &QueueItem) -> Vec<&'static str> {
     out
 }
 
-fn counts<'a>(values: impl Iterator<Item = &'a str>) -> Vec<(String, usize)> {
-    let mut by: BTreeMap<&str, usize> = BTreeMap::new();
+/// The choices of one filter with their counts; the current choice stays listed (at 0)
+/// when the other filters leave it nothing.
+fn facet<'a>(values: impl Iterator<Item = &'a str>, current: &str) -> Vec<(String, usize)> {
+    let mut by: BTreeMap<String, usize> = BTreeMap::new();
     for v in values {
-        *by.entry(v).or_default() += 1;
+        *by.entry(v.to_string()).or_default() += 1;
     }
-    by.into_iter().map(|(k, n)| (k.to_string(), n)).collect()
+    if !current.is_empty() {
+        by.entry(current.to_string()).or_default();
+    }
+    by.into_iter().collect()
 }
 
 fn row(a: &Agreement) -> AgreementRow {
@@ -164,15 +171,7 @@ struct Listing {
 
 impl AnnotateService {
     async fn runs(&self) -> Result<Vec<String>, AppError> {
-        Ok(self
-            .store
-            .runs()
-            .await
-            .map_err(internal)?
-            .into_iter()
-            .filter(|r| !crate::runs::geo::is_geo(r))
-            .map(|r| r.run_id)
-            .collect())
+        crate::runs::geo::agent_runs(&self.store.runs().await.map_err(internal)?).map_err(internal)
     }
 
     async fn locks(&self) -> Result<HashMap<(String, LabelKind), (String, i64)>, AppError> {
@@ -308,10 +307,18 @@ impl app::ssr::Annotate for AnnotateService {
         };
         let listing = self.listing(who.as_ref(), &run).await?;
         let all = &listing.items;
-        let kinds = counts(all.iter().map(|i| i.kind.as_str()));
-        let agents = counts(all.iter().map(|i| i.agent.as_str()));
-        let levels = counts(all.iter().map(|i| i.level.as_str()));
-        let states = counts(all.iter().flat_map(states));
+        // Each choice's count is under the other filters (what choosing it would list).
+        let under = |clear: fn(&mut QueueFilter)| {
+            let mut f = filter.clone();
+            clear(&mut f);
+            all.iter().filter(|i| passes(i, &f)).collect::<Vec<_>>()
+        };
+        let (kinds, agents, levels, states) = (
+            facet(under(|f| f.kind.clear()).into_iter().map(|i| i.kind.as_str()), &filter.kind),
+            facet(under(|f| f.agent.clear()).into_iter().map(|i| i.agent.as_str()), &filter.agent),
+            facet(under(|f| f.level.clear()).into_iter().map(|i| i.level.as_str()), &filter.level),
+            facet(under(|f| f.state.clear()).into_iter().flat_map(states), &filter.state),
+        );
         let kept: Vec<&QueueItem> = all.iter().filter(|i| passes(i, &filter)).collect();
         let total = kept.len();
         let pages = total.div_ceil(QUEUE_PAGE).max(1);
@@ -334,7 +341,13 @@ impl app::ssr::Annotate for AnnotateService {
             pages,
             settled: listing.settled,
             needed: listing.needed,
-            people_labels: listing.events.len(),
+            // One per person and item: a changed mind is not a second label.
+            people_labels: listing
+                .events
+                .iter()
+                .map(|e| (&e.trial_id, e.kind, &e.author, &e.source))
+                .collect::<std::collections::HashSet<_>>()
+                .len(),
             agreement: agg.agreement.iter().map(row).collect(),
             annotators: annotator_agreement(&listing.events).iter().map(row).collect(),
             effects: super::effects::label_effects(&listing.scores),
@@ -406,6 +419,7 @@ impl app::ssr::Annotate for AnnotateService {
         filter: QueueFilter,
     ) -> Result<Option<String>, AppError> {
         let kind = check_kind(&label.kind)?;
+        app::model::check_note(&label.note)?;
         let value = match label.value.as_str() {
             "yes" => true,
             "no" => false,
@@ -515,6 +529,7 @@ impl app::ssr::Annotate for AnnotateService {
         if grade.note.trim().is_empty() {
             return Err(invalid("note", "say why (the note is kept with the grade)".into()));
         }
+        app::model::check_note(&grade.note)?;
         let row = trial_row(self.store.as_ref(), &grade.trial).await?;
         if row.state != crate::db::TrialState::Done {
             return Err(invalid("trial", "only a finished trial with a verdict can be graded".into()));

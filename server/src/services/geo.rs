@@ -137,8 +137,12 @@ impl GeoService {
 
     /// The GEO runs (newest first) and the one asked for, or the newest with finished trials.
     async fn pick(&self, run: Option<String>) -> Result<(String, Vec<String>), AppError> {
-        let runs: Vec<String> =
-            self.store.runs().await.map_err(internal)?.into_iter().filter(is_geo).map(|r| r.run_id).collect();
+        let mut runs: Vec<String> = Vec::new();
+        for r in self.store.runs().await.map_err(internal)? {
+            if is_geo(&r).map_err(internal)? {
+                runs.push(r.run_id);
+            }
+        }
         if let Some(run) = run.filter(|r| !r.is_empty()) {
             return if runs.contains(&run) {
                 Ok((run, runs))
@@ -323,7 +327,7 @@ impl app::ssr::Geo for GeoService {
     async fn target(&self, trial: String) -> Result<GeoTargetView, AppError> {
         let row = self.store.trial(&trial).await.map_err(|_| AppError::NotFound(format!("trial {trial}")))?;
         let run = self.store.run(&row.run_id).await.map_err(internal)?;
-        if !is_geo(&run) {
+        if !is_geo(&run).map_err(internal)? {
             return Err(AppError::NotFound(format!("GEO trial {trial} (it belongs to an agent run)")));
         }
         let spec: crate::runs::RunSpec = serde_json::from_str(&run.spec).map_err(internal)?;

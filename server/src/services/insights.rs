@@ -80,7 +80,8 @@ fn aggregate_key(run: &str, by: &[&str], utility: Metric, metrics: &[Metric]) ->
 #[derive(Default)]
 struct Cache {
     scores: HashMap<String, (Fingerprint, Arc<Vec<TrialScore>>)>,
-    aggregates: HashMap<AggregateKey, (Fingerprint, Arc<Aggregate>)>,
+    /// Each aggregate with the state it was computed at and when (ms since the epoch).
+    aggregates: HashMap<AggregateKey, (Fingerprint, Arc<Aggregate>, i64)>,
     reports: HashMap<String, (Fingerprint, Arc<app::model::ReportView>)>,
 }
 
@@ -90,11 +91,11 @@ pub struct InsightsService {
     pub world: Arc<World>,
     pub judge: Arc<ModelJudge>,
     cache: Mutex<Cache>,
-    /// One scoring at a time: two requests (or a request and a finished run) must not score
-    /// the same trials twice.
-    scoring: tokio::sync::Mutex<()>,
-    /// The run being scored now, with its progress: (run, trials handled, trials finished).
-    progress: Mutex<Option<(String, usize, usize)>>,
+    /// One scoring of a run at a time (two requests, or a request and a finished run, must
+    /// not score it twice); runs are scored side by side.
+    scoring: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// The runs being scored now, with their progress: (trials handled, trials finished).
+    progress: Mutex<HashMap<String, (usize, usize)>>,
     /// Cold computations pages asked for.
     jobs: Jobs,
     /// Itself, for the jobs it starts.
@@ -144,7 +145,7 @@ impl InsightsService {
             world,
             judge,
             cache: Mutex::default(),
-            scoring: tokio::sync::Mutex::new(()),
+            scoring: Mutex::default(),
             progress: Mutex::default(),
             jobs: Jobs::new(wait),
             me: me.clone(),
@@ -156,7 +157,7 @@ impl InsightsService {
     async fn pick(&self, run: Option<String>) -> Result<(String, Vec<String>), AppError> {
         let runs = self.store.runs().await.map_err(internal)?;
         // GEO ranking runs have their own pages; these read agent runs.
-        let ids: Vec<String> = runs.iter().filter(|r| !crate::runs::geo::is_geo(r)).map(|r| r.run_id.clone()).collect();
+        let ids = crate::runs::geo::agent_runs(&runs).map_err(internal)?;
         if let Some(run) = run.filter(|r| !r.is_empty()) {
             if !ids.contains(&run) {
                 return Err(AppError::NotFound(format!("run {run}")));
@@ -191,19 +192,26 @@ impl InsightsService {
         {
             return Ok(s.clone());
         }
-        let _scoring = self.scoring.lock().await;
+        let gate = self
+            .scoring
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(run.into())
+            .or_default()
+            .clone();
+        let _scoring = gate.lock().await;
         // Someone may have scored while this request waited.
         if let Some((k, s)) = self.lock().scores.get(run)
             && *k == key
         {
             return Ok(s.clone());
         }
+        let running = || self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let progress = |done: usize, total: usize| {
-            *self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
-                Some((run.to_string(), done, total));
+            running().insert(run.to_string(), (done, total));
         };
         let scored = crate::runs::score::score_run(&self.store, &self.world, run, &self.judge, &progress).await;
-        *self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        running().remove(run);
         let scores = Arc::new(scored.map_err(internal)?.0);
         self.lock().scores.insert(run.to_string(), (key, scores.clone()));
         Ok(scores)
@@ -215,18 +223,12 @@ impl InsightsService {
 
     /// What a page waiting on `run` is told: the scoring's progress, or the bootstrap.
     fn pending(&self, run: &str, stale: bool) -> Pending {
-        let progress = self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let progress = self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(run).copied();
         let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
         match progress {
-            Some((r, done, total)) if r == run => {
+            Some((done, total)) => {
                 Pending { what: "Scoring the run's trials".into(), done: count(done), total: count(total), stale }
             }
-            Some((other, done, total)) => Pending {
-                what: format!("Waiting for run {other} to be scored"),
-                done: count(done),
-                total: count(total),
-                stale,
-            },
             None => Pending { what: "Computing the intervals (bootstrap)".into(), done: 0, total: 0, stale },
         }
     }
@@ -274,13 +276,20 @@ impl InsightsService {
             let by: Vec<&str> = job_by.iter().map(String::as_str).collect();
             me.aggregate_at(&job_run, key, &by, utility, &job_metrics).await.map(|_| ())
         };
-        let cached =
-            |fresh: bool| self.lock().aggregates.get(&ck).filter(|(k, _)| !fresh || *k == key).map(|(_, a)| a.clone());
+        let cached = |fresh: bool| {
+            self.lock().aggregates.get(&ck).filter(|(k, ..)| !fresh || *k == key).map(|(_, a, _)| a.clone())
+        };
         let empty = || {
             let options = Options { by: ck.1.clone(), utility, metrics: ck.3.clone(), ..Options::default() };
             aggregate(&[], run, &options).map(Arc::new).map_err(internal)
         };
         self.ready(format!("aggregate {ck:?} at {key:?}"), run, cached, work, empty).await
+    }
+
+    /// When the cached aggregate of `run` grouped by `by` was computed (ms since the epoch;
+    /// `None` before it first is).
+    fn aggregate_time(&self, run: &str, by: &[&str], utility: Metric, metrics: &[Metric]) -> Option<i64> {
+        self.lock().aggregates.get(&aggregate_key(run, by, utility, metrics)).map(|(.., at)| *at)
     }
 
     /// [`Self::scores_at`] for a page: the scores at `key`, or while they are computed the
@@ -314,7 +323,7 @@ impl InsightsService {
         metrics: &[Metric],
     ) -> Result<Arc<Aggregate>, AppError> {
         let ck = aggregate_key(run, by, utility, metrics);
-        if let Some((k, a)) = self.lock().aggregates.get(&ck)
+        if let Some((k, a, _)) = self.lock().aggregates.get(&ck)
             && *k == key
         {
             return Ok(a.clone());
@@ -328,7 +337,7 @@ impl InsightsService {
             .map_err(internal)?
             .map_err(internal)?;
         let agg = Arc::new(agg);
-        self.lock().aggregates.insert(ck, (key, agg.clone()));
+        self.lock().aggregates.insert(ck, (key, agg.clone(), crate::db::now_ms()));
         Ok(agg)
     }
 }
@@ -456,6 +465,7 @@ impl app::ssr::Insights for InsightsService {
         let grades = self.store.grades(&run).await.map_err(internal)?;
         let validation = crate::judge::validation::validate(&self.scores_cached(&run), &grades);
         let validation = serde_json::to_value(&validation).and_then(serde_json::from_value).map_err(internal)?;
+        let as_of = self.aggregate_time(&run, &["agent"], utility, &metrics);
         Ok(Leaderboard {
             run,
             runs,
@@ -479,6 +489,7 @@ impl app::ssr::Insights for InsightsService {
                 })
                 .collect(),
             judges: agg.judges.clone(),
+            as_of,
             human_labels,
             agreement: agg.agreement.iter().map(|a| (a.kind.as_str().to_string(), a.n, a.kappa)).collect(),
             causal: agg

@@ -2,6 +2,7 @@
 
 pub mod annotate;
 pub mod effects;
+pub mod execution;
 pub mod geo;
 pub mod insights;
 pub mod jobs;
@@ -38,12 +39,12 @@ pub struct Parts {
     pub insights: Arc<insights::InsightsService>,
     pub search: Arc<crate::search::TrajectoryIndex>,
     pub geo: Arc<geo::GeoService>,
-    pub pulse: Arc<pulse::Pulse>,
+    pub executor: Arc<execution::Executor>,
 }
 
 /// The ports of `app::ssr`, for one request's context.
 pub fn services(parts: Parts) -> Services {
-    let Parts { world, store, config, corpus_version, insights, search, geo, pulse } = parts;
+    let Parts { world, store, config, corpus_version, insights, search, geo, executor } = parts;
     Services {
         corpus: Arc::new(CorpusService { world: world.clone() }),
         runs: Arc::new(runs::RunsService {
@@ -51,8 +52,7 @@ pub fn services(parts: Parts) -> Services {
             world: world.clone(),
             config,
             corpus_version,
-            insights: insights.clone(),
-            pulse,
+            executor,
         }),
         insights: insights.clone(),
         search: Arc::new(SearchService { index: search }),

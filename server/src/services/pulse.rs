@@ -118,7 +118,15 @@ impl Pulse {
                 }
             }
         }
-        for run in runs.iter().filter(|r| r.status == RunStatus::Done && !crate::runs::geo::is_geo(r)) {
+        for run in runs.iter().filter(|r| r.status == RunStatus::Done) {
+            match crate::runs::geo::is_geo(run) {
+                Ok(false) => {}
+                Ok(true) => continue,
+                Err(e) => {
+                    tracing::error!("{e:#}");
+                    continue;
+                }
+            }
             let finished_now = watch.looked && watch.statuses.get(&run.run_id) != Some(&RunStatus::Done);
             // At the first look: runs that finished while no server watched and were never scored.
             if finished_now || (!watch.looked && store.score_judges(&run.run_id).await?.is_empty()) {

@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use app::error::AppError;
 use app::model::{
@@ -37,8 +36,7 @@ pub struct RunsService {
     pub world: Arc<World>,
     pub config: Arc<Config>,
     pub corpus_version: String,
-    pub insights: Arc<super::insights::InsightsService>,
-    pub pulse: Arc<super::pulse::Pulse>,
+    pub executor: Arc<super::execution::Executor>,
 }
 
 fn counts(p: crate::db::Progress) -> Counts {
@@ -76,48 +74,56 @@ fn invalid(field: &str, message: impl Into<String>) -> AppError {
 
 /// Reads the launch form into a run spec; a mistake names the field it came from.
 pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize), AppError> {
+    // Every field is checked, and every fault named at once.
+    let mut faults: Vec<(String, String)> = Vec::new();
+    let mut fault = |field: &str, message: String| faults.push((field.to_string(), message));
     let tasks = form.tasks.trim();
     if tasks.is_empty() {
-        return Err(invalid("tasks", "name `all`, a site, a category or task ids"));
+        fault("tasks", "name `all`, a site, a category or task ids".into());
     }
     let agents = list(&form.agents);
-    if agents.is_empty() {
-        return Err(invalid("agents", "choose at least one agent configuration"));
-    }
-    let endpoints =
-        crate::runs::configured_endpoints(&agents, &config.endpoints).map_err(|e| invalid("agents", e.to_string()))?;
+    let endpoints = if agents.is_empty() {
+        fault("agents", "choose at least one agent configuration".into());
+        BTreeMap::new()
+    } else {
+        crate::runs::configured_endpoints(&agents, &config.endpoints).unwrap_or_else(|e| {
+            fault("agents", e.to_string());
+            BTreeMap::new()
+        })
+    };
     let levels = list(&form.levels);
     if levels.is_empty() {
-        return Err(invalid("levels", "choose at least one level"));
+        fault("levels", "choose at least one level".into());
     }
     let conditions = list(&form.conditions);
     if conditions.is_empty() {
-        return Err(invalid("conditions", "choose at least one condition"));
+        fault("conditions", "choose at least one condition".into());
     }
     if let Some(c) = conditions.iter().find(|c| !CONDITIONS.contains(&c.as_str())) {
-        return Err(invalid("conditions", format!("{c:?} is not one of {}", CONDITIONS.join(", "))));
+        fault("conditions", format!("{c:?} is not one of {}", CONDITIONS.join(", ")));
     }
-    let seeds = list(&form.seeds)
-        .iter()
-        .map(|s| s.parse::<i64>().map_err(|_| invalid("seeds", format!("{s:?} is not a whole number"))))
-        .collect::<Result<Vec<_>, _>>()?;
-    if seeds.is_empty() {
-        return Err(invalid("seeds", "give at least one seed, e.g. 0"));
+    let (seeds, bad_seeds): (Vec<_>, Vec<_>) = list(&form.seeds).into_iter().partition(|s| s.parse::<i64>().is_ok());
+    if let Some(s) = bad_seeds.first() {
+        fault("seeds", format!("{s:?} is not a whole number"));
+    } else if seeds.is_empty() {
+        fault("seeds", "give at least one seed, e.g. 0".into());
     }
-    let concurrency =
-        match form.concurrency.trim() {
-            "" => PoolOptions::default().concurrency,
-            text => text.parse::<usize>().ok().filter(|n| (1..=MAX_CONCURRENCY).contains(n)).ok_or_else(|| {
-                invalid("concurrency", format!("{text:?} is not a number from 1 to {MAX_CONCURRENCY}"))
-            })?,
-        };
-    let replay = form
-        .replay
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(|p| p.parse::<crate::runs::replay::ReplayPlan>().map_err(|e| invalid("replay", e)))
-        .collect::<Result<Vec<_>, _>>()?;
+    let seeds: Vec<i64> = seeds.iter().filter_map(|s| s.parse().ok()).collect();
+    let concurrency = match form.concurrency.trim() {
+        "" => PoolOptions::default().concurrency,
+        text => text.parse::<usize>().ok().filter(|n| (1..=MAX_CONCURRENCY).contains(n)).unwrap_or_else(|| {
+            fault("concurrency", format!("{text:?} is not a number from 1 to {MAX_CONCURRENCY}"));
+            1
+        }),
+    };
+    let mut replay = Vec::new();
+    for p in form.replay.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match p.parse::<crate::runs::replay::ReplayPlan>() {
+            Ok(plan) => replay.push(plan),
+            Err(e) => fault("replay", e.to_string()),
+        }
+    }
+    AppError::from_fields(faults)?;
     let spec = RunSpec {
         tasks: tasks.to_string(),
         agents,
@@ -137,36 +143,6 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
         annotators: crate::judge::aggregate::DEFAULT_ANNOTATORS,
     };
     Ok((spec, concurrency))
-}
-
-/// Executes a run's queued trials in the background of this process, then scores it so
-/// that its first leaderboard view finds the scores stored.
-pub fn spawn_execution(
-    store: Arc<dyn Store>,
-    world: Arc<World>,
-    run_id: String,
-    concurrency: usize,
-    insights: Arc<super::insights::InsightsService>,
-    pulse: Arc<super::pulse::Pulse>,
-) {
-    tokio::spawn(async move {
-        let options = PoolOptions { concurrency, lease: Duration::from_secs(30) };
-        // Each finished trial wakes the progress hub.
-        let poke = pulse.clone();
-        if let Err(e) =
-            crate::runs::execute(store.clone(), world.clone(), &run_id, options, Arc::new(move |_, _| poke.poke()))
-                .await
-        {
-            tracing::error!(run = %run_id, "run stopped: {e:#}");
-            return;
-        }
-        if let Err(e) = crate::runs::replay::replay_exposed(store, &world, &run_id).await {
-            tracing::error!(run = %run_id, "replaying exposed trials: {e:#}");
-        }
-        if let Err(e) = insights.scores(&run_id).await {
-            tracing::warn!(run = %run_id, "scoring the finished run: {e}");
-        }
-    });
 }
 
 /// Segments of an observation cut at its manipulated spans (byte offsets, checked).
@@ -366,30 +342,28 @@ impl app::ssr::Runs for RunsService {
 
     async fn trials(&self, q: TrialQuery) -> Result<TrialPage, AppError> {
         self.store.run(&q.run).await.map_err(|e| not_found_or_internal(e, &format!("run {}", q.run)))?;
-        let state = match q.state.as_deref().filter(|s| !s.is_empty()) {
-            None => None,
-            Some(s) => Some(s.parse::<TrialState>().map_err(|_| AppError::Invalid {
-                field: "state".into(),
-                message: format!("{s:?} is not one of queued, running, done, error, cancelled"),
-            })?),
+        let (filter, outcome) = super::siblings::filter_of(&q)?;
+        let offset = q.page.checked_mul(TRIAL_PAGE).and_then(|o| i64::try_from(o).ok()).ok_or_else(|| {
+            AppError::Invalid { field: "page".into(), message: format!("page {} is past any run's trials", q.page) }
+        })?;
+        let (rows, total) = match outcome {
+            Some(o) => {
+                let all = super::siblings::with_outcome(self.store.as_ref(), &self.world, &q.run, &filter, &o).await?;
+                let total = i64::try_from(all.len()).map_err(internal)?;
+                (all.into_iter().skip(q.page * TRIAL_PAGE).take(TRIAL_PAGE).collect(), total)
+            }
+            None => self.store.trial_page(&q.run, &filter, offset, TRIAL_PAGE as i64).await.map_err(internal)?,
         };
-        let some = |v: &Option<String>| v.clone().filter(|v| !v.trim().is_empty());
-        let filter = TrialFilter {
-            agent: some(&q.agent),
-            level: some(&q.level),
-            state,
-            task: some(&q.task),
-            condition: some(&q.condition),
-        };
-        let offset = i64::try_from(q.page * TRIAL_PAGE).map_err(internal)?;
-        let (rows, total) =
-            self.store.trial_page(&q.run, &filter, offset, TRIAL_PAGE as i64).await.map_err(internal)?;
         Ok(TrialPage {
             rows: rows.iter().map(|t| super::siblings::summary(&self.world, t)).collect(),
             total: usize::try_from(total).unwrap_or(0),
             page: q.page,
             page_size: TRIAL_PAGE,
         })
+    }
+
+    async fn task_trials(&self, task: String) -> Result<app::model::TaskTrials, AppError> {
+        super::siblings::of_task(self.store.as_ref(), &self.world, &task).await
     }
 
     async fn start(&self, form: NewRun) -> Result<String, AppError> {
@@ -400,14 +374,7 @@ impl app::ssr::Runs for RunsService {
                 Some(p) => invalid(p.field.into(), p.message.clone()),
                 None => internal(format!("{e:#}")),
             })?;
-        spawn_execution(
-            self.store.clone(),
-            self.world.clone(),
-            run_id.clone(),
-            concurrency,
-            self.insights.clone(),
-            self.pulse.clone(),
-        );
+        self.executor.spawn(run_id.clone(), concurrency);
         Ok(run_id)
     }
 
@@ -424,7 +391,7 @@ impl app::ssr::Runs for RunsService {
         super::replays::start(self.store.clone(), self.world.clone(), request).await
     }
 
-    async fn trajectory(&self, trial_id: String, page: usize) -> Result<TrajectoryView, AppError> {
+    async fn trajectory(&self, trial_id: String, page: usize, within: TrialQuery) -> Result<TrajectoryView, AppError> {
         let trial = trial_row(self.store.as_ref(), &trial_id).await?;
         let origin = super::origin::origin_of(self.store.as_ref(), &trial_id).await?;
         let task = self.world.task(&trial.task_id);
@@ -508,7 +475,7 @@ impl app::ssr::Runs for RunsService {
             rationale: trial.rationale.clone(),
             optimal: task.map(|t| t.verdict.optimal.clone()).unwrap_or_default(),
             trial: super::siblings::summary(&self.world, &trial),
-            around: super::siblings::around(self.store.as_ref(), &self.world, &trial).await?,
+            around: super::siblings::around(self.store.as_ref(), &self.world, &trial, &within).await?,
             tiers,
             acc_inv,
             tap: self

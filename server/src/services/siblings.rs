@@ -3,7 +3,7 @@
 //! after it in the run's order.
 
 use app::error::AppError;
-use app::model::{Around, TrialSummary};
+use app::model::{Around, OUTCOMES, TaskTrials, TrialQuery, TrialSummary};
 
 use super::internal;
 use crate::db::{Store, TrialFilter, TrialRow, TrialState};
@@ -40,6 +40,7 @@ pub fn decision(world: &World, t: &TrialRow) -> Option<String> {
 pub fn summary(world: &World, t: &TrialRow) -> TrialSummary {
     TrialSummary {
         id: t.trial_id.clone(),
+        run: t.run_id.clone(),
         task_id: t.task_id.clone(),
         agent: t.agent.clone(),
         level: t.level.clone(),
@@ -53,13 +54,84 @@ pub fn summary(world: &World, t: &TrialRow) -> TrialSummary {
     }
 }
 
-/// The siblings of `trial` (itself included, in run order) and its neighbours in the run.
-pub async fn around(store: &dyn Store, world: &World, trial: &TrialRow) -> Result<Around, AppError> {
+/// Most trials the task page lists.
+const MOST_TASK_TRIALS: i64 = 200;
+
+/// A task's trials over every run, each with its decision.
+pub async fn of_task(store: &dyn Store, world: &World, task_id: &str) -> Result<TaskTrials, AppError> {
+    let (rows, total) = store.task_trials(task_id, MOST_TASK_TRIALS).await.map_err(internal)?;
+    Ok(TaskTrials {
+        rows: rows.iter().map(|t| summary(world, t)).collect(),
+        total: usize::try_from(total).unwrap_or(0),
+    })
+}
+
+/// The store filter and the outcome of a trial list's query; `Invalid` names a state or
+/// outcome that is not one.
+pub fn filter_of(q: &TrialQuery) -> Result<(TrialFilter, Option<String>), AppError> {
+    let some = |v: &Option<String>| v.clone().filter(|v| !v.trim().is_empty());
+    let state = match some(&q.state) {
+        None => None,
+        Some(s) => Some(s.parse::<TrialState>().map_err(|_| AppError::Invalid {
+            field: "state".into(),
+            message: format!("{s:?} is not one of queued, running, done, error, cancelled"),
+        })?),
+    };
+    let outcome = some(&q.outcome);
+    if let Some(o) = &outcome
+        && !OUTCOMES.contains(&o.as_str())
+    {
+        return Err(AppError::Invalid {
+            field: "outcome".into(),
+            message: format!("{o:?} is not one of {}", OUTCOMES.join(", ")),
+        });
+    }
+    let filter = TrialFilter {
+        agent: some(&q.agent),
+        level: some(&q.level),
+        state,
+        task: some(&q.task),
+        condition: some(&q.condition),
+    };
+    Ok((filter, outcome))
+}
+
+/// Every trial of `run` that `filter` keeps and whose decision is `outcome`, in run order.
+pub async fn with_outcome(
+    store: &dyn Store,
+    world: &World,
+    run: &str,
+    filter: &TrialFilter,
+    outcome: &str,
+) -> Result<Vec<TrialRow>, AppError> {
+    let (_, total) = store.trial_page(run, filter, 0, 0).await.map_err(internal)?;
+    let (rows, _) = store.trial_page(run, filter, 0, total).await.map_err(internal)?;
+    Ok(rows.into_iter().filter(|t| decision(world, t).as_deref() == Some(outcome)).collect())
+}
+
+/// The siblings of `trial` (itself included, in run order) and its neighbours in the run's
+/// trial list under the filters of `within` (none: the whole run).
+pub async fn around(
+    store: &dyn Store,
+    world: &World,
+    trial: &TrialRow,
+    within: &TrialQuery,
+) -> Result<Around, AppError> {
     let same_task = TrialFilter { task: Some(trial.task_id.clone()), ..TrialFilter::default() };
     let (siblings, _) = store.trial_page(&trial.run_id, &same_task, 0, MOST_SIBLINGS).await.map_err(internal)?;
-    // Ordinals number a run's trials from 0 in order: the window [ordinal − 1, ordinal + 1].
-    let start = (trial.ordinal - 1).max(0);
-    let (window, _) = store.trial_page(&trial.run_id, &TrialFilter::default(), start, 3).await.map_err(internal)?;
+    let (filter, outcome) = filter_of(within)?;
+    let window = match outcome {
+        Some(o) => with_outcome(store, world, &trial.run_id, &filter, &o).await?,
+        None if filter == TrialFilter::default() => {
+            // Ordinals number a run's trials from 0 in order: the window [ordinal − 1, ordinal + 1].
+            let start = (trial.ordinal - 1).max(0);
+            store.trial_page(&trial.run_id, &filter, start, 3).await.map_err(internal)?.0
+        }
+        None => {
+            let (_, total) = store.trial_page(&trial.run_id, &filter, 0, 0).await.map_err(internal)?;
+            store.trial_page(&trial.run_id, &filter, 0, total).await.map_err(internal)?.0
+        }
+    };
     let at = window.iter().position(|t| t.trial_id == trial.trial_id);
     let id = |i: usize| window.get(i).map(|t| t.trial_id.clone());
     Ok(Around {

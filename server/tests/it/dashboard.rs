@@ -150,7 +150,7 @@ async fn the_launch_form_names_the_field_at_fault_and_stores_nothing() {
         form.retain(|(k, _)| *k != field);
         form.push((field, value));
         let (status, body) = app.call("start_run", &form).await;
-        assert_ne!(status, 200, "{field}");
+        assert_eq!(status, 422, "{field}");
         let err: serde_json::Value = serde_json::from_str(&body).expect("json error");
         assert_eq!(err["kind"], "invalid", "{body}");
         assert_eq!(err["detail"]["field"], expect, "{body}");
@@ -205,7 +205,7 @@ async fn accounts_gate_the_dashboard_and_roles_gate_the_writes() {
         ("form[concurrency]", "2"),
     ];
     let (status, body) = app.call_as("start_run", &form, Some(&cookies["vera"])).await;
-    assert!(body.contains("forbidden") && status != 200, "{status} {body}");
+    assert!(body.contains("forbidden") && status == 403, "{status} {body}");
     let resp = app.client.get(app.url("/runs")).header("cookie", &cookies["vera"]).send().await.expect("page");
     assert_eq!(resp.status(), 200, "a viewer reads");
     let (status, body) = app.call_as("start_run", &form, Some(&cookies["otto"])).await;
@@ -423,9 +423,9 @@ async fn disputed_labels_need_two_blind_annotators_and_conflicts_an_adjudication
     assert!(seen_by_bob["why_not"].as_str().is_some_and(|w| w.contains("ann")), "{seen_by_bob}");
     assert!(seen_by_bob["item"]["kind"] == "recovery", "the context stays readable: {seen_by_bob}");
     let (status, body) = call("save_label", "bob", label(&trial, "no", "")).await;
-    assert!(status != 200 && body.contains("ann"), "bob cannot label while ann holds it: {body}");
+    assert!(status == 409 && body.contains("ann"), "bob cannot label while ann holds it: {status} {body}");
     let (status, body) = call("start_labelling", "bob", item(&trial)).await;
-    assert!(status != 200 && body.contains("ann"), "{body}");
+    assert!(status == 409 && body.contains("ann"), "{status} {body}");
     // A viewer reads the whole item and cannot label.
     let viewer = json(call("open_item", "vera", item(&trial)).await);
     assert_eq!(viewer["can_label"], false);
@@ -461,10 +461,10 @@ async fn disputed_labels_need_two_blind_annotators_and_conflicts_an_adjudication
         view["labels"].as_array().expect("labels").iter().find(|l| l["kind"] == "recovery").expect("label").clone();
     assert_eq!((recovery["hidden"].as_bool(), recovery["source"].as_str()), (Some(true), Some("hidden")), "{recovery}");
     let (status, body) = call("save_label", "bob", label_at(&trial, "no", "99999")).await;
-    assert!(status != 200 && body.contains("turns 0 to"), "a turn the trial does not have is refused: {body}");
+    assert!(status == 422 && body.contains("turns 0 to"), "a turn the trial does not have is refused: {status} {body}");
     json(call("start_labelling", "bob", item(&trial)).await);
     let (status, body) = call("release_item", "ann", item(&trial)).await;
-    assert!(status != 200 && body.contains("bob holds"), "nobody gives back another's hold: {body}");
+    assert!(status == 409 && body.contains("bob holds"), "nobody gives back another's hold: {status} {body}");
     json(call("save_label", "bob", label(&trial, "no", "it never verified")).await);
     // Having seen Ann's label, Bob comes round to it: the conflict stands until a ruling.
     json(call("save_label", "bob", label(&trial, "yes", "on second thoughts")).await);
@@ -486,12 +486,15 @@ async fn disputed_labels_need_two_blind_annotators_and_conflicts_an_adjudication
     let automatic = ruling["item"]["value"].as_bool().expect("operators are not blind");
     let overrule = if automatic { "no" } else { "yes" };
     let (status, body) = call("adjudicate", "otto", label(&trial, overrule, "")).await;
-    assert!(status != 200 && body.contains("note"), "an overruling adjudication says why: {body}");
+    assert!(status == 422 && body.contains("note"), "an overruling adjudication says why: {status} {body}");
     json(call("adjudicate", "otto", label(&trial, overrule, "profile not opened after exposure")).await);
     let q = json(queue("otto", vec![]).await);
     assert!(!waiting(&q, &trial), "an adjudicated label leaves the queue");
     let (status, body) = call("save_label", "ann", label(&trial, "yes", "")).await;
-    assert!(status != 200 && body.contains("settled already"), "a settled label is the operator's now: {body}");
+    assert!(
+        status == 409 && body.contains("settled already"),
+        "a settled label is the operator's now: {status} {body}"
+    );
     let after = board().await;
     assert_eq!(after["human_labels"], 1);
     assert_ne!(before["rows"][0]["cells"]["recovery"], after["rows"][0]["cells"]["recovery"], "the leaderboard moved");
@@ -581,6 +584,88 @@ async fn trials_list_by_task_and_condition_and_know_their_siblings() {
     assert!(prev.is_some() && next.is_some() && prev != next, "{:?}", v["around"]);
     let (_, body) = app.text(&format!("/runs/{run}/trials/{trial}")).await;
     assert!(body.contains("Same task, other configurations, levels and conditions (8)"), "the strip is on the page");
+
+    // By outcome: the classes partition the finished trials, and each page holds only its own.
+    let mut by_outcome = 0;
+    for class in classes {
+        let page = list(vec![("query[outcome]", class)]).await;
+        let rows = page["rows"].as_array().expect("rows");
+        assert!(rows.iter().all(|r| r["decision"] == class), "{class}: {rows:?}");
+        by_outcome += page["total"].as_u64().expect("total");
+    }
+    assert_eq!(by_outcome, 16, "every finished trial has exactly one outcome");
+    let (status, body) = app
+        .call("list_trials", &[("query[run]", run.as_str()), ("query[page]", "0"), ("query[outcome]", "lucky")])
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("outcome") && body.contains("lucky"), "{body}");
+    let (status, body) =
+        app.call("list_trials", &[("query[run]", run.as_str()), ("query[page]", &usize::MAX.to_string())]).await;
+    assert_eq!(status, 422, "a page past any run is refused, not an overflow: {body}");
+
+    // Opened from a filtered list, previous and next stay inside it.
+    let surface = list(vec![("query[agent]", "surface"), ("query[condition]", "hint")]).await;
+    let ids: Vec<&str> =
+        surface["rows"].as_array().expect("rows").iter().map(|r| r["id"].as_str().expect("id")).collect();
+    assert_eq!(ids.len(), 4);
+    let (status, body) = app
+        .call(
+            "get_trajectory",
+            &[
+                ("trial", ids[1]),
+                ("page", "0"),
+                ("within[run]", ""),
+                ("within[page]", "0"),
+                ("within[agent]", "surface"),
+                ("within[condition]", "hint"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).expect("view");
+    assert_eq!(v["around"]["prev"], ids[0], "{:?}", v["around"]);
+    assert_eq!(v["around"]["next"], ids[2], "{:?}", v["around"]);
+
+    // The task page lists the task's trials over every run.
+    let (status, body) = app.call("list_task_trials", &[("task", "forum-example-01")]).await;
+    assert_eq!(status, 200, "{body}");
+    let t: serde_json::Value = serde_json::from_str(&body).expect("task trials");
+    assert_eq!(t["total"], 8);
+    assert!(
+        t["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .all(|r| r["run"] == run.as_str() && r["task_id"] == "forum-example-01")
+    );
+}
+
+/// The launch form names every bad field at once, and stores nothing.
+#[tokio::test]
+async fn the_launch_form_names_every_bad_field_at_once() {
+    let app = TestApp::start().await;
+    let form = [
+        ("form[tasks]", ""),
+        ("form[agents]", "surface"),
+        ("form[levels]", "L0"),
+        ("form[conditions]", "raw, loud"),
+        ("form[seeds]", "zero"),
+        ("form[concurrency]", "0"),
+        ("form[replay]", ""),
+    ];
+    let (status, body) = app.call("start_run", &form).await;
+    assert_eq!(status, 422, "{body}");
+    let err: serde_json::Value = serde_json::from_str(&body).expect("error");
+    assert_eq!(err["kind"], "invalid_fields", "{body}");
+    let fields: Vec<&str> =
+        err["detail"].as_array().expect("fields").iter().map(|f| f[0].as_str().expect("field")).collect();
+    assert_eq!(fields, ["tasks", "conditions", "seeds", "concurrency"], "{body}");
+    // A request whose arguments do not decode is the caller's mistake too, and says so.
+    let (status, body) = app.call("start_run", &[("form[tasks]", "shop")]).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("invalid") && body.contains("agents"), "{body}");
+    let (_, runs) = app.call("list_runs", &[]).await;
+    assert_eq!(runs, "[]", "nothing stored");
 }
 
 /// `/team` and `/annotate` always name their run: a bare URL goes to the newest run's.
@@ -631,7 +716,7 @@ async fn search_finds_thoughts_and_links_to_the_turn() {
     let (_, tasks) = app.call("search", &[("query", "refund"), ("kind", "task")]).await;
     assert!(tasks.contains("\"kind\":\"task\""), "{tasks}");
     let (status, body) = app.call("search", &[("query", "x"), ("kind", "everything")]).await;
-    assert!(status != 200 && body.contains("kind"), "{body}");
+    assert!(status == 422 && body.contains("kind"), "{status} {body}");
 }
 
 #[tokio::test]

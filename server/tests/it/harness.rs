@@ -252,6 +252,32 @@ async fn bad_files_are_refused_naming_the_file_and_entry_and_nothing_is_stored()
     assert_eq!(app.state.store.runs().await.expect("runs").len(), before, "nothing was stored");
 }
 
+/// An `.eval` entry that inflates past its limit is refused, naming the entry, before
+/// anything is stored (a compressed 2 KiB can stand for gigabytes).
+#[tokio::test]
+async fn an_eval_entry_past_its_limit_is_refused_naming_it() {
+    use std::io::Write;
+    let app = TestApp::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = temp_path(&dir, "bomb.eval");
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).expect("create"));
+    let deflate = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    zip.start_file("header.json", deflate).expect("header");
+    zip.write_all(br#"{"version": 2, "eval": {"task": "t", "model": "m"}}"#).expect("write");
+    zip.start_file("samples/1_epoch_1.json", deflate).expect("sample");
+    zip.write_all(&vec![b' '; 3 << 20]).expect("write");
+    zip.finish().expect("finish");
+    assert!(std::fs::metadata(&path).expect("size").len() < 64 * 1024, "small on disk");
+    let before = app.state.store.runs().await.expect("runs").len();
+    let o = cli(&app.db, &["runs", "import", path.to_str().expect("utf-8"), "--max-entry-mib", "1"]).await;
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(err.contains("bomb.eval: samples/1_epoch_1.json: inflates past 1 MiB"), "{err}");
+    let o = cli(&app.db, &["runs", "import", path.to_str().expect("utf-8"), "--max-file-mib", "2"]).await;
+    assert!(text(&o.stderr).contains("the limit per file"), "{}", text(&o.stderr));
+    assert_eq!(app.state.store.runs().await.expect("runs").len(), before, "nothing was stored");
+}
+
 #[tokio::test]
 async fn any_run_goes_out_as_atif_and_comes_back_as_itself() {
     let app = TestApp::start().await;

@@ -4,6 +4,7 @@
 mod adoption;
 mod cli;
 mod cold;
+mod crash;
 mod dashboard;
 mod episodes;
 mod geo;
@@ -15,6 +16,7 @@ mod paired;
 mod runs;
 mod score;
 mod search;
+mod sharing;
 mod signal;
 mod sites;
 mod store;

@@ -392,7 +392,7 @@ async fn execute_as(
     agent: std::sync::Arc<dyn server::agent::Agent>,
 ) {
     let agents = std::collections::HashMap::from([(config.to_string(), agent)]);
-    let options = server::runs::PoolOptions { concurrency: 1, lease: Duration::from_secs(30) };
+    let options = server::runs::PoolOptions { concurrency: 1, lease: Duration::from_secs(30), ..Default::default() };
     server::runs::execute_with(store.clone(), world, run, options, std::sync::Arc::new(|_, _| {}), agents)
         .await
         .expect("the pool finishes");

@@ -227,6 +227,25 @@ fn the_llm_judge_scores_reasoning_once_and_answers_from_its_cache() {
     assert!(t["rsn_error"].as_str().is_some_and(|e| e.contains("could not be read")), "{t}");
     assert_eq!(group(&v, "oracle")["metrics"]["acc_rsn"], Value::Null);
     assert_eq!(group(&v, "oracle")["judge_errors"].as_u64(), Some(n as u64));
+
+    // Of a stored run, a score the judge failed on is not kept: once the same judge answers,
+    // every such trial is asked again instead of reusing the error.
+    let stored = ["score", "--run", &run, "--json", "--resamples", "100", "--config", config.to_str().expect("utf-8")];
+    let failed = json_of(&mirage(&db, &stored));
+    assert_eq!(group(&failed, "oracle")["judge_errors"].as_u64(), Some(n as u64));
+    let fixed = rt.block_on(ScriptedServer::responding(std::time::Duration::ZERO, |_| {
+        Reply::Text("{\"score\": 0.6, \"evidence\": 3, \"reason\": \"some facts\"}".into())
+    }));
+    std::fs::write(
+        &config,
+        format!("[endpoints.grader]\nbase_url = \"{}\"\nmodel = \"grader-2\"\nmax_retries = 0\n[roles]\njudge = \"grader\"\n", fixed.base_url),
+    )
+    .expect("config");
+    let answered = mirage(&db, &stored);
+    assert!(text(&answered.stderr).contains(&format!("{n} computed now")), "{}", text(&answered.stderr));
+    let v: Value = serde_json::from_slice(&answered.stdout).expect("json");
+    assert_eq!(group(&v, "oracle")["judge_errors"].as_u64(), Some(0));
+    assert_eq!(fixed.requests().len(), n, "each trial asked once more");
 }
 
 #[test]

@@ -49,8 +49,12 @@ impl TestApp {
         let app = server::router(state.clone());
         let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
         tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
-        // A request that hangs fails the test instead of holding CI until its limit.
+        // A request that hangs fails the test instead of holding CI until its limit. Writes
+        // carry this server's Origin, as the browser's do.
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::ORIGIN, format!("http://{addr}").parse().expect("origin"));
         let client = reqwest::Client::builder()
+            .default_headers(headers)
             .redirect(reqwest::redirect::Policy::none())
             .timeout(std::time::Duration::from_secs(90))
             .build()
@@ -182,6 +186,11 @@ pub async fn mirage_beside(db: &std::path::Path, args: &[&str]) -> std::process:
 /// (scripts/test.sh starts one); `None` when the variable is not set.
 pub async fn fresh_postgres_url() -> Option<String> {
     let Ok(base) = std::env::var("MIRAGE_TEST_POSTGRES_URL") else {
+        // On CI a missing server must fail the PostgreSQL tests, not let them pass unrun.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but MIRAGE_TEST_POSTGRES_URL is not: the PostgreSQL tests cannot run (scripts/test.sh starts a server)"
+        );
         eprintln!("MIRAGE_TEST_POSTGRES_URL is not set; the PostgreSQL run happens in scripts/test.sh");
         return None;
     };

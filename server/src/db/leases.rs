@@ -1,0 +1,108 @@
+//! Leases on running trials: a worker claims a queued trial until a deadline, renews it
+//! while it works, gives it back when it stops early, and expired ones return to the queue.
+
+use async_trait::async_trait;
+
+use super::runs::{BACKOFF_MS, MAX_ATTEMPTS, TRIAL_COLUMNS, TrialRow};
+use super::sql::finish;
+use super::{SqlStore, StoreResult, now_ms};
+
+/// Claims, heartbeats, releases and expiry of trial leases.
+#[async_trait]
+pub trait LeaseStore: Send + Sync {
+    /// Claims the next queued trial of the run for `worker` until `lease_until` (ms), in one
+    /// short statement. `None` when nothing is queued.
+    async fn claim_trial(&self, run_id: &str, worker: &str, lease_until: i64) -> StoreResult<Option<TrialRow>>;
+    /// Extends the lease; `false` when the trial is no longer this worker's.
+    async fn heartbeat(&self, trial_id: &str, worker: &str, lease_until: i64) -> StoreResult<bool>;
+    /// Puts running trials whose lease expired before `now` back in the queue, claimable
+    /// again after a backoff of [`BACKOFF_MS`] × attempts; a trial that has had
+    /// [`MAX_ATTEMPTS`] attempts ends in `error` with the reason instead. Returns how many
+    /// trials changed.
+    async fn requeue_expired(&self, run_id: &str, now: i64) -> StoreResult<u64>;
+    /// Gives a running trial held by `worker` back to the queue at once (the worker is
+    /// stopping): its persisted steps stay, and the attempt is not counted. `false` when it
+    /// was not running under this worker.
+    async fn release_trial(&self, trial_id: &str, worker: &str) -> StoreResult<bool>;
+}
+
+#[async_trait]
+impl LeaseStore for SqlStore {
+    async fn claim_trial(&self, run_id: &str, worker: &str, lease_until: i64) -> StoreResult<Option<TrialRow>> {
+        // One short statement; nothing is held while the trial runs. PostgreSQL skips rows
+        // another worker is claiming at the same moment; SQLite serialises writers anyway.
+        let lock = if self.postgres { "for update skip locked" } else { "" };
+        let sql = format!(
+            "update trial set state = 'running', attempts = attempts + 1, lease_until = $3, worker = $2,
+                    started_at = coalesce(started_at, $4), updated_at = $4
+              where trial_id = (select trial_id from trial where run_id = $1 and state = 'queued'
+                                  and (run_after is null or run_after <= $4) order by ordinal limit 1 {lock})
+                and state = 'queued'
+             returning {TRIAL_COLUMNS}"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(run_id)
+            .bind(worker)
+            .bind(lease_until)
+            .bind(now_ms())
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    async fn heartbeat(&self, trial_id: &str, worker: &str, lease_until: i64) -> StoreResult<bool> {
+        let r = sqlx::query("update trial set lease_until = $3, updated_at = $4 where trial_id = $1 and worker = $2 and state = 'running'")
+            .bind(trial_id)
+            .bind(worker)
+            .bind(lease_until)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    async fn requeue_expired(&self, run_id: &str, now: i64) -> StoreResult<u64> {
+        let mut tx = self.pool.begin().await?;
+        let result: StoreResult<u64> = async {
+            let given_up = sqlx::query(
+                "update trial set state = 'error', error = $3, worker = null, lease_until = null,
+                        finished_at = $2, updated_at = $2
+                  where run_id = $1 and state = 'running' and lease_until < $2 and attempts >= $4",
+            )
+            .bind(run_id)
+            .bind(now)
+            .bind(format!(
+                "gave up after {MAX_ATTEMPTS} attempts: the lease expired each time (the worker died or hung)"
+            ))
+            .bind(MAX_ATTEMPTS)
+            .execute(&mut *tx)
+            .await?;
+            let requeued = sqlx::query(
+                "update trial set state = 'queued', worker = null, lease_until = null,
+                        run_after = $2 + $3 * attempts, updated_at = $2
+                  where run_id = $1 and state = 'running' and lease_until < $2",
+            )
+            .bind(run_id)
+            .bind(now)
+            .bind(BACKOFF_MS)
+            .execute(&mut *tx)
+            .await?;
+            Ok(given_up.rows_affected() + requeued.rows_affected())
+        }
+        .await;
+        finish(tx, result).await
+    }
+
+    async fn release_trial(&self, trial_id: &str, worker: &str) -> StoreResult<bool> {
+        let r = sqlx::query(
+            "update trial set state = 'queued', worker = null, lease_until = null, run_after = null,
+                    attempts = case when attempts > 0 then attempts - 1 else 0 end, updated_at = $3
+              where trial_id = $1 and worker = $2 and state = 'running'",
+        )
+        .bind(trial_id)
+        .bind(worker)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected() == 1)
+    }
+}
