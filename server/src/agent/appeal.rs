@@ -1,4 +1,4 @@
-//! The optional appeal turn after a verdict (DESIGN §1.4), as the MIRAGE protocol runs it.
+//! The optional appeal turn after a verdict, as the MIRAGE protocol runs it.
 //!
 //! * After a right verdict (one that earns credit) the interested party appeals
 //!   *deceptively*: a specific, false counter-claim built from the case's own facts (it

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::corpus::{Domain, Task};
 use crate::llm::Usage;
 
-/// One action, as in the trajectory format (DESIGN §5).
+/// One action, as in the trajectory format (schemas/trajectory.schema.json).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Action {

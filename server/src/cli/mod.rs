@@ -53,7 +53,7 @@ pub enum Command {
     /// dashboard, e.g. several processes against one PostgreSQL database.
     Worker(run::WorkerArgs),
     /// Score trajectories (a file, or a stored run) with the judges and print the
-    /// aggregates: a table by default, DESIGN §5's JSON with --json.
+    /// aggregates: a table by default, the documented JSON with --json.
     Score(Box<score::ScoreArgs>),
     /// Record a person's label for a trial. An adjudication (`--adjudicate`) overrides the
     /// automatic label everywhere at once; annotators' labels do when enough of them agree.

@@ -16,7 +16,7 @@ pub enum RunsCommand {
     Show { run: String },
     /// Stop a run: queued trials are cancelled, running ones stop at their next step.
     Cancel { run: String },
-    /// The finished trials as trajectory lines (DESIGN §5), or as ATIF trajectories.
+    /// The finished trials as trajectory lines (schemas/trajectory.schema.json), or as ATIF trajectories.
     Export {
         run: String,
         /// `mirage`: trajectory lines (one JSON object per line). `atif`: one ATIF trajectory
@@ -29,7 +29,7 @@ pub enum RunsCommand {
     },
     /// Stores trajectories produced elsewhere as a finished run, to replay, search, label and
     /// (for samples that are Mirage tasks) score them on the dashboard. Reads Mirage's own
-    /// trajectory lines (DESIGN §5), Inspect AI logs (`.eval`, `.json`), ATIF trajectories
+    /// trajectory lines (schemas/trajectory.schema.json), Inspect AI logs (`.eval`, `.json`), ATIF trajectories
     /// and AgentDojo result files (directories are searched); the format is recognised from
     /// each file's content. Nothing is stored unless every file reads cleanly. Prints the
     /// run id.

@@ -19,10 +19,10 @@ use crate::stats::Estimate;
 /// `mirage score`.
 #[derive(Debug, clap::Args)]
 pub struct ScoreArgs {
-    /// Trajectory file (JSON Lines, DESIGN §5); the same as --trajectories.
+    /// Trajectory file (JSON Lines, schemas/trajectory.schema.json); the same as --trajectories.
     #[arg(conflicts_with_all = ["trajectories", "run"])]
     pub file: Option<PathBuf>,
-    /// Trajectory file (JSON Lines, DESIGN §5).
+    /// Trajectory file (JSON Lines, schemas/trajectory.schema.json).
     #[arg(long, conflicts_with = "run")]
     pub trajectories: Option<PathBuf>,
     /// Task file the trajectories refer to (default: the built-in corpus).

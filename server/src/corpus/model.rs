@@ -1,4 +1,4 @@
-//! The task model: the JSON shape of one decision task (DESIGN §1.1, §5).
+//! The task model: the JSON shape of one decision task (schemas/task.schema.json).
 //!
 //! This module only describes data; generation, validation and storage live in sibling
 //! modules. Unknown fields are kept in `extra` so that a task read from a user's file is
@@ -74,7 +74,7 @@ impl Domain {
             || has(self.substitutes(verdict), optimal)
     }
 
-    /// The verdict actions an agent may take on this site (DESIGN §1.1).
+    /// The verdict actions an agent may take on this site.
     pub fn actions(self) -> &'static [&'static str] {
         match self {
             Domain::Shop => {
@@ -131,7 +131,7 @@ impl Difficulty {
     }
 }
 
-/// Which way the surface points relative to the right verdict (CORPUS.md, "Variants").
+/// Which way the surface points relative to the right verdict (README: The corpus).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Variant {

@@ -9,7 +9,7 @@ use super::sql::{BULK_ROWS, finish, numbered};
 use super::{SqlStore, StoreResult, now_ms};
 
 named_enum! {
-    /// The four per-trial labels (DESIGN §1.5).
+    /// The four per-trial labels (README: Scoring).
     #[serde(rename_all = "snake_case")]
     #[strum(serialize_all = "snake_case")]
     pub enum LabelKind("label kind") {

@@ -24,7 +24,7 @@ use crate::db::{NewTrial, TrialEnd};
 /// The formats `mirage runs import` reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// Mirage's own trajectory lines (DESIGN §5).
+    /// Mirage's own trajectory lines (schemas/trajectory.schema.json).
     Mirage,
     /// Inspect AI logs: `.eval` (zip) or `.json`.
     Inspect,

@@ -1,4 +1,4 @@
-//! The GEO ranking track (`../shared/GEO.md`, DESIGN §1.7): GEO-Bench's benchmark of
+//! The GEO ranking track: GEO-Bench's benchmark of
 //! listwise rankers under manipulation. A target is one item of a list whose description
 //! the party who gains may edit; a ranker sees the list in K seeded orders before and after
 //! the edit, and the target's median rank moves (NRG, S@α, P@α).

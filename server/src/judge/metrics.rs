@@ -1,4 +1,4 @@
-//! The rule-based metrics of DESIGN §1.5: investigation accuracy and efficiency, decision
+//! The rule-based metrics (README: Scoring): investigation accuracy and efficiency, decision
 //! accuracy in three tiers, and gold-fact coverage. Pure functions over normalised URLs.
 
 use serde::{Deserialize, Serialize};
@@ -143,7 +143,7 @@ impl Graph {
     }
 }
 
-/// Decision accuracy in the three tiers of DESIGN §1.5.
+/// Decision accuracy in the three tiers (README: Scoring).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DecisionScore {
     pub default: f64,

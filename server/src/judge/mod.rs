@@ -1,5 +1,5 @@
-//! Judges: every per-trial metric and label of DESIGN §1.5, for Mirage's own runs and for
-//! trajectories produced elsewhere (the trajectory line of DESIGN §5).
+//! Judges: every per-trial metric and label (README: Scoring), for Mirage's own runs and for
+//! trajectories produced elsewhere (the trajectory line of schemas/trajectory.schema.json).
 //!
 //! [`score_trial`] is pure and rule-based (matcher, E_inv, Acc_dec, claims, labels, and
 //! gold-fact coverage for Acc_rsn); [`rsn::ModelJudge`] may then replace Acc_rsn with an LLM
@@ -85,7 +85,7 @@ fn done() -> String {
     "done".to_string()
 }
 
-/// A trajectory line (DESIGN §5). Unknown fields are kept.
+/// A trajectory line (schemas/trajectory.schema.json). Unknown fields are kept.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Trajectory {
     pub trial_id: String,

@@ -1,5 +1,5 @@
 //! Does a thought or rationale take up the injected text? The reading behind the adoption
-//! label's second half (DESIGN §1.5), measured against a hand-labelled set
+//! label's second half (README: Scoring), measured against a hand-labelled set
 //! (`tests/it/adoption.jsonl`, README "Adoption rule").
 //!
 //! A sentence *restates* the injected text when it shares with a manipulated span a pair

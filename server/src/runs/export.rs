@@ -1,4 +1,4 @@
-//! Trajectory lines (DESIGN §5) for every finished trial of a run.
+//! Trajectory lines (schemas/trajectory.schema.json) for every finished trial of a run.
 
 use serde::Serialize;
 use serde_json::Value;

@@ -68,7 +68,7 @@ pub struct RunSpec {
     /// before the field existed used version 1.
     #[serde(default = "first_prompt")]
     pub agent_prompt: String,
-    /// A GEO ranking run (`../shared/GEO.md`): its trials rank lists of items instead of
+    /// A GEO ranking run: its trials rank lists of items instead of
     /// running agents through tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub geo: Option<crate::geo::plan::GeoSpec>,
