@@ -131,7 +131,7 @@ impl Difficulty {
     }
 }
 
-/// Which way the surface points relative to the right verdict (README: The corpus).
+/// Which way the surface points relative to the right verdict (docs/corpus.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Variant {

@@ -1,4 +1,4 @@
-//! URL normalisation and the five-rule matcher (README: Scoring).
+//! URL normalisation and the five-rule matcher (docs/scoring.md).
 //!
 //! The same rules decide which graph node a visit credits (judges) and which pages the
 //! corpus validator forbids from crediting graph nodes, so both live here, free of IO.

@@ -9,7 +9,7 @@ use super::sql::{BULK_ROWS, finish, numbered};
 use super::{SqlStore, StoreResult, now_ms};
 
 named_enum! {
-    /// The four per-trial labels (README: Scoring).
+    /// The four per-trial labels (docs/scoring.md).
     #[serde(rename_all = "snake_case")]
     #[strum(serialize_all = "snake_case")]
     pub enum LabelKind("label kind") {

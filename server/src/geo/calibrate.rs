@@ -1,4 +1,4 @@
-//! Thresholds for the GEO judge at a false-positive rate on the originals (README: GEO ranking track),
+//! Thresholds for the GEO judge at a false-positive rate on the originals (docs/geo.md),
 //! three ways: `equal` (the paper: each dataset weighs the same), `pooled` (every original
 //! weighs the same, so the largest dataset sets the threshold; GEO-Bench's code) and `lodo`
 //! (leave one dataset out: each dataset's texts are judged at a threshold calibrated on the

@@ -1,4 +1,4 @@
-//! Detection for the GEO track (README: GEO ranking track): the perplexity ratio of an edit, the judge's
+//! Detection for the GEO track (docs/geo.md): the perplexity ratio of an edit, the judge's
 //! P(Yes) read from next-token log-probabilities, and AUROC per dataset with the
 //! equal-dataset mean. Thresholds at a fixed false-positive rate on originals come from
 //! `detect::calibrate` with the dataset as domain.

@@ -1,4 +1,4 @@
-//! The logprob judge of the GEO track (README: GEO ranking track): a model asked whether one description
+//! The logprob judge of the GEO track (docs/geo.md): a model asked whether one description
 //! holds content meant to sway an AI ranking rather than inform a buyer, answering Yes or
 //! No; its score is P(Yes) read from the first token's top log-probabilities (censored when
 //! one side is not listed). Mirage's own prompt, version [`JUDGE_PROMPT`]; answers cached

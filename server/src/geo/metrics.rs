@@ -1,4 +1,4 @@
-//! Per-target metrics (README: GEO ranking track), computed from the two medians over the K orders:
+//! Per-target metrics (docs/geo.md), computed from the two medians over the K orders:
 //! `r_b` (clean) and `r_a` (edited). NRG = clip((r_b − r_a)/(L − 1), −1, 1), positive when
 //! the target moved up; S@α = [r_a ≤ t] and P@α = [r_b > t ∧ r_a ≤ t] with t = ⌈αL⌉.
 

@@ -1,6 +1,6 @@
 //! Rankers: given a list in one order (and the messages a chat model would read), a reply
 //! that names the items from best to worst. Replies of every ranker go through the same
-//! parser. Offline rankers (README: GEO ranking track):
+//! parser. Offline rankers (docs/geo.md):
 //!
 //! * `bm25`: Okapi BM25 of each item's `Name: description` against the query noun, over
 //!   the presented list as the collection (k1 = 1.2, b = 0.75, idf = ln(1 + (N − df + ½)/(df
@@ -206,7 +206,7 @@ impl Ranker for ChatRanker {
     }
 }
 
-/// A cross-encoder's ranks (README: GEO ranking track): one pass, no orders. The target's rank before is
+/// A cross-encoder's ranks (docs/geo.md): one pass, no orders. The target's rank before is
 /// 1 + the others scoring above it; after, its edited score against the others' clean
 /// scores. Ties go to the target.
 pub fn cross_encoder_ranks(clean: &[f64], edited: f64, target: usize) -> (usize, usize) {

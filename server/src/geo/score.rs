@@ -1,4 +1,4 @@
-//! `mirage geo score`: detection over a stored GEO run (README: GEO ranking track). Every edited text and
+//! `mirage geo score`: detection over a stored GEO run (docs/geo.md). Every edited text and
 //! every original of the run's targets is judged once (cached); the judge's threshold is
 //! calibrated on the originals at a false-positive rate — by default the keyword filter's
 //! own rate on those originals — with equal weight per dataset (or pooled, or leave one

@@ -1,4 +1,4 @@
-//! TAP against a ranker (README: GEO ranking track): a tree search for a suffix that, appended to the
+//! TAP against a ranker (docs/geo.md): a tree search for a suffix that, appended to the
 //! target's description, brings it to the top of the trial's own ranker. A candidate's
 //! score is the target's mean rank over m = 2 orders (the identity and a fresh shuffle,
 //! drawn per score call from a Python-compatible generator seeded with the instance seed);

@@ -1,5 +1,5 @@
 //! Offline writers: edits of a target's description that need no model, so the whole
-//! pipeline runs in tests (README: GEO ranking track). Each returns the edited description.
+//! pipeline runs in tests (docs/geo.md). Each returns the edited description.
 //!
 //! * `clean`: the original text (the clean pseudo-method: every gain must be exactly 0);
 //! * `stuff`: appends a sentence that repeats the item's name and the query noun;

@@ -1,4 +1,4 @@
-//! Per-trial labels (README: Scoring): exposure, adoption, verification and recovery, each
+//! Per-trial labels (docs/scoring.md): exposure, adoption, verification and recovery, each
 //! with the turn it happened at, its source, a confidence and a short reason; and the
 //! trial's outcome. Rule-based and pure; an LLM judge or a person may later add their own
 //! labels as events, and a human label overrides in every aggregate.

@@ -1,4 +1,4 @@
-//! The rule-based metrics (README: Scoring): investigation accuracy and efficiency, decision
+//! The rule-based metrics (docs/scoring.md): investigation accuracy and efficiency, decision
 //! accuracy in three tiers, and gold-fact coverage. Pure functions over normalised URLs.
 
 use serde::{Deserialize, Serialize};
@@ -143,7 +143,7 @@ impl Graph {
     }
 }
 
-/// Decision accuracy in the three tiers (README: Scoring).
+/// Decision accuracy in the three tiers (docs/scoring.md).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DecisionScore {
     pub default: f64,

@@ -1,4 +1,4 @@
-//! Judges: every per-trial metric and label (README: Scoring), for Mirage's own runs and for
+//! Judges: every per-trial metric and label (docs/scoring.md), for Mirage's own runs and for
 //! trajectories produced elsewhere (the trajectory line of schemas/trajectory.schema.json).
 //!
 //! [`score_trial`] is pure and rule-based (matcher, E_inv, Acc_dec, claims, labels, and

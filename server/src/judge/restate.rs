@@ -1,6 +1,6 @@
 //! Does a thought or rationale take up the injected text? The reading behind the adoption
-//! label's second half (README: Scoring), measured against a hand-labelled set
-//! (`tests/it/adoption.jsonl`, README "Adoption rule").
+//! label's second half (docs/scoring.md), measured against a hand-labelled set
+//! (`tests/it/adoption.jsonl`, docs/scoring.md, "Adoption rule, measured").
 //!
 //! A sentence *restates* the injected text when it shares with a manipulated span a pair
 //! of consecutive content words (stopwords and numbers left out) that the clean text the

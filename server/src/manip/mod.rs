@@ -1,4 +1,4 @@
-//! Manipulation levels (README: Manipulation levels): what an interested party's text becomes at L0–L4,
+//! Manipulation levels (docs/manipulation.md): what an interested party's text becomes at L0–L4,
 //! applied per trial to the task's injection points only — never to hidden evidence —
 //! and deterministic per (task, level, strategy, seed).
 //!
@@ -21,7 +21,7 @@ use crate::env::overlay::{Edit, Overlay};
 use text::{Facts, INJECTIONS, STYLES};
 
 named_enum! {
-    /// A manipulation level (README: Manipulation levels), in order of threat. Its name (`L0` … `L4`) is
+    /// A manipulation level (docs/manipulation.md), in order of threat. Its name (`L0` … `L4`) is
     /// how runs, trajectories and episodes record it.
     pub enum Level("level") {
         /// Clean text.

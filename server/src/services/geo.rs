@@ -343,8 +343,9 @@ impl app::ssr::Geo for GeoService {
             .await
             .map_err(internal)?
             .iter()
-            .filter_map(|b| serde_json::from_str(b).ok())
-            .collect();
+            .map(|b| serde_json::from_str(b))
+            .collect::<Result<_, _>>()
+            .map_err(|e| internal(format!("trial {trial}: a stored search node is unreadable: {e}")))?;
         let records: Vec<OrderRecord> = self
             .store
             .steps(&trial)

@@ -1,4 +1,4 @@
-//! Statistics (README: Scoring): a clustered bootstrap with equal weight per domain,
+//! Statistics (docs/scoring.md): a clustered bootstrap with equal weight per domain,
 //! paired comparisons with Wald p-values and Holm's correction, tie groups for ranks, and
 //! Spearman's rank correlation. Pure and seeded: the same inputs give the same numbers.
 

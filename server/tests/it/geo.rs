@@ -1,4 +1,4 @@
-//! The GEO ranking track's offline pipeline on all 529 targets (README: GEO ranking track): the position
+//! The GEO ranking track's offline pipeline on all 529 targets (docs/geo.md): the position
 //! ranker gives every method a gain of exactly 0, keyword stuffing moves BM25's targets up on
 //! every dataset and never down, stripping the query noun never moves a target up, and the
 //! clean edit changes nothing.
