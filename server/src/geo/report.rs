@@ -174,10 +174,23 @@ pub async fn report(
     resamples: usize,
     seed: u64,
 ) -> anyhow::Result<Report> {
-    let (geo, results, (trials, errors, unfinished)) = results(store, lists, run_id).await?;
+    let (geo, results, counts) = results(store, lists, run_id).await?;
+    // The bootstraps are CPU work: on a blocking thread, off the async workers.
+    let run_id = run_id.to_string();
+    tokio::task::spawn_blocking(move || summarise_run(&run_id, &geo, &results, counts, (resamples, seed))).await?
+}
+
+/// The report of a run's scored targets (see [`report`]).
+fn summarise_run(
+    run_id: &str,
+    geo: &GeoSpec,
+    results: &BTreeMap<(String, String), Vec<Scored>>,
+    (trials, errors, unfinished): (usize, usize, usize),
+    (resamples, seed): (usize, u64),
+) -> anyhow::Result<Report> {
     let mut rows = Vec::new();
     let mut datasets = Vec::new();
-    for ((ranker, method), scored) in &results {
+    for ((ranker, method), scored) in results {
         let Some(summary) = summarise(scored, resamples, seed) else { continue };
         rows.push(Row { ranker: ranker.clone(), method: method.clone(), summary, band: 0 });
         for dataset in &geo.datasets {
