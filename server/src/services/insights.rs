@@ -286,12 +286,6 @@ impl InsightsService {
         self.ready(format!("aggregate {ck:?} at {key:?}"), run, cached, work, empty).await
     }
 
-    /// When the cached aggregate of `run` grouped by `by` was computed (ms since the epoch;
-    /// `None` before it first is).
-    fn aggregate_time(&self, run: &str, by: &[&str], utility: Metric, metrics: &[Metric]) -> Option<i64> {
-        self.lock().aggregates.get(&aggregate_key(run, by, utility, metrics)).map(|(.., at)| *at)
-    }
-
     /// [`Self::scores_at`] for a page: the scores at `key`, or while they are computed the
     /// ones from before (else none) with the progress.
     pub async fn scores_ready(
@@ -465,7 +459,8 @@ impl app::ssr::Insights for InsightsService {
         let grades = self.store.grades(&run).await.map_err(internal)?;
         let validation = crate::judge::validation::validate(&self.scores_cached(&run), &grades);
         let validation = serde_json::to_value(&validation).and_then(serde_json::from_value).map_err(internal)?;
-        let as_of = self.aggregate_time(&run, &["agent"], utility, &metrics);
+        // When the figures shown were computed.
+        let as_of = self.lock().aggregates.get(&aggregate_key(&run, &["agent"], utility, &metrics)).map(|(.., at)| *at);
         Ok(Leaderboard {
             run,
             runs,
