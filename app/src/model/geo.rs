@@ -20,7 +20,14 @@ pub struct GeoRow {
     pub kvr: Est,
     pub nrg_after_keyword: Est,
     pub promoted_and_passed: Est,
+    /// Share of orders missing the target, edited and clean.
     pub missing: f64,
+    pub missing_clean: f64,
+    /// Orders ranked, those with a failed ranker call (counted as naming nothing), and the
+    /// targets with at least one.
+    pub orders: usize,
+    pub failed_orders: usize,
+    pub failed_targets: usize,
     pub nrg_target_weighted: f64,
     /// PPL-R under the built-in 4-gram model (equal-dataset mean of ratios).
     pub ppl_r: Option<f64>,
@@ -33,6 +40,17 @@ pub struct GeoCell {
     pub method: String,
     pub dataset: String,
     pub nrg: Est,
+    pub failed_orders: usize,
+}
+
+/// A (ranker, method) with no scored target, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoEmpty {
+    pub ranker: String,
+    pub method: String,
+    pub trials: usize,
+    pub errors: usize,
+    pub unfinished: usize,
 }
 
 /// A paired comparison of two methods under one ranker.
@@ -82,6 +100,17 @@ pub struct GeoView {
     pub trials: usize,
     pub errors: usize,
     pub unfinished: usize,
+    /// Orders and trials with a ranker call that failed after its retries.
+    pub failed_orders: usize,
+    pub failed_trials: usize,
+    /// Variants with no scored target.
+    pub empty: Vec<GeoEmpty>,
+    /// The run's reading of replies, the one compared with it, and the numbered lines the
+    /// two attribute differently (of all).
+    pub parser: String,
+    pub compared_parser: String,
+    pub lines_read_differently: usize,
+    pub lines: usize,
     pub datasets: Vec<String>,
     pub rows: Vec<GeoRow>,
     pub cells: Vec<GeoCell>,

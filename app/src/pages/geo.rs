@@ -27,11 +27,11 @@ fn nrg_class(nrg: f64) -> String {
 
 /// A heat cell of an NRG estimate (grey when there is none).
 #[component]
-fn NrgCell(est: Option<crate::model::Est>) -> impl IntoView {
+fn NrgCell(est: Option<crate::model::Est>, #[prop(optional)] failed: bool) -> impl IntoView {
     match est {
         Some(e) => view! {
             <td class=nrg_class(e.mean)>
-                {fmt3(e.mean)}
+                {fmt3(e.mean)}{failed.then_some(" †")}
                 <span class="ci">{format!("[{:.2}, {:.2}]", e.lo, e.hi)}</span>
                 <span class="n">{format!("n={}", e.n)}</span>
             </td>
@@ -169,6 +169,29 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
              in NRG under that ranker (paired Wald tests, Holm).",
             v.trials, v.errors, v.unfinished, v.k, v.prompt_version
         )}</p>
+        {(v.lines > 0).then(|| view! {
+            <p class="muted geo-parser">{format!(
+                "Replies read with the {} parser; the {} reading attributes {} of {} numbered lines to a different name.",
+                v.parser, v.compared_parser, v.lines_read_differently, v.lines
+            )}</p>
+        })}
+        {(v.failed_orders > 0).then(|| view! {
+            <p class="notice geo-failed">{format!(
+                "† {} orders in {} trials had a ranker call fail after its retries. Each counts as a reply that \
+                 names nothing (the target missing in that order) and stays in every mean; rows marked † include them.",
+                v.failed_orders, v.failed_trials
+            )}</p>
+        })}
+        {(!v.empty.is_empty()).then(|| view! {
+            <ul class="notice geo-empty">
+                {v.empty.iter().map(|e| view! {
+                    <li>{format!(
+                        "{} / {}: no scored target ({} of {} trials failed, {} unfinished)",
+                        e.ranker, e.method, e.errors, e.trials, e.unfinished
+                    )}</li>
+                }).collect_view()}
+            </ul>
+        })}
         <table class="report geo-board">
             <caption>"Methods per ranker"</caption>
             <thead><tr>
@@ -176,7 +199,7 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                 <th>"P@0.1"</th><th>"KVR"</th><th>"NRG after keywords"</th><th>"promoted and passed"</th>
                 <th>{if endpoint_ppl { "PPL-R (4-gram / scorer)" } else { "PPL-R (4-gram)" }}</th>
                 <th>"judge AUROC"</th><th>"judge flag"</th><th>"NRG after judge"</th><th>"NRG after either"</th>
-                <th>"missing"</th><th>"targets"</th>
+                <th>"missing (clean, edited)"</th><th>"failed calls"</th><th>"targets"</th>
             </tr></thead>
             <tbody>
                 {v.rows.iter().map(|r| {
@@ -191,7 +214,8 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                     };
                     view! {
                         <tr>
-                            <td>{r.ranker.clone()}</td><td>{r.group.clone()}</td><td>{r.method.clone()}</td>
+                            <td>{r.ranker.clone()}</td><td>{r.group.clone()}</td>
+                            <td>{r.method.clone()}{(r.failed_orders > 0).then_some(" †")}</td>
                             <td class="num">{r.band}</td>
                             <EstCell est=Some(r.nrg)/><EstCell est=Some(r.s_at_0_1)/><EstCell est=Some(r.p_at_0_1)/>
                             <EstCell est=Some(r.kvr)/><EstCell est=Some(r.nrg_after_keyword)/>
@@ -201,7 +225,12 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                             <td class="num">{or_dash(j.as_ref().map(|j| j.judge_flagged))}</td>
                             <td class="num">{or_dash(j.as_ref().map(|j| j.nrg_after_judge))}</td>
                             <td class="num">{or_dash(j.as_ref().map(|j| j.nrg_after_either))}</td>
-                            <td class="num">{fmt3(r.missing)}</td>
+                            <td class="num">{format!("{}, {}", fmt3(r.missing_clean), fmt3(r.missing))}</td>
+                            <td class="num">{if r.failed_orders == 0 {
+                                "0".to_string()
+                            } else {
+                                format!("{} of {} orders, {} targets", r.failed_orders, r.orders, r.failed_targets)
+                            }}</td>
                             <td><a href=href>{format!("{} targets", r.n)}</a></td>
                         </tr>
                     }
@@ -217,8 +246,9 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                     <tr>
                         <th scope="row">{m.clone()}</th>
                         {rankers.iter().map(|r| {
-                            let est = v.rows.iter().find(|row| &row.ranker == r && &row.method == m).map(|row| row.nrg);
-                            view! { <NrgCell est=est/> }
+                            let row = v.rows.iter().find(|row| &row.ranker == r && &row.method == m);
+                            let failed = row.is_some_and(|row| row.failed_orders > 0);
+                            view! { <NrgCell est=row.map(|row| row.nrg) failed=failed/> }
                         }).collect_view()}
                     </tr>
                 }).collect_view()}
@@ -236,11 +266,11 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                             <tr>
                                 <th scope="row">{m.clone()}</th>
                                 {v.datasets.iter().map(|d| {
-                                    let est = cells
+                                    let cell = cells
                                         .iter()
-                                        .find(|c| c.ranker == ranker && &c.method == m && &c.dataset == d)
-                                        .map(|c| c.nrg);
-                                    view! { <NrgCell est=est/> }
+                                        .find(|c| c.ranker == ranker && &c.method == m && &c.dataset == d);
+                                    let failed = cell.is_some_and(|c| c.failed_orders > 0);
+                                    view! { <NrgCell est=cell.map(|c| c.nrg) failed=failed/> }
                                 }).collect_view()}
                             </tr>
                         }).collect_view()}

@@ -93,8 +93,9 @@ pub enum GeoCommand {
     /// with the run for the dashboard.
     Score(Box<ScoreArgs>),
     /// Import GEO-Bench's published texts (an instance CSV) as the method `import:<name>`:
-    /// reports the lists whose originals differ from the stored ones, and stores nothing
-    /// if any row is wrong.
+    /// reports the lists whose originals differ from the stored ones (a suffix made on a
+    /// differing original is rebuilt on the stored one; a rewrite of one refuses the file
+    /// unless --adopt-originals), and stores nothing if any row is wrong.
     Import {
         file: PathBuf,
         /// The name after `import:` (default: the file's stem).
@@ -448,7 +449,7 @@ async fn import(
     let name = variant.unwrap_or(stem);
     let shown = file.display().to_string();
     let lists = crate::geo::import::stored_lists(store).await?;
-    let got = crate::geo::import::read(&lists, &shown, &bytes, name)?;
+    let got = crate::geo::import::read(&lists, &shown, &bytes, name, adopt)?;
     let already = store.geo_texts(&got.variant).await?.len();
     store.put_geo_texts(&got.texts).await?;
     println!(
@@ -467,14 +468,17 @@ async fn import(
     for (list, n) in &got.mismatches {
         println!("{list}: {n} items whose orig_text differs from the stored description");
     }
+    if got.rebuilt > 0 {
+        println!("{} suffixes rebuilt on the stored descriptions their originals differ from", got.rebuilt);
+    }
     if adopt && !got.originals.is_empty() {
         store.put_geo_texts(&got.originals).await?;
         println!(
             "adopted {} GEO-Bench originals; later runs rank them in place of the compiled-in text",
             got.originals.len()
         );
-    } else if !got.originals.is_empty() {
-        println!("--adopt-originals would use GEO-Bench's originals for those items");
+    } else if !got.mismatches.is_empty() {
+        println!("--adopt-originals would rank GEO-Bench's originals (and its texts as given) for those items");
     }
     Ok(())
 }

@@ -59,12 +59,13 @@ pub(super) async fn eval(
                     let edited = writers::write(method, &item.name, &list.noun, &item.text).expect("checked writer");
                     let (result, _) = evaluate(ranker.as_ref(), protocol, list, t, &edited).await?;
                     let kvr = crate::geo::kvr(&edited);
-                    let ppl_r = ppl.ratio(&edited, &item.text);
+                    let ppl_r = ppl.ratio(&edited, &item.text, list);
                     scored.push(Scored {
                         dataset: list.dataset.clone(),
                         list: list.key(),
                         target: t + 1,
                         result,
+                        failed_orders: 0,
                         kvr,
                         ppl_r,
                     });
@@ -126,10 +127,40 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
         return Ok(());
     }
     let cell = |e: &crate::stats::Estimate| format!("{:.3} [{:.3}, {:.3}]", e.mean, e.lo, e.hi);
+    // A figure that counts failed ranker calls (as replies naming nothing) is marked.
+    let marked = |e: &crate::stats::Estimate, s: &crate::geo::Summary| {
+        if s.failed_orders > 0 { format!("{} †", cell(e)) } else { cell(e) }
+    };
+    let failed = |s: &crate::geo::Summary| {
+        if s.failed_orders == 0 {
+            "0".to_string()
+        } else {
+            format!("{} of {} orders, {} targets", s.failed_orders, s.orders, s.failed_targets)
+        }
+    };
     println!(
         "run {}: {} trials ({} errors, {} unfinished), K = {}, prompt {}",
         report.run, report.trials, report.errors, report.unfinished, report.k, report.prompt_version
     );
+    if report.failed_orders > 0 {
+        println!(
+            "† {} orders in {} trials had a ranker call fail after its retries; each counts as a reply \
+             naming nothing (the target missing in that order), so these figures include them",
+            report.failed_orders, report.failed_trials
+        );
+    }
+    if report.lines > 0 {
+        println!(
+            "replies read with the {} parser; the {} reading attributes {} of {} numbered lines to a different name",
+            report.parser, report.compared_parser, report.lines_read_differently, report.lines
+        );
+    }
+    for e in &report.empty {
+        println!(
+            "{} / {}: no scored target ({} of {} trials failed, {} unfinished)",
+            e.ranker, e.method, e.errors, e.trials, e.unfinished
+        );
+    }
     for what in by {
         match what.as_str() {
             "method" => {
@@ -144,7 +175,8 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
                     "KVR",
                     "NRG after keywords",
                     "PPL-R",
-                    "missing",
+                    "missing (clean, edited)",
+                    "failed calls",
                 ];
                 let mut t = table(header.map(String::from).to_vec());
                 for r in &report.rows {
@@ -154,20 +186,21 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
                         r.method.clone(),
                         r.band.to_string(),
                         s.n.to_string(),
-                        cell(&s.nrg),
-                        cell(&s.s_at_0_1),
-                        cell(&s.p_at_0_1),
+                        marked(&s.nrg, s),
+                        marked(&s.s_at_0_1, s),
+                        marked(&s.p_at_0_1, s),
                         format!("{:.3}", s.kvr.mean),
-                        cell(&s.nrg_after_keyword),
+                        marked(&s.nrg_after_keyword, s),
                         s.ppl_r.map_or_else(|| "-".to_string(), |r| format!("{r:.3}")),
-                        format!("{:.3}", s.missing),
+                        format!("{:.3}, {:.3}", s.missing_clean, s.missing),
+                        failed(s),
                     ]);
                 }
                 println!("{t}");
             }
             "dataset" => {
-                let mut t =
-                    table(["ranker", "method", "dataset", "n", "NRG", "S@0.1", "P@0.1"].map(String::from).to_vec());
+                let header = ["ranker", "method", "dataset", "n", "NRG", "S@0.1", "P@0.1", "failed calls"];
+                let mut t = table(header.map(String::from).to_vec());
                 for r in &report.datasets {
                     let s = &r.summary;
                     t.add_row(vec![
@@ -175,9 +208,10 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
                         r.method.clone(),
                         r.dataset.clone(),
                         s.n.to_string(),
-                        cell(&s.nrg),
-                        cell(&s.s_at_0_1),
-                        cell(&s.p_at_0_1),
+                        marked(&s.nrg, s),
+                        marked(&s.s_at_0_1, s),
+                        marked(&s.p_at_0_1, s),
+                        failed(s),
                     ]);
                 }
                 println!("{t}");

@@ -18,7 +18,7 @@ pub use calibration::{Calibration, calibrate, calibrate_union, realised};
 pub use defense::{DEFENSE_FPR, DEFENSES, Defense, MIN_WORDS, defend, defense_for};
 pub use judge::{JUDGE_FILTER_PROMPT, JudgeDefense, JudgeFilter};
 pub use keyword::{KEYWORDS, KeywordFilter};
-pub use perplexity::{CalibratedPerplexity, EndpointPerplexity, NgramModel, Perplexity, PerplexityFilter};
+pub use perplexity::{CalibratedPerplexity, EndpointPerplexity, HeldOut, NgramModel, Perplexity, PerplexityFilter};
 
 /// What a filter said about one text.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -27,37 +27,67 @@ impl NgramModel {
     /// Trains on `texts` (lowercased). `n` must be 2, 3 or 4.
     pub fn train<'a>(texts: impl IntoIterator<Item = &'a str>, n: usize) -> NgramModel {
         assert!((2..=4).contains(&n), "character n-grams of 2 to 4 characters, not {n}");
-        let mut counts: FxHashMap<(u64, char), u32> = FxHashMap::default();
-        let mut totals: FxHashMap<u64, u32> = FxHashMap::default();
         let mut vocab = rustc_hash::FxHashSet::default();
-        for t in texts {
-            let chars: Vec<char> = std::iter::repeat_n(PAD, n - 1).chain(t.to_lowercase().chars()).collect();
-            for w in chars.windows(n) {
-                vocab.insert(w[n - 1]);
-                let ctx = context(&w[..n - 1]);
-                *counts.entry((ctx, w[n - 1])).or_default() += 1;
-                *totals.entry(ctx).or_default() += 1;
-            }
-        }
+        let HeldOut { counts, totals } = HeldOut::count(texts, n, |c| {
+            vocab.insert(c);
+        });
         NgramModel { n, counts, totals, vocab: vocab.len() + 1 }
+    }
+
+    /// The counts of `texts`, to score as if the model had not been trained on them (the
+    /// texts must be among those it was trained on).
+    pub fn held_out<'a>(&self, texts: impl IntoIterator<Item = &'a str>) -> HeldOut {
+        HeldOut::count(texts, self.n, |_| {})
     }
 
     /// Per-character perplexity of `text` under the model.
     pub fn perplexity(&self, text: &str) -> f64 {
+        self.perplexity_without(text, &HeldOut::default())
+    }
+
+    /// Per-character perplexity of `text` under the model trained without `held` (the
+    /// counts are subtracted; the character set stays the whole model's).
+    pub fn perplexity_without(&self, text: &str, held: &HeldOut) -> f64 {
         let chars: Vec<char> = std::iter::repeat_n(PAD, self.n - 1).chain(text.to_lowercase().chars()).collect();
         let (mut nll, mut k) = (0.0, 0usize);
         #[allow(clippy::cast_precision_loss)]
         let vocab = self.vocab as f64;
         for w in chars.windows(self.n) {
             let ctx = context(&w[..self.n - 1]);
-            let total = self.totals.get(&ctx).copied().unwrap_or(0);
-            let hit = if total == 0 { 0 } else { self.counts.get(&(ctx, w[self.n - 1])).copied().unwrap_or(0) };
+            let less = |all: Option<&u32>, held: Option<&u32>| all.copied().unwrap_or(0) - held.copied().unwrap_or(0);
+            let total = less(self.totals.get(&ctx), held.totals.get(&ctx));
+            let key = (ctx, w[self.n - 1]);
+            let hit = if total == 0 { 0 } else { less(self.counts.get(&key), held.counts.get(&key)) };
             let p = (f64::from(hit) + 1.0) / (f64::from(total) + vocab);
             nll -= p.ln();
             k += 1;
         }
         #[allow(clippy::cast_precision_loss)]
         if k == 0 { 1.0 } else { (nll / k as f64).exp() }
+    }
+}
+
+/// The n-gram counts of some texts, for scoring under a model without them
+/// ([`NgramModel::perplexity_without`]).
+#[derive(Default)]
+pub struct HeldOut {
+    counts: FxHashMap<(u64, char), u32>,
+    totals: FxHashMap<u64, u32>,
+}
+
+impl HeldOut {
+    fn count<'a>(texts: impl IntoIterator<Item = &'a str>, n: usize, mut seen: impl FnMut(char)) -> HeldOut {
+        let mut held = HeldOut::default();
+        for t in texts {
+            let chars: Vec<char> = std::iter::repeat_n(PAD, n - 1).chain(t.to_lowercase().chars()).collect();
+            for w in chars.windows(n) {
+                seen(w[n - 1]);
+                let ctx = context(&w[..n - 1]);
+                *held.counts.entry((ctx, w[n - 1])).or_default() += 1;
+                *held.totals.entry(ctx).or_default() += 1;
+            }
+        }
+        held
     }
 }
 

@@ -7,9 +7,14 @@
 //! Rows of datasets Mirage does not ship (RewriteToRank) are skipped and counted; a row for
 //! an unknown list, an index outside it, a name that is not the item's, or a target seen
 //! twice refuses the whole file, naming the line. Each list whose `orig_text` differs from
-//! the stored description (whitespace collapsed) is reported; `--adopt-originals` stores
-//! GEO-Bench's originals for those items (method key [`ORIGINALS`]), and every later run
-//! reads them in place of the compiled-in text.
+//! the stored description (whitespace collapsed) is reported, and one original must serve
+//! the ranks and PPL-R alike, so such a row is settled one of three ways:
+//!
+//! * `--adopt-originals` stores GEO-Bench's originals for those items (method key
+//!   [`ORIGINALS`]), and every later run reads them in place of the compiled-in text;
+//! * otherwise a suffix row is rebuilt on the stored description (`stored + " " + suffix`);
+//! * otherwise (a rewrite of a text Mirage does not have) the file is refused, naming the
+//!   line.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -53,11 +58,14 @@ pub struct Import {
     pub skipped: BTreeMap<String, usize>,
     /// Per list key, how many of its items' `orig_text` differ from the stored text.
     pub mismatches: BTreeMap<String, usize>,
+    /// Suffix rows rebuilt on the stored description (their original differed).
+    pub rebuilt: usize,
     pub variant: String,
 }
 
-/// Reads and checks an instance file. `name` is the variant's name after `import:`.
-pub fn read(lists: &[List], file: &str, bytes: &[u8], name: &str) -> anyhow::Result<Import> {
+/// Reads and checks an instance file. `name` is the variant's name after `import:`;
+/// `adopt`: GEO-Bench's originals replace differing stored descriptions.
+pub fn read(lists: &[List], file: &str, bytes: &[u8], name: &str, adopt: bool) -> anyhow::Result<Import> {
     if name.is_empty() || name.contains(['@', ' ']) {
         bail!("--variant: {name:?} must be a non-empty name without spaces or @");
     }
@@ -73,6 +81,7 @@ pub fn read(lists: &[List], file: &str, bytes: &[u8], name: &str) -> anyhow::Res
         originals: Vec::new(),
         skipped: BTreeMap::new(),
         mismatches: BTreeMap::new(),
+        rebuilt: 0,
         variant: variant.clone(),
     };
     for record in reader.records() {
@@ -112,21 +121,37 @@ pub fn read(lists: &[List], file: &str, bytes: &[u8], name: &str) -> anyhow::Res
         if differs {
             *out.mismatches.entry(list.key()).or_insert(0) += 1;
         }
+        let kind = if row.adv_suffix.trim().is_empty() { "rewrite" } else { "suffix" };
+        // The original this text was made from: GEO-Bench's when adopted or matching, else
+        // the stored one (a suffix is rebuilt on it; a rewrite cannot be).
+        let (orig, adv) = match (differs && !adopt, kind) {
+            (false, _) => (row.orig_text.clone(), row.adv_text.clone()),
+            (true, "suffix") => {
+                out.rebuilt += 1;
+                (item.text.clone(), format!("{} {}", item.text, row.adv_suffix).trim().to_string())
+            }
+            (true, _) => bail!(
+                "{file}:{line}: the rewrite of {} target {} was made from an orig_text that differs from the stored \
+                 description; pass --adopt-originals to rank GEO-Bench's originals in its place",
+                list.key(),
+                row.target_idx
+            ),
+        };
         let text = |method: &str, adv: &str, kind: &str, meta: serde_json::Value| GeoText {
             method: method.to_string(),
             dataset: row.dataset.clone(),
             category: row.category.clone(),
             target_idx: i64::try_from(row.target_idx).unwrap_or(i64::MAX),
-            orig_text: row.orig_text.clone(),
+            orig_text: if method == ORIGINALS { row.orig_text.clone() } else { orig.clone() },
             adv_text: adv.to_string(),
             edit_kind: kind.to_string(),
             source: source.clone(),
             meta: meta.to_string(),
         };
-        let kind = if row.adv_suffix.trim().is_empty() { "rewrite" } else { "suffix" };
-        let meta = serde_json::json!({"method": row.method, "suffix": row.adv_suffix, "select_rule": row.select_rule, "line": line});
-        out.texts.push(text(&variant, &row.adv_text, kind, meta));
-        if differs {
+        let meta = serde_json::json!({"method": row.method, "suffix": row.adv_suffix, "select_rule": row.select_rule,
+                                      "line": line, "rebuilt": differs && !adopt});
+        out.texts.push(text(&variant, &adv, kind, meta));
+        if differs && adopt {
             out.originals.push(text(ORIGINALS, &row.orig_text, "original", serde_json::json!({"line": line})));
         }
     }
@@ -175,7 +200,7 @@ mod tests {
              raf,rewrite_to_rank,ads,1,X,10,o,,a,best,p\n",
             a.name, a.text, a.text, b.name
         );
-        let got = read(&lists, "raf.csv", csv.as_bytes(), "raf").expect("import");
+        let got = read(&lists, "raf.csv", csv.as_bytes(), "raf", true).expect("import");
         assert_eq!(got.variant, "import:raf");
         assert_eq!(got.texts.len(), 2);
         assert_eq!((got.texts[0].edit_kind.as_str(), got.texts[1].edit_kind.as_str()), ("suffix", "rewrite"));
@@ -203,9 +228,34 @@ mod tests {
             (format!("{HEAD}m,stsdata,books,1,Wrong Name,10,o,,a,r,p\n"), "raf.csv:2: target_name \"Wrong Name\""),
             ("just,some\n1,2\n".to_string(), "raf.csv:2: not a row of a GEO-Bench instance file"),
         ] {
-            let err = format!("{:#}", read(&lists, "raf.csv", csv.as_bytes(), "raf").unwrap_err());
+            let err = format!("{:#}", read(&lists, "raf.csv", csv.as_bytes(), "raf", true).unwrap_err());
             assert!(err.contains(needle), "{err}");
         }
-        assert!(read(&lists, "raf.csv", HEAD.as_bytes(), "a b").is_err());
+        assert!(read(&lists, "raf.csv", HEAD.as_bytes(), "a b", false).is_err());
+    }
+
+    /// Without adopting, a suffix made on another original is rebuilt on the stored one (so
+    /// a no-op edit stays a no-op) and a rewrite of another original refuses the file.
+    #[test]
+    fn differing_originals_are_rebuilt_or_refused_unless_adopted() {
+        let lists = lists();
+        let books = lists.iter().find(|l| l.key() == "stsdata|books").expect("books");
+        let (a, b) = (&books.items[0], &books.items[1]);
+        let suffix = format!("{HEAD}t,stsdata,books,1,{},10,Older text,buy now,Older text buy now,best,p\n", a.name);
+        let got = read(&lists, "t.csv", suffix.as_bytes(), "t", false).expect("import");
+        assert_eq!(got.rebuilt, 1);
+        assert_eq!(got.texts[0].adv_text, format!("{} buy now", a.text));
+        assert_eq!(got.texts[0].orig_text, a.text, "the stored original, as the ranks use");
+        assert!(got.originals.is_empty(), "nothing adopted");
+        assert_eq!(got.mismatches.get("stsdata|books"), Some(&1), "and the mismatch is still reported");
+        let adopted = read(&lists, "t.csv", suffix.as_bytes(), "t", true).expect("import");
+        assert_eq!((adopted.rebuilt, adopted.texts[0].adv_text.as_str()), (0, "Older text buy now"));
+        assert_eq!(adopted.originals[0].adv_text, "Older text");
+        let rewrite = format!("{HEAD}t,stsdata,books,2,{},10,Older text,,A rewrite,best,p\n", b.name);
+        let err = format!("{:#}", read(&lists, "t.csv", rewrite.as_bytes(), "t", false).unwrap_err());
+        assert!(
+            err.contains("t.csv:2: the rewrite of stsdata|books target 2") && err.contains("--adopt-originals"),
+            "{err}"
+        );
     }
 }

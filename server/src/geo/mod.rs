@@ -78,6 +78,31 @@ pub struct OrderRecord {
     pub edited_reply: String,
     pub clean_rank: usize,
     pub edited_rank: usize,
+    /// Why the clean list's call failed after its retries (its reply is then empty and the
+    /// target missing, rank L+1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clean_failure: Option<String>,
+    /// Why the edited list's call failed after its retries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_failure: Option<String>,
+}
+
+impl OrderRecord {
+    /// Whether either side's call failed.
+    pub fn failed(&self) -> bool {
+        self.clean_failure.is_some() || self.edited_failure.is_some()
+    }
+}
+
+/// The reason when `e` is an endpoint's failure after its retries (it gave up, or refused
+/// the request): such a call counts as a reply that names nothing. Any other error (a
+/// missing key, the store) is not the ranker's answer and ends the trial as an error.
+pub fn endpoint_failure(e: &anyhow::Error) -> Option<String> {
+    use crate::llm::LlmError;
+    match e.downcast_ref::<LlmError>()? {
+        LlmError::Exhausted { .. } | LlmError::Rejected { .. } => Some(format!("{e:#}")),
+        LlmError::MissingKey(_) => None,
+    }
 }
 
 /// One order of one target: the clean and the edited list ranked under the same order.
@@ -105,13 +130,18 @@ pub async fn order_record(
         let reply = ranker
             .reply(&request)
             .await
-            .with_context(|| format!("ranker {} on {}", ranker.name(), list.instance_key(target + 1)))?;
+            .with_context(|| format!("ranker {} on {}", ranker.name(), list.instance_key(target + 1)));
+        // A call that failed after its retries names nothing: the target is missing.
+        let (reply, failure) = match reply {
+            Ok(r) => (r, None),
+            Err(e) => (String::new(), Some(endpoint_failure(&e).ok_or(e)?)),
+        };
         let (rank, _) = parse::target_rank(&reply, &names, target, protocol.parser);
-        replies.push((reply, rank));
+        replies.push((reply, rank, failure));
     }
-    let (edited_reply, edited_rank) = replies.pop().expect("edited");
-    let (clean_reply, clean_rank) = replies.pop().expect("clean");
-    Ok(OrderRecord { order, clean_reply, edited_reply, clean_rank, edited_rank })
+    let (edited_reply, edited_rank, edited_failure) = replies.pop().expect("edited");
+    let (clean_reply, clean_rank, clean_failure) = replies.pop().expect("clean");
+    Ok(OrderRecord { order, clean_reply, edited_reply, clean_rank, edited_rank, clean_failure, edited_failure })
 }
 
 /// The K orders of a target under a protocol.
@@ -150,6 +180,9 @@ pub struct Scored {
     pub list: String,
     pub target: usize,
     pub result: TargetResult,
+    /// Orders in which a ranker call failed (either side); the target counts as missing there.
+    #[serde(default)]
+    pub failed_orders: usize,
     /// Whether the edited text holds a listed keyword or phrase (GEO-Bench matching).
     pub kvr: bool,
     /// ppl(edited) / ppl(original) under the built-in 4-gram model, when defined.
@@ -166,6 +199,15 @@ pub fn kvr(text: &str) -> bool {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
     pub n: usize,
+    /// Orders ranked (n × K) and those in which a ranker call failed after its retries
+    /// (counted as replies that name nothing, never dropped).
+    #[serde(default)]
+    pub orders: usize,
+    #[serde(default)]
+    pub failed_orders: usize,
+    /// Targets with at least one failed order.
+    #[serde(default)]
+    pub failed_targets: usize,
     pub nrg: Estimate,
     pub s_at_0_1: Estimate,
     pub p_at_0_1: Estimate,
@@ -173,6 +215,9 @@ pub struct Summary {
     pub p_at_0_2: Estimate,
     /// Share of orders whose reply missed the target, edited (equal-dataset mean).
     pub missing: f64,
+    /// The same share for the clean list.
+    #[serde(default)]
+    pub missing_clean: f64,
     /// NRG weighted by target instead of by dataset (the sensitivity check).
     pub nrg_target_weighted: f64,
     /// Share of edited texts the keyword filter flags (KVR).
@@ -196,12 +241,16 @@ pub fn summarise(scored: &[Scored], resamples: usize, seed: u64) -> Option<Summa
     };
     Some(Summary {
         n: scored.len(),
+        orders: scored.iter().map(|s| s.result.ranks_a.len()).sum(),
+        failed_orders: scored.iter().map(|s| s.failed_orders).sum(),
+        failed_targets: scored.iter().filter(|s| s.failed_orders > 0).count(),
         nrg: est(&|s| s.result.nrg)?,
         s_at_0_1: est(&|s| flag(s.result.s_at_0_1))?,
         p_at_0_1: est(&|s| flag(s.result.p_at_0_1))?,
         s_at_0_2: est(&|s| flag(s.result.s_at_0_2))?,
         p_at_0_2: est(&|s| flag(s.result.p_at_0_2))?,
         missing: est(&|s| s.result.missing_a)?.mean,
+        missing_clean: est(&|s| s.result.missing_b)?.mean,
         nrg_target_weighted: scored.iter().map(|s| s.result.nrg).sum::<f64>() / scored.len() as f64,
         kvr: est(&|s| flag(s.kvr))?,
         nrg_after_keyword: est(&|s| if s.kvr { 0.0 } else { s.result.nrg })?,

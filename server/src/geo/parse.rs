@@ -10,6 +10,12 @@
 //! in the whole reply, longest first with each found occurrence masked (fix 2: GEO-Bench
 //! does not mask, so `document1` is found inside `document10`). A name never found is
 //! missing: rank L + 1.
+//!
+//! [`Parser::Strict`] matches whole words only (a name is found where neither side touches a
+//! letter or digit, so `GE` is not inside `Bridge`): on a numbered line the name starting
+//! earliest wins, the longest among those starting there (a name at the line's start comes
+//! first); duplicates consume nothing as in the fixed reading, and the fallback masks.
+//! It is not GEO-Bench's reading; the report counts the lines it attributes differently.
 
 use std::sync::LazyLock;
 
@@ -27,6 +33,23 @@ pub enum Parser {
     #[value(name = "geobench")]
     #[serde(rename = "geobench")]
     GeoBench,
+    /// Whole words only, earliest then longest on a line (a deviation from GEO-Bench).
+    Strict,
+}
+
+/// Where `needle` first occurs in `hay` at or after byte `from` as a whole word (no letter
+/// or digit touching either end).
+fn find_word(hay: &str, needle: &str, from: usize) -> Option<usize> {
+    let mut at = from;
+    while let Some(pos) = hay.get(at..)?.find(needle).map(|p| p + at) {
+        let before = hay[..pos].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+        let after = hay[pos + needle.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+        if before && after {
+            return Some(pos);
+        }
+        at = pos + hay[pos..].chars().next().map_or(1, char::len_utf8);
+    }
+    None
 }
 
 static NUMBERED: LazyLock<Regex> =
@@ -44,27 +67,52 @@ pub fn normalise(text: &str) -> String {
 
 /// The 1-based rank of each name (by index), `None` when the reply never names it.
 pub fn ranks(reply: &str, names: &[String], parser: Parser) -> Vec<Option<usize>> {
+    read(reply, names, parser).0
+}
+
+/// The name each numbered line of `reply` ranks (`None`: the line ranks nothing), in order.
+pub fn line_picks(reply: &str, names: &[String], parser: Parser) -> Vec<Option<usize>> {
+    read(reply, names, parser).1
+}
+
+/// How many numbered lines of `reply` the two readings attribute to different names.
+pub fn disagreements(reply: &str, names: &[String], a: Parser, b: Parser) -> usize {
+    line_picks(reply, names, a).into_iter().zip(line_picks(reply, names, b)).filter(|(x, y)| x != y).count()
+}
+
+/// The ranks, and the name each numbered line ranked.
+fn read(reply: &str, names: &[String], parser: Parser) -> (Vec<Option<usize>>, Vec<Option<usize>>) {
     let norm: Vec<String> = names.iter().map(|n| normalise(n)).collect();
     // Name indices, longest normalised name first (ties in list order).
     let mut by_length: Vec<usize> = (0..names.len()).collect();
     by_length.sort_by_key(|&i| std::cmp::Reverse(norm[i].chars().count()));
     let mut out = vec![None; names.len()];
+    let mut picks = Vec::new();
     let mut next = 1;
     for line in reply.lines() {
         let Some(caps) = NUMBERED.captures(line) else { continue };
         let body = normalise(&caps[2]);
-        let contained = by_length.iter().copied().filter(|&i| !norm[i].is_empty() && body.contains(&norm[i]));
+        let mut contained = by_length.iter().copied().filter(|&i| !norm[i].is_empty() && body.contains(&norm[i]));
         let pick = match parser {
-            Parser::Fixed => contained.take(1).find(|&i| out[i].is_none()),
-            Parser::GeoBench => contained.into_iter().find(|&i| out[i].is_none()),
+            Parser::Fixed => contained.next().filter(|&i| out[i].is_none()),
+            Parser::GeoBench => contained.find(|&i| out[i].is_none()),
+            Parser::Strict => by_length
+                .iter()
+                .filter(|&&i| !norm[i].is_empty())
+                .filter_map(|&i| find_word(&body, &norm[i], 0).map(|pos| (pos, i)))
+                // Earliest, then longest (by_length order breaks ties by length).
+                .min_by_key(|&(pos, _)| pos)
+                .map(|(_, i)| i)
+                .filter(|&i| out[i].is_none()),
         };
+        picks.push(pick);
         if let Some(i) = pick {
             out[i] = Some(next);
             next += 1;
         }
     }
     if next > 1 {
-        return out;
+        return (out, picks);
     }
     // Fallback: first occurrence in the whole reply.
     let mut text = normalise(reply);
@@ -73,9 +121,10 @@ pub fn ranks(reply: &str, names: &[String], parser: Parser) -> Vec<Option<usize>
         if norm[i].is_empty() {
             continue;
         }
-        if let Some(pos) = text.find(&norm[i]) {
+        let pos = if parser == Parser::Strict { find_word(&text, &norm[i], 0) } else { text.find(&norm[i]) };
+        if let Some(pos) = pos {
             found.push((pos, i));
-            if parser == Parser::Fixed {
+            if parser != Parser::GeoBench {
                 // Every occurrence is masked, so a shorter name is not found inside one.
                 text = text.replace(&norm[i], &"\u{1}".repeat(norm[i].len()));
             }
@@ -85,7 +134,7 @@ pub fn ranks(reply: &str, names: &[String], parser: Parser) -> Vec<Option<usize>
     for (rank, (_, i)) in found.into_iter().enumerate() {
         out[i] = Some(rank + 1);
     }
-    out
+    (out, picks)
 }
 
 /// The target's rank: its parsed rank, or L + 1 when missing (`true` in the second place).
@@ -157,6 +206,36 @@ mod tests {
         let r = ranks(&reply, &eight, f);
         assert_eq!(r.iter().filter(|x| x.is_none()).count(), 3);
         assert_eq!(target_rank(&reply, &eight, 7, f), (9, true));
+    }
+
+    /// Short names inside other words: the substring readings find `GE` in `Bridge` and
+    /// `LG` in `Algae`; the strict reading takes whole words, earliest then longest.
+    #[test]
+    fn the_strict_reading_takes_whole_words_earliest_then_longest() {
+        let list = ["GE", "LG", "Bridge Pro", "Bridge", "MAC"];
+        let reply = "1. Bridge Pro by GE\n2. Algae-free LG\n3. Bridge\n4. The MAC-book, not macabre";
+        let s = Parser::Strict;
+        assert_eq!(
+            ranked(reply, &list, s),
+            pairs(&[("Bridge Pro", 1), ("LG", 2), ("Bridge", 3), ("MAC", 4)]),
+            "line 1: Bridge Pro starts first; line 2: LG is a word, Algae is not; line 4: MAC-book"
+        );
+        assert_eq!(ranked("1. Bridge\n2. Bridge Pro", &list, Parser::Fixed)[1].0, "Bridge Pro");
+        let n = names(&list);
+        assert_eq!(line_picks(reply, &n, s), [Some(2), Some(1), Some(3), Some(4)]);
+        // The substring reading sees LG inside "Algae-free" too, but LG is the only name on
+        // the line either way; it differs on none of these lines.
+        assert_eq!(disagreements(reply, &n, Parser::Fixed, s), 0);
+        let tricky = "1. Algae Bridge\n2. GE";
+        // Fixed: line 1's longest contained name is Bridge; strict: also Bridge (Algae is
+        // not LG); line 2 GE either way.
+        assert_eq!(disagreements(tricky, &n, Parser::Fixed, s), 0);
+        let inside = "1. Bridgestone\n2. GE";
+        // Fixed finds Bridge inside Bridgestone (and GE inside it); strict finds nothing.
+        assert_eq!(line_picks(inside, &n, Parser::Fixed), [Some(3), Some(0)]);
+        assert_eq!(line_picks(inside, &n, s), [None, Some(0)]);
+        assert_eq!(disagreements(inside, &n, Parser::Fixed, s), 1);
+        assert_eq!(ranked("We like ge and Bridgestone", &list, s), pairs(&[("GE", 1)]), "fallback: whole words");
     }
 
     #[test]

@@ -67,9 +67,9 @@ impl Ranker for Position {
     }
 }
 
-const BM25_STOPWORDS: [&str; 26] = [
+const BM25_STOPWORDS: [&str; 28] = [
     "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "i", "in", "is", "it", "its", "of",
-    "on", "or", "that", "the", "this", "to", "was", "were",
+    "on", "or", "that", "the", "this", "to", "was", "were", "will", "with",
 ];
 
 static TOKEN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[\p{L}\p{N}]+").expect("token pattern"));
@@ -253,6 +253,7 @@ mod tests {
             assert_eq!(s_stem(w), s, "{w}");
         }
         assert_eq!(tokens("The Coffee-Machines of 2024, é_x"), ["coffee", "machine", "2024", "é", "x"]);
+        assert_eq!(tokens("It will work with it"), ["work"], "the whole stopword list");
     }
 
     #[tokio::test]

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::data::List;
 use super::methods::text_key;
+use super::parse::Parser;
 use super::plan::{GeoSpec, target_of};
 use super::{OrderRecord, Scored, Summary, result_of, summarise};
 use crate::db::{Store, TrialState};
@@ -97,6 +98,55 @@ pub struct Report {
     /// Spearman's ρ between datasets under each ranker, over the methods' NRG.
     #[serde(default)]
     pub spearman_datasets: Vec<Rho>,
+    /// Orders, and trials, in which a ranker call failed after its retries (each counted as
+    /// a reply naming nothing: the target missing there, the trial kept in every mean).
+    #[serde(default)]
+    pub failed_orders: usize,
+    #[serde(default)]
+    pub failed_trials: usize,
+    /// Variants with no scored target (every trial failed or is unfinished): listed so that
+    /// no row disappears without a word.
+    #[serde(default)]
+    pub empty: Vec<EmptyRow>,
+    /// The run's reading of replies, the other reading compared with it (strict against
+    /// the run's; fixed when the run reads strictly), and how many numbered reply lines the
+    /// two attribute to different names.
+    #[serde(default)]
+    pub parser: String,
+    #[serde(default)]
+    pub compared_parser: String,
+    #[serde(default)]
+    pub lines_read_differently: usize,
+    #[serde(default)]
+    pub lines: usize,
+}
+
+/// A (ranker, method) with no scored target, and why.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EmptyRow {
+    pub ranker: String,
+    pub method: String,
+    pub trials: usize,
+    pub errors: usize,
+    pub unfinished: usize,
+}
+
+/// How many trials a run has, failed (an error state) and not yet finished, in all and per
+/// (ranker, method).
+#[derive(Clone, Debug, Default)]
+pub struct Tally {
+    pub trials: usize,
+    pub errors: usize,
+    pub unfinished: usize,
+    pub by_variant: BTreeMap<(String, String), EmptyRow>,
+    /// Numbered reply lines, and those the compared reading attributes differently.
+    pub lines: usize,
+    pub lines_read_differently: usize,
+}
+
+/// The reading compared with a run's `parser` in its report.
+pub fn compared_with(parser: Parser) -> Parser {
+    if parser == Parser::Strict { Parser::Fixed } else { Parser::Strict }
 }
 
 /// Every finished target of a run, by (ranker, method). Returns the spec too.
@@ -104,7 +154,7 @@ pub async fn results(
     store: &dyn Store,
     lists: &[List],
     run_id: &str,
-) -> anyhow::Result<(GeoSpec, BTreeMap<(String, String), Vec<Scored>>, (usize, usize, usize))> {
+) -> anyhow::Result<(GeoSpec, BTreeMap<(String, String), Vec<Scored>>, Tally)> {
     let run = store.run(run_id).await?;
     let spec: serde_json::Value = serde_json::from_str(&run.spec).context("reading the run's spec")?;
     let geo: GeoSpec = serde_json::from_value(spec.get("geo").cloned().unwrap_or_default())
@@ -118,22 +168,43 @@ pub async fn results(
     let mut flagged: std::collections::HashMap<TextKey, (bool, Option<f64>)> = Default::default();
     let ppl = super::detect::PplModel::new(lists);
     let keys: BTreeSet<String> = trials.iter().map(|t| text_key(&t.level, &t.agent)).collect();
+    let by_list: std::collections::HashMap<(&str, &str), &List> =
+        lists.iter().map(|l| ((l.dataset.as_str(), l.category.as_str()), l)).collect();
     for key in &keys {
         for t in store.geo_texts(key).await? {
-            let ratio = ppl.ratio(&t.adv_text, &t.orig_text);
+            // The list's own original serves PPL-R as it serves the ranks (an imported text's
+            // stored original may differ from it).
+            let ratio = match by_list.get(&(t.dataset.as_str(), t.category.as_str())) {
+                Some(list) => {
+                    let orig = usize::try_from(t.target_idx - 1).ok().and_then(|i| list.items.get(i));
+                    orig.and_then(|o| ppl.ratio(&t.adv_text, &o.text, list))
+                }
+                None => None,
+            };
             flagged.insert((t.method, t.dataset, t.category, t.target_idx), (super::kvr(&t.adv_text), ratio));
         }
     }
-    let (mut errors, mut unfinished) = (0, 0);
+    let mut tally = Tally { trials: trials.len(), ..Tally::default() };
     for trial in &trials {
+        let variant = (trial.agent.clone(), trial.level.clone());
+        let row = tally.by_variant.entry(variant).or_insert_with(|| EmptyRow {
+            ranker: trial.agent.clone(),
+            method: trial.level.clone(),
+            trials: 0,
+            errors: 0,
+            unfinished: 0,
+        });
+        row.trials += 1;
         match trial.state {
             TrialState::Done => {}
             TrialState::Error => {
-                errors += 1;
+                row.errors += 1;
+                tally.errors += 1;
                 continue;
             }
             _ => {
-                unfinished += 1;
+                row.unfinished += 1;
+                tally.unfinished += 1;
                 continue;
             }
         }
@@ -147,6 +218,14 @@ pub async fn results(
         if records.is_empty() {
             anyhow::bail!("trial {} is done but has no stored orders", trial.trial_id);
         }
+        let names: Vec<String> = list.items.iter().map(|i| i.name.clone()).collect();
+        let other = compared_with(geo.protocol.parser);
+        for r in &records {
+            for reply in [&r.clean_reply, &r.edited_reply] {
+                tally.lines += super::parse::line_picks(reply, &names, geo.protocol.parser).len();
+                tally.lines_read_differently += super::parse::disagreements(reply, &names, geo.protocol.parser, other);
+            }
+        }
         let key = (
             text_key(&trial.level, &trial.agent),
             list.dataset.clone(),
@@ -159,11 +238,18 @@ pub async fn results(
             list: list.key(),
             target: target + 1,
             result: result_of(&records, list.items.len(), geo.protocol.agg),
+            failed_orders: records.iter().filter(|r| r.failed()).count(),
             kvr,
             ppl_r,
         });
     }
-    Ok((geo, out, (trials.len(), errors, unfinished)))
+    Ok((geo, out, tally))
+}
+
+/// A reading's name as the command line spells it.
+fn parser_name(p: Parser) -> String {
+    use clap::ValueEnum;
+    p.to_possible_value().map_or_else(String::new, |v| v.get_name().to_string())
 }
 
 /// The report of a stored run.
@@ -174,10 +260,10 @@ pub async fn report(
     resamples: usize,
     seed: u64,
 ) -> anyhow::Result<Report> {
-    let (geo, results, counts) = results(store, lists, run_id).await?;
+    let (geo, results, tally) = results(store, lists, run_id).await?;
     // The bootstraps are CPU work: on a blocking thread, off the async workers.
     let run_id = run_id.to_string();
-    tokio::task::spawn_blocking(move || summarise_run(&run_id, &geo, &results, counts, (resamples, seed))).await?
+    tokio::task::spawn_blocking(move || summarise_run(&run_id, &geo, &results, &tally, (resamples, seed))).await?
 }
 
 /// The report of a run's scored targets (see [`report`]).
@@ -185,7 +271,7 @@ fn summarise_run(
     run_id: &str,
     geo: &GeoSpec,
     results: &BTreeMap<(String, String), Vec<Scored>>,
-    (trials, errors, unfinished): (usize, usize, usize),
+    tally: &Tally,
     (resamples, seed): (usize, u64),
 ) -> anyhow::Result<Report> {
     let mut rows = Vec::new();
@@ -283,9 +369,21 @@ fn summarise_run(
         run: run_id.to_string(),
         prompt_version: geo.protocol.prompt.version.clone(),
         k: geo.protocol.k,
-        trials,
-        errors,
-        unfinished,
+        trials: tally.trials,
+        errors: tally.errors,
+        unfinished: tally.unfinished,
+        failed_orders: rows.iter().map(|r| r.summary.failed_orders).sum(),
+        failed_trials: rows.iter().map(|r| r.summary.failed_targets).sum(),
+        empty: tally
+            .by_variant
+            .iter()
+            .filter(|(k, _)| !rows.iter().any(|r| r.ranker == k.0 && r.method == k.1))
+            .map(|(_, v)| v.clone())
+            .collect(),
+        parser: parser_name(geo.protocol.parser),
+        compared_parser: parser_name(compared_with(geo.protocol.parser)),
+        lines_read_differently: tally.lines_read_differently,
+        lines: tally.lines,
         rows,
         datasets,
         pairs,

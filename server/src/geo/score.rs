@@ -195,11 +195,20 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
     let judge_cal = calibrate_mode(settings.calibration, "judge", &items, fpr, false)?;
     let either_cal = calibrate_mode(settings.calibration, "keyword+judge", &items, settings.either_fpr, true)?;
     // The perplexity filter at the judge's rate: the scorer's perplexity, else the built-in
-    // 4-gram model's.
+    // 4-gram model's without the text's own list (so an original is not scored by a model
+    // that memorised it).
     let ngram = super::detect::PplModel::new(lists);
-    let perplexity = |t: &str| ppl.get(t).copied().unwrap_or_else(|| ngram.perplexity(t));
-    let ppl_items: Vec<(String, bool, f64)> =
-        originals.values().map(|(d, t)| (d.clone(), false, perplexity(t))).collect();
+    let by_key: HashMap<String, &List> = lists.iter().map(|l| (l.key(), l)).collect();
+    let perplexity = |t: &str, list: &str| -> anyhow::Result<f64> {
+        match ppl.get(t) {
+            Some(v) => Ok(*v),
+            None => Ok(ngram.perplexity(t, by_key.get(list).with_context(|| format!("list {list} is not loaded"))?)),
+        }
+    };
+    let ppl_items: Vec<(String, bool, f64)> = originals
+        .iter()
+        .map(|((list, _), (d, t))| Ok((d.clone(), false, perplexity(t, list)?)))
+        .collect::<anyhow::Result<_>>()?;
     let ppl_cal = calibrate_mode(settings.calibration, "perplexity", &ppl_items, fpr, false)?;
     let keyword_cal = realised("keyword", &items.iter().map(|(d, k, _)| (d.clone(), *k)).collect::<Vec<_>>());
     let mut rows = Vec::new();
@@ -214,7 +223,7 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
             let keyword = super::kvr(adv);
             let judge = judge_cal.flags(&s.dataset, keyword, p(adv));
             let either = either_cal.flags(&s.dataset, keyword, p(adv));
-            let unnatural = ppl_cal.flags(&s.dataset, false, perplexity(adv));
+            let unnatural = ppl_cal.flags(&s.dataset, false, perplexity(adv, &s.list)?);
             if let Some(r) = ratio(adv, orig) {
                 ratios.push((s.dataset.clone(), r));
             }

@@ -343,7 +343,10 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                 for c in ["nrg", "s_at_0_1", "p_at_0_1", "kvr", "nrg_after_keyword", "promoted_and_passed"] {
                     head.extend(["mean", "lo", "hi", "n"].map(|x| format!("{c}_{x}")));
                 }
-                head.extend(["missing", "nrg_target_weighted"].map(String::from));
+                head.extend(
+                    ["missing", "missing_clean", "orders", "failed_orders", "failed_targets", "nrg_target_weighted"]
+                        .map(String::from),
+                );
                 // The newest detection report's columns (empty cells without one).
                 head.extend(
                     [
@@ -365,7 +368,14 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                         for e in [r.nrg, r.s_at_0_1, r.p_at_0_1, r.kvr, r.nrg_after_keyword, r.promoted_and_passed] {
                             line.extend(est_cells(Some(&e)));
                         }
-                        line.extend([r.missing.to_string(), r.nrg_target_weighted.to_string()]);
+                        line.extend([
+                            r.missing.to_string(),
+                            r.missing_clean.to_string(),
+                            r.orders.to_string(),
+                            r.failed_orders.to_string(),
+                            r.failed_targets.to_string(),
+                            r.nrg_target_weighted.to_string(),
+                        ]);
                         let j = view
                             .detection
                             .as_ref()

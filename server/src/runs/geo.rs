@@ -247,15 +247,30 @@ async fn rerank_trial(
             .map(|(i, it)| format!("{}: {}", it.name, if i == target { edited.unwrap_or(&it.text) } else { &it.text }))
             .collect()
     };
-    let clean = scores(docs(None)).await?;
-    let edited = scores(docs(Some(&text.adv_text))).await?;
-    let (r_b, r_a) = crate::geo::rank::cross_encoder_ranks(&clean, edited[target], target);
+    // A call that failed after its retries ranks the target missing (L+1) on its side.
+    let failed = |r: anyhow::Result<Vec<f64>>| match r {
+        Ok(s) => Ok((Some(s), None)),
+        Err(e) => crate::geo::endpoint_failure(&e).map(|why| (None, Some(why))).ok_or(e),
+    };
+    let (clean, clean_failure) = failed(scores(docs(None)).await)?;
+    let (edited, edited_failure) = failed(scores(docs(Some(&text.adv_text))).await)?;
+    let missing = list.items.len() + 1;
+    let (clean_rank, edited_rank) = match (&clean, &edited) {
+        (Some(c), Some(e)) => crate::geo::rank::cross_encoder_ranks(c, e[target], target),
+        (Some(c), None) => (crate::geo::rank::cross_encoder_ranks(c, c[target], target).0, missing),
+        // The edited call scores the others' unchanged texts too.
+        (None, Some(e)) => (missing, crate::geo::rank::cross_encoder_ranks(e, e[target], target).1),
+        (None, None) => (missing, missing),
+    };
+    let reply = |s: &Option<Vec<f64>>| s.as_ref().map_or_else(|| Ok(String::new()), serde_json::to_string);
     let record = OrderRecord {
         order: (0..list.items.len()).collect(),
-        clean_reply: serde_json::to_string(&clean)?,
-        edited_reply: serde_json::to_string(&edited)?,
-        clean_rank: r_b,
-        edited_rank: r_a,
+        clean_reply: reply(&clean)?,
+        edited_reply: reply(&edited)?,
+        clean_rank,
+        edited_rank,
+        clean_failure,
+        edited_failure,
     };
     store.append_step(&trial.trial_id, 0, &serde_json::to_string(&record)?).await?;
     Ok(())

@@ -218,6 +218,10 @@ impl app::ssr::Geo for GeoService {
                     nrg_after_keyword: est(s.nrg_after_keyword),
                     promoted_and_passed: est(s.promoted_and_passed),
                     missing: s.missing,
+                    missing_clean: s.missing_clean,
+                    orders: s.orders,
+                    failed_orders: s.failed_orders,
+                    failed_targets: s.failed_targets,
                     nrg_target_weighted: s.nrg_target_weighted,
                     ppl_r: s.ppl_r,
                 }
@@ -232,6 +236,7 @@ impl app::ssr::Geo for GeoService {
                 method: d.method.clone(),
                 dataset: d.dataset.clone(),
                 nrg: est(d.summary.nrg),
+                failed_orders: d.summary.failed_orders,
             })
             .collect();
         let pairs = r
@@ -302,6 +307,23 @@ impl app::ssr::Geo for GeoService {
             trials: r.trials,
             errors: r.errors,
             unfinished: r.unfinished,
+            failed_orders: r.failed_orders,
+            failed_trials: r.failed_trials,
+            parser: r.parser.clone(),
+            compared_parser: r.compared_parser.clone(),
+            lines_read_differently: r.lines_read_differently,
+            lines: r.lines,
+            empty: r
+                .empty
+                .iter()
+                .map(|e| app::model::GeoEmpty {
+                    ranker: e.ranker.clone(),
+                    method: e.method.clone(),
+                    trials: e.trials,
+                    errors: e.errors,
+                    unfinished: e.unfinished,
+                })
+                .collect(),
             datasets,
             rows,
             cells,

@@ -262,6 +262,53 @@ async fn chat_replies_are_cached_and_shared_across_methods() {
     assert_eq!((report.rows[0].summary.missing, report.rows[0].summary.nrg.mean), (1.0, 0.0));
 }
 
+/// A content-blind model that refuses every stuffed list (HTTP 400, not retried): each
+/// refused call is a reply naming nothing, so the stuffed targets are missing in every
+/// order, no trial fails, the row stays with all its targets, and the report counts the
+/// failed orders and trials next to the figures.
+#[tokio::test]
+async fn a_refused_call_counts_as_missing_and_the_trial_stays_in_the_means() {
+    let server = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, |body| {
+        let shown = shown_names(body);
+        if shown.iter().any(|(_, text)| text.contains("of the year")) {
+            return server::llm::scripted::Reply::Status(400, None);
+        }
+        let reply: String = shown.iter().enumerate().map(|(i, (n, _))| format!("{}. {n}\n", i + 1)).collect();
+        server::llm::scripted::Reply::Text(reply)
+    })
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = crate::support::temp_path(&dir, "f.db");
+    let url = server::db::database_url(path.to_str().expect("utf-8")).expect("url");
+    let store: std::sync::Arc<dyn server::db::Store> =
+        std::sync::Arc::new(server::db::SqlStore::connect(&url).await.expect("connect"));
+    let mut geo = spec(&["stsdata"], &["blind"], &["clean", "stuff"]);
+    geo.lists = vec!["stsdata/books".into()];
+    geo.endpoints.insert("blind".into(), server::llm::EndpointSpec::new(&server.base_url, "blind-model"));
+    let run = server::runs::geo::create_geo_run(store.as_ref(), geo).await.expect("run");
+    execute(store.clone(), &run, 2).await;
+    let p = store.progress(&run).await.expect("progress");
+    assert_eq!((p.done, p.error), (20, 0), "refusals end no trial");
+    let lists = lists().expect("lists");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run, 200, 0).await.expect("report");
+    let row = |m: &str| &report.rows.iter().find(|r| r.method == m).expect("row").summary;
+    let (clean, stuff) = (row("clean"), row("stuff"));
+    assert_eq!((clean.n, clean.failed_orders, clean.nrg.mean), (10, 0, 0.0));
+    assert_eq!((stuff.n, stuff.orders, stuff.failed_orders, stuff.failed_targets), (10, 100, 100, 10));
+    assert_eq!((stuff.missing, stuff.missing_clean), (1.0, 0.0), "missing on the side that failed");
+    // A blind ranker gains nothing; a refused edit is ranked last: every NRG is negative.
+    assert!(stuff.nrg.mean < 0.0 && stuff.nrg.hi < 0.0, "{:?}", stuff.nrg);
+    assert_eq!((report.failed_orders, report.failed_trials), (100, 10));
+    // Clean: 10 targets × 10 orders × 2 replies × 10 lines; stuff: only the clean replies.
+    assert_eq!((report.parser.as_str(), report.compared_parser.as_str(), report.lines), ("fixed", "strict", 3000));
+    assert!(report.empty.is_empty());
+    let out = crate::support::mirage(&path, &["geo", "report", "--run", &run, "--by", "method,dataset"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("100 orders in 10 trials had a ranker call fail"), "{text}");
+    assert!(text.contains("100 of 100 orders, 10 targets"), "{text}");
+}
+
 /// A GEO run killed mid-way with SIGKILL resumes with every trial finished once and every
 /// order stored once.
 #[test]
