@@ -142,7 +142,9 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await expect(page.getByTestId('lock')).toContainText('Nobody is labelling it');
   await page.getByRole('button', { name: /Start labelling/ }).click();
   await expect(page.getByTestId('lock')).toContainText('You are labelling it');
-  await page.getByRole('button', { name: 'Save label' }).click();
+  // An operator's label is an adjudication (it is not blind): no plain "Save label".
+  await expect(page.getByRole('button', { name: 'Save label' })).toHaveCount(0);
+  await page.getByRole('button', { name: 'Adjudicate (settles it for good)' }).click();
   await expect(page.getByRole('alert').filter({ hasText: 'choose yes or no' })).toBeVisible();
   const automatic = (await page.getByTestId('automatic').textContent())!.startsWith('yes');
   await page.getByLabel(automatic ? 'no' : 'yes', { exact: true }).check();

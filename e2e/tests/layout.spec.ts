@@ -25,6 +25,12 @@ test('no page is wider than the viewport at 390 px and at 1,400 px', async ({ pa
     `/team?run=${run}`, `/robustness?run=${run}`, `/heatmaps?run=${run}`, `/report?run=${run}`,
     `/annotate?run=${run}`, `/annotate/${trial}/recovery`, '/tasks', '/definitions',
   ];
+  // Values from the address that a page echoes (a filter, an id it did not find) wrap too.
+  const long = 'W'.repeat(600);
+  const echoed = [
+    `/annotate?run=${run}&kind=${long}`, `/runs/${run}?agent=${long}`, `/runs/${run}/trials/${long}`,
+    `/tasks/${long}`, `/team?run=${long}`, `/annotate/${trial}/${long}`,
+  ];
   for (const [width, height] of [[390, 844], [1400, 900]]) {
     await page.setViewportSize({ width, height });
     for (const path of pages) {
@@ -34,5 +40,12 @@ test('no page is wider than the viewport at 390 px and at 1,400 px', async ({ pa
       expect(scroll, `${path} at ${width} px is ${scroll} px wide`).toBeLessThanOrEqual(inner);
       await shoot(`${width}${path.replace(/[^a-z0-9]+/gi, '-')}`);
     }
+  }
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const path of echoed) {
+    await page.goto(path);
+    await settled(page);
+    const [scroll, inner] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+    expect(scroll, `${path.slice(0, 60)}… at 390 px is ${scroll} px wide`).toBeLessThanOrEqual(inner);
   }
 });

@@ -202,6 +202,10 @@ pub struct NewRun {
     /// Replays of every exposed trial after the run (`strip-spans:3`); empty for none.
     #[serde(default)]
     pub replay: String,
+    /// People who must agree on a disputed label before it replaces the automatic one
+    /// (empty: the default, 2).
+    #[serde(default)]
+    pub annotators: String,
 }
 
 /// A piece of an observation: plain text, or text an interested party controls (named

@@ -445,10 +445,15 @@ pub fn AnnotateItemPage() -> impl IntoView {
                     view! {
                         {why.map(|w| view! { <p class="why-not" data-testid="why-not">{format!("You cannot label it now: {w}.")}</p> })}
                         {mine.map(|m| view! { <p class="muted">{m}</p> })}
-                        <p class="muted">{format!(
-                            "Your label counts once. It settles the item when {} people agree; if anyone disagrees, an operator adjudicates.",
-                            o.item.needed
-                        )}</p>
+                        <p class="muted">{if o.can_adjudicate {
+                            "As an operator you see the automatic label and everyone's labels, so your label is not blind: \
+                             it is an adjudication, which settles the item for good.".to_string()
+                        } else {
+                            format!(
+                                "Your label counts once. It settles the item when {} people agree; if anyone disagrees, an operator adjudicates.",
+                                o.item.needed
+                            )
+                        }}</p>
                         {(o.can_label && o.mine_until.is_none()).then(|| view! {
                             <button type="button" class="start" on:click=move |_| {
                                 clear();
@@ -478,8 +483,12 @@ pub fn AnnotateItemPage() -> impl IntoView {
                     <span class="field-error" role="alert">{field_error("note")}</span>
                 </div>
                 <div class="buttons">
-                    <button type="button" on:click=move |_| { and_next.set(false); save.dispatch(SaveLabel { label: label(), filter: filter.get_untracked() }); }>"Save label"</button>
-                    <button type="button" on:click=move |_| { and_next.set(true); save.dispatch(SaveLabel { label: label(), filter: filter.get_untracked() }); }>"Save and next"</button>
+                    <Transition>
+                        {move || current().filter(|o| !o.can_adjudicate).map(|_| view! {
+                            <button type="button" on:click=move |_| { and_next.set(false); save.dispatch(SaveLabel { label: label(), filter: filter.get_untracked() }); }>"Save label"</button>
+                            <button type="button" on:click=move |_| { and_next.set(true); save.dispatch(SaveLabel { label: label(), filter: filter.get_untracked() }); }>"Save and next"</button>
+                        })}
+                    </Transition>
                     <Transition>
                         {move || current().filter(|o| o.can_adjudicate).map(|_| view! {
                             <button type="button" class="secondary" on:click=move |_| { and_next.set(false); adjudicate.dispatch(Adjudicate { label: label(), filter: filter.get_untracked() }); }>

@@ -63,6 +63,7 @@ fn LaunchForm() -> impl IntoView {
     let concurrency = RwSignal::new("4".to_string());
     let appeal = RwSignal::new(false);
     let replay = RwSignal::new(String::new());
+    let annotators = RwSignal::new("2".to_string());
     let navigate = use_navigate();
     Effect::new(move |_| {
         if let Some(Ok(id)) = start.value().get() {
@@ -86,6 +87,7 @@ fn LaunchForm() -> impl IntoView {
                 concurrency: concurrency.get_untracked(),
                 appeal: appeal.get_untracked().then(|| "on".to_string()),
                 replay: replay.get_untracked(),
+                annotators: annotators.get_untracked(),
             },
         });
     };
@@ -107,6 +109,8 @@ fn LaunchForm() -> impl IntoView {
                     help="trials at once (1–64)"/>
                 <Field label="Replays" name="replay" value=replay error=err("replay")
                     help="optional: replay every exposed trial after the run, e.g. clean-level:3, strip-spans:1 (also reveal-evidence, condition:NAME)"/>
+                <Field label="Annotators" name="annotators" value=annotators error=err("annotators")
+                    help="people who must agree on a disputed label before it replaces the automatic one (1–20)"/>
                 <div class="field">
                     <label><input type="checkbox" name="appeal" prop:checked=move || appeal.get()
                         on:change=move |ev| appeal.set(event_target_checked(&ev))/>" Appeal after each verdict"</label>

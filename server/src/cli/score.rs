@@ -421,6 +421,13 @@ pub fn print_tables(agg: &Aggregate) {
         );
     }
     for a in agg.agreement.iter().filter(|a| a.n > 0) {
+        let min = app::model::MIN_AGREEMENT_N;
+        let labels = if a.n == 1 { "label" } else { "labels" };
+        if a.n < min {
+            // As on the dashboard: a κ of so few pairs is no number to read.
+            println!("agreement on {}: too few: n = {} of the {min} needed (human {labels})", a.kind, a.n);
+            continue;
+        }
         let kappa = match (a.kappa, a.lo, a.hi) {
             (Some(k), Some(lo), Some(hi)) => format!("{k:.2} [{lo:.2}, {hi:.2}]"),
             (Some(k), _, _) => format!("{k:.2}"),
@@ -429,7 +436,7 @@ pub fn print_tables(agg: &Aggregate) {
         let raw = a.raw.map_or_else(|| "-".to_string(), |r| format!("{r:.2}"));
         let note = a.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
         println!(
-            "agreement on {}: Cohen's kappa {kappa}, raw agreement {raw}, over {} human labels{note}",
+            "agreement on {}: Cohen's kappa {kappa}, raw agreement {raw}, over {} human {labels}{note}",
             a.kind, a.n
         );
     }

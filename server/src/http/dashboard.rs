@@ -220,13 +220,16 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                             })
                             .collect::<Vec<_>>(),
                     )?,
+                    // Below the dashboard's minimum the κ cell stays empty, as the page says "too few".
                     "agreement" => csv_text(
-                        &["kind", "n", "kappa"].map(String::from),
+                        &["kind", "n", "kappa", "too_few"].map(String::from),
                         &board
                             .agreement
                             .iter()
                             .map(|(k, n, kappa)| {
-                                vec![k.clone(), n.to_string(), kappa.map(|v| format!("{v:.4}")).unwrap_or_default()]
+                                let few = *n < app::model::MIN_AGREEMENT_N;
+                                let kappa = kappa.filter(|_| !few).map(|v| format!("{v:.4}")).unwrap_or_default();
+                                vec![k.clone(), n.to_string(), kappa, few.to_string()]
                             })
                             .collect::<Vec<_>>(),
                     )?,

@@ -22,8 +22,9 @@ pub const DEFAULT_ANNOTATORS: usize = 2;
 /// too few labels yet.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Settlement<'a> {
-    /// The latest adjudication, or the latest label when enough annotators agree.
-    Settled(&'a LabelEvent),
+    /// The latest adjudication (alone), or the agreeing labels of the annotators who
+    /// settled it, in the order they were given.
+    Settled(Vec<&'a LabelEvent>),
     /// Annotators' latest labels disagree and nobody adjudicated: (author, value) each.
     Conflict(Vec<(String, bool)>),
     /// Fewer annotators than needed have labelled it, and they agree so far.
@@ -94,12 +95,14 @@ pub fn settle(events: &[LabelEvent], needed: usize) -> BTreeMap<(&str, LabelKind
         } else if by_author.len() < needed {
             Settlement::Waiting { labels: by_author.len(), needed }
         } else {
-            Settlement::Settled(e)
+            let mut agreed: Vec<&LabelEvent> = by_author.values().copied().collect();
+            agreed.sort_by_key(|e| e.event_id);
+            Settlement::Settled(agreed)
         };
         out.insert(key, settlement);
     }
     for (key, e) in adjudicated {
-        out.insert(key, Settlement::Settled(e));
+        out.insert(key, Settlement::Settled(vec![e]));
     }
     out
 }
@@ -138,13 +141,26 @@ pub fn agreement(kind: LabelKind, items: &[Vec<(bool, bool)>]) -> Agreement {
     #[allow(clippy::cast_precision_loss)]
     let raw = (n > 0).then(|| pairs.iter().filter(|(a, b)| a == b).count() as f64 / n as f64);
     let kappa = stats::cohen_kappa(&pairs);
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    // One side always giving the same value pins κ at 0 whatever the other says (and every
+    // resample with it): the number is a property of that side, not agreement.
+    let constant = |side: fn(&(bool, bool)) -> bool| pairs.iter().all(|p| side(p) == side(&pairs[0]));
     let note = match (n, kappa) {
         (0, _) => None,
         (_, None) => Some(format!(
             "every label was {} on both sides: κ is undefined (chance agreement is total); raw agreement is {:.3}",
-            if pairs[0].0 { "yes" } else { "no" },
+            yes_no(pairs[0].0),
             raw.unwrap_or(1.0)
         )),
+        _ if constant(|p| p.0) || constant(|p| p.1) => {
+            let value = if constant(|p| p.0) { pairs[0].0 } else { pairs[0].1 };
+            Some(format!(
+                "one side always said {}: κ is 0 by construction whatever the other says; read the raw agreement \
+                 ({:.3}) instead",
+                yes_no(value),
+                raw.unwrap_or(0.0)
+            ))
+        }
         _ => None,
     };
     let (mut lo, mut hi) = (None, None);
@@ -208,14 +224,25 @@ pub fn apply_overrides(scores: &mut [TrialScore], events: &[LabelEvent], needed:
             };
             let label = ls.get_mut(kind);
             match decision {
-                Settlement::Settled(e) => {
+                Settlement::Settled(agreed) => {
+                    let Some(last) = agreed.last() else { continue };
                     let automatic = label.automatic.take().unwrap_or_else(|| Box::new(label.clone()));
+                    // Credited to everyone who agreed, each note with its author; the first
+                    // turn anyone pointed to.
+                    let names: Vec<&str> = agreed.iter().map(|e| e.author.as_deref().unwrap_or("annotator")).collect();
+                    let notes: Vec<String> = agreed
+                        .iter()
+                        .filter(|e| !e.reason.trim().is_empty())
+                        .map(|e| format!("{} ({})", e.reason.trim(), e.author.as_deref().unwrap_or("annotator")))
+                        .collect();
+                    let how = if last.source == "adjudication" { "adjudicated by" } else { "settled by" };
+                    let notes = if notes.is_empty() { String::new() } else { format!(": {}", notes.join("; ")) };
                     *label = Label {
-                        value: e.value.0,
-                        turn: e.turn.and_then(|t| usize::try_from(t).ok()),
-                        source: e.source.clone(),
+                        value: last.value.0,
+                        turn: agreed.iter().find_map(|e| e.turn).and_then(|t| usize::try_from(t).ok()),
+                        source: last.source.clone(),
                         confidence: 1.0,
-                        reason: format!("{} ({})", e.reason, e.author.as_deref().unwrap_or("annotator")),
+                        reason: format!("{how} {}{notes}", names.join(", ")),
                         disputed: false,
                         automatic: Some(automatic),
                         second_opinion: None,
@@ -264,12 +291,12 @@ mod tests {
         let key = ("t", LabelKind::Recovery);
         let one = [event(1, "t", "ann", true, "human")];
         assert_eq!(settle(&one, 2)[&key], Settlement::Waiting { labels: 1, needed: 2 });
-        assert!(matches!(settle(&one, 1)[&key], Settlement::Settled(e) if e.event_id == 1));
+        assert!(matches!(&settle(&one, 1)[&key], Settlement::Settled(e) if e[0].event_id == 1));
         // Ann changes her mind: her latest label counts, once.
         let again = [event(1, "t", "ann", true, "human"), event(2, "t", "ann", false, "human")];
         assert_eq!(settle(&again, 2)[&key], Settlement::Waiting { labels: 1, needed: 2 });
         let agree = [event(1, "t", "ann", true, "human"), event(2, "t", "bob", true, "human")];
-        assert!(matches!(settle(&agree, 2)[&key], Settlement::Settled(e) if e.value.0));
+        assert!(matches!(&settle(&agree, 2)[&key], Settlement::Settled(e) if e.len() == 2 && e[1].value.0));
         let split = [event(1, "t", "ann", true, "human"), event(2, "t", "bob", false, "human")];
         assert!(matches!(&settle(&split, 2)[&key], Settlement::Conflict(v) if v.len() == 2));
         // Even before the third of three labels, a disagreement is a conflict.
@@ -278,9 +305,9 @@ mod tests {
         let mind = [split[0].clone(), split[1].clone(), event(3, "t", "bob", true, "human")];
         assert!(matches!(&settle(&mind, 2)[&key], Settlement::Conflict(_)), "only a ruling settles a conflict");
         let late = [agree[0].clone(), agree[1].clone(), event(3, "t", "ann", false, "human")];
-        assert!(matches!(settle(&late, 2)[&key], Settlement::Settled(e) if e.value.0), "settled stays settled");
+        assert!(matches!(&settle(&late, 2)[&key], Settlement::Settled(e) if e[1].value.0), "settled stays settled");
         let ruled = [split[0].clone(), split[1].clone(), event(3, "t", "otto", false, "adjudication")];
-        assert!(matches!(settle(&ruled, 2)[&key], Settlement::Settled(e) if e.source == "adjudication"));
+        assert!(matches!(&settle(&ruled, 2)[&key], Settlement::Settled(e) if e[0].source == "adjudication"));
     }
 
     #[test]
@@ -293,6 +320,9 @@ mod tests {
         let (k, lo, hi) = (a.kappa.expect("kappa"), a.lo.expect("lo"), a.hi.expect("hi"));
         assert!((k - 0.8).abs() < 1e-12 && lo <= k && k <= hi && hi <= 1.0, "{a:?}");
         // Every label "no" on both sides: κ is undefined, and the note says why.
+        let pinned = agreement(LabelKind::Recovery, &[vec![(false, false)], vec![(false, true)], vec![(false, false)]]);
+        assert_eq!(pinned.kappa, Some(0.0));
+        assert!(pinned.note.as_deref().is_some_and(|n| n.contains("one side always said no")), "{pinned:?}");
         let same = agreement(LabelKind::Recovery, &vec![vec![(false, false)]; 11]);
         assert!(same.kappa.is_none() && same.raw == Some(1.0));
         assert!(same.note.as_deref().is_some_and(|n| n.contains("every label was no")), "{same:?}");

@@ -59,14 +59,19 @@ struct ItemParts<'a> {
     votes: Vec<Vote>,
     needed: usize,
     lock: Option<(String, i64)>,
+    /// Whether the item still waits for people's labels (disputed or in conflict, and not
+    /// settled): only then are annotators blind to it.
+    waiting: bool,
 }
 
 fn item(parts: ItemParts<'_>, who: Option<&Identity>) -> QueueItem {
-    let ItemParts { score: s, run, kind, automatic: l, conflict, votes, needed, lock } = parts;
+    let ItemParts { score: s, run, kind, automatic: l, conflict, votes, needed, lock, waiting } = parts;
     let name = who.map(|w| w.name.as_str());
     let mine = votes.iter().rev().find(|v| v.source == "human" && Some(v.author.as_str()) == name).map(|v| v.value);
     let operator = who.is_some_and(|w| w.role >= Role::Operator);
-    let blind = !operator && mine.is_none();
+    // Blind only while people's labels are still wanted: a settled item (or one no one
+    // disputes) shows everything, as its trajectory page does.
+    let blind = !operator && mine.is_none() && waiting;
     let labels = votes.iter().filter(|v| v.source == "human").count();
     QueueItem {
         trial_id: s.trial_id.clone(),
@@ -211,7 +216,9 @@ impl AnnotateService {
                     .filter_map(vote)
                     .collect();
                 let lock = locks.get(&(s.trial_id.clone(), kind)).cloned();
-                let parts = ItemParts { score: s, run, kind, automatic: l, conflict: l.conflict, votes, needed, lock };
+                let waiting = l.automatic.is_none();
+                let parts =
+                    ItemParts { score: s, run, kind, automatic: l, conflict: l.conflict, votes, needed, lock, waiting };
                 items.push(item(parts, who));
             }
         }
@@ -268,6 +275,7 @@ impl AnnotateService {
             votes: people_labels(&events).into_values().flatten().filter_map(vote).collect(),
             needed,
             lock,
+            waiting: !settled && (label.disputed || label.conflict),
         };
         Ok(Found { item: item(parts, who), settled, open: label.disputed || label.conflict, turns: steps.len() })
     }
@@ -363,7 +371,7 @@ impl app::ssr::Annotate for AnnotateService {
         filter: QueueFilter,
     ) -> Result<OpenItem, AppError> {
         let kind = check_kind(&kind)?;
-        let Found { item, settled, .. } = self.item_of(who.as_ref(), &trial, kind).await?;
+        let Found { item, settled, open, .. } = self.item_of(who.as_ref(), &trial, kind).await?;
         let listing = self.listing(who.as_ref(), &item.run).await?;
         let kept: Vec<&QueueItem> = listing.items.iter().filter(|i| passes(i, &filter)).collect();
         let at = kept.iter().position(|i| i.trial_id == item.trial_id && i.kind == item.kind);
@@ -380,6 +388,12 @@ impl app::ssr::Annotate for AnnotateService {
             (None, _) => Some("sign in as an annotator to label".to_string()),
             (Some(r), _) if r < Role::Annotator => {
                 Some(format!("you are a {}: annotators and operators label", r.as_str()))
+            }
+            (Some(Role::Annotator), _) if settled => {
+                Some("people settled it already; only an operator's adjudication changes it".to_string())
+            }
+            (Some(Role::Annotator), _) if !open => {
+                Some("it is not disputed; only an operator's adjudication changes it".to_string())
             }
             (_, Some((h, until))) if Some(h) != name.as_ref() => Some(format!(
                 "{h} is labelling it (for about {} more minutes); you can read everything meanwhile",
@@ -407,6 +421,13 @@ impl app::ssr::Annotate for AnnotateService {
             return Err(AppError::Conflict(format!(
                 "this {kind} label is not waiting for people; only an operator's adjudication changes it"
             )));
+        }
+        // One hold per person: taking this item gives back any other one they hold, so no
+        // one fences off the queue.
+        for ((held, held_kind), (holder, _)) in self.locks().await? {
+            if holder == who.name && (held.as_str(), held_kind) != (trial.as_str(), kind) {
+                self.store.unlock_label(&held, held_kind, &who.name).await.map_err(internal)?;
+            }
         }
         self.lock(&trial, kind, &who).await
     }
@@ -455,6 +476,15 @@ impl app::ssr::Annotate for AnnotateService {
                 format!("this {kind} label is not disputed; only an operator's adjudication changes it")
             }));
         }
+        // An operator sees every label before giving one, so it cannot count as one of the N
+        // blind labels: an operator's label is an adjudication.
+        if !adjudicate && who.role >= Role::Operator {
+            return Err(AppError::Conflict(
+                "an operator sees the automatic label and everyone's labels, so an operator's label is not blind \
+                 and is not counted as one of the independent labels: adjudicate instead"
+                    .into(),
+            ));
+        }
         if adjudicate && item.value != Some(value) && label.note.trim().is_empty() {
             return Err(AppError::Invalid {
                 field: "note".into(),
@@ -462,8 +492,13 @@ impl app::ssr::Annotate for AnnotateService {
                     .into(),
             });
         }
-        // Validated: now the caller must hold the lock, or be able to take it.
-        self.lock(&label.trial, kind, &who).await?;
+        // Validated: now the caller must hold the lock, or be able to take it. A save by
+        // someone holding nothing takes it for an instant, so a refusal may only mean that
+        // another save is going on: after a moment it is tried once more.
+        if let Err(busy) = self.lock(&label.trial, kind, &who).await {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            self.lock(&label.trial, kind, &who).await.map_err(|_| busy)?;
+        }
         let listing = self.listing(Some(&who), &item.run).await?;
         let next = Self::next_for(&listing, &who, &label.trial, kind.as_str(), &filter);
         let event = LabelEvent {

@@ -116,6 +116,13 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
             1
         }),
     };
+    let annotators = match form.annotators.trim() {
+        "" => crate::judge::aggregate::DEFAULT_ANNOTATORS,
+        text => text.parse::<usize>().ok().filter(|n| (1..=20).contains(n)).unwrap_or_else(|| {
+            fault("annotators", format!("{text:?} is not a number from 1 to 20"));
+            1
+        }),
+    };
     let mut replay = Vec::new();
     for p in form.replay.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match p.parse::<crate::runs::replay::ReplayPlan>() {
@@ -140,7 +147,7 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
         geo: None,
         replay,
         clean_twins: 0,
-        annotators: crate::judge::aggregate::DEFAULT_ANNOTATORS,
+        annotators,
     };
     Ok((spec, concurrency))
 }
@@ -537,9 +544,10 @@ mod tests {
             concurrency: "4".into(),
             appeal: None,
             replay: String::new(),
+            annotators: "3".into(),
         };
         let (spec, n) = spec_from_form(&good, &config).expect("valid");
-        assert_eq!((spec.agents.len(), spec.seeds, n), (2, vec![0, 1], 4));
+        assert_eq!((spec.agents.len(), spec.seeds, n, spec.annotators), (2, vec![0, 1], 4, 3));
         for (field, bad) in [
             ("seeds", NewRun { seeds: "x".into(), ..good.clone() }),
             ("concurrency", NewRun { concurrency: "0".into(), ..good.clone() }),
@@ -548,6 +556,8 @@ mod tests {
             ("tasks", NewRun { tasks: " ".into(), ..good.clone() }),
             ("replay", NewRun { replay: "strip-spans:0".into(), ..good.clone() }),
             ("replay", NewRun { replay: "rewind".into(), ..good.clone() }),
+            ("annotators", NewRun { annotators: "0".into(), ..good.clone() }),
+            ("annotators", NewRun { annotators: "999".into(), ..good.clone() }),
         ] {
             match spec_from_form(&bad, &config) {
                 Err(AppError::Invalid { field: f, .. }) => assert_eq!(f, field),

@@ -495,6 +495,14 @@ async fn disputed_labels_need_two_blind_annotators_and_conflicts_an_adjudication
         status == 409 && body.contains("settled already"),
         "a settled label is the operator's now: {status} {body}"
     );
+    // Settled, it is blind to no one: the viewer (who never labels) sees what was decided,
+    // and an annotator is told why the form is closed.
+    let settled = json(call("open_item", "vera", item(&trial)).await);
+    assert_eq!((settled["item"]["blind"].as_bool(), settled["settled"].as_bool()), (Some(false), Some(true)));
+    assert!(settled["item"]["value"].is_boolean() && !settled["item"]["votes"].as_array().expect("votes").is_empty());
+    let closed = json(call("open_item", "ann", item(&trial)).await);
+    assert_eq!(closed["can_label"], false);
+    assert!(closed["why_not"].as_str().is_some_and(|w| w.contains("settled it already")), "{closed}");
     let after = board().await;
     assert_eq!(after["human_labels"], 1);
     assert_ne!(before["rows"][0]["cells"]["recovery"], after["rows"][0]["cells"]["recovery"], "the leaderboard moved");
@@ -506,10 +514,20 @@ async fn disputed_labels_need_two_blind_annotators_and_conflicts_an_adjudication
         .nth(1)
         .map(|i| i["trial_id"].as_str().expect("id").to_string());
     if let Some(other) = other {
+        // An operator has seen every label, so a plain label of theirs is refused (it would
+        // not be blind): operators adjudicate.
+        let (status, body) = call("save_label", "otto", label(&other, "yes", "")).await;
+        assert!(status == 409 && body.contains("adjudicate instead"), "{status} {body}");
         json(call("save_label", "ann", label(&other, "yes", "")).await);
         assert!(waiting(&json(queue("ann", vec![]).await), &other), "one label of two settles nothing");
         json(call("save_label", "bob", label(&other, "yes", "")).await);
         assert!(!waiting(&json(queue("ann", vec![]).await), &other), "two agreeing labels settle it");
+        // Credited to both people who agreed, not to the last one alone.
+        let (_, body) = call("get_trajectory", "otto", vec![("trial", other.clone()), ("page", "0".into())]).await;
+        let view: serde_json::Value = serde_json::from_str(&body).expect("view");
+        let recovery =
+            view["labels"].as_array().expect("labels").iter().find(|l| l["kind"] == "recovery").expect("label").clone();
+        assert!(recovery["reason"].as_str().is_some_and(|r| r.starts_with("settled by ann, bob")), "{recovery}");
     }
     let q = json(queue("otto", vec![]).await);
     let people = q["annotators"].as_array().expect("annotator agreement");
