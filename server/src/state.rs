@@ -57,7 +57,7 @@ pub enum Budget {
 pub struct Guard {
     accounts: std::sync::Mutex<Option<(std::time::Instant, bool)>>,
     budgets:
-        std::sync::Mutex<std::collections::HashMap<(Budget, String), std::collections::VecDeque<std::time::Instant>>>,
+        std::sync::Mutex<std::collections::HashMap<(Budget, String), std::collections::VecDeque<tokio::time::Instant>>>,
 }
 
 impl Guard {
@@ -86,7 +86,8 @@ impl Guard {
     /// Takes one from `key`'s budget of `per_minute` for `what`; `false` when it is spent.
     pub fn allow(&self, what: Budget, key: &str, per_minute: u32) -> bool {
         let Ok(mut all) = self.budgets.lock() else { return false };
-        let now = std::time::Instant::now();
+        // The runtime's clock, so tests can move it instead of waiting a minute.
+        let now = tokio::time::Instant::now();
         let window = std::time::Duration::from_secs(60);
         // Forget keys idle for a minute, so the map stays small.
         all.retain(|_, times| times.back().is_some_and(|t| now.duration_since(*t) < window));
@@ -121,12 +122,24 @@ impl From<&AppState> for Services {
 mod tests {
     use super::*;
 
-    #[test]
-    fn each_client_gets_its_own_episode_budget() {
+    #[tokio::test(start_paused = true)]
+    async fn each_client_gets_its_own_budget_which_refills_after_a_minute() {
         let guard = Guard::default();
-        assert!((0..3).all(|_| guard.allow_episode("10.0.0.1", 3)));
+        let wait = |secs| tokio::time::advance(std::time::Duration::from_secs(secs));
+        // One at 0 s, one at 20 s, one at 40 s: a sliding window of a minute.
+        for at in 0..3 {
+            if at > 0 {
+                wait(20).await;
+            }
+            assert!(guard.allow_episode("10.0.0.1", 3));
+        }
         assert!(!guard.allow_episode("10.0.0.1", 3), "the fourth within a minute is refused");
         assert!(guard.allow_episode("10.0.0.2", 3), "another client has its own budget");
+        wait(19).await;
+        assert!(!guard.allow_episode("10.0.0.1", 3), "59 s after the first: still full");
+        wait(1).await;
+        assert!(guard.allow_episode("10.0.0.1", 3), "a minute after the first, its place is free");
+        assert!(!guard.allow(Budget::Episodes, "10.0.0.1", 3), "and only its place");
     }
 
     #[tokio::test]

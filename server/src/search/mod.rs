@@ -65,7 +65,7 @@ struct Progress {
 const LATE_MS: i64 = 5_000;
 
 /// What each commit records, so a reopened index goes on from there.
-#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 struct Payload {
     version: u32,
     store: String,
@@ -237,7 +237,7 @@ impl TrajectoryIndex {
     }
 
     /// Indexes trials that finished since the last call; returns how many.
-    pub async fn follow(&self, store: &dyn Store) -> anyhow::Result<usize> {
+    pub async fn follow(self: &Arc<Self>, store: &dyn Store) -> anyhow::Result<usize> {
         let mut progress = self.progress.lock().await;
         let mut added = 0;
         let mut scan = (progress.cursor.0.saturating_sub(LATE_MS), String::new());
@@ -294,20 +294,29 @@ impl TrajectoryIndex {
             }
             let oldest = progress.cursor.0.saturating_sub(LATE_MS);
             progress.recent.retain(|_, f| *f >= oldest);
-            let mut writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            for d in docs {
-                writer.add_document(d)?;
-            }
             // The cursor is committed with the documents, so a restart goes on from here.
-            let mut payload = self.payload.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            payload.cursor_ms = progress.cursor.0;
-            payload.cursor_trial.clone_from(&progress.cursor.1);
-            payload.trials = progress.trials;
-            payload.recent = progress.recent.iter().map(|(k, v)| (k.clone(), *v)).collect();
-            commit(&mut writer, &payload)?;
+            let payload = {
+                let mut payload = self.payload.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                payload.cursor_ms = progress.cursor.0;
+                payload.cursor_trial.clone_from(&progress.cursor.1);
+                payload.trials = progress.trials;
+                payload.recent = progress.recent.iter().map(|(k, v)| (k.clone(), *v)).collect();
+                payload.clone()
+            };
+            // Indexing and the commit are CPU and disk work: on a blocking thread.
+            let me = self.clone();
+            tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+                let mut writer = me.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                for d in docs {
+                    writer.add_document(d)?;
+                }
+                commit(&mut writer, &payload)
+            })
+            .await??;
         }
         if added > 0 {
-            self.reader.reload()?;
+            let me = self.clone();
+            tokio::task::spawn_blocking(move || me.reader.reload()).await??;
         }
         Ok(added)
     }

@@ -94,7 +94,7 @@ impl Jobs {
 mod tests {
     use super::*;
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_slow_job_answers_later_and_is_shared_then_cleared() {
         let jobs = Jobs::new(Duration::from_millis(20));
         let (go, gate) = tokio::sync::oneshot::channel::<()>();
@@ -119,7 +119,9 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    // On a paused clock: the job's 50 ms and the page's 10 ms wait never race, however
+    // loaded the machine.
+    #[tokio::test(start_paused = true)]
     async fn a_job_failing_after_the_page_left_tells_the_next_page() {
         let jobs = Jobs::new(Duration::from_millis(10));
         let slow_failure = async {

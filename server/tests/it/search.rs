@@ -33,7 +33,8 @@ async fn the_search_index_reopens_where_it_stopped() {
         .await
         .expect("hold");
     let (found, task_docs) = {
-        let idx = TrajectoryIndex::open(world, "corpus-1", store, Some(&path)).await.expect("open");
+        let idx =
+            std::sync::Arc::new(TrajectoryIndex::open(world, "corpus-1", store, Some(&path)).await.expect("open"));
         assert_eq!(thoughts(&idx), 0, "nothing followed yet");
         assert_eq!(idx.follow(store).await.expect("follow"), 29);
         let last: i64 = sqlx::query_scalar("select max(finished_at) from trial").fetch_one(&db).await.expect("max");
@@ -51,7 +52,7 @@ async fn the_search_index_reopens_where_it_stopped() {
     assert!(path.join("meta.json").exists(), "tantivy's own directory beside the database");
 
     // Reopened: the old trials are there before any follow, and none is indexed again.
-    let idx = TrajectoryIndex::open(world, "corpus-1", store, Some(&path)).await.expect("reopen");
+    let idx = std::sync::Arc::new(TrajectoryIndex::open(world, "corpus-1", store, Some(&path)).await.expect("reopen"));
     assert_eq!((idx.trials().await, thoughts(&idx)), (30, found));
     assert_eq!(idx.follow(store).await.expect("follow"), 0, "nothing to index again");
     let run2 = app.launch("CROSS_FORUM_SPAM", "surface", "L0").await;
@@ -60,7 +61,8 @@ async fn the_search_index_reopens_where_it_stopped() {
     drop(idx);
 
     // A new corpus version replaces the task documents (no duplicates), keeping the trials.
-    let idx = TrajectoryIndex::open(world, "corpus-2", store, Some(&path)).await.expect("new corpus");
+    let idx =
+        std::sync::Arc::new(TrajectoryIndex::open(world, "corpus-2", store, Some(&path)).await.expect("new corpus"));
     assert_eq!((idx.trials().await, tasks(&idx), thoughts(&idx)), (60, task_docs, found));
     drop(idx);
 
@@ -69,7 +71,8 @@ async fn the_search_index_reopens_where_it_stopped() {
     let url =
         server::db::database_url(crate::support::temp_path(&other_dir, "o.db").to_str().expect("utf-8")).expect("url");
     let other = server::db::SqlStore::connect(&url).await.expect("connect");
-    let idx = TrajectoryIndex::open(world, "corpus-2", &other, Some(&path)).await.expect("other db");
+    let idx =
+        std::sync::Arc::new(TrajectoryIndex::open(world, "corpus-2", &other, Some(&path)).await.expect("other db"));
     assert_eq!((idx.trials().await, thoughts(&idx)), (0, 0));
     assert_eq!(tasks(&idx), task_docs, "task documents written afresh");
 }
