@@ -124,9 +124,11 @@ async fn main() {
         use server::search::TrajectoryIndex;
         let path = dir.path().join("reopen.search");
         let started = Instant::now();
-        let idx = TrajectoryIndex::open(&state.world, &state.corpus_version, store.as_ref(), Some(&path))
-            .await
-            .expect("open");
+        let idx = std::sync::Arc::new(
+            TrajectoryIndex::open(&state.world, &state.corpus_version, store.as_ref(), Some(&path))
+                .await
+                .expect("open"),
+        );
         idx.follow(store.as_ref()).await.expect("follow");
         let built = started.elapsed().as_secs_f64();
         drop(idx);
