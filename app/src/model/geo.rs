@@ -111,6 +111,8 @@ pub struct GeoView {
     pub compared_parser: String,
     pub lines_read_differently: usize,
     pub lines: usize,
+    /// The methods Spearman's ρ is taken over (the baselines left out unless declared).
+    pub rho_methods: Vec<String>,
     pub datasets: Vec<String>,
     pub rows: Vec<GeoRow>,
     pub cells: Vec<GeoCell>,

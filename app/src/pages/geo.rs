@@ -156,6 +156,8 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
         r
     };
     let cells = v.cells.clone();
+    let rho_set =
+        if v.rho_methods.is_empty() { "none (only baselines ran)".to_string() } else { v.rho_methods.join(", ") };
     view! {
         <div class="controls">
             <RunPicker runs=v.runs.clone() current=run.clone() href=picker/>
@@ -280,7 +282,7 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
         }).collect_view()}
         <h2>"Paired comparisons"</h2>
         <table class="report">
-            <caption>"NRG difference a − b over shared targets"</caption>
+            <caption>"NRG difference a − b over shared targets; p (Holm) adjusted within each ranker over its pairs"</caption>
             <thead><tr><th>"ranker"</th><th>"a − b"</th><th>"difference"</th><th>"p"</th><th>"p (Holm)"</th></tr></thead>
             <tbody>
                 {v.pairs.iter().map(|p| view! {
@@ -294,15 +296,16 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
         </table>
         {(rankers.len() > 1).then(|| view! {
             <h2>"Spearman's ρ between rankers"</h2>
+            <p class="muted">"The baselines (clean, stuff, strip) are left out: they anchor the scale and would make any two rankers look alike."</p>
             <RhoMatrix names=rankers.clone() rhos=v.spearman.iter().filter(|r| r.ranker.is_none()).cloned().collect()
-                caption="over the NRG of the methods both rankers ran".to_string()/>
+                caption=format!("over the NRG of the methods both rankers ran, of: {}", rho_set)/>
         })}
         {(v.datasets.len() > 1).then(|| view! {
             <h2>"Spearman's ρ between datasets"</h2>
             {rankers.iter().map(|k| view! {
                 <RhoMatrix names=v.datasets.clone()
                     rhos=v.spearman.iter().filter(|r| r.ranker.as_ref() == Some(k)).cloned().collect()
-                    caption=format!("Ranker {k}: over the methods' NRG on each dataset")/>
+                    caption=format!("Ranker {k}: over the methods' NRG on each dataset, of: {}", rho_set)/>
             }).collect_view()}
         })}
         {v.detection.as_ref().map_or_else(

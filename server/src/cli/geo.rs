@@ -84,6 +84,11 @@ pub enum GeoCommand {
         resamples: usize,
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Methods, comma-separated, forming each ranker's Holm family and the set Spearman's
+        /// ρ is taken over. Default: Holm over every pair under each ranker, and ρ over every
+        /// method but the baselines clean, stuff and strip.
+        #[arg(long, value_delimiter = ',')]
+        family: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -227,10 +232,11 @@ pub async fn geo(command: GeoCommand, db: &str) -> anyhow::Result<()> {
     };
     match command {
         GeoCommand::Run(args) => run(open().await?, *args).await,
-        GeoCommand::Report { run, by, resamples, seed, json } => {
+        GeoCommand::Report { run, by, resamples, seed, family, json } => {
             let store = open().await?;
             let lists = crate::geo::import::stored_lists(store.as_ref()).await?;
-            let report = crate::geo::report::report(store.as_ref(), &lists, &run, resamples, seed).await?;
+            let report =
+                crate::geo::report::report_with(store.as_ref(), &lists, &run, resamples, seed, &family).await?;
             print_report(&report, &by, json)
         }
         GeoCommand::Datasets { json } => datasets(&lists, json),

@@ -246,6 +246,16 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
                 println!("{t}");
             }
             "pairs" => {
+                println!(
+                    "p (Holm): adjusted within each ranker over the pairs of {}",
+                    if report.family.is_empty() { "all its methods".to_string() } else { report.family.join(", ") },
+                );
+                if !report.spearman.is_empty() || !report.spearman_datasets.is_empty() {
+                    println!(
+                        "Spearman's ρ below is taken over {}",
+                        if report.rho_methods.is_empty() { "no method".into() } else { report.rho_methods.join(", ") }
+                    );
+                }
                 let mut t = table(["ranker", "a − b", "NRG difference", "p", "p (Holm)"].map(String::from).to_vec());
                 for p in &report.pairs {
                     t.add_row(vec![

@@ -116,6 +116,18 @@ pub fn variant(method: &str, attacker: Option<&str>) -> anyhow::Result<String> {
     })
 }
 
+/// Refuses to write texts of `variant` (`method@X`) with an attacker model that is not X:
+/// the name after `@` says who wrote every text stored under it.
+pub fn check_author(variant: &str, model: &str) -> anyhow::Result<()> {
+    match variant.rsplit_once('@') {
+        Some((_, named)) if named != model => bail!(
+            "{variant}: its texts are written by {named}, and this run's attacker is {model}; run {}@{model} instead",
+            variant.rsplit_once('@').map_or(variant, |(m, _)| m)
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// An attacker endpoint for generated texts.
 pub struct Writer {
     pub model: String,
@@ -367,6 +379,7 @@ pub async fn text_for(
             (adv, "rewrite", None, "builtin".to_string())
         }
         (Method::Cseo(_) | Method::ZeroShot, Some(writer)) => {
+            check_author(variant, &writer.model)?;
             let (adv, kind, suffix) = endpoint_text(writer, store, &method, list, target, seed).await?;
             let version = if matches!(method, Method::ZeroShot) { ZERO_SHOT_PROMPT } else { CSEO_PROMPT };
             (adv, kind, suffix, format!("endpoint:{}/{version}", writer.model))
@@ -424,6 +437,9 @@ mod tests {
         assert_eq!(variant("zero_shot", Some("m")).expect("ok"), "zero_shot@m");
         assert_eq!(variant("stuff", Some("m")).expect("ok"), "stuff");
         assert_eq!(variant("cseo:fluency", None).expect("ok"), "cseo:fluency");
+        assert!(check_author("cseo:quotes@m", "m").is_ok());
+        let err = check_author("cseo:quotes@gpt", "m").expect_err("another model's name").to_string();
+        assert!(err.contains("written by gpt") && err.contains("cseo:quotes@m"), "{err}");
         assert_eq!(strip_fences("```text\n\"Hello there\"\n```"), "Hello there");
     }
 

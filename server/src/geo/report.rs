@@ -47,7 +47,8 @@ pub struct Pair {
     pub b: String,
     pub diff: Estimate,
     pub p: f64,
-    /// Holm-adjusted over every pair of the report.
+    /// Holm-adjusted within its ranker's family (the pairs of the family's methods under
+    /// that ranker); 1 for a pair outside the family.
     pub p_holm: f64,
 }
 
@@ -119,7 +120,19 @@ pub struct Report {
     pub lines_read_differently: usize,
     #[serde(default)]
     pub lines: usize,
+    /// The methods declared with `--family`: Holm's family under each ranker and the
+    /// methods Spearman's ρ is taken over. Empty (the default): Holm over every pair of
+    /// methods under each ranker, and ρ over every method but the baselines.
+    #[serde(default)]
+    pub family: Vec<String>,
+    /// The methods ρ was taken over.
+    #[serde(default)]
+    pub rho_methods: Vec<String>,
 }
+
+/// The baselines left out of the default family: they anchor the scale (no edit, a crude
+/// stuffing, a deletion) and would make any two rankers look alike.
+pub const BASELINES: [&str; 3] = ["clean", "stuff", "strip"];
 
 /// A (ranker, method) with no scored target, and why.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -252,7 +265,7 @@ fn parser_name(p: Parser) -> String {
     p.to_possible_value().map_or_else(String::new, |v| v.get_name().to_string())
 }
 
-/// The report of a stored run.
+/// The report of a stored run, over the default family.
 pub async fn report(
     store: &dyn Store,
     lists: &[List],
@@ -260,10 +273,43 @@ pub async fn report(
     resamples: usize,
     seed: u64,
 ) -> anyhow::Result<Report> {
+    report_with(store, lists, run_id, resamples, seed, &[]).await
+}
+
+/// The report of a stored run with Holm's families and Spearman's ρ over `family` (empty:
+/// every method but the [`BASELINES`]); a declared method the run lacks is an error.
+pub async fn report_with(
+    store: &dyn Store,
+    lists: &[List],
+    run_id: &str,
+    resamples: usize,
+    seed: u64,
+    family: &[String],
+) -> anyhow::Result<Report> {
     let (geo, results, tally) = results(store, lists, run_id).await?;
+    let methods: BTreeSet<&String> = results.keys().map(|(_, m)| m).collect();
+    if let Some(m) = family.iter().find(|m| !methods.contains(m)) {
+        anyhow::bail!(
+            "--family: {m:?} is not a method of run {run_id} ({})",
+            methods.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let (holm_family, rho_methods): (Vec<String>, Vec<String>) = if family.is_empty() {
+        let all: Vec<String> = methods.iter().map(|m| (*m).clone()).collect();
+        let rho = all.iter().filter(|m| !BASELINES.contains(&m.as_str())).cloned().collect();
+        (all, rho)
+    } else {
+        (family.to_vec(), family.to_vec())
+    };
+    let declared = family.to_vec();
     // The bootstraps are CPU work: on a blocking thread, off the async workers.
     let run_id = run_id.to_string();
-    tokio::task::spawn_blocking(move || summarise_run(&run_id, &geo, &results, &tally, (resamples, seed))).await?
+    tokio::task::spawn_blocking(move || {
+        let mut r = summarise_run(&run_id, &geo, &results, &tally, (&holm_family, &rho_methods), (resamples, seed))?;
+        r.family = declared;
+        Ok(r)
+    })
+    .await?
 }
 
 /// The report of a run's scored targets (see [`report`]).
@@ -272,6 +318,7 @@ fn summarise_run(
     geo: &GeoSpec,
     results: &BTreeMap<(String, String), Vec<Scored>>,
     tally: &Tally,
+    (family, rho_methods): (&[String], &[String]),
     (resamples, seed): (usize, u64),
 ) -> anyhow::Result<Report> {
     let mut rows = Vec::new();
@@ -320,9 +367,18 @@ fn summarise_run(
             }
         }
     }
-    let adjusted = holm(&pairs.iter().map(|p| p.p).collect::<Vec<_>>());
-    for (pair, q) in pairs.iter_mut().zip(adjusted) {
-        pair.p_holm = q;
+    // Holm within each ranker's family: the pairs of the family's methods under it.
+    for ranker in &rankers {
+        let members: Vec<usize> = (0..pairs.len())
+            .filter(|&i| {
+                let p = &pairs[i];
+                &p.ranker == *ranker && family.contains(&p.a) && family.contains(&p.b)
+            })
+            .collect();
+        let adjusted = holm(&members.iter().map(|&i| pairs[i].p).collect::<Vec<_>>());
+        for (&i, q) in members.iter().zip(adjusted) {
+            pairs[i].p_holm = q;
+        }
     }
     for ranker in &rankers {
         let idx: Vec<usize> = (0..rows.len()).filter(|&i| &rows[i].ranker == *ranker).collect();
@@ -338,9 +394,9 @@ fn summarise_run(
             rows[idx[j]].band = band;
         }
     }
-    // Spearman between rankers, and between datasets under each ranker, over the method
-    // variants both ran.
-    let mut methods: Vec<&String> = rows.iter().map(|r| &r.method).collect();
+    // Spearman between rankers, and between datasets under each ranker, over the family's
+    // methods both ran.
+    let mut methods: Vec<&String> = rows.iter().map(|r| &r.method).filter(|m| rho_methods.contains(m)).collect();
     methods.sort();
     methods.dedup();
     let rankers: Vec<&String> = rankers.into_iter().collect();
@@ -384,6 +440,8 @@ fn summarise_run(
         compared_parser: parser_name(compared_with(geo.protocol.parser)),
         lines_read_differently: tally.lines_read_differently,
         lines: tally.lines,
+        family: Vec::new(),
+        rho_methods: methods.iter().map(|m| (*m).clone()).collect(),
         rows,
         datasets,
         pairs,

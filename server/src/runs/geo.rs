@@ -176,6 +176,7 @@ async fn tap_text(
     let endpoint;
     let (proposer, source): (&dyn Proposer, String) = match (&exec.writer, trial.level.contains('@')) {
         (Some(w), true) => {
+            crate::geo::methods::check_author(&trial.level, &w.model)?;
             endpoint = EndpointProposer { model: w.model.clone(), client: w.search.clone(), cache: exec.cache.clone() };
             (&endpoint, format!("endpoint:{}/{}", w.model, crate::geo::tap::TAP_PROMPT))
         }

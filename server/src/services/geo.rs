@@ -19,8 +19,8 @@ use crate::geo::score::{Detection, text_digest};
 use crate::geo::{OrderRecord, result_of};
 use crate::runs::geo::is_geo;
 
-/// Bootstrap replicates of the dashboard's intervals.
-pub const RESAMPLES: usize = 2_000;
+/// Bootstrap replicates of the dashboard's intervals (as `mirage geo report`).
+pub const RESAMPLES: usize = 5_000;
 
 /// The GEO port.
 pub struct GeoService {
@@ -313,6 +313,7 @@ impl app::ssr::Geo for GeoService {
             compared_parser: r.compared_parser.clone(),
             lines_read_differently: r.lines_read_differently,
             lines: r.lines,
+            rho_methods: r.rho_methods.clone(),
             empty: r
                 .empty
                 .iter()

@@ -199,6 +199,12 @@ async fn a_durable_geo_run_on_sqlite_and_postgres() {
         }
         let top = report.rows.iter().find(|r| r.ranker == "bm25" && r.band == 1).expect("a top band");
         assert_eq!(top.method, "stuff");
+        // Holm within each ranker: its own three pairs form the family.
+        for ranker in ["bm25", "position"] {
+            let mine: Vec<_> = report.pairs.iter().filter(|p| p.ranker == ranker).collect();
+            let expected = server::stats::holm(&mine.iter().map(|p| p.p).collect::<Vec<_>>());
+            assert_eq!(mine.iter().map(|p| p.p_holm).collect::<Vec<_>>(), expected, "{ranker}");
+        }
         let zero = report.pairs.iter().find(|p| p.ranker == "position").expect("pair");
         assert_eq!((zero.diff.mean, zero.p), (0.0, 1.0), "all differences 0 give p = 1");
         // The agent-run readers refuse a GEO run by name.
@@ -760,12 +766,20 @@ async fn the_logprob_judge_scores_a_run() {
             .expect("run");
     execute(store.clone(), &run, 4).await;
     let lists = lists().expect("lists");
-    // Spearman between the two datasets under bm25, over the two methods.
+    // By default ρ leaves the baselines out: nothing is left to rank here.
     let report = server::geo::report::report(store.as_ref(), &lists, &run, 100, 0).await.expect("report");
+    assert!(report.rho_methods.is_empty() && report.spearman_datasets.iter().all(|r| r.rho.is_none()));
+    // Spearman between the two datasets under bm25, over the two methods declared.
+    let family = ["clean".to_string(), "stuff".to_string()];
+    let report = server::geo::report::report_with(store.as_ref(), &lists, &run, 100, 0, &family).await.expect("report");
     let rho = &report.spearman_datasets;
     assert_eq!(rho.len(), 1);
     assert_eq!((rho[0].ranker.as_deref(), rho[0].a.as_str(), rho[0].b.as_str()), (Some("bm25"), "stsdata", "cseo"));
     assert_eq!((rho[0].methods, rho[0].rho), (2, Some(1.0)), "stuffing beats clean on both");
+    let err = server::geo::report::report_with(store.as_ref(), &lists, &run, 100, 0, &["tap".to_string()])
+        .await
+        .expect_err("a method the run lacks");
+    assert!(err.to_string().contains("\"tap\" is not a method of run"), "{err}");
     let client = server::llm::HttpLlm::new(server::llm::EndpointSpec::new(&judge.base_url, "judge-m")).expect("client");
     let settings = |fpr: Option<f64>, mode: JudgeMode, calibration: CalibrationMode| server::geo::score::Settings {
         judge: &client,
