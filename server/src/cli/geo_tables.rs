@@ -68,6 +68,7 @@ pub(super) async fn eval(
                         failed_orders: 0,
                         kvr,
                         ppl_r,
+                        search: None,
                     });
                 }
             }
@@ -197,6 +198,23 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
                     ]);
                 }
                 println!("{t}");
+                for r in &report.rows {
+                    if let Some(tap) = &r.tap {
+                        println!(
+                            "{} / {}: {} searches, {:.1} nodes each on average, {:.0} % reached rank 1 on the search's \
+                             orders{}",
+                            r.ranker,
+                            r.method,
+                            tap.searched,
+                            tap.nodes,
+                            100.0 * tap.reached,
+                            tap.still_first.map_or_else(String::new, |f| format!(
+                                ", of which {:.0} % are still first on the evaluation orders",
+                                100.0 * f
+                            ))
+                        );
+                    }
+                }
             }
             "dataset" => {
                 let header = ["ranker", "method", "dataset", "n", "NRG", "S@0.1", "P@0.1", "failed calls"];

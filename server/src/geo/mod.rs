@@ -187,6 +187,10 @@ pub struct Scored {
     pub kvr: bool,
     /// ppl(edited) / ppl(original) under the built-in 4-gram model, when defined.
     pub ppl_r: Option<f64>,
+    /// For a TAP text: the nodes its search scored, and whether the best reached rank 1
+    /// on the search's own orders.
+    #[serde(default)]
+    pub search: Option<(usize, bool)>,
 }
 
 /// Whether a text holds a keyword of the shipped list, read the way GEO-Bench reads it.

@@ -27,6 +27,37 @@ pub struct Row {
     /// 1 = the top band of NRG under this ranker (methods in one band do not differ
     /// significantly, Holm-adjusted).
     pub band: usize,
+    /// For TAP: how its searches went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tap: Option<TapStats>,
+}
+
+/// How a TAP variant's searches went: targets searched, mean nodes scored, the share whose
+/// best suffix reached rank 1 on the search's own orders, and the share of those still
+/// first (median edited rank 1) on the K evaluation orders.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TapStats {
+    pub searched: usize,
+    pub nodes: f64,
+    pub reached: f64,
+    pub still_first: Option<f64>,
+}
+
+fn tap_stats(scored: &[Scored]) -> Option<TapStats> {
+    let searches: Vec<(usize, bool, f64)> =
+        scored.iter().filter_map(|s| s.search.map(|(n, r)| (n, r, s.result.r_a))).collect();
+    if searches.is_empty() {
+        return None;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let share = |k: usize, n: usize| k as f64 / n as f64;
+    let reached: Vec<f64> = searches.iter().filter(|s| s.1).map(|s| s.2).collect();
+    Some(TapStats {
+        searched: searches.len(),
+        nodes: share(searches.iter().map(|s| s.0).sum(), searches.len()),
+        reached: share(reached.len(), searches.len()),
+        still_first: (!reached.is_empty()).then(|| share(reached.iter().filter(|r| **r <= 1.0).count(), reached.len())),
+    })
 }
 
 /// A (ranker, method, dataset) row.
@@ -178,7 +209,8 @@ pub async fn results(
     // Whether each stored text of the run's variants holds a listed keyword.
     // Per stored text (key, dataset, list, index): its keyword flag and PPL-R.
     type TextKey = (String, String, String, i64);
-    let mut flagged: std::collections::HashMap<TextKey, (bool, Option<f64>)> = Default::default();
+    type Flags = (bool, Option<f64>, Option<(usize, bool)>);
+    let mut flagged: std::collections::HashMap<TextKey, Flags> = Default::default();
     let ppl = super::detect::PplModel::new(lists);
     let keys: BTreeSet<String> = trials.iter().map(|t| text_key(&t.level, &t.agent)).collect();
     let by_list: std::collections::HashMap<(&str, &str), &List> =
@@ -194,7 +226,12 @@ pub async fn results(
                 }
                 None => None,
             };
-            flagged.insert((t.method, t.dataset, t.category, t.target_idx), (super::kvr(&t.adv_text), ratio));
+            // A TAP text's search, from what the search stored with it.
+            let search = serde_json::from_str::<serde_json::Value>(&t.meta)
+                .ok()
+                .and_then(|m| Some((usize::try_from(m.get("nodes")?.as_u64()?).ok()?, m.get("reached")?.as_bool()?)));
+            let flags = (super::kvr(&t.adv_text), ratio, search);
+            flagged.insert((t.method, t.dataset, t.category, t.target_idx), flags);
         }
     }
     let mut tally = Tally { trials: trials.len(), ..Tally::default() };
@@ -245,7 +282,8 @@ pub async fn results(
             list.category.clone(),
             i64::try_from(target + 1)?,
         );
-        let (kvr, ppl_r) = *flagged.get(&key).with_context(|| format!("trial {}: no stored text", trial.trial_id))?;
+        let (kvr, ppl_r, search) =
+            *flagged.get(&key).with_context(|| format!("trial {}: no stored text", trial.trial_id))?;
         out.entry((trial.agent.clone(), trial.level.clone())).or_default().push(Scored {
             dataset: list.dataset.clone(),
             list: list.key(),
@@ -254,6 +292,7 @@ pub async fn results(
             failed_orders: records.iter().filter(|r| r.failed()).count(),
             kvr,
             ppl_r,
+            search,
         });
     }
     Ok((geo, out, tally))
@@ -325,7 +364,7 @@ fn summarise_run(
     let mut datasets = Vec::new();
     for ((ranker, method), scored) in results {
         let Some(summary) = summarise(scored, resamples, seed) else { continue };
-        rows.push(Row { ranker: ranker.clone(), method: method.clone(), summary, band: 0 });
+        rows.push(Row { ranker: ranker.clone(), method: method.clone(), summary, band: 0, tap: tap_stats(scored) });
         for dataset in &geo.datasets {
             let mine: Vec<Scored> = scored.iter().filter(|s| &s.dataset == dataset).cloned().collect();
             if let Some(summary) = summarise(&mine, resamples, seed) {

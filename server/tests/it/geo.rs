@@ -706,6 +706,15 @@ async fn tap_searches_against_the_trials_ranker_and_its_texts_transfer() {
     let lists = lists().expect("lists");
     let report = server::geo::report::report(store.as_ref(), &lists, &run, 200, 0).await.expect("report");
     assert!(report.rows[0].summary.nrg.mean > 0.2, "TAP moves BM25: {}", report.rows[0].summary.nrg.mean);
+    // The searches' statistics: every target searched, the nodes stored for it counted.
+    let tap = report.rows[0].tap.as_ref().expect("search statistics");
+    let mut nodes = 0;
+    for trial in store.trials(&run).await.expect("trials") {
+        nodes += store.tap_nodes(&trial.trial_id).await.expect("nodes").len();
+    }
+    assert_eq!(tap.searched, 30);
+    assert!((tap.nodes - nodes as f64 / 30.0).abs() < 1e-9, "{tap:?} vs {nodes}");
+    assert!((0.0..=1.0).contains(&tap.reached) && tap.still_first.is_none_or(|f| (0.0..=1.0).contains(&f)));
 
     // A second run finds the texts and searches nothing.
     let again =
