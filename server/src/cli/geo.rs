@@ -89,6 +89,10 @@ pub enum GeoCommand {
         /// method but the baselines clean, stuff and strip.
         #[arg(long, value_delimiter = ',')]
         family: Vec<String>,
+        /// How a row's figures and the paired contrasts weight targets: dataset (each dataset
+        /// counts equally, the paper's headline) or target (each target equally).
+        #[arg(long, value_enum, default_value_t = crate::geo::report::Weighting::Dataset)]
+        weighting: crate::geo::report::Weighting,
         #[arg(long)]
         json: bool,
     },
@@ -232,11 +236,12 @@ pub async fn geo(command: GeoCommand, db: &str) -> anyhow::Result<()> {
     };
     match command {
         GeoCommand::Run(args) => run(open().await?, *args).await,
-        GeoCommand::Report { run, by, resamples, seed, family, json } => {
+        GeoCommand::Report { run, by, resamples, seed, family, weighting, json } => {
             let store = open().await?;
             let lists = crate::geo::import::stored_lists(store.as_ref()).await?;
             let report =
-                crate::geo::report::report_with(store.as_ref(), &lists, &run, resamples, seed, &family).await?;
+                crate::geo::report::report_with(store.as_ref(), &lists, &run, resamples, seed, &family, weighting)
+                    .await?;
             print_report(&report, &by, json)
         }
         GeoCommand::Datasets { json } => datasets(&lists, json),

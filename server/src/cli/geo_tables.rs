@@ -150,6 +150,9 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
             report.failed_orders, report.failed_trials
         );
     }
+    if report.weighting == crate::geo::report::Weighting::Target {
+        println!("rows and paired contrasts weight each target equally (--weighting target), resampled by list");
+    }
     if report.lines > 0 {
         println!(
             "replies read with the {} parser; the {} reading attributes {} of {} numbered lines to a different name",

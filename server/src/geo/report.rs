@@ -159,6 +159,20 @@ pub struct Report {
     /// The methods ρ was taken over.
     #[serde(default)]
     pub rho_methods: Vec<String>,
+    /// How the rows and pairs weight targets (per-dataset rows are per dataset either way).
+    #[serde(default)]
+    pub weighting: Weighting,
+}
+
+/// How targets are weighted in a row's figures and in the paired contrasts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Weighting {
+    /// Each dataset counts equally (the paper's headline figures).
+    #[default]
+    Dataset,
+    /// Each target counts equally (the sensitivity check), still resampled by list.
+    Target,
 }
 
 /// The baselines left out of the default family: they anchor the scale (no edit, a crude
@@ -312,7 +326,7 @@ pub async fn report(
     resamples: usize,
     seed: u64,
 ) -> anyhow::Result<Report> {
-    report_with(store, lists, run_id, resamples, seed, &[]).await
+    report_with(store, lists, run_id, resamples, seed, &[], Weighting::Dataset).await
 }
 
 /// The report of a stored run with Holm's families and Spearman's ρ over `family` (empty:
@@ -324,6 +338,7 @@ pub async fn report_with(
     resamples: usize,
     seed: u64,
     family: &[String],
+    weighting: Weighting,
 ) -> anyhow::Result<Report> {
     let (geo, results, tally) = results(store, lists, run_id).await?;
     let methods: BTreeSet<&String> = results.keys().map(|(_, m)| m).collect();
@@ -344,8 +359,10 @@ pub async fn report_with(
     // The bootstraps are CPU work: on a blocking thread, off the async workers.
     let run_id = run_id.to_string();
     tokio::task::spawn_blocking(move || {
-        let mut r = summarise_run(&run_id, &geo, &results, &tally, (&holm_family, &rho_methods), (resamples, seed))?;
+        let sets = (holm_family.as_slice(), rho_methods.as_slice());
+        let mut r = summarise_run(&run_id, &geo, &results, &tally, sets, weighting, (resamples, seed))?;
         r.family = declared;
+        r.weighting = weighting;
         Ok(r)
     })
     .await?
@@ -358,12 +375,24 @@ fn summarise_run(
     results: &BTreeMap<(String, String), Vec<Scored>>,
     tally: &Tally,
     (family, rho_methods): (&[String], &[String]),
+    weighting: Weighting,
     (resamples, seed): (usize, u64),
 ) -> anyhow::Result<Report> {
+    // Weighting by target: every target in one stratum, so the equal-stratum mean is the
+    // target mean (lists stay the resampled clusters).
+    let weighted = |scored: &[Scored]| -> Vec<Scored> {
+        let mut out = scored.to_vec();
+        if weighting == Weighting::Target {
+            for s in &mut out {
+                s.dataset = "all targets".to_string();
+            }
+        }
+        out
+    };
     let mut rows = Vec::new();
     let mut datasets = Vec::new();
     for ((ranker, method), scored) in results {
-        let Some(summary) = summarise(scored, resamples, seed) else { continue };
+        let Some(summary) = summarise(&weighted(scored), resamples, seed) else { continue };
         rows.push(Row { ranker: ranker.clone(), method: method.clone(), summary, band: 0, tap: tap_stats(scored) });
         for dataset in &geo.datasets {
             let mine: Vec<Scored> = scored.iter().filter(|s| &s.dataset == dataset).cloned().collect();
@@ -385,7 +414,7 @@ fn summarise_run(
         for (i, a) in methods.iter().enumerate() {
             for b in &methods[i + 1..] {
                 let by_target = |m: &String| -> BTreeMap<(String, usize), (String, f64)> {
-                    results[&((*ranker).clone(), m.clone())]
+                    weighted(&results[&((*ranker).clone(), m.clone())])
                         .iter()
                         .map(|s| ((s.list.clone(), s.target), (s.dataset.clone(), s.result.nrg)))
                         .collect()
@@ -481,6 +510,7 @@ fn summarise_run(
         lines: tally.lines,
         family: Vec::new(),
         rho_methods: methods.iter().map(|m| (*m).clone()).collect(),
+        weighting,
         rows,
         datasets,
         pairs,

@@ -780,12 +780,23 @@ async fn the_logprob_judge_scores_a_run() {
     assert!(report.rho_methods.is_empty() && report.spearman_datasets.iter().all(|r| r.rho.is_none()));
     // Spearman between the two datasets under bm25, over the two methods declared.
     let family = ["clean".to_string(), "stuff".to_string()];
-    let report = server::geo::report::report_with(store.as_ref(), &lists, &run, 100, 0, &family).await.expect("report");
+    let report_as =
+        |weighting| server::geo::report::report_with(store.as_ref(), &lists, &run, 100, 0, &family, weighting);
+    let report = report_as(server::geo::report::Weighting::Dataset).await.expect("report");
+    // Weighted by target: the row's mean is the plain mean over targets, with an interval,
+    // and per-dataset rows stay per dataset.
+    let by_target = report_as(server::geo::report::Weighting::Target).await.expect("report");
+    for (t, d) in by_target.rows.iter().zip(&report.rows) {
+        assert!((t.summary.nrg.mean - d.summary.nrg_target_weighted).abs() < 1e-12, "{}", t.method);
+        assert!(t.summary.nrg.lo <= t.summary.nrg.mean && t.summary.nrg.mean <= t.summary.nrg.hi);
+    }
+    assert_eq!(by_target.datasets.len(), report.datasets.len());
     let rho = &report.spearman_datasets;
     assert_eq!(rho.len(), 1);
     assert_eq!((rho[0].ranker.as_deref(), rho[0].a.as_str(), rho[0].b.as_str()), (Some("bm25"), "stsdata", "cseo"));
     assert_eq!((rho[0].methods, rho[0].rho), (2, Some(1.0)), "stuffing beats clean on both");
-    let err = server::geo::report::report_with(store.as_ref(), &lists, &run, 100, 0, &["tap".to_string()])
+    let tap = ["tap".to_string()];
+    let err = server::geo::report::report_with(store.as_ref(), &lists, &run, 100, 0, &tap, Default::default())
         .await
         .expect_err("a method the run lacks");
     assert!(err.to_string().contains("\"tap\" is not a method of run"), "{err}");
