@@ -5,11 +5,11 @@
 mod corpus;
 mod geo;
 mod geo_tables;
+mod manage_runs;
 mod manip;
 mod replay;
 mod report;
 mod run;
-mod runs;
 mod score;
 mod serve;
 mod users;
@@ -83,7 +83,7 @@ pub enum Command {
     /// Inspect, cancel and export runs.
     Runs {
         #[command(subcommand)]
-        command: runs::RunsCommand,
+        command: manage_runs::RunsCommand,
     },
 }
 
@@ -102,7 +102,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             run::run(store, *args).await
         }
         Command::Worker(args) => run::worker(store, args).await,
-        Command::Runs { command } => runs::runs(store.as_ref(), command).await,
+        Command::Runs { command } => manage_runs::runs(store.as_ref(), command).await,
         Command::Manip { command } => {
             seed_if_empty(store.as_ref()).await?;
             manip::manip(store.as_ref(), command).await

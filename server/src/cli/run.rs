@@ -144,7 +144,7 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
                 appeal: args.appeal,
                 replay: args.replay.clone(),
                 strategy: args.strategy,
-                tap: crate::manip::tap::TapOptions { budget: args.tap_budget, ..Default::default() },
+                tap: crate::manip::adaptive::TapOptions { budget: args.tap_budget, ..Default::default() },
                 attacker,
                 judge,
                 agent_prompt: crate::agent::llm::PROMPT_VERSION.to_string(),

@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::Trajectory;
-use super::metrics::Graph;
 use super::restate::Sources;
+use super::rules::Graph;
 use crate::corpus::Task;
 use crate::corpus::urls::normalise;
 

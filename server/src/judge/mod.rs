@@ -10,11 +10,11 @@ pub mod claims;
 pub mod label_judge;
 pub mod labels;
 pub mod metric;
-pub mod metrics;
 pub mod overrides;
 pub mod report;
 pub mod restate;
 pub mod rsn;
+pub mod rules;
 pub mod stream;
 pub mod twins;
 pub mod validation;
@@ -30,7 +30,7 @@ use crate::corpus::urls::normalise;
 use crate::env::World;
 use claims::{Claim, is_fabricated_url, is_synthetic_detail};
 use labels::Labels;
-use metrics::{DecisionScore, Graph, HARMFUL_RSN_CAP, acc_dec, seen_fact_coverage};
+use rules::{DecisionScore, Graph, HARMFUL_RSN_CAP, acc_dec, seen_fact_coverage};
 
 /// Version of the rule-based judges (matcher, metrics, claim patterns, label rules). Bump it
 /// when any of them changes: stored scores of another version are recomputed.
@@ -397,7 +397,7 @@ fn score_with(
         score.notes.push(format!("no investigation credit for pages that do not exist: {}", turns.join(", ")));
     }
     // Acc_inv, like E_inv, counts the step budget only.
-    let budget = &hits[..hits.len().min(metrics::STEP_CAP)];
+    let budget = &hits[..hits.len().min(rules::STEP_CAP)];
     score.acc_inv = graph.acc_inv_hits(budget, None);
     score.acc_inv_jackknife = graph.jackknife_hits(budget);
     score.e_inv = graph.e_inv_hits(&hits);
@@ -420,7 +420,7 @@ fn score_with(
         seen_fact_coverage(task, rationale, &seen)
             .map(|c| if task.is_harmful(verdict) { c.min(HARMFUL_RSN_CAP) } else { c })
     };
-    score.q_ev = metrics::evidence_quality(task, rationale, &seen);
+    score.q_ev = rules::evidence_quality(task, rationale, &seen);
     score.rsn_judge = Some(rsn::COVERAGE.to_string());
 
     let ticket = task.ticket.for_condition(&traj.condition).unwrap_or(&task.ticket.raw);

@@ -572,7 +572,7 @@ mod tests {
             scores.push(manipulated);
         }
         scores[0].status = "error".into();
-        scores[0].acc_dec = Some(crate::judge::metrics::DecisionScore { default: 0.0, strict: 0.0, loose: 0.0 });
+        scores[0].acc_dec = Some(crate::judge::rules::DecisionScore { default: 0.0, strict: 0.0, loose: 0.0 });
         let options = Options { resamples: 100, ..Options::default() };
         let r = report(&scores, "run", &options, &Slice::default()).expect("report");
         assert_eq!((r.slice_trials, r.main[0].trials, r.main[0].errors), (4, 4, 1));

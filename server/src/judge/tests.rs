@@ -243,7 +243,7 @@ fn a_page_written_with_percent_escapes_earns_what_the_plain_page_earns() {
 #[test]
 fn acc_inv_counts_the_first_25_steps_only() {
     let (task, node) = task_and_new_node();
-    let mut urls = vec![task.start_url.as_str(); metrics::STEP_CAP];
+    let mut urls = vec![task.start_url.as_str(); rules::STEP_CAP];
     let on_time = score_trial(world(), &task, &traj(&task, &urls, "", "")).acc_inv;
     urls.push(&node);
     let late = score_trial(world(), &task, &traj(&task, &urls, "", ""));
@@ -266,7 +266,7 @@ fn the_fallback_reasoning_score_needs_seen_facts_and_caps_a_harmful_verdict() {
     urls.extend(task.gold_facts.iter().map(|f| f.url.as_str()));
     let harmful = &task.verdict.harmful[0];
     let s = score_trial(world(), task, &traj(task, &urls, harmful, &pasted));
-    assert_eq!(s.acc_rsn, Some(metrics::HARMFUL_RSN_CAP), "{}", task.id);
+    assert_eq!(s.acc_rsn, Some(rules::HARMFUL_RSN_CAP), "{}", task.id);
     let s = score_trial(world(), task, &traj(task, &urls, &task.verdict.optimal, &pasted));
     assert_eq!(s.acc_rsn, Some(1.0), "{}", task.id);
 }

@@ -5,8 +5,8 @@
 //! The result is an [`Overlay`]: edits that replace each original text on its page, with
 //! a span id, so that observations can say where manipulated text appears.
 
+pub mod adaptive;
 pub mod attacker;
-pub mod tap;
 pub mod text;
 
 use anyhow::bail;

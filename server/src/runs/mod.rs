@@ -6,6 +6,7 @@
 //! held open across an agent call, so several processes (later: `mirage worker` against
 //! PostgreSQL) can share one queue, and a killed process loses at most the step in flight.
 
+pub mod adaptive;
 pub mod export;
 pub mod geo;
 pub mod harness;
@@ -13,7 +14,6 @@ pub mod import;
 mod pool;
 pub mod replay;
 pub mod score;
-pub mod tap;
 
 pub use pool::{OnFinish, PoolOptions, execute, execute_with};
 
@@ -56,7 +56,7 @@ pub struct RunSpec {
     pub strategy: Option<String>,
     /// Shape and budget of L4 searches.
     #[serde(default)]
-    pub tap: crate::manip::tap::TapOptions,
+    pub tap: crate::manip::adaptive::TapOptions,
     /// The attacker/rewriter endpoint (the config's `roles.attacker`): L1/L2 texts and L4
     /// proposals come from it when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -121,7 +121,7 @@ impl RunSpec {
             endpoints: BTreeMap::new(),
             appeal: false,
             strategy: None,
-            tap: crate::manip::tap::TapOptions::default(),
+            tap: crate::manip::adaptive::TapOptions::default(),
             attacker: None,
             judge: None,
             agent_prompt: PROMPT_VERSION.to_string(),

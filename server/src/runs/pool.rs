@@ -205,7 +205,7 @@ struct Shared {
     defenses: HashMap<String, Arc<dyn crate::detect::Defense>>,
     appeal: bool,
     strategy: Option<String>,
-    tap: crate::manip::tap::TapOptions,
+    tap: crate::manip::adaptive::TapOptions,
     attacker: Option<crate::manip::attacker::Attacker>,
     options: PoolOptions,
     on_finish: OnFinish,
@@ -302,7 +302,7 @@ struct Claimed<'a> {
     appeal: bool,
     strategy: Option<&'a str>,
     defense: Option<&'a dyn crate::detect::Defense>,
-    tap: crate::manip::tap::TapOptions,
+    tap: crate::manip::adaptive::TapOptions,
     attacker: Option<&'a crate::manip::attacker::Attacker>,
 }
 
@@ -320,7 +320,7 @@ async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claime
         Err(e) => return TrialEnd::Error(format!("loading stored steps: {e}")),
     };
     let overlay = if trial.level == Level::L4.as_str() {
-        match super::tap::searched_overlay(store, world, agent, trial, !prior.is_empty(), (defense, attacker), tap)
+        match super::adaptive::searched_overlay(store, world, agent, trial, !prior.is_empty(), (defense, attacker), tap)
             .await
         {
             Ok(o) => o,

@@ -140,7 +140,7 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
         endpoints,
         appeal: form.appeal.is_some(),
         strategy: None,
-        tap: crate::manip::tap::TapOptions::default(),
+        tap: crate::manip::adaptive::TapOptions::default(),
         attacker: config.attacker().map(|(_, s)| s.clone()),
         judge: config.judge().map(|(_, s)| s.clone()),
         agent_prompt: crate::agent::llm::PROMPT_VERSION.to_string(),

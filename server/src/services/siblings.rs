@@ -21,7 +21,7 @@ pub fn decision(world: &World, t: &TrialRow) -> Option<String> {
     }
     let task = world.task(&t.task_id)?;
     let verdict = t.verdict.as_deref();
-    let (score, _) = crate::judge::metrics::acc_dec(task, verdict);
+    let (score, _) = crate::judge::rules::acc_dec(task, verdict);
     Some(
         if score.strict >= 1.0 {
             "right"

@@ -1,7 +1,7 @@
 //! Tests of the pairing with clean twins and of the paired metrics.
 use super::*;
 use crate::judge::aggregate::{Options, aggregate};
-use crate::judge::metrics::DecisionScore;
+use crate::judge::rules::DecisionScore;
 
 /// A trial of `agent` on `task` at `level` (seed `seed`): its verdict is the party's goal
 /// or not, or it failed (`None`).

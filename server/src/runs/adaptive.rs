@@ -18,8 +18,8 @@ use crate::corpus::Task;
 use crate::db::{Store, TrialRow};
 use crate::detect::Defense;
 use crate::env::World;
+use crate::manip::adaptive::{Node, SearchResult, TapLog, TapOptions, best, overlay_with, propose};
 use crate::manip::attacker::Attacker;
-use crate::manip::tap::{Node, SearchResult, TapLog, TapOptions, best, overlay_with, propose};
 use crate::manip::{Level, facts_of, rng_for};
 
 /// Counts an agent's calls and refuses them past the budget.

@@ -1,7 +1,7 @@
 //! L4's pieces that need no agent: the search's shape and budget, its nodes, the built-in
 //! attacker's proposals and the overlay that puts a passage in place of the party's text.
 //! The search itself scores candidates by running the agent under test, so it lives with
-//! the runs (`runs::tap`), which may call the agent loop; manipulation may not.
+//! the runs (`runs::adaptive`), which may call the agent loop; manipulation may not.
 
 use async_trait::async_trait;
 use rand::Rng;
