@@ -25,6 +25,9 @@ pub enum AppError {
     /// The real cause was logged on the server; the client only learns that it failed.
     #[error("internal error")]
     Internal,
+    /// Something stored cannot be read; names it (a run whose spec is not a run spec).
+    #[error("unreadable: {0}")]
+    Corrupt(String),
     #[error("request failed: {0}")]
     Transport(String),
 }
@@ -77,7 +80,9 @@ impl AppError {
             AppError::Unauthorized => http::StatusCode::UNAUTHORIZED,
             AppError::Forbidden(_) => http::StatusCode::FORBIDDEN,
             AppError::Conflict(_) => http::StatusCode::CONFLICT,
-            AppError::Internal | AppError::Transport(_) => http::StatusCode::INTERNAL_SERVER_ERROR,
+            AppError::Internal | AppError::Corrupt(_) | AppError::Transport(_) => {
+                http::StatusCode::INTERNAL_SERVER_ERROR
+            }
         }
     }
 }

@@ -81,6 +81,7 @@ async fn main() {
         replay: Vec::new(),
         clean_twins: 0,
         annotators: server::judge::aggregate::DEFAULT_ANNOTATORS,
+        concurrency: None,
     };
     let explorer = spec(vec!["explorer".into()], "all", Default::default());
     let run = create_run(store.as_ref(), &world, &explorer, "bench").await.expect("run");

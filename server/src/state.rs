@@ -60,6 +60,25 @@ pub struct Guard {
         std::sync::Mutex<std::collections::HashMap<(Budget, String), std::collections::VecDeque<tokio::time::Instant>>>,
 }
 
+/// The key a client's budgets are kept under: a whole network where one party holds many
+/// addresses (all of 127.0.0.0/8 is this machine; an IPv6 client is given a /64), else its
+/// address. So rotating source addresses does not buy a fresh budget.
+pub fn client_key(peer: Option<std::net::SocketAddr>) -> String {
+    use std::net::IpAddr;
+    match peer.map(|p| p.ip()) {
+        None => "unknown".to_string(),
+        Some(IpAddr::V4(v4)) if v4.is_loopback() => "127.0.0.0/8".to_string(),
+        Some(IpAddr::V4(v4)) => v4.to_string(),
+        Some(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+            Some(v4) => client_key(Some(std::net::SocketAddr::new(IpAddr::V4(v4), 0))),
+            None => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
+    }
+}
+
 impl Guard {
     /// Whether accounts exist. A "yes" is reused for [`ACCOUNTS_TTL`]; a "no" is never
     /// reused, so the first account added closes the open dashboard at once (a stale "yes"
@@ -121,6 +140,17 @@ impl From<&AppState> for Services {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_is_its_network_where_addresses_are_cheap() {
+        let key = |a: &str| client_key(Some(a.parse().expect("address")));
+        assert_eq!(key("127.0.0.1:1"), key("127.0.10.7:2"), "every loopback address is this machine");
+        assert_eq!(key("[2001:db8:1:2::1]:1"), key("[2001:db8:1:2:ffff::9]:2"), "one /64");
+        assert_ne!(key("[2001:db8:1:2::1]:1"), key("[2001:db8:1:3::1]:1"));
+        assert_ne!(key("10.0.0.1:1"), key("10.0.0.2:1"));
+        assert_eq!(key("[::ffff:10.0.0.1]:1"), key("10.0.0.1:5"));
+        assert_eq!(client_key(None), "unknown");
+    }
 
     #[tokio::test(start_paused = true)]
     async fn each_client_gets_its_own_budget_which_refills_after_a_minute() {

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::Subcommand;
 
 use crate::db::Store;
@@ -43,11 +43,13 @@ pub enum RunsCommand {
         /// Mirage's judges (as are samples whose metadata names a `mirage_task`).
         #[arg(long)]
         map: Option<PathBuf>,
-        /// Refuse a file with an entry (an `.eval` sample) that inflates past this many MiB.
-        #[arg(long, default_value_t = 256)]
+        /// Refuse a file with an entry (an `.eval` sample) that inflates past this many MiB
+        /// (reading one takes several times its size in memory).
+        #[arg(long, default_value_t = 64)]
         max_entry_mib: u64,
-        /// Refuse a file whose entries inflate past this many MiB in all.
-        #[arg(long, default_value_t = 1024)]
+        /// Refuse a file whose entries inflate past this many MiB in all (for a file that is
+        /// not compressed, its size).
+        #[arg(long, default_value_t = 256)]
         max_file_mib: u64,
     },
 }
@@ -98,6 +100,19 @@ pub(super) async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Res
             let world = std::sync::Arc::new(crate::env::World::build(tasks)?);
             let mapping = map.as_deref().map(crate::foreign::Mapping::read).transpose()?.unwrap_or_default();
             let expanded = crate::runs::harness::expand(&files)?;
+            // A file read as it is (not a zip) is held whole: its size is its cost.
+            for p in &expanded {
+                let size = std::fs::metadata(p).with_context(|| format!("reading {}", p.display()))?.len();
+                let zipped = p.extension().is_some_and(|e| e.eq_ignore_ascii_case("eval"));
+                if !zipped && size > limits.file_bytes {
+                    bail!(
+                        "{}: {} MiB, past {} MiB, the limit per file (--max-file-mib); nothing was imported",
+                        p.display(),
+                        size >> 20,
+                        limits.file_bytes >> 20
+                    );
+                }
+            }
             let formats = expanded
                 .iter()
                 .map(|p| crate::runs::harness::format_of(p, format))

@@ -151,6 +151,7 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
                 geo: None,
                 clean_twins: 0,
                 annotators: usize::try_from(args.annotators).unwrap_or(1),
+                concurrency: None,
             };
             let twins = crate::runs::twins_added(&world, &spec)?;
             if twins > 0 {

@@ -454,6 +454,10 @@ pub(super) async fn label(store: &dyn Store, args: LabelArgs) -> anyhow::Result<
     if note.trim().is_empty() {
         bail!("--note: say why (it is shown beside the label)");
     }
+    // The dashboard's cap holds here too.
+    if note.chars().count() > app::model::MAX_NOTE_CHARS {
+        bail!("--note: at most {} characters, not {}", app::model::MAX_NOTE_CHARS, note.chars().count());
+    }
     store.trial(trial).await?;
     let id = store
         .add_label(&LabelEvent {

@@ -109,13 +109,24 @@ pub(super) fn is_unique_violation(e: &sqlx::Error) -> bool {
 /// A URL with any password replaced, for messages.
 fn redact(url: &str) -> String {
     match url::Url::parse(url) {
-        Ok(mut parsed) if parsed.password().is_some() => {
-            if parsed.set_password(Some("***")).is_err() {
+        Ok(mut parsed) => {
+            if parsed.password().is_some() && parsed.set_password(Some("***")).is_err() {
                 return "(a database URL whose password could not be hidden)".to_string();
+            }
+            // Drivers also take secrets as query parameters (`?password=…`, `sslpassword`).
+            let secret = |k: &str| k.to_ascii_lowercase().contains("password");
+            if parsed.query_pairs().any(|(k, _)| secret(&k)) {
+                let pairs: Vec<(String, String)> = parsed
+                    .query_pairs()
+                    .map(|(k, v)| {
+                        let v = if secret(&k) { "***".to_string() } else { v.into_owned() };
+                        (k.into_owned(), v)
+                    })
+                    .collect();
+                parsed.query_pairs_mut().clear().extend_pairs(pairs);
             }
             parsed.to_string()
         }
-        Ok(_) => url.to_string(),
         // Not a URL (a file path): nothing to hide, unless it looks like credentials.
         Err(_) if url.contains('@') => "(a database address that could not be parsed)".to_string(),
         Err(_) => url.to_string(),
@@ -130,6 +141,8 @@ mod tests {
     fn passwords_are_redacted() {
         assert_eq!(redact("postgres://me:secret@h/db"), "postgres://me:***@h/db");
         assert_eq!(redact("sqlite://x.db"), "sqlite://x.db");
+        let query = redact("postgres://me@h/db?sslmode=require&password=hunter%402&sslpassword=x");
+        assert!(!query.contains("hunter") && query.contains("sslmode=require") && !query.contains("=x"), "{query}");
         // A password holding `@` (percent-encoded or not) never leaks.
         for url in ["postgres://me:p@ss@h:5432/db", "postgres://me:p%40ss@h/db?sslmode=require"] {
             let shown = redact(url);

@@ -306,6 +306,6 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { entry_bytes: 256 << 20, file_bytes: 1 << 30 }
+        Limits { entry_bytes: 64 << 20, file_bytes: 256 << 20 }
     }
 }

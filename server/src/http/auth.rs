@@ -104,17 +104,30 @@ pub fn allowed_hosts(state: &AppState) -> Vec<String> {
     hosts
 }
 
-/// Where a write says it comes from: `Ok` when it may go on (see the module comment).
-fn write_source(headers: &HeaderMap, path: &str, allowed: &[String]) -> Result<(), String> {
+/// The authority a request was sent to: its `Host` header, or (HTTP/2) the URI's.
+fn request_authority(headers: &HeaderMap, uri: &axum::http::Uri) -> Option<String> {
+    headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| uri.authority().map(|a| a.as_str().to_string()))
+}
+
+/// Where a write says it comes from: `Ok` when it may go on (see the module comment). A
+/// page's `Origin` (or `Referer`) must be this very server: http or https, and the same
+/// host and port the request was sent to (which the host check has already allowed), so
+/// another web application on this machine, on another port, is another site.
+fn write_source(headers: &HeaderMap, path: &str, authority: Option<&str>) -> Result<(), String> {
     let source = headers.get(header::ORIGIN).or_else(|| headers.get(header::REFERER)).and_then(|h| h.to_str().ok());
     match source {
         Some(url) => {
-            let authority = url.split_once("://").map_or("", |(_, r)| r).split('/').next().unwrap_or("");
-            let name = host_name(authority);
-            if allowed.contains(&name) {
+            let (scheme, rest) = url.split_once("://").unwrap_or(("", ""));
+            let from = rest.split('/').next().unwrap_or("");
+            let web = scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https");
+            if web && authority.is_some_and(|a| a.eq_ignore_ascii_case(from)) {
                 Ok(())
             } else {
-                Err(format!("cross-site request refused: it comes from {name:?}, not a host this server answers to"))
+                Err(format!("cross-site request refused: it comes from {url:?}, not from this server's own pages"))
             }
         }
         None if headers.contains_key(CLIENT_HEADER) || is_agent_api(path) => Ok(()),
@@ -126,7 +139,7 @@ fn write_source(headers: &HeaderMap, path: &str, allowed: &[String]) -> Result<(
 
 /// Refuses requests to a host this server does not answer to (421), before routing.
 pub async fn hosts(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let Some(host) = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(host_name) else {
+    let Some(host) = request_authority(req.headers(), req.uri()).as_deref().map(host_name) else {
         return (StatusCode::BAD_REQUEST, "the request names no Host").into_response();
     };
     if !allowed_hosts(&state).contains(&host) {
@@ -143,7 +156,8 @@ pub async fn hosts(State(state): State<AppState>, req: Request, next: Next) -> R
 /// and hands the identity to the handlers (server functions read it from the request).
 pub async fn layer(State(state): State<AppState>, jar: CookieJar, mut req: Request, next: Next) -> Response {
     let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-    if !safe && let Err(why) = write_source(req.headers(), req.uri().path(), &allowed_hosts(&state)) {
+    let authority = request_authority(req.headers(), req.uri());
+    if !safe && let Err(why) = write_source(req.headers(), req.uri().path(), authority.as_deref()) {
         return HttpError::Forbidden(why).into_response();
     }
     // Open mode serves the operator to this machine only: listener, peer and Host loopback.
@@ -152,11 +166,7 @@ pub async fn layer(State(state): State<AppState>, jar: CookieJar, mut req: Reque
             .extensions()
             .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
             .is_some_and(|c| c.0.ip().is_loopback())
-        && req
-            .headers()
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .is_some_and(|h| is_loopback_name(&host_name(h)));
+        && authority.as_deref().is_some_and(|h| is_loopback_name(&host_name(h)));
     let mut open = false;
     let identity = match state.guard.has_users(state.store.as_ref()).await {
         Ok(false) if local => Some(Identity { name: "local".into(), role: Role::Operator, open: true }),
@@ -268,7 +278,7 @@ pub async fn login(
     Form(form): Form<LoginForm>,
 ) -> Response {
     let next = local_path(&form.next).to_string();
-    let client = peer.map_or_else(|| "unknown".to_string(), |p| p.0.0.ip().to_string());
+    let client = crate::state::client_key(peer.map(|p| p.0.0));
     let budget = state.config.server.logins_per_minute;
     if !state.guard.allow(Budget::LoginClient, &client, budget)
         || !state.guard.allow(Budget::LoginAccount, &form.name, budget)
@@ -286,8 +296,9 @@ pub async fn login(
     let password = form.password.clone();
     let known = user.is_some();
     let hash = user.map_or_else(|| decoy_hash().to_string(), |c| c.password_hash);
-    let verified =
-        known && tokio::task::spawn_blocking(move || verify_password(&password, &hash)).await.unwrap_or(false);
+    // Checked whatever the name: `known && …` would skip the check for unknown names.
+    let checked = tokio::task::spawn_blocking(move || verify_password(&password, &hash)).await.unwrap_or(false);
+    let verified = known && checked;
     if !verified {
         return (StatusCode::UNAUTHORIZED, login_page(&next, Some("Unknown name or wrong password."))).into_response();
     }
@@ -310,7 +321,12 @@ pub async fn logout(State(state): State<AppState>, jar: CookieJar) -> Response {
     if let Some(c) = jar.get(COOKIE)
         && let Err(e) = state.store.end_session(c.value()).await
     {
-        return HttpError::internal("signing out (the session is still open; try again)", e).into_response();
+        // The person is told, not only the log: they are still signed in.
+        tracing::error!("signing out: {e:#}");
+        let page = "<!doctype html><meta charset=utf-8><title>Sign-out failed</title>\
+                    <p role=alert>Signing out failed: the server could not end your session, so you are still \
+                    signed in. Try again in a moment.</p><form method=post action=/logout><button>Sign out</button></form>";
+        return (StatusCode::INTERNAL_SERVER_ERROR, axum::response::Html(page)).into_response();
     }
     (jar.remove(Cookie::build(COOKIE).path("/")), Redirect::to("/login")).into_response()
 }
@@ -348,19 +364,24 @@ mod tests {
 
     #[test]
     fn writes_must_say_where_they_come_from() {
-        let allowed = vec!["127.0.0.1".to_string(), "localhost".to_string()];
+        let here = Some("127.0.0.1:3000");
         let mut h = HeaderMap::new();
-        assert!(write_source(&h, "/api/cancel_run", &allowed).is_err(), "no Origin and no client header");
-        assert!(write_source(&h, "/api/episodes", &allowed).is_ok(), "the agents' API is open");
+        assert!(write_source(&h, "/api/cancel_run", here).is_err(), "no Origin and no client header");
+        assert!(write_source(&h, "/api/episodes", here).is_ok(), "the agents' API is open");
         h.insert(CLIENT_HEADER, "script".parse().expect("value"));
-        assert!(write_source(&h, "/api/cancel_run", &allowed).is_ok());
+        assert!(write_source(&h, "/api/cancel_run", here).is_ok());
         h.insert(header::ORIGIN, "http://127.0.0.1:3000".parse().expect("value"));
-        assert!(write_source(&h, "/api/cancel_run", &allowed).is_ok());
-        h.insert(header::ORIGIN, "https://evil.example".parse().expect("value"));
-        assert!(write_source(&h, "/api/cancel_run", &allowed).is_err());
-        assert!(write_source(&h, "/api/episodes", &allowed).is_err(), "an Origin is checked wherever it is sent");
+        assert!(write_source(&h, "/api/cancel_run", here).is_ok());
+        for other in ["https://evil.example", "http://127.0.0.1:9999", "http://localhost:3000", "ftp://127.0.0.1:3000"]
+        {
+            h.insert(header::ORIGIN, other.parse().expect("value"));
+            assert!(write_source(&h, "/api/cancel_run", here).is_err(), "{other}: another origin");
+        }
+        assert!(write_source(&h, "/api/episodes", here).is_err(), "an Origin is checked wherever it is sent");
         h.remove(header::ORIGIN);
         h.insert(header::REFERER, "http://127.0.0.1.evil.example:3000/x".parse().expect("value"));
-        assert!(write_source(&h, "/api/cancel_run", &allowed).is_err());
+        assert!(write_source(&h, "/api/cancel_run", here).is_err());
+        h.insert(header::REFERER, "http://127.0.0.1:3000/runs".parse().expect("value"));
+        assert!(write_source(&h, "/api/cancel_run", here).is_ok(), "a page of this server");
     }
 }

@@ -70,7 +70,7 @@ pub async fn start(
     peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
     Json(req): Json<NewEpisode>,
 ) -> Result<Response, HttpError> {
-    let client = peer.map_or_else(|| "unknown".to_string(), |p| p.0.0.ip().to_string());
+    let client = crate::state::client_key(peer.map(|p| p.0.0));
     let budget = state.config.server.episodes_per_minute;
     if !state.guard.allow_episode(&client, budget) {
         return Err(HttpError::TooMany(format!(

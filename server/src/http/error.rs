@@ -76,7 +76,7 @@ impl From<AppError> for HttpError {
             AppError::Unauthorized => HttpError::Unauthorized(message),
             AppError::Forbidden(_) => HttpError::Forbidden(message),
             // Already logged where it became an `AppError`.
-            AppError::Internal | AppError::Transport(_) => {
+            AppError::Internal | AppError::Corrupt(_) | AppError::Transport(_) => {
                 HttpError::Internal { what: "a dashboard request", cause: anyhow::anyhow!("{message}") }
             }
         }
@@ -115,9 +115,20 @@ pub async fn server_fn_status(req: axum::extract::Request, next: axum::middlewar
         return (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response();
     };
     if let Ok(e) = serde_json::from_slice::<AppError>(&bytes) {
+        // A streamed (chunked) body cut off at the limit reaches the server function as a
+        // failed read: it is the caller's body that was too large, as with a declared length.
+        if e.to_string().contains("length limit exceeded") {
+            return too_large();
+        }
         parts.status = e.status();
     }
     Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+/// 413, as the body limit answers a declared length past it.
+fn too_large() -> Response {
+    let why = "the request body is larger than this server accepts ([server] max_body_bytes)";
+    (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(serde_json::json!({"error": why}))).into_response()
 }
 
 #[cfg(test)]

@@ -52,7 +52,7 @@ pub async fn in_episode(
     Query(query): Query<PageQuery>,
 ) -> Result<Response, HttpError> {
     // Each page is logged: a client's pages are budgeted like its episodes.
-    let client = peer.map_or_else(|| "unknown".to_string(), |p| p.0.0.ip().to_string());
+    let client = crate::state::client_key(peer.map(|p| p.0.0));
     let budget = state.config.server.episode_pages_per_minute;
     if !state.guard.allow(crate::state::Budget::EpisodePages, &client, budget) {
         return Err(HttpError::TooMany(format!(

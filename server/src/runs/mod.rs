@@ -82,6 +82,20 @@ pub struct RunSpec {
     /// (an operator's adjudication settles it whatever the count).
     #[serde(default = "default_annotators")]
     pub annotators: usize,
+    /// Trials at once when the run was launched from the dashboard, so a restarted server
+    /// resumes it at the same pace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<usize>,
+}
+
+/// The concurrency a stored run spec was launched with, if it says.
+pub fn concurrency_of(spec: &str) -> Option<usize> {
+    serde_json::from_str::<serde_json::Value>(spec)
+        .ok()?
+        .get("concurrency")?
+        .as_u64()
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|n| *n > 0)
 }
 
 fn default_annotators() -> usize {
@@ -129,6 +143,7 @@ impl RunSpec {
             replay: Vec::new(),
             clean_twins: 0,
             annotators: default_annotators(),
+            concurrency: None,
         }
     }
 
@@ -426,6 +441,15 @@ pub async fn progress_report(store: &dyn Store, run_id: &str) -> anyhow::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stored_spec_keeps_its_launch_concurrency() {
+        let mut spec = RunSpec::basic("shop", &["surface"], &["L0"], &["raw"], vec![0]);
+        assert_eq!(concurrency_of(&serde_json::to_string(&spec).expect("json")), None);
+        spec.concurrency = Some(8);
+        assert_eq!(concurrency_of(&serde_json::to_string(&spec).expect("json")), Some(8));
+        assert_eq!(concurrency_of("not json"), None);
+    }
     use crate::db::Progress;
 
     #[tokio::test]

@@ -214,9 +214,17 @@ struct Shared {
 async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()> {
     let Shared { geo, store, world, agents, defenses, appeal, strategy, tap, attacker, options, on_finish } = shared;
     let lease_ms = i64::try_from(options.lease.as_millis()).unwrap_or(i64::MAX);
+    // Expired claims (a killed process's) go back to the queue as their leases run out, not
+    // only once the queue is empty: swept every half lease while there is work.
+    let sweep_every = (options.lease / 2).max(Duration::from_secs(1));
+    let mut swept = tokio::time::Instant::now();
     loop {
         if options.stop.is_cancelled() || store.run(run_id).await?.status == RunStatus::Cancelled {
             return Ok(());
+        }
+        if swept.elapsed() >= sweep_every {
+            store.requeue_expired(run_id, now_ms()).await?;
+            swept = tokio::time::Instant::now();
         }
         let Some(trial) = store.claim_trial(run_id, worker, now_ms() + lease_ms).await? else {
             // Nothing queued: return expired claims (a killed worker's) to the queue, and

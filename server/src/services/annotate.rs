@@ -176,7 +176,7 @@ struct Listing {
 
 impl AnnotateService {
     async fn runs(&self) -> Result<Vec<String>, AppError> {
-        crate::runs::geo::agent_runs(&self.store.runs().await.map_err(internal)?).map_err(internal)
+        Ok(crate::runs::geo::agent_runs(&self.store.runs().await.map_err(internal)?))
     }
 
     async fn locks(&self) -> Result<HashMap<(String, LabelKind), (String, i64)>, AppError> {

@@ -71,7 +71,9 @@ impl Executor {
             let p = self.store.progress(&run.run_id).await?;
             if p.queued + p.running > 0 {
                 tracing::info!(run = %run.run_id, queued = p.queued, running = p.running, requeued, "resuming a run");
-                self.spawn(run.run_id, concurrency);
+                // At the pace it was launched with, where the run says.
+                let pace = crate::runs::concurrency_of(&run.spec).unwrap_or(concurrency);
+                self.spawn(run.run_id, pace);
             }
         }
         Ok(())

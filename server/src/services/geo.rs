@@ -353,7 +353,7 @@ impl app::ssr::Geo for GeoService {
         if !is_geo(&run).map_err(internal)? {
             return Err(AppError::NotFound(format!("GEO trial {trial} (it belongs to an agent run)")));
         }
-        let spec: crate::runs::RunSpec = serde_json::from_str(&run.spec).map_err(internal)?;
+        let spec = crate::services::runs::spec_of(&run)?;
         let geo = spec.geo.ok_or(AppError::Internal)?;
         let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(internal)?;
         let (list, target) = target_of(&lists, &row.task_id).map_err(internal)?;

@@ -157,7 +157,7 @@ impl InsightsService {
     async fn pick(&self, run: Option<String>) -> Result<(String, Vec<String>), AppError> {
         let runs = self.store.runs().await.map_err(internal)?;
         // GEO ranking runs have their own pages; these read agent runs.
-        let ids = crate::runs::geo::agent_runs(&runs).map_err(internal)?;
+        let ids = crate::runs::geo::agent_runs(&runs);
         if let Some(run) = run.filter(|r| !r.is_empty()) {
             if !ids.contains(&run) {
                 return Err(AppError::NotFound(format!("run {run}")));

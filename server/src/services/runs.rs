@@ -148,6 +148,7 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
         replay,
         clean_twins: 0,
         annotators,
+        concurrency: Some(concurrency),
     };
     Ok((spec, concurrency))
 }
@@ -269,9 +270,17 @@ pub async fn trial_row(store: &dyn Store, trial_id: &str) -> Result<TrialRow, Ap
     store.trial(trial_id).await.map_err(|e| not_found_or_internal(e, &format!("trial {trial_id}")))
 }
 
+/// A stored run's spec, or an error naming the run (logged with the reason).
+pub fn spec_of(run: &crate::db::RunRow) -> Result<RunSpec, AppError> {
+    serde_json::from_str(&run.spec).map_err(|e| {
+        tracing::error!(run = %run.run_id, "its stored spec is unreadable: {e}");
+        AppError::Corrupt(format!("the stored spec of run {}", run.run_id))
+    })
+}
+
 impl RunsService {
     async fn summary_of(&self, run: crate::db::RunRow) -> Result<RunSummary, AppError> {
-        let spec: RunSpec = serde_json::from_str(&run.spec).map_err(internal)?;
+        let spec = spec_of(&run)?;
         Ok(RunSummary {
             progress: progress(self.store.as_ref(), &run.run_id).await?,
             id: run.run_id,
@@ -290,7 +299,8 @@ impl app::ssr::Runs for RunsService {
         let since = crate::db::now_ms() - crate::runs::RATE_WINDOW_MS;
         let mut out = Vec::new();
         for o in self.store.run_overview(since, None).await.map_err(internal)? {
-            let spec: RunSpec = serde_json::from_str(&o.run.spec).map_err(internal)?;
+            // A run whose spec does not read is listed as such; the others stay usable.
+            let spec = spec_of(&o.run).unwrap_or_else(|e| RunSpec::basic(&e.to_string(), &[], &[], &[], Vec::new()));
             let report = crate::runs::ProgressReport::new(o.run.trials_total, o.progress, o.recent);
             out.push(RunSummary {
                 progress: Progress {
@@ -313,7 +323,7 @@ impl app::ssr::Runs for RunsService {
 
     async fn get(&self, id: String) -> Result<RunDetail, AppError> {
         let run = self.store.run(&id).await.map_err(|e| not_found_or_internal(e, &format!("run {id}")))?;
-        let spec: RunSpec = serde_json::from_str(&run.spec).map_err(internal)?;
+        let spec = spec_of(&run)?;
         let corpus_version = run.corpus_version.clone();
         let mut cells: BTreeMap<(String, String, String), Counts> = BTreeMap::new();
         for row in self.store.coverage(&id).await.map_err(internal)? {

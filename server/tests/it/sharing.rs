@@ -134,6 +134,30 @@ async fn bodies_and_notes_are_bounded() {
         .await
         .expect("request");
     assert_eq!(resp.status(), 413, "raw routes share the limit");
+    // A streamed body (no declared length) cut off at the limit is 413 too, not a 500.
+    let status = {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let url = app.url("/api/save_label");
+        let host = url.trim_start_matches("http://").split('/').next().expect("host").to_string();
+        let mut socket = tokio::net::TcpStream::connect(&host).await.expect("connect");
+        let head = format!(
+            "POST /api/save_label HTTP/1.1\r\nHost: {host}\r\nx-mirage-client: test\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n"
+        );
+        socket.write_all(head.as_bytes()).await.expect("head");
+        let chunk = format!("{:x}\r\n{}\r\n", 16 * 1024, "a".repeat(16 * 1024));
+        for _ in 0..16 {
+            // The server may answer and close before the whole body is sent.
+            if socket.write_all(chunk.as_bytes()).await.is_err() {
+                break;
+            }
+        }
+        let _ = socket.write_all(b"0\r\n\r\n").await;
+        let mut answer = vec![0; 64];
+        let n = socket.read(&mut answer).await.expect("answer");
+        String::from_utf8_lossy(&answer[..n]).to_string()
+    };
+    assert!(status.starts_with("HTTP/1.1 413"), "{status}");
 
     let run = app.launch("CROSS_FORUM_SPAM", "explorer", "L0").await;
     app.wait_for(&run).await;
@@ -178,6 +202,34 @@ async fn sign_in_is_throttled() {
     assert_eq!(resp.status(), 429, "even the right password waits once the budget is spent");
     assert_eq!(resp.headers()["retry-after"], "60");
     assert!(resp.text().await.expect("body").contains("Too many sign-in attempts"));
+}
+
+/// An unknown name costs the same password check as a wrong password for a real one, so
+/// the time of an answer does not tell which accounts exist. (Compared, not timed: each
+/// median of three must be within a factor of four of the other; skipping the check makes
+/// an unknown name hundreds of times faster.)
+#[tokio::test]
+async fn an_unknown_name_costs_what_a_wrong_password_does() {
+    let app = TestApp::start().await;
+    app.add_users(&[("otto", "operator")]).await;
+    app.sign_in("warm-up", "wrong", "/").await;
+    let median = |name: &'static str| {
+        let app = &app;
+        async move {
+            let mut times = Vec::new();
+            for _ in 0..3 {
+                let started = std::time::Instant::now();
+                let (status, _) = app.sign_in(name, "wrong", "/").await;
+                assert_eq!(status, 401);
+                times.push(started.elapsed());
+            }
+            times.sort();
+            times[1]
+        }
+    };
+    let known = median("otto").await;
+    let unknown = median("nobody-here").await;
+    assert!(unknown * 4 > known && known * 4 > unknown, "known {known:?}, unknown {unknown:?}");
 }
 
 /// Pages inside episodes are logged, so a client's pages are budgeted.
