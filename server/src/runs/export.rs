@@ -113,8 +113,14 @@ async fn each_finished(
         for id in ids {
             // A trial removed since the keys were read has nothing to hand on.
             let Some((trial, steps)) = trials.remove(id) else { continue };
-            let steps = parse_steps(crate::db::split_steps(&steps))?;
-            let origin = records.remove(id).map(|b| serde_json::from_str(&b)).transpose()?;
+            use anyhow::Context;
+            let steps = parse_steps(crate::db::split_steps(&steps))
+                .with_context(|| format!("trial {id}: a stored step does not read"))?;
+            let origin = records
+                .remove(id)
+                .map(|b| serde_json::from_str(&b))
+                .transpose()
+                .with_context(|| format!("trial {id}: its stored origin does not read"))?;
             each(&trial, &steps, origin)?;
         }
     }
@@ -151,7 +157,16 @@ pub async fn export_run_to(store: &dyn Store, run_id: &str, path: &std::path::Pa
         }
         Err(e) => {
             let _ = std::fs::remove_file(&partial);
-            Err(e.context(format!("writing {}", path.display())))
+            // A failed write is the file's fault; anything else (a run or trial that does
+            // not read) already names itself, and nothing was written.
+            let io = |c: &(dyn std::error::Error + 'static)| {
+                c.is::<std::io::Error>() || c.downcast_ref::<serde_json::Error>().is_some_and(serde_json::Error::is_io)
+            };
+            if e.chain().any(io) {
+                Err(e.context(format!("writing {}", path.display())))
+            } else {
+                Err(e.context(format!("nothing written to {}", path.display())))
+            }
         }
     }
 }
