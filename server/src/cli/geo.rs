@@ -164,6 +164,10 @@ pub struct GeoRunArgs {
     list: Vec<String>,
     #[command(flatten)]
     protocol: ProtocolArgs,
+    /// TAP scores candidates on orders drawn apart from the K evaluation orders (not
+    /// GEO-Bench's way, which scores on the identity and a shuffle).
+    #[arg(long)]
+    tap_orders_apart: bool,
     /// TOML file with `[endpoints.NAME]` tables for chat rankers.
     #[arg(long, env = "MIRAGE_CONFIG")]
     config: Option<PathBuf>,
@@ -416,7 +420,7 @@ async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> a
                 methods: expand_methods(&args.method),
                 protocol: args.protocol.protocol()?,
                 endpoints,
-                tap: Default::default(),
+                tap: crate::geo::tap::TapParams { apart: args.tap_orders_apart, ..Default::default() },
                 rerankers,
                 attacker: match args.attacker.as_deref() {
                     Some("builtin") => None,

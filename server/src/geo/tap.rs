@@ -48,12 +48,44 @@ pub struct TapParams {
     pub m: usize,
     /// Stop once the best mean rank is at most this.
     pub delta: f64,
+    /// Draw the scoring orders apart from the K evaluation orders (none of them, the
+    /// identity included), so a suffix is not tuned on the orders it is judged by.
+    /// GEO-Bench's code scores on the identity and a fresh shuffle (the default, `false`).
+    #[serde(default)]
+    pub apart: bool,
 }
 
 impl Default for TapParams {
     fn default() -> TapParams {
-        TapParams { roots: 3, branch: 3, width: 5, depth: 5, m: 2, delta: 1.0 }
+        TapParams { roots: 3, branch: 3, width: 5, depth: 5, m: 2, delta: 1.0, apart: false }
     }
+}
+
+/// The `m` orders one candidate is scored on: GEO-Bench's (the identity, then shuffles),
+/// or with `apart`, shuffles none of which is among `evaluation`.
+pub fn scoring_orders(
+    len: usize,
+    m: usize,
+    seed: i128,
+    apart: bool,
+    evaluation: &[Vec<usize>],
+) -> anyhow::Result<Vec<Vec<usize>>> {
+    if !apart {
+        return Ok(orderings(len, m, seed, Orders::Python));
+    }
+    let mut rng = PyRandom::new(seed);
+    let mut out: Vec<Vec<usize>> = Vec::with_capacity(m);
+    for _ in 0..10_000 {
+        if out.len() == m {
+            return Ok(out);
+        }
+        let mut next: Vec<usize> = (0..len).collect();
+        rng.shuffle(&mut next);
+        if !evaluation.contains(&next) && !out.contains(&next) {
+            out.push(next);
+        }
+    }
+    bail!("a list of {len} items has too few orders to draw {m} apart from the {} evaluation orders", evaluation.len())
 }
 
 /// One scored candidate.
@@ -220,12 +252,13 @@ pub async fn search(
 ) -> anyhow::Result<Vec<Node>> {
     let original = list.items[target].text.trim().to_string();
     let mut rng = PyRandom::new(instance_seed(protocol.base_seed, &list.instance_key(target + 1)));
+    let evaluation = if params.apart { super::target_orders(protocol, list, target) } else { Vec::new() };
     let mut nodes: Vec<Node> = Vec::new();
     let mut score =
         async |nodes: &mut Vec<Node>, parent: Option<usize>, depth: usize, suffix: String| -> anyhow::Result<usize> {
             let seed = rng.randbelow(1_000_000);
             let mut ranks = Vec::with_capacity(params.m);
-            for order in orderings(list.items.len(), params.m, i128::from(seed), Orders::Python) {
+            for order in scoring_orders(list.items.len(), params.m, i128::from(seed), params.apart, &evaluation)? {
                 ranks.push(edited_rank(ranker, protocol, list, target, &format!("{original} {suffix}"), &order).await?);
             }
             #[allow(clippy::cast_precision_loss)]
@@ -301,6 +334,23 @@ mod tests {
             self.0.fetch_add(1, Ordering::Relaxed);
             Bm25.reply(request).await
         }
+    }
+
+    #[test]
+    fn scoring_orders_can_be_drawn_apart_from_the_evaluation_orders() {
+        let lists = crate::geo::data::lists().expect("lists");
+        let list = &lists[0];
+        let evaluation = crate::geo::target_orders(&Protocol::default(), list, 0);
+        let n = list.items.len();
+        let shared = scoring_orders(n, 2, 7, false, &evaluation).expect("orders");
+        assert!(evaluation.contains(&shared[0]), "as in GEO-Bench's code, the identity is scored on");
+        for seed in 0..50 {
+            let apart = scoring_orders(n, 2, seed, true, &evaluation).expect("orders");
+            assert_eq!(apart.len(), 2);
+            assert!(apart.iter().all(|o| !evaluation.contains(o)) && apart[0] != apart[1], "seed {seed}");
+        }
+        let every = vec![vec![0, 1], vec![1, 0]];
+        assert!(scoring_orders(2, 1, 0, true, &every).is_err(), "no order is left to draw");
     }
 
     #[tokio::test]

@@ -176,6 +176,19 @@ async fn tap_text(
     let key = crate::geo::methods::text_key(&trial.level, &trial.agent);
     let index = i64::try_from(target + 1)?;
     if let Some(t) = store.geo_text(&key, &list.dataset, &list.category, index).await? {
+        // A text searched under other scoring orders is another method's: not reused.
+        let apart = serde_json::from_str::<serde_json::Value>(&t.meta)
+            .ok()
+            .and_then(|m| m.get("apart")?.as_bool())
+            .unwrap_or(false);
+        if apart != exec.spec.tap.apart {
+            anyhow::bail!(
+                "{key} of {} was searched with scoring orders {} the evaluation orders; this run draws them {}",
+                list.instance_key(target + 1),
+                if apart { "apart from" } else { "among" },
+                if exec.spec.tap.apart { "apart" } else { "as GEO-Bench does" }
+            );
+        }
         return Ok(t);
     }
     if !store.tap_nodes(&trial.trial_id).await?.is_empty() {
@@ -211,7 +224,7 @@ async fn tap_text(
         source,
         meta: serde_json::json!({
             "suffix": top.suffix, "score": top.score, "ranks": top.ranks, "nodes": nodes.len(),
-            "reached": top.score <= exec.spec.tap.delta, "trial": trial.trial_id,
+            "reached": top.score <= exec.spec.tap.delta, "trial": trial.trial_id, "apart": exec.spec.tap.apart,
         })
         .to_string(),
     };

@@ -723,6 +723,20 @@ async fn tap_searches_against_the_trials_ranker_and_its_texts_transfer() {
     for trial in store.trials(&again).await.expect("trials") {
         assert!(store.tap_nodes(&trial.trial_id).await.expect("nodes").is_empty(), "reused, not searched again");
     }
+    // Texts searched on GEO-Bench's scoring orders are not reused by a run that draws them
+    // apart: each trial fails naming the text.
+    let mut apart = spec(&["stsdata"], &["bm25"], &["tap"]);
+    apart.lists = vec!["stsdata/books".into()];
+    apart.tap.apart = true;
+    let apart = server::runs::geo::create_geo_run(store.as_ref(), apart).await.expect("run");
+    execute(store.clone(), &apart, 4).await;
+    let failed = store.trials(&apart).await.expect("trials");
+    assert_eq!(failed.len(), 10);
+    assert!(
+        failed.iter().all(|t| t.error.as_deref().is_some_and(|e| e.contains("among the evaluation orders"))),
+        "{:?}",
+        failed[0].error
+    );
     // Transfer: the texts found on BM25, ranked by the position ranker, gain nothing.
     let transfer = server::runs::geo::create_geo_run(store.as_ref(), spec(&["stsdata"], &["position"], &["tap>bm25"]))
         .await
