@@ -150,6 +150,12 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
             report.failed_orders, report.failed_trials
         );
     }
+    if report.lists_changed {
+        println!(
+            "warning: the lists differ from those this run was planned on (GEO-Bench originals adopted since?): \
+             its replies ranked other originals than the ones PPL-R and the keyword flags read now"
+        );
+    }
     if report.weighting == crate::geo::report::Weighting::Target {
         println!("rows and paired contrasts weight each target equally (--weighting target), resampled by list");
     }

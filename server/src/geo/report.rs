@@ -159,6 +159,10 @@ pub struct Report {
     /// The methods ρ was taken over.
     #[serde(default)]
     pub rho_methods: Vec<String>,
+    /// The lists (with any adopted originals) differ from those the run was planned on:
+    /// its replies ranked other originals than the ones its figures now read.
+    #[serde(default)]
+    pub lists_changed: bool,
     /// How the rows and pairs weight targets (per-dataset rows are per dataset either way).
     #[serde(default)]
     pub weighting: Weighting,
@@ -200,6 +204,8 @@ pub struct Tally {
     /// Numbered reply lines, and those the compared reading attributes differently.
     pub lines: usize,
     pub lines_read_differently: usize,
+    /// The lists read now are not those the run was planned on (originals adopted since).
+    pub lists_changed: bool,
 }
 
 /// The reading compared with a run's `parser` in its report.
@@ -248,7 +254,11 @@ pub async fn results(
             flagged.insert((t.method, t.dataset, t.category, t.target_idx), flags);
         }
     }
-    let mut tally = Tally { trials: trials.len(), ..Tally::default() };
+    let mut tally = Tally {
+        trials: trials.len(),
+        lists_changed: crate::runs::geo::data_version(lists) != run.corpus_version,
+        ..Tally::default()
+    };
     for trial in &trials {
         let variant = (trial.agent.clone(), trial.level.clone());
         let row = tally.by_variant.entry(variant).or_insert_with(|| EmptyRow {
@@ -508,6 +518,7 @@ fn summarise_run(
         compared_parser: parser_name(compared_with(geo.protocol.parser)),
         lines_read_differently: tally.lines_read_differently,
         lines: tally.lines,
+        lists_changed: tally.lists_changed,
         family: Vec::new(),
         rho_methods: methods.iter().map(|m| (*m).clone()).collect(),
         weighting,
