@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A plain reference for `mirage score FILE`'s reading speed: streams a trajectory file and
-computes each configuration's mean Acc_inv, E_inv and Default Acc_dec (DESIGN §1.5, with
+computes each configuration's mean Acc_inv, E_inv and Default Acc_dec (docs/metrics.md, with
 the crediting rules simplified: exact, prefix, the last two segments, `<id>` templates; no
 content-page check for the reverse prefix, no shop-only rule). Standard library only.
 
