@@ -120,10 +120,11 @@ pub fn variant(method: &str, attacker: Option<&str>) -> anyhow::Result<String> {
 /// the name after `@` says who wrote every text stored under it.
 pub fn check_author(variant: &str, model: &str) -> anyhow::Result<()> {
     match variant.rsplit_once('@') {
-        Some((_, named)) if named != model => bail!(
-            "{variant}: its texts are written by {named}, and this run's attacker is {model}; run {}@{model} instead",
-            variant.rsplit_once('@').map_or(variant, |(m, _)| m)
-        ),
+        Some((method, named)) if named != model => {
+            bail!(
+                "{variant}: its texts are written by {named}, and this run's attacker is {model}; run {method}@{model} instead"
+            )
+        }
         _ => Ok(()),
     }
 }

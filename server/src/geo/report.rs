@@ -296,8 +296,11 @@ pub async fn results(
         let other = compared_with(geo.protocol.parser);
         for r in &records {
             for reply in [&r.clean_reply, &r.edited_reply] {
-                tally.lines += super::parse::line_picks(reply, &names, geo.protocol.parser).len();
-                tally.lines_read_differently += super::parse::disagreements(reply, &names, geo.protocol.parser, other);
+                // Each reading once: the count of lines and the disagreements from the same picks.
+                let mine = super::parse::line_picks(reply, &names, geo.protocol.parser);
+                let theirs = super::parse::line_picks(reply, &names, other);
+                tally.lines += mine.len();
+                tally.lines_read_differently += mine.iter().zip(&theirs).filter(|(x, y)| x != y).count();
             }
         }
         let key = (
@@ -390,19 +393,17 @@ fn summarise_run(
 ) -> anyhow::Result<Report> {
     // Weighting by target: every target in one stratum, so the equal-stratum mean is the
     // target mean (lists stay the resampled clusters).
-    let weighted = |scored: &[Scored]| -> Vec<Scored> {
-        let mut out = scored.to_vec();
-        if weighting == Weighting::Target {
-            for s in &mut out {
-                s.dataset = "all targets".to_string();
-            }
-        }
-        out
-    };
+    // Relabelled once; per-dataset rows read the original labels.
+    let pooled: Option<BTreeMap<(String, String), Vec<Scored>>> = (weighting == Weighting::Target).then(|| {
+        let relabel = |s: &Scored| Scored { dataset: "all targets".to_string(), ..s.clone() };
+        results.iter().map(|(k, v)| (k.clone(), v.iter().map(relabel).collect())).collect()
+    });
+    let weighted = pooled.as_ref().unwrap_or(results);
     let mut rows = Vec::new();
     let mut datasets = Vec::new();
     for ((ranker, method), scored) in results {
-        let Some(summary) = summarise(&weighted(scored), resamples, seed) else { continue };
+        let key = (ranker.clone(), method.clone());
+        let Some(summary) = summarise(&weighted[&key], resamples, seed) else { continue };
         rows.push(Row { ranker: ranker.clone(), method: method.clone(), summary, band: 0, tap: tap_stats(scored) });
         for dataset in &geo.datasets {
             let mine: Vec<Scored> = scored.iter().filter(|s| &s.dataset == dataset).cloned().collect();
@@ -424,7 +425,7 @@ fn summarise_run(
         for (i, a) in methods.iter().enumerate() {
             for b in &methods[i + 1..] {
                 let by_target = |m: &String| -> BTreeMap<(String, usize), (String, f64)> {
-                    weighted(&results[&((*ranker).clone(), m.clone())])
+                    weighted[&((*ranker).clone(), m.clone())]
                         .iter()
                         .map(|s| ((s.list.clone(), s.target), (s.dataset.clone(), s.result.nrg)))
                         .collect()
