@@ -31,6 +31,10 @@ pub struct ScoreArgs {
     /// A scoring endpoint (completions with `echo` and `logprobs`) for PPL-R.
     #[arg(long)]
     scorer: Option<String>,
+    /// The judge's prompt as a TOML template (`system`, `user`, `verbalized`; placeholder
+    /// {text}) instead of Mirage's own.
+    #[arg(long, value_name = "FILE")]
+    judge_prompt: Option<PathBuf>,
     #[arg(long, env = "MIRAGE_CONFIG")]
     config: Option<PathBuf>,
     /// The judge's false-positive rate on originals: `keyword` (the keyword filter's own
@@ -168,6 +172,8 @@ pub struct GeoRunArgs {
     /// GEO-Bench's way, which scores on the identity and a shuffle).
     #[arg(long)]
     tap_orders_apart: bool,
+    #[command(flatten)]
+    prompts: AttackPromptArgs,
     /// TOML file with `[endpoints.NAME]` tables for chat rankers.
     #[arg(long, env = "MIRAGE_CONFIG")]
     config: Option<PathBuf>,
@@ -182,6 +188,37 @@ pub struct GeoRunArgs {
     resume: Option<String>,
     #[arg(long, default_value_t = 30, hide = true)]
     lease_secs: u64,
+}
+
+/// Template files for the attacker's prompts (TOML; see docs/geo.md, "Prompts").
+#[derive(Debug, Args)]
+pub struct AttackPromptArgs {
+    /// The C-SEO rewriter's prompt (`system`, `user`, `[brief]`, `[style_system]`).
+    #[arg(long, value_name = "FILE")]
+    cseo_prompt: Option<PathBuf>,
+    /// The Zero-Shot attacker's prompt (`system`, `user`).
+    #[arg(long, value_name = "FILE")]
+    zero_shot_prompt: Option<PathBuf>,
+    /// The TAP proposer's prompt (`system`, `user`, `feedback`).
+    #[arg(long, value_name = "FILE")]
+    tap_prompt: Option<PathBuf>,
+}
+
+impl AttackPromptArgs {
+    fn prompts(&self) -> anyhow::Result<crate::geo::plan::AttackPrompts> {
+        use crate::geo::template::{Role, Template};
+        let mut prompts = crate::geo::plan::AttackPrompts::default();
+        let read = |path: &Option<PathBuf>, role: &Role, base: &mut Template| -> anyhow::Result<()> {
+            if let Some(path) = path {
+                *base = Template::from_file(path, role, base)?;
+            }
+            Ok(())
+        };
+        read(&self.cseo_prompt, &crate::geo::methods::CSEO_ROLE, &mut prompts.cseo)?;
+        read(&self.zero_shot_prompt, &crate::geo::methods::ZERO_SHOT_ROLE, &mut prompts.zero_shot)?;
+        read(&self.tap_prompt, &crate::geo::tap::TAP_ROLE, &mut prompts.tap)?;
+        Ok(prompts)
+    }
 }
 
 /// How targets are shown and read.
@@ -254,7 +291,13 @@ pub async fn geo(command: GeoCommand, db: &str) -> anyhow::Result<()> {
             prompt(&lists, &target, order, &protocol.protocol()?)
         }
         GeoCommand::Score(args) => {
-            let ScoreArgs { run, judge, judge_mode, scorer, config, fpr, either_fpr, calibration, json } = *args;
+            let ScoreArgs { run, judge, judge_mode, scorer, judge_prompt, config, fpr, either_fpr, calibration, json } =
+                *args;
+            let base = crate::geo::judge::builtin();
+            let judge_prompt = match judge_prompt {
+                Some(path) => crate::geo::template::Template::from_file(&path, &crate::geo::judge::JUDGE_ROLE, &base)?,
+                None => base,
+            };
             let store = open().await?;
             let config = crate::config::Config::load(config.as_deref())?;
             let (name, spec) = match judge {
@@ -295,6 +338,7 @@ pub async fn geo(command: GeoCommand, db: &str) -> anyhow::Result<()> {
             let settings = crate::geo::score::Settings {
                 judge: &client,
                 judge_model: spec.model.clone(),
+                judge_prompt,
                 mode: judge_mode,
                 fpr,
                 either_fpr,
@@ -422,6 +466,8 @@ async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> a
                 endpoints,
                 tap: crate::geo::tap::TapParams { apart: args.tap_orders_apart, ..Default::default() },
                 rerankers,
+                prompts: args.prompts.prompts()?,
+                recipe_keys: true,
                 attacker: match args.attacker.as_deref() {
                     Some("builtin") => None,
                     None => config.attacker().map(|(_, spec)| spec.clone()),

@@ -171,6 +171,13 @@ pub fn summaries(lists: &[List]) -> Vec<DatasetSummary> {
         .collect()
 }
 
+/// The geo data's fingerprint, stored as the run's corpus version.
+pub fn data_version(lists: &[List]) -> String {
+    use sha2::{Digest, Sha256};
+    let text = serde_json::to_string(lists).unwrap_or_default();
+    format!("geo-{}", &hex::encode(Sha256::digest(text.as_bytes()))[..16])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

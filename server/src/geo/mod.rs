@@ -31,6 +31,7 @@ pub mod rank;
 pub mod report;
 pub mod score;
 pub mod tap;
+pub mod template;
 pub mod writers;
 
 use anyhow::Context;

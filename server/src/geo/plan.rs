@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::Protocol;
 use super::data::{DATASETS, List};
+use super::methods::Method;
+use super::template::Template;
 use crate::db::NewTrial;
 use crate::llm::EndpointSpec;
 
@@ -42,6 +44,70 @@ pub struct GeoSpec {
     /// no orders.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub rerankers: BTreeMap<String, EndpointSpec>,
+    /// The attacker's prompts (Mirage's own unless template files replaced them).
+    #[serde(default)]
+    pub prompts: AttackPrompts,
+    /// Whether the run stores generated texts under keys that name their recipe (every run
+    /// planned since recipes were introduced; older runs read their texts by variant).
+    #[serde(default)]
+    pub recipe_keys: bool,
+}
+
+/// The prompts of the attacker roles.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AttackPrompts {
+    pub cseo: Template,
+    pub zero_shot: Template,
+    pub tap: Template,
+}
+
+impl Default for AttackPrompts {
+    fn default() -> AttackPrompts {
+        AttackPrompts {
+            cseo: super::methods::cseo_builtin(),
+            zero_shot: super::methods::zero_shot_builtin(),
+            tap: super::tap::builtin(),
+        }
+    }
+}
+
+/// What decides a generated text besides its variant: the prompt's version and the
+/// sampling for endpoint texts; for TAP also the search's shape, the proposer and the
+/// protocol the ranker was asked under. `None` for texts that depend on the variant alone
+/// (offline writers, built-in C-SEO and Zero-Shot templates, imports). A short hash.
+pub fn recipe(spec: &GeoSpec, level: &str) -> Option<String> {
+    use super::methods::{REWRITE, SEARCH, SNIPPET};
+    let endpoint = level.contains('@');
+    let settings = match Method::parse(level).ok()? {
+        Method::Cseo(_) if endpoint => serde_json::json!([spec.prompts.cseo.version, REWRITE]),
+        Method::ZeroShot if endpoint => serde_json::json!([spec.prompts.zero_shot.version, SNIPPET]),
+        Method::Tap | Method::Transfer(_) => {
+            let proposer =
+                if endpoint { serde_json::json!([spec.prompts.tap.version, SEARCH]) } else { "builtin".into() };
+            let p = &spec.protocol;
+            serde_json::json!({
+                "proposer": proposer, "search": spec.tap, "prompt": p.prompt.version, "system_role": p.system_role,
+                "parser": p.parser, "orders": p.orders, "base_seed": p.base_seed, "k": p.k,
+            })
+        }
+        _ => return None,
+    };
+    use sha2::{Digest, Sha256};
+    Some(hex::encode(Sha256::digest(settings.to_string().as_bytes()))[..10].to_string())
+}
+
+/// The key a trial's text is stored under: a TAP text belongs to the ranker it was
+/// searched on (`tap@m>bm25`), a transfer row reads that text; a text with a recipe
+/// carries it after `#` (`cseo:quotes@m#1f2e3d4c5b`).
+pub fn text_key(spec: &GeoSpec, level: &str, ranker: &str) -> String {
+    let base = match Method::parse(level) {
+        Ok(Method::Tap) => format!("{level}>{ranker}"),
+        _ => level.to_string(),
+    };
+    match recipe(spec, level).filter(|_| spec.recipe_keys) {
+        Some(r) => format!("{base}#{r}"),
+        None => base,
+    }
 }
 
 impl GeoSpec {
@@ -59,6 +125,8 @@ impl GeoSpec {
             attacker: None,
             tap: Default::default(),
             rerankers: BTreeMap::new(),
+            prompts: AttackPrompts::default(),
+            recipe_keys: true,
         }
     }
 }
@@ -168,6 +236,8 @@ mod tests {
             attacker: None,
             tap: Default::default(),
             rerankers: BTreeMap::new(),
+            prompts: AttackPrompts::default(),
+            recipe_keys: true,
         };
         assert_eq!(spec.datasets, ["stsdata", "cseo"], "dataset order, not the filter's");
         let trials = plan(&lists, &spec).expect("plan");
@@ -189,5 +259,37 @@ mod tests {
         assert!(err.to_string().contains("\"ragroll/laptop\" is not a list of the run's datasets"), "{err}");
         assert!(target_of(&lists, "geo:stsdata/books/11").is_err());
         assert!(target_of(&lists, "shop-example-01").is_err());
+    }
+
+    #[test]
+    fn a_text_key_names_the_prompt_and_settings_that_wrote_the_text() {
+        let spec = GeoSpec::offline(&["cseo"], &["bm25"], &["clean"]);
+        let key = |spec: &GeoSpec, level: &str| text_key(spec, level, "bm25");
+        assert_eq!(key(&spec, "stuff"), "stuff");
+        assert_eq!(key(&spec, "cseo:quotes"), "cseo:quotes", "built-in templates depend on the variant alone");
+        assert_eq!(key(&spec, "import:x"), "import:x");
+        let written = key(&spec, "cseo:quotes@m");
+        assert!(written.starts_with("cseo:quotes@m#") && written.len() == "cseo:quotes@m#".len() + 10, "{written}");
+        let tap = key(&spec, "tap@m");
+        assert!(tap.starts_with("tap@m>bm25#"), "{tap}");
+        assert_eq!(key(&spec, "tap@m>bm25"), tap, "a transfer row reads the text its source stored");
+        // Another prompt, another sampling-free setting, another search: other keys.
+        let mut other = spec.clone();
+        other.prompts.cseo.version = "file:0123456789ab".into();
+        assert_ne!(key(&other, "cseo:quotes@m"), written);
+        assert_eq!(key(&other, "tap@m"), tap, "the C-SEO prompt does not write TAP texts");
+        other.prompts.tap.version = "file:0123456789ab".into();
+        assert_ne!(key(&other, "tap@m"), tap);
+        assert_eq!(key(&other, "tap"), key(&spec, "tap"), "the built-in proposer reads no template");
+        let apart = GeoSpec { tap: crate::geo::tap::TapParams { apart: true, ..Default::default() }, ..spec.clone() };
+        assert_ne!(key(&apart, "tap"), key(&spec, "tap"));
+        let mut ranked = spec.clone();
+        ranked.protocol.prompt.version = "file:0123456789ab".into();
+        assert_ne!(key(&ranked, "tap"), key(&spec, "tap"), "TAP searched under another ranking prompt");
+        let legacy = GeoSpec { recipe_keys: false, ..spec };
+        assert_eq!(
+            (key(&legacy, "cseo:quotes@m"), key(&legacy, "tap@m")),
+            ("cseo:quotes@m".into(), "tap@m>bm25".into())
+        );
     }
 }

@@ -1,18 +1,17 @@
 //! The ranking prompt: one prompt for every method and ranker. Mirage's own wording is
 //! version [`PROMPT_VERSION`]; a user's template (`--prompt-file`, TOML with `system` and
-//! `user` strings) replaces it to rank with another benchmark's exact words, and its
-//! version is then `file:` and the first 12 hex digits of the file's SHA-256.
+//! `user` strings, see [`super::template`]) replaces it to rank with another benchmark's
+//! exact words, and its version is then `file:` and 12 hex digits of its hash.
 //!
 //! Placeholders of a template: `{noun}` (the query noun), `{query}` (`I am looking for a
 //! {noun}`), `{count}` (the number of items) and `{products}` (one line per item,
 //! `i. Name: description`, numbered from 1 in presented order). Descriptions are flattened
 //! to one line: every run of whitespace becomes one space.
 
-use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::data::Item;
+use super::template::{Role, Template};
 use crate::llm::Message;
 
 /// Version of Mirage's own ranking prompt; part of every cache key and run spec.
@@ -35,14 +34,6 @@ pub struct Prompt {
     pub version: String,
 }
 
-/// A template file's fields.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TemplateFile {
-    system: String,
-    user: String,
-}
-
 impl Default for Prompt {
     fn default() -> Prompt {
         Prompt { system: SYSTEM.into(), user: USER.into(), version: PROMPT_VERSION.into() }
@@ -54,33 +45,22 @@ pub fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// What a ranking template may hold.
+pub const RANK_ROLE: Role = Role {
+    name: "ranking",
+    placeholders: &["noun", "query", "count", "products"],
+    required: &["products"],
+    parts: &[],
+};
+
 impl Prompt {
-    /// Reads a template file; errors name the file and the missing or unknown placeholder.
+    /// Reads a template file (see [`super::template`]); errors name the file, the field
+    /// and the missing or unknown placeholder.
     pub fn from_file(path: &std::path::Path) -> anyhow::Result<Prompt> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
-        let file: TemplateFile = toml::from_str(&text)
-            .with_context(|| format!("{}: not a TOML file with `system` and `user`", path.display()))?;
-        let mut prompt = Prompt { system: file.system, user: file.user, version: String::new() };
-        if !prompt.user.contains("{products}") {
-            bail!("{}: field `user` has no {{products}} placeholder", path.display());
-        }
-        for field in [&prompt.system, &prompt.user] {
-            let mut rest = field.as_str();
-            while let Some(open) = rest.find('{') {
-                let close = rest[open..].find('}').map(|c| open + c);
-                let name = close.map_or(&rest[open..], |c| &rest[open + 1..c]);
-                if !["noun", "query", "count", "products"].contains(&name) {
-                    bail!(
-                        "{}: unknown placeholder {{{name}}} (known: {{noun}}, {{query}}, {{count}}, {{products}})",
-                        path.display()
-                    );
-                }
-                rest = close.map_or("", |c| &rest[c + 1..]);
-            }
-        }
-        let digest = hex::encode(Sha256::digest(text.as_bytes()));
-        prompt.version = format!("file:{}", &digest[..12]);
-        Ok(prompt)
+        let base = Prompt::default();
+        let t =
+            Template::from_file(path, &RANK_ROLE, &Template::builtin(&base.version, &base.system, &base.user, &[]))?;
+        Ok(Prompt { system: t.system, user: t.user, version: t.version })
     }
 
     /// The messages for a list shown in `order` (item `order[j]` as number `j + 1`).
@@ -91,18 +71,17 @@ impl Prompt {
             .enumerate()
             .map(|(j, &i)| format!("{}. {}: {}", j + 1, items[i].name, one_line(&items[i].text)))
             .collect();
-        let fill = |t: &str| {
-            t.replace("{query}", &format!("I am looking for a {noun}"))
-                .replace("{noun}", noun)
-                .replace("{count}", &order.len().to_string())
-                .replace("{products}", &products.join("\n"))
+        let (query, count, products) =
+            (format!("I am looking for a {noun}"), order.len().to_string(), products.join("\n"));
+        let values =
+            [("query", query.as_str()), ("noun", noun), ("count", count.as_str()), ("products", products.as_str())];
+        let template = Template {
+            system: self.system.clone(),
+            user: self.user.clone(),
+            parts: Default::default(),
+            version: self.version.clone(),
         };
-        let (system, user) = (fill(&self.system), fill(&self.user));
-        if system_role {
-            vec![Message::system(system), Message::user(user)]
-        } else {
-            vec![Message::user(format!("{system}\n\n{user}"))]
-        }
+        template.messages(&self.system, &values, system_role)
     }
 }
 

@@ -10,8 +10,8 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::data::List;
-use super::methods::text_key;
 use super::parse::Parser;
+use super::plan::text_key;
 use super::plan::{GeoSpec, target_of};
 use super::{OrderRecord, Scored, Summary, result_of, summarise};
 use crate::db::{Store, TrialState};
@@ -232,7 +232,7 @@ pub async fn results(
     type Flags = (bool, Option<f64>, Option<(usize, bool)>);
     let mut flagged: std::collections::HashMap<TextKey, Flags> = Default::default();
     let ppl = super::detect::PplModel::new(lists);
-    let keys: BTreeSet<String> = trials.iter().map(|t| text_key(&t.level, &t.agent)).collect();
+    let keys: BTreeSet<String> = trials.iter().map(|t| text_key(&geo, &t.level, &t.agent)).collect();
     let by_list: std::collections::HashMap<(&str, &str), &List> =
         lists.iter().map(|l| ((l.dataset.as_str(), l.category.as_str()), l)).collect();
     for key in &keys {
@@ -256,7 +256,7 @@ pub async fn results(
     }
     let mut tally = Tally {
         trials: trials.len(),
-        lists_changed: crate::runs::geo::data_version(lists) != run.corpus_version,
+        lists_changed: super::data::data_version(lists) != run.corpus_version,
         ..Tally::default()
     };
     for trial in &trials {
@@ -304,7 +304,7 @@ pub async fn results(
             }
         }
         let key = (
-            text_key(&trial.level, &trial.agent),
+            text_key(&geo, &trial.level, &trial.agent),
             list.dataset.clone(),
             list.category.clone(),
             i64::try_from(target + 1)?,

@@ -19,7 +19,7 @@ use super::calibrate::{Calibrated, CalibrationMode, calibrate_mode};
 use super::data::List;
 use super::detect::{JudgeScore, equal_dataset_auroc};
 use super::judge::JudgeMode;
-use super::methods::text_key;
+use super::plan::text_key;
 use crate::db::Store;
 use crate::detect::{Calibration, EndpointPerplexity, realised};
 use crate::llm::HttpLlm;
@@ -31,6 +31,8 @@ pub const EITHER_FPR: f64 = 0.10;
 pub struct Settings<'a> {
     pub judge: &'a HttpLlm,
     pub judge_model: String,
+    /// The judge's prompt (Mirage's own: [`super::judge::builtin`]).
+    pub judge_prompt: super::template::Template,
     pub mode: JudgeMode,
     /// The judge's target rate on originals (`None`: the keyword filter's realised rate).
     pub fpr: Option<f64>,
@@ -47,11 +49,7 @@ impl Settings<'_> {
         let scorer = self.scorer.as_ref().map(|s| format!(" · scorer {}", s.model)).unwrap_or_default();
         format!(
             "{}/{} {} · {} @ {fpr} · either @ {}{scorer}",
-            self.judge_model,
-            super::judge::JUDGE_PROMPT,
-            self.mode,
-            self.calibration,
-            self.either_fpr
+            self.judge_model, self.judge_prompt.version, self.mode, self.calibration, self.either_fpr
         )
     }
 }
@@ -136,12 +134,12 @@ fn equal_mean(items: &[(String, f64)]) -> f64 {
 
 /// Judges every text of a run, reports detection and stores the report with the run.
 pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Settings<'_>) -> anyhow::Result<Detection> {
-    let (_, results, _) = super::report::results(store, lists, run).await?;
+    let (geo, results, _) = super::report::results(store, lists, run).await?;
     // The edited text of every scored target, and the original of each target once.
     let mut edited: HashMap<(String, String, usize), String> = HashMap::new();
     let mut originals: BTreeMap<(String, usize), (String, String)> = BTreeMap::new();
     for ((ranker, method), scored) in &results {
-        let key = text_key(method, ranker);
+        let key = text_key(&geo, method, ranker);
         let texts: HashMap<(String, i64), String> = store
             .geo_texts(&key)
             .await?
@@ -160,8 +158,9 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
     distinct.sort();
     distinct.dedup();
     let (client, model, mode) = (settings.judge, settings.judge_model.as_str(), settings.mode);
+    let prompt = &settings.judge_prompt;
     let judged: Vec<(String, anyhow::Result<JudgeScore>)> = futures::stream::iter(distinct.iter().copied())
-        .map(|t| async move { (t.clone(), super::judge::judge_as(mode, client, model, store, t).await) })
+        .map(|t| async move { (t.clone(), super::judge::judge_as(mode, prompt, client, model, store, t).await) })
         .buffer_unordered(8)
         .collect()
         .await;
@@ -213,7 +212,7 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
     let keyword_cal = realised("keyword", &items.iter().map(|(d, k, _)| (d.clone(), *k)).collect::<Vec<_>>());
     let mut rows = Vec::new();
     for ((ranker, method), scored) in &results {
-        let key = text_key(method, ranker);
+        let key = text_key(&geo, method, ranker);
         let mut cols: [Vec<(String, f64)>; 10] = Default::default();
         let mut auc = Vec::new();
         let mut ratios = Vec::new();
@@ -271,7 +270,7 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
     let detection = Detection {
         run: run.to_string(),
         label: settings.label(),
-        judge: format!("{model}/{}", super::judge::JUDGE_PROMPT),
+        judge: format!("{model}/{}", prompt.version),
         mode,
         fpr,
         either_fpr: settings.either_fpr,

@@ -7,6 +7,28 @@ use serde_json::Value;
 use super::{LlmClient, Message};
 use crate::db::Store;
 
+/// Per-key turns among this process's tasks: a key's lock while someone asks under it.
+/// Entries whose lock nobody holds or waits for are dropped on the next call.
+async fn one_at_a_time(key: &str) -> tokio::sync::OwnedMutexGuard<()> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, LazyLock, Mutex, Weak};
+    type Turns = Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>;
+    static TURNS: LazyLock<Turns> = LazyLock::new(Default::default);
+    let lock = {
+        let mut turns = TURNS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        turns.retain(|_, w| w.strong_count() > 0);
+        match turns.get(key).and_then(Weak::upgrade) {
+            Some(lock) => lock,
+            None => {
+                let lock = Arc::new(tokio::sync::Mutex::new(()));
+                turns.insert(key.to_string(), Arc::downgrade(&lock));
+                lock
+            }
+        }
+    };
+    lock.lock_owned().await
+}
+
 /// Asks a model for a JSON object through the cache: a cached answer that `parse` accepts
 /// is reused; otherwise up to two requests, the second asking for the bare object.
 pub async fn ask_cached<T>(
@@ -18,6 +40,12 @@ pub async fn ask_cached<T>(
     schema: &Value,
     parse: impl Fn(&str) -> Option<T>,
 ) -> anyhow::Result<T> {
+    if let Some(body) = cache.cache_get(key).await?
+        && let Some(hit) = parse(&body)
+    {
+        return Ok(hit);
+    }
+    let _turn = one_at_a_time(key).await;
     if let Some(body) = cache.cache_get(key).await?
         && let Some(hit) = parse(&body)
     {
@@ -46,6 +74,11 @@ pub async fn remembered(
     source: &str,
     produce: impl std::future::Future<Output = anyhow::Result<String>>,
 ) -> anyhow::Result<String> {
+    if let Some(hit) = cache.cache_get(key).await? {
+        return Ok(hit);
+    }
+    // Tasks of this process asking the same question at once: one asks, the others read.
+    let _turn = one_at_a_time(key).await;
     if let Some(hit) = cache.cache_get(key).await? {
         return Ok(hit);
     }

@@ -55,19 +55,23 @@ impl GeoExec {
         }
         let writer = match &spec.attacker {
             Some(endpoint) => {
-                let client = |temperature: f64,
-                              top_p: f64,
-                              max_tokens: u32|
-                 -> anyhow::Result<Arc<dyn crate::llm::LlmClient>> {
-                    let sampled =
-                        crate::llm::EndpointSpec { temperature, top_p: Some(top_p), max_tokens, ..endpoint.clone() };
+                let client = |s: crate::geo::methods::Sampling| -> anyhow::Result<Arc<dyn crate::llm::LlmClient>> {
+                    let sampled = crate::llm::EndpointSpec {
+                        temperature: s.temperature,
+                        top_p: Some(s.top_p),
+                        max_tokens: s.max_tokens,
+                        ..endpoint.clone()
+                    };
                     Ok(Arc::new(HttpLlm::new(sampled).context("attacker endpoint")?))
                 };
+                use crate::geo::methods::{REWRITE, SEARCH, SNIPPET};
                 Some(Writer {
                     model: endpoint.model.clone(),
-                    rewrite: client(0.7, 0.9, 600)?,
-                    snippet: client(0.7, 0.9, 60)?,
-                    search: client(1.0, 0.95, 200)?,
+                    rewrite: client(REWRITE)?,
+                    snippet: client(SNIPPET)?,
+                    search: client(SEARCH)?,
+                    cseo: spec.prompts.cseo.clone(),
+                    zero_shot: spec.prompts.zero_shot.clone(),
                 })
             }
             None => None,
@@ -112,36 +116,34 @@ pub async fn refuse_geo(store: &dyn Store, run_id: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The geo data's fingerprint, stored as the run's corpus version.
-pub fn data_version(lists: &[List]) -> String {
-    use sha2::{Digest, Sha256};
-    let text = serde_json::to_string(lists).unwrap_or_default();
-    format!("geo-{}", &hex::encode(Sha256::digest(text.as_bytes()))[..16])
-}
-
 /// Plans and stores a GEO run; returns its id. Chat rankers are asked at temperature 0.
 pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Result<String> {
     let lists = crate::geo::import::stored_lists(store).await?;
     for endpoint in spec.endpoints.values_mut() {
         endpoint.temperature = 0.0;
     }
+    spec.recipe_keys = true;
     let mut trials = plan(&lists, &spec)?;
     // Imported and transferred methods cover the targets that have texts.
     let stored_only =
         |m: &&String| matches!(crate::geo::methods::Method::parse(m), Ok(Method::Import(_) | Method::Transfer(_)));
     for variant in spec.methods.iter().filter(stored_only) {
+        let key = crate::geo::plan::text_key(&spec, variant, "");
         let have: std::collections::HashSet<String> = store
-            .geo_texts(variant)
+            .geo_texts(&key)
             .await?
             .iter()
             .map(|t| format!("geo:{}/{}/{}", t.dataset, t.category, t.target_idx))
             .collect();
         if have.is_empty() {
-            anyhow::bail!("method: no texts are stored as {variant} (see `mirage geo import`, or run `tap` first)");
+            anyhow::bail!(
+                "method: no texts are stored as {key} (see `mirage geo import`, or run `tap` first with the same \
+                 protocol, TAP settings and prompts)"
+            );
         }
         trials.retain(|t| &t.level != variant || have.contains(&t.task_id));
         if !trials.iter().any(|t| &t.level == variant) {
-            anyhow::bail!("method: no texts are stored as {variant} for the chosen datasets");
+            anyhow::bail!("method: no texts are stored as {key} for the chosen datasets");
         }
     }
     let run = RunSpec {
@@ -158,7 +160,7 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
     };
     let run_id = new_run_id();
     let json = serde_json::to_string(&run).context("encoding the run spec")?;
-    store.create_run(&run_id, &json, &data_version(&lists), &trials).await?;
+    store.create_run(&run_id, &json, &crate::geo::data::data_version(&lists), &trials).await?;
     Ok(run_id)
 }
 
@@ -173,7 +175,7 @@ async fn tap_text(
     ranker: &dyn Ranker,
 ) -> anyhow::Result<crate::db::GeoText> {
     use crate::geo::tap::{BuiltinProposer, EndpointProposer, Proposer, best, search};
-    let key = crate::geo::methods::text_key(&trial.level, &trial.agent);
+    let key = crate::geo::plan::text_key(&exec.spec, &trial.level, &trial.agent);
     let index = i64::try_from(target + 1)?;
     if let Some(t) = store.geo_text(&key, &list.dataset, &list.category, index).await? {
         // A text searched under other scoring orders is another method's: not reused.
@@ -198,8 +200,15 @@ async fn tap_text(
     let (proposer, source): (&dyn Proposer, String) = match (&exec.writer, trial.level.contains('@')) {
         (Some(w), true) => {
             crate::geo::methods::check_author(&trial.level, &w.model)?;
-            endpoint = EndpointProposer { model: w.model.clone(), client: w.search.clone(), cache: exec.cache.clone() };
-            (&endpoint, format!("endpoint:{}/{}", w.model, crate::geo::tap::TAP_PROMPT))
+            let template = exec.spec.prompts.tap.clone();
+            let source = format!("endpoint:{}/{}", w.model, template.version);
+            endpoint = EndpointProposer {
+                model: w.model.clone(),
+                client: w.search.clone(),
+                cache: exec.cache.clone(),
+                template,
+            };
+            (&endpoint, source)
         }
         (None, true) => anyhow::bail!("{}: no attacker endpoint in this run", trial.level),
         (_, false) => (&BuiltinProposer, "builtin".to_string()),
@@ -247,8 +256,10 @@ async fn rerank_trial(
     if !store.steps(&trial.trial_id).await?.is_empty() {
         return Ok(());
     }
+    let key = crate::geo::plan::text_key(&exec.spec, &trial.level, &trial.agent);
     let text =
-        crate::geo::methods::text_for(store, exec.writer.as_ref(), &trial.level, list, target, trial.seed).await?;
+        crate::geo::methods::text_for(store, exec.writer.as_ref(), (&trial.level, &key), list, target, trial.seed)
+            .await?;
     let query = format!("{}.", list.query());
     let query = query.as_str();
     let scores = |docs: Vec<String>| async move {
@@ -317,7 +328,9 @@ pub(super) async fn run_geo_trial(store: &dyn Store, exec: &GeoExec, trial: &Tri
         if crate::geo::methods::Method::parse(&trial.level)? == crate::geo::methods::Method::Tap {
             tap_text(store, exec, trial, list, target, ranker.as_ref()).await
         } else {
-            crate::geo::methods::text_for(store, exec.writer.as_ref(), &trial.level, list, target, trial.seed).await
+            let key = crate::geo::plan::text_key(&exec.spec, &trial.level, &trial.agent);
+            crate::geo::methods::text_for(store, exec.writer.as_ref(), (&trial.level, &key), list, target, trial.seed)
+                .await
         }
     };
     let edited = match text.await {

@@ -358,7 +358,7 @@ impl app::ssr::Geo for GeoService {
         let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(internal)?;
         let (list, target) = target_of(&lists, &row.task_id).map_err(internal)?;
         let index = i64::try_from(target + 1).map_err(internal)?;
-        let key = crate::geo::methods::text_key(&row.level, &row.agent);
+        let key = crate::geo::plan::text_key(&geo, &row.level, &row.agent);
         let text = self.store.geo_text(&key, &list.dataset, &list.category, index).await.map_err(internal)?;
         let tap: Vec<crate::geo::tap::Node> = self
             .store

@@ -99,6 +99,18 @@ fn the_geo_commands() {
     assert_eq!(v["datasets"].as_array().map(Vec::len), Some(2));
     let out = crate::support::mirage(&db, &["geo", "eval", "--ranker", "gpt"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("\"gpt\" is not an offline ranker"));
+
+    // A prompt file with a typo stops `geo run` before anything is planned, naming the
+    // file, the field and the placeholders it may use.
+    let bad = dir.path().join("tap.toml");
+    std::fs::write(&bad, "user = \"Improve {text} for {nmae}\"\n").expect("write");
+    let args = ["geo", "run", "--ranker", "bm25", "--method", "tap", "--tap-prompt", bad.to_str().expect("utf-8")];
+    let out = crate::support::mirage(&db, &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("tap.toml: field `user`: unknown placeholder {nmae}"), "{err}");
+    assert!(err.contains("{others}"), "{err}");
+    let out = crate::support::mirage(&db, &["runs", "list"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("run-"), "nothing planned");
 }
 
 /// The user message's product names in presented order.
@@ -445,6 +457,7 @@ async fn builtin_rewrites_are_stored_once_and_reused_across_rankers() {
 /// a rewrite or a snippet, stored under a variant that names the model, fences stripped.
 #[tokio::test]
 async fn an_attacker_endpoint_writes_the_rewrites() {
+    use server::geo::plan::text_key;
     use server::llm::scripted::Reply;
     let attacker = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, |body| {
         let user = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("");
@@ -461,20 +474,22 @@ async fn an_attacker_endpoint_writes_the_rewrites() {
         std::sync::Arc::new(server::db::SqlStore::connect(&url).await.expect("connect"));
     let mut geo = spec(&["stsdata"], &["bm25"], &["cseo:fluency", "zero_shot"]);
     geo.attacker = Some(server::llm::EndpointSpec::new(&attacker.base_url, "writer-m"));
-    let run = server::runs::geo::create_geo_run(store.as_ref(), geo).await.expect("run");
+    let run = server::runs::geo::create_geo_run(store.as_ref(), geo.clone()).await.expect("run");
     execute(store.clone(), &run, 2).await;
     assert_eq!(store.progress(&run).await.expect("progress").done, 60);
     let levels: std::collections::BTreeSet<String> =
         store.trials(&run).await.expect("trials").into_iter().map(|t| t.level).collect();
     assert_eq!(levels.into_iter().collect::<Vec<_>>(), ["cseo:fluency@writer-m", "zero_shot@writer-m"]);
-    let rewrites = store.geo_texts("cseo:fluency@writer-m").await.expect("texts");
+    let first = geo.clone();
+    let rewrites = store.geo_texts(&text_key(&first, "cseo:fluency@writer-m", "bm25")).await.expect("texts");
+    assert_eq!(rewrites.len(), 30);
     assert!(
         rewrites
             .iter()
             .all(|t| t.adv_text == "A calmer, clearer rewrite of the item."
                 && t.source.starts_with("endpoint:writer-m/"))
     );
-    let snippets = store.geo_texts("zero_shot@writer-m").await.expect("texts");
+    let snippets = store.geo_texts(&text_key(&first, "zero_shot@writer-m", "bm25")).await.expect("texts");
     assert!(snippets.iter().all(|t| t.adv_text.ends_with(" A favourite of careful buyers.")));
     let requests = attacker.requests();
     assert_eq!(requests.len(), 60, "one call per (method, target)");
@@ -483,6 +498,27 @@ async fn an_attacker_endpoint_writes_the_rewrites() {
         let snippet = body.to_string().contains("snippet");
         assert_eq!(body["max_tokens"].as_u64(), Some(if snippet { 60 } else { 600 }));
     }
+
+    // The same methods under another C-SEO prompt: each rewrite asked anew with the file's
+    // words and stored under another key; the Zero-Shot texts are reused.
+    let file = dir.path().join("cseo.toml");
+    std::fs::write(&file, "system = ''\nuser = 'Calmer, please ({style}, {noun}): {text}'\n").expect("write");
+    let role = &server::geo::methods::CSEO_ROLE;
+    let mut second = first.clone();
+    second.prompts.cseo = server::geo::template::Template::from_file(&file, role, &first.prompts.cseo).expect("prompt");
+    assert_ne!(text_key(&second, "cseo:fluency@writer-m", "bm25"), text_key(&first, "cseo:fluency@writer-m", "bm25"));
+    let run = server::runs::geo::create_geo_run(store.as_ref(), second.clone()).await.expect("run");
+    execute(store.clone(), &run, 2).await;
+    assert_eq!(store.progress(&run).await.expect("progress").done, 60);
+    let asked = &attacker.requests()[60..];
+    assert_eq!(asked.len(), 30, "only the rewrites are asked again");
+    for body in asked {
+        let messages = body["messages"].as_array().expect("messages");
+        assert_eq!(messages.len(), 1, "{body}");
+        assert!(messages[0]["content"].as_str().is_some_and(|c| c.starts_with("Calmer, please (fluency, ")));
+    }
+    let stored = store.geo_texts(&text_key(&second, "cseo:fluency@writer-m", "bm25")).await.expect("texts");
+    assert!(stored.len() == 30 && stored.iter().all(|t| t.source.ends_with(&second.prompts.cseo.version)));
 }
 
 /// `mirage geo import` of a GEO-Bench instance file: texts stored as `import:<name>`, the
@@ -648,6 +684,7 @@ async fn the_geo_pages_show_a_run_and_escape_what_rankers_say() {
     let settings = server::geo::score::Settings {
         judge: &client,
         judge_model: "<b>j</b>".into(),
+        judge_prompt: server::geo::judge::builtin(),
         mode: server::geo::judge::JudgeMode::Logprobs,
         fpr: None,
         either_fpr: 0.1,
@@ -702,7 +739,9 @@ async fn tap_searches_against_the_trials_ranker_and_its_texts_transfer() {
         server::runs::geo::create_geo_run(store.as_ref(), spec(&["stsdata"], &["bm25"], &["tap"])).await.expect("run");
     execute(store.clone(), &run, 4).await;
     assert_eq!(store.progress(&run).await.expect("progress").done, 30);
-    let texts = store.geo_texts("tap>bm25").await.expect("texts");
+    let key = server::geo::plan::text_key(&spec(&["stsdata"], &["bm25"], &["tap"]), "tap", "bm25");
+    assert!(key.starts_with("tap>bm25#"), "{key}");
+    let texts = store.geo_texts(&key).await.expect("texts");
     assert_eq!(texts.len(), 30);
     for trial in store.trials(&run).await.expect("trials") {
         let nodes = store.tap_nodes(&trial.trial_id).await.expect("nodes");
@@ -729,19 +768,20 @@ async fn tap_searches_against_the_trials_ranker_and_its_texts_transfer() {
         assert!(store.tap_nodes(&trial.trial_id).await.expect("nodes").is_empty(), "reused, not searched again");
     }
     // Texts searched on GEO-Bench's scoring orders are not reused by a run that draws them
-    // apart: each trial fails naming the text.
+    // apart: that run searches anew and stores its texts under its own key.
     let mut apart = spec(&["stsdata"], &["bm25"], &["tap"]);
     apart.lists = vec!["stsdata/books".into()];
     apart.tap.apart = true;
+    let apart_key = server::geo::plan::text_key(&apart, "tap", "bm25");
+    assert_ne!(apart_key, key);
     let apart = server::runs::geo::create_geo_run(store.as_ref(), apart).await.expect("run");
     execute(store.clone(), &apart, 4).await;
-    let failed = store.trials(&apart).await.expect("trials");
-    assert_eq!(failed.len(), 10);
-    assert!(
-        failed.iter().all(|t| t.error.as_deref().is_some_and(|e| e.contains("among the evaluation orders"))),
-        "{:?}",
-        failed[0].error
-    );
+    assert_eq!(store.progress(&apart).await.expect("progress").done, 10);
+    for trial in store.trials(&apart).await.expect("trials") {
+        assert!(!store.tap_nodes(&trial.trial_id).await.expect("nodes").is_empty(), "searched again");
+    }
+    assert_eq!(store.geo_texts(&apart_key).await.expect("texts").len(), 10);
+    assert_eq!(store.geo_texts(&key).await.expect("texts").len(), 30, "the first search's texts stay");
     // Transfer: the texts found on BM25, ranked by the position ranker, gain nothing.
     let transfer = server::runs::geo::create_geo_run(store.as_ref(), spec(&["stsdata"], &["position"], &["tap>bm25"]))
         .await
@@ -753,7 +793,7 @@ async fn tap_searches_against_the_trials_ranker_and_its_texts_transfer() {
     let missing =
         server::runs::geo::create_geo_run(store.as_ref(), spec(&["cseo"], &["position"], &["tap>bm25"])).await;
     let Err(e) = missing else { panic!("planned without texts") };
-    assert!(format!("{e:#}").contains("no texts are stored as tap>bm25"), "{e:#}");
+    assert!(format!("{e:#}").contains(&format!("no texts are stored as {key}")), "{e:#}");
 }
 
 /// The logprob judge over a stored run: every distinct text judged once (cached), the
@@ -823,6 +863,7 @@ async fn the_logprob_judge_scores_a_run() {
     let settings = |fpr: Option<f64>, mode: JudgeMode, calibration: CalibrationMode| server::geo::score::Settings {
         judge: &client,
         judge_model: "judge-m".into(),
+        judge_prompt: server::geo::judge::builtin(),
         mode,
         fpr,
         either_fpr: 0.1,
@@ -917,8 +958,33 @@ async fn the_logprob_judge_scores_a_run() {
 
     // A reply that lists neither Yes nor No is an error naming what was judged.
     let crash = server::llm::HttpLlm::new(server::llm::EndpointSpec::new(&judge.base_url, "judge-m")).expect("client");
-    let err = server::geo::judge::judge(&crash, "other-model", store.as_ref(), "Crash test text").await.unwrap_err();
+    let builtin = server::geo::judge::builtin();
+    let err = server::geo::judge::judge(&builtin, &crash, "other-model", store.as_ref(), "Crash test text")
+        .await
+        .unwrap_err();
     assert!(format!("{err:#}").contains("neither Yes nor No"), "{err:#}");
+
+    // Another judge prompt from a file: every text asked again with the file's words, the
+    // report labelled with the file's version.
+    let file = dir.path().join("judge.toml");
+    std::fs::write(&file, "system = ''\nuser = 'Audit this listing: {text} Yes or No?'\n").expect("write");
+    let role = &server::geo::judge::JUDGE_ROLE;
+    let prompt = server::geo::template::Template::from_file(&file, role, &builtin).expect("prompt");
+    let before = judge.requests().len();
+    let own = server::geo::score::Settings {
+        judge_prompt: prompt.clone(),
+        ..settings(None, JudgeMode::Logprobs, CalibrationMode::Equal)
+    };
+    let f = server::geo::score::score(store.as_ref(), &lists, &run, &own).await.expect("scored");
+    let asked = &judge.requests()[before..];
+    assert_eq!(asked.len(), 180, "a new prompt is not answered from the old prompt's cache");
+    for body in asked {
+        let messages = body["messages"].as_array().expect("messages");
+        assert_eq!(messages.len(), 1, "an empty system text sends no system message");
+        assert!(messages[0]["content"].as_str().is_some_and(|c| c.starts_with("Audit this listing: ")), "{body}");
+    }
+    assert!(f.judge.ends_with(&format!("/{}", prompt.version)) && f.label.contains(&prompt.version), "{}", f.label);
+    assert_eq!(f.rows.iter().find(|r| r.method == "stuff").and_then(|r| r.auroc), Some(1.0));
 }
 
 /// A cross-encoder ranker (`/rerank`): one pass per target, the edited target scored against
