@@ -73,6 +73,8 @@ pub struct GeoRho {
     pub rho: Option<f64>,
     /// The methods both have.
     pub methods: usize,
+    /// TAP rows paired with their transfer row (`tap@A ~ tap>A@B`).
+    pub paired: Vec<String>,
 }
 
 /// One target's outcome, for the targets table.
@@ -103,6 +105,8 @@ pub struct GeoView {
     /// Orders and trials with a ranker call that failed after its retries.
     pub failed_orders: usize,
     pub failed_trials: usize,
+    /// The stored lists differ from those the run was planned on (originals adopted since).
+    pub lists_changed: bool,
     /// Variants with no scored target.
     pub empty: Vec<GeoEmpty>,
     /// The run's reading of replies, the one compared with it, and the numbered lines the
@@ -173,6 +177,18 @@ pub struct GeoDetectRow {
     pub ppl_flagged: f64,
     pub nrg_after_ppl: f64,
     pub ppl_r: Option<f64>,
+    /// Each filter's effect with intervals (empty for a report stored before them).
+    pub filters: Vec<GeoFilterEffect>,
+}
+
+/// What one filter leaves of a (ranker, method), with 95 % intervals.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoFilterEffect {
+    /// `keyword`, `judge`, `either` or `perplexity`.
+    pub filter: String,
+    pub flagged: Est,
+    pub nrg_after: Est,
+    pub promoted_and_passed: Est,
 }
 
 /// One order of a target: where the target was shown and its parsed ranks and replies.

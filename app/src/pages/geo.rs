@@ -50,7 +50,10 @@ fn RhoMatrix(names: Vec<String>, rhos: Vec<GeoRho>, caption: String) -> impl Int
         }
         rhos.iter().find(|r| (&r.a == a && &r.b == b) || (&r.a == b && &r.b == a)).map_or_else(
             || "–".into(),
-            |r| format!("{} (n={})", r.rho.map_or_else(|| "–".to_string(), fmt3), r.methods),
+            |r| {
+                let paired = if r.paired.is_empty() { String::new() } else { format!("; {}", r.paired.join(", ")) };
+                format!("{} (n={}{paired})", r.rho.map_or_else(|| "–".to_string(), fmt3), r.methods)
+            },
         )
     };
     view! {
@@ -121,6 +124,24 @@ fn detection(d: &GeoDetectionView) -> AnyView {
                 }).collect_view()}
             </tbody>
         </table>
+        {d.rows.iter().any(|r| !r.filters.is_empty()).then(|| view! {
+            <table class="report geo-filter-intervals">
+                <caption>"What each filter leaves, with 95% list-cluster intervals"</caption>
+                <thead><tr>
+                    <th>"ranker"</th><th>"method"</th><th>"filter"</th><th>"flagged"</th><th>"NRG left"</th>
+                    <th>"promoted and passed"</th>
+                </tr></thead>
+                <tbody>
+                    {d.rows.iter().flat_map(|r| r.filters.iter().map(move |f| view! {
+                        <tr>
+                            <td>{r.ranker.clone()}</td><td>{r.method.clone()}</td><td>{f.filter.clone()}</td>
+                            <EstCell est=Some(f.flagged)/><EstCell est=Some(f.nrg_after)/>
+                            <EstCell est=Some(f.promoted_and_passed)/>
+                        </tr>
+                    })).collect_view()}
+                </tbody>
+            </table>
+        })}
         <figure class="plot geo-scatter" inner_html=d.scatter.clone()></figure>
         <p class="muted">"Each point is a method under a ranker: its NRG with the 95% interval against how well the \
             judge tells its edits from the originals. Red points keep some gain after the judge."</p>
@@ -176,6 +197,11 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                 "Replies read with the {} parser; the {} reading attributes {} of {} numbered lines to a different name.",
                 v.parser, v.compared_parser, v.lines_read_differently, v.lines
             )}</p>
+        })}
+        {v.lists_changed.then(|| view! {
+            <p class="notice geo-lists-changed">"The lists differ from those this run was planned on (GEO-Bench \
+                originals adopted since?): its replies ranked other originals than the ones PPL-R and the keyword \
+                flags read now. Plan a new run to compare like with like."</p>
         })}
         {(v.failed_orders > 0).then(|| view! {
             <p class="notice geo-failed">{format!(

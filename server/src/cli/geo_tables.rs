@@ -297,7 +297,12 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
                 for r in report.spearman.iter().chain(&report.spearman_datasets) {
                     let rho = r.rho.map_or_else(|| "-".to_string(), |x| format!("{x:.3}"));
                     let under = r.ranker.as_ref().map(|k| format!(" under {k}")).unwrap_or_default();
-                    println!("Spearman ρ({}, {}){under} over {} methods: {rho}", r.a, r.b, r.methods);
+                    let paired = if r.paired.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (TAP paired with its transfer: {})", r.paired.join(", "))
+                    };
+                    println!("Spearman ρ({}, {}){under} over {} methods: {rho}{paired}", r.a, r.b, r.methods);
                 }
             }
             other => bail!("--by: {other:?} is not one of method, dataset, ranker, pairs"),
@@ -397,5 +402,23 @@ pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> a
         ]);
     }
     println!("{t}");
+    let cell = |e: &crate::stats::Estimate| format!("{:.3} [{:.3}, {:.3}]", e.mean, e.lo, e.hi);
+    let header = ["ranker", "method", "filter", "flagged", "NRG left", "promoted and passed"];
+    let mut t = table(header.map(String::from).to_vec());
+    for r in &d.rows {
+        for f in &r.filters {
+            t.add_row(vec![
+                r.ranker.clone(),
+                r.method.clone(),
+                f.filter.clone(),
+                cell(&f.flagged),
+                cell(&f.nrg_after),
+                cell(&f.promoted_and_passed),
+            ]);
+        }
+    }
+    println!(
+        "What each filter leaves (equal-dataset means, 95 % list-cluster intervals; a caught edit gains nothing)\n{t}"
+    );
     Ok(())
 }

@@ -10,6 +10,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::data::List;
+use super::methods::Method;
 use super::parse::Parser;
 use super::plan::text_key;
 use super::plan::{GeoSpec, target_of};
@@ -93,6 +94,10 @@ pub struct Rho {
     pub b: String,
     pub rho: Option<f64>,
     pub methods: usize,
+    /// TAP rows paired with their transfer row (`tap` under A with `tap>A` under B), so
+    /// both columns rank the same texts; written `tap@A ~ tap>A@B`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paired: Vec<String>,
 }
 
 /// ρ between two columns of method means over the methods both have.
@@ -111,7 +116,38 @@ fn rho_between(
         b: b.to_string(),
         rho: spearman(&xa, &xb),
         methods: shared.len(),
+        paired: Vec::new(),
     }
+}
+
+/// ρ between two rankers over the methods both ran. A TAP text is searched on each ranker,
+/// so where the run re-ranked one ranker's TAP texts under the other (`tap>A` under B), the
+/// two columns pair `tap` under A with `tap>A` under B: both then rank the same texts.
+fn rho_rankers(a: &str, b: &str, methods: &[&String], mean: impl Fn(&str, &str) -> Option<f64>) -> Rho {
+    let mut shared = Vec::new();
+    let mut paired = Vec::new();
+    for m in methods {
+        let from = |src: &str, dst: &str| {
+            let moved = format!("{m}>{src}");
+            Some(((mean(src, m)?, mean(dst, &moved)?), format!("{m}@{src} ~ {moved}@{dst}")))
+        };
+        let transfers: Vec<((f64, f64), String)> = if Method::parse(m).is_ok_and(|x| x == Method::Tap) {
+            let ab = from(a, b);
+            let ba = from(b, a).map(|((y, x), label)| ((x, y), label));
+            ab.into_iter().chain(ba).collect()
+        } else {
+            Vec::new()
+        };
+        if transfers.is_empty() {
+            shared.extend(mean(a, m).zip(mean(b, m)));
+        }
+        for (pair, label) in transfers {
+            shared.push(pair);
+            paired.push(label);
+        }
+    }
+    let (xa, xb): (Vec<f64>, Vec<f64>) = shared.iter().copied().unzip();
+    Rho { ranker: None, a: a.to_string(), b: b.to_string(), rho: spearman(&xa, &xb), methods: shared.len(), paired }
 }
 
 /// The whole report of a run.
@@ -482,7 +518,7 @@ fn summarise_run(
     let mut rhos = Vec::new();
     for (i, a) in rankers.iter().enumerate() {
         for b in &rankers[i + 1..] {
-            rhos.push(rho_between(None, a, b, &methods, |r, m| {
+            rhos.push(rho_rankers(a, b, &methods, |r, m| {
                 rows.iter().find(|row| row.ranker == r && row.method == m).map(|row| row.summary.nrg.mean)
             }));
         }
@@ -529,4 +565,24 @@ fn summarise_run(
         spearman: rhos,
         spearman_datasets: by_dataset,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tap_pairs_with_the_same_texts_re_ranked_under_the_other_ranker() {
+        let means = [("a", "stuff", 0.5), ("b", "stuff", 0.4), ("a", "tap", 0.9), ("b", "tap", 0.8)];
+        let mut rows: Vec<(&str, &str, f64)> = means.to_vec();
+        rows.extend([("b", "tap>a", 0.1), ("a", "zero_shot", 0.2), ("b", "zero_shot", 0.3)]);
+        let mean = |r: &str, m: &str| rows.iter().find(|x| x.0 == r && x.1 == m).map(|x| x.2);
+        let (stuff, tap, moved, zero) =
+            ("stuff".to_string(), "tap".to_string(), "tap>a".to_string(), "zero_shot".into());
+        let rho = super::rho_rankers("a", "b", &[&stuff, &tap, &moved, &zero], mean);
+        // Pairs: stuff (0.5, 0.4), tap@a ~ tap>a@b (0.9, 0.1), zero_shot (0.2, 0.3).
+        assert_eq!((rho.methods, rho.paired.as_slice()), (3, ["tap@a ~ tap>a@b".to_string()].as_slice()));
+        assert_eq!(rho.rho, Some(-0.5));
+        // Without the transfer row, each ranker's own TAP texts pair as before.
+        let plain = super::rho_rankers("a", "b", &[&stuff, &tap, &zero], |r, m| mean(r, m).filter(|_| m != "tap>a"));
+        assert_eq!((plain.methods, plain.paired.len(), plain.rho), (3, 0, Some(1.0)));
+    }
 }

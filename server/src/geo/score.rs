@@ -23,6 +23,7 @@ use super::plan::text_key;
 use crate::db::Store;
 use crate::detect::{Calibration, EndpointPerplexity, realised};
 use crate::llm::HttpLlm;
+use crate::stats::{Estimate, Obs, bootstrap};
 
 /// The either-filter's default rate on originals.
 pub const EITHER_FPR: f64 = 0.10;
@@ -74,7 +75,30 @@ pub struct DetectionRow {
     pub nrg_after_ppl: f64,
     /// PPL-R under the scoring endpoint (equal-dataset mean of ratios; `None` without one).
     pub ppl_r: Option<f64>,
+    /// Each filter's effect with intervals: keyword, judge, either, perplexity (empty in
+    /// reports stored before intervals were added).
+    #[serde(default)]
+    pub filters: Vec<FilterEffect>,
 }
+
+/// What one filter does to a (ranker, method): the share of edits it flags, the NRG left
+/// when a flagged edit gains nothing, and the share of edits that reach P@0.1 and pass it;
+/// each an equal-dataset mean with a 95 % list-cluster bootstrap interval stratified by
+/// dataset ([`RESAMPLES`] resamples, seed 0).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FilterEffect {
+    /// `keyword`, `judge`, `either` (keyword or judge) or `perplexity`.
+    pub filter: String,
+    pub flagged: Estimate,
+    pub nrg_after: Estimate,
+    pub promoted_and_passed: Estimate,
+}
+
+/// Bootstrap resamples of the filters' intervals.
+pub const RESAMPLES: usize = 5_000;
+
+/// The filters in report order.
+pub const FILTERS: [&str; 4] = ["keyword", "judge", "either", "perplexity"];
 
 /// The judge's (and scorer's) view of one text.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -216,6 +240,8 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
         let mut cols: [Vec<(String, f64)>; 10] = Default::default();
         let mut auc = Vec::new();
         let mut ratios = Vec::new();
+        // Per filter: (flagged, NRG kept, promoted and passed) per target.
+        let mut effects: [[Vec<Obs>; 3]; 4] = Default::default();
         for s in scored {
             let adv = &edited[&(key.clone(), s.list.clone(), s.target)];
             let orig = &originals[&(s.list.clone(), s.target)].1;
@@ -243,6 +269,12 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
             for (c, v) in cols.iter_mut().zip(values) {
                 c.push((s.dataset.clone(), v));
             }
+            for (e, flag) in effects.iter_mut().zip([keyword, judge, either, unnatural]) {
+                let obs = |v: f64| Obs::value(&s.dataset, &s.list, v);
+                e[0].push(obs(f64::from(u8::from(flag))));
+                e[1].push(obs(kept(flag)));
+                e[2].push(obs(f64::from(u8::from(s.result.p_at_0_1 && !flag))));
+            }
             auc.push((s.dataset.clone(), p(adv), true));
             auc.push((s.dataset.clone(), p(orig), false));
         }
@@ -263,6 +295,19 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
             ppl_flagged: m(8),
             nrg_after_ppl: m(9),
             ppl_r: (!ratios.is_empty()).then(|| equal_mean(&ratios)),
+            filters: FILTERS
+                .iter()
+                .zip(&effects)
+                .filter_map(|(name, [flagged, kept, passed])| {
+                    let b = |obs: &[Obs]| bootstrap(obs, RESAMPLES, 0);
+                    Some(FilterEffect {
+                        filter: (*name).to_string(),
+                        flagged: b(flagged)?,
+                        nrg_after: b(kept)?,
+                        promoted_and_passed: b(passed)?,
+                    })
+                })
+                .collect(),
         });
     }
     #[allow(clippy::cast_precision_loss)]

@@ -124,6 +124,16 @@ fn detection_view(d: &Detection, r: &Report) -> anyhow::Result<GeoDetectionView>
                 ppl_flagged: x.ppl_flagged,
                 nrg_after_ppl: x.nrg_after_ppl,
                 ppl_r: x.ppl_r,
+                filters: x
+                    .filters
+                    .iter()
+                    .map(|f| app::model::GeoFilterEffect {
+                        filter: f.filter.clone(),
+                        flagged: est(f.flagged),
+                        nrg_after: est(f.nrg_after),
+                        promoted_and_passed: est(f.promoted_and_passed),
+                    })
+                    .collect(),
             })
             .collect(),
         scatter,
@@ -309,6 +319,7 @@ impl app::ssr::Geo for GeoService {
             unfinished: r.unfinished,
             failed_orders: r.failed_orders,
             failed_trials: r.failed_trials,
+            lists_changed: r.lists_changed,
             parser: r.parser.clone(),
             compared_parser: r.compared_parser.clone(),
             lines_read_differently: r.lines_read_differently,
@@ -339,6 +350,7 @@ impl app::ssr::Geo for GeoService {
                     b: s.b.clone(),
                     rho: s.rho,
                     methods: s.methods,
+                    paired: s.paired.clone(),
                 })
                 .collect(),
             targets,

@@ -695,7 +695,14 @@ async fn the_geo_pages_show_a_run_and_escape_what_rankers_say() {
     let d = server::geo::score::score(app.state.store.as_ref(), &lists, &run, &settings).await.expect("score");
     let (status, body) = app.text(&format!("/geo?run={run}")).await;
     assert_eq!(status, 200, "{body}");
-    for needle in ["judge AUROC", "NRG after judge", "Share of each dataset", "NRG against judge AUROC", "<svg"] {
+    for needle in [
+        "judge AUROC",
+        "NRG after judge",
+        "Share of each dataset",
+        "NRG against judge AUROC",
+        "<svg",
+        "What each filter leaves",
+    ] {
         assert!(body.contains(needle), "{needle}");
     }
     assert!(!body.contains("<b>j</b>") && body.contains("&lt;b&gt;j&lt;/b&gt;"), "the judge's name is escaped");
@@ -895,6 +902,24 @@ async fn the_logprob_judge_scores_a_run() {
         (Some(1.0), 1.0, 0.0, 0.0)
     );
     assert!(stuffed.nrg > 0.45);
+    // Every filter's effect with an interval; the means are the columns above.
+    let names: Vec<&str> = stuffed.filters.iter().map(|f| f.filter.as_str()).collect();
+    assert_eq!(names, ["keyword", "judge", "either", "perplexity"]);
+    for (f, (flagged, left)) in stuffed.filters.iter().zip([
+        (stuffed.keyword_flagged, stuffed.nrg_after_keyword),
+        (stuffed.judge_flagged, stuffed.nrg_after_judge),
+        (stuffed.either_flagged, stuffed.nrg_after_either),
+        (stuffed.ppl_flagged, stuffed.nrg_after_ppl),
+    ]) {
+        assert!((f.flagged.mean - flagged).abs() < 1e-12 && (f.nrg_after.mean - left).abs() < 1e-12, "{f:?}");
+        for e in [f.flagged, f.nrg_after, f.promoted_and_passed] {
+            assert!(e.lo <= e.mean && e.mean <= e.hi && e.n == 90, "{f:?}");
+        }
+    }
+    let either = &stuffed.filters[2];
+    assert!((either.promoted_and_passed.mean - stuffed.promoted_and_passed_either).abs() < 1e-12);
+    let perplexity = &stuffed.filters[3];
+    assert!(perplexity.nrg_after.hi > perplexity.nrg_after.lo, "a real interval: {:?}", stuffed.filters);
     let clean = d.rows.iter().find(|r| r.method == "clean").expect("clean");
     assert_eq!(clean.auroc, Some(0.5), "identical texts cannot be told apart");
     let again = server::geo::score::score(
