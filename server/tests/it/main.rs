@@ -6,6 +6,7 @@ mod cli;
 mod cold;
 mod crash;
 mod dashboard;
+mod docs;
 mod episodes;
 mod geo;
 mod harness;
