@@ -21,3 +21,8 @@ if [[ "$profile" != dev ]] && command -v wasm-opt >/dev/null; then
 fi
 cp style/main.css target/site/pkg/mirage.css
 cp -r public/. target/site/
+# The book, served by the dashboard at /book/ (skipped where mdBook is not installed:
+# `scripts/setup.sh test` installs it).
+if command -v mdbook >/dev/null; then
+  mdbook build docs
+fi

@@ -20,9 +20,8 @@ as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/log" -w \
 export MIRAGE_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$pg_port/postgres"
 
 cargo fmt --all --check
-# The book builds (a page missing from docs/ fails it); its links are checked by the
-# `docs::` integration tests, with the generated CLI reference.
-mdbook build docs
+# build-site.sh built the book (a page missing from docs/ fails it); its links are checked
+# by the `docs::` integration tests, with the generated CLI reference.
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p app --lib --target wasm32-unknown-unknown --no-default-features --features hydrate -- -D warnings
 

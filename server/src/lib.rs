@@ -58,6 +58,7 @@ pub fn router(state: AppState) -> Router {
         .route("/logout", post(http::auth::logout))
         .route("/api/runs/events", get(http::dashboard::events))
         .route("/api/export/{name}", get(http::dashboard::export))
+        .route("/book", get(http::dashboard::book))
         .leptos_routes_with_context(&state, routes, context.clone(), {
             let options = state.leptos_options.clone();
             move || shell(options.clone())

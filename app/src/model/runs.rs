@@ -208,6 +208,22 @@ pub struct NewRun {
     pub annotators: String,
 }
 
+impl NewRun {
+    /// The home page's quick baseline run: the three baseline agents on one shop category
+    /// (24 tasks), clean and at L1 — 144 trials that finish in seconds.
+    pub fn quick() -> NewRun {
+        NewRun {
+            tasks: "WARDROBING".into(),
+            agents: "surface, explorer, oracle".into(),
+            levels: "L0, L1".into(),
+            conditions: "raw".into(),
+            seeds: "0".into(),
+            concurrency: "4".into(),
+            ..NewRun::default()
+        }
+    }
+}
+
 /// A piece of an observation: plain text, or text an interested party controls (named
 /// by its injection point).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -34,7 +34,10 @@ fn Field(
     view! {
         <div class="field" class:invalid=move || error.get().is_some()>
             <label for=id.clone()>{label}</label>
-            <input id=id name=name prop:value=move || value.get() on:input=move |ev| value.set(event_target_value(&ev))
+            // The attribute carries the default into the server-rendered page; the property
+            // follows the signal once hydrated.
+            <input id=id name=name value=value.get_untracked() prop:value=move || value.get()
+                on:input=move |ev| value.set(event_target_value(&ev))
                 aria-describedby=err_id.clone()/>
             <small class="help">{help}</small>
             <span class="field-error" id=err_id role="alert">{move || error.get()}</span>

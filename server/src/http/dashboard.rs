@@ -7,9 +7,10 @@ use app::model::{BoardQuery, BoardRow, Est, HeatQuery, Progress};
 use app::ssr::Insights;
 use axum::Json;
 use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
 use axum::http::header;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
 
@@ -428,4 +429,36 @@ pub async fn pin_run(
         to.push_str(p);
     }
     axum::response::Redirect::to(&to).into_response()
+}
+
+/// `/book`: the book in `docs/` where it was built beside the dashboard's files
+/// (`scripts/build-site.sh` builds it when mdBook is installed), else a page saying how
+/// to build it. Its pages are served as static files under `/book/`.
+pub async fn book(State(state): State<AppState>) -> Response {
+    let root = std::path::Path::new(state.leptos_options.site_root.as_ref());
+    if root.join("book/index.html").is_file() {
+        return Redirect::to("/book/index.html").into_response();
+    }
+    let page = maud::html! {
+        (maud::DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { "The book · Mirage" }
+                link rel="stylesheet" href="/pkg/mirage.css";
+            }
+            body {
+                header class="topbar" { a class="brand" href="/" { "Mirage" } }
+                main class="content" {
+                    h1 { "The book is not built here" }
+                    p {
+                        "The book lives in " code { "docs/" } " of the repository (Markdown you can read as it is). "
+                        "To serve it here, install mdBook and build it beside the dashboard's files:"
+                    }
+                    pre { "scripts/setup.sh test     # installs mdBook among the test tools\nscripts/build-site.sh     # builds the dashboard's files and the book" }
+                }
+            }
+        }
+    };
+    (StatusCode::NOT_FOUND, axum::response::Html(page.into_string())).into_response()
 }
