@@ -247,3 +247,9 @@ pub async fn get_geo(
 pub async fn get_geo_target(trial: String) -> Result<crate::model::GeoTargetView, AppError> {
     crate::ssr::respond(async move { crate::ssr::services()?.geo.target(trial).await }).await
 }
+
+/// Two runs or configurations (`RUN` or `RUN:CONFIG`) compared trial by trial.
+#[server(endpoint = "get_compare")]
+pub async fn get_compare(a: String, b: String) -> Result<crate::model::Comparison, AppError> {
+    crate::ssr::respond(async move { crate::ssr::services()?.compare.compare(a, b).await }).await
+}

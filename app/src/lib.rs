@@ -73,6 +73,7 @@ pub fn App() -> impl IntoView {
                     <A href="/robustness">"Robustness"</A>
                     <A href="/heatmaps">"Heatmaps"</A>
                     <A href="/report">"Report"</A>
+                    <A href="/compare">"Compare"</A>
                     <A href="/geo">"GEO ranking"</A>
                     <A href="/annotate">"Annotate"</A>
                     <A href="/search">"Search"</A>
@@ -96,6 +97,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/robustness") view=pages::RobustnessPage/>
                     <Route path=path!("/heatmaps") view=pages::HeatmapsPage/>
                     <Route path=path!("/report") view=pages::ReportPage/>
+                    <Route path=path!("/compare") view=pages::ComparePage/>
+                    <Route path=path!("/compare/trials") view=pages::CompareTrialsPage/>
                     <Route path=path!("/definitions") view=pages::DefinitionsPage/>
                     <Route path=path!("/geo") view=pages::GeoPage/>
                     <Route path=path!("/geo/trials/:trial") view=pages::GeoTargetPage/>

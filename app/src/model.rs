@@ -75,12 +75,14 @@ pub struct TaskDetail {
 }
 
 mod annotate;
+mod compare;
 mod geo;
 mod insights;
 mod report;
 mod runs;
 
 pub use annotate::*;
+pub use compare::*;
 pub use geo::*;
 pub use insights::*;
 pub use report::*;

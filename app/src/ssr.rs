@@ -58,6 +58,13 @@ pub trait Insights: Send + Sync {
     async fn report(&self, run: Option<String>) -> Result<crate::model::ReportView, AppError>;
 }
 
+/// Two runs or configurations compared trial by trial.
+#[async_trait::async_trait]
+pub trait Compare: Send + Sync {
+    /// `a` and `b` are `RUN` or `RUN:CONFIG`; differences are b − a.
+    async fn compare(&self, a: String, b: String) -> Result<crate::model::Comparison, AppError>;
+}
+
 /// The annotation queue.
 #[async_trait::async_trait]
 pub trait Annotate: Send + Sync {
@@ -126,6 +133,7 @@ pub struct Services {
     pub corpus: Arc<dyn Corpus>,
     pub runs: Arc<dyn Runs>,
     pub insights: Arc<dyn Insights>,
+    pub compare: Arc<dyn Compare>,
     pub annotate: Arc<dyn Annotate>,
     pub search: Arc<dyn Search>,
     pub geo: Arc<dyn Geo>,

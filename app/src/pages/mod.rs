@@ -1,6 +1,7 @@
 //! Route components. Each page reads its state from the URL, so every view can be shared.
 
 mod annotate;
+mod compare;
 mod definitions;
 mod geo;
 mod geo_target;
@@ -19,6 +20,7 @@ mod team;
 mod trajectory;
 
 pub use annotate::{AnnotateItemPage, AnnotatePage};
+pub use compare::{ComparePage, CompareTrialsPage};
 pub use definitions::DefinitionsPage;
 pub use geo::GeoPage;
 pub use geo_target::GeoTargetPage;

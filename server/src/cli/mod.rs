@@ -2,6 +2,7 @@
 //! beside the code that runs them. Commands parse and print; the work is done by the
 //! library modules they call.
 
+mod compare;
 mod corpus;
 mod geo;
 mod geo_tables;
@@ -61,6 +62,10 @@ pub enum Command {
     /// The MIRAGE paper's tables for a stored run: per configuration and domain, Hint − Raw
     /// deltas, per category, ranking checks, appeals.
     Report(Box<report::ReportArgs>),
+    /// Two runs, or two configurations (`RUN:CONFIG`), trial by trial: trials paired by
+    /// task, condition, level and seed, each metric's difference b − a with a paired
+    /// bootstrap interval and Holm-adjusted p, and the verdicts that changed.
+    Compare(Box<compare::CompareArgs>),
     /// Manipulation levels: see what an interested party's text becomes.
     Manip {
         #[command(subcommand)]
@@ -114,6 +119,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Score(args) => score::score(store, *args).await,
         Command::Label(args) => score::label(store.as_ref(), args).await,
         Command::Report(args) => report::run(store, *args).await,
+        Command::Compare(args) => compare::run(store, *args).await,
         Command::Replay(args) => replay::replay(store, args).await,
         Command::Corpus { command } => {
             seed_if_empty(store.as_ref()).await?;

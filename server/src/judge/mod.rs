@@ -7,6 +7,7 @@
 
 pub mod aggregate;
 pub mod claims;
+pub mod compare;
 pub mod label_judge;
 pub mod labels;
 pub mod metric;

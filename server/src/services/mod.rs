@@ -1,6 +1,7 @@
 //! Implements the ports of `app::ssr` on top of the world and the store.
 
 pub mod annotate;
+pub mod compare;
 pub mod effects;
 pub mod execution;
 pub mod geo;
@@ -55,6 +56,7 @@ pub fn services(parts: Parts) -> Services {
             executor,
         }),
         insights: insights.clone(),
+        compare: insights.clone(),
         search: Arc::new(SearchService { index: search }),
         annotate: Arc::new(annotate::AnnotateService { store, world, insights }),
         geo,

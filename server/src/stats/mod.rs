@@ -110,6 +110,11 @@ fn replicates(clusters: &Clusters, resamples: usize, seed: u64) -> Vec<f64> {
     reps
 }
 
+/// The equal-domain-weight mean alone (each domain's ratio of sums, then their mean).
+pub fn mean(obs: &[Obs]) -> Option<f64> {
+    Clusters::of(obs).estimate()
+}
+
 /// The equal-domain-weight mean with a 95 % clustered-bootstrap percentile interval.
 /// `None` without observations.
 pub fn bootstrap(obs: &[Obs], resamples: usize, seed: u64) -> Option<Estimate> {

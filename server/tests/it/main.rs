@@ -4,6 +4,7 @@
 mod adoption;
 mod cli;
 mod cold;
+mod compare;
 mod crash;
 mod dashboard;
 mod docs;

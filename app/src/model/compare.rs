@@ -1,0 +1,59 @@
+//! Two runs or configurations compared trial by trial (`mirage compare`, `/compare`): one
+//! definition for the server and the page.
+
+use serde::{Deserialize, Serialize};
+
+/// A difference with its 95 % interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Diff {
+    pub mean: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// One metric on the paired trials.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MetricDiff {
+    pub metric: String,
+    /// a's and b's equal-domain means over the pairs that have the metric.
+    pub a: f64,
+    pub b: f64,
+    /// b − a.
+    pub diff: Diff,
+    /// Holm-adjusted over the metrics compared.
+    pub p: f64,
+    /// Pairs that have the metric on both sides.
+    pub n: usize,
+}
+
+/// A pair whose verdicts differ.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Changed {
+    pub task_id: String,
+    pub agent: String,
+    pub level: String,
+    pub condition: String,
+    pub seed: i64,
+    pub a_trial: String,
+    pub b_trial: String,
+    pub a_verdict: Option<String>,
+    pub b_verdict: Option<String>,
+    /// `improvement` or `regression` by Acc_dec (default tier), else `changed`.
+    pub direction: String,
+}
+
+/// The comparison of a against b.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub a: String,
+    pub b: String,
+    pub pairs: usize,
+    /// Trials of each side left unpaired (no trial of the other side under the same key).
+    pub unpaired_a: usize,
+    pub unpaired_b: usize,
+    /// Paired trials that ended in error, on each side (they stay in every mean).
+    pub errors_a: usize,
+    pub errors_b: usize,
+    pub metrics: Vec<MetricDiff>,
+    pub changed: Vec<Changed>,
+}

@@ -1,0 +1,141 @@
+//! Two runs (or two configurations) compared trial by trial: trials are paired by (task,
+//! condition, level, seed) — and by configuration when whole runs with the same
+//! configurations are compared — and each per-trial metric's difference b − a is the
+//! equal-domain mean over the pairs where both trials have the metric, with a paired
+//! bootstrap interval clustered by scenario family and a Holm-adjusted p over the metrics.
+//! A trial that ended in error stays paired and scores as the metric says (0 on Acc_dec).
+//! The difference equals b's mean minus a's mean over the same pairs.
+
+use std::collections::BTreeMap;
+
+pub use app::model::{Changed, Comparison, Diff, MetricDiff};
+
+use super::TrialScore;
+use super::metric::{Metric, contribution};
+use crate::stats::{self, Obs};
+
+/// The per-trial metrics compared, in report order (the twin-based ones, such as
+/// robustness, need both members of a pair and are read on the leaderboard).
+pub const COMPARED: [Metric; 14] = [
+    Metric::AccDec,
+    Metric::AccDecStrict,
+    Metric::AccDecLoose,
+    Metric::AccInv,
+    Metric::EInv,
+    Metric::AccRsn,
+    Metric::QEv,
+    Metric::Hallucination,
+    Metric::FabricatedUrl,
+    Metric::SyntheticDetail,
+    Metric::Exposure,
+    Metric::Adoption,
+    Metric::Verification,
+    Metric::Recovery,
+];
+
+type Key<'a> = (&'a str, &'a str, &'a str, &'a str, i64);
+
+fn keyed<'a>(
+    side: &[&'a TrialScore],
+    with_agent: bool,
+    name: &str,
+) -> anyhow::Result<BTreeMap<Key<'a>, &'a TrialScore>> {
+    let mut out = BTreeMap::new();
+    for s in side {
+        let agent = if with_agent { s.agent.as_str() } else { "" };
+        let key = (agent, s.task_id.as_str(), s.condition.as_str(), s.level.as_str(), s.seed);
+        if let Some(other) = out.insert(key, *s) {
+            anyhow::bail!(
+                "{name}: trials {} and {} share task {}, level {}, condition {} and seed {}: name one configuration \
+                 (RUN:CONFIG) to compare",
+                other.trial_id,
+                s.trial_id,
+                s.task_id,
+                s.level,
+                s.condition,
+                s.seed
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Compares `b` with `a`. `with_agent` pairs by configuration as well (whole runs).
+pub fn compare(
+    (a_name, a): (&str, &[&TrialScore]),
+    (b_name, b): (&str, &[&TrialScore]),
+    with_agent: bool,
+    resamples: usize,
+    seed: u64,
+) -> anyhow::Result<Comparison> {
+    let (ka, kb) = (keyed(a, with_agent, a_name)?, keyed(b, with_agent, b_name)?);
+    let pairs: Vec<(&TrialScore, &TrialScore)> =
+        ka.iter().filter_map(|(k, sa)| kb.get(k).map(|sb| (*sa, *sb))).collect();
+    let mut metrics = Vec::new();
+    let mut ps = Vec::new();
+    for (i, metric) in COMPARED.into_iter().enumerate() {
+        let (mut xa, mut xb, mut diffs) = (Vec::new(), Vec::new(), Vec::new());
+        for (sa, sb) in &pairs {
+            let (Some((va, 1.0)), Some((vb, 1.0))) = (contribution(sa, metric), contribution(sb, metric)) else {
+                continue;
+            };
+            xa.push(Obs::value(&sa.domain, &sa.family, va));
+            xb.push(Obs::value(&sa.domain, &sa.family, vb));
+            diffs.push(Obs::value(&sa.domain, &sa.family, vb - va));
+        }
+        let seed = seed.wrapping_add(u64::try_from(i).unwrap_or(0));
+        let (Some(ea), Some(eb), Some(p)) =
+            (stats::mean(&xa), stats::mean(&xb), stats::paired(&diffs, resamples, seed))
+        else {
+            continue;
+        };
+        ps.push(p.p);
+        metrics.push(MetricDiff {
+            metric: metric.as_str().to_string(),
+            a: ea,
+            b: eb,
+            diff: Diff { mean: p.diff.mean, lo: p.diff.lo, hi: p.diff.hi },
+            p: p.p,
+            n: diffs.len(),
+        });
+    }
+    for (m, p) in metrics.iter_mut().zip(stats::holm(&ps)) {
+        m.p = p;
+    }
+    let changed = pairs
+        .iter()
+        .filter(|(sa, sb)| sa.verdict != sb.verdict)
+        .map(|(sa, sb)| {
+            let score = |s: &TrialScore| s.acc_dec.map_or(0.0, |d| d.default);
+            let direction = match score(sb).total_cmp(&score(sa)) {
+                std::cmp::Ordering::Greater => "improvement",
+                std::cmp::Ordering::Less => "regression",
+                std::cmp::Ordering::Equal => "changed",
+            };
+            Changed {
+                task_id: sa.task_id.clone(),
+                agent: if with_agent { sa.agent.clone() } else { format!("{} → {}", sa.agent, sb.agent) },
+                level: sa.level.clone(),
+                condition: sa.condition.clone(),
+                seed: sa.seed,
+                a_trial: sa.trial_id.clone(),
+                b_trial: sb.trial_id.clone(),
+                a_verdict: sa.verdict.clone(),
+                b_verdict: sb.verdict.clone(),
+                direction: direction.to_string(),
+            }
+        })
+        .collect();
+    let failed = |s: &TrialScore| s.status == "error";
+    Ok(Comparison {
+        a: a_name.to_string(),
+        b: b_name.to_string(),
+        pairs: pairs.len(),
+        unpaired_a: ka.len() - pairs.len(),
+        unpaired_b: kb.len() - pairs.len(),
+        errors_a: pairs.iter().filter(|(sa, _)| failed(sa)).count(),
+        errors_b: pairs.iter().filter(|(_, sb)| failed(sb)).count(),
+        metrics,
+        changed,
+    })
+}

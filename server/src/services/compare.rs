@@ -1,0 +1,50 @@
+//! The compare port: two runs or configurations trial by trial, from the runs' cached
+//! scores (see `judge::compare`).
+
+use app::error::AppError;
+use app::model::Comparison;
+
+use super::insights::InsightsService;
+use crate::judge::TrialScore;
+
+/// Bootstrap resamples of the page's intervals (as on the command line).
+const RESAMPLES: usize = crate::stats::RESAMPLES;
+
+#[async_trait::async_trait]
+impl app::ssr::Compare for InsightsService {
+    async fn compare(&self, a: String, b: String) -> Result<Comparison, AppError> {
+        let invalid = |field: &str, message: String| AppError::Invalid { field: field.into(), message };
+        let split = |side: &str| {
+            let side = side.trim().to_string();
+            match side.split_once(':') {
+                Some((run, config)) => (run.to_string(), Some(config.to_string()), side.clone()),
+                None => (side.clone(), None, side),
+            }
+        };
+        let (sides, mut scores) = ([split(&a), split(&b)], Vec::new());
+        for ((run, config, name), field) in sides.iter().zip(["a", "b"]) {
+            if run.is_empty() {
+                return Err(invalid(field, "name a run (RUN) or a configuration of one (RUN:CONFIG)".into()));
+            }
+            let all = self.scores(run).await?;
+            let chosen: Vec<TrialScore> = match config {
+                Some(c) if !all.iter().any(|s| &s.agent == c) => {
+                    return Err(invalid(field, format!("{name}: run {run} has no configuration {c:?}")));
+                }
+                Some(c) => all.iter().filter(|s| &s.agent == c).cloned().collect(),
+                None => all.to_vec(),
+            };
+            scores.push(chosen);
+        }
+        let with_agent = sides.iter().all(|(_, c, _)| c.is_none());
+        let names = (sides[0].2.clone(), sides[1].2.clone());
+        tokio::task::spawn_blocking(move || {
+            let (ra, rb): (Vec<&TrialScore>, Vec<&TrialScore>) =
+                (scores[0].iter().collect(), scores[1].iter().collect());
+            crate::judge::compare::compare((&names.0, &ra), (&names.1, &rb), with_agent, RESAMPLES, 0)
+                .map_err(|e| invalid("b", format!("{e:#}")))
+        })
+        .await
+        .map_err(super::internal)?
+    }
+}

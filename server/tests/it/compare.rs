@@ -1,0 +1,88 @@
+//! `mirage compare` and `/compare`: two configurations of one run, trial by trial.
+
+use crate::support::{TestApp, mirage_beside};
+
+/// The quick baseline run through the server, finished.
+async fn quick_run(app: &TestApp) -> String {
+    let quick = app::model::NewRun::quick();
+    let form = [
+        ("form[tasks]", quick.tasks.as_str()),
+        ("form[agents]", quick.agents.as_str()),
+        ("form[levels]", quick.levels.as_str()),
+        ("form[conditions]", quick.conditions.as_str()),
+        ("form[seeds]", quick.seeds.as_str()),
+        ("form[concurrency]", quick.concurrency.as_str()),
+        ("form[replay]", ""),
+        ("form[annotators]", ""),
+    ];
+    let (status, id) = app.call("start_run", &form).await;
+    assert_eq!(status, 200, "{id}");
+    let run = id.trim_matches('"').to_string();
+    let started = std::time::Instant::now();
+    while app.state.store.progress(&run).await.expect("progress").done < 144 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the quick run takes seconds");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    run
+}
+
+/// The CLI's JSON: pairs, each difference b − a of the sides' own means on the paired
+/// trials (checked against the per-trial scores `mirage score` prints), the verdicts that
+/// changed with their direction; the page shows the same and the side-by-side view aligns
+/// the two trials turn by turn; a bad side is named.
+#[tokio::test]
+async fn two_configurations_compared_trial_by_trial() {
+    let app = TestApp::start().await;
+    let run = quick_run(&app).await;
+    let (a, b) = (format!("{run}:surface"), format!("{run}:explorer"));
+    let out = mirage_beside(&app.db, &["compare", &a, &b, "--json", "--resamples", "500"]).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!((c["a"].as_str(), c["b"].as_str(), c["pairs"].as_u64()), (Some(a.as_str()), Some(b.as_str()), Some(48)));
+    // Each side's Acc_dec mean from the per-trial scores (one domain: the plain mean).
+    let out = mirage_beside(&app.db, &["score", "--run", &run, "--json", "--resamples", "10"]).await;
+    let scores: serde_json::Value = serde_json::from_slice(&out.stdout).expect("score json");
+    let mean = |agent: &str| {
+        let xs: Vec<f64> = scores["trials"]
+            .as_array()
+            .expect("trials")
+            .iter()
+            .filter(|t| t["agent"] == agent)
+            .map(|t| t["acc_dec"]["default"].as_f64().expect("acc_dec"))
+            .collect();
+        xs.iter().sum::<f64>() / xs.len() as f64
+    };
+    let acc = c["metrics"].as_array().expect("metrics").iter().find(|m| m["metric"] == "acc_dec").expect("acc_dec");
+    let (ma, mb) = (mean("surface"), mean("explorer"));
+    assert!((acc["a"].as_f64().expect("a") - ma).abs() < 1e-12 && (acc["b"].as_f64().expect("b") - mb).abs() < 1e-12);
+    let diff = &acc["diff"];
+    assert!((diff["mean"].as_f64().expect("diff") - (mb - ma)).abs() < 1e-12, "{acc}");
+    assert!(diff["lo"].as_f64() <= diff["mean"].as_f64() && diff["mean"].as_f64() <= diff["hi"].as_f64());
+    assert!(mb > ma && acc["p"].as_f64().expect("p") < 0.05, "the explorer investigates: {acc}");
+    let changed = c["changed"].as_array().expect("changed");
+    assert!(!changed.is_empty() && changed.iter().all(|x| x["a_verdict"] != x["b_verdict"]));
+    assert!(changed.iter().any(|x| x["direction"] == "improvement"));
+    let first = &changed[0];
+    let (ta, tb) = (first["a_trial"].as_str().expect("a"), first["b_trial"].as_str().expect("b"));
+
+    // The page: the same pairs, the metrics and a side-by-side link per changed verdict.
+    let (status, body) = app.text(&format!("/compare?a={a}&b={b}")).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("48 paired trials") && body.contains("compare-metrics"), "{body}");
+    assert!(body.contains(&format!("/compare/trials?a={ta}&amp;b={tb}")), "side by side");
+    let (status, body) = app.text(&format!("/compare/trials?a={ta}&b={tb}")).await;
+    assert_eq!(status, 200);
+    assert!(body.contains(&format!("a: {ta}")) && body.contains(&format!("b: {tb}")), "{body}");
+    assert!(body.contains("diverges"), "the first turn whose actions differ is marked");
+
+    // Whole runs pair by configuration; a run compared with itself changes nothing.
+    let out = mirage_beside(&app.db, &["compare", &run, &run, "--json", "--resamples", "100"]).await;
+    let same: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!((same["pairs"].as_u64(), same["changed"].as_array().map(Vec::len)), (Some(144), Some(0)));
+    // Mistakes are named.
+    let out = mirage_beside(&app.db, &["compare", &format!("{run}:nobody"), &b]).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("has no configuration \"nobody\""), "{err}");
+    let (_, body) = app.text(&format!("/compare?a={run}:nobody&b={b}")).await;
+    assert!(body.contains("has no configuration"), "the page names the mistake");
+}
