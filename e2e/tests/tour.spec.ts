@@ -57,6 +57,15 @@ test("a newcomer's tour from the home page", async ({ page, request, shoot }) =>
   await expect(page.locator('table, svg').first()).toBeVisible();
   await shoot('heatmaps');
 
+  // Two configurations of the run compared trial by trial, and one changed verdict side by side.
+  await page.goto(`/compare?a=${run}:surface&b=${run}:explorer`);
+  await hydrated(page);
+  await expect(page.locator('table.compare-metrics tbody tr').first()).toContainText('acc_dec');
+  await shoot('compare');
+  await page.locator('table.compare-changed a.side-by-side').first().click();
+  await expect(page.locator('table.compare-trials tr.diverges')).toHaveCount(1);
+  await shoot('compare-trials');
+
   // The book, served beside the dashboard.
   await page.goto('/');
   await page.getByRole('link', { name: 'The book' }).click();
