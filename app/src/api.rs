@@ -108,6 +108,20 @@ pub async fn get_leaderboard(#[server(default)] query: BoardQuery) -> Result<Lea
     crate::ssr::respond(async move { crate::ssr::services()?.insights.leaderboard(query).await }).await
 }
 
+/// The home page's leaderboard: the latest run's, or `None` while no run has finished
+/// trials (a normal state of a new installation, not an error: the page answers 200).
+#[server(endpoint = "get_home_board")]
+pub async fn get_home_board() -> Result<Option<Leaderboard>, AppError> {
+    crate::ssr::respond(async move {
+        match crate::ssr::services()?.insights.leaderboard(BoardQuery::default()).await {
+            Ok(board) => Ok(Some(board)),
+            Err(AppError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    })
+    .await
+}
+
 /// The robustness–utility plot of a run.
 #[server(endpoint = "get_robustness")]
 pub async fn get_robustness(run: Option<String>, level: Option<String>) -> Result<Robustness, AppError> {

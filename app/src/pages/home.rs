@@ -7,10 +7,9 @@ use leptos_router::components::A;
 use leptos_router::hooks::use_navigate;
 
 use super::ErrorNotice;
-use crate::api::{StartRun, get_leaderboard, list_runs, list_tasks};
+use crate::api::{StartRun, get_home_board, list_runs, list_tasks};
 use crate::components::{EstCell, PendingLine};
-use crate::error::AppError;
-use crate::model::{BoardQuery, NewRun, TaskFilter};
+use crate::model::{NewRun, TaskFilter};
 
 /// Runs shown on the home page.
 const RECENT: usize = 5;
@@ -108,18 +107,18 @@ fn RecentRuns() -> impl IntoView {
 /// The top rows of the latest run's leaderboard.
 #[component]
 fn TopOfBoard() -> impl IntoView {
-    let board = Resource::new(|| (), |()| get_leaderboard(BoardQuery::default()));
+    let board = Resource::new(|| (), |()| get_home_board());
     let refetch = Callback::new(move |()| board.refetch());
     view! {
         <section class="top" aria-label="Leaderboard">
             <h2>"Leaderboard"</h2>
             <Transition fallback=|| view! { <p class="muted">"Loading the leaderboard…"</p> }>
                 {move || board.get().map(|result| match result {
-                    Ok(b) if b.rows.is_empty() => view! {
+                    Ok(Some(b)) if b.rows.is_empty() => view! {
                         <PendingLine pending=b.pending.clone() refetch=refetch/>
                         <p class="muted">{format!("Run {}: no scores yet.", b.run)}</p>
                     }.into_any(),
-                    Ok(b) => {
+                    Ok(Some(b)) => {
                         let columns: Vec<String> = b.columns.iter().take(TOP_COLUMNS).cloned().collect();
                         let rows: Vec<_> = b.rows.iter().take(TOP_ROWS).cloned().collect();
                         view! {
@@ -151,7 +150,7 @@ fn TopOfBoard() -> impl IntoView {
                                <A href=format!("/robustness?run={}", b.run)>"Robustness plot"</A></p>
                         }.into_any()
                     }
-                    Err(AppError::NotFound(_)) => view! {
+                    Ok(None) => view! {
                         <p class="muted">"No run has finished trials yet."</p>
                     }.into_any(),
                     Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
