@@ -65,7 +65,7 @@ pub fn ProgressLine(progress: Progress) -> impl IntoView {
     let c = progress.counts;
     let eta = progress.eta_secs.map(|s| format!(", about {:.0} s left", s.ceil())).unwrap_or_default();
     view! {
-        <div class="progress-line" data-run=progress.run_id.clone() data-status=progress.status.clone()>
+        <div class="progress-line" data-run=progress.run_id.clone() data-status=progress.status.as_str()>
             <progress max="100" value=format!("{:.1}", progress.percent())></progress>
             <span class="progress-text">
                 {format!(
@@ -73,7 +73,7 @@ pub fn ProgressLine(progress: Progress) -> impl IntoView {
                     c.finished(), progress.total, c.done, c.error, c.cancelled, c.running, c.queued, progress.per_minute
                 )}
             </span>
-            <span class=format!("status status-{}", progress.status)>{progress.status.clone()}</span>
+            <span class=format!("status status-{}", progress.status)>{progress.status.as_str()}</span>
         </div>
     }
 }
@@ -152,7 +152,7 @@ fn subscribe(run: Option<&str>, live: RwSignal<HashMap<String, Progress>>) {
         let Some(text) = ev.data().as_string() else { return };
         let Ok(p) = serde_json::from_str::<Progress>(&text) else { return };
         // A finished run's stream ends; without this the browser would reconnect forever.
-        if single && p.status != "active" {
+        if single && p.status != crate::model::RunState::Active {
             inner.close();
         }
         live.update(|m| {

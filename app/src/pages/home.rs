@@ -89,7 +89,7 @@ fn RecentRuns() -> impl IntoView {
                                         <td><A href=format!("/runs/{}", r.id)>{r.id.clone()}</A></td>
                                         <td>{r.agents.join(", ")}</td>
                                         <td>{r.levels.join(", ")}</td>
-                                        <td>{r.progress.status.clone()}</td>
+                                        <td>{r.progress.status.as_str()}</td>
                                         <td class="num">{format!("{:.0} %", r.progress.percent())}</td>
                                     </tr>
                                 }).collect_view()}

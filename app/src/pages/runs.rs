@@ -211,7 +211,7 @@ pub fn RunPage() -> impl IntoView {
                     view! {
                         <h1>{d.summary.id.clone()}</h1>
                         <div class="run-progress">{move || view! { <ProgressLine progress=live.of(&fallback)/> }}</div>
-                        {move || (operator.get() && live.of(&d.summary.progress).status == "active").then(|| {
+                        {move || (operator.get() && live.of(&d.summary.progress).status == crate::model::RunState::Active).then(|| {
                             let run_id = run_id.clone();
                             view! {
                                 <button class="danger" on:click=move |_| { cancel.dispatch(CancelRun { id: run_id.clone() }); }>

@@ -100,7 +100,7 @@ impl Pulse {
                 let c = report.counts;
                 let p = Progress {
                     run_id: o.run.run_id.clone(),
-                    status: o.run.status.as_str().to_string(),
+                    status: crate::services::run_state(o.run.status),
                     total: report.total,
                     counts: Counts {
                         queued: c.queued,

@@ -49,7 +49,7 @@ pub async fn progress(store: &dyn Store, run_id: &str) -> Result<Progress, AppEr
     let report = crate::runs::progress_report(store, run_id).await.map_err(internal)?;
     Ok(Progress {
         run_id: run_id.to_string(),
-        status: run.status.as_str().to_string(),
+        status: crate::services::run_state(run.status),
         total: report.total,
         counts: counts(report.counts),
         per_minute: report.per_minute,
@@ -305,7 +305,7 @@ impl app::ssr::Runs for RunsService {
             out.push(RunSummary {
                 progress: Progress {
                     run_id: o.run.run_id.clone(),
-                    status: o.run.status.as_str().to_string(),
+                    status: crate::services::run_state(o.run.status),
                     total: report.total,
                     counts: counts(report.counts),
                     per_minute: report.per_minute,
