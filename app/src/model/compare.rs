@@ -20,10 +20,14 @@ pub struct MetricDiff {
     pub b: f64,
     /// b − a.
     pub diff: Diff,
-    /// Holm-adjusted over the metrics compared.
-    pub p: f64,
+    /// Holm-adjusted over the metrics compared; `None` when a domain has fewer than two
+    /// scenario families among the pairs (no spread to resample: the interval is then
+    /// degenerate and no test is made).
+    pub p: Option<f64>,
     /// Pairs that have the metric on both sides.
     pub n: usize,
+    /// The fewest scenario families (bootstrap clusters) of any domain among those pairs.
+    pub clusters: usize,
 }
 
 /// A pair whose verdicts differ.
@@ -54,6 +58,12 @@ pub struct Comparison {
     /// Paired trials that ended in error, on each side (they stay in every mean).
     pub errors_a: usize,
     pub errors_b: usize,
+    /// Trials of each side not finished (queued, running or cancelled): left out of the
+    /// comparison, which reads finished trials only.
+    #[serde(default)]
+    pub unfinished_a: usize,
+    #[serde(default)]
+    pub unfinished_b: usize,
     pub metrics: Vec<MetricDiff>,
     pub changed: Vec<Changed>,
 }

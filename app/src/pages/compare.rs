@@ -26,9 +26,16 @@ fn result(c: Comparison) -> impl IntoView {
     let changed = c.changed.len();
     view! {
         <p class="compare-summary">{format!(
-            "{} against {}: {} paired trials ({} and {} unpaired; {} and {} of the paired ended in error and count as failures).",
-            c.b, c.a, c.pairs, c.unpaired_a, c.unpaired_b, c.errors_a, c.errors_b
+            "a = {}, b = {}: {} paired trials; unpaired: a {}, b {}; paired trials that ended in error (scored as \
+             failures): a {}, b {}.",
+            c.a, c.b, c.pairs, c.unpaired_a, c.unpaired_b, c.errors_a, c.errors_b
         )}</p>
+        {(c.unfinished_a + c.unfinished_b > 0).then(|| view! {
+            <p class="notice compare-unfinished">{format!(
+                "Trials not finished (queued, running or cancelled) are left out: a {}, b {}.",
+                c.unfinished_a, c.unfinished_b
+            )}</p>
+        })}
         <table class="report compare-metrics">
             <caption>"Each metric on the paired trials: b − a with its 95% paired bootstrap interval, Holm-adjusted p"</caption>
             <thead><tr><th>"metric"</th><th>"a"</th><th>"b"</th><th>"b − a"</th><th>"95% CI"</th><th>"p (Holm)"</th><th>"pairs"</th></tr></thead>
@@ -39,7 +46,7 @@ fn result(c: Comparison) -> impl IntoView {
                         <td class="num">{fmt3(m.a)}</td><td class="num">{fmt3(m.b)}</td>
                         <td class="num">{signed(m.diff.mean)}</td>
                         <td class="num">{format!("[{}, {}]", signed(m.diff.lo), signed(m.diff.hi))}</td>
-                        <td class="num">{format!("{:.4}", m.p)}</td><td class="num">{m.n}</td>
+                        <td class="num">{m.p.map_or_else(|| format!("– ({} families)", m.clusters), |p| format!("{p:.4}"))}</td><td class="num">{m.n}</td>
                     </tr>
                 }).collect_view()}
             </tbody>
@@ -151,7 +158,20 @@ pub fn CompareTrialsPage() -> impl IntoView {
                     });
                     let pages = ta.turn_count.max(tb.turn_count).div_ceil(ta.page_size.max(1));
                     let (qa, qb) = (ta.trial.id.clone(), tb.trial.id.clone());
+                    let about = |t: &crate::model::TrialSummary| format!(
+                        "{}: task {}, level {}, condition {}, seed {}, {}{}",
+                        t.id, t.task_id, t.level, t.condition, t.seed, t.state,
+                        t.error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default()
+                    );
+                    let unrelated = ta.trial.task_id != tb.trial.task_id;
                     view! {
+                        <ul class="compare-about">
+                            <li>{format!("a = {}", about(&ta.trial))}</li>
+                            <li>{format!("b = {}", about(&tb.trial))}</li>
+                        </ul>
+                        {unrelated.then(|| view! {
+                            <p class="notice">"These two trials are of different tasks: their turns are not comparable."</p>
+                        })}
                         <table class="report compare-trials">
                             <thead><tr>
                                 <th>"turn"</th>

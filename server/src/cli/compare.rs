@@ -52,7 +52,14 @@ pub(super) async fn run(store: Arc<dyn Store>, args: CompareArgs) -> anyhow::Res
     let (a, b) = (side(&store, &args.a, &judge).await?, side(&store, &args.b, &judge).await?);
     let with_agent = !args.a.contains(':') && !args.b.contains(':');
     let (ra, rb): (Vec<&TrialScore>, Vec<&TrialScore>) = (a.iter().collect(), b.iter().collect());
-    let c = compare((&args.a, &ra), (&args.b, &rb), with_agent, args.resamples.max(1), args.seed)?;
+    if args.resamples < 100 {
+        anyhow::bail!("--resamples: {} is too few for an interval (at least 100)", args.resamples);
+    }
+    let mut c = compare((&args.a, &ra), (&args.b, &rb), with_agent, args.resamples, args.seed)?;
+    for (name, slot) in [(&args.a, &mut c.unfinished_a), (&args.b, &mut c.unfinished_b)] {
+        let (run, config) = name.split_once(':').map_or((name.as_str(), None), |(r, c)| (r, Some(c)));
+        *slot = crate::services::compare::unfinished(store.as_ref(), run, config).await?;
+    }
     if args.json {
         println!("{}", serde_json::to_string(&c)?);
     } else {
@@ -61,11 +68,23 @@ pub(super) async fn run(store: Arc<dyn Store>, args: CompareArgs) -> anyhow::Res
     Ok(())
 }
 
+/// The comparison's first line: each count named by its side.
+pub fn summary(c: &Comparison) -> String {
+    format!(
+        "a = {}, b = {}: {} paired trials; unpaired: a {}, b {}; paired trials that ended in error (scored as \
+         failures): a {}, b {}",
+        c.a, c.b, c.pairs, c.unpaired_a, c.unpaired_b, c.errors_a, c.errors_b
+    )
+}
+
 fn print(c: &Comparison) {
-    println!(
-        "{} against {}: {} paired trials ({} and {} unpaired; {} and {} of the paired ended in error, scored as failures)",
-        c.b, c.a, c.pairs, c.unpaired_a, c.unpaired_b, c.errors_a, c.errors_b
-    );
+    println!("{}", summary(c));
+    if c.unfinished_a + c.unfinished_b > 0 {
+        println!(
+            "warning: trials not finished (queued, running or cancelled) are left out: a {}, b {}",
+            c.unfinished_a, c.unfinished_b
+        );
+    }
     let header = ["metric", "a", "b", "b − a", "95% CI", "p (Holm)", "pairs"];
     let mut t = table(header.map(String::from).to_vec());
     for m in &c.metrics {
@@ -75,7 +94,7 @@ fn print(c: &Comparison) {
             format!("{:.3}", m.b),
             format!("{:+.3}", m.diff.mean),
             format!("[{:+.3}, {:+.3}]", m.diff.lo, m.diff.hi),
-            format!("{:.4}", m.p),
+            m.p.map_or_else(|| format!("– ({} families)", m.clusters), |p| format!("{p:.4}")),
             m.n.to_string(),
         ]);
     }

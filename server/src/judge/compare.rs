@@ -7,6 +7,7 @@
 //! The difference equals b's mean minus a's mean over the same pairs.
 
 use std::collections::BTreeMap;
+use std::ops::Not;
 
 pub use app::model::{Changed, Comparison, Diff, MetricDiff};
 
@@ -32,6 +33,11 @@ pub const COMPARED: [Metric; 14] = [
     Metric::Verification,
     Metric::Recovery,
 ];
+
+/// Verdicts the scorer reads alike (case and surrounding space aside).
+fn same_verdict(a: Option<&str>, b: Option<&str>) -> bool {
+    a.map(|v| v.trim().to_lowercase()) == b.map(|v| v.trim().to_lowercase())
+}
 
 type Key<'a> = (&'a str, &'a str, &'a str, &'a str, i64);
 
@@ -71,6 +77,17 @@ pub fn compare(
     let (ka, kb) = (keyed(a, with_agent, a_name)?, keyed(b, with_agent, b_name)?);
     let pairs: Vec<(&TrialScore, &TrialScore)> =
         ka.iter().filter_map(|(k, sa)| kb.get(k).map(|sb| (*sa, *sb))).collect();
+    if with_agent && pairs.is_empty() && !ka.is_empty() && !kb.is_empty() {
+        let names = |side: &[&TrialScore]| {
+            let set: std::collections::BTreeSet<&str> = side.iter().map(|s| s.agent.as_str()).collect();
+            set.into_iter().collect::<Vec<_>>().join(", ")
+        };
+        anyhow::bail!(
+            "{b_name}: the runs pair no trial; whole runs pair configuration by configuration, and {a_name} has {}              while {b_name} has {}: name one configuration of each (RUN:CONFIG)",
+            names(a),
+            names(b)
+        );
+    }
     let mut metrics = Vec::new();
     let mut ps = Vec::new();
     for (i, metric) in COMPARED.into_iter().enumerate() {
@@ -84,27 +101,38 @@ pub fn compare(
             diffs.push(Obs::value(&sa.domain, &sa.family, vb - va));
         }
         let seed = seed.wrapping_add(u64::try_from(i).unwrap_or(0));
+        let mut families: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+        for d in &diffs {
+            families.entry(d.domain.as_str()).or_default().insert(d.cluster.as_str());
+        }
+        let clusters = families.values().map(std::collections::BTreeSet::len).min().unwrap_or(0);
         let (Some(ea), Some(eb), Some(p)) =
             (stats::mean(&xa), stats::mean(&xb), stats::paired(&diffs, resamples, seed))
         else {
             continue;
         };
-        ps.push(p.p);
+        let tested = clusters >= 2;
+        if tested {
+            ps.push(p.p);
+        }
         metrics.push(MetricDiff {
             metric: metric.as_str().to_string(),
             a: ea,
             b: eb,
             diff: Diff { mean: p.diff.mean, lo: p.diff.lo, hi: p.diff.hi },
-            p: p.p,
+            p: tested.then_some(p.p),
             n: diffs.len(),
+            clusters,
         });
     }
-    for (m, p) in metrics.iter_mut().zip(stats::holm(&ps)) {
-        m.p = p;
+    // Holm over the metrics tested.
+    let mut adjusted = stats::holm(&ps).into_iter();
+    for m in metrics.iter_mut().filter(|m| m.p.is_some()) {
+        m.p = adjusted.next();
     }
     let changed = pairs
         .iter()
-        .filter(|(sa, sb)| sa.verdict != sb.verdict)
+        .filter(|(sa, sb)| same_verdict(sa.verdict.as_deref(), sb.verdict.as_deref()).not())
         .map(|(sa, sb)| {
             let score = |s: &TrialScore| s.acc_dec.map_or(0.0, |d| d.default);
             let direction = match score(sb).total_cmp(&score(sa)) {
@@ -135,6 +163,8 @@ pub fn compare(
         unpaired_b: kb.len() - pairs.len(),
         errors_a: pairs.iter().filter(|(sa, _)| failed(sa)).count(),
         errors_b: pairs.iter().filter(|(_, sb)| failed(sb)).count(),
+        unfinished_a: 0,
+        unfinished_b: 0,
         metrics,
         changed,
     })

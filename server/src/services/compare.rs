@@ -7,6 +7,17 @@ use app::model::Comparison;
 use super::insights::InsightsService;
 use crate::judge::TrialScore;
 
+/// Trials of a run (of one configuration of it) that are not finished: queued, running or
+/// cancelled. A comparison reads finished trials only and says how many it left out.
+pub async fn unfinished(store: &dyn crate::db::Store, run: &str, config: Option<&str>) -> anyhow::Result<usize> {
+    Ok(store
+        .trials(run)
+        .await?
+        .iter()
+        .filter(|t| config.is_none_or(|c| t.agent == c) && !t.state.is_finished())
+        .count())
+}
+
 /// Bootstrap resamples of the page's intervals (as on the command line).
 const RESAMPLES: usize = crate::stats::RESAMPLES;
 
@@ -26,6 +37,7 @@ impl app::ssr::Compare for InsightsService {
             if run.is_empty() {
                 return Err(invalid(field, "name a run (RUN) or a configuration of one (RUN:CONFIG)".into()));
             }
+            self.store.run(run).await.map_err(|_| AppError::NotFound(format!("run {run}")))?;
             let all = self.scores(run).await?;
             let chosen: Vec<TrialScore> = match config {
                 Some(c) if !all.iter().any(|s| &s.agent == c) => {
@@ -38,13 +50,22 @@ impl app::ssr::Compare for InsightsService {
         }
         let with_agent = sides.iter().all(|(_, c, _)| c.is_none());
         let names = (sides[0].2.clone(), sides[1].2.clone());
-        tokio::task::spawn_blocking(move || {
+        let mut left_out = Vec::new();
+        for (run, config, _) in &sides {
+            left_out.push(unfinished(self.store.as_ref(), run, config.as_deref()).await.map_err(super::internal)?);
+        }
+        let mut c = tokio::task::spawn_blocking(move || {
             let (ra, rb): (Vec<&TrialScore>, Vec<&TrialScore>) =
                 (scores[0].iter().collect(), scores[1].iter().collect());
-            crate::judge::compare::compare((&names.0, &ra), (&names.1, &rb), with_agent, RESAMPLES, 0)
-                .map_err(|e| invalid("b", format!("{e:#}")))
+            crate::judge::compare::compare((&names.0, &ra), (&names.1, &rb), with_agent, RESAMPLES, 0).map_err(|e| {
+                // The message starts with the side it is about.
+                let field = if e.to_string().starts_with(&format!("{}:", names.0)) { "a" } else { "b" };
+                invalid(field, format!("{e:#}"))
+            })
         })
         .await
-        .map_err(super::internal)?
+        .map_err(super::internal)??;
+        (c.unfinished_a, c.unfinished_b) = (left_out[0], left_out[1]);
+        Ok(c)
     }
 }

@@ -85,4 +85,32 @@ async fn two_configurations_compared_trial_by_trial() {
     assert!(!out.status.success() && err.contains("has no configuration \"nobody\""), "{err}");
     let (_, body) = app.text(&format!("/compare?a={run}:nobody&b={b}")).await;
     assert!(body.contains("has no configuration"), "the page names the mistake");
+    let (status, body) = app.text(&format!("/compare?a=run-nothere&b={b}")).await;
+    assert!(status == 404 && body.contains("run-nothere"), "{status}");
+    let out = mirage_beside(&app.db, &["compare", &a, &b, "--resamples", "1"]).await;
+    assert!(String::from_utf8_lossy(&out.stderr).contains("too few for an interval"));
+
+    // One task: one scenario family, no spread to resample — no test, not p = 0.
+    let one = mirage_beside(
+        &app.db,
+        &[
+            "run",
+            "--agent",
+            "surface,explorer",
+            "--tasks",
+            first["task_id"].as_str().expect("task"),
+            "--seeds",
+            "0,1,2",
+        ],
+    )
+    .await;
+    assert!(one.status.success(), "{}", String::from_utf8_lossy(&one.stderr));
+    let text = format!("{}{}", String::from_utf8_lossy(&one.stdout), String::from_utf8_lossy(&one.stderr));
+    let small =
+        text.split_whitespace().find(|w| w.starts_with("run-")).expect("run id").trim_end_matches(':').to_string();
+    let out =
+        mirage_beside(&app.db, &["compare", &format!("{small}:surface"), &format!("{small}:explorer"), "--json"]).await;
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let acc = c["metrics"].as_array().expect("metrics").iter().find(|m| m["metric"] == "acc_dec").expect("acc_dec");
+    assert!(acc["p"].is_null() && acc["clusters"] == 1, "{acc}");
 }
