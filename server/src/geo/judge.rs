@@ -34,7 +34,7 @@ pub const JUDGE_ROLE: Role = Role {
     name: "judge",
     placeholders: &["text"],
     required: &["text"],
-    parts: &[Part { name: "verbalized", placeholders: &["text"], keys: None }],
+    parts: &[Part { name: "verbalized", placeholders: &["text"], required: &["text"], keys: None }],
 };
 
 /// Mirage's judge prompt.

@@ -66,10 +66,10 @@ const CSEO_USER: &str =
 pub const CSEO_ROLE: Role = Role {
     name: "C-SEO",
     placeholders: &["brief", "style", "name", "noun", "text"],
-    required: &["text"],
+    required: &["text", "brief"],
     parts: &[
-        Part { name: "brief", placeholders: &["name", "noun"], keys: Some(&STYLES) },
-        Part { name: "style_system", placeholders: &["name", "noun"], keys: Some(&STYLES) },
+        Part { name: "brief", placeholders: &["name", "noun"], required: &[], keys: Some(&STYLES) },
+        Part { name: "style_system", placeholders: &["name", "noun"], required: &[], keys: Some(&STYLES) },
     ],
 };
 

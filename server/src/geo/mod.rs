@@ -101,8 +101,10 @@ impl OrderRecord {
 pub fn endpoint_failure(e: &anyhow::Error) -> Option<String> {
     use crate::llm::LlmError;
     match e.downcast_ref::<LlmError>()? {
+        // A wrong key, a forbidden model or a wrong path is a configuration error, not an
+        // answer: the trial fails with the reason.
+        LlmError::Rejected { status: 401 | 403 | 404, .. } | LlmError::MissingKey(_) => None,
         LlmError::Exhausted { .. } | LlmError::Rejected { .. } => Some(format!("{e:#}")),
-        LlmError::MissingKey(_) => None,
     }
 }
 
@@ -119,7 +121,11 @@ pub async fn order_record(
     edited_items[target].text = edited.to_string();
     let names: Vec<String> = list.items.iter().map(|i| i.name.clone()).collect();
     let mut replies = Vec::with_capacity(2);
-    for items in [&list.items, &edited_items] {
+    // An edit that changes nothing shows the clean list again: its reply is the clean
+    // reply (or its failure), never a second draw.
+    let unchanged = edited == list.items[target].text;
+    let lists: &[&Vec<data::Item>] = if unchanged { &[&list.items] } else { &[&list.items, &edited_items] };
+    for items in lists.iter().copied() {
         let messages = if ranker.reads_prompt() {
             protocol.prompt.messages(&list.noun, items, &order, protocol.system_role)
         } else {
@@ -139,6 +145,9 @@ pub async fn order_record(
         };
         let (rank, _) = parse::target_rank(&reply, &names, target, protocol.parser);
         replies.push((reply, rank, failure));
+    }
+    if unchanged {
+        replies.push(replies[0].clone());
     }
     let (edited_reply, edited_rank, edited_failure) = replies.pop().expect("edited");
     let (clean_reply, clean_rank, clean_failure) = replies.pop().expect("clean");
@@ -276,4 +285,56 @@ pub fn summarise(scored: &[Scored], resamples: usize, seed: u64) -> Option<Summa
                 .then(|| if r.len() % 2 == 1 { r[r.len() / 2] } else { (r[r.len() / 2 - 1] + r[r.len() / 2]) / 2.0 })
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::LlmError;
+
+    #[test]
+    fn configuration_errors_are_not_answers() {
+        let rejected = |status| anyhow::Error::new(LlmError::Rejected { status, body: "no".into() });
+        for status in [401, 403, 404] {
+            assert_eq!(endpoint_failure(&rejected(status)), None, "{status}: the trial fails with the reason");
+        }
+        assert!(endpoint_failure(&rejected(400)).is_some(), "a refused prompt is a reply naming nothing");
+        let gave_up = anyhow::Error::new(LlmError::Exhausted { attempts: 3, last: "HTTP 503".into() });
+        assert!(endpoint_failure(&gave_up).is_some());
+        assert_eq!(endpoint_failure(&anyhow::Error::new(LlmError::MissingKey("K".into()))), None);
+    }
+
+    /// An edit that changes nothing is asked once: the edited side is the clean reply, or
+    /// the clean call's failure, so a flaky endpoint cannot make `clean` gain.
+    #[tokio::test]
+    async fn an_unchanged_edit_reuses_the_clean_reply() {
+        struct Flaky(std::sync::atomic::AtomicUsize);
+        #[async_trait::async_trait]
+        impl Ranker for Flaky {
+            fn name(&self) -> &str {
+                "flaky"
+            }
+            fn model(&self) -> &str {
+                "flaky"
+            }
+            fn reads_prompt(&self) -> bool {
+                false
+            }
+            async fn reply(&self, _: &RankRequest<'_>) -> anyhow::Result<String> {
+                // Fails the first call, answers every later one.
+                if self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                    return Err(LlmError::Exhausted { attempts: 1, last: "HTTP 500".into() }.into());
+                }
+                Ok("1. nothing".into())
+            }
+        }
+        let lists = data::lists().expect("lists");
+        let list = &lists[0];
+        let ranker = Flaky(std::sync::atomic::AtomicUsize::new(0));
+        let order: Vec<usize> = (0..list.items.len()).collect();
+        let r = order_record(&ranker, &Protocol::default(), list, 0, &list.items[0].text, order).await.expect("record");
+        assert_eq!(ranker.0.load(std::sync::atomic::Ordering::SeqCst), 1, "asked once");
+        assert_eq!((r.clean_rank, r.edited_rank), (r.clean_rank, r.clean_rank));
+        assert!(r.clean_failure.is_some() && r.edited_failure == r.clean_failure);
+    }
 }

@@ -127,6 +127,13 @@ fn rho_rankers(a: &str, b: &str, methods: &[&String], mean: impl Fn(&str, &str) 
     let mut shared = Vec::new();
     let mut paired = Vec::new();
     for m in methods {
+        // A transfer row from one of the two rankers is counted through its TAP row.
+        if matches!(Method::parse(m), Ok(Method::Transfer(_)))
+            && m.rsplit_once('>')
+                .is_some_and(|(searched, r)| (r == a || r == b) && methods.iter().any(|x| x.as_str() == searched))
+        {
+            continue;
+        }
         let from = |src: &str, dst: &str| {
             let moved = format!("{m}>{src}");
             Some(((mean(src, m)?, mean(dst, &moved)?), format!("{m}@{src} ~ {moved}@{dst}")))

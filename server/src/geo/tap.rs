@@ -57,8 +57,8 @@ const FEEDBACK: &str = "\nA previous snippet was: {suffix}\nWith it the product 
 pub const TAP_ROLE: Role = Role {
     name: "TAP",
     placeholders: &["name", "noun", "text", "others", "count", "feedback"],
-    required: &["text"],
-    parts: &[Part { name: "feedback", placeholders: &["suffix", "score", "count"], keys: None }],
+    required: &["text", "feedback"],
+    parts: &[Part { name: "feedback", placeholders: &["suffix", "score", "count"], required: &["suffix"], keys: None }],
 };
 
 /// Mirage's TAP proposer prompt.
@@ -265,7 +265,13 @@ async fn edited_rank(
     let shown = order.iter().map(|&i| &items[i]).collect();
     let request =
         RankRequest { noun: &list.noun, shown, messages: &messages, prompt_version: &protocol.prompt.version };
-    let reply = ranker.reply(&request).await?;
+    // A call that failed after its retries names nothing: the candidate ranks missing
+    // (L + 1), as in the evaluation orders, and the search goes on.
+    let reply = match ranker.reply(&request).await {
+        Ok(reply) => reply,
+        Err(e) if super::endpoint_failure(&e).is_some() => String::new(),
+        Err(e) => return Err(e),
+    };
     let names: Vec<String> = list.items.iter().map(|i| i.name.clone()).collect();
     Ok(parse::target_rank(&reply, &names, target, protocol.parser).0)
 }

@@ -28,6 +28,8 @@ pub struct Part {
     pub name: &'static str,
     /// Placeholders the field may hold.
     pub placeholders: &'static [&'static str],
+    /// Placeholders the field must hold.
+    pub required: &'static [&'static str],
     /// A table with these keys (each a template) rather than one string.
     pub keys: Option<&'static [&'static str]>,
 }
@@ -168,6 +170,10 @@ impl Template {
                         None => {
                             let t = string(key, value)?;
                             check(path, key, &t, part.placeholders)?;
+                            let used = placeholders(&t).unwrap_or_default();
+                            if let Some(missing) = part.required.iter().find(|r| !used.contains(r)) {
+                                bail!("{}: field `{key}` has no {{{missing}}} placeholder", path.display());
+                            }
                             out.parts.insert(other.to_string(), t);
                         }
                         Some(keys) => {
@@ -226,8 +232,8 @@ mod tests {
         placeholders: &["name", "text"],
         required: &["text"],
         parts: &[
-            Part { name: "feedback", placeholders: &["score"], keys: None },
-            Part { name: "brief", placeholders: &["name"], keys: Some(&["a", "b"]) },
+            Part { name: "feedback", placeholders: &["score"], required: &[], keys: None },
+            Part { name: "brief", placeholders: &["name"], required: &[], keys: Some(&["a", "b"]) },
         ],
     };
 

@@ -135,7 +135,9 @@ pub struct Paired {
     pub p: f64,
 }
 
-/// Compares paired observations: `diffs` holds a − b per shared trial.
+/// Compares paired observations: `diffs` holds a − b per shared trial. Where a domain has
+/// fewer than two clusters its spread cannot be resampled (every replicate repeats it), so
+/// no test is possible: p is 1 rather than the 0 a zero standard error would give.
 pub fn paired(diffs: &[Obs], resamples: usize, seed: u64) -> Option<Paired> {
     let clusters = Clusters::of(diffs);
     let mean = clusters.estimate()?;
@@ -144,7 +146,7 @@ pub fn paired(diffs: &[Obs], resamples: usize, seed: u64) -> Option<Paired> {
     let k = reps.len().max(2) as f64;
     let m = reps.iter().sum::<f64>() / k;
     let se = (reps.iter().map(|r| (r - m).powi(2)).sum::<f64>() / (k - 1.0)).sqrt();
-    let p = wald_p(mean, se);
+    let p = if clusters.domains.iter().any(|d| d.len() < 2) { 1.0 } else { wald_p(mean, se) };
     Some(Paired {
         diff: Estimate { mean, lo: quantile(&reps, 0.025), hi: quantile(&reps, 0.975), n: diffs.len() },
         se,

@@ -85,8 +85,12 @@ async fn two_configurations_compared_trial_by_trial() {
     assert!(!out.status.success() && err.contains("has no configuration \"nobody\""), "{err}");
     let (_, body) = app.text(&format!("/compare?a={run}:nobody&b={b}")).await;
     assert!(body.contains("has no configuration"), "the page names the mistake");
-    let (status, body) = app.text(&format!("/compare?a=run-nothere&b={b}")).await;
-    assert!(status == 404 && body.contains("run-nothere"), "{status}");
+    // An unknown run: the server function answers 404 naming it, and the page shows it (the
+    // page's own status depends on whether the error resolves before the first flush).
+    let (status, body) = app.call("get_compare", &[("a", "run-nothere"), ("b", &b)]).await;
+    assert!(status == 404 && body.contains("run-nothere"), "{status} {body}");
+    let (_, body) = app.text(&format!("/compare?a=run-nothere&b={b}")).await;
+    assert!(body.contains("run-nothere"), "the page names the run");
     let out = mirage_beside(&app.db, &["compare", &a, &b, "--resamples", "1"]).await;
     assert!(String::from_utf8_lossy(&out.stderr).contains("too few for an interval"));
 

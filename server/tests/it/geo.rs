@@ -502,7 +502,7 @@ async fn an_attacker_endpoint_writes_the_rewrites() {
     // The same methods under another C-SEO prompt: each rewrite asked anew with the file's
     // words and stored under another key; the Zero-Shot texts are reused.
     let file = dir.path().join("cseo.toml");
-    std::fs::write(&file, "system = ''\nuser = 'Calmer, please ({style}, {noun}): {text}'\n").expect("write");
+    std::fs::write(&file, "system = ''\nuser = 'Calmer, please ({style}, {noun}): {text} {brief}'\n").expect("write");
     let role = &server::geo::methods::CSEO_ROLE;
     let mut second = first.clone();
     second.prompts.cseo = server::geo::template::Template::from_file(&file, role, &first.prompts.cseo).expect("prompt");
