@@ -275,7 +275,10 @@ pub async fn results(
     type Flags = (bool, Option<f64>, Option<(usize, bool)>);
     let mut flagged: std::collections::HashMap<TextKey, Flags> = Default::default();
     let ppl = super::detect::PplModel::new(lists);
-    let keys: BTreeSet<String> = trials.iter().map(|t| text_key(&geo, &t.level, &t.agent)).collect();
+    // Each (method, ranker)'s key once: a recipe is a hash, not worth redoing per trial.
+    let key_of: std::collections::HashMap<(&str, &str), String> =
+        trials.iter().map(|t| ((t.level.as_str(), t.agent.as_str()), text_key(&geo, &t.level, &t.agent))).collect();
+    let keys: BTreeSet<String> = key_of.values().cloned().collect();
     let by_list: std::collections::HashMap<(&str, &str), &List> =
         lists.iter().map(|l| ((l.dataset.as_str(), l.category.as_str()), l)).collect();
     for key in &keys {
@@ -347,7 +350,7 @@ pub async fn results(
             }
         }
         let key = (
-            text_key(&geo, &trial.level, &trial.agent),
+            key_of[&(trial.level.as_str(), trial.agent.as_str())].clone(),
             list.dataset.clone(),
             list.category.clone(),
             i64::try_from(target + 1)?,

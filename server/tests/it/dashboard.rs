@@ -16,25 +16,7 @@ async fn the_home_page_leads_to_a_quick_run_and_the_book() {
     let (_, runs) = app.text("/runs").await;
     assert!(runs.contains(r#"id="launch-tasks" name="tasks" value="shop""#), "defaults without scripts");
     // The button's run, as the browser sends it, finishes in seconds.
-    let quick = app::model::NewRun::quick();
-    let form = [
-        ("form[tasks]", quick.tasks.as_str()),
-        ("form[agents]", quick.agents.as_str()),
-        ("form[levels]", quick.levels.as_str()),
-        ("form[conditions]", quick.conditions.as_str()),
-        ("form[seeds]", quick.seeds.as_str()),
-        ("form[concurrency]", quick.concurrency.as_str()),
-        ("form[replay]", ""),
-        ("form[annotators]", ""),
-    ];
-    let (status, id) = app.call("start_run", &form).await;
-    assert_eq!(status, 200, "{id}");
-    let run = id.trim_matches('"').to_string();
-    let started = std::time::Instant::now();
-    while app.state.store.progress(&run).await.expect("progress").done < 144 {
-        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the quick run takes seconds");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let run = crate::support::quick_run(&app).await;
     let (_, body) = app.text("/").await;
     assert!(body.contains(&format!("/runs/{run}")) && body.contains("top-rows"), "the run and its leaderboard");
     assert!(body.contains("surface") && body.contains("oracle"));

@@ -220,3 +220,27 @@ pub fn trajectories(path: &std::path::Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).expect("json"))
         .collect()
 }
+
+/// The quick baseline run through the server, finished.
+pub async fn quick_run(app: &TestApp) -> String {
+    let quick = app::model::NewRun::quick();
+    let form = [
+        ("form[tasks]", quick.tasks.as_str()),
+        ("form[agents]", quick.agents.as_str()),
+        ("form[levels]", quick.levels.as_str()),
+        ("form[conditions]", quick.conditions.as_str()),
+        ("form[seeds]", quick.seeds.as_str()),
+        ("form[concurrency]", quick.concurrency.as_str()),
+        ("form[replay]", ""),
+        ("form[annotators]", ""),
+    ];
+    let (status, id) = app.call("start_run", &form).await;
+    assert_eq!(status, 200, "{id}");
+    let run = id.trim_matches('"').to_string();
+    let started = std::time::Instant::now();
+    while app.state.store.progress(&run).await.expect("progress").done < 144 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the quick run takes seconds");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    run
+}
