@@ -111,7 +111,7 @@ async fn main() {
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let app = server::router(state.clone());
     tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
-    let client = reqwest::Client::new();
+    let client = server::llm::client_builder().build().expect("client");
 
     // The search index follows finished trials in the background; wait until it has all.
     let started = Instant::now();

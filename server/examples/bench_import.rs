@@ -107,7 +107,7 @@ async fn main() {
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let app = server::router(state.clone());
     tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
-    let client = reqwest::Client::new();
+    let client = server::llm::client_builder().build().expect("client");
     for (what, run) in [("imported Inspect samples", &imported), ("Mirage's own trials", &own)] {
         let trials = store.trials(run).await.expect("trials");
         let (p50, p95) = pages(&client, &base, &trials).await;

@@ -107,6 +107,8 @@ pub struct GeoView {
     pub failed_trials: usize,
     /// The stored lists differ from those the run was planned on (originals adopted since).
     pub lists_changed: bool,
+    /// Stored texts made from another original than the list's now (PPL-R left out).
+    pub stale_texts: usize,
     /// Variants with no scored target.
     pub empty: Vec<GeoEmpty>,
     /// The run's reading of replies, the one compared with it, and the numbered lines the

@@ -203,6 +203,13 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                 originals adopted since?): its replies ranked other originals than the ones PPL-R and the keyword \
                 flags read now. Plan a new run to compare like with like."</p>
         })}
+        {(v.stale_texts > 0).then(|| view! {
+            <p class="notice geo-stale-texts">{format!(
+                "{} stored texts of this run's methods were made from another original than the list holds now \
+                 (originals adopted since): their PPL-R is left out. A new run writes them again.",
+                v.stale_texts
+            )}</p>
+        })}
         {(v.failed_orders > 0).then(|| view! {
             <p class="notice geo-failed">{format!(
                 "† {} orders in {} trials had a ranker call fail after its retries. Each counts as a reply that \

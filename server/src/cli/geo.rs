@@ -483,8 +483,34 @@ async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> a
         }
     };
     let world = std::sync::Arc::new(crate::env::World::build(Vec::new())?);
-    super::run::follow(store, world, &run_id, args.concurrency, args.lease_secs).await?;
+    super::run::follow(store.clone(), world, &run_id, args.concurrency, args.lease_secs).await?;
     println!("report: mirage geo report --run {run_id}");
+    refuse_silent_rankers(store.as_ref(), &run_id).await
+}
+
+/// A ranker none of whose calls answered is an endpoint failure, not a ranker that names
+/// nothing: the run's figures stay (every failure counted), and the command fails saying so.
+async fn refuse_silent_rankers(store: &dyn crate::db::Store, run_id: &str) -> anyhow::Result<()> {
+    let lists = crate::geo::import::stored_lists(store).await?;
+    let (_, results, _) = crate::geo::report::results(store, &lists, run_id).await?;
+    let mut by_ranker: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
+    for ((ranker, _), scored) in &results {
+        let e = by_ranker.entry(ranker).or_default();
+        e.0 += scored.iter().map(|s| s.result.ranks_a.len()).sum::<usize>();
+        e.1 += scored.iter().map(|s| s.failed_orders).sum::<usize>();
+    }
+    let silent: Vec<String> = by_ranker
+        .iter()
+        .filter(|(_, (orders, failed))| *orders > 0 && failed == orders)
+        .map(|(r, (orders, _))| format!("{r} ({orders} orders)"))
+        .collect();
+    if !silent.is_empty() {
+        anyhow::bail!(
+            "every call to {} failed after its retries: the endpoint is down or refusing, so its rows measure \
+             nothing (the trial pages give each call's reason)",
+            silent.join(", ")
+        );
+    }
     Ok(())
 }
 
@@ -511,15 +537,21 @@ async fn import(
     let shown = file.display().to_string();
     let lists = crate::geo::import::stored_lists(store).await?;
     let got = crate::geo::import::read(&lists, &shown, &bytes, name, adopt)?;
-    let already = store.geo_texts(&got.variant).await?.len();
+    // A name's texts and an item's adopted original never change once stored: runs ranked them.
+    let already = crate::geo::import::check_unchanged(
+        &store.geo_texts(&got.variant).await?,
+        &got.texts,
+        "import it under another --variant",
+    )?;
+    if adopt {
+        crate::geo::import::check_unchanged(
+            &store.geo_texts(crate::geo::import::ORIGINALS).await?,
+            &got.originals,
+            "an item keeps the first original adopted for it",
+        )?;
+    }
     store.put_geo_texts(&got.texts).await?;
-    println!(
-        "{}: {} texts stored as {} ({} already stored were kept)",
-        shown,
-        got.texts.len(),
-        got.variant,
-        already.min(got.texts.len())
-    );
+    println!("{}: {} texts stored as {} ({already} were already stored)", shown, got.texts.len(), got.variant);
     for (dataset, n) in &got.skipped {
         println!("skipped {n} rows of {dataset} (not shipped with Mirage)");
     }

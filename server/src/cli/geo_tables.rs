@@ -156,6 +156,13 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
              its replies ranked other originals than the ones PPL-R and the keyword flags read now"
         );
     }
+    if report.stale_texts > 0 {
+        println!(
+            "warning: {} stored texts of this run's methods were made from another original than the list holds now \
+             (originals adopted since): their PPL-R is left out; a new run writes them again",
+            report.stale_texts
+        );
+    }
     if report.weighting == crate::geo::report::Weighting::Target {
         println!("rows and paired contrasts weight each target equally (--weighting target), resampled by list");
     }

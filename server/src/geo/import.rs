@@ -126,6 +126,19 @@ pub fn read(lists: &[List], file: &str, bytes: &[u8], name: &str, adopt: bool) -
         // the stored one (a suffix is rebuilt on it; a rewrite cannot be).
         let (orig, adv) = match (differs && !adopt, kind) {
             (false, _) => (row.orig_text.clone(), row.adv_text.clone()),
+            // Rebuilding is only faithful where the row's own text is its original and then
+            // the suffix; a suffix placed otherwise cannot be carried to another original.
+            (true, "suffix")
+                if one_line(&row.adv_text) != one_line(&format!("{} {}", row.orig_text, row.adv_suffix)) =>
+            {
+                bail!(
+                    "{file}:{line}: {} target {}: adv_text is not orig_text followed by adv_suffix, so it cannot be \
+                     rebuilt on the stored description (which differs from orig_text); pass --adopt-originals to rank \
+                     it as given",
+                    list.key(),
+                    row.target_idx
+                )
+            }
             (true, "suffix") => {
                 out.rebuilt += 1;
                 (item.text.clone(), format!("{} {}", item.text, row.adv_suffix).trim().to_string())
@@ -159,6 +172,40 @@ pub fn read(lists: &[List], file: &str, bytes: &[u8], name: &str, adopt: bool) -
         bail!("{file}: no row of a dataset Mirage ships");
     }
     Ok(out)
+}
+
+/// Refuses `new` texts that would change what is stored under the same (method, target):
+/// runs have ranked the stored ones, so a name's texts never change (`hint` says what to
+/// do instead). Returns how many of `new` are already stored as they are.
+pub fn check_unchanged(stored: &[GeoText], new: &[GeoText], hint: &str) -> anyhow::Result<usize> {
+    let by_target: HashMap<(&str, &str, &str, i64), &GeoText> = stored
+        .iter()
+        .map(|t| ((t.method.as_str(), t.dataset.as_str(), t.category.as_str(), t.target_idx), t))
+        .collect();
+    let mut same = 0;
+    let mut changed = Vec::new();
+    for t in new {
+        match by_target.get(&(t.method.as_str(), t.dataset.as_str(), t.category.as_str(), t.target_idx)) {
+            Some(old) if old.adv_text == t.adv_text && old.orig_text == t.orig_text => same += 1,
+            Some(_) => changed.push(t),
+            None => {}
+        }
+    }
+    if let Some(first) = changed.first() {
+        let line = serde_json::from_str::<serde_json::Value>(&first.meta)
+            .ok()
+            .and_then(|m| m.get("line")?.as_u64())
+            .map_or_else(String::new, |l| format!(", line {l}"));
+        bail!(
+            "{} already holds other texts for {} target(s) of this file (first: {}|{}|{}{line}); {hint}",
+            first.method,
+            changed.len(),
+            first.dataset,
+            first.category,
+            first.target_idx
+        );
+    }
+    Ok(same)
 }
 
 /// The lists runs use: the compiled-in ones with any adopted originals in place.
@@ -227,6 +274,11 @@ mod tests {
             (format!("{HEAD}m,stsdata,nope,1,x,10,o,,a,r,p\n"), "raf.csv:2: no list stsdata/nope"),
             (format!("{HEAD}m,stsdata,books,1,Wrong Name,10,o,,a,r,p\n"), "raf.csv:2: target_name \"Wrong Name\""),
             ("just,some\n1,2\n".to_string(), "raf.csv:2: not a row of a GEO-Bench instance file"),
+            // A quoted field over two lines: the next row starts on line 4 of the file.
+            (
+                format!("{HEAD}m,stsdata,books,1,{name},10,\"o\np\",,a,r,p\nm,stsdata,books,1,{name},10,o,,b,r,p\n"),
+                "raf.csv:4: stsdata|books target 1 was already given on line 2",
+            ),
         ] {
             let err = format!("{:#}", read(&lists, "raf.csv", csv.as_bytes(), "raf", true).unwrap_err());
             assert!(err.contains(needle), "{err}");
@@ -251,6 +303,17 @@ mod tests {
         let adopted = read(&lists, "t.csv", suffix.as_bytes(), "t", true).expect("import");
         assert_eq!((adopted.rebuilt, adopted.texts[0].adv_text.as_str()), (0, "Older text buy now"));
         assert_eq!(adopted.originals[0].adv_text, "Older text");
+        // A suffix placed other than after its original cannot be carried to another one.
+        let placed = format!("{HEAD}t,stsdata,books,1,{},10,Older text,buy now,buy now Older text,best,p\n", a.name);
+        let err = format!("{:#}", read(&lists, "t.csv", placed.as_bytes(), "t", false).unwrap_err());
+        assert!(err.contains("t.csv:2: stsdata|books target 1: adv_text is not orig_text followed by"), "{err}");
+        assert!(read(&lists, "t.csv", placed.as_bytes(), "t", true).is_ok(), "adopted, it is ranked as given");
+        // A name's texts never change once stored: another file under the same name is refused.
+        let stored = got.texts.clone();
+        assert_eq!(check_unchanged(&stored, &got.texts, "x").expect("the same texts"), 1);
+        let other = read(&lists, "t.csv", suffix.as_bytes(), "t", true).expect("import").texts;
+        let err = format!("{:#}", check_unchanged(&stored, &other, "use another name").unwrap_err());
+        assert!(err.contains("import:t already holds other texts for 1 target(s)") && err.contains("line 2"), "{err}");
         let rewrite = format!("{HEAD}t,stsdata,books,2,{},10,Older text,,A rewrite,best,p\n", b.name);
         let err = format!("{:#}", read(&lists, "t.csv", rewrite.as_bytes(), "t", false).unwrap_err());
         assert!(

@@ -422,11 +422,18 @@ pub async fn text_for(
     seed: i64,
 ) -> anyhow::Result<GeoText> {
     let index = i64::try_from(target + 1)?;
-    if let Some(t) = store.geo_text(key, &list.dataset, &list.category, index).await? {
-        return Ok(t);
-    }
-    let method = Method::parse(variant)?;
     let item = &list.items[target];
+    let method = Method::parse(variant)?;
+    // A text made from another original (adopted since) is written again, or refused
+    // where Mirage cannot write it.
+    let stale = match store.geo_text(key, &list.dataset, &list.category, index).await? {
+        Some(t) if t.made_on(&item.text) => return Ok(t),
+        Some(_) if matches!(method, Method::Import(_) | Method::Transfer(_)) => {
+            bail!("{}", stale_text(key, &list.instance_key(target + 1), 1))
+        }
+        Some(t) => Some(t.orig_text),
+        None => None,
+    };
     let endpoint = writer.filter(|_| variant.contains('@') && method.generated());
     let (adv, kind, suffix, source) = match (&method, endpoint) {
         (Method::Writer(w), _) => {
@@ -468,9 +475,26 @@ pub async fn text_for(
         source,
         meta: serde_json::json!({"suffix": suffix}).to_string(),
     };
-    store.put_geo_texts(std::slice::from_ref(&text)).await?;
+    match stale {
+        Some(old) => _ = store.replace_geo_text(&old, &text).await?,
+        None => store.put_geo_texts(std::slice::from_ref(&text)).await?,
+    }
     // The first text stored for the key wins (another worker may have been first).
     Ok(store.geo_text(key, &list.dataset, &list.category, index).await?.unwrap_or(text))
+}
+
+/// Why stored texts that Mirage cannot write again are refused: `n` of `key`'s texts (the
+/// first at `instance`) were made from originals the lists no longer hold.
+pub fn stale_text(key: &str, instance: &str, n: usize) -> String {
+    let redo = if key.starts_with("import:") {
+        "import the file again (with --adopt-originals where its originals differ) under another --variant"
+    } else {
+        "run the search on that ranker again"
+    };
+    format!(
+        "{n} stored text(s) of {key} (first: {instance}) were made from an original that differs from the list's \
+         description now (originals adopted since); {redo}"
+    )
 }
 
 #[cfg(test)]

@@ -245,14 +245,37 @@ pub struct Summary {
     pub ppl_r_median: Option<f64>,
 }
 
+/// How targets are weighted in a row's figures and in the paired contrasts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Weighting {
+    /// Each dataset counts equally (the paper's headline figures).
+    #[default]
+    Dataset,
+    /// Each target counts equally (the sensitivity check), still resampled by list.
+    Target,
+}
+
 /// The summary of `scored` (at least one target), with `resamples` bootstrap replicates.
 pub fn summarise(scored: &[Scored], resamples: usize, seed: u64) -> Option<Summary> {
-    use crate::stats::{Obs, bootstrap};
+    summarise_weighted(scored, crate::stats::Weight::Domain, resamples, seed)
+}
+
+/// [`summarise`] with datasets weighted as `weight` says (`Pooled`: each target counts
+/// equally); lists are resampled within their dataset either way.
+pub fn summarise_weighted(
+    scored: &[Scored],
+    weight: crate::stats::Weight,
+    resamples: usize,
+    seed: u64,
+) -> Option<Summary> {
+    use crate::stats::{Obs, Weight, bootstrap_weighted};
     let flag = |b: bool| if b { 1.0 } else { 0.0 };
     let est = |f: &dyn Fn(&Scored) -> f64| {
         let obs: Vec<Obs> = scored.iter().map(|s| Obs::value(&s.dataset, &s.list, f(s))).collect();
-        bootstrap(&obs, resamples, seed)
+        bootstrap_weighted(&obs, weight, resamples, seed)
     };
+    let pooled = weight == Weight::Pooled;
     Some(Summary {
         n: scored.len(),
         orders: scored.iter().map(|s| s.result.ranks_a.len()).sum(),
@@ -271,7 +294,9 @@ pub fn summarise(scored: &[Scored], resamples: usize, seed: u64) -> Option<Summa
         promoted_and_passed: est(&|s| flag(s.result.p_at_0_1 && !s.kvr))?,
         ppl_r: {
             let mut by: std::collections::BTreeMap<&str, (f64, f64)> = std::collections::BTreeMap::new();
-            for (d, r) in scored.iter().filter_map(|s| s.ppl_r.map(|r| (s.dataset.as_str(), r))) {
+            for (d, r) in
+                scored.iter().filter_map(|s| s.ppl_r.map(|r| (if pooled { "" } else { s.dataset.as_str() }, r)))
+            {
                 let e = by.entry(d).or_default();
                 e.0 += r;
                 e.1 += 1.0;

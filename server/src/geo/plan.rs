@@ -172,6 +172,29 @@ pub fn target_of<'a>(lists: &'a [List], task_id: &str) -> anyhow::Result<(&'a Li
     Ok((list, index - 1))
 }
 
+/// Refuses a replaced attacker prompt that no trial would send: the built-in writers and
+/// proposer ask no model, and a prompt for a method the run does not have is not used.
+fn check_prompts_used(spec: &GeoSpec, variants: &[String]) -> anyhow::Result<()> {
+    let builtin = AttackPrompts::default();
+    let asked = |wanted: fn(&Method) -> bool| {
+        variants.iter().any(|v| v.contains('@') && Method::parse(v).is_ok_and(|m| wanted(&m)))
+    };
+    let checks = [
+        ("--cseo-prompt", spec.prompts.cseo != builtin.cseo, asked(|m| matches!(m, Method::Cseo(_)))),
+        ("--zero-shot-prompt", spec.prompts.zero_shot != builtin.zero_shot, asked(|m| matches!(m, Method::ZeroShot))),
+        ("--tap-prompt", spec.prompts.tap != builtin.tap, asked(|m| matches!(m, Method::Tap))),
+    ];
+    for (flag, replaced, used) in checks {
+        if replaced && !used {
+            bail!(
+                "{flag}: no trial of this run asks an attacker endpoint with it (the built-in writers and proposer \
+                 ask no model; give --attacker NAME and a method it writes)"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Checks a spec and expands it into trials (list order, then target, ranker, method).
 pub fn plan(lists: &[List], spec: &GeoSpec) -> anyhow::Result<Vec<NewTrial>> {
     if spec.rankers.is_empty() || spec.methods.is_empty() || spec.datasets.is_empty() {
@@ -186,6 +209,14 @@ pub fn plan(lists: &[List], spec: &GeoSpec) -> anyhow::Result<Vec<NewTrial>> {
         }
     }
     let variants = variants(spec)?;
+    // A text named `@X` is written by X and no one else: refused now, not at trial time.
+    for variant in variants.iter().filter(|v| v.contains('@') && Method::parse(v).is_ok_and(|m| m.generated())) {
+        match &spec.attacker {
+            Some(attacker) => super::methods::check_author(variant, &attacker.model).context("method")?,
+            None => bail!("method: {variant} is written by an attacker endpoint, and this run has none"),
+        }
+    }
+    check_prompts_used(spec, &variants)?;
     if spec.protocol.k == 0 {
         bail!("k: at least one order per target");
     }
@@ -259,6 +290,25 @@ mod tests {
         assert!(err.to_string().contains("\"ragroll/laptop\" is not a list of the run's datasets"), "{err}");
         assert!(target_of(&lists, "geo:stsdata/books/11").is_err());
         assert!(target_of(&lists, "shop-example-01").is_err());
+    }
+
+    /// What a trial would only find out later is refused when the run is planned: a text
+    /// named for another attacker, an `@` text without one, a prompt file no call sends.
+    #[test]
+    fn authors_and_prompts_are_checked_when_the_run_is_planned() {
+        let lists = lists().expect("lists");
+        let spec = GeoSpec::offline(&["cseo"], &["bm25"], &["cseo:fluency@other"]);
+        let err = plan(&lists, &spec).unwrap_err();
+        assert!(format!("{err:#}").contains("written by an attacker endpoint, and this run has none"), "{err:#}");
+        let attacker = Some(EndpointSpec::new("http://127.0.0.1:9/v1", "m"));
+        let err = plan(&lists, &GeoSpec { attacker: attacker.clone(), ..spec.clone() }).unwrap_err();
+        assert!(format!("{err:#}").contains("its texts are written by other, and this run's attacker is m"), "{err:#}");
+        let mut prompts = AttackPrompts::default();
+        prompts.cseo.version = "file:abc".into();
+        let builtin = GeoSpec { prompts, ..GeoSpec::offline(&["cseo"], &["bm25"], &["cseo:fluency"]) };
+        let err = plan(&lists, &builtin).unwrap_err();
+        assert!(err.to_string().starts_with("--cseo-prompt: no trial of this run asks an attacker"), "{err}");
+        assert!(plan(&lists, &GeoSpec { attacker, ..builtin }).is_ok(), "with an attacker the prompt is sent");
     }
 
     #[test]

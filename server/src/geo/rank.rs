@@ -171,21 +171,24 @@ impl Ranker for Bm25 {
 }
 
 /// A chat model behind an OpenAI-compatible endpoint, asked at temperature 0. Replies are
-/// kept in the answer cache by (model, prompt version, messages), so the clean list's
-/// replies are shared by every method and a rerun calls nothing.
+/// kept in the answer cache by (endpoint, sampling, prompt version, messages), so the clean
+/// list's replies are shared by every method and a rerun calls nothing.
 pub struct ChatRanker {
     pub name: String,
     pub model: String,
+    /// The endpoint's [`crate::llm::EndpointSpec::answer_identity`].
+    pub identity: String,
     pub client: std::sync::Arc<dyn crate::llm::LlmClient>,
     pub cache: std::sync::Arc<dyn crate::db::Store>,
 }
 
 impl ChatRanker {
     /// The cache key of a request.
-    pub fn key(model: &str, request: &RankRequest<'_>) -> String {
+    pub fn key(identity: &str, request: &RankRequest<'_>) -> String {
         use sha2::{Digest, Sha256};
         let messages = serde_json::to_string(request.messages).unwrap_or_default();
-        let digest = Sha256::digest(format!("geo-rank\0{model}\0{}\0{messages}", request.prompt_version).as_bytes());
+        let digest =
+            Sha256::digest(format!("geo-rank-2\0{identity}\0{}\0{messages}", request.prompt_version).as_bytes());
         format!("geo:{}", hex::encode(digest))
     }
 }
@@ -199,7 +202,7 @@ impl Ranker for ChatRanker {
         &self.model
     }
     async fn reply(&self, request: &RankRequest<'_>) -> anyhow::Result<String> {
-        let key = Self::key(&self.model, request);
+        let key = Self::key(&self.identity, request);
         let source = format!("geo:{}/{}", self.model, request.prompt_version);
         let ask = async { Ok(self.client.reply_text(request.messages).await?) };
         crate::llm::cache::remembered(self.cache.as_ref(), &key, &source, ask).await

@@ -9,14 +9,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+pub use super::Weighting;
 use super::data::List;
 use super::methods::Method;
 use super::parse::Parser;
 use super::plan::text_key;
 use super::plan::{GeoSpec, target_of};
-use super::{OrderRecord, Scored, Summary, result_of, summarise};
+use super::{OrderRecord, Scored, Summary, result_of, summarise, summarise_weighted};
 use crate::db::{Store, TrialState};
-use crate::stats::{Estimate, Obs, holm, paired, spearman, tie_groups};
+use crate::stats::{Estimate, Obs, Weight, holm, paired_weighted, spearman, tie_groups};
 
 /// One (ranker, method) row: its summary and its tie band among the ranker's methods.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -206,20 +207,13 @@ pub struct Report {
     /// its replies ranked other originals than the ones its figures now read.
     #[serde(default)]
     pub lists_changed: bool,
+    /// Stored texts of the run's methods made from another original than the list's now
+    /// (adopted since): their PPL-R is left out, and a new run writes them again.
+    #[serde(default)]
+    pub stale_texts: usize,
     /// How the rows and pairs weight targets (per-dataset rows are per dataset either way).
     #[serde(default)]
     pub weighting: Weighting,
-}
-
-/// How targets are weighted in a row's figures and in the paired contrasts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Weighting {
-    /// Each dataset counts equally (the paper's headline figures).
-    #[default]
-    Dataset,
-    /// Each target counts equally (the sensitivity check), still resampled by list.
-    Target,
 }
 
 /// The baselines left out of the default family: they anchor the scale (no edit, a crude
@@ -249,6 +243,8 @@ pub struct Tally {
     pub lines_read_differently: usize,
     /// The lists read now are not those the run was planned on (originals adopted since).
     pub lists_changed: bool,
+    /// Stored texts made from another original than the list's now.
+    pub stale_texts: usize,
 }
 
 /// The reading compared with a run's `parser` in its report.
@@ -274,6 +270,7 @@ pub async fn results(
     type TextKey = (String, String, String, i64);
     type Flags = (bool, Option<f64>, Option<(usize, bool)>);
     let mut flagged: std::collections::HashMap<TextKey, Flags> = Default::default();
+    let mut stale_texts = 0;
     let ppl = super::detect::PplModel::new(lists);
     // Each (method, ranker)'s key once: a recipe is a hash, not worth redoing per trial.
     let key_of: std::collections::HashMap<(&str, &str), String> =
@@ -285,10 +282,18 @@ pub async fn results(
         for t in store.geo_texts(key).await? {
             // The list's own original serves PPL-R as it serves the ranks (an imported text's
             // stored original may differ from it).
+            // A text made from another original is counted, and no ratio is read from it.
             let ratio = match by_list.get(&(t.dataset.as_str(), t.category.as_str())) {
                 Some(list) => {
                     let orig = usize::try_from(t.target_idx - 1).ok().and_then(|i| list.items.get(i));
-                    orig.and_then(|o| ppl.ratio(&t.adv_text, &o.text, list))
+                    match orig {
+                        Some(o) if !t.made_on(&o.text) => {
+                            stale_texts += 1;
+                            None
+                        }
+                        Some(o) => ppl.ratio(&t.adv_text, &o.text, list),
+                        None => None,
+                    }
                 }
                 None => None,
             };
@@ -303,6 +308,7 @@ pub async fn results(
     let mut tally = Tally {
         trials: trials.len(),
         lists_changed: super::data::data_version(lists) != run.corpus_version,
+        stale_texts,
         ..Tally::default()
     };
     for trial in &trials {
@@ -437,19 +443,13 @@ fn summarise_run(
     weighting: Weighting,
     (resamples, seed): (usize, u64),
 ) -> anyhow::Result<Report> {
-    // Weighting by target: every target in one stratum, so the equal-stratum mean is the
-    // target mean (lists stay the resampled clusters).
-    // Relabelled once; per-dataset rows read the original labels.
-    let pooled: Option<BTreeMap<(String, String), Vec<Scored>>> = (weighting == Weighting::Target).then(|| {
-        let relabel = |s: &Scored| Scored { dataset: "all targets".to_string(), ..s.clone() };
-        results.iter().map(|(k, v)| (k.clone(), v.iter().map(relabel).collect())).collect()
-    });
-    let weighted = pooled.as_ref().unwrap_or(results);
+    // Weighting by target pools the datasets into one mean; lists are still resampled
+    // within their dataset (a stratified interval either way).
+    let weight = if weighting == Weighting::Target { Weight::Pooled } else { Weight::Domain };
     let mut rows = Vec::new();
     let mut datasets = Vec::new();
     for ((ranker, method), scored) in results {
-        let key = (ranker.clone(), method.clone());
-        let Some(summary) = summarise(&weighted[&key], resamples, seed) else { continue };
+        let Some(summary) = summarise_weighted(scored, weight, resamples, seed) else { continue };
         rows.push(Row { ranker: ranker.clone(), method: method.clone(), summary, band: 0, tap: tap_stats(scored) });
         for dataset in &geo.datasets {
             let mine: Vec<Scored> = scored.iter().filter(|s| &s.dataset == dataset).cloned().collect();
@@ -471,7 +471,7 @@ fn summarise_run(
         for (i, a) in methods.iter().enumerate() {
             for b in &methods[i + 1..] {
                 let by_target = |m: &String| -> BTreeMap<(String, usize), (String, f64)> {
-                    weighted[&((*ranker).clone(), m.clone())]
+                    results[&((*ranker).clone(), m.clone())]
                         .iter()
                         .map(|s| ((s.list.clone(), s.target), (s.dataset.clone(), s.result.nrg)))
                         .collect()
@@ -479,7 +479,7 @@ fn summarise_run(
                 let (ta, tb) = (by_target(a), by_target(b));
                 let diffs: Vec<Obs> =
                     ta.iter().filter_map(|(k, (d, x))| tb.get(k).map(|(_, y)| Obs::value(d, &k.0, x - y))).collect();
-                if let Some(p) = paired(&diffs, resamples, seed) {
+                if let Some(p) = paired_weighted(&diffs, weight, resamples, seed) {
                     pairs.push(Pair {
                         ranker: (*ranker).clone(),
                         a: (*a).clone(),
@@ -566,6 +566,7 @@ fn summarise_run(
         lines_read_differently: tally.lines_read_differently,
         lines: tally.lines,
         lists_changed: tally.lists_changed,
+        stale_texts: tally.stale_texts,
         family: Vec::new(),
         rho_methods: methods.iter().map(|m| (*m).clone()).collect(),
         weighting,

@@ -373,6 +373,56 @@ mod tests {
         }
     }
 
+    /// BM25 whose every other call fails after its retries (an endpoint giving up), or whose
+    /// calls are all refused as misconfigured.
+    struct Failing {
+        calls: AtomicUsize,
+        status: Option<u16>,
+    }
+
+    #[async_trait]
+    impl Ranker for Failing {
+        fn name(&self) -> &str {
+            "failing"
+        }
+        async fn reply(&self, request: &RankRequest<'_>) -> anyhow::Result<String> {
+            let n = self.calls.fetch_add(1, Ordering::Relaxed);
+            match self.status {
+                Some(status) => Err(crate::llm::LlmError::Rejected { status, body: "no".into() }.into()),
+                None if n % 2 == 1 => {
+                    Err(crate::llm::LlmError::Exhausted { attempts: 3, last: "HTTP 503".into() }.into())
+                }
+                None => Bm25.reply(request).await,
+            }
+        }
+    }
+
+    /// GEO's failure rule inside a search: a scoring call that failed after its retries
+    /// ranks the candidate missing (L + 1) in that order, and the search goes on; a
+    /// configuration error (401) ends it with the reason.
+    #[tokio::test]
+    async fn a_failed_scoring_call_ranks_the_candidate_missing_and_the_search_goes_on() {
+        let lists = crate::geo::data::lists().expect("lists");
+        let list = &lists[0];
+        let missing = list.items.len() + 1;
+        let flaky = Failing { calls: AtomicUsize::new(0), status: None };
+        let params = TapParams::default();
+        let nodes = search(&flaky, &Protocol::default(), list, 0, &BuiltinProposer, params, &mut |_| {})
+            .await
+            .expect("the search survives failed calls");
+        assert!(!nodes.is_empty());
+        for n in &nodes {
+            assert_eq!(n.ranks.len(), 2, "m = 2 orders per candidate");
+            assert_eq!(n.ranks[1], missing, "the failed second call ranks the candidate missing: {n:?}");
+            assert!(n.ranks[0] < missing, "the answered call is read: {n:?}");
+        }
+        let refused = Failing { calls: AtomicUsize::new(0), status: Some(401) };
+        let err = search(&refused, &Protocol::default(), list, 0, &BuiltinProposer, params, &mut |_| {})
+            .await
+            .expect_err("a configuration error ends the search");
+        assert!(format!("{err:#}").contains("401"), "{err:#}");
+    }
+
     #[test]
     fn scoring_orders_can_be_drawn_apart_from_the_evaluation_orders() {
         let lists = crate::geo::data::lists().expect("lists");

@@ -347,8 +347,16 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                     head.extend(["mean", "lo", "hi", "n"].map(|x| format!("{c}_{x}")));
                 }
                 head.extend(
-                    ["missing", "missing_clean", "orders", "failed_orders", "failed_targets", "nrg_target_weighted"]
-                        .map(String::from),
+                    [
+                        "missing",
+                        "missing_clean",
+                        "orders",
+                        "failed_orders",
+                        "failed_targets",
+                        "nrg_target_weighted",
+                        "ppl_r_ngram",
+                    ]
+                    .map(String::from),
                 );
                 // The newest detection report's columns (empty cells without one).
                 head.extend(
@@ -378,6 +386,7 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
                             r.failed_orders.to_string(),
                             r.failed_targets.to_string(),
                             r.nrg_target_weighted.to_string(),
+                            opt(r.ppl_r),
                         ]);
                         let j = view
                             .detection

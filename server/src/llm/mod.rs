@@ -80,6 +80,21 @@ fn default_retries() -> u32 {
 }
 
 impl EndpointSpec {
+    /// What decides an answer besides the question: where it is asked and how it is
+    /// sampled. Answer-cache keys carry it, so another server, length limit or seed behind
+    /// the same model name is asked afresh.
+    pub fn answer_identity(&self) -> String {
+        json!([
+            self.base_url.trim_end_matches('/'),
+            self.model,
+            self.temperature,
+            self.top_p,
+            self.seed,
+            self.max_tokens
+        ])
+        .to_string()
+    }
+
     /// An endpoint with the defaults for everything but URL and model.
     pub fn new(base_url: &str, model: &str) -> EndpointSpec {
         EndpointSpec {
@@ -186,6 +201,18 @@ struct Transient {
     retry_after: Option<Duration>,
 }
 
+/// The HTTP client builder every outgoing connection starts from. TLS is rustls over ring;
+/// the provider is installed process-wide on first use (reqwest has no default of its own
+/// here, so a client built any other way panics rather than silently picking a stack).
+pub fn client_builder() -> reqwest::ClientBuilder {
+    static PROVIDER: std::sync::Once = std::sync::Once::new();
+    PROVIDER.call_once(|| {
+        // An error means another provider was installed first, which serves as well.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    reqwest::Client::builder()
+}
+
 impl HttpLlm {
     /// Builds a client; reads the API key from the named variable now, so a missing key
     /// fails before any trial starts.
@@ -194,7 +221,7 @@ impl HttpLlm {
             Some(var) => Some(std::env::var(var).map_err(|_| LlmError::MissingKey(var.clone()))?),
             None => None,
         };
-        let client = reqwest::Client::builder()
+        let client = client_builder()
             .timeout(Duration::from_secs(spec.timeout_secs.max(1)))
             .connect_timeout(Duration::from_secs(10))
             .build()

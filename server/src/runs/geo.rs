@@ -26,7 +26,7 @@ pub struct GeoExec {
     pub writer: Option<Writer>,
     /// The answer cache (TAP proposals, cross-encoder scores).
     pub cache: Arc<dyn Store>,
-    /// Cross-encoders by ranker name.
+    /// Cross-encoders by ranker name, with their answer identity (the cache keys carry it).
     pub rerankers: HashMap<String, (String, Arc<HttpLlm>)>,
 }
 
@@ -38,7 +38,7 @@ impl GeoExec {
         let mut rerankers = HashMap::new();
         for (name, endpoint) in &spec.rerankers {
             let client = HttpLlm::new(endpoint.clone()).with_context(|| format!("reranker {name}"))?;
-            rerankers.insert(name.clone(), (endpoint.model.clone(), Arc::new(client)));
+            rerankers.insert(name.clone(), (endpoint.answer_identity(), Arc::new(client)));
         }
         for name in spec.rankers.iter().filter(|n| !spec.rerankers.contains_key(*n)) {
             let ranker: Arc<dyn Ranker> = match (offline(name), spec.endpoints.get(name)) {
@@ -46,6 +46,7 @@ impl GeoExec {
                 (None, Some(endpoint)) => Arc::new(ChatRanker {
                     name: name.clone(),
                     model: endpoint.model.clone(),
+                    identity: endpoint.answer_identity(),
                     client: Arc::new(HttpLlm::new(endpoint.clone()).with_context(|| format!("ranker {name}"))?),
                     cache: store.clone(),
                 }),
@@ -129,16 +130,41 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
         |m: &&String| matches!(crate::geo::methods::Method::parse(m), Ok(Method::Import(_) | Method::Transfer(_)));
     for variant in spec.methods.iter().filter(stored_only) {
         let key = crate::geo::plan::text_key(&spec, variant, "");
-        let have: std::collections::HashSet<String> = store
-            .geo_texts(&key)
-            .await?
-            .iter()
-            .map(|t| format!("geo:{}/{}/{}", t.dataset, t.category, t.target_idx))
-            .collect();
+        let texts = store.geo_texts(&key).await?;
+        // Texts made from originals the lists no longer hold are refused, not ranked.
+        let stale: Vec<&crate::db::GeoText> = texts.iter().filter(|t| !made_on_list(&lists, t)).collect();
+        if let Some(first) = stale.first() {
+            let instance = format!("{}|{}|{}", first.dataset, first.category, first.target_idx);
+            anyhow::bail!("method: {}", crate::geo::methods::stale_text(&key, &instance, stale.len()));
+        }
+        let have: std::collections::HashSet<String> =
+            texts.iter().map(|t| format!("geo:{}/{}/{}", t.dataset, t.category, t.target_idx)).collect();
         if have.is_empty() {
+            // Texts searched on the same ranker by another proposer, or under other settings.
+            let base = key.split('#').next().unwrap_or(&key);
+            let ranker = base.rsplit_once('>').map(|(_, r)| format!(">{r}"));
+            let near: Vec<String> = store
+                .geo_methods()
+                .await?
+                .into_iter()
+                .filter(|(m, _)| {
+                    ranker.as_ref().is_some_and(|r| {
+                        m.starts_with("tap") && m.split('#').next().is_some_and(|b| b.ends_with(r.as_str()))
+                    })
+                })
+                .map(|(m, n)| format!("{m} ({n} texts)"))
+                .collect();
+            let hint = if near.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; stored for that ranker: {} (a transfer names the searcher as searched, e.g. tap@MODEL>RANKER, and needs the same settings)",
+                    near.join(", ")
+                )
+            };
             anyhow::bail!(
                 "method: no texts are stored as {key} (see `mirage geo import`, or run `tap` first with the same \
-                 protocol, TAP settings and prompts)"
+                 protocol, TAP settings and prompts){hint}"
             );
         }
         trials.retain(|t| &t.level != variant || have.contains(&t.task_id));
@@ -164,6 +190,16 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
     Ok(run_id)
 }
 
+/// Whether a stored text was made from its target's description in `lists` (a text of a
+/// list or target the lists do not hold is not checked here: planning finds no trial for it).
+fn made_on_list(lists: &[List], t: &crate::db::GeoText) -> bool {
+    let item = lists
+        .iter()
+        .find(|l| l.dataset == t.dataset && l.category == t.category)
+        .and_then(|l| usize::try_from(t.target_idx - 1).ok().and_then(|i| l.items.get(i)));
+    item.is_none_or(|item| t.made_on(&item.text))
+}
+
 /// A TAP trial's text: the stored one, or a new search against the trial's ranker (every
 /// scored node stored; an interrupted search starts again).
 async fn tap_text(
@@ -177,22 +213,28 @@ async fn tap_text(
     use crate::geo::tap::{BuiltinProposer, EndpointProposer, Proposer, best, search};
     let key = crate::geo::plan::text_key(&exec.spec, &trial.level, &trial.agent);
     let index = i64::try_from(target + 1)?;
-    if let Some(t) = store.geo_text(&key, &list.dataset, &list.category, index).await? {
-        // A text searched under other scoring orders is another method's: not reused.
-        let apart = serde_json::from_str::<serde_json::Value>(&t.meta)
-            .ok()
-            .and_then(|m| m.get("apart")?.as_bool())
-            .unwrap_or(false);
-        if apart != exec.spec.tap.apart {
-            anyhow::bail!(
-                "{key} of {} was searched with scoring orders {} the evaluation orders; this run draws them {}",
-                list.instance_key(target + 1),
-                if apart { "apart from" } else { "among" },
-                if exec.spec.tap.apart { "apart" } else { "as GEO-Bench does" }
-            );
+    let item = &list.items[target];
+    // A text searched on another original (adopted since) is searched again.
+    let stale = match store.geo_text(&key, &list.dataset, &list.category, index).await? {
+        Some(t) if t.made_on(&item.text) => {
+            // A text searched under other scoring orders is another method's: not reused.
+            let apart = serde_json::from_str::<serde_json::Value>(&t.meta)
+                .ok()
+                .and_then(|m| m.get("apart")?.as_bool())
+                .unwrap_or(false);
+            if apart != exec.spec.tap.apart {
+                anyhow::bail!(
+                    "{key} of {} was searched with scoring orders {} the evaluation orders; this run draws them {}",
+                    list.instance_key(target + 1),
+                    if apart { "apart from" } else { "among" },
+                    if exec.spec.tap.apart { "apart" } else { "as GEO-Bench does" }
+                );
+            }
+            return Ok(t);
         }
-        return Ok(t);
-    }
+        Some(t) => Some(t.orig_text),
+        None => None,
+    };
     if !store.tap_nodes(&trial.trial_id).await?.is_empty() {
         store.reset_tap(&trial.trial_id).await?;
     }
@@ -221,7 +263,6 @@ async fn tap_text(
         store.add_tap_node(&trial.trial_id, id, parent, depth, n.score, &serde_json::to_string(n)?).await?;
     }
     let top = best(&nodes).context("a search scores at least one node")?;
-    let item = &list.items[target];
     let text = crate::db::GeoText {
         method: key.clone(),
         dataset: list.dataset.clone(),
@@ -237,7 +278,10 @@ async fn tap_text(
         })
         .to_string(),
     };
-    store.put_geo_texts(std::slice::from_ref(&text)).await?;
+    match stale {
+        Some(old) => _ = store.replace_geo_text(&old, &text).await?,
+        None => store.put_geo_texts(std::slice::from_ref(&text)).await?,
+    }
     Ok(store.geo_text(&key, &list.dataset, &list.category, index).await?.unwrap_or(text))
 }
 
@@ -250,7 +294,7 @@ async fn rerank_trial(
     trial: &TrialRow,
     list: &List,
     target: usize,
-    model: &str,
+    identity: &str,
     client: &HttpLlm,
 ) -> anyhow::Result<()> {
     if !store.steps(&trial.trial_id).await?.is_empty() {
@@ -265,12 +309,11 @@ async fn rerank_trial(
     let scores = |docs: Vec<String>| async move {
         use sha2::{Digest, Sha256};
         let key = format!(
-            "geo-rerank:{}",
-            hex::encode(Sha256::digest(format!("{model}\0{query}\0{}", docs.join("\u{1}")).as_bytes()))
+            "geo-rerank-2:{}",
+            hex::encode(Sha256::digest(format!("{identity}\0{query}\0{}", docs.join("\u{1}")).as_bytes()))
         );
         let ask = async { Ok(serde_json::to_string(&client.rerank(query, &docs).await?)?) };
-        let body =
-            crate::llm::cache::remembered(exec.cache.as_ref(), &key, &format!("geo-rerank:{model}"), ask).await?;
+        let body = crate::llm::cache::remembered(exec.cache.as_ref(), &key, "geo-rerank", ask).await?;
         anyhow::Ok(serde_json::from_str::<Vec<f64>>(&body)?)
     };
     let docs = |edited: Option<&str>| -> Vec<String> {
@@ -315,8 +358,8 @@ pub(super) async fn run_geo_trial(store: &dyn Store, exec: &GeoExec, trial: &Tri
         Ok(found) => found,
         Err(e) => return TrialEnd::Error(format!("{e:#}")),
     };
-    if let Some((model, client)) = exec.rerankers.get(&trial.agent) {
-        return match rerank_trial(store, exec, trial, list, target, model, client).await {
+    if let Some((identity, client)) = exec.rerankers.get(&trial.agent) {
+        return match rerank_trial(store, exec, trial, list, target, identity, client).await {
             Ok(()) => TrialEnd::Done { verdict: None, rationale: None, appeal: None },
             Err(e) => TrialEnd::Error(format!("cross-encoder: {e:#}")),
         };

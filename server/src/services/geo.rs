@@ -320,6 +320,7 @@ impl app::ssr::Geo for GeoService {
             failed_orders: r.failed_orders,
             failed_trials: r.failed_trials,
             lists_changed: r.lists_changed,
+            stale_texts: r.stale_texts,
             parser: r.parser.clone(),
             compared_parser: r.compared_parser.clone(),
             lines_read_differently: r.lines_read_differently,

@@ -39,13 +39,28 @@ pub struct Estimate {
     pub n: usize,
 }
 
+/// How domains weigh in a mean. Clusters are resampled within their domain either way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Weight {
+    /// Each domain's ratio of sums, then their plain mean (every domain counts equally).
+    #[default]
+    Domain,
+    /// One ratio of sums over every domain (every observation counts equally).
+    Pooled,
+}
+
 /// Observations summed per cluster, grouped by domain (sorted, so results do not depend
 /// on input order).
 struct Clusters {
     domains: Vec<Vec<(f64, f64)>>,
+    weight: Weight,
 }
 
 impl Clusters {
+    fn weighted(obs: &[Obs], weight: Weight) -> Clusters {
+        Clusters { weight, ..Clusters::of(obs) }
+    }
+
     fn of(obs: &[Obs]) -> Clusters {
         let mut by: BTreeMap<&str, BTreeMap<&str, (f64, f64)>> = BTreeMap::new();
         for o in obs {
@@ -53,11 +68,15 @@ impl Clusters {
             c.0 += o.num;
             c.1 += o.den;
         }
-        Clusters { domains: by.into_values().map(|m| m.into_values().collect()).collect() }
+        Clusters { domains: by.into_values().map(|m| m.into_values().collect()).collect(), weight: Weight::Domain }
     }
 
-    /// Equal-weight mean over domains of each domain's ratio of sums.
+    /// Equal-weight mean over domains of each domain's ratio of sums (pooled: one ratio).
     fn estimate(&self) -> Option<f64> {
+        if self.weight == Weight::Pooled {
+            let (n, d) = self.domains.iter().flatten().fold((0.0, 0.0), |a, c| (a.0 + c.0, a.1 + c.1));
+            return (d > 0.0).then(|| n / d);
+        }
         let means: Vec<f64> = self
             .domains
             .iter()
@@ -74,6 +93,7 @@ impl Clusters {
     fn replicate(&self, rng: &mut ChaCha8Rng) -> Option<f64> {
         let mut total = 0.0;
         let mut k = 0usize;
+        let (mut all_n, mut all_d) = (0.0, 0.0);
         for cs in &self.domains {
             let (mut n, mut d) = (0.0, 0.0);
             for _ in 0..cs.len() {
@@ -81,10 +101,15 @@ impl Clusters {
                 n += c.0;
                 d += c.1;
             }
+            all_n += n;
+            all_d += d;
             if d > 0.0 {
                 total += n / d;
                 k += 1;
             }
+        }
+        if self.weight == Weight::Pooled {
+            return (all_d > 0.0).then(|| all_n / all_d);
         }
         #[allow(clippy::cast_precision_loss)]
         (k > 0).then(|| total / k as f64)
@@ -118,7 +143,13 @@ pub fn mean(obs: &[Obs]) -> Option<f64> {
 /// The equal-domain-weight mean with a 95 % clustered-bootstrap percentile interval.
 /// `None` without observations.
 pub fn bootstrap(obs: &[Obs], resamples: usize, seed: u64) -> Option<Estimate> {
-    let clusters = Clusters::of(obs);
+    bootstrap_weighted(obs, Weight::Domain, resamples, seed)
+}
+
+/// [`bootstrap`] with domains weighted as `weight` says; resampling stays stratified by
+/// domain.
+pub fn bootstrap_weighted(obs: &[Obs], weight: Weight, resamples: usize, seed: u64) -> Option<Estimate> {
+    let clusters = Clusters::weighted(obs, weight);
     let mean = clusters.estimate()?;
     let reps = replicates(&clusters, resamples, seed);
     Some(Estimate { mean, lo: quantile(&reps, 0.025), hi: quantile(&reps, 0.975), n: obs.len() })
@@ -139,7 +170,12 @@ pub struct Paired {
 /// fewer than two clusters its spread cannot be resampled (every replicate repeats it), so
 /// no test is possible: p is 1 rather than the 0 a zero standard error would give.
 pub fn paired(diffs: &[Obs], resamples: usize, seed: u64) -> Option<Paired> {
-    let clusters = Clusters::of(diffs);
+    paired_weighted(diffs, Weight::Domain, resamples, seed)
+}
+
+/// [`paired`] with domains weighted as `weight` says (resampled within each domain).
+pub fn paired_weighted(diffs: &[Obs], weight: Weight, resamples: usize, seed: u64) -> Option<Paired> {
+    let clusters = Clusters::weighted(diffs, weight);
     let mean = clusters.estimate()?;
     let reps = replicates(&clusters, resamples, seed);
     #[allow(clippy::cast_precision_loss)]
@@ -286,6 +322,22 @@ pub fn tie_groups(means: &[f64], adjusted_p: impl Fn(usize, usize) -> f64, alpha
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pooled weighting counts every observation once, and still resamples within each
+    /// domain: a domain's share of the replicate never changes, so two constant domains
+    /// give a zero-width interval (a single pooled stratum would not).
+    #[test]
+    fn pooled_weighting_is_the_observation_mean_resampled_by_domain() {
+        let mut obs: Vec<Obs> = (0..2).map(|i| Obs::value("a", &format!("a{i}"), 1.0)).collect();
+        obs.extend((0..4).map(|i| Obs::value("b", &format!("b{i}"), 0.0)));
+        let domain = bootstrap(&obs, 500, 1).expect("estimate");
+        assert_eq!(domain.mean, 0.5);
+        let pooled = bootstrap_weighted(&obs, Weight::Pooled, 500, 1).expect("estimate");
+        assert!((pooled.mean - 1.0 / 3.0).abs() < 1e-12 && pooled.lo == pooled.mean && pooled.hi == pooled.mean);
+        let one: Vec<Obs> = obs.iter().map(|o| Obs { domain: "all".into(), ..o.clone() }).collect();
+        let unstratified = bootstrap(&one, 500, 1).expect("estimate");
+        assert!(unstratified.hi - unstratified.lo > 0.2, "{unstratified:?}");
+    }
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol

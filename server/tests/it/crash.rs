@@ -37,7 +37,9 @@ fn serve(db: &Path, config: &Path) -> (Child, String) {
 
 fn launch(rt: &tokio::runtime::Runtime, base: &str) -> String {
     rt.block_on(async {
-        let resp = reqwest::Client::new()
+        let resp = server::llm::client_builder()
+            .build()
+            .expect("client")
             .post(format!("{base}/api/start_run"))
             .header("x-mirage-client", "test")
             .form(&[

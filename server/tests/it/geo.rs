@@ -542,7 +542,7 @@ fn importing_geobench_texts() {
             i + 1,
             quoted(&item.name),
             quoted(orig),
-            quoted(&format!("{} book book", item.text))
+            quoted(&format!("{orig} book book"))
         ));
     }
     csv.push_str("raf,rewrite_to_rank,ads,1,X,10,o,,a,best,x\n");
@@ -659,6 +659,13 @@ async fn the_geo_pages_show_a_run_and_escape_what_rankers_say() {
     assert_eq!(csv.status(), 200);
     let csv = csv.text().await.expect("text");
     assert!(csv.starts_with("ranker,method,group,band,nrg_mean") && csv.lines().count() == 7, "{csv}");
+    // The built-in model's PPL-R is a column of its own, filled for every row.
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let column = reader.headers().expect("head").iter().position(|h| h == "ppl_r_ngram").expect("ppl_r_ngram");
+    for record in reader.records() {
+        let ratio: f64 = record.expect("row")[column].parse().expect("a ratio in every row");
+        assert!(ratio > 0.0, "{csv}");
+    }
     let json: serde_json::Value = app
         .client
         .get(format!("{}/api/export/geo.json?run={run}", app.base))
@@ -1046,4 +1053,27 @@ async fn a_cross_encoder_ranks_in_one_pass() {
         "repeating the noun raises the cross-encoder's score: {}",
         stuffed.summary.nrg.mean
     );
+}
+
+/// A ranker none of whose calls answered (every one a 500 after its retries) leaves its
+/// figures in the report, every failure counted, and `mirage geo run` fails naming it.
+#[test]
+fn a_ranker_that_never_answers_fails_the_command() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let server = rt.block_on(server::llm::scripted::ScriptedServer::start(Vec::new()));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = crate::support::temp_path(&dir, "down.db");
+    let config = dir.path().join("m.toml");
+    let toml = format!("[endpoints.down]\nbase_url = \"{}\"\nmodel = \"down\"\nmax_retries = 0\n", server.base_url);
+    std::fs::write(&config, toml).expect("config");
+    let config = config.to_str().expect("utf-8");
+    let args = ["geo", "run", "--ranker", "down", "--list", "stsdata/books", "--method", "stuff", "--config", config];
+    let o = crate::support::mirage(&db, &args);
+    let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(!o.status.success(), "{out}");
+    assert!(out.contains("every call to down (100 orders) failed after its retries"), "{out}");
+    let run = out.split_whitespace().find(|w| w.starts_with("run-")).expect("run id").trim_end_matches(':');
+    let o = crate::support::mirage(&db, &["geo", "report", "--run", run, "--json", "--resamples", "100"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!((v["failed_orders"].as_u64(), v["rows"][0]["n"].as_u64()), (Some(100), Some(10)), "{v}");
 }

@@ -10,6 +10,7 @@ mod dashboard;
 mod docs;
 mod episodes;
 mod geo;
+mod geo_originals;
 mod harness;
 mod layout;
 mod live;

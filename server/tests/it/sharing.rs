@@ -5,7 +5,7 @@ use crate::support::TestApp;
 
 /// A client that sends no Origin of its own (a script, or a page of another site).
 fn bare_client() -> reqwest::Client {
-    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client")
+    server::llm::client_builder().redirect(reqwest::redirect::Policy::none()).build().expect("client")
 }
 
 fn port(app: &TestApp) -> String {

@@ -53,7 +53,7 @@ impl TestApp {
         // carry this server's Origin, as the browser's do.
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert(reqwest::header::ORIGIN, format!("http://{addr}").parse().expect("origin"));
-        let client = reqwest::Client::builder()
+        let client = server::llm::client_builder()
             .default_headers(headers)
             .redirect(reqwest::redirect::Policy::none())
             .timeout(std::time::Duration::from_secs(90))
