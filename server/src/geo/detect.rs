@@ -225,7 +225,7 @@ mod tests {
         let geometric_mean = |v: &[f64]| (v.iter().sum::<f64>() / v.len() as f64).exp();
         let n = fair.len();
         let (fair, leaked) = (geometric_mean(&fair), geometric_mean(&leaked));
-        eprintln!("held out: {fair}; trained on the originals: {leaked}; texts: {}", n);
+        eprintln!("held out: {fair}; trained on the originals: {leaked}; texts: {n}");
         assert!((0.95..1.05).contains(&fair), "held out: {fair}");
         assert!(leaked > 1.15, "trained on the originals: {leaked}");
     }
