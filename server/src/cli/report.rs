@@ -157,11 +157,11 @@ fn print_report(r: &Report) {
     let mut t = table(["agent", "domain", "Acc_inv", "jackknife mean", "mean range"].map(String::from).to_vec());
     for j in &r.jackknife {
         t.add_row(vec![
-            j.row.agent.clone(),
+            j.agent.clone(),
             j.domain.clone(),
-            format!("{:.3}", j.row.full),
-            format!("{:.3}", j.row.jackknife_mean),
-            format!("{:.3}", j.row.mean_range),
+            format!("{:.3}", j.full),
+            format!("{:.3}", j.jackknife_mean),
+            format!("{:.3}", j.mean_range),
         ]);
     }
     println!("Graph-node jackknife of Acc_inv per domain\n{t}\n");

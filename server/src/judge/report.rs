@@ -8,11 +8,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
+pub use app::model::{
+    Adequacy, AppealCount, ContradictionRow, DomainCheck, DomainJackknife, Joint, Report, ReportDelta as Delta,
+    ReportRow as Row, ReportSlice as Slice, Sampling,
+};
 
 use super::TrialScore;
 use super::aggregate::{JackknifeRow, Metric, Options, contribution, groups, jackknife_row};
-use crate::stats::{self, Estimate, Obs};
+use crate::stats::{self, Obs};
 
 /// The main table's metrics, in column order.
 pub const MAIN: [Metric; 8] = [
@@ -46,98 +49,9 @@ pub const PAIRED: [Metric; 9] = [
 pub const APPEALS: [Metric; 4] =
     [Metric::Sycophancy, Metric::SycophancyPartial, Metric::Correction, Metric::CorrectionPartial];
 
-/// One row of a table: the group's key (agent, domain, maybe category), its trial count and
-/// one estimate per metric of the table (`None` where no trial applies).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Row {
-    pub agent: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub domain: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub category: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub level: Option<String>,
-    pub trials: usize,
-    /// Trials that ended in error (they stay in every mean, scored 0 on decision and reasoning).
-    #[serde(default)]
-    pub errors: usize,
-    pub metrics: BTreeMap<String, Option<Estimate>>,
-    /// Pooled rows: each metric as a share of all the row's trajectories (no domain weighting).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub trajectory_weighted: BTreeMap<String, f64>,
-}
-
-/// How much one configuration's clean verdicts vary between samples (seeds).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Sampling {
-    pub agent: String,
-    /// L0-versus-L0 flip rate between samples of one cell.
-    pub noise_floor: Option<Estimate>,
-    /// pass^k for k = 1 … samples.
-    pub pass_k: Vec<f64>,
-}
-
-/// Which trials the main and category tables show: a condition and a level, or all of
-/// either. The paper's Table 1 is Raw, clean ([`Slice::default`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Slice {
-    /// `raw`, `hint`, `evidence_anchored`, or `all`.
-    pub condition: String,
-    /// `L0` … `L4`, or `all`.
-    pub level: String,
-}
-
-impl Default for Slice {
-    fn default() -> Self {
-        Slice { condition: "raw".to_string(), level: crate::manip::Level::L0.as_str().to_string() }
-    }
-}
-
-impl Slice {
-    fn holds(&self, s: &TrialScore) -> bool {
-        (self.condition == "all" || s.condition == self.condition) && (self.level == "all" || s.level == self.level)
-    }
-}
-
-/// [`MAIN`] for one configuration on tasks whose surface does (`yes`) or does not (`no`)
-/// contradict the hidden evidence.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ContradictionRow {
-    pub agent: String,
-    pub contradiction: String,
-    pub trials: usize,
-    pub errors: usize,
-    pub metrics: BTreeMap<String, Option<Estimate>>,
-}
-
-/// What partial credit adds to a configuration's decision accuracy on a domain.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Adequacy {
-    pub agent: String,
-    pub domain: String,
-    pub default: f64,
-    pub strict: f64,
-    /// Default − Strict.
-    pub lift: f64,
-}
-
-/// The graph-node jackknife of one configuration on one domain.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct DomainJackknife {
-    pub domain: String,
-    #[serde(flatten)]
-    pub row: JackknifeRow,
-}
-
-/// Decision against reasoning for one configuration: trials whose verdict earned credit or
-/// not, crossed with an Acc_rsn of at least [`SOUND_RSN`] or not.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Joint {
-    pub agent: String,
-    pub right_sound: usize,
-    pub right_unsound: usize,
-    pub wrong_sound: usize,
-    pub wrong_unsound: usize,
+/// Whether a trial is in the slice.
+fn holds(slice: &Slice, s: &TrialScore) -> bool {
+    (slice.condition == "all" || s.condition == slice.condition) && (slice.level == "all" || s.level == slice.level)
 }
 
 /// The Acc_rsn from which reasoning counts as sound in the joint table (the rubric's middle band).
@@ -181,112 +95,16 @@ fn domain_jackknife(scores: &[TrialScore], main: &[Row]) -> Vec<DomainJackknife>
             let domain = r.domain.as_deref()?;
             let trials: Vec<&TrialScore> =
                 scores.iter().filter(|s| s.agent == r.agent && s.domain == domain && s.acc_inv.is_some()).collect();
-            Some(DomainJackknife { domain: domain.to_string(), row: jackknife_row(&r.agent, &trials)? })
+            let row = jackknife_row(&r.agent, &trials)?;
+            Some(DomainJackknife {
+                domain: domain.to_string(),
+                agent: row.agent,
+                full: row.full,
+                jackknife_mean: row.jackknife_mean,
+                mean_range: row.mean_range,
+            })
         })
         .collect()
-}
-
-/// How many appeals of one kind ended each way, for one configuration and domain.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct AppealCount {
-    pub agent: String,
-    pub domain: String,
-    /// `deceptive` or `helpful`.
-    pub kind: String,
-    /// `kept`, `partial`, `reversed` or `failed` → trials.
-    pub outcomes: BTreeMap<String, usize>,
-}
-
-/// The Hint − Raw change of one metric for one configuration on one domain, over trials
-/// paired by (task, level, seed), with its clustered bootstrap interval and Wald p-value.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Delta {
-    pub agent: String,
-    pub domain: String,
-    pub metric: String,
-    pub diff: Estimate,
-    pub p: f64,
-}
-
-/// How a domain's ranking of configurations holds up: Default against Strict decision
-/// accuracy, and Acc_inv against its graph-node jackknife.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct DomainCheck {
-    pub domain: String,
-    /// Configurations ranked.
-    pub n: usize,
-    /// Spearman's ρ between the Default and Strict Acc_dec rankings.
-    pub default_vs_strict: Option<f64>,
-    /// Spearman's ρ between the full and the leave-one-node-out mean Acc_inv rankings.
-    pub jackknife_rho: Option<f64>,
-    /// The largest swing: over configurations, the mean (over trials) of the range of
-    /// Acc_inv across the leave-one-node-out replicates.
-    pub jackknife_swing: Option<f64>,
-}
-
-/// The paper's tables for one run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Report {
-    pub run: String,
-    pub trials: usize,
-    pub resamples: usize,
-    pub seed: u64,
-    /// The trials behind the main and category tables and the Hint − Raw deltas' level.
-    #[serde(default)]
-    pub slice: Slice,
-    /// Trials in that slice.
-    #[serde(default)]
-    pub slice_trials: usize,
-    /// The reasoning judges behind Acc_rsn and Q_ev.
-    #[serde(default)]
-    pub rsn_judges: Vec<String>,
-    /// Some Acc_rsn and Q_ev figures come from the judge-less fallback (seen gold facts),
-    /// which is not comparable with a model judge's grades.
-    #[serde(default)]
-    pub rsn_fallback: bool,
-    /// Per configuration, the slice pooled over domains: [`MAIN`] domain-equal, and as shares
-    /// of trajectories.
-    #[serde(default)]
-    pub pooled: Vec<Row>,
-    /// Per configuration × domain: [`MAIN`].
-    pub main: Vec<Row>,
-    /// Hint − Raw per configuration × domain × [`DELTAS`] (where both conditions ran).
-    pub hint_minus_raw: Vec<Delta>,
-    /// Per configuration × domain × category: [`MAIN`].
-    pub categories: Vec<Row>,
-    pub domains: Vec<DomainCheck>,
-    /// Per configuration: [`APPEALS`] (where the run had appeals), domain-equal and as
-    /// shares of trajectories.
-    pub appeals: Vec<Row>,
-    /// Per configuration × domain: [`APPEALS`].
-    #[serde(default)]
-    pub appeals_by_domain: Vec<Row>,
-    /// Appeal outcomes counted per configuration, domain and kind.
-    #[serde(default)]
-    pub appeal_counts: Vec<AppealCount>,
-    /// Per configuration × whether the task's surface contradicts its evidence: [`MAIN`] on
-    /// the slice (how decisions collapse when the surface misleads).
-    #[serde(default)]
-    pub contradiction: Vec<ContradictionRow>,
-    /// Per configuration × domain: the adequacy lift, Default − Strict mean Acc_dec.
-    #[serde(default)]
-    pub adequacy: Vec<Adequacy>,
-    /// Per configuration × domain: the graph-node jackknife of Acc_inv.
-    #[serde(default)]
-    pub jackknife: Vec<DomainJackknife>,
-    /// Per configuration: decision right or wrong against reasoning sound or not.
-    #[serde(default)]
-    pub joint: Vec<Joint>,
-    /// Figures of the paper this report does not reproduce, and why.
-    #[serde(default)]
-    pub not_reproduced: Vec<String>,
-    /// Per configuration and level at the slice's condition: goal rate and the paired
-    /// metrics against clean twins.
-    #[serde(default)]
-    pub manipulation: Vec<Row>,
-    /// Per configuration with several seeds: the L0 noise floor and pass^k.
-    #[serde(default)]
-    pub sampling: Vec<Sampling>,
 }
 
 fn rows(
@@ -437,14 +255,14 @@ fn domain_checks(scores: &[TrialScore], main: &[Row]) -> Vec<DomainCheck> {
 /// `slice` the trials of the main and category tables (the paper's: Raw, L0). The Hint − Raw
 /// deltas pair trials at the slice's level; the appeal tables count every trial with an appeal.
 pub fn report(scores: &[TrialScore], run: &str, options: &Options, slice: &Slice) -> anyhow::Result<Report> {
-    let sliced: Vec<TrialScore> = scores.iter().filter(|s| slice.holds(s)).cloned().collect();
+    let sliced: Vec<TrialScore> = scores.iter().filter(|s| holds(slice, s)).cloned().collect();
     let main = rows(&sliced, run, &["agent", "domain"], &MAIN, options)?;
     let (lift, jackknife) = (adequacy(&main), domain_jackknife(&sliced, &main));
     let categories = rows(&sliced, run, &["agent", "domain", "category"], &MAIN, options)?;
     let pooled = pooled_rows(&sliced, run, &MAIN, options)?;
     let level_slice = Slice { condition: "all".to_string(), level: slice.level.clone() };
     let condition_slice = Slice { condition: slice.condition.clone(), level: "all".to_string() };
-    let at_condition: Vec<TrialScore> = scores.iter().filter(|s| condition_slice.holds(s)).cloned().collect();
+    let at_condition: Vec<TrialScore> = scores.iter().filter(|s| holds(&condition_slice, s)).cloned().collect();
     let manipulation = rows(&at_condition, run, &["agent", "level"], &PAIRED, options)?;
     let agents: BTreeSet<&str> = at_condition.iter().map(|s| s.agent.as_str()).collect();
     let sampling = agents
@@ -461,7 +279,7 @@ pub fn report(scores: &[TrialScore], run: &str, options: &Options, slice: &Slice
         })
         .filter(|s| s.noise_floor.is_some() || !s.pass_k.is_empty())
         .collect();
-    let at_level: Vec<TrialScore> = scores.iter().filter(|s| level_slice.holds(s)).cloned().collect();
+    let at_level: Vec<TrialScore> = scores.iter().filter(|s| holds(&level_slice, s)).cloned().collect();
     let with_appeal: Vec<TrialScore> = scores.iter().filter(|s| s.appeal.is_some()).cloned().collect();
     let has_rates = |r: &Row| r.metrics.values().any(Option::is_some);
     let appeals: Vec<Row> = pooled_rows(&with_appeal, run, &APPEALS, options)?.into_iter().filter(has_rates).collect();

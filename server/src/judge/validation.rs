@@ -5,32 +5,14 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use serde::{Deserialize, Serialize};
-
 use super::TrialScore;
 use crate::db::{DecisionClass, ReasoningGrade};
 use crate::stats;
 
 /// Below this many graded trials the numbers are shown as too few to judge agreement.
-pub const MIN_GRADES: usize = 10;
+pub use app::model::MIN_AGREEMENT_N as MIN_GRADES;
 
-/// Agreement between the reasoning judge and people on one run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Validation {
-    /// (trial, person) grades paired with a judge's Acc_rsn.
-    pub n: usize,
-    /// The judges behind the automatic Acc_rsn of those trials.
-    pub judges: Vec<String>,
-    pub pearson: Option<f64>,
-    /// Cohen's κ on the rubric bands (1.0; 0.7–0.9; 0.4–0.6; 0.1–0.3; 0.0).
-    pub kappa_bands: Option<f64>,
-    /// Grades paired with a scored decision.
-    pub decision_n: usize,
-    /// The share of those where the person's call equals the rules' (from Acc_dec).
-    pub decision_agreement: Option<f64>,
-    /// `n` reaches [`MIN_GRADES`]: the numbers can be read.
-    pub enough: bool,
-}
+pub use app::model::Validation;
 
 /// The rubric band of an Acc_rsn: 4 for 1.0, 3 for 0.7–0.9, 2 for 0.4–0.6, 1 for 0.1–0.3,
 /// 0 for 0.0 (values are read in tenths).

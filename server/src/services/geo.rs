@@ -29,11 +29,6 @@ pub struct GeoService {
     cache: Mutex<HashMap<String, (i64, Arc<Report>)>>,
 }
 
-/// An `Est` of the wire from a statistics estimate.
-fn est(e: crate::stats::Estimate) -> app::model::Est {
-    app::model::Est { mean: e.mean, lo: e.lo, hi: e.hi, n: e.n }
-}
-
 /// The original against the edit, word by word, neighbouring words of one kind joined.
 pub fn word_diff(orig: &str, adv: &str) -> Vec<(String, String)> {
     use similar::{ChangeTag, TextDiff};
@@ -70,7 +65,7 @@ fn detection_view(d: &Detection, r: &Report) -> anyhow::Result<GeoDetectionView>
                 ),
                 label,
                 x: app::model::Est { mean: auroc, lo: auroc, hi: auroc, n: x.n },
-                y: est(nrg),
+                y: nrg,
                 accent: x.nrg_after_judge > 0.0,
             })
         })
@@ -129,9 +124,9 @@ fn detection_view(d: &Detection, r: &Report) -> anyhow::Result<GeoDetectionView>
                     .iter()
                     .map(|f| app::model::GeoFilterEffect {
                         filter: f.filter.clone(),
-                        flagged: est(f.flagged),
-                        nrg_after: est(f.nrg_after),
-                        promoted_and_passed: est(f.promoted_and_passed),
+                        flagged: f.flagged,
+                        nrg_after: f.nrg_after,
+                        promoted_and_passed: f.promoted_and_passed,
                     })
                     .collect(),
             })
@@ -221,12 +216,12 @@ impl app::ssr::Geo for GeoService {
                     group: group(&row.method),
                     band: row.band,
                     n: s.n,
-                    nrg: est(s.nrg),
-                    s_at_0_1: est(s.s_at_0_1),
-                    p_at_0_1: est(s.p_at_0_1),
-                    kvr: est(s.kvr),
-                    nrg_after_keyword: est(s.nrg_after_keyword),
-                    promoted_and_passed: est(s.promoted_and_passed),
+                    nrg: s.nrg,
+                    s_at_0_1: s.s_at_0_1,
+                    p_at_0_1: s.p_at_0_1,
+                    kvr: s.kvr,
+                    nrg_after_keyword: s.nrg_after_keyword,
+                    promoted_and_passed: s.promoted_and_passed,
                     missing: s.missing,
                     missing_clean: s.missing_clean,
                     orders: s.orders,
@@ -245,7 +240,7 @@ impl app::ssr::Geo for GeoService {
                 ranker: d.ranker.clone(),
                 method: d.method.clone(),
                 dataset: d.dataset.clone(),
-                nrg: est(d.summary.nrg),
+                nrg: d.summary.nrg,
                 failed_orders: d.summary.failed_orders,
             })
             .collect();
@@ -256,7 +251,7 @@ impl app::ssr::Geo for GeoService {
                 ranker: p.ranker.clone(),
                 a: p.a.clone(),
                 b: p.b.clone(),
-                diff: est(p.diff),
+                diff: p.diff,
                 p: p.p,
                 p_holm: p.p_holm,
             })

@@ -24,7 +24,6 @@ use crate::judge::TrialScore;
 use crate::judge::aggregate::{Aggregate, Group, Metric, Options, aggregate};
 use crate::judge::rsn::ModelJudge;
 use crate::manip::Level;
-use crate::stats::Estimate;
 
 /// The metrics of the leaderboard's columns, after `utility` and `robustness`.
 const BOARD: [Metric; 14] = [
@@ -102,10 +101,6 @@ pub struct InsightsService {
     me: Weak<InsightsService>,
 }
 
-fn est(e: Estimate) -> Est {
-    Est { mean: e.mean, lo: e.lo, hi: e.hi, n: e.n }
-}
-
 /// The metric behind a tier name.
 pub fn tier_metric(tier: &str) -> Result<Metric, AppError> {
     match tier {
@@ -128,11 +123,9 @@ fn board_metrics(utility: Metric) -> Vec<Metric> {
 
 fn group_cells(g: &Group, utility: Metric) -> BTreeMap<String, Option<Est>> {
     let m = |k: Metric| g.metrics.get(k.as_str()).copied().flatten();
-    let mut cells = BTreeMap::from([
-        ("utility".to_string(), m(utility).map(est)),
-        ("robustness".to_string(), m(Metric::Robustness).map(est)),
-    ]);
-    cells.extend(BOARD.iter().map(|&k| (k.as_str().to_string(), m(k).map(est))));
+    let mut cells =
+        BTreeMap::from([("utility".to_string(), m(utility)), ("robustness".to_string(), m(Metric::Robustness))]);
+    cells.extend(BOARD.iter().map(|&k| (k.as_str().to_string(), m(k))));
     cells
 }
 
@@ -340,7 +333,7 @@ impl InsightsService {
 fn report_view(scores: &[TrialScore], run: &str) -> Result<app::model::ReportView, AppError> {
     use crate::judge::report::{APPEALS, MAIN, PAIRED, Slice, report};
     let built = report(scores, run, &Options::default(), &Slice::default()).map_err(internal)?;
-    let report: app::model::Report = serde_json::to_value(&built).and_then(serde_json::from_value).map_err(internal)?;
+    let report = built;
     let mut by_domain: BTreeMap<String, Vec<(String, Est, Est)>> = BTreeMap::new();
     for row in &report.main {
         let m = |k: Metric| row.metrics.get(k.as_str()).copied().flatten();
@@ -421,9 +414,9 @@ impl app::ssr::Insights for InsightsService {
             .map(|s| {
                 let g = groups.get(s.agent.as_str());
                 let mut cells = g.map(|g| group_cells(g, utility)).unwrap_or_default();
-                cells.insert("utility".into(), s.utility.map(est));
-                cells.insert("robustness".into(), s.robustness.map(est));
-                cells.insert("noise_floor".into(), s.noise_floor.map(est));
+                cells.insert("utility".into(), s.utility);
+                cells.insert("robustness".into(), s.robustness);
+                cells.insert("noise_floor".into(), s.noise_floor);
                 BoardRow {
                     agent: s.agent.clone(),
                     band: s.band,
@@ -458,7 +451,6 @@ impl app::ssr::Insights for InsightsService {
         let human_labels = agg.agreement.iter().map(|a| a.n).sum();
         let grades = self.store.grades(&run).await.map_err(internal)?;
         let validation = crate::judge::validation::validate(&self.scores_cached(&run), &grades);
-        let validation = serde_json::to_value(&validation).and_then(serde_json::from_value).map_err(internal)?;
         // When the figures shown were computed.
         let as_of = self.lock().aggregates.get(&aggregate_key(&run, &["agent"], utility, &metrics)).map(|(.., at)| *at);
         Ok(Leaderboard {
@@ -494,8 +486,8 @@ impl app::ssr::Insights for InsightsService {
                     agent: c.agent.clone(),
                     replayed: c.replayed,
                     caused: c.caused,
-                    precision: c.precision.map(est),
-                    recall: c.recall.map(est),
+                    precision: c.precision,
+                    recall: c.recall,
                 })
                 .collect(),
             validation,
@@ -529,12 +521,7 @@ impl app::ssr::Insights for InsightsService {
             };
             match (s.utility, robustness) {
                 (Some(u), Some(r)) => {
-                    points.push(ParetoPoint {
-                        agent: s.agent.clone(),
-                        utility: est(u),
-                        robustness: est(r),
-                        frontier: false,
-                    });
+                    points.push(ParetoPoint { agent: s.agent.clone(), utility: u, robustness: r, frontier: false });
                 }
                 _ => missing.push(s.agent.clone()),
             }
@@ -575,7 +562,7 @@ impl app::ssr::Insights for InsightsService {
                 HeatCell {
                     level: g.key.get("level").cloned().unwrap_or_default(),
                     column: g.key.get(by.as_str()).cloned().unwrap_or_default(),
-                    est: e.map(est),
+                    est: e,
                     underpowered: e.is_none_or(|e| e.n < MIN_N || e.hi - e.lo > MAX_WIDTH),
                     trials: g.trials,
                     errors: g.errors,

@@ -29,15 +29,8 @@ impl Obs {
     }
 }
 
-/// A point estimate with its percentile interval.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Estimate {
-    pub mean: f64,
-    pub lo: f64,
-    pub hi: f64,
-    /// Observations behind it.
-    pub n: usize,
-}
+/// A point estimate with its percentile interval: the wire's `Est`, shared with the dashboard.
+pub use app::model::Est as Estimate;
 
 /// How domains weigh in a mean. Clusters are resampled within their domain either way.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
