@@ -43,7 +43,8 @@ pub struct GeoCell {
     pub failed_orders: usize,
 }
 
-/// A (ranker, method) with no scored target, and why.
+/// A (ranker, method) some of whose trials ended in error or are unfinished (or all of
+/// them: no scored target). Such trials are in no mean, so the report names them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GeoEmpty {
     pub ranker: String,
@@ -51,6 +52,27 @@ pub struct GeoEmpty {
     pub trials: usize,
     pub errors: usize,
     pub unfinished: usize,
+    /// Targets with a finished trial: those the row's figures are over.
+    #[serde(default)]
+    pub scored: usize,
+}
+
+impl GeoEmpty {
+    /// The report's line about it.
+    pub fn describe(&self) -> String {
+        if self.scored == 0 {
+            format!(
+                "{} / {}: no scored target ({} of {} trials failed, {} unfinished)",
+                self.ranker, self.method, self.errors, self.trials, self.unfinished
+            )
+        } else {
+            format!(
+                "{} / {}: {} of {} trials ended in error and {} are unfinished; its figures are over the other {} \
+                 targets only (a dataset whose every trial failed leaves its equal-dataset mean)",
+                self.ranker, self.method, self.errors, self.trials, self.unfinished, self.scored
+            )
+        }
+    }
 }
 
 /// A paired comparison of two methods under one ranker.

@@ -220,10 +220,7 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
         {(!v.empty.is_empty()).then(|| view! {
             <ul class="notice geo-empty">
                 {v.empty.iter().map(|e| view! {
-                    <li>{format!(
-                        "{} / {}: no scored target ({} of {} trials failed, {} unfinished)",
-                        e.ranker, e.method, e.errors, e.trials, e.unfinished
-                    )}</li>
+                    <li>{e.describe()}</li>
                 }).collect_view()}
             </ul>
         })}

@@ -468,6 +468,7 @@ async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> a
                 rerankers,
                 prompts: args.prompts.prompts()?,
                 recipe_keys: true,
+                ranker_in_recipe: true,
                 attacker: match args.attacker.as_deref() {
                     Some("builtin") => None,
                     None => config.attacker().map(|(_, spec)| spec.clone()),
@@ -506,8 +507,8 @@ async fn refuse_silent_rankers(store: &dyn crate::db::Store, run_id: &str) -> an
         .collect();
     if !silent.is_empty() {
         anyhow::bail!(
-            "every call to {} failed after its retries: the endpoint is down or refusing, so its rows measure \
-             nothing (the trial pages give each call's reason)",
+            "every order ranked by {} had a call fail after its retries: the endpoint is down or refusing, so \
+             its rows measure its failures, not a ranker (the trial pages give each call's reason)",
             silent.join(", ")
         );
     }

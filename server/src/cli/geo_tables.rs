@@ -173,10 +173,7 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
         );
     }
     for e in &report.empty {
-        println!(
-            "{} / {}: no scored target ({} of {} trials failed, {} unfinished)",
-            e.ranker, e.method, e.errors, e.trials, e.unfinished
-        );
+        println!("{}", e.describe());
     }
     for what in by {
         match what.as_str() {

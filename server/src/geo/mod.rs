@@ -101,9 +101,10 @@ impl OrderRecord {
 pub fn endpoint_failure(e: &anyhow::Error) -> Option<String> {
     use crate::llm::LlmError;
     match e.downcast_ref::<LlmError>()? {
-        // A wrong key, a forbidden model or a wrong path is a configuration error, not an
-        // answer: the trial fails with the reason.
-        LlmError::Rejected { status: 401 | 403 | 404, .. } | LlmError::MissingKey(_) => None,
+        // A wrong key or a wrong path (model) is a configuration error, not an answer: the
+        // trial fails with the reason. A 403 is a refusal like a 400: content filters and
+        // gateways answer it to single prompts of an endpoint that answers the rest.
+        LlmError::Rejected { status: 401 | 404, .. } | LlmError::MissingKey(_) => None,
         LlmError::Exhausted { .. } | LlmError::Rejected { .. } => Some(format!("{e:#}")),
     }
 }
@@ -320,10 +321,15 @@ mod tests {
     #[test]
     fn configuration_errors_are_not_answers() {
         let rejected = |status| anyhow::Error::new(LlmError::Rejected { status, body: "no".into() });
-        for status in [401, 403, 404] {
+        for status in [401, 404] {
             assert_eq!(endpoint_failure(&rejected(status)), None, "{status}: the trial fails with the reason");
         }
-        assert!(endpoint_failure(&rejected(400)).is_some(), "a refused prompt is a reply naming nothing");
+        for status in [400, 403] {
+            assert!(
+                endpoint_failure(&rejected(status)).is_some(),
+                "{status}: a refused prompt is a reply naming nothing"
+            );
+        }
         let gave_up = anyhow::Error::new(LlmError::Exhausted { attempts: 3, last: "HTTP 503".into() });
         assert!(endpoint_failure(&gave_up).is_some());
         assert_eq!(endpoint_failure(&anyhow::Error::new(LlmError::MissingKey("K".into()))), None);

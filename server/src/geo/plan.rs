@@ -51,6 +51,11 @@ pub struct GeoSpec {
     /// planned since recipes were introduced; older runs read their texts by variant).
     #[serde(default)]
     pub recipe_keys: bool,
+    /// Whether a TAP text's recipe names the endpoint it was searched on (URL, model,
+    /// sampling), not only the ranker's name in the config (runs planned since; older runs
+    /// read their texts by the recipe without it).
+    #[serde(default)]
+    pub ranker_in_recipe: bool,
 }
 
 /// The prompts of the attacker roles.
@@ -73,9 +78,10 @@ impl Default for AttackPrompts {
 
 /// What decides a generated text besides its variant: the prompt's version and the
 /// sampling for endpoint texts; for TAP also the search's shape, the proposer and the
-/// protocol the ranker was asked under. `None` for texts that depend on the variant alone
-/// (offline writers, built-in C-SEO and Zero-Shot templates, imports). A short hash.
-pub fn recipe(spec: &GeoSpec, level: &str) -> Option<String> {
+/// protocol and the endpoint (`ranker`'s, or for a transfer the source's) the ranker was
+/// asked under. `None` for texts that depend on the variant alone (offline writers,
+/// built-in C-SEO and Zero-Shot templates, imports). A short hash.
+pub fn recipe(spec: &GeoSpec, level: &str, ranker: &str) -> Option<String> {
     use super::methods::{REWRITE, SEARCH, SNIPPET};
     let endpoint = level.contains('@');
     let settings = match Method::parse(level).ok()? {
@@ -85,10 +91,15 @@ pub fn recipe(spec: &GeoSpec, level: &str) -> Option<String> {
             let proposer =
                 if endpoint { serde_json::json!([spec.prompts.tap.version, SEARCH]) } else { "builtin".into() };
             let p = &spec.protocol;
-            serde_json::json!({
+            let mut settings = serde_json::json!({
                 "proposer": proposer, "search": spec.tap, "prompt": p.prompt.version, "system_role": p.system_role,
                 "parser": p.parser, "orders": p.orders, "base_seed": p.base_seed, "k": p.k,
-            })
+            });
+            let searched_on = level.split_once('>').map_or(ranker, |(_, source)| source);
+            if let Some(endpoint) = spec.endpoints.get(searched_on).filter(|_| spec.ranker_in_recipe) {
+                settings["ranker"] = endpoint.answer_identity().into();
+            }
+            settings
         }
         _ => return None,
     };
@@ -104,7 +115,7 @@ pub fn text_key(spec: &GeoSpec, level: &str, ranker: &str) -> String {
         Ok(Method::Tap) => format!("{level}>{ranker}"),
         _ => level.to_string(),
     };
-    match recipe(spec, level).filter(|_| spec.recipe_keys) {
+    match recipe(spec, level, ranker).filter(|_| spec.recipe_keys) {
         Some(r) => format!("{base}#{r}"),
         None => base,
     }
@@ -127,6 +138,7 @@ impl GeoSpec {
             rerankers: BTreeMap::new(),
             prompts: AttackPrompts::default(),
             recipe_keys: true,
+            ranker_in_recipe: true,
         }
     }
 }
@@ -269,6 +281,7 @@ mod tests {
             rerankers: BTreeMap::new(),
             prompts: AttackPrompts::default(),
             recipe_keys: true,
+            ranker_in_recipe: true,
         };
         assert_eq!(spec.datasets, ["stsdata", "cseo"], "dataset order, not the filter's");
         let trials = plan(&lists, &spec).expect("plan");
@@ -336,6 +349,18 @@ mod tests {
         let mut ranked = spec.clone();
         ranked.protocol.prompt.version = "file:0123456789ab".into();
         assert_ne!(key(&ranked, "tap"), key(&spec, "tap"), "TAP searched under another ranking prompt");
+        // A search on an endpoint belongs to that endpoint (URL, model, sampling), not to
+        // its name in the config; its transfer rows read the same key.
+        let mut chat = spec.clone();
+        chat.ranker_in_recipe = true;
+        chat.endpoints.insert("chat".into(), crate::llm::EndpointSpec::new("http://127.0.0.1:9/v1", "m1"));
+        let on_chat = text_key(&chat, "tap", "chat");
+        assert_eq!(text_key(&chat, "tap>chat", "bm25"), on_chat, "a transfer reads its source's text");
+        let mut moved = chat.clone();
+        moved.endpoints.insert("chat".into(), crate::llm::EndpointSpec::new("http://127.0.0.1:9/v1", "m2"));
+        assert_ne!(text_key(&moved, "tap", "chat"), on_chat, "another model behind the same name");
+        assert_ne!(text_key(&moved, "tap>chat", "bm25"), on_chat);
+        assert_eq!(text_key(&moved, "tap", "bm25"), text_key(&chat, "tap", "bm25"), "offline rankers unchanged");
         let legacy = GeoSpec { recipe_keys: false, ..spec };
         assert_eq!(
             (key(&legacy, "cseo:quotes@m"), key(&legacy, "tap@m")),

@@ -180,7 +180,7 @@ pub struct Report {
     pub failed_orders: usize,
     #[serde(default)]
     pub failed_trials: usize,
-    /// Variants with no scored target (every trial failed or is unfinished): listed so that
+    /// Variants with trials in no mean (failed or unfinished; all of them: no scored target): listed so that
     /// no row disappears without a word.
     #[serde(default)]
     pub empty: Vec<EmptyRow>,
@@ -220,15 +220,8 @@ pub struct Report {
 /// stuffing, a deletion) and would make any two rankers look alike.
 pub const BASELINES: [&str; 3] = ["clean", "stuff", "strip"];
 
-/// A (ranker, method) with no scored target, and why.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct EmptyRow {
-    pub ranker: String,
-    pub method: String,
-    pub trials: usize,
-    pub errors: usize,
-    pub unfinished: usize,
-}
+/// A (ranker, method) with trials in no mean (ended in error or unfinished), and why.
+pub use app::model::GeoEmpty as EmptyRow;
 
 /// How many trials a run has, failed (an error state) and not yet finished, in all and per
 /// (ranker, method).
@@ -319,10 +312,11 @@ pub async fn results(
             trials: 0,
             errors: 0,
             unfinished: 0,
+            scored: 0,
         });
         row.trials += 1;
         match trial.state {
-            TrialState::Done => {}
+            TrialState::Done => row.scored += 1,
             TrialState::Error => {
                 row.errors += 1;
                 tally.errors += 1;
@@ -555,12 +549,7 @@ fn summarise_run(
         unfinished: tally.unfinished,
         failed_orders: rows.iter().map(|r| r.summary.failed_orders).sum(),
         failed_trials: rows.iter().map(|r| r.summary.failed_targets).sum(),
-        empty: tally
-            .by_variant
-            .iter()
-            .filter(|(k, _)| !rows.iter().any(|r| r.ranker == k.0 && r.method == k.1))
-            .map(|(_, v)| v.clone())
-            .collect(),
+        empty: tally.by_variant.values().filter(|v| v.errors + v.unfinished > 0 || v.scored == 0).cloned().collect(),
         parser: parser_name(geo.protocol.parser),
         compared_parser: parser_name(compared_with(geo.protocol.parser)),
         lines_read_differently: tally.lines_read_differently,

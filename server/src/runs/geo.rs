@@ -124,6 +124,7 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
         endpoint.temperature = 0.0;
     }
     spec.recipe_keys = true;
+    spec.ranker_in_recipe = true;
     let mut trials = plan(&lists, &spec)?;
     // Imported and transferred methods cover the targets that have texts.
     let stored_only =

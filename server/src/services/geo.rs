@@ -321,17 +321,7 @@ impl app::ssr::Geo for GeoService {
             lines_read_differently: r.lines_read_differently,
             lines: r.lines,
             rho_methods: r.rho_methods.clone(),
-            empty: r
-                .empty
-                .iter()
-                .map(|e| app::model::GeoEmpty {
-                    ranker: e.ranker.clone(),
-                    method: e.method.clone(),
-                    trials: e.trials,
-                    errors: e.errors,
-                    unfinished: e.unfinished,
-                })
-                .collect(),
+            empty: r.empty.clone(),
             datasets,
             rows,
             cells,

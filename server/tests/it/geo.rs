@@ -288,8 +288,9 @@ async fn chat_replies_are_cached_and_shared_across_methods() {
 async fn a_refused_call_counts_as_missing_and_the_trial_stays_in_the_means() {
     let server = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, |body| {
         let shown = shown_names(body);
+        // A content filter: 403 to the stuffed prompts, answers to the rest.
         if shown.iter().any(|(_, text)| text.contains("of the year")) {
-            return server::llm::scripted::Reply::Status(400, None);
+            return server::llm::scripted::Reply::Status(403, None);
         }
         let reply: String = shown.iter().enumerate().map(|(i, (n, _))| format!("{}. {n}\n", i + 1)).collect();
         server::llm::scripted::Reply::Text(reply)
@@ -330,6 +331,36 @@ async fn a_refused_call_counts_as_missing_and_the_trial_stays_in_the_means() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("100 orders in 10 trials had a ranker call fail"), "{text}");
     assert!(text.contains("100 of 100 orders, 10 targets"), "{text}");
+
+    // An endpoint that answers 404 (a configuration error) to some prompts ends those
+    // trials in error: they are in no mean, and the report names the row and its counts.
+    let gone = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, |body| {
+        let shown = shown_names(body);
+        let stuffed = shown.iter().find(|(_, text)| text.contains("of the year"));
+        if stuffed.is_some_and(|(name, _)| name.len() % 2 == 0) {
+            return server::llm::scripted::Reply::Status(404, None);
+        }
+        let reply: String = shown.iter().enumerate().map(|(i, (n, _))| format!("{}. {n}\n", i + 1)).collect();
+        server::llm::scripted::Reply::Text(reply)
+    })
+    .await;
+    let mut geo = spec(&["stsdata"], &["gone"], &["clean", "stuff"]);
+    geo.lists = vec!["stsdata/books".into()];
+    geo.endpoints.insert("gone".into(), server::llm::EndpointSpec::new(&gone.base_url, "gone-model"));
+    let run = server::runs::geo::create_geo_run(store.as_ref(), geo).await.expect("run");
+    execute(store.clone(), &run, 2).await;
+    let p = store.progress(&run).await.expect("progress");
+    assert!(p.error > 0 && p.error < 10, "some stuffed trials end in error: {}", p.error);
+    let report = server::geo::report::report(store.as_ref(), &lists, &run, 200, 0).await.expect("report");
+    let listed = report.empty.iter().find(|e| e.method == "stuff").expect("the row with errors is listed");
+    assert_eq!((listed.trials, listed.errors, listed.scored), (10, p.error as usize, 10 - p.error as usize));
+    assert!(report.empty.iter().all(|e| e.method == "stuff"), "clean has no error: {:?}", report.empty);
+    let out = crate::support::mirage(&path, &["geo", "report", "--run", &run]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("gone / stuff: {} of 10 trials ended in error and 0 are unfinished", p.error)),
+        "{text}"
+    );
 }
 
 /// A GEO run killed mid-way with SIGKILL resumes with every trial finished once and every
@@ -1071,7 +1102,7 @@ fn a_ranker_that_never_answers_fails_the_command() {
     let o = crate::support::mirage(&db, &args);
     let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(!o.status.success(), "{out}");
-    assert!(out.contains("every call to down (100 orders) failed after its retries"), "{out}");
+    assert!(out.contains("every order ranked by down (100 orders) had a call fail after its retries"), "{out}");
     let run = out.split_whitespace().find(|w| w.starts_with("run-")).expect("run id").trim_end_matches(':');
     let o = crate::support::mirage(&db, &["geo", "report", "--run", run, "--json", "--resamples", "100"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
