@@ -126,6 +126,21 @@ fn shown_names(body: &serde_json::Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A content-blind chat ranker (it lists the products as shown) that answers the status
+/// `refuse` gives for the stuffed product's name (`None` on a list with no stuffed text).
+async fn blind_refusing(refuse: fn(Option<&str>) -> Option<u16>) -> server::llm::scripted::ScriptedServer {
+    server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, move |body| {
+        let shown = shown_names(body);
+        let stuffed = shown.iter().find(|(_, text)| text.contains("of the year")).map(|(name, _)| name.as_str());
+        if let Some(status) = refuse(stuffed) {
+            return server::llm::scripted::Reply::Status(status, None);
+        }
+        let reply: String = shown.iter().enumerate().map(|(i, (n, _))| format!("{}. {n}\n", i + 1)).collect();
+        server::llm::scripted::Reply::Text(reply)
+    })
+    .await
+}
+
 /// A chat "model" that lists the products in reverse, and leaves out any whose description
 /// carries the stuffing sentence.
 fn reverse_ranker(body: &serde_json::Value) -> server::llm::scripted::Reply {
@@ -286,16 +301,8 @@ async fn chat_replies_are_cached_and_shared_across_methods() {
 /// failed orders and trials next to the figures.
 #[tokio::test]
 async fn a_refused_call_counts_as_missing_and_the_trial_stays_in_the_means() {
-    let server = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, |body| {
-        let shown = shown_names(body);
-        // A content filter: 403 to the stuffed prompts, answers to the rest.
-        if shown.iter().any(|(_, text)| text.contains("of the year")) {
-            return server::llm::scripted::Reply::Status(403, None);
-        }
-        let reply: String = shown.iter().enumerate().map(|(i, (n, _))| format!("{}. {n}\n", i + 1)).collect();
-        server::llm::scripted::Reply::Text(reply)
-    })
-    .await;
+    // A content filter: 403 to the stuffed prompts, answers to the rest.
+    let server = blind_refusing(|stuffed| stuffed.map(|_| 403)).await;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = crate::support::temp_path(&dir, "f.db");
     let url = server::db::database_url(path.to_str().expect("utf-8")).expect("url");
@@ -334,16 +341,7 @@ async fn a_refused_call_counts_as_missing_and_the_trial_stays_in_the_means() {
 
     // An endpoint that answers 404 (a configuration error) to some prompts ends those
     // trials in error: they are in no mean, and the report names the row and its counts.
-    let gone = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, |body| {
-        let shown = shown_names(body);
-        let stuffed = shown.iter().find(|(_, text)| text.contains("of the year"));
-        if stuffed.is_some_and(|(name, _)| name.len() % 2 == 0) {
-            return server::llm::scripted::Reply::Status(404, None);
-        }
-        let reply: String = shown.iter().enumerate().map(|(i, (n, _))| format!("{}. {n}\n", i + 1)).collect();
-        server::llm::scripted::Reply::Text(reply)
-    })
-    .await;
+    let gone = blind_refusing(|stuffed| stuffed.filter(|name| name.len() % 2 == 0).map(|_| 404)).await;
     let mut geo = spec(&["stsdata"], &["gone"], &["clean", "stuff"]);
     geo.lists = vec!["stsdata/books".into()];
     geo.endpoints.insert("gone".into(), server::llm::EndpointSpec::new(&gone.base_url, "gone-model"));
