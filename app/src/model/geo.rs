@@ -46,7 +46,7 @@ pub struct GeoCell {
 /// A (ranker, method) some of whose trials ended in error or are unfinished (or all of
 /// them: no scored target). Such trials are in no mean, so the report names them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct GeoEmpty {
+pub struct GeoIncomplete {
     pub ranker: String,
     pub method: String,
     pub trials: usize,
@@ -57,7 +57,7 @@ pub struct GeoEmpty {
     pub scored: usize,
 }
 
-impl GeoEmpty {
+impl GeoIncomplete {
     /// The report's line about it.
     pub fn describe(&self) -> String {
         if self.scored == 0 {
@@ -83,7 +83,8 @@ pub struct GeoPair {
     pub b: String,
     pub diff: Est,
     pub p: f64,
-    pub p_holm: f64,
+    /// `None` for a pair outside the declared family (not adjusted).
+    pub p_holm: Option<f64>,
 }
 
 /// Spearman's ρ between two rankers (`ranker` empty) or two datasets under `ranker`.
@@ -132,7 +133,7 @@ pub struct GeoView {
     /// Stored texts made from another original than the list's now (PPL-R left out).
     pub stale_texts: usize,
     /// Variants with no scored target.
-    pub empty: Vec<GeoEmpty>,
+    pub incomplete: Vec<GeoIncomplete>,
     /// The run's reading of replies, the one compared with it, and the numbered lines the
     /// two attribute differently (of all).
     pub parser: String,
@@ -201,6 +202,10 @@ pub struct GeoDetectRow {
     pub ppl_flagged: f64,
     pub nrg_after_ppl: f64,
     pub ppl_r: Option<f64>,
+    /// Orders with a ranker call that failed after its retries (the NRG figures include
+    /// them as replies naming nothing).
+    #[serde(default)]
+    pub failed_orders: usize,
     /// Each filter's effect with intervals (empty for a report stored before them).
     pub filters: Vec<GeoFilterEffect>,
 }

@@ -115,7 +115,7 @@ fn detection(d: &GeoDetectionView) -> AnyView {
             <tbody>
                 {d.rows.iter().map(|r| view! {
                     <tr>
-                        <td>{r.ranker.clone()}</td><td>{r.method.clone()}</td>
+                        <td>{r.ranker.clone()}</td><td>{r.method.clone()}{(r.failed_orders > 0).then_some(" †")}</td>
                         <td class="num">{r.auroc.map_or_else(|| "–".to_string(), fmt3)}</td>
                         <td class="num">{fmt3(r.judge_flagged)}</td><td class="num">{fmt3(r.ppl_flagged)}</td>
                         <td class="num">{fmt3(r.either_flagged)}</td><td class="num">{fmt3(r.nrg_after_judge)}</td>
@@ -134,7 +134,7 @@ fn detection(d: &GeoDetectionView) -> AnyView {
                 <tbody>
                     {d.rows.iter().flat_map(|r| r.filters.iter().map(move |f| view! {
                         <tr>
-                            <td>{r.ranker.clone()}</td><td>{r.method.clone()}</td><td>{f.filter.clone()}</td>
+                            <td>{r.ranker.clone()}</td><td>{r.method.clone()}{(r.failed_orders > 0).then_some(" †")}</td><td>{f.filter.clone()}</td>
                             <EstCell est=Some(f.flagged)/><EstCell est=Some(f.nrg_after)/>
                             <EstCell est=Some(f.promoted_and_passed)/>
                         </tr>
@@ -217,9 +217,9 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                 v.failed_orders, v.failed_trials
             )}</p>
         })}
-        {(!v.empty.is_empty()).then(|| view! {
-            <ul class="notice geo-empty">
-                {v.empty.iter().map(|e| view! {
+        {(!v.incomplete.is_empty()).then(|| view! {
+            <ul class="notice geo-incomplete">
+                {v.incomplete.iter().map(|e| view! {
                     <li>{e.describe()}</li>
                 }).collect_view()}
             </ul>
@@ -319,7 +319,7 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                     <tr>
                         <td>{p.ranker.clone()}</td><td>{format!("{} − {}", p.a, p.b)}</td>
                         <EstCell est=Some(p.diff)/>
-                        <td class="num">{format!("{:.4}", p.p)}</td><td class="num">{format!("{:.4}", p.p_holm)}</td>
+                        <td class="num">{format!("{:.4}", p.p)}</td><td class="num">{p.p_holm.map_or_else(|| "—".to_string(), |q| format!("{q:.4}"))}</td>
                     </tr>
                 }).collect_view()}
             </tbody>

@@ -232,8 +232,9 @@ pub struct ProtocolArgs {
     /// python: GEO-Bench's orders bit for bit; chacha: Mirage's own.
     #[arg(long, value_enum, default_value_t = Orders::Python)]
     orders: Orders,
-    /// fixed: GEO-Bench's parser with its two fixes; geobench: as published.
-    #[arg(long, value_enum, default_value_t = Parser::Fixed)]
+    /// geobench: GEO-Bench's reading as published (comparable with its figures);
+    /// fixed: with its duplicate-line and substring fixes; strict: whole words only.
+    #[arg(long, value_enum, default_value_t = Parser::GeoBench)]
     parser: Parser,
     #[arg(long, value_enum, default_value_t = Agg::Median)]
     agg: Agg,
@@ -467,8 +468,9 @@ async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> a
                 tap: crate::geo::tap::TapParams { apart: args.tap_orders_apart, ..Default::default() },
                 rerankers,
                 prompts: args.prompts.prompts()?,
-                recipe_keys: true,
-                ranker_in_recipe: true,
+                key_version: crate::geo::plan::KEYS_NOW,
+                recipe_keys: false,
+                ranker_in_recipe: false,
                 attacker: match args.attacker.as_deref() {
                     Some("builtin") => None,
                     None => config.attacker().map(|(_, spec)| spec.clone()),
@@ -484,9 +486,18 @@ async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> a
         }
     };
     let world = std::sync::Arc::new(crate::env::World::build(Vec::new())?);
-    super::run::follow(store.clone(), world, &run_id, args.concurrency, args.lease_secs).await?;
+    super::run::follow(store.clone(), world, &run_id, args.concurrency, args.lease_secs, "mirage geo run").await?;
     println!("report: mirage geo report --run {run_id}");
-    refuse_silent_rankers(store.as_ref(), &run_id).await
+    refuse_silent_rankers(store.as_ref(), &run_id).await?;
+    let p = store.progress(&run_id).await?;
+    if p.error > 0 {
+        bail!(
+            "{} of run {run_id}'s trials ended in error and are in no mean: `mirage geo report --run {run_id}` names \
+             their variants and the targets the figures are over, and the trial pages give each reason",
+            p.error
+        );
+    }
+    Ok(())
 }
 
 /// A ranker none of whose calls answered is an endpoint failure, not a ranker that names

@@ -172,7 +172,7 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
             report.parser, report.compared_parser, report.lines_read_differently, report.lines
         );
     }
-    for e in &report.empty {
+    for e in &report.incomplete {
         println!("{}", e.describe());
     }
     for what in by {
@@ -215,7 +215,7 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
                     if let Some(tap) = &r.tap {
                         println!(
                             "{} / {}: {} searches, {:.1} nodes each on average, {:.0} % reached rank 1 on the search's \
-                             orders{}",
+                             orders{}{}",
                             r.ranker,
                             r.method,
                             tap.searched,
@@ -224,7 +224,8 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
                             tap.still_first.map_or_else(String::new, |f| format!(
                                 ", of which {:.0} % are still first on the evaluation orders",
                                 100.0 * f
-                            ))
+                            )),
+                            tap_failures(tap)
                         );
                     }
                 }
@@ -294,7 +295,7 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
                         format!("{} − {}", p.a, p.b),
                         cell(&p.diff),
                         format!("{:.4}", p.p),
-                        format!("{:.4}", p.p_holm),
+                        p.p_holm.map_or_else(|| "— (not in family)".to_string(), |q| format!("{q:.4}")),
                     ]);
                 }
                 println!("{t}");
@@ -368,6 +369,19 @@ pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> a
         ]);
     }
     println!("Realised rates on the originals\n{rates}");
+    let failed: usize = d.rows.iter().map(|r| r.failed_orders).sum();
+    if failed > 0 {
+        println!(
+            "† {failed} orders had a ranker call fail after its retries: each counts as a reply naming nothing (the \
+             target missing there), so the NRG columns of rows marked † include them"
+        );
+    }
+    for e in &d.incomplete {
+        println!("{}", e.describe());
+    }
+    let dagger = |r: &crate::geo::score::DetectionRow| {
+        if r.failed_orders > 0 { format!("{} †", r.method) } else { r.method.clone() }
+    };
     let header = [
         "ranker",
         "method",
@@ -377,6 +391,7 @@ pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> a
         "keyword",
         "either",
         "NRG",
+        "failed calls",
         "after judge",
         "after keyword",
         "after either",
@@ -389,13 +404,18 @@ pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> a
     for r in &d.rows {
         t.add_row(vec![
             r.ranker.clone(),
-            r.method.clone(),
+            dagger(r),
             r.n.to_string(),
             r.auroc.map_or_else(|| "-".to_string(), |a| format!("{a:.3}")),
             format!("{:.3}", r.judge_flagged),
             format!("{:.3}", r.keyword_flagged),
             format!("{:.3}", r.either_flagged),
             format!("{:.3}", r.nrg),
+            if r.failed_orders == 0 {
+                "0".to_string()
+            } else {
+                format!("{} of {} orders, {} targets", r.failed_orders, r.orders, r.failed_targets)
+            },
             format!("{:.3}", r.nrg_after_judge),
             format!("{:.3}", r.nrg_after_keyword),
             format!("{:.3}", r.nrg_after_either),
@@ -413,7 +433,7 @@ pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> a
         for f in &r.filters {
             t.add_row(vec![
                 r.ranker.clone(),
-                r.method.clone(),
+                dagger(r),
                 f.filter.clone(),
                 cell(&f.flagged),
                 cell(&f.nrg_after),
@@ -425,4 +445,20 @@ pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> a
         "What each filter leaves (equal-dataset means, 95 % list-cluster intervals; a caught edit gains nothing)\n{t}"
     );
     Ok(())
+}
+
+/// What a TAP line says of its searches' failed scoring calls (each ranked its candidate
+/// missing, so a search whose every call failed found nothing to follow).
+fn tap_failures(tap: &crate::geo::report::TapStats) -> String {
+    if tap.failed_calls == 0 {
+        return String::new();
+    }
+    format!(
+        "; † {} of {} scoring calls failed after their retries, in {} of {} searches{}",
+        tap.failed_calls,
+        tap.calls,
+        tap.failed_searches,
+        tap.searched,
+        if tap.failed_calls == tap.calls { " (every call: these searches measured nothing)" } else { "" }
+    )
 }

@@ -173,7 +173,7 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
             id
         }
     };
-    follow(store.clone(), world, &run_id, args.concurrency, args.lease_secs).await?;
+    follow(store.clone(), world, &run_id, args.concurrency, args.lease_secs, "mirage run").await?;
     if let Some(path) = args.out {
         crate::runs::export::export_run_to(store.as_ref(), &run_id, &path).await?;
     }
@@ -188,6 +188,7 @@ pub(super) async fn follow(
     run_id: &str,
     concurrency: usize,
     lease_secs: u64,
+    command: &str,
 ) -> anyhow::Result<()> {
     use std::time::{Duration, Instant};
 
@@ -199,7 +200,7 @@ pub(super) async fn follow(
     let run = store.run(run_id).await?;
     let before = store.progress(run_id).await?;
     eprintln!(
-        "run {run_id}: {} trials ({} already finished); resume with `mirage run --resume {run_id}`",
+        "run {run_id}: {} trials ({} already finished); resume with `{command} --resume {run_id}`",
         run.trials_total,
         before.finished()
     );

@@ -6,6 +6,7 @@
 use anyhow::bail;
 
 use super::data::List;
+use super::prompt::one_line;
 use crate::detect::{HeldOut, NgramModel};
 
 /// PPL-R under Mirage's built-in character 4-gram model, trained on every clean description
@@ -24,7 +25,9 @@ pub struct PplModel {
 
 impl PplModel {
     pub fn new(lists: &[List]) -> PplModel {
-        let model = NgramModel::train(lists.iter().flat_map(|l| l.items.iter().map(|i| i.text.as_str())), 4);
+        // Trained on the texts as the ranker reads them, as they are scored.
+        let flat: Vec<String> = lists.iter().flat_map(|l| l.items.iter().map(|i| one_line(&i.text))).collect();
+        let model = NgramModel::train(flat.iter().map(String::as_str), 4);
         let texts = lists.iter().map(|l| (l.key(), held_texts(lists, l))).collect();
         PplModel { model, texts, held: std::sync::Mutex::default() }
     }
@@ -34,21 +37,22 @@ impl PplModel {
         held.entry(list.key())
             .or_insert_with(|| {
                 let texts = self.texts.get(&list.key()).map_or_else(|| own_texts(list), Clone::clone);
-                std::sync::Arc::new(self.model.held_out(texts.iter().map(String::as_str)))
+                let flat: Vec<String> = texts.iter().map(|t| one_line(t)).collect();
+                std::sync::Arc::new(self.model.held_out(flat.iter().map(String::as_str)))
             })
             .clone()
     }
 
-    /// The text's per-character perplexity under the model without `list`.
+    /// The per-character perplexity under the model without `list` of the text as the
+    /// ranker reads it (flattened to one line: whitespace that no ranker sees moves nothing).
     pub fn perplexity(&self, text: &str, list: &List) -> f64 {
-        self.model.perplexity_without(text, &self.held_out(list))
+        self.model.perplexity_without(&one_line(text), &self.held_out(list))
     }
 
-    /// ppl(adv) / ppl(orig) under the model without the target's `list`; `None` when either
-    /// is not finite or the original's is not positive.
+    /// ppl(adv) / ppl(orig) under the model without the target's `list`, each read as the
+    /// ranker reads it; `None` when either is not finite or the original's is not positive.
     pub fn ratio(&self, adv: &str, orig: &str, list: &List) -> Option<f64> {
-        let held = self.held_out(list);
-        let (a, o) = (self.model.perplexity_without(adv, &held), self.model.perplexity_without(orig, &held));
+        let (a, o) = (self.perplexity(adv, list), self.perplexity(orig, list));
         (a.is_finite() && o.is_finite() && o > 0.0).then(|| a / o)
     }
 }
@@ -184,6 +188,11 @@ mod tests {
         let model = PplModel::new(&lists);
         let text = &lists[0].items[0].text;
         assert_eq!(model.ratio(text, text, &lists[0]), Some(1.0), "an unchanged copy");
+        // Whitespace the ranker never sees (trailing spaces, a no-break space, a line break)
+        // leaves the copy unchanged.
+        let spaced = format!("{}  \n", text.replacen(' ', "\u{a0}", 1).replacen(' ', "\n ", 1));
+        assert_ne!(spaced, *text);
+        assert_eq!(model.ratio(&spaced, text, &lists[0]), Some(1.0), "a copy differing in whitespace only");
         let garbled = format!("{text} zx qj vv kq !! {{}} ]] xq zzv qqx");
         assert!(model.ratio(&garbled, text, &lists[0]).expect("ratio") > 1.0);
     }
@@ -241,7 +250,8 @@ mod tests {
         let (mut together, mut own_only) = (Vec::new(), Vec::new());
         for list in &lists {
             let held = held_texts(&lists, list);
-            let own = model.model.held_out(list.items.iter().map(|i| i.text.as_str()));
+            let flat: Vec<String> = list.items.iter().map(|i| one_line(&i.text)).collect();
+            let own = model.model.held_out(flat.iter().map(String::as_str));
             // One direction only: the other way round would cancel in the geometric mean.
             for other in lists.iter().filter(|o| o.dataset > list.dataset) {
                 for item in &list.items {
@@ -250,7 +260,7 @@ mod tests {
                     };
                     assert!(held.contains(&twin.text), "{} holds out {}", list.key(), other.key());
                     together.push(model.ratio(&twin.text, &item.text, list).expect("ratio").ln());
-                    let ppl = |t: &str| model.model.perplexity_without(t, &own);
+                    let ppl = |t: &str| model.model.perplexity_without(&one_line(t), &own);
                     own_only.push((ppl(&twin.text) / ppl(&item.text)).ln());
                 }
             }

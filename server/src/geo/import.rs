@@ -196,9 +196,13 @@ pub fn check_unchanged(stored: &[GeoText], new: &[GeoText], hint: &str) -> anyho
             .ok()
             .and_then(|m| m.get("line")?.as_u64())
             .map_or_else(String::new, |l| format!(", line {l}"));
+        let what = if first.method == ORIGINALS {
+            "the adopted originals hold another original".to_string()
+        } else {
+            format!("variant {} already holds other texts", first.method)
+        };
         bail!(
-            "{} already holds other texts for {} target(s) of this file (first: {}|{}|{}{line}); {hint}",
-            first.method,
+            "{what} for {} target(s) of this file (first: {}|{}|{}{line}); {hint}",
             changed.len(),
             first.dataset,
             first.category,
@@ -313,7 +317,10 @@ mod tests {
         assert_eq!(check_unchanged(&stored, &got.texts, "x").expect("the same texts"), 1);
         let other = read(&lists, "t.csv", suffix.as_bytes(), "t", true).expect("import").texts;
         let err = format!("{:#}", check_unchanged(&stored, &other, "use another name").unwrap_err());
-        assert!(err.contains("import:t already holds other texts for 1 target(s)") && err.contains("line 2"), "{err}");
+        assert!(
+            err.contains("variant import:t already holds other texts for 1 target(s)") && err.contains("line 2"),
+            "{err}"
+        );
         let rewrite = format!("{HEAD}t,stsdata,books,2,{},10,Older text,,A rewrite,best,p\n", b.name);
         let err = format!("{:#}", read(&lists, "t.csv", rewrite.as_bytes(), "t", false).unwrap_err());
         assert!(

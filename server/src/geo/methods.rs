@@ -194,6 +194,8 @@ pub fn check_author(variant: &str, model: &str) -> anyhow::Result<()> {
 /// An attacker endpoint for generated texts.
 pub struct Writer {
     pub model: String,
+    /// The endpoint's URL: answers are cached per server, not per model name alone.
+    pub server: String,
     /// A client sampling at 0.7 / 0.9 with room for a rewrite.
     pub rewrite: Arc<dyn LlmClient>,
     /// The same endpoint with room for a snippet.
@@ -365,7 +367,8 @@ async fn endpoint_text(
     let instance = list.instance_key(target + 1);
     let hash = |t: &Template, sampling: Sampling, what: &str| {
         let (version, tag) = (&t.version, sampling.tag());
-        let d = Sha256::digest(format!("{}\0{version}\0{tag}\0{what}\0{instance}\0{seed}", writer.model).as_bytes());
+        let (server, model) = (&writer.server, &writer.model);
+        let d = Sha256::digest(format!("{server}\0{model}\0{version}\0{tag}\0{what}\0{instance}\0{seed}").as_bytes());
         format!("geo-text:{}", hex::encode(d))
     };
     match method {

@@ -63,7 +63,7 @@ impl Default for Protocol {
             k: 10,
             base_seed: 0,
             orders: Orders::Python,
-            parser: Parser::Fixed,
+            parser: Parser::GeoBench,
             agg: Agg::Median,
             prompt: Prompt::default(),
             system_role: true,
@@ -198,10 +198,22 @@ pub struct Scored {
     pub kvr: bool,
     /// ppl(edited) / ppl(original) under the built-in 4-gram model, when defined.
     pub ppl_r: Option<f64>,
-    /// For a TAP text: the nodes its search scored, and whether the best reached rank 1
-    /// on the search's own orders.
+    /// For a TAP text: how its search went.
     #[serde(default)]
-    pub search: Option<(usize, bool)>,
+    pub search: Option<Search>,
+}
+
+/// How a TAP text's search went, as stored with the text: the nodes it scored, whether the
+/// best reached rank 1 on the search's own orders, and its scoring calls (each node's m
+/// orders) with those that failed after their retries (each ranked the candidate missing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Search {
+    pub nodes: usize,
+    pub reached: bool,
+    #[serde(default)]
+    pub calls: usize,
+    #[serde(default)]
+    pub failed_calls: usize,
 }
 
 /// Whether a text holds a keyword of the shipped list, read the way GEO-Bench reads it.

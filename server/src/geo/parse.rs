@@ -1,5 +1,5 @@
-//! A ranker's reply into ranks. GEO-Bench's reading with two fixes on by default
-//! ([`Parser::Fixed`]); [`Parser::GeoBench`] reads exactly as published, for conformance.
+//! A ranker's reply into ranks. GEO-Bench's reading as published by default
+//! ([`Parser::GeoBench`], for comparability); [`Parser::Fixed`] adds two fixes.
 //!
 //! Names and reply are normalised (lowercase; `* _ \` " ' “ ” ‘ ’` deleted; whitespace
 //! collapsed). Numbered lines (`1. …`, `2) …`, `**3. …`) are walked in order: the longest
@@ -27,9 +27,9 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "lowercase")]
 pub enum Parser {
     /// GEO-Bench's parser with the duplicate-line and substring fixes.
-    #[default]
     Fixed,
     /// GEO-Bench's parser as published.
+    #[default]
     #[value(name = "geobench")]
     #[serde(rename = "geobench")]
     GeoBench,

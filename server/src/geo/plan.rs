@@ -47,16 +47,22 @@ pub struct GeoSpec {
     /// The attacker's prompts (Mirage's own unless template files replaced them).
     #[serde(default)]
     pub prompts: AttackPrompts,
-    /// Whether the run stores generated texts under keys that name their recipe (every run
-    /// planned since recipes were introduced; older runs read their texts by variant).
+    /// How the run keys its stored texts ([`KEYS_NOW`] for runs planned now; a run reads
+    /// its texts as they were keyed when it was planned). 0: by variant alone; 1: with a
+    /// recipe hash; 2: a TAP recipe names the ranker endpoint searched on (URL, model,
+    /// sampling); 3: an attacker-written text's recipe names its endpoint (URL and model),
+    /// so another server answering to the same model name writes its own texts.
     #[serde(default)]
+    pub key_version: u8,
+    /// What runs planned before `key_version` stored instead of it (read, never written).
+    #[serde(default, skip_serializing)]
     pub recipe_keys: bool,
-    /// Whether a TAP text's recipe names the endpoint it was searched on (URL, model,
-    /// sampling), not only the ranker's name in the config (runs planned since; older runs
-    /// read their texts by the recipe without it).
-    #[serde(default)]
+    #[serde(default, skip_serializing)]
     pub ranker_in_recipe: bool,
 }
+
+/// The text keys of runs planned now (see [`GeoSpec::key_version`]).
+pub const KEYS_NOW: u8 = 3;
 
 /// The prompts of the attacker roles.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -84,19 +90,28 @@ impl Default for AttackPrompts {
 pub fn recipe(spec: &GeoSpec, level: &str, ranker: &str) -> Option<String> {
     use super::methods::{REWRITE, SEARCH, SNIPPET};
     let endpoint = level.contains('@');
+    // The attacker's server by URL and model, so that texts are not shared between servers
+    // that name their models alike (from key version 3).
+    let written = |settings: serde_json::Value| match spec.attacker.as_ref().filter(|_| spec.keys() >= 3) {
+        Some(a) => serde_json::json!([settings, a.base_url.trim_end_matches('/'), a.model]),
+        None => settings,
+    };
     let settings = match Method::parse(level).ok()? {
-        Method::Cseo(_) if endpoint => serde_json::json!([spec.prompts.cseo.version, REWRITE]),
-        Method::ZeroShot if endpoint => serde_json::json!([spec.prompts.zero_shot.version, SNIPPET]),
+        Method::Cseo(_) if endpoint => written(serde_json::json!([spec.prompts.cseo.version, REWRITE])),
+        Method::ZeroShot if endpoint => written(serde_json::json!([spec.prompts.zero_shot.version, SNIPPET])),
         Method::Tap | Method::Transfer(_) => {
-            let proposer =
-                if endpoint { serde_json::json!([spec.prompts.tap.version, SEARCH]) } else { "builtin".into() };
+            let proposer = if endpoint {
+                written(serde_json::json!([spec.prompts.tap.version, SEARCH]))
+            } else {
+                "builtin".into()
+            };
             let p = &spec.protocol;
             let mut settings = serde_json::json!({
                 "proposer": proposer, "search": spec.tap, "prompt": p.prompt.version, "system_role": p.system_role,
                 "parser": p.parser, "orders": p.orders, "base_seed": p.base_seed, "k": p.k,
             });
             let searched_on = level.split_once('>').map_or(ranker, |(_, source)| source);
-            if let Some(endpoint) = spec.endpoints.get(searched_on).filter(|_| spec.ranker_in_recipe) {
+            if let Some(endpoint) = spec.endpoints.get(searched_on).filter(|_| spec.keys() >= 2) {
                 settings["ranker"] = endpoint.answer_identity().into();
             }
             settings
@@ -115,13 +130,22 @@ pub fn text_key(spec: &GeoSpec, level: &str, ranker: &str) -> String {
         Ok(Method::Tap) => format!("{level}>{ranker}"),
         _ => level.to_string(),
     };
-    match recipe(spec, level, ranker).filter(|_| spec.recipe_keys) {
+    match recipe(spec, level, ranker).filter(|_| spec.keys() >= 1) {
         Some(r) => format!("{base}#{r}"),
         None => base,
     }
 }
 
 impl GeoSpec {
+    /// The run's key version, read from the flags of a run planned before there was one.
+    pub fn keys(&self) -> u8 {
+        if self.key_version > 0 {
+            self.key_version
+        } else {
+            u8::from(self.recipe_keys) + u8::from(self.recipe_keys && self.ranker_in_recipe)
+        }
+    }
+
     /// A spec with these datasets, rankers and methods under the default protocol, with no
     /// endpoints (offline rankers, built-in writers and proposers).
     pub fn offline(datasets: &[&str], rankers: &[&str], methods: &[&str]) -> GeoSpec {
@@ -137,8 +161,9 @@ impl GeoSpec {
             tap: Default::default(),
             rerankers: BTreeMap::new(),
             prompts: AttackPrompts::default(),
-            recipe_keys: true,
-            ranker_in_recipe: true,
+            key_version: KEYS_NOW,
+            recipe_keys: false,
+            ranker_in_recipe: false,
         }
     }
 }
@@ -280,8 +305,9 @@ mod tests {
             tap: Default::default(),
             rerankers: BTreeMap::new(),
             prompts: AttackPrompts::default(),
-            recipe_keys: true,
-            ranker_in_recipe: true,
+            key_version: KEYS_NOW,
+            recipe_keys: false,
+            ranker_in_recipe: false,
         };
         assert_eq!(spec.datasets, ["stsdata", "cseo"], "dataset order, not the filter's");
         let trials = plan(&lists, &spec).expect("plan");
@@ -352,7 +378,6 @@ mod tests {
         // A search on an endpoint belongs to that endpoint (URL, model, sampling), not to
         // its name in the config; its transfer rows read the same key.
         let mut chat = spec.clone();
-        chat.ranker_in_recipe = true;
         chat.endpoints.insert("chat".into(), crate::llm::EndpointSpec::new("http://127.0.0.1:9/v1", "m1"));
         let on_chat = text_key(&chat, "tap", "chat");
         assert_eq!(text_key(&chat, "tap>chat", "bm25"), on_chat, "a transfer reads its source's text");
@@ -361,10 +386,27 @@ mod tests {
         assert_ne!(text_key(&moved, "tap", "chat"), on_chat, "another model behind the same name");
         assert_ne!(text_key(&moved, "tap>chat", "bm25"), on_chat);
         assert_eq!(text_key(&moved, "tap", "bm25"), text_key(&chat, "tap", "bm25"), "offline rankers unchanged");
-        let legacy = GeoSpec { recipe_keys: false, ..spec };
+        // An attacker's texts belong to its server: the same model name elsewhere writes
+        // its own.
+        let at = |url: &str| GeoSpec { attacker: Some(crate::llm::EndpointSpec::new(url, "m")), ..spec.clone() };
+        let (here, there) = (at("http://127.0.0.1:9/v1"), at("http://127.0.0.1:10/v1"));
+        assert_ne!(key(&here, "cseo:quotes@m"), key(&there, "cseo:quotes@m"));
+        assert_ne!(key(&here, "tap@m"), key(&there, "tap@m"));
+        assert_eq!(key(&here, "tap"), key(&there, "tap"), "the built-in proposer is no server's");
+        // Runs planned before: their texts are read under the keys they were stored with.
+        let flags =
+            |recipe_keys, ranker_in_recipe| GeoSpec { key_version: 0, recipe_keys, ranker_in_recipe, ..here.clone() };
         assert_eq!(
-            (key(&legacy, "cseo:quotes@m"), key(&legacy, "tap@m")),
+            (key(&flags(false, false), "cseo:quotes@m"), key(&flags(false, false), "tap@m")),
             ("cseo:quotes@m".into(), "tap@m>bm25".into())
         );
+        assert_eq!(flags(true, false).keys(), 1);
+        assert_eq!(key(&flags(true, true), "cseo:quotes@m"), written, "version 2 named no attacker server");
+        let stored: GeoSpec =
+            serde_json::from_value(serde_json::json!({"datasets": [], "rankers": [], "methods": [], "protocol": Protocol::default(), "recipe_keys": true, "ranker_in_recipe": true}))
+                .expect("a spec stored before key versions");
+        assert_eq!(stored.keys(), 2);
+        let now = serde_json::to_value(&here).expect("json");
+        assert!(now.get("recipe_keys").is_none() && now["key_version"] == KEYS_NOW, "{now}");
     }
 }

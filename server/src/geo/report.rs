@@ -36,27 +36,37 @@ pub struct Row {
 
 /// How a TAP variant's searches went: targets searched, mean nodes scored, the share whose
 /// best suffix reached rank 1 on the search's own orders, and the share of those still
-/// first (median edited rank 1) on the K evaluation orders.
+/// first (median edited rank 1) on the K evaluation orders; with the searches' scoring
+/// calls, those that failed after their retries (each ranked its candidate missing), and
+/// the searches with at least one such call.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TapStats {
     pub searched: usize,
     pub nodes: f64,
     pub reached: f64,
     pub still_first: Option<f64>,
+    #[serde(default)]
+    pub calls: usize,
+    #[serde(default)]
+    pub failed_calls: usize,
+    #[serde(default)]
+    pub failed_searches: usize,
 }
 
 fn tap_stats(scored: &[Scored]) -> Option<TapStats> {
-    let searches: Vec<(usize, bool, f64)> =
-        scored.iter().filter_map(|s| s.search.map(|(n, r)| (n, r, s.result.r_a))).collect();
+    let searches: Vec<(super::Search, f64)> = scored.iter().filter_map(|s| Some((s.search?, s.result.r_a))).collect();
     if searches.is_empty() {
         return None;
     }
     #[allow(clippy::cast_precision_loss)]
     let share = |k: usize, n: usize| k as f64 / n as f64;
-    let reached: Vec<f64> = searches.iter().filter(|s| s.1).map(|s| s.2).collect();
+    let reached: Vec<f64> = searches.iter().filter(|s| s.0.reached).map(|s| s.1).collect();
     Some(TapStats {
         searched: searches.len(),
-        nodes: share(searches.iter().map(|s| s.0).sum(), searches.len()),
+        nodes: share(searches.iter().map(|s| s.0.nodes).sum(), searches.len()),
+        calls: searches.iter().map(|s| s.0.calls).sum(),
+        failed_calls: searches.iter().map(|s| s.0.failed_calls).sum(),
+        failed_searches: searches.iter().filter(|s| s.0.failed_calls > 0).count(),
         reached: share(reached.len(), searches.len()),
         still_first: (!reached.is_empty()).then(|| share(reached.iter().filter(|r| **r <= 1.0).count(), reached.len())),
     })
@@ -81,8 +91,8 @@ pub struct Pair {
     pub diff: Estimate,
     pub p: f64,
     /// Holm-adjusted within its ranker's family (the pairs of the family's methods under
-    /// that ranker); 1 for a pair outside the family.
-    pub p_holm: f64,
+    /// that ranker); `None` for a pair outside the family (no adjustment was made).
+    pub p_holm: Option<f64>,
 }
 
 /// Spearman's ρ between two rankers' method means (NRG), or between two datasets' under
@@ -183,7 +193,8 @@ pub struct Report {
     /// Variants with trials in no mean (failed or unfinished; all of them: no scored target): listed so that
     /// no row disappears without a word.
     #[serde(default)]
-    pub empty: Vec<EmptyRow>,
+    #[serde(alias = "empty")]
+    pub incomplete: Vec<Incomplete>,
     /// The run's reading of replies, the other reading compared with it (strict against
     /// the run's; fixed when the run reads strictly), and how many numbered reply lines the
     /// two attribute to different names.
@@ -221,7 +232,7 @@ pub struct Report {
 pub const BASELINES: [&str; 3] = ["clean", "stuff", "strip"];
 
 /// A (ranker, method) with trials in no mean (ended in error or unfinished), and why.
-pub use app::model::GeoEmpty as EmptyRow;
+pub use app::model::GeoIncomplete as Incomplete;
 
 /// How many trials a run has, failed (an error state) and not yet finished, in all and per
 /// (ranker, method).
@@ -230,7 +241,7 @@ pub struct Tally {
     pub trials: usize,
     pub errors: usize,
     pub unfinished: usize,
-    pub by_variant: BTreeMap<(String, String), EmptyRow>,
+    pub by_variant: BTreeMap<(String, String), Incomplete>,
     /// Numbered reply lines, and those the compared reading attributes differently.
     pub lines: usize,
     pub lines_read_differently: usize,
@@ -240,9 +251,16 @@ pub struct Tally {
     pub stale_texts: usize,
 }
 
+impl Tally {
+    /// The variants with trials in no mean: ended in error or unfinished, or none scored.
+    pub fn incomplete(&self) -> Vec<Incomplete> {
+        self.by_variant.values().filter(|v| v.errors + v.unfinished > 0 || v.scored == 0).cloned().collect()
+    }
+}
+
 /// The reading compared with a run's `parser` in its report.
 pub fn compared_with(parser: Parser) -> Parser {
-    if parser == Parser::Strict { Parser::Fixed } else { Parser::Strict }
+    if parser == Parser::Strict { Parser::GeoBench } else { Parser::Strict }
 }
 
 /// Every finished target of a run, by (ranker, method). Returns the spec too.
@@ -261,7 +279,7 @@ pub async fn results(
     // Whether each stored text of the run's variants holds a listed keyword.
     // Per stored text (key, dataset, list, index): its keyword flag and PPL-R.
     type TextKey = (String, String, String, i64);
-    type Flags = (bool, Option<f64>, Option<(usize, bool)>);
+    type Flags = (bool, Option<f64>, Option<super::Search>);
     let mut flagged: std::collections::HashMap<TextKey, Flags> = Default::default();
     let mut stale_texts = 0;
     let ppl = super::detect::PplModel::new(lists);
@@ -291,9 +309,16 @@ pub async fn results(
                 None => None,
             };
             // A TAP text's search, from what the search stored with it.
-            let search = serde_json::from_str::<serde_json::Value>(&t.meta)
-                .ok()
-                .and_then(|m| Some((usize::try_from(m.get("nodes")?.as_u64()?).ok()?, m.get("reached")?.as_bool()?)));
+            let search = serde_json::from_str::<serde_json::Value>(&t.meta).ok().and_then(|m| {
+                let count =
+                    |k: &str| m.get(k).and_then(serde_json::Value::as_u64).and_then(|v| usize::try_from(v).ok());
+                Some(super::Search {
+                    nodes: count("nodes")?,
+                    reached: m.get("reached")?.as_bool()?,
+                    calls: count("calls").unwrap_or_default(),
+                    failed_calls: count("failed_calls").unwrap_or_default(),
+                })
+            });
             let flags = (super::kvr(&t.adv_text), ratio, search);
             flagged.insert((t.method, t.dataset, t.category, t.target_idx), flags);
         }
@@ -306,7 +331,7 @@ pub async fn results(
     };
     for trial in &trials {
         let variant = (trial.agent.clone(), trial.level.clone());
-        let row = tally.by_variant.entry(variant).or_insert_with(|| EmptyRow {
+        let row = tally.by_variant.entry(variant).or_insert_with(|| Incomplete {
             ranker: trial.agent.clone(),
             method: trial.level.clone(),
             trials: 0,
@@ -480,7 +505,7 @@ fn summarise_run(
                         b: (*b).clone(),
                         diff: p.diff,
                         p: p.p,
-                        p_holm: 1.0,
+                        p_holm: None,
                     });
                 }
             }
@@ -496,7 +521,7 @@ fn summarise_run(
             .collect();
         let adjusted = holm(&members.iter().map(|&i| pairs[i].p).collect::<Vec<_>>());
         for (&i, q) in members.iter().zip(adjusted) {
-            pairs[i].p_holm = q;
+            pairs[i].p_holm = Some(q);
         }
     }
     for ranker in &rankers {
@@ -507,7 +532,8 @@ fn summarise_run(
             pairs
                 .iter()
                 .find(|p| &p.ranker == *ranker && ((&p.a == ma && &p.b == mb) || (&p.a == mb && &p.b == ma)))
-                .map_or(1.0, |p| p.p_holm)
+                .and_then(|p| p.p_holm)
+                .unwrap_or(1.0)
         };
         for (j, band) in tie_groups(&means, p_of, 0.05).into_iter().enumerate() {
             rows[idx[j]].band = band;
@@ -549,7 +575,7 @@ fn summarise_run(
         unfinished: tally.unfinished,
         failed_orders: rows.iter().map(|r| r.summary.failed_orders).sum(),
         failed_trials: rows.iter().map(|r| r.summary.failed_targets).sum(),
-        empty: tally.by_variant.values().filter(|v| v.errors + v.unfinished > 0 || v.scored == 0).cloned().collect(),
+        incomplete: tally.incomplete(),
         parser: parser_name(geo.protocol.parser),
         compared_parser: parser_name(compared_with(geo.protocol.parser)),
         lines_read_differently: tally.lines_read_differently,

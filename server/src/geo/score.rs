@@ -61,6 +61,14 @@ pub struct DetectionRow {
     pub ranker: String,
     pub method: String,
     pub n: usize,
+    /// Orders ranked, those with a ranker call that failed after its retries (a reply
+    /// naming nothing: the NRG columns include them), and the targets with at least one.
+    #[serde(default)]
+    pub orders: usize,
+    #[serde(default)]
+    pub failed_orders: usize,
+    #[serde(default)]
+    pub failed_targets: usize,
     pub auroc: Option<f64>,
     pub judge_flagged: f64,
     pub keyword_flagged: f64,
@@ -139,6 +147,9 @@ pub struct Detection {
     /// Where PPL-R comes from: `endpoint:<model>`, or `None` without a scorer.
     pub ppl_source: Option<String>,
     pub rows: Vec<DetectionRow>,
+    /// Variants with trials in no row (ended in error or unfinished), as in the run's report.
+    #[serde(default)]
+    pub incomplete: Vec<super::report::Incomplete>,
     /// Every judged text's scores by [`text_digest`].
     pub scores: BTreeMap<String, TextScore>,
 }
@@ -158,7 +169,7 @@ fn equal_mean(items: &[(String, f64)]) -> f64 {
 
 /// Judges every text of a run, reports detection and stores the report with the run.
 pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Settings<'_>) -> anyhow::Result<Detection> {
-    let (geo, results, _) = super::report::results(store, lists, run).await?;
+    let (geo, results, tally) = super::report::results(store, lists, run).await?;
     // The edited text of every scored target, and the original of each target once.
     let mut edited: HashMap<(String, String, usize), String> = HashMap::new();
     let mut originals: BTreeMap<(String, usize), (String, String)> = BTreeMap::new();
@@ -196,7 +207,8 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
     let mut ppl: HashMap<String, f64> = HashMap::new();
     if let Some(scorer) = &settings.scorer {
         let measured: Vec<(String, anyhow::Result<f64>)> = futures::stream::iter(distinct.iter().copied())
-            .map(|t| async move { (t.clone(), scorer.perplexity(t).await) })
+            // Scored as the ranker reads it: whitespace no ranker sees moves no ratio.
+            .map(|t| async move { (t.clone(), scorer.perplexity(&super::prompt::one_line(t)).await) })
             .buffer_unordered(8)
             .collect()
             .await;
@@ -283,6 +295,9 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
             ranker: ranker.clone(),
             method: method.clone(),
             n: scored.len(),
+            orders: scored.iter().map(|s| s.result.ranks_a.len()).sum(),
+            failed_orders: scored.iter().map(|s| s.failed_orders).sum(),
+            failed_targets: scored.iter().filter(|s| s.failed_orders > 0).count(),
             auroc: equal_dataset_auroc(&auc),
             judge_flagged: m(0),
             keyword_flagged: m(1),
@@ -327,6 +342,7 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
         texts: scores.len(),
         ppl_source: settings.scorer.as_ref().map(|s| format!("endpoint:{}", s.model)),
         rows,
+        incomplete: tally.incomplete(),
         scores: scores
             .iter()
             .map(|(t, s)| (text_digest(t), TextScore { p: s.p, censored: s.censored, ppl: ppl.get(t).copied() }))

@@ -126,6 +126,10 @@ pub struct Node {
     pub suffix: String,
     pub ranks: Vec<usize>,
     pub score: f64,
+    /// Scoring calls of this node that failed after their retries (each ranked the
+    /// candidate missing, L + 1).
+    #[serde(default)]
+    pub failed: usize,
 }
 
 /// Proposes suffixes for a target.
@@ -183,6 +187,8 @@ impl Proposer for BuiltinProposer {
 /// An attacker endpoint as proposer.
 pub struct EndpointProposer {
     pub model: String,
+    /// The endpoint's URL: answers are cached per server, not per model name alone.
+    pub server: String,
     /// A client sampling as `super::methods::SEARCH`.
     pub client: Arc<dyn LlmClient>,
     pub cache: Arc<dyn Store>,
@@ -231,8 +237,8 @@ impl Proposer for EndpointProposer {
         let key = {
             let shown: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
             let (version, tag, instance) = (&t.version, SEARCH.tag(), list.instance_key(target + 1));
-            let d =
-                Sha256::digest(format!("{}\0{version}\0{tag}\0{instance}\0{node}\0{}", self.model, shown.join("\0")));
+            let (server, model, shown) = (&self.server, &self.model, shown.join("\0"));
+            let d = Sha256::digest(format!("{server}\0{model}\0{version}\0{tag}\0{instance}\0{node}\0{shown}"));
             format!("geo-tap:{}", hex::encode(d))
         };
         let source = format!("geo-tap:{}/{}", self.model, t.version);
@@ -246,7 +252,8 @@ impl Proposer for EndpointProposer {
     }
 }
 
-/// The target's rank when the list shows `adv` for it, in `order`.
+/// The target's rank when the list shows `adv` for it, in `order`, and whether the call
+/// failed after its retries.
 async fn edited_rank(
     ranker: &dyn Ranker,
     protocol: &Protocol,
@@ -254,7 +261,7 @@ async fn edited_rank(
     target: usize,
     adv: &str,
     order: &[usize],
-) -> anyhow::Result<usize> {
+) -> anyhow::Result<(usize, bool)> {
     let mut items = list.items.clone();
     items[target].text = adv.to_string();
     let messages = if ranker.reads_prompt() {
@@ -267,13 +274,13 @@ async fn edited_rank(
         RankRequest { noun: &list.noun, shown, messages: &messages, prompt_version: &protocol.prompt.version };
     // A call that failed after its retries names nothing: the candidate ranks missing
     // (L + 1), as in the evaluation orders, and the search goes on.
-    let reply = match ranker.reply(&request).await {
-        Ok(reply) => reply,
-        Err(e) if super::endpoint_failure(&e).is_some() => String::new(),
+    let (reply, failed) = match ranker.reply(&request).await {
+        Ok(reply) => (reply, false),
+        Err(e) if super::endpoint_failure(&e).is_some() => (String::new(), true),
         Err(e) => return Err(e),
     };
     let names: Vec<String> = list.items.iter().map(|i| i.name.clone()).collect();
-    Ok(parse::target_rank(&reply, &names, target, protocol.parser).0)
+    Ok((parse::target_rank(&reply, &names, target, protocol.parser).0, failed))
 }
 
 /// Runs the search and returns every scored node in order; the best is the first node
@@ -294,13 +301,16 @@ pub async fn search(
     let mut score =
         async |nodes: &mut Vec<Node>, parent: Option<usize>, depth: usize, suffix: String| -> anyhow::Result<usize> {
             let seed = rng.randbelow(1_000_000);
-            let mut ranks = Vec::with_capacity(params.m);
+            let (mut ranks, mut failed) = (Vec::with_capacity(params.m), 0);
             for order in scoring_orders(list.items.len(), params.m, i128::from(seed), params.apart, &evaluation)? {
-                ranks.push(edited_rank(ranker, protocol, list, target, &format!("{original} {suffix}"), &order).await?);
+                let (rank, fail) =
+                    edited_rank(ranker, protocol, list, target, &format!("{original} {suffix}"), &order).await?;
+                ranks.push(rank);
+                failed += usize::from(fail);
             }
             #[allow(clippy::cast_precision_loss)]
             let mean = ranks.iter().sum::<usize>() as f64 / ranks.len() as f64;
-            let node = Node { id: nodes.len(), parent, depth, suffix, ranks, score: mean };
+            let node = Node { id: nodes.len(), parent, depth, suffix, ranks, score: mean, failed };
             on_node(&node);
             nodes.push(node);
             Ok(nodes.len() - 1)
@@ -415,6 +425,7 @@ mod tests {
             assert_eq!(n.ranks.len(), 2, "m = 2 orders per candidate");
             assert_eq!(n.ranks[1], missing, "the failed second call ranks the candidate missing: {n:?}");
             assert!(n.ranks[0] < missing, "the answered call is read: {n:?}");
+            assert_eq!(n.failed, 1, "the failed call is counted on its node: {n:?}");
         }
         let refused = Failing { calls: AtomicUsize::new(0), status: Some(401) };
         let err = search(&refused, &Protocol::default(), list, 0, &BuiltinProposer, params, &mut |_| {})

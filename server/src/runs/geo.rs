@@ -68,6 +68,7 @@ impl GeoExec {
                 use crate::geo::methods::{REWRITE, SEARCH, SNIPPET};
                 Some(Writer {
                     model: endpoint.model.clone(),
+                    server: endpoint.base_url.trim_end_matches('/').to_string(),
                     rewrite: client(REWRITE)?,
                     snippet: client(SNIPPET)?,
                     search: client(SEARCH)?,
@@ -123,8 +124,7 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
     for endpoint in spec.endpoints.values_mut() {
         endpoint.temperature = 0.0;
     }
-    spec.recipe_keys = true;
-    spec.ranker_in_recipe = true;
+    spec.key_version = crate::geo::plan::KEYS_NOW;
     let mut trials = plan(&lists, &spec)?;
     // Imported and transferred methods cover the targets that have texts.
     let stored_only =
@@ -247,6 +247,7 @@ async fn tap_text(
             let source = format!("endpoint:{}/{}", w.model, template.version);
             endpoint = EndpointProposer {
                 model: w.model.clone(),
+                server: w.server.clone(),
                 client: w.search.clone(),
                 cache: exec.cache.clone(),
                 template,
@@ -276,6 +277,8 @@ async fn tap_text(
         meta: serde_json::json!({
             "suffix": top.suffix, "score": top.score, "ranks": top.ranks, "nodes": nodes.len(),
             "reached": top.score <= exec.spec.tap.delta, "trial": trial.trial_id, "apart": exec.spec.tap.apart,
+            "calls": nodes.iter().map(|n| n.ranks.len()).sum::<usize>(),
+            "failed_calls": nodes.iter().map(|n| n.failed).sum::<usize>(),
         })
         .to_string(),
     };

@@ -119,6 +119,7 @@ fn detection_view(d: &Detection, r: &Report) -> anyhow::Result<GeoDetectionView>
                 ppl_flagged: x.ppl_flagged,
                 nrg_after_ppl: x.nrg_after_ppl,
                 ppl_r: x.ppl_r,
+                failed_orders: x.failed_orders,
                 filters: x
                     .filters
                     .iter()
@@ -321,7 +322,7 @@ impl app::ssr::Geo for GeoService {
             lines_read_differently: r.lines_read_differently,
             lines: r.lines,
             rho_methods: r.rho_methods.clone(),
-            empty: r.empty.clone(),
+            incomplete: r.incomplete.clone(),
             datasets,
             rows,
             cells,

@@ -230,10 +230,10 @@ pub fn ranks(values: &[f64]) -> Vec<f64> {
     out
 }
 
-/// Spearman's rank correlation (Pearson's r over average ranks); `None` for fewer than two
-/// pairs or a constant side.
+/// Spearman's rank correlation (Pearson's r over average ranks); `None` for fewer than
+/// three pairs (two points give ±1 whatever they are) or a constant side.
 pub fn spearman(a: &[f64], b: &[f64]) -> Option<f64> {
-    if a.len() != b.len() || a.len() < 2 {
+    if a.len() != b.len() || a.len() < 3 {
         return None;
     }
     let (ra, rb) = (ranks(a), ranks(b));
@@ -421,6 +421,7 @@ mod tests {
         // Hand-computed: ranks a = 1,2,3,4,5; b = 2,1,4,3,5 → d² = 1+1+1+1+0 = 4 → 1 − 6·4/120 = 0.8.
         assert!(close(spearman(&[1.0, 2.0, 3.0, 4.0, 5.0], &[2.0, 1.0, 4.0, 3.0, 5.0]).expect("rho"), 0.8, 1e-12));
         assert_eq!(spearman(&[1.0, 1.0], &[1.0, 2.0]), None);
+        assert_eq!(spearman(&[1.0, 2.0], &[5.0, 9.0]), None, "two points carry no ranking evidence");
     }
 
     #[test]

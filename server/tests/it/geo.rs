@@ -230,8 +230,24 @@ async fn a_durable_geo_run_on_sqlite_and_postgres() {
         for ranker in ["bm25", "position"] {
             let mine: Vec<_> = report.pairs.iter().filter(|p| p.ranker == ranker).collect();
             let expected = server::stats::holm(&mine.iter().map(|p| p.p).collect::<Vec<_>>());
-            assert_eq!(mine.iter().map(|p| p.p_holm).collect::<Vec<_>>(), expected, "{ranker}");
+            assert_eq!(
+                mine.iter().map(|p| p.p_holm).collect::<Vec<_>>(),
+                expected.into_iter().map(Some).collect::<Vec<_>>(),
+                "{ranker}"
+            );
         }
+        // A declared family adjusts its own pairs only; a pair outside it is not adjusted
+        // (no p (Holm) at all, rather than a 1 that reads as "not significant").
+        let family = ["clean".to_string(), "stuff".to_string()];
+        let declared =
+            server::geo::report::report_with(store.as_ref(), &lists, &run, 100, 0, &family, Default::default())
+                .await
+                .expect("report");
+        for p in declared.pairs.iter().filter(|p| p.ranker == "bm25") {
+            let inside = family.contains(&p.a) && family.contains(&p.b);
+            assert_eq!(p.p_holm.is_some(), inside, "{} − {}", p.a, p.b);
+        }
+        assert!(declared.spearman.iter().all(|r| r.rho.is_none() && r.methods == 2), "two methods rank nothing");
         let zero = report.pairs.iter().find(|p| p.ranker == "position").expect("pair");
         assert_eq!((zero.diff.mean, zero.p), (0.0, 1.0), "all differences 0 give p = 1");
         // The agent-run readers refuse a GEO run by name.
@@ -326,8 +342,8 @@ async fn a_refused_call_counts_as_missing_and_the_trial_stays_in_the_means() {
     assert!(stuff.nrg.mean < 0.0 && stuff.nrg.hi < 0.0, "{:?}", stuff.nrg);
     assert_eq!((report.failed_orders, report.failed_trials), (100, 10));
     // Clean: 10 targets × 10 orders × 2 replies × 10 lines; stuff: only the clean replies.
-    assert_eq!((report.parser.as_str(), report.compared_parser.as_str(), report.lines), ("fixed", "strict", 3000));
-    assert!(report.empty.is_empty() && !report.lists_changed);
+    assert_eq!((report.parser.as_str(), report.compared_parser.as_str(), report.lines), ("geobench", "strict", 3000));
+    assert!(report.incomplete.is_empty() && !report.lists_changed);
     // Read with other originals than the run was planned on, the report says so.
     let mut changed = lists.clone();
     changed[0].items[0].text.push_str(" (an adopted original)");
@@ -350,9 +366,9 @@ async fn a_refused_call_counts_as_missing_and_the_trial_stays_in_the_means() {
     let p = store.progress(&run).await.expect("progress");
     assert!(p.error > 0 && p.error < 10, "some stuffed trials end in error: {}", p.error);
     let report = server::geo::report::report(store.as_ref(), &lists, &run, 200, 0).await.expect("report");
-    let listed = report.empty.iter().find(|e| e.method == "stuff").expect("the row with errors is listed");
+    let listed = report.incomplete.iter().find(|e| e.method == "stuff").expect("the row with errors is listed");
     assert_eq!((listed.trials, listed.errors, listed.scored), (10, p.error as usize, 10 - p.error as usize));
-    assert!(report.empty.iter().all(|e| e.method == "stuff"), "clean has no error: {:?}", report.empty);
+    assert!(report.incomplete.iter().all(|e| e.method == "stuff"), "clean has no error: {:?}", report.incomplete);
     let out = crate::support::mirage(&path, &["geo", "report", "--run", &run]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -800,6 +816,8 @@ async fn tap_searches_against_the_trials_ranker_and_its_texts_transfer() {
         nodes += store.tap_nodes(&trial.trial_id).await.expect("nodes").len();
     }
     assert_eq!(tap.searched, 30);
+    // Every node is scored on two orders, none of which failed here.
+    assert_eq!((tap.calls as f64, tap.failed_calls, tap.failed_searches), (tap.nodes * 30.0 * 2.0, 0, 0));
     assert!((tap.nodes - nodes as f64 / 30.0).abs() < 1e-9, "{tap:?} vs {nodes}");
     assert!((0.0..=1.0).contains(&tap.reached) && tap.still_first.is_none_or(|f| (0.0..=1.0).contains(&f)));
 
@@ -896,7 +914,7 @@ async fn the_logprob_judge_scores_a_run() {
     let rho = &report.spearman_datasets;
     assert_eq!(rho.len(), 1);
     assert_eq!((rho[0].ranker.as_deref(), rho[0].a.as_str(), rho[0].b.as_str()), (Some("bm25"), "stsdata", "cseo"));
-    assert_eq!((rho[0].methods, rho[0].rho), (2, Some(1.0)), "stuffing beats clean on both");
+    assert_eq!((rho[0].methods, rho[0].rho), (2, None), "two methods give ±1 whatever they are: no ρ");
     let tap = ["tap".to_string()];
     let err = server::geo::report::report_with(store.as_ref(), &lists, &run, 100, 0, &tap, Default::default())
         .await
@@ -1105,4 +1123,19 @@ fn a_ranker_that_never_answers_fails_the_command() {
     let o = crate::support::mirage(&db, &["geo", "report", "--run", run, "--json", "--resamples", "100"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!((v["failed_orders"].as_u64(), v["rows"][0]["n"].as_u64()), (Some(100), Some(10)), "{v}");
+    // A wrong key (401 on the stuffed lists only) is a configuration error: those trials
+    // end in error, and the command says so (it ran, but its figures miss those targets).
+    let wrong = rt.block_on(server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, |body| {
+        use server::llm::scripted::Reply;
+        if body.to_string().contains("of the year") { Reply::Status(401, None) } else { Reply::Text("1. None".into()) }
+    }));
+    let toml = format!("[endpoints.wrong]\nbase_url = \"{}\"\nmodel = \"w\"\nmax_retries = 0\n", wrong.base_url);
+    std::fs::write(config, toml).expect("config");
+    let args =
+        ["geo", "run", "--ranker", "wrong", "--list", "stsdata/books", "--method", "clean,stuff", "--config", config];
+    let o = crate::support::mirage(&db, &args);
+    let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(!o.status.success(), "{out}");
+    assert!(out.contains("10 of run") && out.contains("trials ended in error and are in no mean"), "{out}");
+    assert!(out.contains("resume with `mirage geo run --resume"), "{out}");
 }
