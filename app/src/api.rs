@@ -57,6 +57,16 @@ pub async fn start_run(form: NewRun) -> Result<String, AppError> {
     .await
 }
 
+/// What a run planned from the launch form could detect, before launching it.
+#[server(endpoint = "plan_power")]
+pub async fn plan_power(form: NewRun) -> Result<crate::model::Power, AppError> {
+    crate::ssr::respond(async move {
+        crate::ssr::require(crate::model::Role::Operator)?;
+        crate::ssr::services()?.runs.power(form).await
+    })
+    .await
+}
+
 /// Cancels a run.
 #[server(endpoint = "cancel_run")]
 pub async fn cancel_run(id: String) -> Result<(), AppError> {

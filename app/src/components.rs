@@ -215,3 +215,38 @@ pub fn not_for_us(ev: &web_sys::KeyboardEvent) -> bool {
         .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
     in_field || ev.ctrl_key() || ev.meta_key() || ev.alt_key()
 }
+
+/// Each grader measured against people (the leaderboard's and the report's "Grader
+/// validity"): figure, grader, what it was compared with, the statistic with its interval and
+/// n; fewer than [`MIN_AGREEMENT_N`](crate::model::MIN_AGREEMENT_N) pairs read as too few.
+#[component]
+pub fn ChecksTable(checks: Vec<crate::model::GraderCheck>) -> impl IntoView {
+    if checks.is_empty() {
+        return view! {
+            <p class="muted" data-testid="no-checks">"No grader has been checked against people in this run yet: settle labels on the annotation page or grade trials from their trajectory pages. Rule-computed figures are covered by the grader self-tests."</p>
+        }
+        .into_any();
+    }
+    view! {
+        <table class="agreement checks" data-testid="grader-checks">
+            <caption>{format!("Each grader against people on the same trials (95 % intervals; read from n = {})", crate::model::MIN_AGREEMENT_N)}</caption>
+            <thead><tr><th>"Figure"</th><th>"Grader"</th><th>"Against"</th><th>"Statistic"</th><th>"n"</th><th>"Value [95 % interval]"</th></tr></thead>
+            <tbody>
+                {checks.into_iter().map(|c| {
+                    let value = match (&c.value, c.enough) {
+                        (_, false) => format!("too few (at least {})", crate::model::MIN_AGREEMENT_N),
+                        (None, true) => "undefined".to_string(),
+                        (Some(v), true) => format!("{} [{}, {}]", fmt3(v.mean), fmt3(v.lo), fmt3(v.hi)),
+                    };
+                    view! {
+                        <tr class:few=!c.enough>
+                            <td>{c.metric}</td><td>{c.grader}</td><td>{c.against}</td>
+                            <td>{c.statistic}</td><td class="num">{c.n}</td><td class="num">{value}</td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}

@@ -78,6 +78,7 @@ mod annotate;
 mod compare;
 mod geo;
 mod insights;
+mod power;
 mod report;
 mod runs;
 
@@ -85,6 +86,7 @@ pub use annotate::*;
 pub use compare::*;
 pub use geo::*;
 pub use insights::*;
+pub use power::*;
 pub use report::*;
 pub use runs::*;
 

@@ -33,6 +33,9 @@ pub trait Runs: Send + Sync {
     async fn task_trials(&self, task: String) -> Result<crate::model::TaskTrials, AppError>;
     /// Plans, stores and starts a run; `Invalid` names the form field at fault.
     async fn start(&self, form: NewRun) -> Result<String, AppError>;
+    /// Plans a run without storing it and says what it can detect (power before launch);
+    /// `Invalid` names the form field at fault.
+    async fn power(&self, form: NewRun) -> Result<crate::model::Power, AppError>;
     /// Cancels a run's unfinished trials.
     async fn cancel(&self, id: String) -> Result<(), AppError>;
     /// One trial turn by turn (a page of turns), with its score and labels.

@@ -29,6 +29,13 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await shoot('launch-invalid');
   await page.getByLabel('Seeds').fill('0');
   await page.getByLabel('Concurrency').fill('4');
+  // Power before launch: 150 forum tasks × 3 configurations × L0 and L1, nothing stored.
+  await page.getByRole('button', { name: 'Check power' }).click();
+  const power = page.getByTestId('power');
+  await expect(power).toContainText('900 trials');
+  await expect(power.locator('li[data-metric=acc_dec]')).toContainText('150 paired trials per comparison');
+  await expect(power).toContainText('3 comparisons');
+  await shoot('launch-power');
   await page.getByRole('button', { name: 'Launch' }).click();
   await expect(page).toHaveURL(/\/runs\/run-[0-9a-f]+$/);
   const run = page.url().split('/').pop()!;
@@ -116,6 +123,13 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await page.goto(`/leaderboard?run=${run}`);
   await settled(page);
   await expect(page.locator('table.board tbody tr')).toHaveCount(3);
+  // Beside every column, its grader against people: the one grade is too few to read, the
+  // labels are not checked yet, the rule-computed figures point to the self-tests.
+  expect(boardBefore.checks.find((c: { metric: string }) => c.metric === 'acc_rsn')?.n).toBe(1);
+  const validity = page.getByTestId('grader-validity');
+  await expect(validity).toContainText('r: n 1 < 10');
+  await expect(validity).toContainText('not checked');
+  await expect(validity).toContainText('rules, self-tested');
   await shoot('leaderboard-before');
   await page.getByRole('link', { name: 'strict' }).click();
   await expect(page).toHaveURL(/tier=strict/);
@@ -164,6 +178,9 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await page.goto(`/leaderboard?run=${run}`);
   await settled(page);
   await expect(page.getByText('1 labels settled by people')).toBeVisible();
+  // The adjudicated label (the opposite of the automatic one) is the recovery rule's first check.
+  expect(boardAfter.checks.some((c: { metric: string; n: number }) => c.metric === 'recovery' && c.n === 1)).toBe(true);
+  await expect(page.getByTestId('grader-checks')).toContainText('recovery');
   await shoot('leaderboard-after');
   // A breakdown nobody has asked for is computed on demand: the page comes at once with a
   // progress line (this server waits for nothing), then fills in by itself.

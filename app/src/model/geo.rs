@@ -90,13 +90,18 @@ pub struct GeoPair {
 /// Spearman's ρ between two rankers (`ranker` empty) or two datasets under `ranker`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GeoRho {
+    /// Between two datasets under this ranker; `None`: between rankers `a` and `b`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranker: Option<String>,
     pub a: String,
     pub b: String,
+    /// `None` over fewer than three methods or a constant column.
     pub rho: Option<f64>,
     /// The methods both have.
     pub methods: usize,
-    /// TAP rows paired with their transfer row (`tap@A ~ tap>A@B`).
+    /// TAP rows paired with their transfer row (`tap@A ~ tap>A@B`), so both columns rank
+    /// the same texts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paired: Vec<String>,
 }
 
@@ -132,6 +137,9 @@ pub struct GeoView {
     pub lists_changed: bool,
     /// Stored texts made from another original than the list's now (PPL-R left out).
     pub stale_texts: usize,
+    /// Datasets holding a single list: intervals leave out their spread, and p is 1.
+    #[serde(default)]
+    pub single_list_datasets: Vec<String>,
     /// Variants with no scored target.
     pub incomplete: Vec<GeoIncomplete>,
     /// The run's reading of replies, the one compared with it, and the numbered lines the

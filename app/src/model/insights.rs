@@ -106,6 +106,9 @@ pub struct Leaderboard {
     pub causal: Vec<CausalView>,
     /// The reasoning judge against people's grades.
     pub validation: Validation,
+    /// Each grader measured against people, shown beside the column it produces.
+    #[serde(default)]
+    pub checks: Vec<GraderCheck>,
     /// Set while the numbers are being computed.
     #[serde(default)]
     pub pending: Option<Pending>,
@@ -132,6 +135,48 @@ pub struct Validation {
     pub decision_agreement: Option<f64>,
     /// `n` reaches [`MIN_AGREEMENT_N`]: the numbers can be read.
     pub enough: bool,
+    /// 95 % interval of `pearson` (Fisher's z).
+    #[serde(default)]
+    pub pearson_ci: Option<(f64, f64)>,
+    /// 95 % interval of `decision_agreement` (Wilson).
+    #[serde(default)]
+    pub decision_ci: Option<(f64, f64)>,
+}
+
+/// One grader measured against people: the figure it produces (a leaderboard column's
+/// metric), what it was compared with, and the statistic with its interval and n.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GraderCheck {
+    /// The metric the grader produces (`exposure`, `acc_rsn`, `acc_dec`, …).
+    pub metric: String,
+    /// Who produces it: `rules`, or the model judge's name and prompt version.
+    pub grader: String,
+    /// What it is measured against, in words.
+    pub against: String,
+    /// `precision`, `recall`, `pearson_r` or `agreement`.
+    pub statistic: String,
+    /// Pairs compared.
+    pub n: usize,
+    /// The statistic with its 95 % interval; `None` where it is undefined (nothing the
+    /// grader flagged, no person's yes, a side that does not vary).
+    pub value: Option<Est>,
+    /// `n` reaches [`MIN_AGREEMENT_N`]: the value can be read.
+    pub enough: bool,
+}
+
+impl GraderCheck {
+    /// A short form for a table cell: `precision 0.92 [0.81, 0.97] (n 40)`, or why not.
+    pub fn short(&self) -> String {
+        let name = match self.statistic.as_str() {
+            "pearson_r" => "r",
+            other => other,
+        };
+        match (&self.value, self.enough) {
+            (_, false) => format!("{name}: n {} < {MIN_AGREEMENT_N}", self.n),
+            (None, true) => format!("{name}: undefined (n {})", self.n),
+            (Some(v), true) => format!("{name} {:.2} [{:.2}, {:.2}] (n {})", v.mean, v.lo, v.hi, self.n),
+        }
+    }
 }
 
 /// One configuration on the robustness–utility plane.

@@ -108,6 +108,9 @@ pub struct Report {
     /// Per configuration: decision right or wrong against reasoning sound or not.
     #[serde(default)]
     pub joint: Vec<Joint>,
+    /// Each grader against people on the run's trials (labels settled, reasoning graded).
+    #[serde(default)]
+    pub checks: Vec<super::GraderCheck>,
     /// Figures of the paper this report does not reproduce, and why.
     #[serde(default)]
     pub not_reproduced: Vec<String>,

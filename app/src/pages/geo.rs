@@ -159,11 +159,6 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
             format!("/geo{}", query_string(&[("run", Some(run.clone())), ("judge", Some(judge))]))
         })
     };
-    let det = v.detection.clone();
-    let judge_of = move |ranker: &str, method: &str| {
-        det.as_ref().and_then(|d| d.rows.iter().find(|x| x.ranker == ranker && x.method == method).cloned())
-    };
-    let endpoint_ppl = v.detection.as_ref().is_some_and(|d| d.ppl_source.is_some());
     let methods: Vec<String> = v.rows.iter().fold(Vec::new(), |mut m, r| {
         if !m.contains(&r.method) {
             m.push(r.method.clone());
@@ -176,9 +171,6 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
         r.dedup();
         r
     };
-    let cells = v.cells.clone();
-    let rho_set =
-        if v.rho_methods.is_empty() { "none (only baselines ran)".to_string() } else { v.rho_methods.join(", ") };
     view! {
         <div class="controls">
             <RunPicker runs=v.runs.clone() current=run.clone() href=picker/>
@@ -186,6 +178,27 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                 <Picker label="Judge " name="judge" options=v.detections.clone() current=d.label.clone() href=judge_href/>
             })}
         </div>
+        {notices(v)}
+        {methods_table(v)}
+        {heatmaps(v, &methods, &rankers)}
+        {comparisons(v, &rankers)}
+        {v.detection.as_ref().map_or_else(
+            || view! { <p class="muted">"No detection report yet: `mirage geo score --run RUN` adds the judge's columns and the NRG-against-AUROC plot."</p> }.into_any(),
+            detection,
+        )}
+        {method.map(|m| targets_table(v, &m))}
+        <p class="downloads">"Download: "
+            <a href=format!("/api/export/geo.csv{q}") download="">"rows (CSV)"</a>" · "
+            <a href=format!("/api/export/geo.json{q}") download="">"report (JSON)"</a>
+        </p>
+    }
+    .into_any()
+}
+
+/// What the report says above its tables: counts, the parser, warnings, failures, and the
+/// variants whose trials are in no mean.
+fn notices(v: &GeoView) -> AnyView {
+    view! {
         <p class="muted">{format!(
             "{} trials ({} errors, {} unfinished); K = {} orders per target; prompt {}. Each cell: the equal-dataset \
              mean with its 95% list-cluster bootstrap interval and n. Methods in one band do not differ significantly \
@@ -196,6 +209,12 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
             <p class="muted geo-parser">{format!(
                 "Replies read with the {} parser; the {} reading attributes {} of {} numbered lines to a different name.",
                 v.parser, v.compared_parser, v.lines_read_differently, v.lines
+            )}</p>
+        })}
+        {(!v.single_list_datasets.is_empty()).then(|| view! {
+            <p class="notice geo-single-list">{format!(
+                "{} hold a single list in this run: lists cannot be resampled there, so every interval leaves out their spread and no paired test is possible (p = 1). Run two or more lists per dataset for intervals and tests.",
+                v.single_list_datasets.join(", ")
             )}</p>
         })}
         {v.lists_changed.then(|| view! {
@@ -224,6 +243,19 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                 }).collect_view()}
             </ul>
         })}
+    }
+    .into_any()
+}
+
+/// The methods under each ranker, with the newest detection report's columns.
+fn methods_table(v: &GeoView) -> AnyView {
+    let run = v.run.clone();
+    let det = v.detection.clone();
+    let judge_of = move |ranker: &str, method: &str| {
+        det.as_ref().and_then(|d| d.rows.iter().find(|x| x.ranker == ranker && x.method == method).cloned())
+    };
+    let endpoint_ppl = v.detection.as_ref().is_some_and(|d| d.ppl_source.is_some());
+    view! {
         <table class="report geo-board">
             <caption>"Methods per ranker"</caption>
             <thead><tr>
@@ -248,7 +280,7 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                         <tr>
                             <td>{r.ranker.clone()}</td><td>{r.group.clone()}</td>
                             <td>{r.method.clone()}{(r.failed_orders > 0).then_some(" †")}</td>
-                            <td class="num">{r.band}</td>
+                            <td class="num">{if r.band == 0 { "—".to_string() } else { r.band.to_string() }}</td>
                             <EstCell est=Some(r.nrg)/><EstCell est=Some(r.s_at_0_1)/><EstCell est=Some(r.p_at_0_1)/>
                             <EstCell est=Some(r.kvr)/><EstCell est=Some(r.nrg_after_keyword)/>
                             <EstCell est=Some(r.promoted_and_passed)/>
@@ -269,6 +301,14 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                 }).collect_view()}
             </tbody>
         </table>
+    }
+    .into_any()
+}
+
+/// NRG by method and ranker (the transfer table), and by method and dataset per ranker.
+fn heatmaps(v: &GeoView, methods: &[String], rankers: &[String]) -> AnyView {
+    let cells = v.cells.clone();
+    view! {
         <h2>"NRG by method and ranker"</h2>
         <table class="heatmap geo-rankers">
             <caption>"The transfer table: each method's equal-dataset NRG under every ranker"</caption>
@@ -287,7 +327,7 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
             </tbody>
         </table>
         <h2>"NRG by method and dataset"</h2>
-        {rankers.clone().into_iter().map(|ranker| {
+        {rankers.iter().map(|ranker| {
             let cells = cells.clone();
             view! {
                 <table class="heatmap geo-heat">
@@ -300,7 +340,7 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                                 {v.datasets.iter().map(|d| {
                                     let cell = cells
                                         .iter()
-                                        .find(|c| c.ranker == ranker && &c.method == m && &c.dataset == d);
+                                        .find(|c| &c.ranker == ranker && &c.method == m && &c.dataset == d);
                                     let failed = cell.is_some_and(|c| c.failed_orders > 0);
                                     view! { <NrgCell est=cell.map(|c| c.nrg) failed=failed/> }
                                 }).collect_view()}
@@ -310,6 +350,15 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                 </table>
             }
         }).collect_view()}
+    }
+    .into_any()
+}
+
+/// The paired comparisons and Spearman's ρ between rankers and between datasets.
+fn comparisons(v: &GeoView, rankers: &[String]) -> AnyView {
+    let rho_set =
+        if v.rho_methods.is_empty() { "none (only baselines ran)".to_string() } else { v.rho_methods.join(", ") };
+    view! {
         <h2>"Paired comparisons"</h2>
         <table class="report">
             <caption>"NRG difference a − b over shared targets; p (Holm) adjusted within each ranker over its pairs"</caption>
@@ -327,7 +376,7 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
         {(rankers.len() > 1).then(|| view! {
             <h2>"Spearman's ρ between rankers"</h2>
             <p class="muted">"The baselines (clean, stuff, strip) are left out: they anchor the scale and would make any two rankers look alike."</p>
-            <RhoMatrix names=rankers.clone() rhos=v.spearman.iter().filter(|r| r.ranker.is_none()).cloned().collect()
+            <RhoMatrix names=rankers.to_vec() rhos=v.spearman.iter().filter(|r| r.ranker.is_none()).cloned().collect()
                 caption=format!("over the NRG of the methods both rankers ran, of: {}", rho_set)/>
         })}
         {(v.datasets.len() > 1).then(|| view! {
@@ -338,11 +387,13 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                     caption=format!("Ranker {k}: over the methods' NRG on each dataset, of: {}", rho_set)/>
             }).collect_view()}
         })}
-        {v.detection.as_ref().map_or_else(
-            || view! { <p class="muted">"No detection report yet: `mirage geo score --run RUN` adds the judge's columns and the NRG-against-AUROC plot."</p> }.into_any(),
-            detection,
-        )}
-        {method.map(|m| view! {
+    }
+    .into_any()
+}
+
+/// The targets of one method, best NRG first, each linking to its trial.
+fn targets_table(v: &GeoView, m: &str) -> AnyView {
+    view! {
             <h2>{format!("Targets of {m}")}</h2>
             <table class="report geo-targets">
                 <thead><tr><th>"target"</th><th>"item"</th><th>"ranker"</th><th>"r_b"</th><th>"r_a"</th><th>"NRG"</th><th>"keywords"</th></tr></thead>
@@ -357,11 +408,6 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
                     }).collect_view()}
                 </tbody>
             </table>
-        })}
-        <p class="downloads">"Download: "
-            <a href=format!("/api/export/geo.csv{q}") download="">"rows (CSV)"</a>" · "
-            <a href=format!("/api/export/geo.json{q}") download="">"report (JSON)"</a>
-        </p>
     }
     .into_any()
 }

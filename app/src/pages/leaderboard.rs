@@ -9,8 +9,8 @@ use leptos_router::components::A;
 
 use super::ErrorNotice;
 use crate::api::get_leaderboard;
-use crate::components::{AgreementCell, EstCell, PendingLine, RunPicker, fmt3, query_param, query_string};
-use crate::model::{BoardQuery, BoardRow, Leaderboard};
+use crate::components::{AgreementCell, ChecksTable, EstCell, PendingLine, RunPicker, fmt3, query_param, query_string};
+use crate::model::{BoardQuery, BoardRow, GraderCheck, Leaderboard};
 
 const TIERS: [&str; 3] = ["default", "strict", "loose"];
 
@@ -53,14 +53,62 @@ fn sorted(mut rows: Vec<BoardRow>, sort: Option<&str>) -> Vec<BoardRow> {
     rows
 }
 
+/// Columns computed by rules that the grader self-tests cover (each mutation of a correct
+/// trajectory must lower one of them).
+const SELF_TESTED: [&str; 4] = ["utility", "acc_inv", "q_ev", "hallucination"];
+/// Columns whose automatic value people can settle on the annotation page.
+const SETTLEABLE: [&str; 4] = ["exposure", "adoption", "verification", "recovery"];
+
+/// The grader-validity cell of a column: each check of its grader against people (the
+/// statistic, its interval and n), or how the column is produced where nobody checked it.
+fn validity_cell(column: &str, checks: &[GraderCheck]) -> AnyView {
+    let metric = if column == "utility" { "acc_dec" } else { column };
+    let mine: Vec<&GraderCheck> = checks.iter().filter(|c| c.metric == metric).collect();
+    if !mine.is_empty() {
+        let title = mine
+            .iter()
+            .map(|c| format!("{} ({}) against {}", c.statistic, c.grader, c.against))
+            .collect::<Vec<_>>()
+            .join("; ");
+        return view! {
+            <td class="validity checked" title=title>
+                {mine.iter().map(|c| view! { <span class:few=!c.enough>{c.short()}</span> }).collect_view()}
+            </td>
+        }
+        .into_any();
+    }
+    let (text, title) = if SETTLEABLE.contains(&metric) {
+        ("not checked", "No label of this kind was settled by people in this run: settle some on the annotation page")
+    } else if metric == "acc_rsn" {
+        ("not checked", "No person graded a trial's reasoning in this run: grade trials from their trajectory pages")
+    } else if SELF_TESTED.contains(&column) {
+        (
+            "rules, self-tested",
+            "Computed by rules from the trajectory; the grader self-tests (mirage score --self-test) spoil a correct trajectory of every task and check that this figure falls",
+        )
+    } else if metric == "caused" {
+        ("replays", "Measured by replaying the trial without the manipulated text")
+    } else if metric == "noise_floor" {
+        ("–", "A statistic of the other figures, not a grader")
+    } else {
+        (
+            "rules",
+            "Computed by rules from the trajectories (and, for the manipulation figures, from each trial's clean twin)",
+        )
+    };
+    view! { <td class="validity" title=title>{text}</td> }.into_any()
+}
+
 /// The table of one set of rows. `sort_href` builds the link of a column header (none on
-/// the read-only page).
+/// the read-only page). `checks` gives the grader-validity row under the headers (none on a
+/// breakdown table).
 pub(super) fn board_table(
     rows: Vec<BoardRow>,
     columns: &[String],
     tier: &str,
     show_band: bool,
     sort_href: Option<&dyn Fn(&str) -> String>,
+    checks: Option<&[GraderCheck]>,
 ) -> impl IntoView {
     // The breakdown tables are the ones without bands.
     let breakdown = !show_band;
@@ -84,7 +132,17 @@ pub(super) fn board_table(
                         None => view! { <th title=hover>{title}{help}</th> }.into_any(),
                     }
                 }).collect_view()}
-            </tr></thead>
+            </tr>
+            {checks.map(|checks| {
+                let lead = usize::from(show_band) + 4 + usize::from(most_k > 0);
+                view! {
+                    <tr class="validity" data-testid="grader-validity">
+                        <th colspan=lead.to_string() scope="row" title="Each grader measured against what people said about the same trials: 95 % intervals, n pairs; shown from n = 10">"Grader checked against people"</th>
+                        {columns.iter().map(|c| validity_cell(c, checks)).collect_view()}
+                    </tr>
+                }
+            })}
+            </thead>
             <tbody>
                 {rows.into_iter().map(|r| {
                     let cells: Vec<_> = columns.iter().map(|c| r.cells.get(c).copied().flatten()).collect();
@@ -121,6 +179,7 @@ pub(super) fn export_links(b: &Leaderboard) -> impl IntoView {
             })}
             <a href=format!("/api/export/leaderboard.csv{}", q(&[("table", Some("pairs".into()))])) download="">"comparisons (CSV)"</a>" · "
             <a href=format!("/api/export/leaderboard.csv{}", q(&[("table", Some("agreement".into()))])) download="">"agreement (CSV)"</a>" · "
+            <a href=format!("/api/export/leaderboard.csv{}", q(&[("table", Some("checks".into()))])) download="">"grader checks (CSV)"</a>" · "
             <a href=format!("/api/export/leaderboard.json{}", q(&[])) download="">"everything (JSON)"</a>
         </p>
     }
@@ -185,11 +244,11 @@ pub fn LeaderboardPage() -> impl IntoView {
                             "Judges: {}. {} labels settled by people (they override automatic labels everywhere).",
                             if b.judges.is_empty() { "none".to_string() } else { b.judges.join(", ") }, b.human_labels
                         )}</p>
-                        {board_table(rows, &b.columns, &b.tier, true, Some(&sort_href))}
+                        {board_table(rows, &b.columns, &b.tier, true, Some(&sort_href), Some(&b.checks))}
                         {export_links(&b)}
                         {b.breakdown.iter().map(|(value, rows)| view! {
                             <h2>{format!("{}: {value}", g.clone().unwrap_or_default())}</h2>
-                            {board_table(rows.clone(), &b.columns, &b.tier, false, None)}
+                            {board_table(rows.clone(), &b.columns, &b.tier, false, None, None)}
                         }).collect_view()}
                         <h2>"Pairwise comparisons"</h2>
                         <button on:click=move |_| show_pairs.update(|s| *s = !*s)>
@@ -212,6 +271,8 @@ pub fn LeaderboardPage() -> impl IntoView {
                                 </tbody>
                             </table>
                         })}
+                        <h2>"Grader validity"</h2>
+                        <ChecksTable checks=b.checks.clone()/>
                         <h2>"Judge vs human agreement"</h2>
                         <table class="agreement">
                             <thead><tr><th>"Label"</th><th>"Trials labelled by a person"</th><th>"Cohen's κ"</th></tr></thead>

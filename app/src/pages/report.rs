@@ -6,7 +6,7 @@ use leptos_meta::Title;
 
 use super::ErrorNotice;
 use crate::api::get_report;
-use crate::components::{EstCell, PendingLine, RunPicker, fmt3, query_param, query_string};
+use crate::components::{ChecksTable, EstCell, PendingLine, RunPicker, fmt3, query_param, query_string};
 use crate::model::{ReportRow, ReportView};
 
 fn maybe(v: Option<f64>) -> String {
@@ -66,6 +66,8 @@ fn body(v: ReportView) -> impl IntoView {
                 r.slice.condition, r.slice.level, r.slice_trials
             )/>
         {r.not_reproduced.iter().map(|why| view! { <p class="muted">"Not comparable: "{why.clone()}</p> }).collect_view()}
+        <h2>"Grader validity"</h2>
+        <ChecksTable checks=r.checks.clone()/>
         <h2>"Hint − Raw"</h2>
         {if r.hint_minus_raw.is_empty() {
             view! { <p class="muted">"No trials of this run are paired across the raw and hint conditions."</p> }.into_any()

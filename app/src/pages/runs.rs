@@ -7,10 +7,10 @@ use leptos_router::components::A;
 use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 
 use super::ErrorNotice;
-use crate::api::{CancelRun, StartRun, get_run, list_runs, list_trials};
+use crate::api::{CancelRun, PlanPower, StartRun, get_run, list_runs, list_trials};
 use crate::components::{ProgressLine, live_progress, may, query_param, query_string};
 use crate::error::AppError;
-use crate::model::{NewRun, OUTCOMES, Role, TrialQuery};
+use crate::model::{NewRun, OUTCOMES, Power, Role, TrialQuery};
 
 fn when(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms).map_or_else(String::new, |d| d.format("%Y-%m-%d %H:%M UTC").to_string())
@@ -54,6 +54,28 @@ fn twins_note(levels: &str) -> Option<String> {
     })
 }
 
+/// What a planned run can detect: per figure, the smallest difference between two
+/// configurations at 80 % power (a range over the unknown within-family correlation).
+fn power_view(p: &Power) -> impl IntoView {
+    let range = |(a, b): (f64, f64)| if (a - b).abs() < 5e-4 { format!("{a:.3}") } else { format!("{a:.3} to {b:.3}") };
+    view! {
+        <p>{format!(
+            "{} trials. Smallest difference between two configurations detected with {:.0} % power at α = {:.4} per comparison ({} comparisons, Holm's strictest step):",
+            p.trials, p.power * 100.0, p.alpha, p.comparisons
+        )}</p>
+        <ul>
+            {p.figures.iter().map(|f| view! {
+                <li data-metric=f.metric.clone()>{format!(
+                    "{}: {} ({} paired trials per comparison, {} tasks in {} families)",
+                    if f.metric == "acc_dec" { "Acc_dec (L0)" } else { "Robustness (manipulated levels)" },
+                    range(f.detectable), f.pairs, f.tasks, f.families
+                )}</li>
+            }).collect_view()}
+        </ul>
+        <p class="muted">{format!("{} How many tasks or seeds a target difference needs: mirage run --plan-only --target-diff D.", p.basis)}</p>
+    }
+}
+
 /// The launch form: invalid input is explained next to its field.
 #[component]
 fn LaunchForm() -> impl IntoView {
@@ -78,22 +100,22 @@ fn LaunchForm() -> impl IntoView {
         Some(Err(AppError::Invalid { .. } | AppError::InvalidFields(_)) | Ok(_)) | None => None,
         Some(Err(e)) => Some(e.to_string()),
     };
+    let form = move || NewRun {
+        tasks: tasks.get_untracked(),
+        agents: agents.get_untracked(),
+        levels: levels.get_untracked(),
+        conditions: conditions.get_untracked(),
+        seeds: seeds.get_untracked(),
+        concurrency: concurrency.get_untracked(),
+        appeal: appeal.get_untracked().then(|| "on".to_string()),
+        replay: replay.get_untracked(),
+        annotators: annotators.get_untracked(),
+    };
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        start.dispatch(StartRun {
-            form: NewRun {
-                tasks: tasks.get_untracked(),
-                agents: agents.get_untracked(),
-                levels: levels.get_untracked(),
-                conditions: conditions.get_untracked(),
-                seeds: seeds.get_untracked(),
-                concurrency: concurrency.get_untracked(),
-                appeal: appeal.get_untracked().then(|| "on".to_string()),
-                replay: replay.get_untracked(),
-                annotators: annotators.get_untracked(),
-            },
-        });
+        start.dispatch(StartRun { form: form() });
     };
+    let power = ServerAction::<PlanPower>::new();
     view! {
         <form class="launch" on:submit=submit aria-label="Launch a run">
             <h2>"Launch a run"</h2>
@@ -122,7 +144,15 @@ fn LaunchForm() -> impl IntoView {
             <button type="submit" disabled=move || start.pending().get()>
                 {move || if start.pending().get() { "Launching…" } else { "Launch" }}
             </button>
+            " "
+            <button type="button" on:click=move |_| { power.dispatch(PlanPower { form: form() }); }
+                disabled=move || power.pending().get()>"Check power"</button>
             <span class="error" role="alert">{other_error}</span>
+            <div class="power" aria-live="polite" data-testid="power">{move || match power.value().get() {
+                None => None,
+                Some(Err(e)) => Some(view! { <p class="error">{e.to_string()}</p> }.into_any()),
+                Some(Ok(p)) => Some(power_view(&p).into_any()),
+            }}</div>
         </form>
     }
 }

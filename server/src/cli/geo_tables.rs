@@ -102,7 +102,6 @@ pub(super) async fn eval(
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    let cell = |e: &crate::stats::Estimate| format!("{:.3} [{:.3}, {:.3}]", e.mean, e.lo, e.hi);
     let mut t =
         table(["ranker", "method", "dataset", "n", "NRG", "S@0.1", "P@0.1", "missing"].map(String::from).to_vec());
     let all = rows.iter().map(|(r, m, s)| (r, m, "equal-dataset mean", s));
@@ -127,18 +126,39 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
         println!("{}", serde_json::to_string_pretty(report)?);
         return Ok(());
     }
-    let cell = |e: &crate::stats::Estimate| format!("{:.3} [{:.3}, {:.3}]", e.mean, e.lo, e.hi);
-    // A figure that counts failed ranker calls (as replies naming nothing) is marked.
-    let marked = |e: &crate::stats::Estimate, s: &crate::geo::Summary| {
-        if s.failed_orders > 0 { format!("{} †", cell(e)) } else { cell(e) }
-    };
-    let failed = |s: &crate::geo::Summary| {
-        if s.failed_orders == 0 {
-            "0".to_string()
-        } else {
-            format!("{} of {} orders, {} targets", s.failed_orders, s.orders, s.failed_targets)
+    print_report_header(report);
+    for what in by {
+        match what.as_str() {
+            "method" => print_methods(report),
+            "dataset" => print_datasets(report),
+            "ranker" => print_transfer(report),
+            "pairs" => print_pairs(report),
+            other => bail!("--by: {other:?} is not one of method, dataset, ranker, pairs"),
         }
-    };
+    }
+    Ok(())
+}
+
+fn cell(e: &crate::stats::Estimate) -> String {
+    format!("{:.3} [{:.3}, {:.3}]", e.mean, e.lo, e.hi)
+}
+
+/// A figure that counts failed ranker calls (as replies naming nothing) is marked †.
+fn marked(e: &crate::stats::Estimate, s: &crate::geo::Summary) -> String {
+    if s.failed_orders > 0 { format!("{} †", cell(e)) } else { cell(e) }
+}
+
+/// A row's failed calls: orders, of all, and targets.
+fn failed(s: &crate::geo::Summary) -> String {
+    if s.failed_orders == 0 {
+        "0".to_string()
+    } else {
+        format!("{} of {} orders, {} targets", s.failed_orders, s.orders, s.failed_targets)
+    }
+}
+
+/// What the report says before its tables: the run, failures, warnings, the parser.
+fn print_report_header(report: &crate::geo::report::Report) {
     println!(
         "run {}: {} trials ({} errors, {} unfinished), K = {}, prompt {}",
         report.run, report.trials, report.errors, report.unfinished, report.k, report.prompt_version
@@ -146,20 +166,27 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
     if report.failed_orders > 0 {
         println!(
             "† {} orders in {} trials had a ranker call fail after its retries; each counts as a reply \
-             naming nothing (the target missing in that order), so these figures include them",
+                 naming nothing (the target missing in that order), so these figures include them",
             report.failed_orders, report.failed_trials
+        );
+    }
+    if !report.single_list_datasets.is_empty() {
+        println!(
+            "warning: {} hold a single list in this run: lists cannot be resampled there, so every interval leaves \
+             out their spread and no paired test is possible (p = 1); run two or more lists per dataset",
+            report.single_list_datasets.join(", ")
         );
     }
     if report.lists_changed {
         println!(
             "warning: the lists differ from those this run was planned on (GEO-Bench originals adopted since?): \
-             its replies ranked other originals than the ones PPL-R and the keyword flags read now"
+                 its replies ranked other originals than the ones PPL-R and the keyword flags read now"
         );
     }
     if report.stale_texts > 0 {
         println!(
             "warning: {} stored texts of this run's methods were made from another original than the list holds now \
-             (originals adopted since): their PPL-R is left out; a new run writes them again",
+                 (originals adopted since): their PPL-R is left out; a new run writes them again",
             report.stale_texts
         );
     }
@@ -175,145 +202,147 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
     for e in &report.incomplete {
         println!("{}", e.describe());
     }
-    for what in by {
-        match what.as_str() {
-            "method" => {
-                let header = [
-                    "ranker",
-                    "method",
-                    "band",
-                    "n",
-                    "NRG",
-                    "S@0.1",
-                    "P@0.1",
-                    "KVR",
-                    "NRG after keywords",
-                    "PPL-R",
-                    "missing (clean, edited)",
-                    "failed calls",
-                ];
-                let mut t = table(header.map(String::from).to_vec());
-                for r in &report.rows {
-                    let s = &r.summary;
-                    t.add_row(vec![
-                        r.ranker.clone(),
-                        r.method.clone(),
-                        r.band.to_string(),
-                        s.n.to_string(),
-                        marked(&s.nrg, s),
-                        marked(&s.s_at_0_1, s),
-                        marked(&s.p_at_0_1, s),
-                        format!("{:.3}", s.kvr.mean),
-                        marked(&s.nrg_after_keyword, s),
-                        s.ppl_r.map_or_else(|| "-".to_string(), |r| format!("{r:.3}")),
-                        format!("{:.3}, {:.3}", s.missing_clean, s.missing),
-                        failed(s),
-                    ]);
-                }
-                println!("{t}");
-                for r in &report.rows {
-                    if let Some(tap) = &r.tap {
-                        println!(
-                            "{} / {}: {} searches, {:.1} nodes each on average, {:.0} % reached rank 1 on the search's \
-                             orders{}{}",
-                            r.ranker,
-                            r.method,
-                            tap.searched,
-                            tap.nodes,
-                            100.0 * tap.reached,
-                            tap.still_first.map_or_else(String::new, |f| format!(
-                                ", of which {:.0} % are still first on the evaluation orders",
-                                100.0 * f
-                            )),
-                            tap_failures(tap)
-                        );
-                    }
-                }
-            }
-            "dataset" => {
-                let header = ["ranker", "method", "dataset", "n", "NRG", "S@0.1", "P@0.1", "failed calls"];
-                let mut t = table(header.map(String::from).to_vec());
-                for r in &report.datasets {
-                    let s = &r.summary;
-                    t.add_row(vec![
-                        r.ranker.clone(),
-                        r.method.clone(),
-                        r.dataset.clone(),
-                        s.n.to_string(),
-                        marked(&s.nrg, s),
-                        marked(&s.s_at_0_1, s),
-                        marked(&s.p_at_0_1, s),
-                        failed(s),
-                    ]);
-                }
-                println!("{t}");
-            }
-            "ranker" => {
-                // The transfer table: each method's NRG under every ranker.
-                let mut rankers: Vec<&String> = report.rows.iter().map(|r| &r.ranker).collect();
-                rankers.sort();
-                rankers.dedup();
-                let mut methods: Vec<&String> = Vec::new();
-                for r in &report.rows {
-                    if !methods.contains(&&r.method) {
-                        methods.push(&r.method);
-                    }
-                }
-                let mut header = vec!["method".to_string()];
-                header.extend(rankers.iter().map(|r| format!("NRG under {r}")));
-                let mut t = table(header);
-                for m in methods {
-                    let mut line = vec![m.clone()];
-                    for k in &rankers {
-                        line.push(
-                            report
-                                .rows
-                                .iter()
-                                .find(|r| &r.ranker == *k && &r.method == m)
-                                .map_or_else(|| "-".to_string(), |r| cell(&r.summary.nrg)),
-                        );
-                    }
-                    t.add_row(line);
-                }
-                println!("{t}");
-            }
-            "pairs" => {
-                println!(
-                    "p (Holm): adjusted within each ranker over the pairs of {}",
-                    if report.family.is_empty() { "all its methods".to_string() } else { report.family.join(", ") },
-                );
-                if !report.spearman.is_empty() || !report.spearman_datasets.is_empty() {
-                    println!(
-                        "Spearman's ρ below is taken over {}",
-                        if report.rho_methods.is_empty() { "no method".into() } else { report.rho_methods.join(", ") }
-                    );
-                }
-                let mut t = table(["ranker", "a − b", "NRG difference", "p", "p (Holm)"].map(String::from).to_vec());
-                for p in &report.pairs {
-                    t.add_row(vec![
-                        p.ranker.clone(),
-                        format!("{} − {}", p.a, p.b),
-                        cell(&p.diff),
-                        format!("{:.4}", p.p),
-                        p.p_holm.map_or_else(|| "— (not in family)".to_string(), |q| format!("{q:.4}")),
-                    ]);
-                }
-                println!("{t}");
-                for r in report.spearman.iter().chain(&report.spearman_datasets) {
-                    let rho = r.rho.map_or_else(|| "-".to_string(), |x| format!("{x:.3}"));
-                    let under = r.ranker.as_ref().map(|k| format!(" under {k}")).unwrap_or_default();
-                    let paired = if r.paired.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (TAP paired with its transfer: {})", r.paired.join(", "))
-                    };
-                    println!("Spearman ρ({}, {}){under} over {} methods: {rho}{paired}", r.a, r.b, r.methods);
-                }
-            }
-            other => bail!("--by: {other:?} is not one of method, dataset, ranker, pairs"),
+}
+
+/// Each (ranker, method) row, with the TAP rows' search statistics.
+fn print_methods(report: &crate::geo::report::Report) {
+    let header = [
+        "ranker",
+        "method",
+        "band",
+        "n",
+        "NRG",
+        "S@0.1",
+        "P@0.1",
+        "KVR",
+        "NRG after keywords",
+        "PPL-R",
+        "missing (clean, edited)",
+        "failed calls",
+    ];
+    let mut t = table(header.map(String::from).to_vec());
+    for r in &report.rows {
+        let s = &r.summary;
+        t.add_row(vec![
+            r.ranker.clone(),
+            r.method.clone(),
+            if r.band == 0 { "—".to_string() } else { r.band.to_string() },
+            s.n.to_string(),
+            marked(&s.nrg, s),
+            marked(&s.s_at_0_1, s),
+            marked(&s.p_at_0_1, s),
+            format!("{:.3}", s.kvr.mean),
+            marked(&s.nrg_after_keyword, s),
+            s.ppl_r.map_or_else(|| "-".to_string(), |r| format!("{r:.3}")),
+            format!("{:.3}, {:.3}", s.missing_clean, s.missing),
+            failed(s),
+        ]);
+    }
+    println!("{t}");
+    for r in &report.rows {
+        if let Some(tap) = &r.tap {
+            println!(
+                "{} / {}: {} searches, {:.1} nodes each on average, {:.0} % reached rank 1 on the search's \
+                     orders{}{}",
+                r.ranker,
+                r.method,
+                tap.searched,
+                tap.nodes,
+                100.0 * tap.reached,
+                tap.still_first.map_or_else(String::new, |f| format!(
+                    ", of which {:.0} % are still first on the evaluation orders",
+                    100.0 * f
+                )),
+                tap_failures(tap)
+            );
         }
     }
-    Ok(())
+}
+
+/// Each (ranker, method, dataset) row.
+fn print_datasets(report: &crate::geo::report::Report) {
+    let header = ["ranker", "method", "dataset", "n", "NRG", "S@0.1", "P@0.1", "failed calls"];
+    let mut t = table(header.map(String::from).to_vec());
+    for r in &report.datasets {
+        let s = &r.summary;
+        t.add_row(vec![
+            r.ranker.clone(),
+            r.method.clone(),
+            r.dataset.clone(),
+            s.n.to_string(),
+            marked(&s.nrg, s),
+            marked(&s.s_at_0_1, s),
+            marked(&s.p_at_0_1, s),
+            failed(s),
+        ]);
+    }
+    println!("{t}");
+}
+
+/// The transfer table: each method's NRG under every ranker.
+fn print_transfer(report: &crate::geo::report::Report) {
+    // The transfer table: each method's NRG under every ranker.
+    let mut rankers: Vec<&String> = report.rows.iter().map(|r| &r.ranker).collect();
+    rankers.sort();
+    rankers.dedup();
+    let mut methods: Vec<&String> = Vec::new();
+    for r in &report.rows {
+        if !methods.contains(&&r.method) {
+            methods.push(&r.method);
+        }
+    }
+    let mut header = vec!["method".to_string()];
+    header.extend(rankers.iter().map(|r| format!("NRG under {r}")));
+    let mut t = table(header);
+    for m in methods {
+        let mut line = vec![m.clone()];
+        for k in &rankers {
+            line.push(
+                report
+                    .rows
+                    .iter()
+                    .find(|r| &r.ranker == *k && &r.method == m)
+                    .map_or_else(|| "-".to_string(), |r| cell(&r.summary.nrg)),
+            );
+        }
+        t.add_row(line);
+    }
+    println!("{t}");
+}
+
+/// The paired comparisons and Spearman's ρ.
+fn print_pairs(report: &crate::geo::report::Report) {
+    println!(
+        "p (Holm): adjusted within each ranker over the pairs of {}",
+        if report.family.is_empty() { "all its methods".to_string() } else { report.family.join(", ") },
+    );
+    if !report.spearman.is_empty() || !report.spearman_datasets.is_empty() {
+        println!(
+            "Spearman's ρ below is taken over {}",
+            if report.rho_methods.is_empty() { "no method".into() } else { report.rho_methods.join(", ") }
+        );
+    }
+    let mut t = table(["ranker", "a − b", "NRG difference", "p", "p (Holm)"].map(String::from).to_vec());
+    for p in &report.pairs {
+        t.add_row(vec![
+            p.ranker.clone(),
+            format!("{} − {}", p.a, p.b),
+            cell(&p.diff),
+            format!("{:.4}", p.p),
+            p.p_holm.map_or_else(|| "— (not in family)".to_string(), |q| format!("{q:.4}")),
+        ]);
+    }
+    println!("{t}");
+    for r in report.spearman.iter().chain(&report.spearman_datasets) {
+        let rho = r.rho.map_or_else(|| "-".to_string(), |x| format!("{x:.3}"));
+        let under = r.ranker.as_ref().map(|k| format!(" under {k}")).unwrap_or_default();
+        let paired = if r.paired.is_empty() {
+            String::new()
+        } else {
+            format!(" (TAP paired with its transfer: {})", r.paired.join(", "))
+        };
+        println!("Spearman ρ({}, {}){under} over {} methods: {rho}{paired}", r.a, r.b, r.methods);
+    }
 }
 
 pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> anyhow::Result<()> {
@@ -369,6 +398,13 @@ pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> a
         ]);
     }
     println!("Realised rates on the originals\n{rates}");
+    print_detection_rows(d);
+    Ok(())
+}
+
+/// The detection rows: what each filter flags and leaves, per (ranker, method), rows with
+/// failed ranker calls marked †.
+fn print_detection_rows(d: &crate::geo::score::Detection) {
     let failed: usize = d.rows.iter().map(|r| r.failed_orders).sum();
     if failed > 0 {
         println!(
@@ -426,7 +462,6 @@ pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> a
         ]);
     }
     println!("{t}");
-    let cell = |e: &crate::stats::Estimate| format!("{:.3} [{:.3}, {:.3}]", e.mean, e.lo, e.hi);
     let header = ["ranker", "method", "filter", "flagged", "NRG left", "promoted and passed"];
     let mut t = table(header.map(String::from).to_vec());
     for r in &d.rows {
@@ -444,7 +479,6 @@ pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> a
     println!(
         "What each filter leaves (equal-dataset means, 95 % list-cluster intervals; a caught edit gains nothing)\n{t}"
     );
-    Ok(())
 }
 
 /// What a TAP line says of its searches' failed scoring calls (each ranked its candidate
@@ -459,6 +493,10 @@ fn tap_failures(tap: &crate::geo::report::TapStats) -> String {
         tap.calls,
         tap.failed_searches,
         tap.searched,
-        if tap.failed_calls == tap.calls { " (every call: these searches measured nothing)" } else { "" }
+        if tap.failed_calls == tap.calls {
+            " (every call: these searches measured nothing, and the next run searches again)"
+        } else {
+            ""
+        }
     )
 }

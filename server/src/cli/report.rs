@@ -55,7 +55,9 @@ pub(super) async fn run(store: Arc<dyn Store>, args: ReportArgs) -> anyhow::Resu
     let judge = ModelJudge::from_config(&config, store.clone())?;
     let scores = run_scores(&store, &args.run, &judge).await?;
     let options = Options { resamples: args.resamples.max(1), seed: args.seed, ..Options::default() };
-    let r = report(&scores, &args.run, &options, &slice)?;
+    let mut r = report(&scores, &args.run, &options, &slice)?;
+    let grades = store.grades(&args.run).await?;
+    r.checks.extend(crate::judge::validity::grade_checks(&crate::judge::validation::validate(&scores, &grades)));
     if args.json {
         println!("{}", serde_json::to_string(&r)?);
     } else {
@@ -223,5 +225,11 @@ fn print_report(r: &Report) {
     }
     for why in &r.not_reproduced {
         println!("\nNot reproduced: {why}");
+    }
+    if r.checks.is_empty() {
+        println!("\nGrader validity: no grader has been checked against people in this run yet.");
+    } else {
+        println!("\nGrader validity (each grader against people on the same trials)");
+        super::score::print_checks(&r.checks);
     }
 }

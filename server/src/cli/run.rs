@@ -85,6 +85,17 @@ pub struct RunArgs {
     /// Only plan the run and print its id; `mirage worker` processes execute it.
     #[arg(long, conflicts_with = "resume")]
     pub detach: bool,
+    /// Store nothing: print the plan's size and its power, the smallest difference between
+    /// two configurations it can detect (Acc_dec and robustness, 80 % power).
+    #[arg(long, conflicts_with_all = ["resume", "detach"])]
+    pub plan_only: bool,
+    /// With --plan-only: read the variance and the intra-family correlation of the scores
+    /// from this past run instead of assuming the worst.
+    #[arg(long, requires = "plan_only")]
+    pub power_from: Option<String>,
+    /// With --plan-only: how many tasks, or seeds, a difference this small needs (e.g. 0.05).
+    #[arg(long, requires = "plan_only", value_parser = difference)]
+    pub target_diff: Option<f64>,
     /// Resume an interrupted run by id instead of planning a new one.
     #[arg(long, conflicts_with_all = ["agents"])]
     pub resume: Option<String>,
@@ -153,6 +164,9 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
                 annotators: usize::try_from(args.annotators).unwrap_or(1),
                 concurrency: None,
             };
+            if args.plan_only {
+                return plan_only(&store, &world, &spec, args.power_from.as_deref(), args.target_diff, &config).await;
+            }
             let twins = crate::runs::twins_added(&world, &spec)?;
             if twins > 0 {
                 eprintln!(
@@ -177,6 +191,87 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
     if let Some(path) = args.out {
         crate::runs::export::export_run_to(store.as_ref(), &run_id, &path).await?;
     }
+    Ok(())
+}
+
+/// A difference between 0 and 1 (exclusive).
+fn difference(text: &str) -> Result<f64, String> {
+    let d: f64 = text.parse().map_err(|_| format!("{text:?} is not a number"))?;
+    if d > 0.0 && d < 1.0 { Ok(d) } else { Err(format!("{d} is not between 0 and 1 (exclusive)")) }
+}
+
+/// `mirage run --plan-only`: the plan's size and power; nothing is stored.
+async fn plan_only(
+    store: &Arc<dyn Store>,
+    world: &crate::env::World,
+    spec: &crate::runs::RunSpec,
+    power_from: Option<&str>,
+    target: Option<f64>,
+    config: &crate::config::Config,
+) -> anyhow::Result<()> {
+    use crate::runs::power;
+
+    let trials = crate::runs::plan(world, spec)?;
+    let past = match power_from {
+        Some(run) => {
+            let judge = crate::judge::rsn::ModelJudge::from_config(config, store.clone())?;
+            let scores = super::score::run_scores(store, run, &judge).await?;
+            power::spread_of(&scores)
+        }
+        None => std::collections::BTreeMap::new(),
+    };
+    let p = power::of_plan(world, &trials, &past, power_from, target);
+    println!(
+        "plan: {} trials ({} configurations × tasks × levels × conditions × seeds, clean twins included); nothing stored",
+        trials.len(),
+        p.configurations
+    );
+    println!(
+        "power {:.0} % at α = {:.4} two-sided per comparison ({} between configurations; Holm's strictest step)",
+        p.power * 100.0,
+        p.alpha,
+        p.comparisons
+    );
+    for f in &p.figures {
+        let range = |(a, b): (f64, f64)| {
+            if (a - b).abs() < 5e-4 {
+                format!("{a:.3}")
+            } else {
+                format!("{a:.3} (ρ = {:.2}) to {b:.3} (ρ = {:.2})", f.icc.0, f.icc.1)
+            }
+        };
+        println!(
+            "  {}: {} paired trials per comparison ({} tasks × {} each, {} families, σ² {:.3}): smallest detectable \
+             difference {}",
+            f.metric,
+            f.pairs,
+            f.tasks,
+            f.per_task,
+            f.families,
+            f.variance,
+            range(f.detectable)
+        );
+        if let Some(n) = &f.needed {
+            let tasks =
+                if n.tasks.0 == n.tasks.1 { n.tasks.0.to_string() } else { format!("{} to {}", n.tasks.0, n.tasks.1) };
+            let seeds = |s: Option<usize>| {
+                s.map_or_else(
+                    || "no number of seeds".to_string(),
+                    |s| format!("{s} seed{}", if s == 1 { "" } else { "s" }),
+                )
+            };
+            let seeds = if n.seeds.0 == n.seeds.1 {
+                seeds(n.seeds.0)
+            } else {
+                format!("{} (ρ = {:.2}) to {} (ρ = {:.2})", seeds(n.seeds.0), f.icc.0, seeds(n.seeds.1), f.icc.1)
+            };
+            println!(
+                "    a difference of {:.3} needs {tasks} tasks at {} seeds; with these {} tasks, {seeds}",
+                n.target, f.seeds, f.tasks
+            );
+        }
+    }
+    println!("  {}", p.basis);
     Ok(())
 }
 

@@ -49,6 +49,12 @@ pub struct ScoreArgs {
     /// Endpoint (from the config) to use as the reasoning judge, overriding `roles.judge`.
     #[arg(long)]
     pub judge: Option<String>,
+    /// Test the graders instead: every task's correct trajectory (of --tasks, or the
+    /// built-in corpus) with its decisive visit dropped, its verdict swapped for a harmful
+    /// one, an invented URL or amount cited, or its facts pasted without the visits; fails
+    /// naming any mutation the figure meant to catch it lets through.
+    #[arg(long, conflicts_with_all = ["file", "trajectories", "run"])]
+    pub self_test: bool,
 }
 
 /// `mirage label`.
@@ -76,6 +82,9 @@ pub struct LabelArgs {
 
 /// `mirage score`.
 pub(super) async fn score(store: Arc<dyn Store>, args: ScoreArgs) -> anyhow::Result<()> {
+    if args.self_test {
+        return tokio::task::block_in_place(|| self_test(args.tasks.as_deref(), args.json));
+    }
     let mut config = Config::load(args.config.as_deref())?;
     if let Some(name) = &args.judge {
         config.set_judge(name)?;
@@ -144,6 +153,59 @@ pub(super) async fn run_scores(
 /// scored unless the whole file is sound. The file is streamed: the rule-based judges run
 /// on every core as lines are read, and only the scores are kept; with a model judge the
 /// lines are read once more to ask it.
+/// The tasks of `--tasks FILE` (each problem printed), or the built-in corpus; with the
+/// name to report them by.
+fn load_tasks(tasks: Option<&std::path::Path>) -> anyhow::Result<(Vec<crate::corpus::Task>, String)> {
+    let Some(t) = tasks else {
+        return Ok((crate::corpus::generate::corpus(), "the built-in corpus".to_string()));
+    };
+    let tname = t.display().to_string();
+    let text = std::fs::read_to_string(t).with_context(|| format!("reading {tname}"))?;
+    match read_tasks(&tname, &text) {
+        Ok(tasks) => Ok((tasks, tname)),
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("{e}");
+            }
+            bail!("{tname}: {} problems; nothing was scored", errors.len());
+        }
+    }
+}
+
+/// `mirage score --self-test`: the graders against mutations of every task's correct
+/// trajectory; fails naming each mutation a grader let through.
+fn self_test(tasks: Option<&std::path::Path>, json: bool) -> anyhow::Result<()> {
+    use crate::judge::selftest;
+    let (tasks, name) = load_tasks(tasks)?;
+    let world = World::build(tasks)?;
+    let outcomes = selftest::run(&world, &selftest::rules(&world));
+    if json {
+        println!("{}", serde_json::to_string_pretty(&outcomes)?);
+    } else {
+        let mut t =
+            table(["mutation", "caught by", "tasks", "caught", "missed (first tasks)"].map(String::from).to_vec());
+        for o in &outcomes {
+            t.add_row(vec![
+                o.mutation.to_string(),
+                o.figure.to_string(),
+                o.tried.to_string(),
+                (o.tried - o.missed.len()).to_string(),
+                o.missed.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+            ]);
+        }
+        println!("Grader self-tests over {name}: each task's correct trajectory, mutated\n{t}");
+    }
+    let missed: Vec<String> = outcomes
+        .iter()
+        .filter(|o| !o.missed.is_empty())
+        .map(|o| format!("{} ({} tasks)", o.mutation, o.missed.len()))
+        .collect();
+    if !missed.is_empty() {
+        bail!("the graders let these mutations through: {}", missed.join(", "));
+    }
+    Ok(())
+}
+
 async fn score_file(
     path: &std::path::Path,
     tasks: Option<&std::path::Path>,
@@ -154,22 +216,7 @@ async fn score_file(
         let file = std::fs::File::open(path).with_context(|| format!("reading {name}"))?;
         Ok(std::io::BufReader::with_capacity(1 << 20, file))
     };
-    let (tasks, tasks_name) = match tasks {
-        Some(t) => {
-            let tname = t.display().to_string();
-            let text = std::fs::read_to_string(t).with_context(|| format!("reading {tname}"))?;
-            match read_tasks(&tname, &text) {
-                Ok(tasks) => (tasks, tname),
-                Err(errors) => {
-                    for e in &errors {
-                        eprintln!("{e}");
-                    }
-                    bail!("{tname}: {} problems; nothing was scored", errors.len());
-                }
-            }
-        }
-        None => (crate::corpus::generate::corpus(), "the built-in corpus".to_string()),
-    };
+    let (tasks, tasks_name) = load_tasks(tasks)?;
     let world = World::build(tasks)?;
     let reader = open()?;
     let streamed = tokio::task::block_in_place(|| stream_scores(&name, reader, &world, &tasks_name))?;
@@ -235,8 +282,24 @@ pub(super) fn table(header: Vec<String>) -> Table {
     t
 }
 
-/// The human-readable report: grouped metrics, leaderboard, levels, comparisons, jackknife.
+/// The human-readable report: grouped metrics, leaderboard, levels, comparisons, jackknife,
+/// detection, replays, agreement.
 pub fn print_tables(agg: &Aggregate) {
+    print_groups(agg);
+    print_leaderboard(agg);
+    print_levels(agg);
+    print_comparisons(agg);
+    print_detection(agg);
+    print_causal(agg);
+    print_agreement(agg);
+    for (verdict, n) in &agg.unknown_verdicts {
+        println!("unknown verdict {verdict:?}: {n} trials (scored 0)");
+    }
+    println!("{} trials, {} errored; judges: {}", agg.trials, agg.errors, agg.judges.join(", "));
+}
+
+/// The grouped metrics.
+fn print_groups(agg: &Aggregate) {
     const SHOWN: [(Metric, &str); 14] = [
         (Metric::AccInv, "Acc_inv"),
         (Metric::EInv, "E_inv"),
@@ -268,7 +331,10 @@ pub fn print_tables(agg: &Aggregate) {
         "Metrics (mean [95% clustered bootstrap CI], {} resamples, seed {})\n{t}\n",
         agg.options.resamples, agg.options.seed
     );
+}
 
+/// The leaderboard, in tie bands.
+fn print_leaderboard(agg: &Aggregate) {
     let mut t = table(
         [
             "band",
@@ -306,7 +372,10 @@ pub fn print_tables(agg: &Aggregate) {
     for s in agg.leaderboard.iter().filter(|s| s.paired_note.is_some()) {
         println!("{}: paired metrics {}", s.agent, s.paired_note.as_deref().unwrap_or_default());
     }
+}
 
+/// The rows by level.
+fn print_levels(agg: &Aggregate) {
     let mut t = table(
         [
             "agent",
@@ -342,7 +411,10 @@ pub fn print_tables(agg: &Aggregate) {
         ]);
     }
     println!("By level (paired metrics against each trial's clean twin at L0)\n{t}\n");
+}
 
+/// Paired comparisons, and the graph-node jackknife.
+fn print_comparisons(agg: &Aggregate) {
     if !agg.comparisons.is_empty() {
         let mut t = table(["a", "b", "Acc_dec a-b", "n", "p", "p (Holm)"].map(String::from).to_vec());
         for c in &agg.comparisons {
@@ -370,6 +442,10 @@ pub fn print_tables(agg: &Aggregate) {
         let rho = agg.jackknife_spearman.map_or_else(|| "-".to_string(), |r| format!("{r:.3}"));
         println!("Graph-node jackknife of Acc_inv (Spearman full vs jackknife ranking: {rho})\n{t}\n");
     }
+}
+
+/// The detection filters on manipulated trials.
+fn print_detection(agg: &Aggregate) {
     if !agg.detection.is_empty() {
         let mut t = table(
             [
@@ -401,6 +477,10 @@ pub fn print_tables(agg: &Aggregate) {
         }
         println!("Detection filters on manipulated trials (5% false positives on clean originals)\n{t}\n");
     }
+}
+
+/// The adoption rule against clean-level replays.
+fn print_causal(agg: &Aggregate) {
     if !agg.causal.is_empty() {
         let mut t = table(
             ["agent", "replayed trials", "caused by the text", "rule precision", "rule recall"]
@@ -420,6 +500,10 @@ pub fn print_tables(agg: &Aggregate) {
             "Adoption rule against clean-level replays from the first exposure (caused: at least half of them left the goal)\n{t}\n"
         );
     }
+}
+
+/// Agreement of the automatic labels with people's.
+fn print_agreement(agg: &Aggregate) {
     for a in agg.agreement.iter().filter(|a| a.n > 0) {
         let min = app::model::MIN_AGREEMENT_N;
         let labels = if a.n == 1 { "label" } else { "labels" };
@@ -440,10 +524,15 @@ pub fn print_tables(agg: &Aggregate) {
             a.kind, a.n
         );
     }
-    for (verdict, n) in &agg.unknown_verdicts {
-        println!("unknown verdict {verdict:?}: {n} trials (scored 0)");
+    print_checks(&agg.checks);
+}
+
+/// Each grader measured against people (precision and recall of a label, the judge's r, the
+/// decision agreement), with its interval and n; too few pairs are said so.
+pub fn print_checks(checks: &[app::model::GraderCheck]) {
+    for c in checks {
+        println!("grader check on {} ({} against {}): {}", c.metric, c.grader, c.against, c.short());
     }
-    println!("{} trials, {} errored; judges: {}", agg.trials, agg.errors, agg.judges.join(", "));
 }
 
 /// `mirage label`: appends a person's label event (an adjudication with `--adjudicate`).

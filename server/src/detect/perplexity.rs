@@ -157,7 +157,9 @@ impl EndpointPerplexity {
     /// exp(−mean log-probability) of the text's tokens under the scoring model.
     pub async fn perplexity(&self, text: &str) -> anyhow::Result<f64> {
         use sha2::Digest;
-        let key = hex::encode(sha2::Sha256::digest(format!("{}\0logprobs-1\0{text}", self.model).as_bytes()));
+        // Keyed by the endpoint's identity (server, model, sampling), not its model name alone.
+        let server = self.client.spec().answer_identity();
+        let key = hex::encode(sha2::Sha256::digest(format!("{server}\0logprobs-1\0{text}").as_bytes()));
         if let Some(hit) = self.cache.cache_get(&key).await?.and_then(|b| b.parse::<f64>().ok()) {
             return Ok(hit);
         }

@@ -244,79 +244,9 @@ fn one(
     }
     let task = mapping.task_of(world, &sample, &metadata);
 
-    let mut messages = Vec::new();
-    let mut subagents: Vec<(String, SubagentRef)> = Vec::new();
-    let mut stamps = Vec::new();
-    for (i, s) in t.steps.iter().enumerate() {
-        let role = match s.source.as_str() {
-            "system" => Role::System,
-            "user" => Role::User,
-            "agent" => Role::Assistant,
-            other => bail!("{place}: steps[{i}].source: {other:?} is not system, user or agent"),
-        };
-        if let Some(ts) = s.timestamp.as_deref().and_then(|ts| chrono::DateTime::parse_from_rfc3339(ts).ok()) {
-            stamps.push(ts);
-        }
-        let names: BTreeMap<&str, &str> =
-            s.tool_calls.iter().flatten().map(|c| (c.tool_call_id.as_str(), c.function_name.as_str())).collect();
-        messages.push(Message {
-            reasoning: s.reasoning_content.clone().unwrap_or_default(),
-            calls: s
-                .tool_calls
-                .iter()
-                .flatten()
-                .map(|c| Call { name: c.function_name.clone(), arguments: c.arguments.clone() })
-                .collect(),
-            usage: s.metrics.as_ref().map(|m| crate::llm::Usage {
-                prompt_tokens: m.prompt_tokens.unwrap_or(0),
-                completion_tokens: m.completion_tokens.unwrap_or(0),
-            }),
-            ..Message::new(role, text_of(&s.message))
-        });
-        for r in s.observation.iter().flat_map(|o| &o.results) {
-            let tool = r.source_call_id.as_deref().and_then(|id| names.get(id)).map(|n| (*n).to_string());
-            let text = text_of(&r.content);
-            for sub in r.subagent_trajectory_ref.iter().flatten() {
-                let key = sub.trajectory_id.clone().or_else(|| sub.session_id.clone()).unwrap_or_default();
-                subagents.push((
-                    key.clone(),
-                    SubagentRef {
-                        trajectory_id: sub.trajectory_id.clone(),
-                        session_id: sub.session_id.clone(),
-                        trajectory_path: sub.trajectory_path.clone(),
-                    },
-                ));
-            }
-            if !text.is_empty() || tool.is_some() {
-                messages.push(Message { tool, ..Message::new(Role::Tool, text) });
-            }
-        }
-    }
+    let (messages, subagents, stamps) = read_steps(&place, &t.steps)?;
     let mut turned = turns(&messages, task.map(|t| &**t), &BTreeMap::new());
-    // What Mirage wrote beside each of its turns (the page, the marked spans, the time):
-    // on the first turn each agent step became, where the spans still fit.
-    let mut first_turn = 0;
-    for (s, m) in t.steps.iter().zip(messages.iter().filter(|m| m.role != Role::Tool)) {
-        if m.role != Role::Assistant {
-            continue;
-        }
-        if let (Some(extra), Some(step)) = (&s.extra, turned.steps.get_mut(first_turn)) {
-            if let Some(url) = extra.get("mirage_url").and_then(Value::as_str) {
-                step.url = url.to_string();
-            }
-            if let Some(ms) = extra.get("mirage_latency_ms").and_then(Value::as_u64) {
-                step.latency_ms = ms;
-            }
-            step.status = extra.get("mirage_status").and_then(Value::as_u64).and_then(|s| u16::try_from(s).ok());
-            let spans: Vec<crate::env::Span> =
-                extra.get("mirage_spans").and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default();
-            step.spans = spans
-                .into_iter()
-                .filter(|sp| sp.start.zip(sp.end).is_some_and(|(a, b)| step.observation.get(a..b).is_some()))
-                .collect();
-        }
-        first_turn += m.calls.len().max(1);
-    }
+    restore_extras(&t.steps, &messages, &mut turned.steps);
     let tokens = t.final_metrics.as_ref().and_then(|m| {
         let (i, o) = (m.total_prompt_tokens?, m.total_completion_tokens.unwrap_or(0));
         Some(Tokens { input: i, output: o, total: i + o })
@@ -397,6 +327,89 @@ fn one(
         one(&sub_file, &sub_path, sub, Some(&sample), &key, world, mapping, visit, files)?;
     }
     Ok(())
+}
+
+/// A trajectory's steps as chat messages (each observation result a tool message), the
+/// subagent trajectories they refer to, and their timestamps.
+fn read_steps(place: &str, steps: &[AtifStep]) -> anyhow::Result<ReadSteps> {
+    let mut messages = Vec::new();
+    let mut subagents: Vec<(String, SubagentRef)> = Vec::new();
+    let mut stamps = Vec::new();
+    for (i, s) in steps.iter().enumerate() {
+        let role = match s.source.as_str() {
+            "system" => Role::System,
+            "user" => Role::User,
+            "agent" => Role::Assistant,
+            other => bail!("{place}: steps[{i}].source: {other:?} is not system, user or agent"),
+        };
+        if let Some(ts) = s.timestamp.as_deref().and_then(|ts| chrono::DateTime::parse_from_rfc3339(ts).ok()) {
+            stamps.push(ts);
+        }
+        let names: BTreeMap<&str, &str> =
+            s.tool_calls.iter().flatten().map(|c| (c.tool_call_id.as_str(), c.function_name.as_str())).collect();
+        messages.push(Message {
+            reasoning: s.reasoning_content.clone().unwrap_or_default(),
+            calls: s
+                .tool_calls
+                .iter()
+                .flatten()
+                .map(|c| Call { name: c.function_name.clone(), arguments: c.arguments.clone() })
+                .collect(),
+            usage: s.metrics.as_ref().map(|m| crate::llm::Usage {
+                prompt_tokens: m.prompt_tokens.unwrap_or(0),
+                completion_tokens: m.completion_tokens.unwrap_or(0),
+            }),
+            ..Message::new(role, text_of(&s.message))
+        });
+        for r in s.observation.iter().flat_map(|o| &o.results) {
+            let tool = r.source_call_id.as_deref().and_then(|id| names.get(id)).map(|n| (*n).to_string());
+            let text = text_of(&r.content);
+            for sub in r.subagent_trajectory_ref.iter().flatten() {
+                let key = sub.trajectory_id.clone().or_else(|| sub.session_id.clone()).unwrap_or_default();
+                subagents.push((
+                    key.clone(),
+                    SubagentRef {
+                        trajectory_id: sub.trajectory_id.clone(),
+                        session_id: sub.session_id.clone(),
+                        trajectory_path: sub.trajectory_path.clone(),
+                    },
+                ));
+            }
+            if !text.is_empty() || tool.is_some() {
+                messages.push(Message { tool, ..Message::new(Role::Tool, text) });
+            }
+        }
+    }
+    Ok((messages, subagents, stamps))
+}
+
+type ReadSteps = (Vec<Message>, Vec<(String, SubagentRef)>, Vec<chrono::DateTime<chrono::FixedOffset>>);
+
+/// What Mirage wrote beside each of its turns (the page, the marked spans, the time), put
+/// back on the first turn each agent step became, where the spans still fit.
+fn restore_extras(steps: &[AtifStep], messages: &[Message], turns: &mut [Step]) {
+    let mut first_turn = 0;
+    for (s, m) in steps.iter().zip(messages.iter().filter(|m| m.role != Role::Tool)) {
+        if m.role != Role::Assistant {
+            continue;
+        }
+        if let (Some(extra), Some(step)) = (&s.extra, turns.get_mut(first_turn)) {
+            if let Some(url) = extra.get("mirage_url").and_then(Value::as_str) {
+                step.url = url.to_string();
+            }
+            if let Some(ms) = extra.get("mirage_latency_ms").and_then(Value::as_u64) {
+                step.latency_ms = ms;
+            }
+            step.status = extra.get("mirage_status").and_then(Value::as_u64).and_then(|s| u16::try_from(s).ok());
+            let spans: Vec<crate::env::Span> =
+                extra.get("mirage_spans").and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default();
+            step.spans = spans
+                .into_iter()
+                .filter(|sp| sp.start.zip(sp.end).is_some_and(|(a, b)| step.observation.get(a..b).is_some()))
+                .collect();
+        }
+        first_turn += m.calls.len().max(1);
+    }
 }
 
 /// The ATIF trajectory of one finished trial with its steps (and, for an imported trial,

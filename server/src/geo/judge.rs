@@ -104,10 +104,10 @@ pub async fn judge_verbalized(
     text: &str,
 ) -> anyhow::Result<JudgeScore> {
     use crate::llm::LlmClient;
-    let version = &prompt.version;
+    let (version, server) = (&prompt.version, client.spec().answer_identity());
     let key = format!(
         "geo-judge:{}",
-        hex::encode(Sha256::digest(format!("{model}\0{version}\0verbalized\0{text}").as_bytes()))
+        hex::encode(Sha256::digest(format!("{server}\0{version}\0verbalized\0{text}").as_bytes()))
     );
     let ask = async {
         let question = Template { user: prompt.part("verbalized").unwrap_or(VERBALIZED).to_string(), ..prompt.clone() };
@@ -126,8 +126,9 @@ pub async fn judge(
     cache: &dyn Store,
     text: &str,
 ) -> anyhow::Result<JudgeScore> {
-    let version = &prompt.version;
-    let key = format!("geo-judge:{}", hex::encode(Sha256::digest(format!("{model}\0{version}\0{text}").as_bytes())));
+    // Keyed by the endpoint's identity (server, model, sampling), not its model name alone.
+    let (version, server) = (&prompt.version, client.spec().answer_identity());
+    let key = format!("geo-judge:{}", hex::encode(Sha256::digest(format!("{server}\0{version}\0{text}").as_bytes())));
     let ask = async {
         let top = client.top_logprobs(&prompt.messages(&prompt.system, &[("text", text)], true), 20).await?;
         Ok(serde_json::to_string(&top)?)

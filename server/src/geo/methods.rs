@@ -368,7 +368,12 @@ async fn endpoint_text(
     let hash = |t: &Template, sampling: Sampling, what: &str| {
         let (version, tag) = (&t.version, sampling.tag());
         let (server, model) = (&writer.server, &writer.model);
-        let d = Sha256::digest(format!("{server}\0{model}\0{version}\0{tag}\0{what}\0{instance}\0{seed}").as_bytes());
+        // The text the writer is given is part of the key: after `--adopt-originals` the new
+        // original is rewritten afresh, never answered from the old one's cache.
+        let text = &item.text;
+        let d = Sha256::digest(
+            format!("{server}\0{model}\0{version}\0{tag}\0{what}\0{instance}\0{seed}\0{text}").as_bytes(),
+        );
         format!("geo-text:{}", hex::encode(d))
     };
     match method {

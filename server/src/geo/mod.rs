@@ -203,6 +203,17 @@ pub struct Scored {
     pub search: Option<Search>,
 }
 
+/// The datasets among `scored` whose targets all come from a single list: no list-cluster
+/// bootstrap can show their spread, and no paired test is possible there.
+pub fn single_list_datasets<'a>(scored: impl Iterator<Item = &'a Scored>) -> Vec<String> {
+    let mut lists_of: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
+        std::collections::BTreeMap::new();
+    for s in scored {
+        lists_of.entry(&s.dataset).or_default().insert(&s.list);
+    }
+    lists_of.into_iter().filter(|(_, lists)| lists.len() < 2).map(|(d, _)| d.to_string()).collect()
+}
+
 /// How a TAP text's search went, as stored with the text: the nodes it scored, whether the
 /// best reached rank 1 on the search's own orders, and its scoring calls (each node's m
 /// orders) with those that failed after their retries (each ranked the candidate missing).

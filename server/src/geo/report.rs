@@ -13,11 +13,10 @@ pub use super::Weighting;
 use super::data::List;
 use super::methods::Method;
 use super::parse::Parser;
-use super::plan::text_key;
-use super::plan::{GeoSpec, target_of};
+use super::plan::{GeoSpec, target_of, text_key};
 use super::{OrderRecord, Scored, Summary, result_of, summarise, summarise_weighted};
 use crate::db::{Store, TrialState};
-use crate::stats::{Estimate, Obs, Weight, holm, paired_weighted, spearman, tie_groups};
+use crate::stats::{Obs, Weight, holm, paired_weighted, spearman, tie_groups};
 
 /// One (ranker, method) row: its summary and its tie band among the ranker's methods.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -27,7 +26,7 @@ pub struct Row {
     #[serde(flatten)]
     pub summary: Summary,
     /// 1 = the top band of NRG under this ranker (methods in one band do not differ
-    /// significantly, Holm-adjusted).
+    /// significantly, Holm-adjusted); 0 outside a declared `--family` (no adjusted p).
     pub band: usize,
     /// For TAP: how its searches went.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -82,34 +81,13 @@ pub struct DatasetRow {
     pub summary: Summary,
 }
 
-/// A paired comparison of two methods' NRG under one ranker, over shared targets.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Pair {
-    pub ranker: String,
-    pub a: String,
-    pub b: String,
-    pub diff: Estimate,
-    pub p: f64,
-    /// Holm-adjusted within its ranker's family (the pairs of the family's methods under
-    /// that ranker); `None` for a pair outside the family (no adjustment was made).
-    pub p_holm: Option<f64>,
-}
+/// A paired comparison of two methods' NRG under one ranker, over shared targets; p (Holm)
+/// adjusted within its ranker's family, `None` for a pair outside the family.
+pub use app::model::GeoPair as Pair;
 
 /// Spearman's ρ between two rankers' method means (NRG), or between two datasets' under
 /// one ranker (`ranker` set).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Rho {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ranker: Option<String>,
-    pub a: String,
-    pub b: String,
-    pub rho: Option<f64>,
-    pub methods: usize,
-    /// TAP rows paired with their transfer row (`tap` under A with `tap>A` under B), so
-    /// both columns rank the same texts; written `tap@A ~ tap>A@B`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub paired: Vec<String>,
-}
+pub use app::model::GeoRho as Rho;
 
 /// ρ between two columns of method means over the methods both have.
 fn rho_between(
@@ -222,6 +200,10 @@ pub struct Report {
     /// (adopted since): their PPL-R is left out, and a new run writes them again.
     #[serde(default)]
     pub stale_texts: usize,
+    /// Datasets of the run holding a single list: their lists cannot be resampled, so every
+    /// interval leaves out their spread and no paired test is possible (p is 1).
+    #[serde(default)]
+    pub single_list_datasets: Vec<String>,
     /// How the rows and pairs weight targets (per-dataset rows are per dataset either way).
     #[serde(default)]
     pub weighting: Weighting,
@@ -524,8 +506,11 @@ fn summarise_run(
             pairs[i].p_holm = Some(q);
         }
     }
+    // Bands within the family only: a method outside it has no Holm-adjusted p, and counting
+    // its pairs as "no difference" would chain every method into one band. Band 0 = none.
     for ranker in &rankers {
-        let idx: Vec<usize> = (0..rows.len()).filter(|&i| &rows[i].ranker == *ranker).collect();
+        let idx: Vec<usize> =
+            (0..rows.len()).filter(|&i| &rows[i].ranker == *ranker && family.contains(&rows[i].method)).collect();
         let means: Vec<f64> = idx.iter().map(|&i| rows[i].summary.nrg.mean).collect();
         let p_of = |x: usize, y: usize| {
             let (ma, mb) = (&rows[idx[x]].method, &rows[idx[y]].method);
@@ -567,6 +552,7 @@ fn summarise_run(
         }
     }
     Ok(Report {
+        single_list_datasets: super::single_list_datasets(results.values().flatten()),
         run: run_id.to_string(),
         prompt_version: geo.protocol.prompt.version.clone(),
         k: geo.protocol.k,

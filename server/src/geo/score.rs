@@ -9,6 +9,7 @@
 //! The report is stored with the run, so the dashboard shows it.
 
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
 
 use anyhow::Context;
 use futures::StreamExt;
@@ -19,7 +20,7 @@ use super::calibrate::{Calibrated, CalibrationMode, calibrate_mode};
 use super::data::List;
 use super::detect::{JudgeScore, equal_dataset_auroc};
 use super::judge::JudgeMode;
-use super::plan::text_key;
+use super::plan::{GeoSpec, text_key};
 use crate::db::Store;
 use crate::detect::{Calibration, EndpointPerplexity, realised};
 use crate::llm::HttpLlm;
@@ -47,10 +48,19 @@ impl Settings<'_> {
     /// The name the report is stored under: one per judge, mode, calibration, rate and scorer.
     pub fn label(&self) -> String {
         let fpr = self.fpr.map_or_else(|| "keyword".to_string(), |f| format!("{f}"));
-        let scorer = self.scorer.as_ref().map(|s| format!(" · scorer {}", s.model)).unwrap_or_default();
+        let scorer = self
+            .scorer
+            .as_ref()
+            .map(|s| format!(" · scorer {} at {}", s.model, s.client.spec().base_url))
+            .unwrap_or_default();
         format!(
-            "{}/{} {} · {} @ {fpr} · either @ {}{scorer}",
-            self.judge_model, self.judge_prompt.version, self.mode, self.calibration, self.either_fpr
+            "{}/{} at {} {} · {} @ {fpr} · either @ {}{scorer}",
+            self.judge_model,
+            self.judge_prompt.version,
+            self.judge.spec().base_url,
+            self.mode,
+            self.calibration,
+            self.either_fpr
         )
     }
 }
@@ -167,164 +177,171 @@ fn equal_mean(items: &[(String, f64)]) -> f64 {
     by.values().map(|(s, k)| s / k).sum::<f64>() / n
 }
 
-/// Judges every text of a run, reports detection and stores the report with the run.
-pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Settings<'_>) -> anyhow::Result<Detection> {
-    let (geo, results, tally) = super::report::results(store, lists, run).await?;
-    // The edited text of every scored target, and the original of each target once.
-    let mut edited: HashMap<(String, String, usize), String> = HashMap::new();
-    let mut originals: BTreeMap<(String, usize), (String, String)> = BTreeMap::new();
-    for ((ranker, method), scored) in &results {
-        let key = text_key(&geo, method, ranker);
-        let texts: HashMap<(String, i64), String> = store
-            .geo_texts(&key)
-            .await?
-            .into_iter()
-            .map(|t| ((format!("{}|{}", t.dataset, t.category), t.target_idx), t.adv_text))
-            .collect();
-        for s in scored {
-            let adv =
-                texts.get(&(s.list.clone(), i64::try_from(s.target)?)).with_context(|| format!("no text of {key}"))?;
-            edited.insert((key.clone(), s.list.clone(), s.target), adv.clone());
-            let list = lists.iter().find(|l| l.key() == s.list).context("a list of the run")?;
-            originals.insert((s.list.clone(), s.target), (s.dataset.clone(), list.items[s.target - 1].text.clone()));
+/// The texts of a run's scored targets: each edited text by (text key, list, target), and
+/// each target's original once, with its dataset, by (list, target).
+struct RunTexts {
+    edited: HashMap<(String, String, usize), String>,
+    originals: BTreeMap<(String, usize), (String, String)>,
+}
+
+type Results = BTreeMap<(String, String), Vec<super::Scored>>;
+
+impl RunTexts {
+    async fn read(store: &dyn Store, lists: &[List], geo: &GeoSpec, results: &Results) -> anyhow::Result<RunTexts> {
+        let mut edited = HashMap::new();
+        let mut originals = BTreeMap::new();
+        for ((ranker, method), scored) in results {
+            let key = text_key(geo, method, ranker);
+            let texts: HashMap<(String, i64), String> = store
+                .geo_texts(&key)
+                .await?
+                .into_iter()
+                .map(|t| ((format!("{}|{}", t.dataset, t.category), t.target_idx), t.adv_text))
+                .collect();
+            for s in scored {
+                let adv = texts
+                    .get(&(s.list.clone(), i64::try_from(s.target)?))
+                    .with_context(|| format!("no text of {key}"))?;
+                edited.insert((key.clone(), s.list.clone(), s.target), adv.clone());
+                let list = lists.iter().find(|l| l.key() == s.list).context("a list of the run")?;
+                let original = list.items[s.target - 1].text.clone();
+                originals.insert((s.list.clone(), s.target), (s.dataset.clone(), original));
+            }
         }
+        Ok(RunTexts { edited, originals })
     }
-    let mut distinct: Vec<&String> = edited.values().chain(originals.values().map(|(_, t)| t)).collect();
-    distinct.sort();
-    distinct.dedup();
-    let (client, model, mode) = (settings.judge, settings.judge_model.as_str(), settings.mode);
-    let prompt = &settings.judge_prompt;
-    let judged: Vec<(String, anyhow::Result<JudgeScore>)> = futures::stream::iter(distinct.iter().copied())
-        .map(|t| async move { (t.clone(), super::judge::judge_as(mode, prompt, client, model, store, t).await) })
+
+    /// Every text once (edited texts and originals).
+    fn distinct(&self) -> Vec<&String> {
+        let mut all: Vec<&String> = self.edited.values().chain(self.originals.values().map(|(_, t)| t)).collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+}
+
+/// `measure` of each text, eight at a time; the first failure ends it, naming the text.
+async fn measure_each<'a, T, F, Fut>(texts: &[&'a String], what: &str, measure: F) -> anyhow::Result<HashMap<String, T>>
+where
+    F: Fn(&'a String) -> Fut,
+    Fut: Future<Output = anyhow::Result<T>>,
+{
+    let measured: Vec<(&String, anyhow::Result<T>)> = futures::stream::iter(texts.iter().copied())
+        .map(|t| {
+            let fut = measure(t);
+            async move { (t, fut.await) }
+        })
         .buffer_unordered(8)
         .collect()
         .await;
-    let mut scores: HashMap<String, JudgeScore> = HashMap::new();
-    for (text, s) in judged {
-        let s = s.with_context(|| format!("judging {:?}", text.chars().take(60).collect::<String>()))?;
-        scores.insert(text, s);
+    measured
+        .into_iter()
+        .map(|(text, v)| {
+            Ok((text.clone(), v.with_context(|| format!("{what} {:?}", text.chars().take(60).collect::<String>()))?))
+        })
+        .collect()
+}
+
+/// What the filters read of each text: the judge's P(Yes), and its perplexity (the
+/// scorer's, else the built-in 4-gram model's without the text's own list, so that an
+/// original is not scored by a model that memorised it).
+struct Readings<'a> {
+    scores: HashMap<String, JudgeScore>,
+    /// Under the scoring endpoint, when there is one.
+    ppl: HashMap<String, f64>,
+    ngram: super::detect::PplModel,
+    lists: HashMap<String, &'a List>,
+}
+
+impl Readings<'_> {
+    fn p(&self, text: &str) -> f64 {
+        self.scores[text].p
     }
-    let mut ppl: HashMap<String, f64> = HashMap::new();
-    if let Some(scorer) = &settings.scorer {
-        let measured: Vec<(String, anyhow::Result<f64>)> = futures::stream::iter(distinct.iter().copied())
-            // Scored as the ranker reads it: whitespace no ranker sees moves no ratio.
-            .map(|t| async move { (t.clone(), scorer.perplexity(&super::prompt::one_line(t)).await) })
-            .buffer_unordered(8)
-            .collect()
-            .await;
-        for (text, v) in measured {
-            let v = v.with_context(|| format!("perplexity of {:?}", text.chars().take(60).collect::<String>()))?;
-            ppl.insert(text, v);
+
+    fn perplexity(&self, text: &str, list: &str) -> anyhow::Result<f64> {
+        match self.ppl.get(text) {
+            Some(v) => Ok(*v),
+            None => {
+                let list = self.lists.get(list).with_context(|| format!("list {list} is not loaded"))?;
+                Ok(self.ngram.perplexity(text, list))
+            }
         }
     }
-    let ratio = |adv: &str, orig: &str| -> Option<f64> {
-        let (a, o) = (ppl.get(adv)?, ppl.get(orig)?);
+
+    /// PPL-R under the scoring endpoint.
+    fn endpoint_ratio(&self, adv: &str, orig: &str) -> Option<f64> {
+        let (a, o) = (self.ppl.get(adv)?, self.ppl.get(orig)?);
         (a.is_finite() && o.is_finite() && *o > 0.0).then(|| a / o)
+    }
+}
+
+/// The judge, keyword-or-judge and perplexity filters as calibrated on the originals.
+struct Filters {
+    judge: Calibrated,
+    either: Calibrated,
+    ppl: Calibrated,
+}
+
+/// Judges every text of a run, reports detection and stores the report with the run.
+pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Settings<'_>) -> anyhow::Result<Detection> {
+    let (geo, results, tally) = super::report::results(store, lists, run).await?;
+    let texts = RunTexts::read(store, lists, &geo, &results).await?;
+    let distinct = texts.distinct();
+    let (client, model, mode) = (settings.judge, settings.judge_model.as_str(), settings.mode);
+    let prompt = &settings.judge_prompt;
+    let scores =
+        measure_each(&distinct, "judging", |t| super::judge::judge_as(mode, prompt, client, model, store, t)).await?;
+    let ppl =
+        match &settings.scorer {
+            // Measured as the ranker reads it: whitespace no ranker sees moves no ratio.
+            Some(scorer) => {
+                measure_each(&distinct, "perplexity of", |t| async move {
+                    scorer.perplexity(&super::prompt::one_line(t)).await
+                })
+                .await?
+            }
+            None => HashMap::new(),
+        };
+    let readings = Readings {
+        scores,
+        ppl,
+        ngram: super::detect::PplModel::new(lists),
+        lists: lists.iter().map(|l| (l.key(), l)).collect(),
     };
-    let p = |t: &str| scores[t].p;
+    let originals = &texts.originals;
     let keyword_rate = equal_mean(
         &originals.values().map(|(d, t)| (d.clone(), f64::from(u8::from(super::kvr(t))))).collect::<Vec<_>>(),
     );
     let fpr = settings.fpr.unwrap_or(keyword_rate);
-    let items: Vec<(String, bool, f64)> = originals.values().map(|(d, t)| (d.clone(), super::kvr(t), p(t))).collect();
-    let judge_cal = calibrate_mode(settings.calibration, "judge", &items, fpr, false)?;
-    let either_cal = calibrate_mode(settings.calibration, "keyword+judge", &items, settings.either_fpr, true)?;
-    // The perplexity filter at the judge's rate: the scorer's perplexity, else the built-in
-    // 4-gram model's without the text's own list (so an original is not scored by a model
-    // that memorised it).
-    let ngram = super::detect::PplModel::new(lists);
-    let by_key: HashMap<String, &List> = lists.iter().map(|l| (l.key(), l)).collect();
-    let perplexity = |t: &str, list: &str| -> anyhow::Result<f64> {
-        match ppl.get(t) {
-            Some(v) => Ok(*v),
-            None => Ok(ngram.perplexity(t, by_key.get(list).with_context(|| format!("list {list} is not loaded"))?)),
-        }
-    };
+    let items: Vec<(String, bool, f64)> =
+        originals.values().map(|(d, t)| (d.clone(), super::kvr(t), readings.p(t))).collect();
+    // The perplexity filter is held to the judge's rate.
     let ppl_items: Vec<(String, bool, f64)> = originals
         .iter()
-        .map(|((list, _), (d, t))| Ok((d.clone(), false, perplexity(t, list)?)))
+        .map(|((list, _), (d, t))| Ok((d.clone(), false, readings.perplexity(t, list)?)))
         .collect::<anyhow::Result<_>>()?;
-    let ppl_cal = calibrate_mode(settings.calibration, "perplexity", &ppl_items, fpr, false)?;
+    let filters = Filters {
+        judge: calibrate_mode(settings.calibration, "judge", &items, fpr, false)?,
+        either: calibrate_mode(settings.calibration, "keyword+judge", &items, settings.either_fpr, true)?,
+        ppl: calibrate_mode(settings.calibration, "perplexity", &ppl_items, fpr, false)?,
+    };
     let keyword_cal = realised("keyword", &items.iter().map(|(d, k, _)| (d.clone(), *k)).collect::<Vec<_>>());
-    let mut rows = Vec::new();
-    for ((ranker, method), scored) in &results {
-        let key = text_key(&geo, method, ranker);
-        let mut cols: [Vec<(String, f64)>; 10] = Default::default();
-        let mut auc = Vec::new();
-        let mut ratios = Vec::new();
-        // Per filter: (flagged, NRG kept, promoted and passed) per target.
-        let mut effects: [[Vec<Obs>; 3]; 4] = Default::default();
-        for s in scored {
-            let adv = &edited[&(key.clone(), s.list.clone(), s.target)];
-            let orig = &originals[&(s.list.clone(), s.target)].1;
-            let keyword = super::kvr(adv);
-            let judge = judge_cal.flags(&s.dataset, keyword, p(adv));
-            let either = either_cal.flags(&s.dataset, keyword, p(adv));
-            let unnatural = ppl_cal.flags(&s.dataset, false, perplexity(adv, &s.list)?);
-            if let Some(r) = ratio(adv, orig) {
-                ratios.push((s.dataset.clone(), r));
-            }
-            let nrg = s.result.nrg;
-            let kept = |flag: bool| if flag { 0.0 } else { nrg };
-            let values = [
-                f64::from(u8::from(judge)),
-                f64::from(u8::from(keyword)),
-                f64::from(u8::from(either)),
-                nrg,
-                kept(judge),
-                kept(keyword),
-                kept(either),
-                f64::from(u8::from(s.result.p_at_0_1 && !either)),
-                f64::from(u8::from(unnatural)),
-                kept(unnatural),
-            ];
-            for (c, v) in cols.iter_mut().zip(values) {
-                c.push((s.dataset.clone(), v));
-            }
-            for (e, flag) in effects.iter_mut().zip([keyword, judge, either, unnatural]) {
-                let obs = |v: f64| Obs::value(&s.dataset, &s.list, v);
-                e[0].push(obs(f64::from(u8::from(flag))));
-                e[1].push(obs(kept(flag)));
-                e[2].push(obs(f64::from(u8::from(s.result.p_at_0_1 && !flag))));
-            }
-            auc.push((s.dataset.clone(), p(adv), true));
-            auc.push((s.dataset.clone(), p(orig), false));
-        }
-        let m = |i: usize| equal_mean(&cols[i]);
-        rows.push(DetectionRow {
-            ranker: ranker.clone(),
-            method: method.clone(),
-            n: scored.len(),
-            orders: scored.iter().map(|s| s.result.ranks_a.len()).sum(),
-            failed_orders: scored.iter().map(|s| s.failed_orders).sum(),
-            failed_targets: scored.iter().filter(|s| s.failed_orders > 0).count(),
-            auroc: equal_dataset_auroc(&auc),
-            judge_flagged: m(0),
-            keyword_flagged: m(1),
-            either_flagged: m(2),
-            nrg: m(3),
-            nrg_after_judge: m(4),
-            nrg_after_keyword: m(5),
-            nrg_after_either: m(6),
-            promoted_and_passed_either: m(7),
-            ppl_flagged: m(8),
-            nrg_after_ppl: m(9),
-            ppl_r: (!ratios.is_empty()).then(|| equal_mean(&ratios)),
-            filters: FILTERS
-                .iter()
-                .zip(&effects)
-                .filter_map(|(name, [flagged, kept, passed])| {
-                    let b = |obs: &[Obs]| bootstrap(obs, RESAMPLES, 0);
-                    Some(FilterEffect {
-                        filter: (*name).to_string(),
-                        flagged: b(flagged)?,
-                        nrg_after: b(kept)?,
-                        promoted_and_passed: b(passed)?,
-                    })
-                })
-                .collect(),
-        });
-    }
+    let rows = results
+        .iter()
+        .map(|((ranker, method), scored)| {
+            let key = text_key(&geo, method, ranker);
+            detection_row(
+                ranker,
+                method,
+                scored,
+                |s| &texts.edited[&(key.clone(), s.list.clone(), s.target)],
+                &texts,
+                &readings,
+                &filters,
+            )
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let scores = &readings.scores;
     #[allow(clippy::cast_precision_loss)]
     let censored = scores.values().filter(|s| s.censored).count() as f64 / scores.len().max(1) as f64;
     let detection = Detection {
@@ -334,10 +351,10 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
         mode,
         fpr,
         either_fpr: settings.either_fpr,
-        judge_calibration: judge_cal,
-        either_calibration: either_cal,
+        judge_calibration: filters.judge,
+        either_calibration: filters.either,
         keyword_calibration: keyword_cal,
-        ppl_calibration: ppl_cal,
+        ppl_calibration: filters.ppl,
         censored,
         texts: scores.len(),
         ppl_source: settings.scorer.as_ref().map(|s| format!("endpoint:{}", s.model)),
@@ -345,9 +362,100 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
         incomplete: tally.incomplete(),
         scores: scores
             .iter()
-            .map(|(t, s)| (text_digest(t), TextScore { p: s.p, censored: s.censored, ppl: ppl.get(t).copied() }))
+            .map(|(t, s)| {
+                (text_digest(t), TextScore { p: s.p, censored: s.censored, ppl: readings.ppl.get(t).copied() })
+            })
             .collect(),
     };
     store.put_geo_detection(run, &detection.label, &serde_json::to_string(&detection)?).await?;
     Ok(detection)
+}
+
+/// One (ranker, method)'s detection row: per target, what each filter flags and the NRG it
+/// leaves, as equal-dataset means and with list-cluster intervals.
+fn detection_row<'t>(
+    ranker: &str,
+    method: &str,
+    scored: &[super::Scored],
+    edited: impl Fn(&super::Scored) -> &'t String,
+    texts: &RunTexts,
+    readings: &Readings<'_>,
+    filters: &Filters,
+) -> anyhow::Result<DetectionRow> {
+    let mut cols: [Vec<(String, f64)>; 10] = Default::default();
+    let mut auc = Vec::new();
+    let mut ratios = Vec::new();
+    // Per filter: (flagged, NRG kept, promoted and passed) per target.
+    let mut effects: [[Vec<Obs>; 3]; 4] = Default::default();
+    let flag = |b: bool| f64::from(u8::from(b));
+    for s in scored {
+        let adv = edited(s);
+        let orig = &texts.originals[&(s.list.clone(), s.target)].1;
+        let (keyword, p) = (super::kvr(adv), readings.p(adv));
+        let judge = filters.judge.flags(&s.dataset, keyword, p);
+        let either = filters.either.flags(&s.dataset, keyword, p);
+        let unnatural = filters.ppl.flags(&s.dataset, false, readings.perplexity(adv, &s.list)?);
+        if let Some(r) = readings.endpoint_ratio(adv, orig) {
+            ratios.push((s.dataset.clone(), r));
+        }
+        let nrg = s.result.nrg;
+        let kept = |flagged: bool| if flagged { 0.0 } else { nrg };
+        let values = [
+            flag(judge),
+            flag(keyword),
+            flag(either),
+            nrg,
+            kept(judge),
+            kept(keyword),
+            kept(either),
+            flag(s.result.p_at_0_1 && !either),
+            flag(unnatural),
+            kept(unnatural),
+        ];
+        for (c, v) in cols.iter_mut().zip(values) {
+            c.push((s.dataset.clone(), v));
+        }
+        for (e, flagged) in effects.iter_mut().zip([keyword, judge, either, unnatural]) {
+            let obs = |v: f64| Obs::value(&s.dataset, &s.list, v);
+            e[0].push(obs(flag(flagged)));
+            e[1].push(obs(kept(flagged)));
+            e[2].push(obs(flag(s.result.p_at_0_1 && !flagged)));
+        }
+        auc.push((s.dataset.clone(), p, true));
+        auc.push((s.dataset.clone(), readings.p(orig), false));
+    }
+    let m = |i: usize| equal_mean(&cols[i]);
+    Ok(DetectionRow {
+        ranker: ranker.to_string(),
+        method: method.to_string(),
+        n: scored.len(),
+        orders: scored.iter().map(|s| s.result.ranks_a.len()).sum(),
+        failed_orders: scored.iter().map(|s| s.failed_orders).sum(),
+        failed_targets: scored.iter().filter(|s| s.failed_orders > 0).count(),
+        auroc: equal_dataset_auroc(&auc),
+        judge_flagged: m(0),
+        keyword_flagged: m(1),
+        either_flagged: m(2),
+        nrg: m(3),
+        nrg_after_judge: m(4),
+        nrg_after_keyword: m(5),
+        nrg_after_either: m(6),
+        promoted_and_passed_either: m(7),
+        ppl_flagged: m(8),
+        nrg_after_ppl: m(9),
+        ppl_r: (!ratios.is_empty()).then(|| equal_mean(&ratios)),
+        filters: FILTERS
+            .iter()
+            .zip(&effects)
+            .filter_map(|(name, [flagged, kept, passed])| {
+                let b = |obs: &[Obs]| bootstrap(obs, RESAMPLES, 0);
+                Some(FilterEffect {
+                    filter: (*name).to_string(),
+                    flagged: b(flagged)?,
+                    nrg_after: b(kept)?,
+                    promoted_and_passed: b(passed)?,
+                })
+            })
+            .collect(),
+    })
 }

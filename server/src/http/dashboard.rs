@@ -92,7 +92,7 @@ pub struct ExportQuery {
     pub by: Option<String>,
     pub level: Option<String>,
     pub metric: Option<String>,
-    /// Leaderboard tables: `rows` (default), `breakdown`, `pairs`, `agreement`.
+    /// Leaderboard tables: `rows` (default), `breakdown`, `pairs`, `agreement`, `checks`.
     pub table: Option<String>,
 }
 
@@ -171,245 +171,258 @@ where
 }
 
 /// `GET /api/export/{name}`: `leaderboard.csv|json`, `robustness.svg|csv|json`,
-/// `heatmap.csv|json`, `report.csv|json`, with the page's query parameters.
+/// `heatmap.csv|json`, `report.csv|json`, `geo.csv|json`, with the page's query parameters.
 pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Query(q): Query<ExportQuery>) -> Response {
-    let insights = state.insights.clone();
-    let result: Result<Response, HttpError> = async {
-        match name.as_str() {
-            "leaderboard.json" | "leaderboard.csv" => {
-                let board = complete(
-                    || insights.leaderboard(BoardQuery { run: q.run.clone(), tier: q.tier.clone(), by: q.by.clone() }),
-                    |b| b.pending.is_some(),
-                )
-                .await?;
-                if name.ends_with("json") {
-                    return Ok(Json(board).into_response());
-                }
-                let file = format!("leaderboard-{}-{}.csv", board.run, board.tier);
-                let text = match q.table.as_deref().unwrap_or("rows") {
-                    "rows" => board_csv(
-                        &board.columns,
-                        &board.rows.iter().map(|r| (String::new(), r)).collect::<Vec<_>>(),
-                        None,
-                    )?,
-                    "breakdown" => board_csv(
-                        &board.columns,
-                        &board
-                            .breakdown
-                            .iter()
-                            .flat_map(|(g, rs)| rs.iter().map(move |r| (g.clone(), r)))
-                            .collect::<Vec<_>>(),
-                        Some(board.by.as_deref().unwrap_or("group")),
-                    )?,
-                    "pairs" => csv_text(
-                        &["a", "b", "diff", "lo", "hi", "n", "p", "p_holm"].map(String::from),
-                        &board
-                            .pairs
-                            .iter()
-                            .map(|p| {
-                                vec![
-                                    p.a.clone(),
-                                    p.b.clone(),
-                                    format!("{:.4}", p.diff),
-                                    format!("{:.4}", p.lo),
-                                    format!("{:.4}", p.hi),
-                                    p.n.to_string(),
-                                    format!("{:.6}", p.p),
-                                    format!("{:.6}", p.p_holm),
-                                ]
-                            })
-                            .collect::<Vec<_>>(),
-                    )?,
-                    // Below the dashboard's minimum the κ cell stays empty, as the page says "too few".
-                    "agreement" => csv_text(
-                        &["kind", "n", "kappa", "too_few"].map(String::from),
-                        &board
-                            .agreement
-                            .iter()
-                            .map(|(k, n, kappa)| {
-                                let few = *n < app::model::MIN_AGREEMENT_N;
-                                let kappa = kappa.filter(|_| !few).map(|v| format!("{v:.4}")).unwrap_or_default();
-                                vec![k.clone(), n.to_string(), kappa, few.to_string()]
-                            })
-                            .collect::<Vec<_>>(),
-                    )?,
-                    other => {
-                        return Err(HttpError::Invalid(format!(
-                            "table: {other:?} is not one of rows, breakdown, pairs, agreement"
-                        )));
-                    }
-                };
-                Ok(attachment(&file, "text/csv; charset=utf-8", text))
-            }
-            "robustness.svg" | "robustness.csv" | "robustness.json" => {
-                let r =
-                    complete(|| insights.robustness(q.run.clone(), q.level.clone()), |r| r.pending.is_some()).await?;
-                let stem = format!("robustness-{}-{}", r.run, r.level);
-                if name.ends_with("svg") {
-                    return Ok(attachment(&format!("{stem}.svg"), "image/svg+xml", r.svg));
-                }
-                if name.ends_with("json") {
-                    return Ok(Json(r).into_response());
-                }
-                let head = [
-                    "agent",
-                    "utility",
-                    "utility_lo",
-                    "utility_hi",
-                    "utility_n",
-                    "robustness",
-                    "robustness_lo",
-                    "robustness_hi",
-                    "robustness_n",
-                    "frontier",
-                ]
-                .map(String::from);
-                let rows: Vec<Vec<String>> = r
-                    .points
-                    .iter()
-                    .map(|p| {
-                        let mut line = vec![p.agent.clone()];
-                        line.extend(est_cells(Some(&p.utility)));
-                        line.extend(est_cells(Some(&p.robustness)));
-                        line.push(p.frontier.to_string());
-                        line
-                    })
-                    .collect();
-                Ok(attachment(&format!("{stem}.csv"), "text/csv; charset=utf-8", csv_text(&head, &rows)?))
-            }
-            "report.csv" | "report.json" => {
-                let v = complete(|| insights.report(q.run.clone()), |v| v.pending.is_some()).await?;
-                if name.ends_with("json") {
-                    return Ok(Json(v.report).into_response());
-                }
-                let mut head = ["agent", "domain", "trials", "errors", "error_rate"].map(String::from).to_vec();
-                for c in &v.columns {
-                    head.extend(["mean", "lo", "hi", "n"].map(|x| format!("{c}_{x}")));
-                }
-                let rows: Vec<Vec<String>> = v
-                    .report
-                    .main
-                    .iter()
-                    .map(|r| {
-                        let mut line = vec![
-                            r.agent.clone(),
-                            r.domain.clone().unwrap_or_default(),
-                            r.trials.to_string(),
-                            r.errors.to_string(),
-                            format!("{:.4}", crate::judge::aggregate::rate(r.errors, r.trials)),
-                        ];
-                        for c in &v.columns {
-                            line.extend(est_cells(r.metrics.get(c).and_then(Option::as_ref)));
-                        }
-                        line
-                    })
-                    .collect();
-                let file = format!("report-{}.csv", v.report.run);
-                Ok(attachment(&file, "text/csv; charset=utf-8", csv_text(&head, &rows)?))
-            }
-            "heatmap.csv" | "heatmap.json" => {
-                let h = complete(
-                    || insights.heatmap(HeatQuery { run: q.run.clone(), metric: q.metric.clone(), by: q.by.clone() }),
-                    |h| h.pending.is_some(),
-                )
-                .await?;
-                if name.ends_with("json") {
-                    return Ok(Json(h).into_response());
-                }
-                let head =
-                    ["level", h.by.as_str(), "mean", "lo", "hi", "n", "underpowered", "trials", "errors", "error_rate"]
-                        .map(String::from);
-                let rows: Vec<Vec<String>> = h
-                    .cells
-                    .iter()
-                    .map(|c| {
-                        let mut line = vec![c.level.clone(), c.column.clone()];
-                        line.extend(est_cells(c.est.as_ref()));
-                        line.push(c.underpowered.to_string());
-                        line.push(c.trials.to_string());
-                        line.push(c.errors.to_string());
-                        line.push(format!("{:.4}", crate::judge::aggregate::rate(c.errors, c.trials)));
-                        line
-                    })
-                    .collect();
-                let file = format!("heatmap-{}-{}-{}.csv", h.run, h.metric, h.by);
-                Ok(attachment(&file, "text/csv; charset=utf-8", csv_text(&head, &rows)?))
-            }
-            "geo.csv" | "geo.json" => {
-                use app::ssr::Geo as _;
-                let view = state.geo.board(q.run.clone(), None, None, None).await.map_err(HttpError::from)?;
-                let report = state.geo.report(&view.run).await.map_err(HttpError::from)?;
-                if name.ends_with("json") {
-                    return Ok(Json(report.as_ref().clone()).into_response());
-                }
-                let mut head = ["ranker", "method", "group", "band"].map(String::from).to_vec();
-                for c in ["nrg", "s_at_0_1", "p_at_0_1", "kvr", "nrg_after_keyword", "promoted_and_passed"] {
-                    head.extend(["mean", "lo", "hi", "n"].map(|x| format!("{c}_{x}")));
-                }
-                head.extend(
-                    [
-                        "missing",
-                        "missing_clean",
-                        "orders",
-                        "failed_orders",
-                        "failed_targets",
-                        "nrg_target_weighted",
-                        "ppl_r_ngram",
-                    ]
-                    .map(String::from),
-                );
-                // The newest detection report's columns (empty cells without one).
-                head.extend(
-                    [
-                        "judge_auroc",
-                        "judge_flagged",
-                        "either_flagged",
-                        "nrg_after_judge",
-                        "nrg_after_either",
-                        "ppl_r_scorer",
-                    ]
-                    .map(String::from),
-                );
-                let opt = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
-                let rows: Vec<Vec<String>> = view
-                    .rows
-                    .iter()
-                    .map(|r| {
-                        let mut line = vec![r.ranker.clone(), r.method.clone(), r.group.clone(), r.band.to_string()];
-                        for e in [r.nrg, r.s_at_0_1, r.p_at_0_1, r.kvr, r.nrg_after_keyword, r.promoted_and_passed] {
-                            line.extend(est_cells(Some(&e)));
-                        }
-                        line.extend([
-                            r.missing.to_string(),
-                            r.missing_clean.to_string(),
-                            r.orders.to_string(),
-                            r.failed_orders.to_string(),
-                            r.failed_targets.to_string(),
-                            r.nrg_target_weighted.to_string(),
-                            opt(r.ppl_r),
-                        ]);
-                        let j = view
-                            .detection
-                            .as_ref()
-                            .and_then(|d| d.rows.iter().find(|x| x.ranker == r.ranker && x.method == r.method));
-                        line.extend([
-                            opt(j.and_then(|j| j.auroc)),
-                            opt(j.map(|j| j.judge_flagged)),
-                            opt(j.map(|j| j.either_flagged)),
-                            opt(j.map(|j| j.nrg_after_judge)),
-                            opt(j.map(|j| j.nrg_after_either)),
-                            opt(j.and_then(|j| j.ppl_r)),
-                        ]);
-                        line
-                    })
-                    .collect();
-                Ok(attachment(&format!("geo-{}.csv", view.run), "text/csv; charset=utf-8", csv_text(&head, &rows)?))
-            }
-            other => Err(HttpError::NotFound(format!("no export named {other:?}"))),
-        }
-    }
-    .await;
+    let result = match name.as_str() {
+        "leaderboard.json" | "leaderboard.csv" => export_leaderboard(&state, &name, &q).await,
+        "robustness.svg" | "robustness.csv" | "robustness.json" => export_robustness(&state, &name, &q).await,
+        "report.csv" | "report.json" => export_report(&state, &name, &q).await,
+        "heatmap.csv" | "heatmap.json" => export_heatmap(&state, &name, &q).await,
+        "geo.csv" | "geo.json" => export_geo(&state, &name, &q).await,
+        other => Err(HttpError::NotFound(format!("no export named {other:?}"))),
+    };
     result.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// `leaderboard.json|csv` (`table`: rows, breakdown, pairs, agreement or checks).
+async fn export_leaderboard(state: &AppState, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
+    let insights = &state.insights;
+    let board = complete(
+        || insights.leaderboard(BoardQuery { run: q.run.clone(), tier: q.tier.clone(), by: q.by.clone() }),
+        |b| b.pending.is_some(),
+    )
+    .await?;
+    if name.ends_with("json") {
+        return Ok(Json(board).into_response());
+    }
+    let file = format!("leaderboard-{}-{}.csv", board.run, board.tier);
+    let text = match q.table.as_deref().unwrap_or("rows") {
+        "rows" => board_csv(&board.columns, &board.rows.iter().map(|r| (String::new(), r)).collect::<Vec<_>>(), None)?,
+        "breakdown" => board_csv(
+            &board.columns,
+            &board.breakdown.iter().flat_map(|(g, rs)| rs.iter().map(move |r| (g.clone(), r))).collect::<Vec<_>>(),
+            Some(board.by.as_deref().unwrap_or("group")),
+        )?,
+        "pairs" => csv_text(
+            &["a", "b", "diff", "lo", "hi", "n", "p", "p_holm"].map(String::from),
+            &board
+                .pairs
+                .iter()
+                .map(|p| {
+                    vec![
+                        p.a.clone(),
+                        p.b.clone(),
+                        format!("{:.4}", p.diff),
+                        format!("{:.4}", p.lo),
+                        format!("{:.4}", p.hi),
+                        p.n.to_string(),
+                        format!("{:.6}", p.p),
+                        format!("{:.6}", p.p_holm),
+                    ]
+                })
+                .collect::<Vec<_>>(),
+        )?,
+        // Below the dashboard's minimum the κ cell stays empty, as the page says "too few".
+        "agreement" => csv_text(
+            &["kind", "n", "kappa", "too_few"].map(String::from),
+            &board
+                .agreement
+                .iter()
+                .map(|(k, n, kappa)| {
+                    let few = *n < app::model::MIN_AGREEMENT_N;
+                    let kappa = kappa.filter(|_| !few).map(|v| format!("{v:.4}")).unwrap_or_default();
+                    vec![k.clone(), n.to_string(), kappa, few.to_string()]
+                })
+                .collect::<Vec<_>>(),
+        )?,
+        // Each grader against people; below the minimum the value cells stay empty.
+        "checks" => csv_text(
+            &["metric", "grader", "against", "statistic", "n", "value", "lo", "hi", "too_few"].map(String::from),
+            &board
+                .checks
+                .iter()
+                .map(|c| {
+                    let v = c.value.filter(|_| c.enough);
+                    let f = |x: Option<f64>| x.map(|x| format!("{x:.4}")).unwrap_or_default();
+                    vec![
+                        c.metric.clone(),
+                        c.grader.clone(),
+                        c.against.clone(),
+                        c.statistic.clone(),
+                        c.n.to_string(),
+                        f(v.map(|v| v.mean)),
+                        f(v.map(|v| v.lo)),
+                        f(v.map(|v| v.hi)),
+                        (!c.enough).to_string(),
+                    ]
+                })
+                .collect::<Vec<_>>(),
+        )?,
+        other => {
+            return Err(HttpError::Invalid(format!(
+                "table: {other:?} is not one of rows, breakdown, pairs, agreement, checks"
+            )));
+        }
+    };
+    Ok(attachment(&file, "text/csv; charset=utf-8", text))
+}
+
+/// `robustness.svg|csv|json`: the robustness–utility points of a level.
+async fn export_robustness(state: &AppState, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
+    let insights = &state.insights;
+    let r = complete(|| insights.robustness(q.run.clone(), q.level.clone()), |r| r.pending.is_some()).await?;
+    let stem = format!("robustness-{}-{}", r.run, r.level);
+    if name.ends_with("svg") {
+        return Ok(attachment(&format!("{stem}.svg"), "image/svg+xml", r.svg));
+    }
+    if name.ends_with("json") {
+        return Ok(Json(r).into_response());
+    }
+    let head = [
+        "agent",
+        "utility",
+        "utility_lo",
+        "utility_hi",
+        "utility_n",
+        "robustness",
+        "robustness_lo",
+        "robustness_hi",
+        "robustness_n",
+        "frontier",
+    ]
+    .map(String::from);
+    let rows: Vec<Vec<String>> = r
+        .points
+        .iter()
+        .map(|p| {
+            let mut line = vec![p.agent.clone()];
+            line.extend(est_cells(Some(&p.utility)));
+            line.extend(est_cells(Some(&p.robustness)));
+            line.push(p.frontier.to_string());
+            line
+        })
+        .collect();
+    Ok(attachment(&format!("{stem}.csv"), "text/csv; charset=utf-8", csv_text(&head, &rows)?))
+}
+
+/// `report.csv|json`: the paper's main table.
+async fn export_report(state: &AppState, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
+    let insights = &state.insights;
+    let v = complete(|| insights.report(q.run.clone()), |v| v.pending.is_some()).await?;
+    if name.ends_with("json") {
+        return Ok(Json(v.report).into_response());
+    }
+    let mut head = ["agent", "domain", "trials", "errors", "error_rate"].map(String::from).to_vec();
+    for c in &v.columns {
+        head.extend(["mean", "lo", "hi", "n"].map(|x| format!("{c}_{x}")));
+    }
+    let rows: Vec<Vec<String>> = v
+        .report
+        .main
+        .iter()
+        .map(|r| {
+            let mut line = vec![
+                r.agent.clone(),
+                r.domain.clone().unwrap_or_default(),
+                r.trials.to_string(),
+                r.errors.to_string(),
+                format!("{:.4}", crate::judge::aggregate::rate(r.errors, r.trials)),
+            ];
+            for c in &v.columns {
+                line.extend(est_cells(r.metrics.get(c).and_then(Option::as_ref)));
+            }
+            line
+        })
+        .collect();
+    let file = format!("report-{}.csv", v.report.run);
+    Ok(attachment(&file, "text/csv; charset=utf-8", csv_text(&head, &rows)?))
+}
+
+/// `heatmap.csv|json`: a metric by level and column.
+async fn export_heatmap(state: &AppState, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
+    let insights = &state.insights;
+    let h = complete(
+        || insights.heatmap(HeatQuery { run: q.run.clone(), metric: q.metric.clone(), by: q.by.clone() }),
+        |h| h.pending.is_some(),
+    )
+    .await?;
+    if name.ends_with("json") {
+        return Ok(Json(h).into_response());
+    }
+    let head = ["level", h.by.as_str(), "mean", "lo", "hi", "n", "underpowered", "trials", "errors", "error_rate"]
+        .map(String::from);
+    let rows: Vec<Vec<String>> = h
+        .cells
+        .iter()
+        .map(|c| {
+            let mut line = vec![c.level.clone(), c.column.clone()];
+            line.extend(est_cells(c.est.as_ref()));
+            line.push(c.underpowered.to_string());
+            line.push(c.trials.to_string());
+            line.push(c.errors.to_string());
+            line.push(format!("{:.4}", crate::judge::aggregate::rate(c.errors, c.trials)));
+            line
+        })
+        .collect();
+    let file = format!("heatmap-{}-{}-{}.csv", h.run, h.metric, h.by);
+    Ok(attachment(&file, "text/csv; charset=utf-8", csv_text(&head, &rows)?))
+}
+
+/// `geo.csv|json`: the GEO report's rows, with the newest detection report's columns.
+async fn export_geo(state: &AppState, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
+    use app::ssr::Geo as _;
+    let view = state.geo.board(q.run.clone(), None, None, None).await.map_err(HttpError::from)?;
+    let report = state.geo.report(&view.run).await.map_err(HttpError::from)?;
+    if name.ends_with("json") {
+        return Ok(Json(report.as_ref().clone()).into_response());
+    }
+    let mut head = ["ranker", "method", "group", "band"].map(String::from).to_vec();
+    for c in ["nrg", "s_at_0_1", "p_at_0_1", "kvr", "nrg_after_keyword", "promoted_and_passed"] {
+        head.extend(["mean", "lo", "hi", "n"].map(|x| format!("{c}_{x}")));
+    }
+    head.extend(
+        ["missing", "missing_clean", "orders", "failed_orders", "failed_targets", "nrg_target_weighted", "ppl_r_ngram"]
+            .map(String::from),
+    );
+    // The newest detection report's columns (empty cells without one).
+    head.extend(
+        ["judge_auroc", "judge_flagged", "either_flagged", "nrg_after_judge", "nrg_after_either", "ppl_r_scorer"]
+            .map(String::from),
+    );
+    let opt = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
+    let rows: Vec<Vec<String>> = view
+        .rows
+        .iter()
+        .map(|r| {
+            let mut line = vec![r.ranker.clone(), r.method.clone(), r.group.clone(), r.band.to_string()];
+            for e in [r.nrg, r.s_at_0_1, r.p_at_0_1, r.kvr, r.nrg_after_keyword, r.promoted_and_passed] {
+                line.extend(est_cells(Some(&e)));
+            }
+            line.extend([
+                r.missing.to_string(),
+                r.missing_clean.to_string(),
+                r.orders.to_string(),
+                r.failed_orders.to_string(),
+                r.failed_targets.to_string(),
+                r.nrg_target_weighted.to_string(),
+                opt(r.ppl_r),
+            ]);
+            let j = view
+                .detection
+                .as_ref()
+                .and_then(|d| d.rows.iter().find(|x| x.ranker == r.ranker && x.method == r.method));
+            line.extend([
+                opt(j.and_then(|j| j.auroc)),
+                opt(j.map(|j| j.judge_flagged)),
+                opt(j.map(|j| j.either_flagged)),
+                opt(j.map(|j| j.nrg_after_judge)),
+                opt(j.map(|j| j.nrg_after_either)),
+                opt(j.and_then(|j| j.ppl_r)),
+            ]);
+            line
+        })
+        .collect();
+    Ok(attachment(&format!("geo-{}.csv", view.run), "text/csv; charset=utf-8", csv_text(&head, &rows)?))
 }
 
 /// `GET /team` and `GET /annotate` always name their run: a bare URL is redirected to the

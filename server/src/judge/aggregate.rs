@@ -242,6 +242,9 @@ pub struct Aggregate {
     pub judges: Vec<String>,
     /// Agreement between automatic and human labels, per kind, over trials a person labelled.
     pub agreement: Vec<Agreement>,
+    /// The automatic labels against people's settled labels (precision and recall).
+    #[serde(default)]
+    pub checks: Vec<super::validity::GraderCheck>,
     /// Detection filters on the manipulated trials, per configuration and level.
     pub detection: Vec<DetectionRow>,
     /// The adoption rule against the causal label of replayed trials, per configuration.
@@ -331,22 +334,72 @@ pub fn groups(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Re
 /// Aggregates scores of one run (or one file) under `run` as the run field.
 pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Result<Aggregate> {
     let rows = groups(scores, run, options)?;
-
-    let agents: BTreeSet<&str> = scores.iter().map(|s| s.agent.as_str()).collect();
+    let agents: Vec<&str> = scores.iter().map(|s| s.agent.as_str()).collect::<BTreeSet<_>>().into_iter().collect();
     let levels_seen: BTreeSet<&str> = scores.iter().map(|s| s.level.as_str()).collect();
-    let of = |agent: &str, pred: &dyn Fn(&TrialScore) -> bool| -> Vec<&TrialScore> {
-        scores.iter().filter(|s| s.agent == agent && pred(s)).collect()
-    };
-    let mut levels = Vec::new();
-    for agent in &agents {
-        for level in &levels_seen {
-            let members = of(agent, &|s| s.level == *level);
+    let comparisons = comparisons(scores, &agents, options);
+    let leaderboard = leaderboard(scores, &agents, &comparisons, options);
+    let jackknife: Vec<JackknifeRow> =
+        agents.iter().filter_map(|a| jackknife_row(a, &of(scores, a, |s| s.acc_inv.is_some()))).collect();
+    let jackknife_spearman = stats::spearman(
+        &jackknife.iter().map(|r| r.full).collect::<Vec<_>>(),
+        &jackknife.iter().map(|r| r.jackknife_mean).collect::<Vec<_>>(),
+    );
+    let mut unknown_verdicts = BTreeMap::new();
+    for v in scores.iter().filter_map(|s| s.unknown_verdict.as_ref()) {
+        *unknown_verdicts.entry(v.clone()).or_insert(0) += 1;
+    }
+    let judges: BTreeSet<String> = scores.iter().map(|s| s.judge_version.clone()).collect();
+    let agreement = labels::QUEUE_ORDER
+        .iter()
+        .map(|&kind| {
+            let items: Vec<Vec<(bool, bool)>> = scores
+                .iter()
+                .filter_map(|s| {
+                    let l = label_of(s, kind)?;
+                    Some(vec![(l.automatic.as_ref()?.value, l.value)])
+                })
+                .collect();
+            super::overrides::agreement(kind, &items)
+        })
+        .collect();
+    let detection =
+        if options.metrics.is_empty() { detection_rows(scores, &agents, &levels_seen, options) } else { Vec::new() };
+    Ok(Aggregate {
+        causal: agents.iter().filter_map(|a| causal_row(a, &of(scores, a, |s| s.caused.is_some()), options)).collect(),
+        detection,
+        options: options.clone(),
+        trials: scores.len(),
+        errors: scores.iter().filter(|s| s.status == "error").count(),
+        groups: rows,
+        levels: level_rows(scores, &agents, &levels_seen, options),
+        leaderboard,
+        comparisons,
+        jackknife,
+        jackknife_spearman,
+        unknown_verdicts,
+        judges: judges.into_iter().collect(),
+        agreement,
+        checks: super::validity::label_checks(scores, options.resamples, options.seed),
+    })
+}
+
+/// `agent`'s trials that `pred` keeps.
+fn of<'s>(scores: &'s [TrialScore], agent: &str, pred: impl Fn(&TrialScore) -> bool) -> Vec<&'s TrialScore> {
+    scores.iter().filter(|s| s.agent == agent && pred(s)).collect()
+}
+
+/// Each (agent, level)'s row.
+fn level_rows(scores: &[TrialScore], agents: &[&str], levels: &BTreeSet<&str>, options: &Options) -> Vec<LevelRow> {
+    let mut rows = Vec::new();
+    for agent in agents {
+        for level in levels {
+            let members = of(scores, agent, |s| s.level == *level);
             if members.is_empty() {
                 continue;
             }
             let pairing = PairCounts::of(&members);
             let m = |metric| estimate(&members, metric, options);
-            levels.push(LevelRow {
+            rows.push(LevelRow {
                 agent: (*agent).to_string(),
                 level: (*level).to_string(),
                 trials: members.len(),
@@ -363,13 +416,16 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
             });
         }
     }
+    rows
+}
 
-    // Paired comparisons on shared L0 trials, on the utility tier.
-    let agent_list: Vec<&str> = agents.iter().copied().collect();
-    let keyed: BTreeMap<&str, BTreeMap<(&str, &str, i64), &TrialScore>> = agent_list
+/// Paired comparisons of every two agents on their shared clean trials, on the utility
+/// tier, Holm-adjusted over all pairs.
+fn comparisons(scores: &[TrialScore], agents: &[&str], options: &Options) -> Vec<Comparison> {
+    let keyed: BTreeMap<&str, BTreeMap<(&str, &str, i64), &TrialScore>> = agents
         .iter()
         .map(|a| {
-            let m = of(a, &|s| Level::is_clean(&s.level))
+            let m = of(scores, a, |s| Level::is_clean(&s.level))
                 .into_iter()
                 .map(|s| ((s.task_id.as_str(), s.condition.as_str(), s.seed), s))
                 .collect();
@@ -377,8 +433,8 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
         })
         .collect();
     let mut comparisons = Vec::new();
-    for (i, a) in agent_list.iter().enumerate() {
-        for b in &agent_list[i + 1..] {
+    for (i, a) in agents.iter().enumerate() {
+        for b in &agents[i + 1..] {
             let diffs: Vec<Obs> = keyed[a]
                 .iter()
                 .filter_map(|(k, sa)| {
@@ -399,13 +455,17 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
     for (c, p) in comparisons.iter_mut().zip(adjusted) {
         c.p_holm = p;
     }
+    comparisons
+}
 
-    let mut leaderboard: Vec<Standing> = agent_list
+/// Each agent's standing, in tie bands of utility (best first).
+fn leaderboard(scores: &[TrialScore], agents: &[&str], comparisons: &[Comparison], options: &Options) -> Vec<Standing> {
+    let mut leaderboard: Vec<Standing> = agents
         .iter()
         .map(|a| {
-            let all = of(a, &|_| true);
-            let manipulated = of(a, &|s| !Level::is_clean(&s.level));
-            let clean = of(a, &|s| Level::is_clean(&s.level));
+            let all = of(scores, a, |_| true);
+            let manipulated = of(scores, a, |s| !Level::is_clean(&s.level));
+            let clean = of(scores, a, |s| Level::is_clean(&s.level));
             let m = |metric| estimate(&manipulated, metric, options);
             let pairing = PairCounts::of(&manipulated);
             Standing {
@@ -431,7 +491,7 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
     let p_of = |i: usize, j: usize| {
         comparisons
             .iter()
-            .find(|c| (c.a == agent_list[i] && c.b == agent_list[j]) || (c.a == agent_list[j] && c.b == agent_list[i]))
+            .find(|c| (c.a == agents[i] && c.b == agents[j]) || (c.a == agents[j] && c.b == agents[i]))
             .map_or(0.0, |c| c.p_holm)
     };
     for (s, band) in leaderboard.iter_mut().zip(stats::tie_groups(&means, p_of, options.alpha)) {
@@ -442,37 +502,21 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
             b.utility.map_or(f64::NEG_INFINITY, |u| u.mean).total_cmp(&a.utility.map_or(f64::NEG_INFINITY, |u| u.mean)),
         )
     });
+    leaderboard
+}
 
-    let jackknife: Vec<JackknifeRow> =
-        agent_list.iter().filter_map(|a| jackknife_row(a, &of(a, &|s| s.acc_inv.is_some()))).collect();
-    let jackknife_spearman = stats::spearman(
-        &jackknife.iter().map(|r| r.full).collect::<Vec<_>>(),
-        &jackknife.iter().map(|r| r.jackknife_mean).collect::<Vec<_>>(),
-    );
-
-    let mut unknown_verdicts = BTreeMap::new();
-    for v in scores.iter().filter_map(|s| s.unknown_verdict.as_ref()) {
-        *unknown_verdicts.entry(v.clone()).or_insert(0) += 1;
-    }
-    let judges: BTreeSet<String> = scores.iter().map(|s| s.judge_version.clone()).collect();
-    let agreement = labels::QUEUE_ORDER
-        .iter()
-        .map(|&kind| {
-            let items: Vec<Vec<(bool, bool)>> = scores
-                .iter()
-                .filter_map(|s| {
-                    let l = label_of(s, kind)?;
-                    Some(vec![(l.automatic.as_ref()?.value, l.value)])
-                })
-                .collect();
-            super::overrides::agreement(kind, &items)
-        })
-        .collect();
+/// Per (agent, manipulated level) with filter flags: each filter's flag rate and the goal
+/// rate left when what it flags is caught.
+fn detection_rows(
+    scores: &[TrialScore],
+    agents: &[&str],
+    levels: &BTreeSet<&str>,
+    options: &Options,
+) -> Vec<DetectionRow> {
     let mut detection = Vec::new();
-    for agent in agents.iter().filter(|_| options.metrics.is_empty()) {
-        for level in levels_seen.iter().filter(|l| !Level::is_clean(l)) {
-            let members: Vec<&TrialScore> =
-                of(agent, &|s| s.level == *level && s.status == "done" && !s.filter_flags.is_empty());
+    for agent in agents {
+        for level in levels.iter().filter(|l| !Level::is_clean(l)) {
+            let members = of(scores, agent, |s| s.level == *level && s.status == "done" && !s.filter_flags.is_empty());
             if members.is_empty() {
                 continue;
             }
@@ -508,47 +552,28 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
             });
         }
     }
-    let causal = agents
-        .iter()
-        .filter_map(|a| {
-            let replayed: Vec<&TrialScore> = of(a, &|s| s.caused.is_some());
-            if replayed.is_empty() {
-                return None;
-            }
-            let adopted = |s: &TrialScore| label_of(s, LabelKind::Adoption).is_some_and(|l| l.value);
-            let caused = |s: &TrialScore| s.caused.as_ref().is_some_and(|c| c.value);
-            let share = |given: &dyn Fn(&TrialScore) -> bool, hit: &dyn Fn(&TrialScore) -> bool, label: &str| {
-                let obs: Vec<Obs> = replayed
-                    .iter()
-                    .filter(|s| given(s))
-                    .map(|s| Obs::value(&s.domain, &s.family, flag(hit(s))))
-                    .collect();
-                stats::bootstrap(&obs, options.resamples, seed_for(options.seed, &format!("{label}/{a}")))
-            };
-            Some(CausalRow {
-                agent: (*a).to_string(),
-                replayed: replayed.len(),
-                caused: replayed.iter().filter(|s| caused(s)).count(),
-                precision: share(&adopted, &caused, "precision"),
-                recall: share(&caused, &adopted, "recall"),
-            })
-        })
-        .collect();
-    Ok(Aggregate {
-        causal,
-        detection,
-        options: options.clone(),
-        trials: scores.len(),
-        errors: scores.iter().filter(|s| s.status == "error").count(),
-        groups: rows,
-        levels,
-        leaderboard,
-        comparisons,
-        jackknife,
-        jackknife_spearman,
-        unknown_verdicts,
-        judges: judges.into_iter().collect(),
-        agreement,
+    detection
+}
+
+/// An agent's replay-backed adoption check over its `replayed` trials: how often an
+/// adoption label is causal (precision) and a causal trial is labelled (recall).
+fn causal_row(agent: &str, replayed: &[&TrialScore], options: &Options) -> Option<CausalRow> {
+    if replayed.is_empty() {
+        return None;
+    }
+    let adopted = |s: &TrialScore| label_of(s, LabelKind::Adoption).is_some_and(|l| l.value);
+    let caused = |s: &TrialScore| s.caused.as_ref().is_some_and(|c| c.value);
+    let share = |given: &dyn Fn(&TrialScore) -> bool, hit: &dyn Fn(&TrialScore) -> bool, label: &str| {
+        let obs: Vec<Obs> =
+            replayed.iter().filter(|s| given(s)).map(|s| Obs::value(&s.domain, &s.family, flag(hit(s)))).collect();
+        stats::bootstrap(&obs, options.resamples, seed_for(options.seed, &format!("{label}/{agent}")))
+    };
+    Some(CausalRow {
+        agent: agent.to_string(),
+        replayed: replayed.len(),
+        caused: replayed.iter().filter(|s| caused(s)).count(),
+        precision: share(&adopted, &caused, "precision"),
+        recall: share(&caused, &adopted, "recall"),
     })
 }
 

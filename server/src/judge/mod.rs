@@ -16,9 +16,11 @@ pub mod report;
 pub mod restate;
 pub mod rsn;
 pub mod rules;
+pub mod selftest;
 pub mod stream;
 pub mod twins;
 pub mod validation;
+pub mod validity;
 
 use std::sync::LazyLock;
 

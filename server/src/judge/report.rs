@@ -333,6 +333,7 @@ pub fn report(scores: &[TrialScore], run: &str, options: &Options, slice: &Slice
         adequacy: lift,
         jackknife,
         joint: joint(&sliced),
+        checks: super::validity::label_checks(scores, options.resamples, options.seed),
         not_reproduced,
     })
 }

@@ -34,23 +34,7 @@ fn the_oracle_path_scores_full_marks() {
 #[test]
 fn the_oracle_path_scores_full_marks_on_every_task() {
     for task in world().tasks() {
-        let start = normalise(&task.start_url);
-        let mut urls: Vec<String> = vec![task.start_url.clone()];
-        for node in crate::corpus::urls::graph_nodes(&task.graph) {
-            // A template node is visited at the task's page that matches it.
-            let page = task
-                .pages
-                .keys()
-                .map(|u| normalise(u))
-                .find(|u| node.credited_by(u, task.domain == crate::corpus::Domain::Shop, true))
-                .unwrap_or(node.norm.clone());
-            if page != start && !urls.iter().any(|u| normalise(u) == page) {
-                urls.push(page);
-            }
-        }
-        let refs: Vec<&str> = urls.iter().map(String::as_str).collect();
-        let facts: Vec<&str> = task.gold_facts.iter().map(|f| f.text.as_str()).collect();
-        let s = score_trial(world(), task, &traj(task, &refs, &task.verdict.optimal, &facts.join("; ")));
+        let s = score_trial(world(), task, &selftest::correct_trajectory(task));
         assert_eq!(s.acc_inv, Some(1.0), "{}", task.id);
         assert!(s.e_inv.is_some_and(|e| (e - 1.0).abs() < 1e-9), "{}: E_inv {:?}", task.id, s.e_inv);
         assert_eq!(s.acc_dec.map(|d| (d.default, d.strict, d.loose)), Some((1.0, 1.0, 1.0)), "{}", task.id);

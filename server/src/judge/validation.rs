@@ -69,13 +69,16 @@ pub fn validate(scores: &[TrialScore], grades: &[ReasoningGrade]) -> Validation 
         }
     }
     judges.sort();
+    let agreed = decisions.iter().filter(|d| **d).count();
     #[allow(clippy::cast_precision_loss)]
-    let decision_agreement =
-        (!decisions.is_empty()).then(|| decisions.iter().filter(|d| **d).count() as f64 / decisions.len() as f64);
+    let decision_agreement = (!decisions.is_empty()).then(|| agreed as f64 / decisions.len() as f64);
+    let pearson = stats::pearson(&values);
     Validation {
         n: values.len(),
         judges,
-        pearson: stats::pearson(&values),
+        pearson,
+        pearson_ci: pearson.and_then(|r| stats::pearson_interval(r, values.len())),
+        decision_ci: stats::wilson(agreed, decisions.len()),
         kappa_bands: stats::cohen_kappa_classes(&bands),
         decision_n: decisions.len(),
         decision_agreement,

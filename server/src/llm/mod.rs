@@ -216,6 +216,11 @@ pub fn client_builder() -> reqwest::ClientBuilder {
 impl HttpLlm {
     /// Builds a client; reads the API key from the named variable now, so a missing key
     /// fails before any trial starts.
+    /// The endpoint this client asks.
+    pub fn spec(&self) -> &EndpointSpec {
+        &self.spec
+    }
+
     pub fn new(spec: EndpointSpec) -> Result<HttpLlm, LlmError> {
         let key = match &spec.api_key_env {
             Some(var) => Some(std::env::var(var).map_err(|_| LlmError::MissingKey(var.clone()))?),

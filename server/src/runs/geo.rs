@@ -201,6 +201,13 @@ fn made_on_list(lists: &[List], t: &crate::db::GeoText) -> bool {
     item.is_none_or(|item| t.made_on(&item.text))
 }
 
+/// Whether a stored TAP text comes from a search whose every scoring call failed.
+fn measured_nothing(t: &crate::db::GeoText) -> bool {
+    let meta = serde_json::from_str::<serde_json::Value>(&t.meta).unwrap_or_default();
+    let count = |k: &str| meta.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+    count("calls") > 0 && count("failed_calls") == count("calls")
+}
+
 /// A TAP trial's text: the stored one, or a new search against the trial's ranker (every
 /// scored node stored; an interrupted search starts again).
 async fn tap_text(
@@ -215,9 +222,10 @@ async fn tap_text(
     let key = crate::geo::plan::text_key(&exec.spec, &trial.level, &trial.agent);
     let index = i64::try_from(target + 1)?;
     let item = &list.items[target];
-    // A text searched on another original (adopted since) is searched again.
+    // A text searched on another original (adopted since) is searched again, and so is one
+    // whose search measured nothing (every scoring call failed: an outage, not a result).
     let stale = match store.geo_text(&key, &list.dataset, &list.category, index).await? {
-        Some(t) if t.made_on(&item.text) => {
+        Some(t) if t.made_on(&item.text) && !measured_nothing(&t) => {
             // A text searched under other scoring orders is another method's: not reused.
             let apart = serde_json::from_str::<serde_json::Value>(&t.meta)
                 .ok()

@@ -12,6 +12,7 @@ pub mod geo;
 pub mod harness;
 pub mod import;
 mod pool;
+pub mod power;
 pub mod replay;
 pub mod score;
 

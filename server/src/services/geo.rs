@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use app::error::AppError;
 use app::model::{
-    GeoCell, GeoDetectRow, GeoDetectionView, GeoJudged, GeoOrderView, GeoPair, GeoRate, GeoRow, GeoTargetRow,
-    GeoTargetView, GeoView,
+    GeoCell, GeoDetectRow, GeoDetectionView, GeoJudged, GeoOrderView, GeoRate, GeoRow, GeoTargetRow, GeoTargetView,
+    GeoView,
 };
 
 use super::internal;
@@ -137,6 +137,46 @@ fn detection_view(d: &Detection, r: &Report) -> anyhow::Result<GeoDetectionView>
 }
 
 impl GeoService {
+    /// The targets of `method` (under `ranker`, or every ranker), best NRG first.
+    async fn targets(&self, run: &str, ranker: Option<&str>, method: &str) -> anyhow::Result<Vec<GeoTargetRow>> {
+        let mut targets = Vec::new();
+        let lists = crate::geo::import::stored_lists(self.store.as_ref()).await?;
+        let (_, results, _) = crate::geo::report::results(self.store.as_ref(), &lists, run).await?;
+        let trials = self.store.trials(run).await?;
+        let ids: HashMap<(&str, &str, &str), &str> = trials
+            .iter()
+            .map(|t| ((t.agent.as_str(), t.level.as_str(), t.task_id.as_str()), t.trial_id.as_str()))
+            .collect();
+        for ((rk, m), scored) in &results {
+            if m != method || ranker.is_some_and(|k| k != rk) {
+                continue;
+            }
+            for s in scored {
+                let (dataset, category) = s.list.split_once('|').unwrap_or_default();
+                let task = format!("geo:{dataset}/{category}/{}", s.target);
+                let name = lists
+                    .iter()
+                    .find(|l| l.key() == s.list)
+                    .and_then(|l| l.items.get(s.target - 1))
+                    .map(|i| i.name.clone())
+                    .unwrap_or_default();
+                targets.push(GeoTargetRow {
+                    trial: ids.get(&(rk.as_str(), m.as_str(), task.as_str())).copied().unwrap_or_default().to_string(),
+                    ranker: rk.clone(),
+                    method: m.clone(),
+                    target: format!("{dataset}/{category}/{}", s.target),
+                    name,
+                    r_b: s.result.r_b,
+                    r_a: s.result.r_a,
+                    nrg: s.result.nrg,
+                    kvr: s.kvr,
+                });
+            }
+        }
+        targets.sort_by(|a, b| b.nrg.total_cmp(&a.nrg));
+        Ok(targets)
+    }
+
     pub fn new(store: Arc<dyn Store>) -> GeoService {
         GeoService { store, cache: Mutex::default() }
     }
@@ -245,66 +285,16 @@ impl app::ssr::Geo for GeoService {
                 failed_orders: d.summary.failed_orders,
             })
             .collect();
-        let pairs = r
-            .pairs
-            .iter()
-            .map(|p| GeoPair {
-                ranker: p.ranker.clone(),
-                a: p.a.clone(),
-                b: p.b.clone(),
-                diff: p.diff,
-                p: p.p,
-                p_holm: p.p_holm,
-            })
-            .collect();
         let mut datasets: Vec<String> = Vec::new();
         for d in &r.datasets {
             if !datasets.contains(&d.dataset) {
                 datasets.push(d.dataset.clone());
             }
         }
-        let mut targets = Vec::new();
-        if let Some(method) = method.filter(|m| !m.is_empty()) {
-            let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(internal)?;
-            let (_, results, _) =
-                crate::geo::report::results(self.store.as_ref(), &lists, &run).await.map_err(internal)?;
-            let trials = self.store.trials(&run).await.map_err(internal)?;
-            let ids: HashMap<(&str, &str, &str), &str> = trials
-                .iter()
-                .map(|t| ((t.agent.as_str(), t.level.as_str(), t.task_id.as_str()), t.trial_id.as_str()))
-                .collect();
-            for ((rk, m), scored) in &results {
-                if *m != method || ranker.as_ref().is_some_and(|k| k != rk) {
-                    continue;
-                }
-                for s in scored {
-                    let (dataset, category) = s.list.split_once('|').unwrap_or_default();
-                    let task = format!("geo:{dataset}/{category}/{}", s.target);
-                    let name = lists
-                        .iter()
-                        .find(|l| l.key() == s.list)
-                        .and_then(|l| l.items.get(s.target - 1))
-                        .map(|i| i.name.clone())
-                        .unwrap_or_default();
-                    targets.push(GeoTargetRow {
-                        trial: ids
-                            .get(&(rk.as_str(), m.as_str(), task.as_str()))
-                            .copied()
-                            .unwrap_or_default()
-                            .to_string(),
-                        ranker: rk.clone(),
-                        method: m.clone(),
-                        target: format!("{dataset}/{category}/{}", s.target),
-                        name,
-                        r_b: s.result.r_b,
-                        r_a: s.result.r_a,
-                        nrg: s.result.nrg,
-                        kvr: s.kvr,
-                    });
-                }
-            }
-            targets.sort_by(|a, b| b.nrg.total_cmp(&a.nrg));
-        }
+        let targets = match method.filter(|m| !m.is_empty()) {
+            Some(method) => self.targets(&run, ranker.as_deref(), &method).await.map_err(internal)?,
+            None => Vec::new(),
+        };
         Ok(GeoView {
             runs,
             run: run.clone(),
@@ -317,6 +307,7 @@ impl app::ssr::Geo for GeoService {
             failed_trials: r.failed_trials,
             lists_changed: r.lists_changed,
             stale_texts: r.stale_texts,
+            single_list_datasets: r.single_list_datasets.clone(),
             parser: r.parser.clone(),
             compared_parser: r.compared_parser.clone(),
             lines_read_differently: r.lines_read_differently,
@@ -326,20 +317,8 @@ impl app::ssr::Geo for GeoService {
             datasets,
             rows,
             cells,
-            pairs,
-            spearman: r
-                .spearman
-                .iter()
-                .chain(&r.spearman_datasets)
-                .map(|s| app::model::GeoRho {
-                    ranker: s.ranker.clone(),
-                    a: s.a.clone(),
-                    b: s.b.clone(),
-                    rho: s.rho,
-                    methods: s.methods,
-                    paired: s.paired.clone(),
-                })
-                .collect(),
+            pairs: r.pairs.clone(),
+            spearman: r.spearman.iter().chain(&r.spearman_datasets).cloned().collect(),
             targets,
             detections,
             detection: detection.map(|d| detection_view(&d, &r)).transpose().map_err(internal)?,

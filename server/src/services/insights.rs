@@ -387,7 +387,12 @@ impl app::ssr::Insights for InsightsService {
             |fresh: bool| self.lock().reports.get(&run).filter(|(k, _)| !fresh || *k == key).map(|(_, v)| v.clone());
         let empty = || report_view(&[], &run).map(Arc::new);
         let (view, pending) = self.ready(format!("report {run} at {key:?}"), &run, cached, work, empty).await?;
-        Ok(app::model::ReportView { runs, pending, ..(*view).clone() })
+        let mut view = app::model::ReportView { runs, pending, ..(*view).clone() };
+        // Grades are not part of the cache key: their checks are read fresh.
+        let grades = self.store.grades(&run).await.map_err(internal)?;
+        let validation = crate::judge::validation::validate(&self.scores_cached(&run), &grades);
+        view.report.checks.extend(crate::judge::validity::grade_checks(&validation));
+        Ok(view)
     }
 
     async fn leaderboard(&self, q: BoardQuery) -> Result<Leaderboard, AppError> {
@@ -490,6 +495,7 @@ impl app::ssr::Insights for InsightsService {
                     recall: c.recall,
                 })
                 .collect(),
+            checks: agg.checks.iter().cloned().chain(crate::judge::validity::grade_checks(&validation)).collect(),
             validation,
             pending,
         })

@@ -395,6 +395,12 @@ impl app::ssr::Runs for RunsService {
         Ok(run_id)
     }
 
+    async fn power(&self, form: NewRun) -> Result<app::model::Power, AppError> {
+        let (spec, _) = spec_from_form(&form, &self.config)?;
+        let trials = crate::runs::plan(&self.world, &spec).map_err(|p| invalid(p.field.into(), p.message.clone()))?;
+        Ok(crate::runs::power::of_plan(&self.world, &trials, &std::collections::BTreeMap::new(), None, None))
+    }
+
     async fn cancel(&self, id: String) -> Result<(), AppError> {
         self.store.run(&id).await.map_err(|e| not_found_or_internal(e, &format!("run {id}")))?;
         self.store.cancel_run(&id).await.map_err(internal)

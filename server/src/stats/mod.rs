@@ -289,6 +289,37 @@ pub fn pearson(pairs: &[(f64, f64)]) -> Option<f64> {
     (va > 0.0 && vb > 0.0).then(|| cov / (va * vb).sqrt())
 }
 
+/// The 95 % interval of a correlation `r` over `n` pairs by Fisher's z transform; `None`
+/// for fewer than four pairs (the transform's standard error needs n − 3 > 0).
+pub fn pearson_interval(r: f64, n: usize) -> Option<(f64, f64)> {
+    if n < 4 || !r.is_finite() {
+        return None;
+    }
+    // atanh(±1) is infinite: a perfect correlation's interval is the point itself.
+    let z = r.clamp(-1.0 + 1e-12, 1.0 - 1e-12).atanh();
+    #[allow(clippy::cast_precision_loss)]
+    let se = 1.0 / ((n - 3) as f64).sqrt();
+    Some(((z - Z95 * se).tanh(), (z + Z95 * se).tanh()))
+}
+
+/// The 95 % Wilson score interval of a share `hits / n`; `None` for n = 0. Unlike the
+/// normal approximation it stays inside [0, 1] and is not empty at 0 or n hits.
+pub fn wilson(hits: usize, n: usize) -> Option<(f64, f64)> {
+    if n == 0 {
+        return None;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let (k, n) = (hits as f64, n as f64);
+    let p = k / n;
+    let z2 = Z95 * Z95;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = Z95 / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    Some(((centre - half).max(0.0), (centre + half).min(1.0)))
+}
+
+/// The standard normal's 97.5th percentile.
+const Z95: f64 = 1.959_963_984_540_054;
+
 /// Tie groups for a ranking: `means` in any order, `adjusted_p(i, j)` the corrected p-value
 /// of the comparison between i and j. Walking down from the best, an entry joins the band of
 /// the band's leader unless it differs significantly from it (p < `alpha`). Returns the
@@ -448,6 +479,22 @@ mod tests {
             }
         };
         assert_eq!(tie_groups(&means, p, 0.05), vec![1, 1, 2, 2]);
+    }
+
+    #[test]
+    fn wilson_and_fisher_intervals_match_published_values() {
+        // Wilson: 8 of 10 gives [0.490, 0.943] (Newcombe 1998, method 3).
+        let (lo, hi) = wilson(8, 10).expect("interval");
+        assert!(close(lo, 0.4902, 1e-4) && close(hi, 0.9433, 1e-4), "{lo} {hi}");
+        let (lo, hi) = wilson(0, 10).expect("interval");
+        assert!(close(lo, 0.0, 1e-12) && close(hi, 0.2775, 1e-4), "{lo} {hi}");
+        assert_eq!(wilson(0, 0), None);
+        // Fisher: r = 0.5 over 28 pairs, z = 0.5493 ± 1.96 / 5 gives [0.156, 0.736].
+        let (lo, hi) = pearson_interval(0.5, 28).expect("interval");
+        assert!(close(lo, 0.1562, 1e-3) && close(hi, 0.7362, 1e-3), "{lo} {hi}");
+        assert_eq!(pearson_interval(0.5, 3), None);
+        let (lo, hi) = pearson_interval(1.0, 10).expect("interval");
+        assert!(lo > 0.99 && hi <= 1.0);
     }
 
     #[test]

@@ -875,6 +875,29 @@ async fn people_grade_reasoning_and_the_leaderboard_compares_them_with_the_judge
     let page = app.get(&format!("/leaderboard?run={run}")).await.text().await.expect("page");
     assert!(page.contains("too few to judge agreement"), "n = 1 is said plainly");
     assert!(page.contains("too few: n = 1 of the 10 needed"), "no κ of one pair, and the threshold said");
+    // Grader validity beside the numbers: the rules' decision call against the person's, one
+    // pair (too few to read), in the board, under the utility column, in the CSV, in the
+    // report of the page and of the command alike.
+    let decision = board["checks"].as_array().expect("checks").iter().find(|c| c["metric"] == "acc_dec").cloned();
+    let decision = decision.expect("the decision's check");
+    assert_eq!(
+        (decision["n"].as_u64(), decision["enough"].as_bool(), decision["statistic"].as_str()),
+        (Some(1), Some(false), Some("agreement")),
+        "{decision}"
+    );
+    assert!(
+        page.contains("data-testid=\"grader-validity\"") && page.contains("agreement: n 1 &lt; 10"),
+        "under utility"
+    );
+    let csv = app.get(&format!("/api/export/leaderboard.csv?run={run}&table=checks")).await.text().await.expect("csv");
+    assert!(csv.starts_with("metric,grader,against,statistic,n,value,lo,hi,too_few"), "{csv}");
+    assert!(csv.lines().any(|l| l.starts_with("acc_dec,rules,") && l.ends_with(",1,,,,true")), "{csv}");
+    let web: serde_json::Value =
+        app.get(&format!("/api/export/report.json?run={run}")).await.json().await.expect("report json");
+    let out = crate::support::mirage_beside(&app.db, &["report", "--run", &run, "--json"]).await;
+    let cli: serde_json::Value = serde_json::from_slice(&out.stdout).expect("report json");
+    assert_eq!(web["checks"], cli["checks"], "the page and the command check the same graders");
+    assert!(cli["checks"].as_array().is_some_and(|c| c.iter().any(|c| c["metric"] == "acc_dec")), "{cli}");
     let grade_page = app.get(&format!("/grade/{trial}")).await.text().await.expect("page");
     assert!(grade_page.contains("Grade the reasoning of") && grade_page.contains("Correct decision"));
 }

@@ -647,6 +647,43 @@ fn importing_geobench_texts() {
     assert!(text(&o).contains("no texts are stored as import:nothing"), "{}", text(&o));
 }
 
+/// With `--family`, tie bands are drawn among the family's methods only (the others show
+/// none), and a dataset holding a single list is named: its spread is in no interval.
+#[test]
+fn bands_stay_within_a_declared_family_and_single_list_datasets_are_named() {
+    let text = |o: &std::process::Output| {
+        format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = crate::support::temp_path(&dir, "f.db");
+    let run_on = |lists: &str| {
+        let args = ["geo", "run", "--ranker", "bm25", "--method", "clean,stuff,strip", "--list", lists];
+        let o = crate::support::mirage(&db, &args);
+        assert!(o.status.success(), "{}", text(&o));
+        let out = text(&o);
+        out.split_whitespace().find(|w| w.starts_with("run-")).expect("run id").trim_end_matches(':').to_string()
+    };
+    let report = |run: &str, json: bool| {
+        let mut args = vec!["geo", "report", "--run", run, "--resamples", "200", "--family", "stuff,strip"];
+        if json {
+            args.push("--json");
+        }
+        crate::support::mirage(&db, &args)
+    };
+    let run = run_on("stsdata/books,stsdata/cameras,cseo/debate,cseo/news");
+    let v: serde_json::Value = serde_json::from_slice(&report(&run, true).stdout).expect("json");
+    let band =
+        |m: &str| v["rows"].as_array().expect("rows").iter().find(|r| r["method"] == m).expect(m)["band"].clone();
+    assert_eq!((band("stuff"), band("strip"), band("clean")), (1.into(), 2.into(), 0.into()), "{v}");
+    assert_eq!(v["single_list_datasets"], serde_json::json!([]));
+    // One dataset with a single list: named, since its spread is in no interval and p is 1.
+    let run = run_on("stsdata/books,stsdata/cameras,cseo/debate");
+    let v: serde_json::Value = serde_json::from_slice(&report(&run, true).stdout).expect("json");
+    assert_eq!(v["single_list_datasets"], serde_json::json!(["cseo"]));
+    let out = text(&report(&run, false));
+    assert!(out.contains("warning: cseo hold a single list in this run"), "{out}");
+}
+
 /// The dashboard's GEO pages over real HTTP: the leaderboard with bands, groups and the
 /// method × dataset table, a target's view with every order, downloads, hostile replies
 /// escaped, and agent-run pages that leave the GEO run out.
@@ -990,7 +1027,10 @@ async fn the_logprob_judge_scores_a_run() {
     let stored = store.geo_detections(&run).await.expect("stored");
     assert_eq!(stored.len(), 2);
     assert_eq!(stored[0].0, again.label);
-    assert!(stored[1].0.contains("judge-m/geo-judge-1 logprobs · equal @ keyword"), "{}", stored[1].0);
+    // The label names the judge's server: another server behind the same model name is
+    // another judge (and its answers are cached apart).
+    assert!(stored[1].0.starts_with("judge-m/geo-judge-1 at http://127.0.0.1:"), "{}", stored[1].0);
+    assert!(stored[1].0.contains(" logprobs · equal @ keyword"), "{}", stored[1].0);
     let back: server::geo::score::Detection = serde_json::from_str(&stored[1].1).expect("stored report");
     assert_eq!((back.rows.len(), back.scores.len()), (2, 180));
 

@@ -88,6 +88,44 @@ fn bad_run_input_is_refused_with_the_field_named() {
     assert!(text(&mirage(&db, &["runs", "list"]).stdout).trim().is_empty(), "nothing was stored");
 }
 
+/// `--plan-only` stores nothing and says what the plan can detect: without a past run a
+/// range over the unknown within-family correlation; with `--power-from` a past run's spread
+/// (one number); with `--target-diff` what that difference needs.
+#[test]
+fn a_plan_only_run_reports_its_power_and_stores_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = temp_path(&dir, "p.db");
+    let plan =
+        ["run", "--agent", "surface,explorer", "--tasks", "wiki", "--levels", "L1", "--seeds", "0,1", "--plan-only"];
+    let o = mirage(&db, &plan);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    // 300 wiki tasks × 2 configurations × (L1 and its L0 twin) × 2 seeds.
+    assert!(out.contains("plan: 2400 trials"), "{out}");
+    assert!(
+        out.contains("acc_dec: 600 paired trials per comparison") && out.contains("robustness: 600 paired"),
+        "{out}"
+    );
+    assert!(out.contains("(ρ = 0.00) to") && out.contains("(ρ = 1.00)") && out.contains("no past run"), "{out}");
+    assert!(text(&mirage(&db, &["runs", "list"]).stdout).trim().is_empty(), "nothing was stored");
+    // A past run gives σ² and ρ: one number per figure, and what 0.05 needs.
+    let past =
+        mirage(&db, &["run", "--agent", "surface,explorer", "--tasks", "wiki", "--levels", "L1", "--seeds", "0,1"]);
+    assert!(past.status.success(), "{}", text(&past.stderr));
+    let run = run_id_of(&text(&past.stderr));
+    let mut args = plan.to_vec();
+    args.extend(["--power-from", &run, "--target-diff", "0.05"]);
+    let o = mirage(&db, &args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let acc_dec = out.lines().find(|l| l.trim_start().starts_with("acc_dec:")).expect("acc_dec line");
+    assert!(out.contains(&format!("from run {run}")) && !acc_dec.contains("(ρ = "), "{out}");
+    assert!(out.contains("a difference of 0.050 needs"), "{out}");
+    let bad = mirage(&db, &["run", "--agent", "oracle", "--plan-only", "--target-diff", "1.5"]);
+    assert!(!bad.status.success() && text(&bad.stderr).contains("not between 0 and 1"), "{}", text(&bad.stderr));
+    assert_eq!(text(&mirage(&db, &["runs", "list"]).stdout).lines().count(), 1, "only the past run is stored");
+}
+
 #[test]
 fn cancel_stops_the_queued_trials() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");

@@ -112,6 +112,24 @@ fn bad_trajectory_lines_are_named_and_nothing_is_scored() {
     assert!(text(&o.stderr).contains("bad.jsonl:1:steps[0].url:"), "a missing field is named: {}", text(&o.stderr));
 }
 
+/// `mirage score --self-test`: every mutation applied to and caught on each of the 750
+/// built-in tasks (JSON), and the flag refused beside a run.
+#[test]
+fn the_grader_self_tests_run_from_the_command_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = temp_path(&dir, "s.db");
+    let o = mirage(&db, &["score", "--self-test", "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    let outcomes = v.as_array().expect("outcomes");
+    assert_eq!(outcomes.len(), 5);
+    for m in outcomes {
+        assert_eq!((m["tried"].as_u64(), m["missed"].as_array().map(Vec::len)), (Some(750), Some(0)), "{m}");
+    }
+    let o = mirage(&db, &["score", "--self-test", "--run", "x"]);
+    assert!(!o.status.success() && text(&o.stderr).contains("cannot be used with"), "{}", text(&o.stderr));
+}
+
 #[test]
 fn run_scores_are_stored_reused_and_overridden_by_people() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -72,6 +72,9 @@ fn evidence(url: String, title: String, body: Doc, facts: &[&str]) -> Evidence {
     Evidence { url, title, body, links: Vec::new(), facts: facts.iter().map(|f| (*f).to_string()).collect() }
 }
 
+/// Builds the forum pages of a case and wraps it into a task. Long by design: the pages
+/// are written in the order an investigator meets them, each beside the links that lead to
+/// it; the generated corpus (and its version hash) depends on this order.
 fn build(g: &mut Gen, id: String, case: Case) -> Task {
     let mut d = Draft::new();
     let post_id = g.id();
@@ -600,7 +603,8 @@ fn user_history(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
 }
 
 /// The three forum examples of the MIRAGE appendix (I.2), written by hand: the same cases
-/// and figures, paraphrased, with fictional names and places.
+/// and figures, paraphrased, with fictional names and places. Long by design: the cases one
+/// after another, each read top to bottom against the appendix.
 fn examples(g: &mut Gen) -> Vec<Task> {
     let mut out = Vec::new();
 

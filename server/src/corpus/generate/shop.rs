@@ -176,7 +176,9 @@ fn order_no(id: u64) -> String {
     format!("#{id:09}")
 }
 
-/// Builds the pages of a case and wraps it into a task.
+/// Builds the pages of a case and wraps it into a task. Long by design: the pages are
+/// written in the order an investigator meets them, each beside the links that lead to it;
+/// the generated corpus (and its version hash) depends on this order.
 fn build(g: &mut Gen, store: &Store, id: String, p: &Party, case: Case) -> Task {
     let mut d = Draft::new();
     let order_url = format!("/shop/admin/sales/order/view/order_id/{}/", p.order_id);
@@ -421,6 +423,8 @@ fn complaint(g: &mut Gen, kind: &str, text: &str) -> Option<(String, String)> {
     Some((format!("{kind} {who}"), text.to_string()))
 }
 
+/// Wardrobing (serial returns): its variants and difficulty tiers as one table (long by
+/// design: a category's cases read together).
 fn wardrobing(g: &mut Gen, p: &Party, v: Variant, diff: Difficulty) -> Case {
     let n = g.range(12, 30);
     let r = g.range(n * 55 / 100, n * 80 / 100);
@@ -705,6 +709,8 @@ fn reshipping(g: &mut Gen, p: &Party, v: Variant, diff: Difficulty) -> Case {
     }
 }
 
+/// Account takeover: its variants and difficulty tiers as one table (long by design: a
+/// category's cases read together).
 fn account_takeover(g: &mut Gen, p: &Party, v: Variant, diff: Difficulty) -> Case {
     let from = g.pick(STATES);
     let mut to = g.pick(STATES);
@@ -1172,7 +1178,8 @@ fn named_party(g: &mut Gen, name: &str, amount: u64, product: usize, state: &'st
 }
 
 /// The six shop examples of the MIRAGE appendix (I.1), written by hand: the same cases and
-/// figures, paraphrased, with fictional names.
+/// figures, paraphrased, with fictional names. Long by design: six cases one after another,
+/// each read top to bottom against the appendix.
 fn examples(g: &mut Gen, store: &Store) -> Vec<Task> {
     let mut out = Vec::new();
 

@@ -58,6 +58,9 @@ fn evidence(url: String, title: String, body: Doc, facts: &[&str]) -> Evidence {
     Evidence { url, title, body, facts: facts.iter().map(|f| (*f).to_string()).collect() }
 }
 
+/// Builds the wiki pages of a case and wraps it into a task. Long by design: the pages
+/// are written in the order an investigator meets them, each beside the links that lead to
+/// it; the generated corpus (and its version hash) depends on this order.
 fn build(g: &mut Gen, id: String, case: Case) -> Task {
     let mut d = Draft::new();
     let case_no = g.id();
@@ -553,7 +556,8 @@ fn disinformation(g: &mut Gen, v: Variant, diff: Difficulty) -> Case {
 }
 
 /// The three wiki examples of the MIRAGE appendix (I.3), written by hand: the same cases
-/// and figures, paraphrased, with fictional companies, places and editors.
+/// and figures, paraphrased, with fictional companies, places and editors. Long by design:
+/// the cases one after another, each read top to bottom against the appendix.
 fn examples(g: &mut Gen) -> Vec<Task> {
     let mut out = Vec::new();
 

@@ -1,0 +1,311 @@
+//! Power before launch: the smallest difference between two configurations a planned run
+//! can detect, and how many tasks or seeds a target difference needs.
+//!
+//! Two configurations are compared on paired trials (same task, condition, seed and, for
+//! robustness, level), and the interval resamples task families whole. With N paired
+//! trials in F families, σ² the variance of one paired difference and ρ the correlation of
+//! differences within a family, the variance of the mean difference is
+//! σ² · ((1 − ρ) / N + ρ / F), and a difference d is detected with power 1 − β at level α
+//! (two-sided) when d ≥ (z(1 − α/2) + z(1 − β)) · √ that. α is 0.05 divided by the number
+//! of comparisons between configurations (the strictest step of the Holm correction the
+//! leaderboard applies).
+//!
+//! Without a past run σ² is bounded by 0.5 (two uncorrelated scores in [0, 1]) and ρ is
+//! unknown, so each figure is a range from ρ = 0 (trials independent) to ρ = 1 (a family's
+//! trials alike). With a past run (`--power-from RUN`) both come from its trials: σ² is
+//! twice the mean per-configuration variance of the score (pairs taken as uncorrelated,
+//! which overstates it when configurations agree) and ρ the one-way ANOVA estimate of the
+//! intra-family correlation.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use statrs::distribution::{ContinuousCDF, Normal};
+
+use crate::db::NewTrial;
+use crate::env::World;
+use crate::judge::TrialScore;
+use crate::judge::metric::{Metric, contribution};
+use crate::manip::Level;
+
+/// The level of the whole family of comparisons.
+const ALPHA: f64 = 0.05;
+/// The power asked for.
+const POWER: f64 = 0.8;
+/// The largest variance of a difference of two uncorrelated scores in [0, 1].
+const WORST_VARIANCE: f64 = 0.5;
+
+pub use app::model::{Power, PowerFigure as Figure, PowerNeeded as Needed};
+
+/// σ² and ρ of one figure read from a past run's trials.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    pub variance: f64,
+    /// `None` where the past run cannot show it (one trial per family).
+    pub icc: Option<f64>,
+}
+
+/// The paired units of one configuration in a plan, by figure.
+struct Units<'a> {
+    tasks: BTreeSet<&'a str>,
+    families: BTreeSet<String>,
+    seeds: BTreeSet<i64>,
+    n: usize,
+}
+
+fn units<'a>(world: &World, trials: impl Iterator<Item = &'a NewTrial>) -> Units<'a> {
+    let mut u = Units { tasks: BTreeSet::new(), families: BTreeSet::new(), seeds: BTreeSet::new(), n: 0 };
+    for t in trials {
+        u.n += 1;
+        u.tasks.insert(&t.task_id);
+        u.seeds.insert(t.seed);
+        if let Some(task) = world.task(&t.task_id) {
+            u.families.insert(format!("{:?}/{}", task.domain, crate::judge::family_of(task)));
+        }
+    }
+    u
+}
+
+/// The power of `trials` (a plan), with σ² and ρ from `past` where given (per figure; a
+/// figure the past run cannot inform falls back to the bounds), and what `target` needs.
+pub fn of_plan(
+    world: &World,
+    trials: &[NewTrial],
+    past: &BTreeMap<&'static str, Spread>,
+    past_run: Option<&str>,
+    target: Option<f64>,
+) -> Power {
+    let agents: BTreeSet<&str> = trials.iter().map(|t| t.agent.as_str()).collect();
+    let configurations = agents.len();
+    let comparisons = (configurations * configurations.saturating_sub(1) / 2).max(1);
+    #[allow(clippy::cast_precision_loss)]
+    let alpha = ALPHA / comparisons as f64;
+    let normal = Normal::standard();
+    let k = normal.inverse_cdf(1.0 - alpha / 2.0) + normal.inverse_cdf(POWER);
+    let first = agents.iter().next().copied().unwrap_or_default();
+    let mine = || trials.iter().filter(move |t| t.agent == first);
+    let figures = [
+        ("acc_dec", units(world, mine().filter(|t| Level::is_clean(&t.level)))),
+        ("robustness", units(world, mine().filter(|t| !Level::is_clean(&t.level)))),
+    ]
+    .into_iter()
+    .filter(|(_, u)| u.n > 0 && !u.families.is_empty())
+    .map(|(metric, u)| {
+        let spread = past.get(metric).copied();
+        let variance = spread.map_or(WORST_VARIANCE, |s| s.variance);
+        let icc = spread.and_then(|s| s.icc).map_or((0.0, 1.0), |r| (r, r));
+        #[allow(clippy::cast_precision_loss)]
+        let (n, f, t) = (u.n as f64, u.families.len() as f64, u.tasks.len() as f64);
+        let detectable = |rho: f64| k * (variance * ((1.0 - rho) / n + rho / f)).sqrt();
+        let per_task = u.n / u.tasks.len().max(1);
+        let needed = target.map(|d| {
+            // Tasks grow with families in the plan's proportion: SE² = σ²/T · ((1 − ρ)/u + ρ·T/F).
+            #[allow(clippy::cast_precision_loss)]
+            let tasks = |rho: f64| {
+                let per = (1.0 - rho) / per_task.max(1) as f64 + rho * t / f;
+                ceil(k * k * variance * per / (d * d)).max(1)
+            };
+            // Seeds grow N at fixed families: the floor σ²ρ/F stays.
+            let seeds = |rho: f64| {
+                let room = d * d / (k * k) - variance * rho / f;
+                if room <= 0.0 {
+                    return None;
+                }
+                #[allow(clippy::cast_precision_loss)]
+                let per_seed = n / u.seeds.len().max(1) as f64;
+                Some(ceil(variance * (1.0 - rho) / room / per_seed).max(1))
+            };
+            Needed { target: d, tasks: (tasks(icc.0), tasks(icc.1)), seeds: (seeds(icc.0), seeds(icc.1)) }
+        });
+        Figure {
+            metric: metric.to_string(),
+            pairs: u.n,
+            families: u.families.len(),
+            tasks: u.tasks.len(),
+            per_task,
+            seeds: u.seeds.len(),
+            variance,
+            icc,
+            detectable: (detectable(icc.0), detectable(icc.1)),
+            needed,
+        }
+    })
+    .collect();
+    let basis = match past_run {
+        Some(run) => format!(
+            "σ² and ρ from run {run} (where it has no trials or its scores never varied, the bound σ² ≤ \
+             {WORST_VARIANCE}; where it has one trial per family, ρ runs from 0 to 1)"
+        ),
+        None => format!(
+            "no past run: σ² ≤ {WORST_VARIANCE} (two uncorrelated scores in [0, 1]); ρ unknown, so each figure \
+             runs from ρ = 0 (trials independent) to ρ = 1 (a family's trials alike); --power-from RUN reads both \
+             from a past run"
+        ),
+    };
+    Power { trials: trials.len(), configurations, comparisons, alpha, power: POWER, basis, figures }
+}
+
+fn ceil(x: f64) -> usize {
+    // Finite and non-negative by construction; saturates past usize.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let n = x.ceil().max(0.0) as usize;
+    n
+}
+
+/// σ² and ρ of Acc_dec (L0 trials) and robustness (manipulated trials) in a past run's
+/// scores: σ² twice the mean variance within a configuration, ρ the mean intra-family
+/// correlation; a figure without two trials, or whose scores never varied, is left out.
+pub fn spread_of(scores: &[TrialScore]) -> BTreeMap<&'static str, Spread> {
+    let mut out = BTreeMap::new();
+    for (name, metric, clean) in [("acc_dec", Metric::AccDec, true), ("robustness", Metric::Robustness, false)] {
+        let mut by_agent: BTreeMap<&str, BTreeMap<(&str, &str), Vec<f64>>> = BTreeMap::new();
+        for s in scores.iter().filter(|s| Level::is_clean(&s.level) == clean) {
+            if let Some((num, den)) = contribution(s, metric).filter(|(_, den)| *den > 0.0) {
+                by_agent.entry(&s.agent).or_default().entry((&s.domain, &s.family)).or_default().push(num / den);
+            }
+        }
+        let per: Vec<(f64, Option<f64>)> = by_agent.values().filter_map(variance_and_icc).collect();
+        if !per.is_empty() {
+            #[allow(clippy::cast_precision_loss)]
+            let m = per.len() as f64;
+            let iccs: Vec<f64> = per.iter().filter_map(|p| p.1).collect();
+            #[allow(clippy::cast_precision_loss)]
+            let icc = (!iccs.is_empty()).then(|| iccs.iter().sum::<f64>() / iccs.len() as f64);
+            let variance = 2.0 * per.iter().map(|p| p.0).sum::<f64>() / m;
+            // Scores that never varied (deterministic baselines) say nothing about the spread
+            // of the configurations to come: the bound stands.
+            if variance > 1e-9 {
+                out.insert(name, Spread { variance, icc });
+            }
+        }
+    }
+    out
+}
+
+/// The variance of all values (`None` for fewer than two) and the one-way ANOVA intra-class
+/// correlation over groups, clamped to [0, 1] (`None` for fewer than two groups or no more
+/// values than groups).
+fn variance_and_icc<K>(groups: &BTreeMap<K, Vec<f64>>) -> Option<(f64, Option<f64>)> {
+    let k = groups.len();
+    let n: usize = groups.values().map(Vec::len).sum();
+    if n < 2 {
+        return None;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let (kf, nf) = (k as f64, n as f64);
+    let grand = groups.values().flatten().sum::<f64>() / nf;
+    let mut between = 0.0;
+    let mut within = 0.0;
+    let mut sizes_sq = 0.0;
+    for values in groups.values() {
+        #[allow(clippy::cast_precision_loss)]
+        let size = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / size;
+        between += size * (mean - grand).powi(2);
+        within += values.iter().map(|v| (v - mean).powi(2)).sum::<f64>();
+        sizes_sq += size * size;
+    }
+    let variance = (between + within) / (nf - 1.0);
+    if k < 2 || n <= k {
+        return Some((variance, None));
+    }
+    let (msb, msw) = (between / (kf - 1.0), within / (nf - kf));
+    let n0 = (nf - sizes_sq / nf) / (kf - 1.0);
+    let denominator = msb + (n0 - 1.0) * msw;
+    let icc = if denominator > 0.0 { ((msb - msw) / denominator).clamp(0.0, 1.0) } else { 0.0 };
+    Some((variance, Some(icc)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn world() -> &'static World {
+        static WORLD: std::sync::LazyLock<World> =
+            std::sync::LazyLock::new(|| World::build(crate::corpus::generate::corpus()).expect("world"));
+        &WORLD
+    }
+
+    fn plan(tasks: &[&str], agents: &[&str], levels: &[&str], seeds: &[i64]) -> Vec<NewTrial> {
+        let mut out = Vec::new();
+        for agent in agents {
+            for task in tasks {
+                for level in levels {
+                    for seed in seeds {
+                        out.push(NewTrial {
+                            task_id: (*task).into(),
+                            agent: (*agent).into(),
+                            level: (*level).into(),
+                            condition: "raw".into(),
+                            seed: *seed,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The bounds by hand: 100 tasks at two seeds, 200 L0 pairs, two configurations (α =
+    /// 0.05, k = 1.960 + 0.842 = 2.802), σ² = 0.5: independent trials detect 2.802 · √(0.5/200)
+    /// = 0.140; alike trials in F families (at most 100) 2.802 · √(0.5/F).
+    #[test]
+    fn the_bounds_match_a_hand_computation() {
+        let w = world();
+        let tasks: Vec<&str> = w.tasks().take(100).map(|t| t.id.as_str()).collect();
+        let trials = plan(&tasks, &["a", "b"], &["L0"], &[0, 1]);
+        let p = of_plan(w, &trials, &BTreeMap::new(), None, None);
+        assert_eq!((p.configurations, p.comparisons, p.figures.len()), (2, 1, 1));
+        let f = &p.figures[0];
+        assert_eq!((f.metric.as_str(), f.pairs, f.tasks, f.per_task), ("acc_dec", 200, 100, 2));
+        assert!((f.detectable.0 - 0.1401).abs() < 1e-3, "{f:?}");
+        #[allow(clippy::cast_precision_loss)]
+        let alike = 2.8016 * (0.5 / f.families as f64).sqrt();
+        assert!((f.detectable.1 - alike).abs() < 1e-3, "{f:?}");
+        assert!(f.detectable.1 > f.detectable.0);
+        // Three configurations: three comparisons, α = 0.05/3, a larger detectable difference.
+        let three = of_plan(w, &plan(&tasks, &["a", "b", "c"], &["L0"], &[0, 1]), &BTreeMap::new(), None, None);
+        assert!(three.comparisons == 3 && three.figures[0].detectable.0 > f.detectable.0);
+    }
+
+    /// What a target needs is what then detects it; seeds cannot beat the family floor.
+    #[test]
+    fn the_needed_tasks_and_seeds_reach_the_target() {
+        let w = world();
+        let tasks: Vec<&str> = w.tasks().take(60).map(|t| t.id.as_str()).collect();
+        let trials = plan(&tasks, &["a", "b"], &["L0", "L2"], &[0, 1]);
+        let past = BTreeMap::from([("acc_dec", Spread { variance: 0.3, icc: Some(0.2) })]);
+        let p = of_plan(w, &trials, &past, Some("run-x"), Some(0.1));
+        let acc = p.figures.iter().find(|f| f.metric == "acc_dec").expect("acc_dec");
+        assert_eq!((acc.icc, acc.variance, acc.pairs, acc.seeds), ((0.2, 0.2), 0.3, 120, 2));
+        let need = acc.needed.as_ref().expect("needed");
+        // Planning that many tasks (same seeds, families of the same size) detects 0.1.
+        let more: Vec<&str> = w.tasks().take(need.tasks.0).map(|t| t.id.as_str()).collect();
+        let bigger = of_plan(w, &plan(&more, &["a", "b"], &["L0"], &[0, 1]), &past, Some("run-x"), None);
+        let d = bigger.figures[0].detectable.0;
+        assert!(d < 0.115, "{} tasks detect {d}", need.tasks.0);
+        // ρ = 0.2 over this plan's families: the floor k·√(σ²ρ/F) is above 0.1, so no
+        // number of seeds reaches it.
+        #[allow(clippy::cast_precision_loss)]
+        let floor = 2.8016 * (0.3 * 0.2 / acc.families as f64).sqrt();
+        assert_eq!(need.seeds.0.is_none(), floor > 0.1, "floor {floor}");
+        // Robustness has no past spread: the bounds, and 120 manipulated pairs.
+        let rob = p.figures.iter().find(|f| f.metric == "robustness").expect("robustness");
+        assert_eq!((rob.icc, rob.variance, rob.pairs), ((0.0, 1.0), 0.5, 120));
+        assert!(rob.needed.as_ref().is_some_and(|n| n.seeds.1.is_none()), "alike trials: seeds never help");
+    }
+
+    /// The ANOVA estimate: groups that differ only between themselves give ρ = 1; values
+    /// that vary only within groups give ρ = 0.
+    #[test]
+    fn the_intra_family_correlation_is_read_from_groups() {
+        let apart = BTreeMap::from([(1, vec![0.0, 0.0, 0.0]), (2, vec![1.0, 1.0, 1.0]), (3, vec![0.0, 0.0])]);
+        let (v, icc) = variance_and_icc(&apart).expect("estimate");
+        assert!(icc.is_some_and(|r| (r - 1.0).abs() < 1e-12) && v > 0.0);
+        let mixed = BTreeMap::from([(1, vec![0.0, 1.0]), (2, vec![1.0, 0.0]), (3, vec![0.0, 1.0])]);
+        let (v, icc) = variance_and_icc(&mixed).expect("estimate");
+        assert!(icc.is_some_and(|r| r.abs() < 1e-12) && (v - 0.3).abs() < 1e-12, "{v} {icc:?}");
+        // One group: a variance, no correlation; one value: nothing.
+        assert_eq!(variance_and_icc(&BTreeMap::from([(1, vec![0.0, 1.0])])), Some((0.5, None)));
+        assert_eq!(variance_and_icc(&BTreeMap::from([(1, vec![0.0])])), None);
+    }
+}
