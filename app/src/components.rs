@@ -235,7 +235,7 @@ pub fn ChecksTable(checks: Vec<crate::model::GraderCheck>) -> impl IntoView {
                 {checks.into_iter().map(|c| {
                     let value = match (&c.value, c.enough) {
                         (_, false) => format!("too few (at least {})", crate::model::MIN_AGREEMENT_N),
-                        (None, true) => "undefined".to_string(),
+                        (None, true) => c.note.clone().map_or_else(|| "undefined".to_string(), |n| format!("undefined: {n}")),
                         (Some(v), true) => format!("{} [{}, {}]", fmt3(v.mean), fmt3(v.lo), fmt3(v.hi)),
                     };
                     view! {

@@ -162,6 +162,9 @@ pub struct GraderCheck {
     pub value: Option<Est>,
     /// `n` reaches [`MIN_AGREEMENT_N`]: the value can be read.
     pub enough: bool,
+    /// Why the value is missing or says little, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl GraderCheck {
@@ -173,7 +176,7 @@ impl GraderCheck {
         };
         match (&self.value, self.enough) {
             (_, false) => format!("{name}: n {} < {MIN_AGREEMENT_N}", self.n),
-            (None, true) => format!("{name}: undefined (n {})", self.n),
+            (None, true) => format!("{name}: undefined (n {}){}", self.n, if self.note.is_some() { " †" } else { "" }),
             (Some(v), true) => format!("{name} {:.2} [{:.2}, {:.2}] (n {})", v.mean, v.lo, v.hi, self.n),
         }
     }

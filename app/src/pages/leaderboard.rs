@@ -67,7 +67,10 @@ fn validity_cell(column: &str, checks: &[GraderCheck]) -> AnyView {
     if !mine.is_empty() {
         let title = mine
             .iter()
-            .map(|c| format!("{} ({}) against {}", c.statistic, c.grader, c.against))
+            .map(|c| {
+                let note = c.note.as_ref().map(|n| format!(" † {n}")).unwrap_or_default();
+                format!("{} ({}) against {}{note}", c.statistic, c.grader, c.against)
+            })
             .collect::<Vec<_>>()
             .join("; ");
         return view! {
@@ -84,7 +87,7 @@ fn validity_cell(column: &str, checks: &[GraderCheck]) -> AnyView {
     } else if SELF_TESTED.contains(&column) {
         (
             "rules, self-tested",
-            "Computed by rules from the trajectory; the grader self-tests (mirage score --self-test) spoil a correct trajectory of every task and check that this figure falls",
+            "Computed by rules from the trajectory. The grader self-tests (mirage score --self-test) spoil the correct trajectory of every built-in task and check that this figure falls; they do not measure it against people, and a run on other tasks is covered only if they are self-tested with --tasks",
         )
     } else if metric == "caused" {
         ("replays", "Measured by replaying the trial without the manipulated text")

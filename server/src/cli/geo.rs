@@ -500,27 +500,25 @@ async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> a
     Ok(())
 }
 
-/// A ranker none of whose calls answered is an endpoint failure, not a ranker that names
-/// nothing: the run's figures stay (every failure counted), and the command fails saying so.
+/// A ranker none of whose calls answered is an endpoint failure, not a ranker naming nothing,
+/// and so is a row every order of which failed (a filter refusing every edited prompt): the
+/// run's figures stay (every failure counted), and the command fails saying so.
 async fn refuse_silent_rankers(store: &dyn crate::db::Store, run_id: &str) -> anyhow::Result<()> {
     let lists = crate::geo::import::stored_lists(store).await?;
     let (_, results, _) = crate::geo::report::results(store, &lists, run_id).await?;
-    let mut by_ranker: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
-    for ((ranker, _), scored) in &results {
-        let e = by_ranker.entry(ranker).or_default();
-        e.0 += scored.iter().map(|s| s.result.ranks_a.len()).sum::<usize>();
-        e.1 += scored.iter().map(|s| s.failed_orders).sum::<usize>();
-    }
-    let silent: Vec<String> = by_ranker
-        .iter()
-        .filter(|(_, (orders, failed))| *orders > 0 && failed == orders)
-        .map(|(r, (orders, _))| format!("{r} ({orders} orders)"))
-        .collect();
-    if !silent.is_empty() {
+    let (rankers, rows) = crate::geo::silent(&results);
+    if !rankers.is_empty() {
         anyhow::bail!(
             "every order ranked by {} had a call fail after its retries: the endpoint is down or refusing, so \
              its rows measure its failures, not a ranker (the trial pages give each call's reason)",
-            silent.join(", ")
+            rankers.join(", ")
+        );
+    }
+    if !rows.is_empty() {
+        anyhow::bail!(
+            "every order of {} had a call fail after its retries (a filter refusing those prompts?): these rows \
+             measure failures, not the method (the trial pages give each call's reason)",
+            rows.join(", ")
         );
     }
     Ok(())

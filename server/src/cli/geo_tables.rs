@@ -415,6 +415,18 @@ fn print_detection_rows(d: &crate::geo::score::Detection) {
     for e in &d.incomplete {
         println!("{}", e.describe());
     }
+    if d.lists_changed {
+        println!(
+            "warning: the lists differ from those this run was planned on (originals adopted since): the judge and \
+             the keyword filter were calibrated on originals its replies never ranked"
+        );
+    }
+    if d.stale_texts > 0 {
+        println!(
+            "warning: {} stored texts of this run's methods were made from another original than the list holds now",
+            d.stale_texts
+        );
+    }
     let dagger = |r: &crate::geo::score::DetectionRow| {
         if r.failed_orders > 0 { format!("{} †", r.method) } else { r.method.clone() }
     };

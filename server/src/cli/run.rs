@@ -221,6 +221,10 @@ async fn plan_only(
         None => std::collections::BTreeMap::new(),
     };
     let p = power::of_plan(world, &trials, &past, power_from, target);
+    if p.configurations < 2 {
+        println!("plan: {} trials of one configuration; nothing to compare, so no power to report", trials.len());
+        return Ok(());
+    }
     println!(
         "plan: {} trials ({} configurations × tasks × levels × conditions × seeds, clean twins included); nothing stored",
         trials.len(),

@@ -179,9 +179,10 @@ pub fn variant(method: &str, attacker: Option<&str>) -> anyhow::Result<String> {
 }
 
 /// Refuses to write texts of `variant` (`method@X`) with an attacker model that is not X:
-/// the name after `@` says who wrote every text stored under it.
+/// the name after the first `@` says who wrote every text stored under it (method names
+/// hold no `@`; model names may, as Vertex-style `model@version` ids do).
 pub fn check_author(variant: &str, model: &str) -> anyhow::Result<()> {
-    match variant.rsplit_once('@') {
+    match variant.split_once('@') {
         Some((method, named)) if named != model => {
             bail!(
                 "{variant}: its texts are written by {named}, and this run's attacker is {model}; run {method}@{model} instead"
@@ -525,6 +526,10 @@ mod tests {
         assert!(check_author("cseo:quotes@m", "m").is_ok());
         let err = check_author("cseo:quotes@gpt", "m").expect_err("another model's name").to_string();
         assert!(err.contains("written by gpt") && err.contains("cseo:quotes@m"), "{err}");
+        // A model name with `@` (Vertex-style ids) writes its own variant.
+        let vertex = variant("cseo:fluency", Some("claude@20241022")).expect("ok");
+        assert!(check_author(&vertex, "claude@20241022").is_ok(), "{vertex}");
+        assert!(check_author(&vertex, "claude").is_err());
         assert_eq!(strip_fences("```text\n\"Hello there\"\n```"), "Hello there");
     }
 

@@ -203,6 +203,27 @@ pub struct Scored {
     pub search: Option<Search>,
 }
 
+/// The rankers, and the (ranker, method) rows, every order of which had a ranker call fail:
+/// each named with its number of orders (`bm25 (100 orders)`, `stuff under bm25 (100 orders)`).
+pub fn silent(results: &std::collections::BTreeMap<(String, String), Vec<Scored>>) -> (Vec<String>, Vec<String>) {
+    let mut by_ranker: std::collections::BTreeMap<&str, (usize, usize)> = std::collections::BTreeMap::new();
+    let mut rows = Vec::new();
+    for ((ranker, method), scored) in results {
+        let orders = scored.iter().map(|s| s.result.ranks_a.len()).sum::<usize>();
+        let failed = scored.iter().map(|s| s.failed_orders).sum::<usize>();
+        let e = by_ranker.entry(ranker).or_default();
+        (e.0, e.1) = (e.0 + orders, e.1 + failed);
+        if orders > 0 && failed == orders {
+            rows.push(format!("{method} under {ranker} ({orders} orders)"));
+        }
+    }
+    let rankers = by_ranker
+        .iter()
+        .filter(|(_, (n, failed))| *n > 0 && failed == n)
+        .map(|(r, (n, _))| format!("{r} ({n} orders)"));
+    (rankers.collect(), rows)
+}
+
 /// The datasets among `scored` whose targets all come from a single list: no list-cluster
 /// bootstrap can show their spread, and no paired test is possible there.
 pub fn single_list_datasets<'a>(scored: impl Iterator<Item = &'a Scored>) -> Vec<String> {

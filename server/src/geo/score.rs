@@ -160,6 +160,12 @@ pub struct Detection {
     /// Variants with trials in no row (ended in error or unfinished), as in the run's report.
     #[serde(default)]
     pub incomplete: Vec<super::report::Incomplete>,
+    /// As in the run's report: the lists differ from those the run was planned on, and
+    /// stored texts of its methods were made from another original since.
+    #[serde(default)]
+    pub lists_changed: bool,
+    #[serde(default)]
+    pub stale_texts: usize,
     /// Every judged text's scores by [`text_digest`].
     pub scores: BTreeMap<String, TextScore>,
 }
@@ -360,6 +366,8 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
         ppl_source: settings.scorer.as_ref().map(|s| format!("endpoint:{}", s.model)),
         rows,
         incomplete: tally.incomplete(),
+        lists_changed: tally.lists_changed,
+        stale_texts: tally.stale_texts,
         scores: scores
             .iter()
             .map(|(t, s)| {

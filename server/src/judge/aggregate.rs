@@ -379,7 +379,7 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
         unknown_verdicts,
         judges: judges.into_iter().collect(),
         agreement,
-        checks: super::validity::label_checks(scores, options.resamples, options.seed),
+        checks: super::validity::label_checks(scores),
     })
 }
 

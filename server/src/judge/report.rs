@@ -333,7 +333,7 @@ pub fn report(scores: &[TrialScore], run: &str, options: &Options, slice: &Slice
         adequacy: lift,
         jackknife,
         joint: joint(&sliced),
-        checks: super::validity::label_checks(scores, options.resamples, options.seed),
+        checks: super::validity::label_checks(scores),
         not_reproduced,
     })
 }

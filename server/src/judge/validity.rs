@@ -9,17 +9,18 @@
 
 use super::TrialScore;
 use super::labels::{self, LabelKind};
-use super::metric::{Metric, flag, label_of};
-use crate::stats::{self, Estimate, Obs, Weight};
+use super::metric::{Metric, label_of};
+use crate::stats::{self, Estimate};
 pub use app::model::{GraderCheck, MIN_AGREEMENT_N, Validation};
 
-/// What the labels are compared with.
-const SETTLED: &str = "labels people settled";
+/// What the labels are compared with. The annotation queue holds disputed labels, so the
+/// sample is a selected one (weak evidence), not a random draw of the run's labels.
+const SETTLED: &str = "labels people settled (disputed ones: a selected sample, not a random one)";
 
 /// The label checks of a run's scores (people's settled labels applied): precision and
 /// recall per kind that people settled at least once.
-pub fn label_checks(scores: &[TrialScore], resamples: usize, seed: u64) -> Vec<GraderCheck> {
-    labels::QUEUE_ORDER.iter().flat_map(|&kind| kind_checks(scores, kind, resamples, seed)).collect()
+pub fn label_checks(scores: &[TrialScore]) -> Vec<GraderCheck> {
+    labels::QUEUE_ORDER.iter().flat_map(|&kind| kind_checks(scores, kind)).collect()
 }
 
 /// The checks from people's grades: the reasoning judge's Acc_rsn (Pearson's r) and the
@@ -34,6 +35,7 @@ pub fn grade_checks(validation: &Validation) -> Vec<GraderCheck> {
         n,
         value: Option::zip(value, ci).map(|(mean, (lo, hi))| Estimate { mean, lo, hi, n }),
         enough: n >= MIN_AGREEMENT_N,
+        note: None,
     };
     [
         check(
@@ -61,14 +63,16 @@ pub fn grade_checks(validation: &Validation) -> Vec<GraderCheck> {
 }
 
 /// Precision and recall of one kind of automatic label against people's settled labels,
-/// over the trials where people settled it; nothing when they settled none.
-fn kind_checks(scores: &[TrialScore], kind: LabelKind, resamples: usize, seed: u64) -> Vec<GraderCheck> {
-    // (automatic, people's, trial): a settled label keeps the automatic one it replaced.
-    let pairs: Vec<(bool, bool, &TrialScore)> = scores
+/// over the trials where people settled it; nothing when they settled none. Intervals are
+/// Wilson's over the pairs (never of zero width at 0 or 1). A statistic the sample fixes in
+/// advance (every automatic label in it one value) is shown as undefined, with the reason.
+fn kind_checks(scores: &[TrialScore], kind: LabelKind) -> Vec<GraderCheck> {
+    // (automatic, people's): a settled label keeps the automatic one it replaced.
+    let pairs: Vec<(bool, bool)> = scores
         .iter()
         .filter_map(|s| {
             let l = label_of(s, kind)?;
-            Some((l.automatic.as_ref()?.value, l.value, s))
+            Some((l.automatic.as_ref()?.value, l.value))
         })
         .collect();
     if pairs.is_empty() {
@@ -78,21 +82,34 @@ fn kind_checks(scores: &[TrialScore], kind: LabelKind, resamples: usize, seed: u
     let sources: std::collections::BTreeSet<&str> =
         scores.iter().filter_map(|s| Some(label_of(s, kind)?.automatic.as_ref()?.source.as_str())).collect();
     let grader = sources.into_iter().collect::<Vec<_>>().join(", ");
-    let share = |statistic: &str,
-                 given: fn(&(bool, bool, &TrialScore)) -> bool,
-                 hit: fn(&(bool, bool, &TrialScore)) -> bool| {
-        let obs: Vec<Obs> =
-            pairs.iter().filter(|p| given(p)).map(|p| Obs::value(&p.2.domain, &p.2.family, flag(hit(p)))).collect();
-        let seed = seed ^ (u64::from(kind as u8) << 8) ^ (statistic.len() as u64);
+    let constant = pairs.iter().all(|p| p.0 == pairs[0].0).then_some(pairs[0].0);
+    let share = |statistic: &str, given: fn(&(bool, bool)) -> bool, hit: fn(&(bool, bool)) -> bool| {
+        let n = pairs.iter().filter(|p| given(p)).count();
+        let hits = pairs.iter().filter(|p| given(p) && hit(p)).count();
+        // Recall when every automatic label in the sample said yes (or no) is 1 (or 0) by
+        // construction: it says nothing about the grader.
+        let fixed = statistic == "recall" && constant.is_some();
+        #[allow(clippy::cast_precision_loss)]
+        let value = stats::wilson(hits, n).filter(|_| !fixed).map(|(lo, hi)| Estimate {
+            mean: hits as f64 / n as f64,
+            lo,
+            hi,
+            n,
+        });
         GraderCheck {
             metric: kind.as_str().to_string(),
             grader: grader.clone(),
             against: SETTLED.to_string(),
             statistic: statistic.to_string(),
-            n: obs.len(),
-            // The plain share of pairs (each pair counts once), clusters resampled whole.
-            value: stats::bootstrap_weighted(&obs, Weight::Pooled, resamples, seed),
-            enough: obs.len() >= MIN_AGREEMENT_N,
+            n,
+            value,
+            enough: n >= MIN_AGREEMENT_N,
+            note: fixed.then(|| {
+                format!(
+                    "every automatic label people settled said {}: recall is fixed by the sample, not measured",
+                    if constant == Some(true) { "yes" } else { "no" }
+                )
+            }),
         }
     };
     // A statistic over no pairs (nothing flagged, or no person's yes) is left out.
@@ -148,7 +165,7 @@ mod tests {
         scores.extend((9..12).map(|i| settled(i, true, false)));
         scores.extend((12..18).map(|i| settled(i, false, true)));
         scores.extend((18..30).map(|i| settled(i, false, false)));
-        let checks = label_checks(&scores, 500, 0);
+        let checks = label_checks(&scores);
         let get = |stat: &str| checks.iter().find(|c| c.metric == "exposure" && c.statistic == stat).expect(stat);
         let (p, r) = (get("precision"), get("recall"));
         assert_eq!((p.n, r.n, p.grader.as_str()), (12, 15, "rule"));
@@ -158,8 +175,21 @@ mod tests {
         assert!(p.short().starts_with("precision 0.75 ["), "{}", p.short());
         // Labels people never settled are not checked.
         assert!(checks.iter().all(|c| c.metric == "exposure"));
-        let few = label_checks(&scores[..4], 500, 0);
+        let few = label_checks(&scores[..4]);
         assert!(few.iter().all(|c| !c.enough) && few[0].short().contains("< 10"), "{few:?}");
+        // Wilson intervals: 12 of 12 is not "[1.00, 1.00]".
+        let right: Vec<TrialScore> =
+            (0..12).map(|i| settled(i, true, true)).chain((12..20).map(|i| settled(i, false, false))).collect();
+        let p = label_checks(&right)[0].value.expect("precision");
+        assert!(p.mean == 1.0 && (p.lo - 0.7575).abs() < 1e-3 && p.hi == 1.0, "{p:?}");
+        // Every automatic label in the sample said yes: recall is 1 whatever the grader does,
+        // so it is shown as undefined with the reason; precision still measures something.
+        let yes_only: Vec<TrialScore> = (0..12).map(|i| settled(i, true, i % 3 != 0)).collect();
+        let checks = label_checks(&yes_only);
+        let recall = checks.iter().find(|c| c.statistic == "recall").expect("recall");
+        assert!(recall.value.is_none() && recall.note.as_deref().is_some_and(|n| n.contains("fixed by the sample")));
+        let precision = checks.iter().find(|c| c.statistic == "precision").expect("precision");
+        assert!(precision.value.is_some_and(|v| (v.mean - 8.0 / 12.0).abs() < 1e-12), "{precision:?}");
     }
 
     /// The judge and the rules' decision are checked from people's grades, with intervals.

@@ -10,7 +10,8 @@
 //! of comparisons between configurations (the strictest step of the Holm correction the
 //! leaderboard applies).
 //!
-//! Without a past run σ² is bounded by 0.5 (two uncorrelated scores in [0, 1]) and ρ is
+//! Without a past run σ² is assumed to be 0.5 (the largest for two uncorrelated scores in
+//! [0, 1]; negatively correlated configurations can exceed it) and ρ is
 //! unknown, so each figure is a range from ρ = 0 (trials independent) to ρ = 1 (a family's
 //! trials alike). With a past run (`--power-from RUN`) both come from its trials: σ² is
 //! twice the mean per-configuration variance of the score (pairs taken as uncorrelated,
@@ -31,7 +32,8 @@ use crate::manip::Level;
 const ALPHA: f64 = 0.05;
 /// The power asked for.
 const POWER: f64 = 0.8;
-/// The largest variance of a difference of two uncorrelated scores in [0, 1].
+/// The largest variance of a difference of two uncorrelated scores in [0, 1] (negatively
+/// correlated configurations can reach up to 1: the figures say it is assumed).
 const WORST_VARIANCE: f64 = 0.5;
 
 pub use app::model::{Power, PowerFigure as Figure, PowerNeeded as Needed};
@@ -132,13 +134,14 @@ pub fn of_plan(
     .collect();
     let basis = match past_run {
         Some(run) => format!(
-            "σ² and ρ from run {run} (where it has no trials or its scores never varied, the bound σ² ≤ \
-             {WORST_VARIANCE}; where it has one trial per family, ρ runs from 0 to 1)"
+            "σ² and ρ from run {run}, read from each configuration's scores (where it has no trials or its \
+             scores never varied, σ² = {WORST_VARIANCE} assumed; where it has one trial per family, ρ runs from 0 \
+             to 1)"
         ),
         None => format!(
-            "no past run: σ² ≤ {WORST_VARIANCE} (two uncorrelated scores in [0, 1]); ρ unknown, so each figure \
-             runs from ρ = 0 (trials independent) to ρ = 1 (a family's trials alike); --power-from RUN reads both \
-             from a past run"
+            "no past run: σ² = {WORST_VARIANCE} assumed (the largest for two uncorrelated scores in [0, 1]; \
+             configurations that disagree systematically can reach 1); ρ unknown, so each figure runs from ρ = 0 \
+             (trials independent) to ρ = 1 (a family's trials alike); --power-from RUN reads both from a past run"
         ),
     };
     Power { trials: trials.len(), configurations, comparisons, alpha, power: POWER, basis, figures }
@@ -172,7 +175,7 @@ pub fn spread_of(scores: &[TrialScore]) -> BTreeMap<&'static str, Spread> {
             let icc = (!iccs.is_empty()).then(|| iccs.iter().sum::<f64>() / iccs.len() as f64);
             let variance = 2.0 * per.iter().map(|p| p.0).sum::<f64>() / m;
             // Scores that never varied (deterministic baselines) say nothing about the spread
-            // of the configurations to come: the bound stands.
+            // of the configurations to come: the assumed 0.5 stands.
             if variance > 1e-9 {
                 out.insert(name, Spread { variance, icc });
             }

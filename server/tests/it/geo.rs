@@ -1178,4 +1178,27 @@ fn a_ranker_that_never_answers_fails_the_command() {
     assert!(!o.status.success(), "{out}");
     assert!(out.contains("10 of run") && out.contains("trials ended in error and are in no mean"), "{out}");
     assert!(out.contains("resume with `mirage geo run --resume"), "{out}");
+    // A filter refusing every stuffed prompt (403: a refused prompt, counted as naming
+    // nothing): the ranker answers the clean lists, but the stuff row measures only
+    // failures, and the command says so.
+    let filter = rt.block_on(blind_refusing(|stuffed| stuffed.map(|_| 403)));
+    let toml = format!("[endpoints.filtered]\nbase_url = \"{}\"\nmodel = \"f\"\nmax_retries = 0\n", filter.base_url);
+    std::fs::write(config, toml).expect("config");
+    let args = [
+        "geo",
+        "run",
+        "--ranker",
+        "filtered",
+        "--list",
+        "stsdata/books",
+        "--method",
+        "clean,stuff",
+        "--config",
+        config,
+    ];
+    let o = crate::support::mirage(&db, &args);
+    let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(!o.status.success(), "{out}");
+    assert!(out.contains("every order of stuff under filtered (100 orders) had a call fail"), "{out}");
+    assert!(!out.contains("every order ranked by"), "the ranker itself answered: {out}");
 }
