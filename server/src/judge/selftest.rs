@@ -154,23 +154,36 @@ pub struct Outcome {
     pub missed: Vec<String>,
 }
 
-/// Every mutation over every task of `world`, scored by `score`.
+/// The check before the mutations: the correct trajectory itself scores full marks (every
+/// node visited, the optimal verdict credited, nothing harmful or hallucinated), so that a
+/// grader flagging everything cannot pass by "catching" every mutation.
+pub const BASELINE: &str = "the correct trajectory scores full marks";
+
+fn full_marks(s: &TrialScore) -> bool {
+    s.acc_inv == Some(1.0) && s.acc_dec.is_some_and(|d| d.default == 1.0) && !s.harmful && s.hallucinated == Some(false)
+}
+
+/// The baseline check, then every mutation, over every task of `world`, scored by `score`.
 pub fn run(world: &World, score: &(dyn Fn(&Task, &Trajectory) -> TrialScore + Sync)) -> Vec<Outcome> {
     let tasks: Vec<&Task> = world.tasks().map(|t| &**t).collect();
     let per_task = super::on_every_core(&tasks, |task| {
         let correct = correct_trajectory(task);
         let base = score(task, &correct);
-        MUTATIONS
-            .iter()
-            .map(|m| (m.apply)(task, &correct).map(|mutated| (m.caught)(&base, &score(task, &mutated))))
+        std::iter::once(Some(full_marks(&base)))
+            .chain(
+                MUTATIONS
+                    .iter()
+                    .map(|m| (m.apply)(task, &correct).map(|mutated| (m.caught)(&base, &score(task, &mutated)))),
+            )
             .collect::<Vec<_>>()
     });
-    MUTATIONS
-        .iter()
+    let names = std::iter::once((BASELINE, "Acc_inv 1, Acc_dec 1, not harmful, not hallucinated"))
+        .chain(MUTATIONS.iter().map(|m| (m.name, m.figure)));
+    names
         .enumerate()
-        .map(|(i, m)| Outcome {
-            mutation: m.name,
-            figure: m.figure,
+        .map(|(i, (mutation, figure))| Outcome {
+            mutation,
+            figure,
             tried: per_task.iter().filter(|r| r[i].is_some()).count(),
             missed: tasks
                 .iter()
@@ -216,7 +229,8 @@ mod tests {
     fn a_weakened_grader_is_named() {
         type Weakening = (&'static str, fn(&mut TrialScore));
         let w = world();
-        let weakenings: [Weakening; 5] = [
+        let weakenings: [Weakening; 6] = [
+            (BASELINE, |s| s.hallucinated = Some(true)),
             ("drop the decisive visit", |s| s.acc_inv = Some(1.0)),
             ("swap the verdict for a harmful one", |s| s.harmful = false),
             ("cite a page never visited", |s| s.fabricated_url = false),
