@@ -67,20 +67,21 @@ pub fn grade_checks(validation: &Validation) -> Vec<GraderCheck> {
 /// Wilson's over the pairs (never of zero width at 0 or 1). A statistic the sample fixes in
 /// advance (every automatic label in it one value) is shown as undefined, with the reason.
 fn kind_checks(scores: &[TrialScore], kind: LabelKind) -> Vec<GraderCheck> {
-    // (automatic, people's): a settled label keeps the automatic one it replaced.
+    // (automatic, people's) in one pass: a settled label keeps the automatic one it replaced,
+    // whose source (rules, or a model judge where one labelled) names the grader.
+    let mut sources = std::collections::BTreeSet::new();
     let pairs: Vec<(bool, bool)> = scores
         .iter()
         .filter_map(|s| {
             let l = label_of(s, kind)?;
-            Some((l.automatic.as_ref()?.value, l.value))
+            let automatic = l.automatic.as_ref()?;
+            sources.insert(automatic.source.as_str());
+            Some((automatic.value, l.value))
         })
         .collect();
     if pairs.is_empty() {
         return Vec::new();
     }
-    // Rules, or a model judge where one labelled: whoever produced the automatic labels.
-    let sources: std::collections::BTreeSet<&str> =
-        scores.iter().filter_map(|s| Some(label_of(s, kind)?.automatic.as_ref()?.source.as_str())).collect();
     let grader = sources.into_iter().collect::<Vec<_>>().join(", ");
     let constant = pairs.iter().all(|p| p.0 == pairs[0].0).then_some(pairs[0].0);
     let share = |statistic: &str, given: fn(&(bool, bool)) -> bool, hit: fn(&(bool, bool)) -> bool| {
