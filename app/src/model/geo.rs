@@ -75,6 +75,17 @@ impl GeoIncomplete {
     }
 }
 
+/// How the compared reading of a run's replies differs from the run's own, in words.
+/// `lines`: (numbered lines read differently, of all); `replies`: (replies whose target the
+/// compared reading ranks differently, of all).
+pub fn readings_note(parser: &str, compared: &str, lines: (usize, usize), replies: (usize, usize)) -> String {
+    format!(
+        "Replies read with the {parser} parser; the {compared} reading attributes {} of {} numbered lines to a \
+         different name and gives the target another rank in {} of {} replies.",
+        lines.0, lines.1, replies.0, replies.1
+    )
+}
+
 /// A paired comparison of two methods under one ranker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GeoPair {
@@ -148,6 +159,11 @@ pub struct GeoView {
     pub compared_parser: String,
     pub lines_read_differently: usize,
     pub lines: usize,
+    /// Replies read, and those in which the compared reading ranks the target differently.
+    #[serde(default)]
+    pub replies: usize,
+    #[serde(default)]
+    pub target_read_differently: usize,
     /// The methods Spearman's ρ is taken over (the baselines left out unless declared).
     pub rho_methods: Vec<String>,
     pub datasets: Vec<String>,

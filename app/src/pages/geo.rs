@@ -205,10 +205,10 @@ fn notices(v: &GeoView) -> AnyView {
              in NRG under that ranker (paired Wald tests, Holm).",
             v.trials, v.errors, v.unfinished, v.k, v.prompt_version
         )}</p>
-        {(v.lines > 0).then(|| view! {
-            <p class="muted geo-parser">{format!(
-                "Replies read with the {} parser; the {} reading attributes {} of {} numbered lines to a different name.",
-                v.parser, v.compared_parser, v.lines_read_differently, v.lines
+        {(v.replies > 0).then(|| view! {
+            <p class="muted geo-parser">{crate::model::readings_note(
+                &v.parser, &v.compared_parser,
+                (v.lines_read_differently, v.lines), (v.target_read_differently, v.replies),
             )}</p>
         })}
         {(!v.single_list_datasets.is_empty()).then(|| view! {

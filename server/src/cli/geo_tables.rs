@@ -69,6 +69,7 @@ pub(super) async fn eval(
                         kvr,
                         ppl_r,
                         search: None,
+                        text_key: String::new(),
                     });
                 }
             }
@@ -193,11 +194,10 @@ fn print_report_header(report: &crate::geo::report::Report) {
     if report.weighting == crate::geo::report::Weighting::Target {
         println!("rows and paired contrasts weight each target equally (--weighting target), resampled by list");
     }
-    if report.lines > 0 {
-        println!(
-            "replies read with the {} parser; the {} reading attributes {} of {} numbered lines to a different name",
-            report.parser, report.compared_parser, report.lines_read_differently, report.lines
-        );
+    if report.replies > 0 {
+        let lines = (report.lines_read_differently, report.lines);
+        let replies = (report.target_read_differently, report.replies);
+        println!("{}", app::model::readings_note(&report.parser, &report.compared_parser, lines, replies));
     }
     for e in &report.incomplete {
         println!("{}", e.describe());

@@ -178,6 +178,16 @@ pub fn data_version(lists: &[List]) -> String {
     format!("geo-{}", &hex::encode(Sha256::digest(text.as_bytes()))[..16])
 }
 
+/// The fingerprint of the lists that the trials `task_ids` (`geo:DATASET/LIST/N`) rank: a
+/// run's version, so that changing another list leaves it as it was.
+pub fn version_of<'a>(lists: &[List], task_ids: impl IntoIterator<Item = &'a str>) -> String {
+    let used: std::collections::HashSet<&str> =
+        task_ids.into_iter().filter_map(|t| t.strip_prefix("geo:")?.rsplit_once('/').map(|(l, _)| l)).collect();
+    let mine: Vec<List> =
+        lists.iter().filter(|l| used.contains(format!("{}/{}", l.dataset, l.category).as_str())).cloned().collect();
+    data_version(&mine)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

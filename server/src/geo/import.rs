@@ -63,8 +63,19 @@ pub struct Import {
     pub variant: String,
 }
 
+/// The 1-based line of the file on which the record found at `offset` starts (the reader may
+/// leave the end of the previous line, such as CRLF's `\n`, before it).
+fn line_at(bytes: &[u8], offset: u64) -> u64 {
+    let mut end = usize::try_from(offset).unwrap_or(usize::MAX).min(bytes.len());
+    while end < bytes.len() && matches!(bytes[end], b'\r' | b'\n') {
+        end += 1;
+    }
+    1 + bytes[..end].iter().filter(|&&b| b == b'\n').count() as u64
+}
+
 /// Reads and checks an instance file. `name` is the variant's name after `import:`;
 /// `adopt`: GEO-Bench's originals replace differing stored descriptions.
+
 pub fn read(lists: &[List], file: &str, bytes: &[u8], name: &str, adopt: bool) -> anyhow::Result<Import> {
     if name.is_empty() || name.contains(['@', ' ']) {
         bail!("--variant: {name:?} must be a non-empty name without spaces or @");
@@ -86,7 +97,9 @@ pub fn read(lists: &[List], file: &str, bytes: &[u8], name: &str, adopt: bool) -
     };
     for record in reader.records() {
         let record = record.with_context(|| format!("{file}: not a CSV file"))?;
-        let line = record.position().map_or(0, csv::Position::line);
+        // The csv reader's own line count is one short under CRLF line ends; count the file's
+        // newlines before the record instead.
+        let line = record.position().map_or(0, |p| line_at(bytes, p.byte()));
         let row: Row = record
             .deserialize(Some(&headers))
             .with_context(|| format!("{file}:{line}: not a row of a GEO-Bench instance file"))?;
@@ -286,6 +299,10 @@ mod tests {
         ] {
             let err = format!("{:#}", read(&lists, "raf.csv", csv.as_bytes(), "raf", true).unwrap_err());
             assert!(err.contains(needle), "{err}");
+            // Windows line ends name the same lines.
+            let crlf = csv.replace('\n', "\r\n");
+            let err = format!("{:#}", read(&lists, "raf.csv", crlf.as_bytes(), "raf", true).unwrap_err());
+            assert!(err.contains(needle), "CRLF: {err}");
         }
         assert!(read(&lists, "raf.csv", HEAD.as_bytes(), "a b", false).is_err());
     }

@@ -433,15 +433,15 @@ pub async fn text_for(
     let index = i64::try_from(target + 1)?;
     let item = &list.items[target];
     let method = Method::parse(variant)?;
-    // A text made from another original (adopted since) is written again, or refused
-    // where Mirage cannot write it.
-    let stale = match store.geo_text(key, &list.dataset, &list.category, index).await? {
-        Some(t) if t.made_on(&item.text) => return Ok(t),
-        Some(_) if matches!(method, Method::Import(_) | Method::Transfer(_)) => {
+    // A text made from another original (adopted since) is written again under the key for
+    // the new one (the old text stays: runs ranked it), or refused where Mirage cannot write it.
+    let write_key = match super::texts::lookup(store, key, list, target).await? {
+        super::texts::Lookup::Current(t) => return Ok(t),
+        super::texts::Lookup::Stale if matches!(method, Method::Import(_) | Method::Transfer(_)) => {
             bail!("{}", stale_text(key, &list.instance_key(target + 1), 1))
         }
-        Some(t) => Some(t.orig_text),
-        None => None,
+        super::texts::Lookup::Stale => super::texts::for_original(key, &item.text),
+        super::texts::Lookup::Absent => key.to_string(),
     };
     let endpoint = writer.filter(|_| variant.contains('@') && method.generated());
     let (adv, kind, suffix, source) = match (&method, endpoint) {
@@ -474,7 +474,7 @@ pub async fn text_for(
         (Method::Tap, _) => bail!("TAP texts are searched by the trial itself"),
     };
     let text = GeoText {
-        method: key.to_string(),
+        method: write_key.clone(),
         dataset: list.dataset.clone(),
         category: list.category.clone(),
         target_idx: index,
@@ -484,12 +484,9 @@ pub async fn text_for(
         source,
         meta: serde_json::json!({"suffix": suffix}).to_string(),
     };
-    match stale {
-        Some(old) => _ = store.replace_geo_text(&old, &text).await?,
-        None => store.put_geo_texts(std::slice::from_ref(&text)).await?,
-    }
+    store.put_geo_texts(std::slice::from_ref(&text)).await?;
     // The first text stored for the key wins (another worker may have been first).
-    Ok(store.geo_text(key, &list.dataset, &list.category, index).await?.unwrap_or(text))
+    Ok(store.geo_text(&write_key, &list.dataset, &list.category, index).await?.unwrap_or(text))
 }
 
 /// Why stored texts that Mirage cannot write again are refused: `n` of `key`'s texts (the

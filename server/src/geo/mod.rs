@@ -32,6 +32,7 @@ pub mod report;
 pub mod score;
 pub mod tap;
 pub mod template;
+pub mod texts;
 pub mod writers;
 
 use anyhow::Context;
@@ -86,6 +87,10 @@ pub struct OrderRecord {
     /// Why the edited list's call failed after its retries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited_failure: Option<String>,
+    /// The stored key of the edited text this order ranked (see [`texts`]); absent in
+    /// orders stored before keys were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_key: Option<String>,
 }
 
 impl OrderRecord {
@@ -152,7 +157,16 @@ pub async fn order_record(
     }
     let (edited_reply, edited_rank, edited_failure) = replies.pop().expect("edited");
     let (clean_reply, clean_rank, clean_failure) = replies.pop().expect("clean");
-    Ok(OrderRecord { order, clean_reply, edited_reply, clean_rank, edited_rank, clean_failure, edited_failure })
+    Ok(OrderRecord {
+        order,
+        clean_reply,
+        edited_reply,
+        clean_rank,
+        edited_rank,
+        clean_failure,
+        edited_failure,
+        text_key: None,
+    })
 }
 
 /// The K orders of a target under a protocol.
@@ -201,6 +215,9 @@ pub struct Scored {
     /// For a TAP text: how its search went.
     #[serde(default)]
     pub search: Option<Search>,
+    /// The stored key of the text the trial ranked (empty offline, where nothing is stored).
+    #[serde(default)]
+    pub text_key: String,
 }
 
 /// The rankers, and the (ranker, method) rows, every order of which had a ranker call fail:

@@ -37,6 +37,19 @@ pub enum Parser {
     Strict,
 }
 
+impl Parser {
+    /// The reading compared with this one in a run's report.
+    pub fn compared(self) -> Parser {
+        if self == Parser::Strict { Parser::GeoBench } else { Parser::Strict }
+    }
+
+    /// The name the command line knows it by.
+    pub fn name(self) -> String {
+        use clap::ValueEnum;
+        self.to_possible_value().map_or_else(String::new, |v| v.get_name().to_string())
+    }
+}
+
 /// Where `needle` first occurs in `hay` at or after byte `from` as a whole word (no letter
 /// or digit touching either end).
 fn find_word(hay: &str, needle: &str, from: usize) -> Option<usize> {
@@ -75,9 +88,27 @@ pub fn line_picks(reply: &str, names: &[String], parser: Parser) -> Vec<Option<u
     read(reply, names, parser).1
 }
 
-/// How many numbered lines of `reply` the two readings attribute to different names.
-pub fn disagreements(reply: &str, names: &[String], a: Parser, b: Parser) -> usize {
-    line_picks(reply, names, a).into_iter().zip(line_picks(reply, names, b)).filter(|(x, y)| x != y).count()
+/// How two readings of the same replies differ: numbered lines attributed to another name,
+/// and replies in which the target gets another rank (this catches replies without numbered
+/// lines too, read by the fallback).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Readings {
+    pub lines: usize,
+    pub lines_differ: usize,
+    pub replies: usize,
+    pub target_differs: usize,
+}
+
+impl Readings {
+    /// Adds one reply of the list `names` whose target is the name at `target`.
+    pub fn add(&mut self, reply: &str, names: &[String], target: usize, a: Parser, b: Parser) {
+        let (ranks_a, picks_a) = read(reply, names, a);
+        let (ranks_b, picks_b) = read(reply, names, b);
+        self.lines += picks_a.len();
+        self.lines_differ += picks_a.iter().zip(&picks_b).filter(|(x, y)| x != y).count();
+        self.replies += 1;
+        self.target_differs += usize::from(ranks_a.get(target) != ranks_b.get(target));
+    }
 }
 
 /// The ranks, and the name each numbered line ranked.
@@ -161,6 +192,15 @@ mod tests {
         out
     }
 
+    /// (numbered lines read differently, whether the target's rank differs) between the
+    /// fixed and the strict reading.
+    fn differ(reply: &str, names: &[String], target: usize) -> (usize, usize) {
+        let mut r = Readings::default();
+        r.add(reply, names, target, Parser::Fixed, Parser::Strict);
+        assert_eq!(r.replies, 1);
+        (r.lines_differ, r.target_differs)
+    }
+
     fn pairs(list: &[(&str, usize)]) -> Vec<(String, usize)> {
         list.iter().map(|(n, r)| ((*n).to_string(), *r)).collect()
     }
@@ -225,16 +265,22 @@ mod tests {
         assert_eq!(line_picks(reply, &n, s), [Some(2), Some(1), Some(3), Some(4)]);
         // The substring reading sees LG inside "Algae-free" too, but LG is the only name on
         // the line either way; it differs on none of these lines.
-        assert_eq!(disagreements(reply, &n, Parser::Fixed, s), 0);
+        assert_eq!(differ(reply, &n, 1), (0, 0));
         let tricky = "1. Algae Bridge\n2. GE";
         // Fixed: line 1's longest contained name is Bridge; strict: also Bridge (Algae is
         // not LG); line 2 GE either way.
-        assert_eq!(disagreements(tricky, &n, Parser::Fixed, s), 0);
+        assert_eq!(differ(tricky, &n, 0), (0, 0));
         let inside = "1. Bridgestone\n2. GE";
         // Fixed finds Bridge inside Bridgestone (and GE inside it); strict finds nothing.
         assert_eq!(line_picks(inside, &n, Parser::Fixed), [Some(3), Some(0)]);
         assert_eq!(line_picks(inside, &n, s), [None, Some(0)]);
-        assert_eq!(disagreements(inside, &n, Parser::Fixed, s), 1);
+        assert_eq!(differ(inside, &n, 3), (1, 1), "Bridge is ranked by one reading only");
+        assert_eq!(differ(inside, &n, 0), (1, 1), "GE: second under the substring reading, first under strict");
+        assert_eq!(differ(inside, &n, 1), (1, 0), "LG is missing either way");
+        // No numbered line: both fall back to first occurrences, and only the target's
+        // rank shows that they differ (the substring reading finds GE inside "suggestion").
+        let prose = "Our suggestion: Bridge first, then GE";
+        assert_eq!(differ(prose, &n, 0), (0, 1));
         assert_eq!(ranked("We like ge and Bridgestone", &list, s), pairs(&[("GE", 1)]), "fallback: whole words");
     }
 

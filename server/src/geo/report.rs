@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 pub use super::Weighting;
 use super::data::List;
 use super::methods::Method;
-use super::parse::Parser;
 use super::plan::{GeoSpec, target_of, text_key};
 use super::{OrderRecord, Scored, Summary, result_of, summarise, summarise_weighted};
 use crate::db::{Store, TrialState};
@@ -184,6 +183,12 @@ pub struct Report {
     pub lines_read_differently: usize,
     #[serde(default)]
     pub lines: usize,
+    /// Replies read, and those in which the compared reading gives the target another rank
+    /// (replies without numbered lines included).
+    #[serde(default)]
+    pub replies: usize,
+    #[serde(default)]
+    pub target_read_differently: usize,
     /// The methods declared with `--family`: Holm's family under each ranker and the
     /// methods Spearman's ρ is taken over. Empty (the default): Holm over every pair of
     /// methods under each ranker, and ρ over every method but the baselines.
@@ -224,9 +229,8 @@ pub struct Tally {
     pub errors: usize,
     pub unfinished: usize,
     pub by_variant: BTreeMap<(String, String), Incomplete>,
-    /// Numbered reply lines, and those the compared reading attributes differently.
-    pub lines: usize,
-    pub lines_read_differently: usize,
+    /// How the compared reading differs from the run's.
+    pub readings: super::parse::Readings,
     /// The lists read now are not those the run was planned on (originals adopted since).
     pub lists_changed: bool,
     /// Stored texts made from another original than the list's now.
@@ -238,11 +242,6 @@ impl Tally {
     pub fn incomplete(&self) -> Vec<Incomplete> {
         self.by_variant.values().filter(|v| v.errors + v.unfinished > 0 || v.scored == 0).cloned().collect()
     }
-}
-
-/// The reading compared with a run's `parser` in its report.
-pub fn compared_with(parser: Parser) -> Parser {
-    if parser == Parser::Strict { Parser::GeoBench } else { Parser::Strict }
 }
 
 /// Every finished target of a run, by (ranker, method). Returns the spec too.
@@ -258,56 +257,37 @@ pub async fn results(
     let trials = store.trials(run_id).await?;
     let mut steps = store.run_steps(run_id).await?;
     let mut out: BTreeMap<(String, String), Vec<Scored>> = BTreeMap::new();
-    // Whether each stored text of the run's variants holds a listed keyword.
-    // Per stored text (key, dataset, list, index): its keyword flag and PPL-R.
-    type TextKey = (String, String, String, i64);
-    type Flags = (bool, Option<f64>, Option<super::Search>);
-    let mut flagged: std::collections::HashMap<TextKey, Flags> = Default::default();
-    let mut stale_texts = 0;
-    let ppl = super::detect::PplModel::new(lists);
-    // Each (method, ranker)'s key once: a recipe is a hash, not worth redoing per trial.
+    // Each finished trial's orders, read once.
+    let mut records_of: std::collections::HashMap<&str, Vec<OrderRecord>> = Default::default();
+    for trial in trials.iter().filter(|t| t.state == TrialState::Done) {
+        let records: Vec<OrderRecord> = steps
+            .remove(&trial.trial_id)
+            .unwrap_or_default()
+            .iter()
+            .map(|b| serde_json::from_str(b))
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("trial {}: unreadable order record", trial.trial_id))?;
+        if records.is_empty() {
+            anyhow::bail!("trial {} is done but has no stored orders", trial.trial_id);
+        }
+        records_of.insert(&trial.trial_id, records);
+    }
+    // Each (method, ranker)'s planned key once (a recipe is a hash, not worth redoing per
+    // trial), and the key each finished trial ranked.
     let key_of: std::collections::HashMap<(&str, &str), String> =
         trials.iter().map(|t| ((t.level.as_str(), t.agent.as_str()), text_key(&geo, &t.level, &t.agent))).collect();
-    let keys: BTreeSet<String> = key_of.values().cloned().collect();
-    let by_list: std::collections::HashMap<(&str, &str), &List> =
-        lists.iter().map(|l| ((l.dataset.as_str(), l.category.as_str()), l)).collect();
-    for key in &keys {
-        for t in store.geo_texts(key).await? {
-            // The list's own original serves PPL-R as it serves the ranks (an imported text's
-            // stored original may differ from it).
-            // A text made from another original is counted, and no ratio is read from it.
-            let ratio = match by_list.get(&(t.dataset.as_str(), t.category.as_str())) {
-                Some(list) => {
-                    let orig = usize::try_from(t.target_idx - 1).ok().and_then(|i| list.items.get(i));
-                    match orig {
-                        Some(o) if !t.made_on(&o.text) => {
-                            stale_texts += 1;
-                            None
-                        }
-                        Some(o) => ppl.ratio(&t.adv_text, &o.text, list),
-                        None => None,
-                    }
-                }
-                None => None,
-            };
-            // A TAP text's search, from what the search stored with it.
-            let search = serde_json::from_str::<serde_json::Value>(&t.meta).ok().and_then(|m| {
-                let count =
-                    |k: &str| m.get(k).and_then(serde_json::Value::as_u64).and_then(|v| usize::try_from(v).ok());
-                Some(super::Search {
-                    nodes: count("nodes")?,
-                    reached: m.get("reached")?.as_bool()?,
-                    calls: count("calls").unwrap_or_default(),
-                    failed_calls: count("failed_calls").unwrap_or_default(),
-                })
-            });
-            let flags = (super::kvr(&t.adv_text), ratio, search);
-            flagged.insert((t.method, t.dataset, t.category, t.target_idx), flags);
-        }
-    }
+    let ranked_key = |t: &crate::db::TrialRow| -> String {
+        let planned = &key_of[&(t.level.as_str(), t.agent.as_str())];
+        super::texts::ranked_key(records_of.get(t.trial_id.as_str()).map_or(&[], Vec::as_slice), planned).to_string()
+    };
+    let ranked: BTreeSet<(String, String)> = trials.iter().map(|t| (ranked_key(t), t.task_id.clone())).collect();
+    let (flagged, stale_texts) = super::texts::flags(store, lists, &ranked).await?;
     let mut tally = Tally {
         trials: trials.len(),
-        lists_changed: super::data::data_version(lists) != run.corpus_version,
+        // Runs planned before versions were kept per run stored every list's.
+        lists_changed: super::data::version_of(lists, trials.iter().map(|t| t.task_id.as_str()))
+            != run.corpus_version
+            && super::data::data_version(lists) != run.corpus_version,
         stale_texts,
         ..Tally::default()
     };
@@ -336,28 +316,17 @@ pub async fn results(
             }
         }
         let (list, target) = target_of(lists, &trial.task_id)?;
-        let bodies = steps.remove(&trial.trial_id).unwrap_or_default();
-        let records: Vec<OrderRecord> = bodies
-            .iter()
-            .map(|b| serde_json::from_str(b))
-            .collect::<Result<_, _>>()
-            .with_context(|| format!("trial {}: unreadable order record", trial.trial_id))?;
-        if records.is_empty() {
-            anyhow::bail!("trial {} is done but has no stored orders", trial.trial_id);
-        }
+        let records = &records_of[trial.trial_id.as_str()];
         let names: Vec<String> = list.items.iter().map(|i| i.name.clone()).collect();
-        let other = compared_with(geo.protocol.parser);
-        for r in &records {
+        let other = geo.protocol.parser.compared();
+        for r in records {
             for reply in [&r.clean_reply, &r.edited_reply] {
-                // Each reading once: the count of lines and the disagreements from the same picks.
-                let mine = super::parse::line_picks(reply, &names, geo.protocol.parser);
-                let theirs = super::parse::line_picks(reply, &names, other);
-                tally.lines += mine.len();
-                tally.lines_read_differently += mine.iter().zip(&theirs).filter(|(x, y)| x != y).count();
+                tally.readings.add(reply, &names, target, geo.protocol.parser, other);
             }
         }
+        let text_key = ranked_key(trial);
         let key = (
-            key_of[&(trial.level.as_str(), trial.agent.as_str())].clone(),
+            text_key.clone(),
             list.dataset.clone(),
             list.category.clone(),
             i64::try_from(target + 1)?,
@@ -368,20 +337,15 @@ pub async fn results(
             dataset: list.dataset.clone(),
             list: list.key(),
             target: target + 1,
-            result: result_of(&records, list.items.len(), geo.protocol.agg),
+            result: result_of(records, list.items.len(), geo.protocol.agg),
             failed_orders: records.iter().filter(|r| r.failed()).count(),
             kvr,
             ppl_r,
             search,
+            text_key,
         });
     }
     Ok((geo, out, tally))
-}
-
-/// A reading's name as the command line spells it.
-fn parser_name(p: Parser) -> String {
-    use clap::ValueEnum;
-    p.to_possible_value().map_or_else(String::new, |v| v.get_name().to_string())
 }
 
 /// The report of a stored run, over the default family.
@@ -562,10 +526,12 @@ fn summarise_run(
         failed_orders: rows.iter().map(|r| r.summary.failed_orders).sum(),
         failed_trials: rows.iter().map(|r| r.summary.failed_targets).sum(),
         incomplete: tally.incomplete(),
-        parser: parser_name(geo.protocol.parser),
-        compared_parser: parser_name(compared_with(geo.protocol.parser)),
-        lines_read_differently: tally.lines_read_differently,
-        lines: tally.lines,
+        parser: geo.protocol.parser.name(),
+        compared_parser: geo.protocol.parser.compared().name(),
+        lines_read_differently: tally.readings.lines_differ,
+        lines: tally.readings.lines,
+        replies: tally.readings.replies,
+        target_read_differently: tally.readings.target_differs,
         lists_changed: tally.lists_changed,
         stale_texts: tally.stale_texts,
         family: Vec::new(),

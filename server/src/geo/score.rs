@@ -20,7 +20,6 @@ use super::calibrate::{Calibrated, CalibrationMode, calibrate_mode};
 use super::data::List;
 use super::detect::{JudgeScore, equal_dataset_auroc};
 use super::judge::JudgeMode;
-use super::plan::{GeoSpec, text_key};
 use crate::db::Store;
 use crate::detect::{Calibration, EndpointPerplexity, realised};
 use crate::llm::HttpLlm;
@@ -193,26 +192,24 @@ struct RunTexts {
 type Results = BTreeMap<(String, String), Vec<super::Scored>>;
 
 impl RunTexts {
-    async fn read(store: &dyn Store, lists: &[List], geo: &GeoSpec, results: &Results) -> anyhow::Result<RunTexts> {
+    /// Each scored target's text is the one its trial ranked (`Scored::text_key`).
+    async fn read(store: &dyn Store, lists: &[List], results: &Results) -> anyhow::Result<RunTexts> {
         let mut edited = HashMap::new();
         let mut originals = BTreeMap::new();
-        for ((ranker, method), scored) in results {
-            let key = text_key(geo, method, ranker);
-            let texts: HashMap<(String, i64), String> = store
-                .geo_texts(&key)
-                .await?
-                .into_iter()
-                .map(|t| ((format!("{}|{}", t.dataset, t.category), t.target_idx), t.adv_text))
-                .collect();
-            for s in scored {
-                let adv = texts
-                    .get(&(s.list.clone(), i64::try_from(s.target)?))
-                    .with_context(|| format!("no text of {key}"))?;
-                edited.insert((key.clone(), s.list.clone(), s.target), adv.clone());
-                let list = lists.iter().find(|l| l.key() == s.list).context("a list of the run")?;
-                let original = list.items[s.target - 1].text.clone();
-                originals.insert((s.list.clone(), s.target), (s.dataset.clone(), original));
+        let mut texts: HashMap<String, HashMap<(String, i64), String>> = HashMap::new();
+        for s in results.values().flatten() {
+            let key = &s.text_key;
+            if !texts.contains_key(key) {
+                let stored = store.geo_texts(key).await?.into_iter();
+                let by_target = stored.map(|t| ((format!("{}|{}", t.dataset, t.category), t.target_idx), t.adv_text));
+                texts.insert(key.clone(), by_target.collect());
             }
+            let adv =
+                texts[key].get(&(s.list.clone(), i64::try_from(s.target)?)).with_context(|| format!("no text of {key}"))?;
+            edited.insert((key.clone(), s.list.clone(), s.target), adv.clone());
+            let list = lists.iter().find(|l| l.key() == s.list).context("a list of the run")?;
+            let original = list.items[s.target - 1].text.clone();
+            originals.insert((s.list.clone(), s.target), (s.dataset.clone(), original));
         }
         Ok(RunTexts { edited, originals })
     }
@@ -290,8 +287,8 @@ struct Filters {
 
 /// Judges every text of a run, reports detection and stores the report with the run.
 pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Settings<'_>) -> anyhow::Result<Detection> {
-    let (geo, results, tally) = super::report::results(store, lists, run).await?;
-    let texts = RunTexts::read(store, lists, &geo, &results).await?;
+    let (_, results, tally) = super::report::results(store, lists, run).await?;
+    let texts = RunTexts::read(store, lists, &results).await?;
     let distinct = texts.distinct();
     let (client, model, mode) = (settings.judge, settings.judge_model.as_str(), settings.mode);
     let prompt = &settings.judge_prompt;
@@ -335,12 +332,11 @@ pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Sett
     let rows = results
         .iter()
         .map(|((ranker, method), scored)| {
-            let key = text_key(&geo, method, ranker);
             detection_row(
                 ranker,
                 method,
                 scored,
-                |s| &texts.edited[&(key.clone(), s.list.clone(), s.target)],
+                |s| &texts.edited[&(s.text_key.clone(), s.list.clone(), s.target)],
                 &texts,
                 &readings,
                 &filters,

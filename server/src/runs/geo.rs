@@ -14,6 +14,7 @@ use crate::geo::data::List;
 use crate::geo::methods::{Method, Writer};
 use crate::geo::plan::{CONDITION, GeoSpec, plan, target_of};
 use crate::geo::rank::{ChatRanker, Ranker, offline};
+use crate::geo::texts::Lookup;
 use crate::geo::{OrderRecord, order_record, target_orders};
 use crate::llm::HttpLlm;
 
@@ -132,8 +133,15 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
     for variant in spec.methods.iter().filter(stored_only) {
         let key = crate::geo::plan::text_key(&spec, variant, "");
         let texts = store.geo_texts(&key).await?;
-        // Texts made from originals the lists no longer hold are refused, not ranked.
-        let stale: Vec<&crate::db::GeoText> = texts.iter().filter(|t| !made_on_list(&lists, t)).collect();
+        // Texts made from originals the lists no longer hold are refused, not ranked (unless
+        // a text for the original now is stored beside them: a search run again).
+        let mut stale: Vec<&crate::db::GeoText> = Vec::new();
+        for t in texts.iter().filter(|t| !made_on_list(&lists, t)) {
+            let (list, target) = target_of(&lists, &format!("geo:{}/{}/{}", t.dataset, t.category, t.target_idx))?;
+            if !matches!(crate::geo::texts::lookup(store, &key, list, target).await?, Lookup::Current(_)) {
+                stale.push(t);
+            }
+        }
         if let Some(first) = stale.first() {
             let instance = format!("{}|{}|{}", first.dataset, first.category, first.target_idx);
             anyhow::bail!("method: {}", crate::geo::methods::stale_text(&key, &instance, stale.len()));
@@ -187,7 +195,8 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
     };
     let run_id = new_run_id();
     let json = serde_json::to_string(&run).context("encoding the run spec")?;
-    store.create_run(&run_id, &json, &crate::geo::data::data_version(&lists), &trials).await?;
+    let version = crate::geo::data::version_of(&lists, trials.iter().map(|t| t.task_id.as_str()));
+    store.create_run(&run_id, &json, &version, &trials).await?;
     Ok(run_id)
 }
 
@@ -222,10 +231,12 @@ async fn tap_text(
     let key = crate::geo::plan::text_key(&exec.spec, &trial.level, &trial.agent);
     let index = i64::try_from(target + 1)?;
     let item = &list.items[target];
-    // A text searched on another original (adopted since) is searched again, and so is one
-    // whose search measured nothing (every scoring call failed: an outage, not a result).
-    let stale = match store.geo_text(&key, &list.dataset, &list.category, index).await? {
-        Some(t) if t.made_on(&item.text) && !measured_nothing(&t) => {
+    // A text searched on another original (adopted since) is searched again under the key
+    // for the new one (runs ranked the old), and one whose search measured nothing (every
+    // scoring call failed: an outage, not a result) is searched again in its place.
+    use crate::geo::texts::{for_original, lookup};
+    let (write_key, dead) = match lookup(store, &key, list, target).await? {
+        Lookup::Current(t) if !measured_nothing(&t) => {
             // A text searched under other scoring orders is another method's: not reused.
             let apart = serde_json::from_str::<serde_json::Value>(&t.meta)
                 .ok()
@@ -241,8 +252,9 @@ async fn tap_text(
             }
             return Ok(t);
         }
-        Some(t) => Some(t.orig_text),
-        None => None,
+        Lookup::Current(t) => (t.method, Some(t.orig_text)),
+        Lookup::Stale => (for_original(&key, &item.text), None),
+        Lookup::Absent => (key, None),
     };
     if !store.tap_nodes(&trial.trial_id).await?.is_empty() {
         store.reset_tap(&trial.trial_id).await?;
@@ -274,7 +286,7 @@ async fn tap_text(
     }
     let top = best(&nodes).context("a search scores at least one node")?;
     let text = crate::db::GeoText {
-        method: key.clone(),
+        method: write_key.clone(),
         dataset: list.dataset.clone(),
         category: list.category.clone(),
         target_idx: index,
@@ -290,11 +302,11 @@ async fn tap_text(
         })
         .to_string(),
     };
-    match stale {
+    match dead {
         Some(old) => _ = store.replace_geo_text(&old, &text).await?,
         None => store.put_geo_texts(std::slice::from_ref(&text)).await?,
     }
-    Ok(store.geo_text(&key, &list.dataset, &list.category, index).await?.unwrap_or(text))
+    Ok(store.geo_text(&write_key, &list.dataset, &list.category, index).await?.unwrap_or(text))
 }
 
 /// A cross-encoder trial: one pass scoring the clean list and the list with the edited
@@ -359,6 +371,7 @@ async fn rerank_trial(
         edited_rank,
         clean_failure,
         edited_failure,
+        text_key: Some(text.method.clone()),
     };
     store.append_step(&trial.trial_id, 0, &serde_json::to_string(&record)?).await?;
     Ok(())
@@ -388,8 +401,8 @@ pub(super) async fn run_geo_trial(store: &dyn Store, exec: &GeoExec, trial: &Tri
                 .await
         }
     };
-    let edited = match text.await {
-        Ok(t) => t.adv_text,
+    let (edited, text_key) = match text.await {
+        Ok(t) => (t.adv_text, t.method),
         Err(e) => return TrialEnd::Error(format!("text of {}: {e:#}", trial.level)),
     };
     let done = match store.steps(&trial.trial_id).await {
@@ -399,7 +412,7 @@ pub(super) async fn run_geo_trial(store: &dyn Store, exec: &GeoExec, trial: &Tri
     let protocol = &exec.spec.protocol;
     for (t, order) in target_orders(protocol, list, target).into_iter().enumerate().skip(done) {
         let record: OrderRecord = match order_record(ranker.as_ref(), protocol, list, target, &edited, order).await {
-            Ok(r) => r,
+            Ok(r) => OrderRecord { text_key: Some(text_key.clone()), ..r },
             Err(e) => return TrialEnd::Error(format!("order {}: {e:#}", t + 1)),
         };
         let stored = async {

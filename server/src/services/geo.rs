@@ -312,6 +312,8 @@ impl app::ssr::Geo for GeoService {
             compared_parser: r.compared_parser.clone(),
             lines_read_differently: r.lines_read_differently,
             lines: r.lines,
+            replies: r.replies,
+            target_read_differently: r.target_read_differently,
             rho_methods: r.rho_methods.clone(),
             incomplete: r.incomplete.clone(),
             datasets,
@@ -336,8 +338,6 @@ impl app::ssr::Geo for GeoService {
         let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(internal)?;
         let (list, target) = target_of(&lists, &row.task_id).map_err(internal)?;
         let index = i64::try_from(target + 1).map_err(internal)?;
-        let key = crate::geo::plan::text_key(&geo, &row.level, &row.agent);
-        let text = self.store.geo_text(&key, &list.dataset, &list.category, index).await.map_err(internal)?;
         let tap: Vec<crate::geo::tap::Node> = self
             .store
             .tap_nodes(&trial)
@@ -356,6 +356,10 @@ impl app::ssr::Geo for GeoService {
             .map(|b| serde_json::from_str(b))
             .collect::<Result<_, _>>()
             .map_err(internal)?;
+        // The text the trial ranked (a later run may have stored another for a new original).
+        let planned = crate::geo::plan::text_key(&geo, &row.level, &row.agent);
+        let key = crate::geo::texts::ranked_key(&records, &planned);
+        let text = self.store.geo_text(key, &list.dataset, &list.category, index).await.map_err(internal)?;
         let result = (!records.is_empty() && row.state == TrialState::Done)
             .then(|| result_of(&records, list.items.len(), geo.protocol.agg));
         let adv = text.as_ref().map(|t| t.adv_text.clone()).unwrap_or_default();

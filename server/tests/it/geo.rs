@@ -343,10 +343,16 @@ async fn a_refused_call_counts_as_missing_and_the_trial_stays_in_the_means() {
     assert_eq!((report.failed_orders, report.failed_trials), (100, 10));
     // Clean: 10 targets × 10 orders × 2 replies × 10 lines; stuff: only the clean replies.
     assert_eq!((report.parser.as_str(), report.compared_parser.as_str(), report.lines), ("geobench", "strict", 3000));
+    // Every reply is read both ways, the refused ones too (they name nothing either way).
+    assert_eq!((report.replies, report.target_read_differently), (400, 0));
     assert!(report.incomplete.is_empty() && !report.lists_changed);
     // Read with other originals than the run was planned on, the report says so.
     let mut changed = lists.clone();
-    changed[0].items[0].text.push_str(" (an adopted original)");
+    let at = |l: &[server::geo::data::List], key: &str| l.iter().position(|l| l.key() == key).expect("list");
+    changed[at(&lists, "stsdata|cameras")].items[0].text.push_str(" (an adopted original)");
+    let other = server::geo::report::report(store.as_ref(), &changed, &run, 100, 0).await.expect("report");
+    assert!(!other.lists_changed, "a list the run never ranked changed");
+    changed[at(&lists, "stsdata|books")].items[0].text.push_str(" (an adopted original)");
     let other = server::geo::report::report(store.as_ref(), &changed, &run, 100, 0).await.expect("report");
     assert!(other.lists_changed);
     let out = crate::support::mirage(&path, &["geo", "report", "--run", &run, "--by", "method,dataset"]);

@@ -77,6 +77,9 @@ fn texts_made_from_replaced_originals_are_written_again_or_refused() {
     let clean = after["rows"].as_array().expect("rows").iter().find(|r| r["method"] == "clean").expect("clean");
     let nrg = &clean["nrg"];
     assert!(nrg["mean"] == 0.0 && nrg["lo"] == 0.0 && nrg["hi"] == 0.0, "the clean edit changes nothing: {clean}");
+    // The new texts stand beside the old ones: the first run still reads the texts it
+    // ranked, and still says they were made from the replaced original.
+    assert_eq!(report(&db, &before), old, "the first run's report is unchanged by the second run");
 
     // Imported texts cannot be written again: a run of the import made on the old original
     // is refused, naming it.
