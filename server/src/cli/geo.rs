@@ -186,6 +186,10 @@ pub struct GeoRunArgs {
     /// Resume a run instead of planning a new one.
     #[arg(long)]
     resume: Option<String>,
+    /// With --resume: put the run's trials that ended in error back in the queue first (a
+    /// writer that refused, a key fixed since), their stored orders kept.
+    #[arg(long, requires = "resume")]
+    retry_errors: bool,
     #[arg(long, default_value_t = 30, hide = true)]
     lease_secs: u64,
 }
@@ -432,6 +436,7 @@ async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> a
         Some(id) => {
             crate::geo::report::results(store.as_ref(), &crate::geo::import::stored_lists(store.as_ref()).await?, &id)
                 .await?;
+            super::run::retry_errors(store.as_ref(), &id, args.retry_errors).await?;
             id
         }
         None => {

@@ -99,6 +99,10 @@ pub struct RunArgs {
     /// Resume an interrupted run by id instead of planning a new one.
     #[arg(long, conflicts_with_all = ["agents"])]
     pub resume: Option<String>,
+    /// With --resume: put the run's trials that ended in error back in the queue first (an
+    /// endpoint that was down, a key fixed since), each going on from its stored steps.
+    #[arg(long, requires = "resume")]
+    pub retry_errors: bool,
     /// Seconds a claimed trial stays reserved without a heartbeat (a killed worker's
     /// trials return to the queue after this).
     #[arg(long, default_value_t = 30, hide = true)]
@@ -125,6 +129,24 @@ pub struct WorkerArgs {
     pub lease_secs: u64,
 }
 
+/// With `--retry-errors` (`retry`): the run's trials that ended in error go back in the
+/// queue, said on stderr; without it, a resumed run with such trials says how to retry them.
+pub(super) async fn retry_errors(store: &dyn Store, run_id: &str, retry: bool) -> anyhow::Result<()> {
+    if store.run(run_id).await?.status == RunStatus::Cancelled {
+        bail!("run {run_id} was cancelled");
+    }
+    if retry {
+        let n = store.retry_errors(run_id).await?;
+        eprintln!("run {run_id}: {n} trials that ended in error are queued again");
+    } else {
+        let errors = store.progress(run_id).await?.error;
+        if errors > 0 {
+            eprintln!("run {run_id}: {errors} trials ended in error and stay so (--retry-errors queues them again)");
+        }
+    }
+    Ok(())
+}
+
 /// `mirage run`: plans (or resumes) a run and executes it with a progress bar.
 pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<()> {
     use crate::runs::{RunSpec, create_run};
@@ -138,6 +160,7 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
             if run.status == RunStatus::Cancelled {
                 bail!("run {id} was cancelled");
             }
+            retry_errors(store.as_ref(), &id, args.retry_errors).await?;
             id
         }
         None => {

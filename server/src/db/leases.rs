@@ -24,6 +24,10 @@ pub trait LeaseStore: Send + Sync {
     /// stopping): its persisted steps stay, and the attempt is not counted. `false` when it
     /// was not running under this worker.
     async fn release_trial(&self, trial_id: &str, worker: &str) -> StoreResult<bool>;
+    /// Puts every trial of the run that ended in error back in the queue (its persisted steps
+    /// kept, its attempts and reason cleared) and makes a finished run active again. Returns
+    /// how many trials changed.
+    async fn retry_errors(&self, run_id: &str) -> StoreResult<u64>;
 }
 
 #[async_trait]
@@ -104,5 +108,32 @@ impl LeaseStore for SqlStore {
         .execute(&self.pool)
         .await?;
         Ok(r.rows_affected() == 1)
+    }
+
+    async fn retry_errors(&self, run_id: &str) -> StoreResult<u64> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        let result: StoreResult<u64> = async {
+            let n = sqlx::query(
+                "update trial set state = 'queued', error = null, worker = null, lease_until = null, run_after = null,
+                        attempts = 0, finished_at = null, updated_at = $2
+                  where run_id = $1 and state = 'error'",
+            )
+            .bind(run_id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if n > 0 {
+                sqlx::query("update run set status = 'active', updated_at = $2 where run_id = $1 and status = 'done'")
+                    .bind(run_id)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            Ok(n)
+        }
+        .await;
+        finish(tx, result).await
     }
 }

@@ -311,6 +311,52 @@ async fn chat_replies_are_cached_and_shared_across_methods() {
     assert_eq!((report.rows[0].summary.missing, report.rows[0].summary.nrg.mean), (1.0, 0.0));
 }
 
+/// Trials that ended in error stay so on a plain resume (which says how to retry them), and
+/// `--retry-errors` queues them again: once the endpoint answers, every target is scored.
+#[tokio::test]
+async fn errored_trials_are_retried_on_request() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let broken = std::sync::Arc::new(AtomicBool::new(true));
+    let flag = broken.clone();
+    // A 404 to every stuffed prompt while broken: a configuration error, so the trial fails.
+    let server = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, move |body| {
+        let shown = shown_names(body);
+        if flag.load(Ordering::SeqCst) && shown.iter().any(|(_, text)| text.contains("of the year")) {
+            return server::llm::scripted::Reply::Status(404, None);
+        }
+        let reply: String = shown.iter().enumerate().map(|(i, (n, _))| format!("{}. {n}\n", i + 1)).collect();
+        server::llm::scripted::Reply::Text(reply)
+    })
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = crate::support::temp_path(&dir, "r.db");
+    let url = server::db::database_url(path.to_str().expect("utf-8")).expect("url");
+    let store: std::sync::Arc<dyn server::db::Store> =
+        std::sync::Arc::new(server::db::SqlStore::connect(&url).await.expect("connect"));
+    let mut geo = spec(&["stsdata"], &["flaky"], &["clean", "stuff"]);
+    geo.lists = vec!["stsdata/books".into()];
+    geo.endpoints.insert("flaky".into(), server::llm::EndpointSpec::new(&server.base_url, "flaky-model"));
+    let run = server::runs::geo::create_geo_run(store.as_ref(), geo).await.expect("run");
+    execute(store.clone(), &run, 2).await;
+    assert_eq!(store.progress(&run).await.expect("progress").error, 10, "every stuffed trial failed");
+
+    broken.store(false, Ordering::SeqCst);
+    let out = crate::support::mirage_beside(&path, &["geo", "run", "--resume", &run]).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("10 trials ended in error and stay so (--retry-errors"), "{err}");
+    assert_eq!(store.progress(&run).await.expect("progress").error, 10, "a plain resume retries nothing");
+
+    let out = crate::support::mirage_beside(&path, &["geo", "run", "--resume", &run, "--retry-errors"]).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("10 trials that ended in error are queued again"), "{err}");
+    let p = store.progress(&run).await.expect("progress");
+    assert_eq!((p.done, p.error), (20, 0));
+    assert_eq!(store.run(&run).await.expect("run").status, server::db::RunStatus::Done);
+    let lists = lists().expect("lists");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run, 100, 0).await.expect("report");
+    assert!(report.incomplete.is_empty(), "{:?}", report.incomplete);
+}
+
 /// A content-blind model that refuses every stuffed list (HTTP 400, not retried): each
 /// refused call is a reply naming nothing, so the stuffed targets are missing in every
 /// order, no trial fails, the row stays with all its targets, and the report counts the
