@@ -31,6 +31,9 @@ pub struct GeoRow {
     pub nrg_target_weighted: f64,
     /// PPL-R under the built-in 4-gram model (equal-dataset mean of ratios).
     pub ppl_r: Option<f64>,
+    /// Trials of the row that ended in error or are unfinished: in no mean (marked ‡).
+    #[serde(default)]
+    pub incomplete: usize,
 }
 
 /// One (ranker, method, dataset) cell.
@@ -55,6 +58,10 @@ pub struct GeoIncomplete {
     /// Targets with a finished trial: those the row's figures are over.
     #[serde(default)]
     pub scored: usize,
+    /// Datasets of the run none of whose trials of this variant finished: they are left out
+    /// of its equal-dataset mean, so its figures are over the other datasets.
+    #[serde(default)]
+    pub left_out: Vec<String>,
 }
 
 impl GeoIncomplete {
@@ -66,9 +73,18 @@ impl GeoIncomplete {
                 self.ranker, self.method, self.errors, self.trials, self.unfinished
             )
         } else {
+            let left_out = if self.left_out.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; no target of {} was scored, so its equal-dataset mean is over the other datasets and \
+                     compares with rows over all of them only with care",
+                    self.left_out.join(", ")
+                )
+            };
             format!(
-                "{} / {}: {} of {} trials ended in error and {} are unfinished; its figures are over the other {} \
-                 targets only (a dataset whose every trial failed leaves its equal-dataset mean)",
+                "{} / {} ‡: {} of {} trials ended in error and {} are unfinished; its figures are over the other {} \
+                 targets only{left_out}",
                 self.ranker, self.method, self.errors, self.trials, self.unfinished, self.scored
             )
         }

@@ -27,7 +27,13 @@ fn nrg_class(nrg: f64) -> String {
 
 /// A heat cell of an NRG estimate (grey when there is none).
 #[component]
-fn NrgCell(est: Option<crate::model::Est>, #[prop(optional)] failed: bool) -> impl IntoView {
+fn NrgCell(
+    est: Option<crate::model::Est>,
+    #[prop(optional)] failed: bool,
+    /// The variant ran here but no target was scored (every trial failed): said, not blank.
+    #[prop(optional)]
+    unscored: bool,
+) -> impl IntoView {
     match est {
         Some(e) => view! {
             <td class=nrg_class(e.mean)>
@@ -37,6 +43,7 @@ fn NrgCell(est: Option<crate::model::Est>, #[prop(optional)] failed: bool) -> im
             </td>
         }
         .into_any(),
+        None if unscored => view! { <td class="heat na">"‡ no target scored"</td> }.into_any(),
         None => view! { <td class="heat na">""</td> }.into_any(),
     }
 }
@@ -279,7 +286,7 @@ fn methods_table(v: &GeoView) -> AnyView {
                     view! {
                         <tr>
                             <td>{r.ranker.clone()}</td><td>{r.group.clone()}</td>
-                            <td>{r.method.clone()}{(r.failed_orders > 0).then_some(" †")}</td>
+                            <td>{r.method.clone()}{(r.failed_orders > 0).then_some(" †")}{(r.incomplete > 0).then_some(" ‡")}</td>
                             <td class="num">{if r.band == 0 { "—".to_string() } else { r.band.to_string() }}</td>
                             <EstCell est=Some(r.nrg)/><EstCell est=Some(r.s_at_0_1)/><EstCell est=Some(r.p_at_0_1)/>
                             <EstCell est=Some(r.kvr)/><EstCell est=Some(r.nrg_after_keyword)/>
@@ -295,7 +302,11 @@ fn methods_table(v: &GeoView) -> AnyView {
                             } else {
                                 format!("{} of {} orders, {} targets", r.failed_orders, r.orders, r.failed_targets)
                             }}</td>
-                            <td><a href=href>{format!("{} targets", r.n)}</a></td>
+                            <td><a href=href>{if r.incomplete > 0 {
+                                format!("{} of {} targets", r.n, r.n + r.incomplete)
+                            } else {
+                                format!("{} targets", r.n)
+                            }}</a></td>
                         </tr>
                     }
                 }).collect_view()}
@@ -342,7 +353,10 @@ fn heatmaps(v: &GeoView, methods: &[String], rankers: &[String]) -> AnyView {
                                         .iter()
                                         .find(|c| &c.ranker == ranker && &c.method == m && &c.dataset == d);
                                     let failed = cell.is_some_and(|c| c.failed_orders > 0);
-                                    view! { <NrgCell est=cell.map(|c| c.nrg) failed=failed/> }
+                                    let unscored = v.incomplete.iter().any(|e| {
+                                        &e.ranker == ranker && &e.method == m && e.left_out.contains(d)
+                                    });
+                                    view! { <NrgCell est=cell.map(|c| c.nrg) failed=failed unscored=unscored/> }
                                 }).collect_view()}
                             </tr>
                         }).collect_view()}

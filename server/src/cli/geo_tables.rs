@@ -225,9 +225,9 @@ fn print_methods(report: &crate::geo::report::Report) {
         let s = &r.summary;
         t.add_row(vec![
             r.ranker.clone(),
-            r.method.clone(),
+            if r.incomplete > 0 { format!("{} ‡", r.method) } else { r.method.clone() },
             if r.band == 0 { "—".to_string() } else { r.band.to_string() },
-            s.n.to_string(),
+            if r.incomplete > 0 { format!("{} of {}", s.n, s.n + r.incomplete) } else { s.n.to_string() },
             marked(&s.nrg, s),
             marked(&s.s_at_0_1, s),
             marked(&s.p_at_0_1, s),
@@ -275,6 +275,14 @@ fn print_datasets(report: &crate::geo::report::Report) {
             marked(&s.p_at_0_1, s),
             failed(s),
         ]);
+    }
+    // A dataset none of whose trials finished has no figures: said, not left out silently.
+    for e in &report.incomplete {
+        for dataset in &e.left_out {
+            let none = "— (no target scored)".to_string();
+            let row = [&e.ranker, &format!("{} ‡", e.method), dataset, "0", &none, "—", "—", "—"];
+            t.add_row(row.map(ToString::to_string).to_vec());
+        }
     }
     println!("{t}");
 }

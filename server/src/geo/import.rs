@@ -75,7 +75,6 @@ fn line_at(bytes: &[u8], offset: u64) -> u64 {
 
 /// Reads and checks an instance file. `name` is the variant's name after `import:`;
 /// `adopt`: GEO-Bench's originals replace differing stored descriptions.
-
 pub fn read(lists: &[List], file: &str, bytes: &[u8], name: &str, adopt: bool) -> anyhow::Result<Import> {
     if name.is_empty() || name.contains(['@', ' ']) {
         bail!("--variant: {name:?} must be a non-empty name without spaces or @");

@@ -30,6 +30,10 @@ pub struct Row {
     /// For TAP: how its searches went.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tap: Option<TapStats>,
+    /// Trials of the row that ended in error or are unfinished: in no mean (marked ‡; the
+    /// report's incomplete list names the datasets left out).
+    #[serde(default)]
+    pub incomplete: usize,
 }
 
 /// How a TAP variant's searches went: targets searched, mean nodes scored, the share whose
@@ -235,12 +239,20 @@ pub struct Tally {
     pub lists_changed: bool,
     /// Stored texts made from another original than the list's now.
     pub stale_texts: usize,
+    /// Per variant, per dataset: (trials, scored).
+    pub by_dataset: BTreeMap<(String, String), BTreeMap<String, (usize, usize)>>,
 }
 
 impl Tally {
     /// The variants with trials in no mean: ended in error or unfinished, or none scored.
     pub fn incomplete(&self) -> Vec<Incomplete> {
-        self.by_variant.values().filter(|v| v.errors + v.unfinished > 0 || v.scored == 0).cloned().collect()
+        let mut out: Vec<Incomplete> =
+            self.by_variant.values().filter(|v| v.errors + v.unfinished > 0 || v.scored == 0).cloned().collect();
+        for v in &mut out {
+            let datasets = self.by_dataset.get(&(v.ranker.clone(), v.method.clone()));
+            v.left_out = datasets.into_iter().flatten().filter(|(_, c)| c.1 == 0).map(|(d, _)| d.clone()).collect();
+        }
+        out
     }
 }
 
@@ -285,8 +297,7 @@ pub async fn results(
     let mut tally = Tally {
         trials: trials.len(),
         // Runs planned before versions were kept per run stored every list's.
-        lists_changed: super::data::version_of(lists, trials.iter().map(|t| t.task_id.as_str()))
-            != run.corpus_version
+        lists_changed: super::data::version_of(lists, trials.iter().map(|t| t.task_id.as_str())) != run.corpus_version
             && super::data::data_version(lists) != run.corpus_version,
         stale_texts,
         ..Tally::default()
@@ -300,8 +311,18 @@ pub async fn results(
             errors: 0,
             unfinished: 0,
             scored: 0,
+            left_out: Vec::new(),
         });
         row.trials += 1;
+        let dataset = trial.task_id.strip_prefix("geo:").and_then(|t| t.split_once('/')).map_or("", |(d, _)| d);
+        let counts = tally
+            .by_dataset
+            .entry((trial.agent.clone(), trial.level.clone()))
+            .or_default()
+            .entry(dataset.to_string())
+            .or_default();
+        counts.0 += 1;
+        counts.1 += usize::from(trial.state == TrialState::Done);
         match trial.state {
             TrialState::Done => row.scored += 1,
             TrialState::Error => {
@@ -325,12 +346,7 @@ pub async fn results(
             }
         }
         let text_key = ranked_key(trial);
-        let key = (
-            text_key.clone(),
-            list.dataset.clone(),
-            list.category.clone(),
-            i64::try_from(target + 1)?,
-        );
+        let key = (text_key.clone(), list.dataset.clone(), list.category.clone(), i64::try_from(target + 1)?);
         let (kvr, ppl_r, search) =
             *flagged.get(&key).with_context(|| format!("trial {}: no stored text", trial.trial_id))?;
         out.entry((trial.agent.clone(), trial.level.clone())).or_default().push(Scored {
@@ -415,7 +431,9 @@ fn summarise_run(
     let mut datasets = Vec::new();
     for ((ranker, method), scored) in results {
         let Some(summary) = summarise_weighted(scored, weight, resamples, seed) else { continue };
-        rows.push(Row { ranker: ranker.clone(), method: method.clone(), summary, band: 0, tap: tap_stats(scored) });
+        let incomplete = tally.by_variant.get(&(ranker.clone(), method.clone())).map_or(0, |v| v.errors + v.unfinished);
+        let tap = tap_stats(scored);
+        rows.push(Row { ranker: ranker.clone(), method: method.clone(), summary, band: 0, tap, incomplete });
         for dataset in &geo.datasets {
             let mine: Vec<Scored> = scored.iter().filter(|s| &s.dataset == dataset).cloned().collect();
             if let Some(summary) = summarise(&mine, resamples, seed) {

@@ -204,8 +204,9 @@ impl RunTexts {
                 let by_target = stored.map(|t| ((format!("{}|{}", t.dataset, t.category), t.target_idx), t.adv_text));
                 texts.insert(key.clone(), by_target.collect());
             }
-            let adv =
-                texts[key].get(&(s.list.clone(), i64::try_from(s.target)?)).with_context(|| format!("no text of {key}"))?;
+            let adv = texts[key]
+                .get(&(s.list.clone(), i64::try_from(s.target)?))
+                .with_context(|| format!("no text of {key}"))?;
             edited.insert((key.clone(), s.list.clone(), s.target), adv.clone());
             let list = lists.iter().find(|l| l.key() == s.list).context("a list of the run")?;
             let original = list.items[s.target - 1].text.clone();

@@ -37,10 +37,12 @@ pub async fn lookup(store: &dyn Store, key: &str, list: &List, target: usize) ->
     match store.geo_text(key, &list.dataset, &list.category, index).await? {
         None => Ok(Lookup::Absent),
         Some(t) if t.made_on(original) => Ok(Lookup::Current(t)),
-        Some(_) => Ok(match store.geo_text(&for_original(key, original), &list.dataset, &list.category, index).await? {
-            Some(t) if t.made_on(original) => Lookup::Current(t),
-            _ => Lookup::Stale,
-        }),
+        Some(_) => {
+            Ok(match store.geo_text(&for_original(key, original), &list.dataset, &list.category, index).await? {
+                Some(t) if t.made_on(original) => Lookup::Current(t),
+                _ => Lookup::Stale,
+            })
+        }
     }
 }
 

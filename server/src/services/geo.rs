@@ -270,6 +270,7 @@ impl app::ssr::Geo for GeoService {
                     failed_targets: s.failed_targets,
                     nrg_target_weighted: s.nrg_target_weighted,
                     ppl_r: s.ppl_r,
+                    incomplete: row.incomplete,
                 }
             })
             .collect();

@@ -311,17 +311,30 @@ async fn chat_replies_are_cached_and_shared_across_methods() {
     assert_eq!((report.rows[0].summary.missing, report.rows[0].summary.nrg.mean), (1.0, 0.0));
 }
 
-/// Trials that ended in error stay so on a plain resume (which says how to retry them), and
-/// `--retry-errors` queues them again: once the endpoint answers, every target is scored.
+/// A dataset whose every trial of a row failed is named and marked (‡) rather than silently
+/// left out of the row's equal-dataset mean. Trials that ended in error stay so on a plain
+/// resume (which says how to retry them), and `--retry-errors` queues them again: once the
+/// endpoint answers, every target is scored.
 #[tokio::test]
-async fn errored_trials_are_retried_on_request() {
+async fn errored_trials_are_named_and_retried_on_request() {
     use std::sync::atomic::{AtomicBool, Ordering};
+    let lists = lists().expect("lists");
+    let books: Vec<String> = lists
+        .iter()
+        .find(|l| l.key() == "stsdata|books")
+        .expect("books")
+        .items
+        .iter()
+        .map(|i| i.name.clone())
+        .collect();
     let broken = std::sync::Arc::new(AtomicBool::new(true));
     let flag = broken.clone();
-    // A 404 to every stuffed prompt while broken: a configuration error, so the trial fails.
+    // While broken, a 404 (a configuration error: the trial fails) to every stuffed prompt of
+    // stsdata's books; cseo's book list (other titles) is answered throughout.
     let server = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, move |body| {
         let shown = shown_names(body);
-        if flag.load(Ordering::SeqCst) && shown.iter().any(|(_, text)| text.contains("of the year")) {
+        let stuffed = shown.iter().find(|(_, text)| text.contains("of the year"));
+        if flag.load(Ordering::SeqCst) && stuffed.is_some_and(|(name, _)| books.contains(name)) {
             return server::llm::scripted::Reply::Status(404, None);
         }
         let reply: String = shown.iter().enumerate().map(|(i, (n, _))| format!("{}. {n}\n", i + 1)).collect();
@@ -334,11 +347,22 @@ async fn errored_trials_are_retried_on_request() {
     let store: std::sync::Arc<dyn server::db::Store> =
         std::sync::Arc::new(server::db::SqlStore::connect(&url).await.expect("connect"));
     let mut geo = spec(&["stsdata"], &["flaky"], &["clean", "stuff"]);
-    geo.lists = vec!["stsdata/books".into()];
+    geo.datasets = vec!["stsdata".into(), "cseo".into()];
+    geo.lists = vec!["stsdata/books".into(), "cseo/books".into()];
     geo.endpoints.insert("flaky".into(), server::llm::EndpointSpec::new(&server.base_url, "flaky-model"));
     let run = server::runs::geo::create_geo_run(store.as_ref(), geo).await.expect("run");
     execute(store.clone(), &run, 2).await;
-    assert_eq!(store.progress(&run).await.expect("progress").error, 10, "every stuffed trial failed");
+    assert_eq!(store.progress(&run).await.expect("progress").error, 10, "every stuffed trial of stsdata failed");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run, 100, 0).await.expect("report");
+    let stuff = report.rows.iter().find(|r| r.method == "stuff").expect("the row stays");
+    assert_eq!((stuff.summary.n, stuff.incomplete), (10, 10));
+    let listed = report.incomplete.iter().find(|e| e.method == "stuff").expect("listed");
+    assert_eq!(listed.left_out, ["stsdata"], "{listed:?}");
+    assert!(listed.describe().contains("no target of stsdata was scored"), "{}", listed.describe());
+    let out = crate::support::mirage_beside(&path, &["geo", "report", "--run", &run, "--by", "method,dataset"]).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("stuff ‡") && text.contains("10 of 20"), "the row is marked with its count: {text}");
+    assert!(text.contains("— (no target scored)"), "the left-out dataset has its row: {text}");
 
     broken.store(false, Ordering::SeqCst);
     let out = crate::support::mirage_beside(&path, &["geo", "run", "--resume", &run]).await;
@@ -350,9 +374,8 @@ async fn errored_trials_are_retried_on_request() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && err.contains("10 trials that ended in error are queued again"), "{err}");
     let p = store.progress(&run).await.expect("progress");
-    assert_eq!((p.done, p.error), (20, 0));
+    assert_eq!((p.done, p.error), (40, 0));
     assert_eq!(store.run(&run).await.expect("run").status, server::db::RunStatus::Done);
-    let lists = lists().expect("lists");
     let report = server::geo::report::report(store.as_ref(), &lists, &run, 100, 0).await.expect("report");
     assert!(report.incomplete.is_empty(), "{:?}", report.incomplete);
 }
