@@ -1098,6 +1098,7 @@ async fn the_logprob_judge_scores_a_run() {
     .expect("score");
     assert_eq!(judge.requests().len(), 180, "the second scoring is answered from the cache");
     assert_eq!(again.judge_calibration.fpr, 0.0);
+    assert!(!again.lists_changed && again.stale_texts == 0);
     // Both settings are stored with the run, newest first, under their labels.
     let stored = store.geo_detections(&run).await.expect("stored");
     assert_eq!(stored.len(), 2);
@@ -1179,6 +1180,20 @@ async fn the_logprob_judge_scores_a_run() {
     }
     assert!(f.judge.ends_with(&format!("/{}", prompt.version)) && f.label.contains(&prompt.version), "{}", f.label);
     assert_eq!(f.rows.iter().find(|r| r.method == "stuff").and_then(|r| r.auroc), Some(1.0));
+    // Scored against lists whose original changed since the run (adopted), it says so: the
+    // calibration reads originals the run never ranked, and the texts made from the old one.
+    let mut changed = lists.clone();
+    let first = changed.iter_mut().find(|l| l.dataset == "stsdata").expect("a list of the run");
+    first.items[0].text.push_str(" An adopted sentence.");
+    let on_changed = server::geo::score::score(
+        store.as_ref(),
+        &changed,
+        &run,
+        &settings(Some(0.0), JudgeMode::Logprobs, CalibrationMode::Equal),
+    )
+    .await
+    .expect("score");
+    assert!(on_changed.lists_changed && on_changed.stale_texts == 2, "clean and stuff of that target");
 }
 
 /// A cross-encoder ranker (`/rerank`): one pass per target, the edited target scored against
