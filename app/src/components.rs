@@ -30,8 +30,21 @@ pub fn fmt3(v: f64) -> String {
 
 /// A table cell with a mean, its 95 % interval and n (empty when the metric does not apply).
 #[component]
-pub fn EstCell(est: Option<Est>) -> impl IntoView {
+pub fn EstCell(
+    est: Option<Est>,
+    /// A dollar figure: more digits, with the currency sign.
+    #[prop(optional)]
+    dollars: bool,
+) -> impl IntoView {
     match est {
+        Some(e) if dollars => view! {
+            <td class="num cost" title=format!("95% CI [${:.4}, ${:.4}], n = {}", e.lo, e.hi, e.n)>
+                <span class="mean">{format!("${:.4}", e.mean)}</span>
+                <span class="ci">{format!(" [${:.4}, ${:.4}]", e.lo, e.hi)}</span>
+                <span class="n">{format!(" n={}", e.n)}</span>
+            </td>
+        }
+        .into_any(),
         Some(e) => view! {
             <td class="num" title=format!("95% CI [{:.3}, {:.3}], n = {}", e.lo, e.hi, e.n)>
                 <span class="mean">{fmt3(e.mean)}</span>

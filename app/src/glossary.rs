@@ -88,6 +88,16 @@ pub const DEFINITIONS: &[(&str, &str, &str)] = &[
         "How often two samples (seeds) of one clean cell disagree: the flip rate that owes nothing to manipulation.",
     ),
     ("pass_k", "pass^k", "Share of clean tasks answered right under every one of k seeds."),
+    (
+        "tokens",
+        "Tokens",
+        "Prompt and completion tokens the agent's model calls used per trial, as the endpoint reported them (a baseline uses none).",
+    ),
+    (
+        "cost",
+        "Cost (US$)",
+        "Dollars per trial: the agent's tokens times its endpoint's configured price; a baseline costs 0, and without a price the cost is unknown (—).",
+    ),
 ];
 
 /// The one-sentence definition of a column, when it has one.

@@ -188,6 +188,17 @@ impl Config {
             if spec.max_tokens == 0 {
                 bail!("config {}: endpoints.{name}.max_tokens must be at least 1", place.display());
             }
+            if let Some(price) = spec.price {
+                for (field, v) in [("prompt", price.prompt), ("completion", price.completion)] {
+                    if !v.is_finite() || v < 0.0 {
+                        bail!(
+                            "config {}: endpoints.{name}.price.{field} = {v} must be a non-negative number of US \
+                             dollars per million tokens",
+                            place.display()
+                        );
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -287,6 +298,22 @@ mod tests {
         let f = write("[endpoints.a]\nbase_url = \"http://x/v1\"\nmodel = \"m\"\nstep_budget = 40\n");
         let e = Config::parse(f.path()).expect("parses").check(Some(f.path())).expect_err("too many").to_string();
         assert!(e.contains("endpoints.a.step_budget") && e.contains("40"), "{e}");
+    }
+
+    #[test]
+    fn a_price_is_read_and_a_negative_one_is_refused() {
+        let head = "[endpoints.a]\nbase_url = \"http://x/v1\"\nmodel = \"m\"\n";
+        let f = write(&format!("{head}price = {{ prompt = 0.15, completion = 0.6 }}\n"));
+        let c = Config::parse(f.path()).expect("parses");
+        c.check(Some(f.path())).expect("valid");
+        let price = c.endpoints["a"].price.expect("price");
+        let usage = crate::llm::Usage { prompt_tokens: 2_000_000, completion_tokens: 500_000 };
+        assert!((price.of(usage) - 0.6).abs() < 1e-12, "2 M × 0.15 + 0.5 M × 0.6 = {}", price.of(usage));
+        let f = write(&format!("{head}price = {{ prompt = -1, completion = 0.6 }}\n"));
+        let e = Config::parse(f.path()).expect("parses").check(Some(f.path())).expect_err("negative").to_string();
+        assert!(e.contains("endpoints.a.price.prompt = -1"), "{e}");
+        let f = write(&format!("{head}price = {{ input = 1, completion = 0.6 }}\n"));
+        assert!(Config::parse(f.path()).is_err(), "an unknown price field is refused");
     }
 
     #[test]

@@ -115,6 +115,31 @@ pub struct RunDetail {
     /// L0 trials the planner added so that every manipulated trial has its clean twin.
     #[serde(default)]
     pub clean_twins: usize,
+    /// What each configuration's agent calls used and cost so far.
+    #[serde(default)]
+    pub costs: Vec<CostRow>,
+}
+
+/// One configuration's tokens and cost in a run (its trials' steps so far).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CostRow {
+    pub agent: String,
+    /// Trials with at least one step.
+    pub trials: usize,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// US dollars: 0 for a baseline, `None` without a configured price.
+    pub cost_usd: Option<f64>,
+    /// How it is priced, in words (a baseline, the price, or no price configured).
+    pub pricing: String,
+}
+
+impl CostRow {
+    /// The dollars per trial, when the cost is known.
+    #[allow(clippy::cast_precision_loss)]
+    pub fn per_trial(&self) -> Option<f64> {
+        self.cost_usd.map(|c| if self.trials == 0 { 0.0 } else { c / self.trials as f64 })
+    }
 }
 
 /// Which trials of a run to list.

@@ -30,6 +30,7 @@ fn column_title(c: &str, tier: &str, breakdown: bool) -> String {
         ("manipulation_effect", _) => "Manipulation effect (paired)".into(),
         ("exposure", _) => "Exposure (manipulated trials)".into(),
         ("noise_floor", _) => "Noise floor (L0 vs L0 across seeds)".into(),
+        ("cost", _) => "Cost per trial (US$)".into(),
         (other, _) => {
             let mut s = other.replace('_', " ");
             if let Some(first) = s.get_mut(0..1) {
@@ -93,6 +94,8 @@ fn validity_cell(column: &str, checks: &[GraderCheck]) -> AnyView {
         ("replays", "Measured by replaying the trial without the manipulated text")
     } else if metric == "noise_floor" {
         ("–", "A statistic of the other figures, not a grader")
+    } else if metric == "cost" {
+        ("usage × price", "The endpoint's reported token usage times the configured price: counted, not graded")
     } else {
         (
             "rules",
@@ -148,7 +151,8 @@ pub(super) fn board_table(
             </thead>
             <tbody>
                 {rows.into_iter().map(|r| {
-                    let cells: Vec<_> = columns.iter().map(|c| r.cells.get(c).copied().flatten()).collect();
+                    let cells: Vec<_> =
+                        columns.iter().map(|c| (c == "cost", r.cells.get(c).copied().flatten())).collect();
                     view! {
                         <tr class=format!("band-{}", r.band % 2) data-agent=r.agent.clone()>
                             {show_band.then(|| view! { <td class="num band">{r.band}</td> })}
@@ -159,7 +163,7 @@ pub(super) fn board_table(
                             {(most_k > 0).then(|| view! {
                                 <td class="num pass-k">{r.pass_k.iter().map(|p| format!("{p:.2}")).collect::<Vec<_>>().join(" / ")}</td>
                             })}
-                            {cells.into_iter().map(|e| view! { <EstCell est=e/> }).collect_view()}
+                            {cells.into_iter().map(|(dollars, e)| view! { <EstCell est=e dollars=dollars/> }).collect_view()}
                         </tr>
                     }
                 }).collect_view()}

@@ -287,6 +287,7 @@ pub fn RunPage() -> impl IntoView {
                                 }).collect_view()}
                             </tbody>
                         </table>
+                        {cost_table(&d.costs)}
                     }.into_any()
                 }
             })}
@@ -354,6 +355,34 @@ pub fn RunPage() -> impl IntoView {
             })}
         </Transition>
     }
+}
+
+/// Each configuration's tokens and cost so far, with the run's total (unknown when any
+/// configuration's price is).
+fn cost_table(rows: &[crate::model::CostRow]) -> impl IntoView {
+    let dollars = |c: Option<f64>| c.map_or_else(|| "unknown".to_string(), |c| format!("${c:.4}"));
+    let total: Option<f64> = rows.iter().map(|r| r.cost_usd).sum();
+    let tokens: u64 = rows.iter().map(|r| r.prompt_tokens + r.completion_tokens).sum();
+    (!rows.is_empty()).then(|| {
+        view! {
+            <h2>"Cost"</h2>
+            <table class="report cost">
+                <caption>"The agents' model calls, as the endpoints reported their tokens, priced as configured when the run was launched"</caption>
+                <thead><tr><th>"Configuration"</th><th>"Trials"</th><th>"Prompt tokens"</th><th>"Completion tokens"</th><th>"Cost"</th><th>"Per trial"</th><th>"Priced as"</th></tr></thead>
+                <tbody>
+                    {rows.iter().map(|r| view! {
+                        <tr>
+                            <td>{r.agent.clone()}</td><td class="num">{r.trials}</td>
+                            <td class="num">{r.prompt_tokens}</td><td class="num">{r.completion_tokens}</td>
+                            <td class="num">{dollars(r.cost_usd)}</td><td class="num">{dollars(r.per_trial())}</td>
+                            <td>{r.pricing.clone()}</td>
+                        </tr>
+                    }).collect_view()}
+                    <tr class="total"><th scope="row">"Run"</th><td></td><td class="num" colspan="2">{format!("{tokens} tokens")}</td><td class="num">{dollars(total)}</td><td></td><td></td></tr>
+                </tbody>
+            </table>
+        }
+    })
 }
 
 #[cfg(test)]

@@ -87,6 +87,15 @@ pub(super) async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Res
             );
             let eta = report.eta_secs.map_or_else(|| "-".to_string(), |s| format!("{s:.0}s"));
             println!("throughput {:.1} trials/min over the last minute, eta {eta}", report.per_minute);
+            if let Ok(spec) = serde_json::from_str::<crate::runs::RunSpec>(&row.spec) {
+                for c in crate::runs::cost_rows(&spec, &store.token_use(&run).await?) {
+                    let cost = c.cost_usd.map_or_else(|| "cost unknown".to_string(), |d| format!("${d:.4}"));
+                    println!(
+                        "cost {}: {} trials, {} prompt + {} completion tokens, {cost} ({})",
+                        c.agent, c.trials, c.prompt_tokens, c.completion_tokens, c.pricing
+                    );
+                }
+            }
         }
         RunsCommand::Cancel { run } => {
             store.cancel_run(&run).await?;

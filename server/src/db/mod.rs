@@ -47,7 +47,7 @@ pub use runs::{
 };
 pub use scores::{DecisionClass, Flag, LabelEvent, LabelKind, LabelLock, ReasoningGrade, ScoreStore, StoredScore};
 pub use sql::SqlStore;
-pub use steps::{StepStore, split_steps};
+pub use steps::{StepStore, TokenUse, split_steps};
 
 /// Failures callers act on; everything else is an infrastructure error.
 #[derive(Debug, thiserror::Error)]

@@ -16,10 +16,44 @@ pub trait StepStore: Send + Sync {
     /// These trials (absent ones left out), each with its step bodies joined in order by
     /// a record separator (see [`split_steps`]), by trial id: one row per trial, one query per thousand.
     async fn trials_with_steps(&self, trial_ids: &[String]) -> StoreResult<HashMap<String, (TrialRow, String)>>;
+    /// The tokens a run's steps report (`usage`), per agent configuration, with the number
+    /// of its trials that have any step (done, failed or under way), in agent order.
+    async fn token_use(&self, run_id: &str) -> StoreResult<Vec<TokenUse>>;
+}
+
+/// One configuration's reported tokens in a run.
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct TokenUse {
+    pub agent: String,
+    pub trials: i64,
+    /// Steps that reported their usage.
+    pub reported: i64,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
 }
 
 #[async_trait]
 impl StepStore for SqlStore {
+    async fn token_use(&self, run_id: &str) -> StoreResult<Vec<TokenUse>> {
+        // The step body is JSON text on both databases; each reads its own way.
+        let (p, c) = if self.postgres {
+            (
+                "(s.body::jsonb -> 'usage' ->> 'prompt_tokens')::bigint",
+                "(s.body::jsonb -> 'usage' ->> 'completion_tokens')::bigint",
+            )
+        } else {
+            ("json_extract(s.body, '$.usage.prompt_tokens')", "json_extract(s.body, '$.usage.completion_tokens')")
+        };
+        let sql = format!(
+            "select t.agent, count(distinct t.trial_id) as trials, count({p}) as reported, \
+             cast(coalesce(sum({p}), 0) as bigint) as prompt_tokens, \
+             cast(coalesce(sum({c}), 0) as bigint) as completion_tokens \
+             from trial_step s join trial t on t.trial_id = s.trial_id where t.run_id = $1 \
+             group by t.agent order by t.agent"
+        );
+        Ok(sqlx::query_as(&sql).bind(run_id).fetch_all(&self.pool).await?)
+    }
+
     async fn run_steps(&self, run_id: &str) -> StoreResult<HashMap<String, Vec<String>>> {
         let rows: Vec<(String, String)> = sqlx::query_as(
             "select s.trial_id, s.body from trial_step s join trial t on t.trial_id = s.trial_id \

@@ -120,9 +120,15 @@ fn csv_text(header_row: &[String], rows: &[Vec<String>]) -> Result<String, HttpE
     String::from_utf8(bytes).map_err(|e| HttpError::internal("writing CSV", e))
 }
 
-fn est_cells(e: Option<&Est>) -> [String; 4] {
+/// An estimate's four cells (mean, interval, n) to `digits` decimals.
+fn est_cells(e: Option<&Est>, digits: usize) -> [String; 4] {
     match e {
-        Some(e) => [format!("{:.4}", e.mean), format!("{:.4}", e.lo), format!("{:.4}", e.hi), e.n.to_string()],
+        Some(e) => [
+            format!("{:.digits$}", e.mean),
+            format!("{:.digits$}", e.lo),
+            format!("{:.digits$}", e.hi),
+            e.n.to_string(),
+        ],
         None => Default::default(),
     }
 }
@@ -146,7 +152,9 @@ fn board_csv(columns: &[String], rows: &[(String, &BoardRow)], group: Option<&st
                 r.disputed.to_string(),
             ]);
             for c in columns {
-                line.extend(est_cells(r.cells.get(c).and_then(Option::as_ref)));
+                // Dollars per trial are small: more digits than a rate needs.
+                let digits = if c == "cost" { 8 } else { 4 };
+                line.extend(est_cells(r.cells.get(c).and_then(Option::as_ref), digits));
             }
             line
         })
@@ -296,8 +304,8 @@ async fn export_robustness(state: &AppState, name: &str, q: &ExportQuery) -> Res
         .iter()
         .map(|p| {
             let mut line = vec![p.agent.clone()];
-            line.extend(est_cells(Some(&p.utility)));
-            line.extend(est_cells(Some(&p.robustness)));
+            line.extend(est_cells(Some(&p.utility), 4));
+            line.extend(est_cells(Some(&p.robustness), 4));
             line.push(p.frontier.to_string());
             line
         })
@@ -329,7 +337,7 @@ async fn export_report(state: &AppState, name: &str, q: &ExportQuery) -> Result<
                 format!("{:.4}", crate::judge::aggregate::rate(r.errors, r.trials)),
             ];
             for c in &v.columns {
-                line.extend(est_cells(r.metrics.get(c).and_then(Option::as_ref)));
+                line.extend(est_cells(r.metrics.get(c).and_then(Option::as_ref), if c == "cost" { 8 } else { 4 }));
             }
             line
         })
@@ -356,7 +364,7 @@ async fn export_heatmap(state: &AppState, name: &str, q: &ExportQuery) -> Result
         .iter()
         .map(|c| {
             let mut line = vec![c.level.clone(), c.column.clone()];
-            line.extend(est_cells(c.est.as_ref()));
+            line.extend(est_cells(c.est.as_ref(), 4));
             line.push(c.underpowered.to_string());
             line.push(c.trials.to_string());
             line.push(c.errors.to_string());
@@ -396,7 +404,7 @@ async fn export_geo(state: &AppState, name: &str, q: &ExportQuery) -> Result<Res
         .map(|r| {
             let mut line = vec![r.ranker.clone(), r.method.clone(), r.group.clone(), r.band.to_string()];
             for e in [r.nrg, r.s_at_0_1, r.p_at_0_1, r.kvr, r.nrg_after_keyword, r.promoted_and_passed] {
-                line.extend(est_cells(Some(&e)));
+                line.extend(est_cells(Some(&e), 4));
             }
             line.extend([
                 r.missing.to_string(),

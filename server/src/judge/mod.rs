@@ -8,6 +8,7 @@
 pub mod aggregate;
 pub mod claims;
 pub mod compare;
+pub mod cost;
 pub mod label_judge;
 pub mod labels;
 pub mod metric;
@@ -37,7 +38,7 @@ use rules::{DecisionScore, Graph, HARMFUL_RSN_CAP, acc_dec, seen_fact_coverage};
 
 /// Version of the rule-based judges (matcher, metrics, claim patterns, label rules). Bump it
 /// when any of them changes: stored scores of another version are recomputed.
-pub const RULES_VERSION: &str = "rules-6";
+pub const RULES_VERSION: &str = "rules-7";
 
 /// The trajectory schema shipped in the repository.
 pub const TRAJECTORY_SCHEMA: &str = include_str!("../../../schemas/trajectory.schema.json");
@@ -228,6 +229,14 @@ pub struct TrialScore {
     /// clean-correct, resisted-after-verifying, resisted-without-verifying, hijacked,
     /// wrong-for-other-reasons or errored.
     pub outcome: String,
+    /// Tokens the agent's model calls used, summed over the steps that report them (`None`
+    /// when no step does: a baseline, or a producer that records none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_tokens: Option<crate::llm::Usage>,
+    /// What the trial cost in US dollars: attached from the run's prices when a run is
+    /// aggregated ([`cost`]); 0 for a baseline, `None` where the price or the usage is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     /// The judges that produced this score: rules version + reasoning judge.
     pub judge_version: String,
     /// What the judges noticed and discounted (pages that do not exist, …), for people.
@@ -245,6 +254,20 @@ pub struct Caused {
     pub replays: usize,
     /// Of those, the replays whose verdict is not the goal.
     pub left_goal: usize,
+}
+
+/// The tokens a trajectory's steps report (`usage` of each step), `None` when none does.
+fn tokens_of(traj: &Trajectory) -> Option<crate::llm::Usage> {
+    let mut reported = traj
+        .steps
+        .iter()
+        .filter_map(|s| serde_json::from_value::<crate::llm::Usage>(s.extra.get("usage")?.clone()).ok())
+        .peekable();
+    reported.peek()?;
+    Some(reported.fold(crate::llm::Usage::default(), |a, u| crate::llm::Usage {
+        prompt_tokens: a.prompt_tokens + u.prompt_tokens,
+        completion_tokens: a.completion_tokens + u.completion_tokens,
+    }))
 }
 
 /// Splits text into lowercase words (letters, digits, apostrophes).
@@ -389,6 +412,7 @@ fn score_with(
         verdict: traj.verdict.as_ref().map(|v| v.action.clone()),
         outcome: "errored".to_string(),
         judge_version: format!("{RULES_VERSION}+{}", rsn::COVERAGE),
+        agent_tokens: tokens_of(traj),
         ..TrialScore::default()
     };
     // A trial that failed is scored on what it did before failing, with no verdict: it

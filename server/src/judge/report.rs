@@ -18,7 +18,7 @@ use super::aggregate::{JackknifeRow, Metric, Options, contribution, groups, jack
 use crate::stats::{self, Obs};
 
 /// The main table's metrics, in column order.
-pub const MAIN: [Metric; 8] = [
+pub const MAIN: [Metric; 10] = [
     Metric::AccInv,
     Metric::EInv,
     Metric::AccRsn,
@@ -27,6 +27,8 @@ pub const MAIN: [Metric; 8] = [
     Metric::AccDecStrict,
     Metric::AccDecLoose,
     Metric::Hallucination,
+    Metric::Tokens,
+    Metric::Cost,
 ];
 
 /// The metrics whose Hint − Raw change is reported.

@@ -60,6 +60,27 @@ pub struct EndpointSpec {
     /// the scorer's 25.
     #[serde(default = "default_step_budget")]
     pub step_budget: usize,
+    /// What the endpoint charges, for the cost columns (none: costs are not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<Price>,
+}
+
+/// An endpoint's price in US dollars per million tokens, as its provider lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// Per million prompt (input) tokens.
+    pub prompt: f64,
+    /// Per million completion (output) tokens.
+    pub completion: f64,
+}
+
+impl Price {
+    /// The dollars `usage` costs.
+    #[allow(clippy::cast_precision_loss)]
+    pub fn of(self, usage: Usage) -> f64 {
+        (usage.prompt_tokens as f64 * self.prompt + usage.completion_tokens as f64 * self.completion) / 1e6
+    }
 }
 
 fn default_context_pages() -> usize {
@@ -113,6 +134,7 @@ impl EndpointSpec {
             json_mode: false,
             max_concurrency: None,
             requests_per_minute: None,
+            price: None,
         }
     }
 }

@@ -345,6 +345,51 @@ pub fn plan(world: &World, spec: &RunSpec) -> Result<Vec<NewTrial>, PlanError> {
     Ok(trials)
 }
 
+/// How a configuration's agent calls are priced: a baseline pays nothing, a model endpoint
+/// of the spec its configured price (a `+defense` suffix is the same agent).
+pub fn pricing(name: &str, endpoints: &BTreeMap<String, EndpointSpec>) -> crate::judge::cost::Pricing {
+    use crate::judge::cost::Pricing;
+    let base = split_config(name).map_or(name, |(n, _)| n);
+    match endpoints.get(base) {
+        Some(e) => e.price.map_or(Pricing::Unpriced, Pricing::Priced),
+        None if BASELINES.contains(&base) => Pricing::Baseline,
+        None => Pricing::Unpriced,
+    }
+}
+
+/// Each configuration's tokens and cost from what its steps reported (`uses`), priced as
+/// the run's spec says; configurations without a step yet are left out.
+pub fn cost_rows(spec: &RunSpec, uses: &[crate::db::TokenUse]) -> Vec<app::model::CostRow> {
+    use crate::judge::cost::Pricing;
+    uses.iter()
+        .map(|u| {
+            let usage = crate::llm::Usage {
+                prompt_tokens: u64::try_from(u.prompt_tokens).unwrap_or(0),
+                completion_tokens: u64::try_from(u.completion_tokens).unwrap_or(0),
+            };
+            let (cost_usd, pricing) = match pricing(&u.agent, &spec.endpoints) {
+                Pricing::Baseline => (Some(0.0), "baseline: no model calls".to_string()),
+                Pricing::Priced(p) if u.reported == 0 => {
+                    (None, format!("${} / ${} per million tokens; no step reported its usage", p.prompt, p.completion))
+                }
+                Pricing::Priced(p) => (
+                    Some(p.of(usage)),
+                    format!("${} / ${} per million prompt / completion tokens", p.prompt, p.completion),
+                ),
+                Pricing::Unpriced => (None, "no price configured".to_string()),
+            };
+            app::model::CostRow {
+                agent: u.agent.clone(),
+                trials: usize::try_from(u.trials).unwrap_or(0),
+                prompt_tokens: usage.prompt_tokens,
+                completion_tokens: usage.completion_tokens,
+                cost_usd,
+                pricing,
+            }
+        })
+        .collect()
+}
+
 /// An agent configuration's setup in words: for a model, how many earlier pages stay whole
 /// in its context, the most tokens per reply, the step budget and the temperature; for a
 /// baseline, its step budget.

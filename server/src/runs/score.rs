@@ -181,7 +181,10 @@ pub async fn score_run(
     drop(keys);
     crate::judge::twins::attach(&mut scores);
     super::replay::attach_caused(world, &mut scores, &store.replays_in_run(run_id).await?);
-    let needed = super::annotators_of(&store.run(run_id).await?.spec);
+    let spec = store.run(run_id).await?.spec;
+    let endpoints = serde_json::from_str::<super::RunSpec>(&spec).map(|s| s.endpoints).unwrap_or_default();
+    crate::judge::cost::attach(&mut scores, |agent| super::pricing(agent, &endpoints));
+    let needed = super::annotators_of(&spec);
     apply_overrides(&mut scores, &store.people_label_events(run_id).await?, needed);
     Ok((scores, computed))
 }

@@ -26,7 +26,7 @@ use crate::judge::rsn::ModelJudge;
 use crate::manip::Level;
 
 /// The metrics of the leaderboard's columns, after `utility` and `robustness`.
-const BOARD: [Metric; 14] = [
+const BOARD: [Metric; 15] = [
     Metric::AccInv,
     Metric::EInv,
     Metric::AccRsn,
@@ -41,6 +41,7 @@ const BOARD: [Metric; 14] = [
     Metric::GoalRate,
     Metric::FlipRate,
     Metric::HarmFlip,
+    Metric::Cost,
 ];
 
 /// Leaderboard columns, in display order (`utility` and `robustness` first).

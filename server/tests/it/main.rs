@@ -5,6 +5,7 @@ mod adoption;
 mod cli;
 mod cold;
 mod compare;
+mod cost;
 mod crash;
 mod dashboard;
 mod docs;

@@ -223,7 +223,7 @@ fn the_llm_judge_scores_reasoning_once_and_answers_from_its_cache() {
 
     // A stored run scored first by rules is recomputed when the judge changes.
     let rules = mirage(&db, &["score", "--run", &run, "--json", "--resamples", "100"]);
-    assert!(text(&rules.stderr).contains("by rules-6+seen-fact-coverage"), "{}", text(&rules.stderr));
+    assert!(text(&rules.stderr).contains("by rules-7+seen-fact-coverage"), "{}", text(&rules.stderr));
     let judged = mirage(
         &db,
         &["score", "--run", &run, "--json", "--resamples", "100", "--config", config.to_str().expect("utf-8")],

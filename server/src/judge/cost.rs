@@ -1,0 +1,63 @@
+//! What trials cost: the agent's tokens (summed from its steps when a trial is scored) times
+//! its endpoint's price, attached to each score when a run is aggregated.
+
+use super::TrialScore;
+use crate::llm::Price;
+
+/// How a configuration's calls are priced.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Pricing {
+    /// A baseline: no model, so nothing to pay.
+    Baseline,
+    /// A model endpoint with its price.
+    Priced(Price),
+    /// A model endpoint whose price the run does not know.
+    Unpriced,
+}
+
+/// Attaches each trial's cost: 0 for a baseline, tokens × price for a priced endpoint whose
+/// steps reported their usage, none otherwise (unknown, not free). A baseline's tokens are 0.
+pub fn attach(scores: &mut [TrialScore], pricing: impl Fn(&str) -> Pricing) {
+    for s in scores {
+        s.cost_usd = match pricing(&s.agent) {
+            Pricing::Baseline => {
+                s.agent_tokens.get_or_insert_with(Default::default);
+                Some(0.0)
+            }
+            Pricing::Priced(price) => s.agent_tokens.map(|u| price.of(u)),
+            Pricing::Unpriced => None,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::Usage;
+
+    fn trial(agent: &str, tokens: Option<(u64, u64)>) -> TrialScore {
+        TrialScore {
+            agent: agent.into(),
+            agent_tokens: tokens.map(|(p, c)| Usage { prompt_tokens: p, completion_tokens: c }),
+            ..TrialScore::default()
+        }
+    }
+
+    #[test]
+    fn baselines_cost_nothing_and_unknown_prices_stay_unknown() {
+        let mut scores = vec![
+            trial("surface", None),
+            trial("m", Some((1_000_000, 100_000))),
+            trial("m", None),
+            trial("u", Some((5, 5))),
+        ];
+        attach(&mut scores, |a| match a {
+            "surface" => Pricing::Baseline,
+            "m" => Pricing::Priced(Price { prompt: 0.5, completion: 2.0 }),
+            _ => Pricing::Unpriced,
+        });
+        let costs: Vec<Option<f64>> = scores.iter().map(|s| s.cost_usd).collect();
+        assert_eq!(costs, [Some(0.0), Some(0.7), None, None]);
+        assert_eq!(scores[0].agent_tokens, Some(Usage::default()), "a baseline used no tokens");
+    }
+}
