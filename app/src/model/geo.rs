@@ -34,6 +34,9 @@ pub struct GeoRow {
     /// Trials of the row that ended in error or are unfinished: in no mean (marked ‡).
     #[serde(default)]
     pub incomplete: usize,
+    /// For TAP: how its searches went.
+    #[serde(default)]
+    pub tap: Option<GeoTapStats>,
 }
 
 /// One (ranker, method, dataset) cell.
@@ -44,6 +47,9 @@ pub struct GeoCell {
     pub dataset: String,
     pub nrg: Est,
     pub failed_orders: usize,
+    /// Trials in error or unfinished (‡).
+    #[serde(default)]
+    pub incomplete: usize,
 }
 
 /// A (ranker, method) some of whose trials ended in error or are unfinished (or all of
@@ -102,6 +108,63 @@ pub fn readings_note(parser: &str, compared: &str, lines: (usize, usize), replie
     )
 }
 
+/// How a TAP variant's searches went: targets searched, mean nodes scored, the share whose
+/// best suffix reached rank 1 on the search's own orders, and the share of those still
+/// first (median edited rank 1) on the K evaluation orders; with the searches' scoring
+/// calls, those that failed after their retries (each ranked its candidate missing), the
+/// searches with at least one such call, and those every call of which failed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoTapStats {
+    pub searched: usize,
+    pub nodes: f64,
+    pub reached: f64,
+    pub still_first: Option<f64>,
+    #[serde(default)]
+    pub calls: usize,
+    #[serde(default)]
+    pub failed_calls: usize,
+    #[serde(default)]
+    pub failed_searches: usize,
+    #[serde(default)]
+    pub dead_searches: usize,
+}
+
+impl GeoTapStats {
+    /// The report's line about a row's searches (failed calls marked †).
+    pub fn describe(&self, ranker: &str, method: &str) -> String {
+        let still = self.still_first.map_or_else(String::new, |f| {
+            format!(", of which {:.0} % are still first on the evaluation orders", 100.0 * f)
+        });
+        let failed = if self.failed_calls == 0 {
+            String::new()
+        } else {
+            format!(
+                "; † {} of {} scoring calls failed after their retries, in {} of {} searches{}",
+                self.failed_calls,
+                self.calls,
+                self.failed_searches,
+                self.searched,
+                if self.dead_searches == 0 {
+                    String::new()
+                } else {
+                    format!(
+                        " ({} of them measured nothing, every call failing: their texts are an outage's, and the \
+                         next run searches them again)",
+                        self.dead_searches
+                    )
+                }
+            )
+        };
+        format!(
+            "{ranker} / {method}: {} searches, {:.1} nodes each on average, {:.0} % reached rank 1 on the search's \
+             orders{still}{failed}",
+            self.searched,
+            self.nodes,
+            100.0 * self.reached
+        )
+    }
+}
+
 /// A paired comparison of two methods under one ranker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GeoPair {
@@ -112,6 +175,30 @@ pub struct GeoPair {
     pub p: f64,
     /// `None` for a pair outside the declared family (not adjusted).
     pub p_holm: Option<f64>,
+    /// Datasets holding a single list among the pair's shared targets: no paired test is
+    /// possible there, so p is 1 whatever the interval says.
+    #[serde(default)]
+    pub untestable: Vec<String>,
+    /// Either method has trials in error or unfinished (‡): the difference is over the
+    /// targets both scored only.
+    #[serde(default)]
+    pub partial: bool,
+}
+
+impl GeoPair {
+    /// The p cell: with the reason when no test was possible.
+    pub fn p_text(&self) -> String {
+        if self.untestable.is_empty() {
+            format!("{:.4}", self.p)
+        } else {
+            format!("{:.4} (no test: {} has one shared list)", self.p, self.untestable.join(", "))
+        }
+    }
+
+    /// "a − b", marked ‡ when it is over fewer targets than the rows.
+    pub fn label(&self) -> String {
+        format!("{} − {}{}", self.a, self.b, if self.partial { " ‡" } else { "" })
+    }
 }
 
 /// Spearman's ρ between two rankers (`ranker` empty) or two datasets under `ranker`.

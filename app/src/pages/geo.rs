@@ -30,6 +30,9 @@ fn nrg_class(nrg: f64) -> String {
 fn NrgCell(
     est: Option<crate::model::Est>,
     #[prop(optional)] failed: bool,
+    /// Some of the cell's trials are in no mean (‡).
+    #[prop(optional)]
+    partial: bool,
     /// The variant ran here but no target was scored (every trial failed): said, not blank.
     #[prop(optional)]
     unscored: bool,
@@ -37,7 +40,7 @@ fn NrgCell(
     match est {
         Some(e) => view! {
             <td class=nrg_class(e.mean)>
-                {fmt3(e.mean)}{failed.then_some(" †")}
+                {fmt3(e.mean)}{failed.then_some(" †")}{partial.then_some(" ‡")}
                 <span class="ci">{format!("[{:.2}, {:.2}]", e.lo, e.hi)}</span>
                 <span class="n">{format!("n={}", e.n)}</span>
             </td>
@@ -286,7 +289,9 @@ fn methods_table(v: &GeoView) -> AnyView {
                     view! {
                         <tr>
                             <td>{r.ranker.clone()}</td><td>{r.group.clone()}</td>
-                            <td>{r.method.clone()}{(r.failed_orders > 0).then_some(" †")}{(r.incomplete > 0).then_some(" ‡")}</td>
+                            <td>{r.method.clone()}
+                                {(r.failed_orders > 0 || r.tap.as_ref().is_some_and(|t| t.failed_calls > 0)).then_some(" †")}
+                                {(r.incomplete > 0).then_some(" ‡")}</td>
                             <td class="num">{if r.band == 0 { "—".to_string() } else { r.band.to_string() }}</td>
                             <EstCell est=Some(r.nrg)/><EstCell est=Some(r.s_at_0_1)/><EstCell est=Some(r.p_at_0_1)/>
                             <EstCell est=Some(r.kvr)/><EstCell est=Some(r.nrg_after_keyword)/>
@@ -310,8 +315,18 @@ fn methods_table(v: &GeoView) -> AnyView {
                         </tr>
                     }
                 }).collect_view()}
+                // A row none of whose targets was scored stays, said as such.
+                {v.incomplete.iter().filter(|e| e.scored == 0).map(|e| view! {
+                    <tr class="unscored">
+                        <td>{e.ranker.clone()}</td><td></td><td>{format!("{} ‡", e.method)}</td>
+                        <td colspan="15" class="na">{format!("no target scored: {} of {} trials ended in error, {} unfinished", e.errors, e.trials, e.unfinished)}</td>
+                    </tr>
+                }).collect_view()}
             </tbody>
         </table>
+        <ul class="geo-tap">
+            {v.rows.iter().filter_map(|r| r.tap.as_ref().map(|t| view! { <li>{t.describe(&r.ranker, &r.method)}</li> })).collect_view()}
+        </ul>
     }
     .into_any()
 }
@@ -331,7 +346,9 @@ fn heatmaps(v: &GeoView, methods: &[String], rankers: &[String]) -> AnyView {
                         {rankers.iter().map(|r| {
                             let row = v.rows.iter().find(|row| &row.ranker == r && &row.method == m);
                             let failed = row.is_some_and(|row| row.failed_orders > 0);
-                            view! { <NrgCell est=row.map(|row| row.nrg) failed=failed/> }
+                            let partial = row.is_some_and(|row| row.incomplete > 0);
+                            let unscored = row.is_none() && v.incomplete.iter().any(|e| &e.ranker == r && &e.method == m);
+                            view! { <NrgCell est=row.map(|row| row.nrg) failed=failed partial=partial unscored=unscored/> }
                         }).collect_view()}
                     </tr>
                 }).collect_view()}
@@ -356,7 +373,8 @@ fn heatmaps(v: &GeoView, methods: &[String], rankers: &[String]) -> AnyView {
                                     let unscored = v.incomplete.iter().any(|e| {
                                         &e.ranker == ranker && &e.method == m && e.left_out.contains(d)
                                     });
-                                    view! { <NrgCell est=cell.map(|c| c.nrg) failed=failed unscored=unscored/> }
+                                    let partial = cell.is_some_and(|c| c.incomplete > 0);
+                                    view! { <NrgCell est=cell.map(|c| c.nrg) failed=failed partial=partial unscored=unscored/> }
                                 }).collect_view()}
                             </tr>
                         }).collect_view()}
@@ -380,9 +398,9 @@ fn comparisons(v: &GeoView, rankers: &[String]) -> AnyView {
             <tbody>
                 {v.pairs.iter().map(|p| view! {
                     <tr>
-                        <td>{p.ranker.clone()}</td><td>{format!("{} − {}", p.a, p.b)}</td>
+                        <td>{p.ranker.clone()}</td><td>{p.label()}</td>
                         <EstCell est=Some(p.diff)/>
-                        <td class="num">{format!("{:.4}", p.p)}</td><td class="num">{p.p_holm.map_or_else(|| "—".to_string(), |q| format!("{q:.4}"))}</td>
+                        <td class="num">{p.p_text()}</td><td class="num">{p.p_holm.map_or_else(|| "—".to_string(), |q| format!("{q:.4}"))}</td>
                     </tr>
                 }).collect_view()}
             </tbody>

@@ -434,8 +434,11 @@ fn chosen(lists: &[List], dataset: &[String]) -> anyhow::Result<Vec<List>> {
 async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> anyhow::Result<()> {
     let run_id = match args.resume {
         Some(id) => {
-            crate::geo::report::results(store.as_ref(), &crate::geo::import::stored_lists(store.as_ref()).await?, &id)
-                .await?;
+            let lists = crate::geo::import::stored_lists(store.as_ref()).await?;
+            crate::geo::report::results(store.as_ref(), &lists, &id).await?;
+            if crate::runs::geo::lists_changed(store.as_ref(), &id, &lists).await? {
+                bail!("{}", crate::runs::geo::changed_lists_refusal(&id));
+            }
             super::run::retry_errors(store.as_ref(), &id, args.retry_errors).await?;
             id
         }
@@ -498,7 +501,8 @@ async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> a
     if p.error > 0 {
         bail!(
             "{} of run {run_id}'s trials ended in error and are in no mean: `mirage geo report --run {run_id}` names \
-             their variants and the targets the figures are over, and the trial pages give each reason",
+             their variants and the targets the figures are over, and the trial pages give each reason; once the \
+             cause is fixed, `mirage geo run --resume {run_id} --retry-errors` runs them again",
             p.error
         );
     }

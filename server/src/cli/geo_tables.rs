@@ -225,7 +225,12 @@ fn print_methods(report: &crate::geo::report::Report) {
         let s = &r.summary;
         t.add_row(vec![
             r.ranker.clone(),
-            if r.incomplete > 0 { format!("{} ‡", r.method) } else { r.method.clone() },
+            format!(
+                "{}{}{}",
+                r.method,
+                if r.tap.as_ref().is_some_and(|t| t.failed_calls > 0) { " †" } else { "" },
+                if r.incomplete > 0 { " ‡" } else { "" }
+            ),
             if r.band == 0 { "—".to_string() } else { r.band.to_string() },
             if r.incomplete > 0 { format!("{} of {}", s.n, s.n + r.incomplete) } else { s.n.to_string() },
             marked(&s.nrg, s),
@@ -238,23 +243,17 @@ fn print_methods(report: &crate::geo::report::Report) {
             failed(s),
         ]);
     }
+    // A row none of whose targets was scored stays in the table, said as such.
+    for e in report.incomplete.iter().filter(|e| e.scored == 0) {
+        let mut row = vec![e.ranker.clone(), format!("{} ‡", e.method), "—".into(), format!("0 of {}", e.trials)];
+        row.push("— (no target scored)".into());
+        row.extend(std::iter::repeat_n("—".to_string(), header.len() - row.len()));
+        t.add_row(row);
+    }
     println!("{t}");
     for r in &report.rows {
         if let Some(tap) = &r.tap {
-            println!(
-                "{} / {}: {} searches, {:.1} nodes each on average, {:.0} % reached rank 1 on the search's \
-                     orders{}{}",
-                r.ranker,
-                r.method,
-                tap.searched,
-                tap.nodes,
-                100.0 * tap.reached,
-                tap.still_first.map_or_else(String::new, |f| format!(
-                    ", of which {:.0} % are still first on the evaluation orders",
-                    100.0 * f
-                )),
-                tap_failures(tap)
-            );
+            println!("{}", tap.describe(&r.ranker, &r.method));
         }
     }
 }
@@ -267,9 +266,9 @@ fn print_datasets(report: &crate::geo::report::Report) {
         let s = &r.summary;
         t.add_row(vec![
             r.ranker.clone(),
-            r.method.clone(),
+            if r.incomplete > 0 { format!("{} ‡", r.method) } else { r.method.clone() },
             r.dataset.clone(),
-            s.n.to_string(),
+            if r.incomplete > 0 { format!("{} of {}", s.n, s.n + r.incomplete) } else { s.n.to_string() },
             marked(&s.nrg, s),
             marked(&s.s_at_0_1, s),
             marked(&s.p_at_0_1, s),
@@ -334,9 +333,9 @@ fn print_pairs(report: &crate::geo::report::Report) {
     for p in &report.pairs {
         t.add_row(vec![
             p.ranker.clone(),
-            format!("{} − {}", p.a, p.b),
+            p.label(),
             cell(&p.diff),
-            format!("{:.4}", p.p),
+            p.p_text(),
             p.p_holm.map_or_else(|| "— (not in family)".to_string(), |q| format!("{q:.4}")),
         ]);
     }
@@ -499,24 +498,4 @@ fn print_detection_rows(d: &crate::geo::score::Detection) {
     println!(
         "What each filter leaves (equal-dataset means, 95 % list-cluster intervals; a caught edit gains nothing)\n{t}"
     );
-}
-
-/// What a TAP line says of its searches' failed scoring calls (each ranked its candidate
-/// missing, so a search whose every call failed found nothing to follow).
-fn tap_failures(tap: &crate::geo::report::TapStats) -> String {
-    if tap.failed_calls == 0 {
-        return String::new();
-    }
-    format!(
-        "; † {} of {} scoring calls failed after their retries, in {} of {} searches{}",
-        tap.failed_calls,
-        tap.calls,
-        tap.failed_searches,
-        tap.searched,
-        if tap.failed_calls == tap.calls {
-            " (every call: these searches measured nothing, and the next run searches again)"
-        } else {
-            ""
-        }
-    )
 }

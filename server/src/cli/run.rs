@@ -371,6 +371,12 @@ pub(super) async fn follow(
         p.queued + p.running,
         started.elapsed().as_secs_f64()
     );
+    if p.error > 0 {
+        eprintln!(
+            "run {run_id}: trials in error stay in every mean (scored 0); once the cause is fixed, \
+             `{command} --resume {run_id} --retry-errors` runs them again"
+        );
+    }
     Ok(())
 }
 

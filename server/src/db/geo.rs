@@ -35,9 +35,6 @@ impl GeoText {
 pub trait GeoStore: Send + Sync {
     /// Stores texts; a key already stored keeps its first text. All or nothing.
     async fn put_geo_texts(&self, texts: &[GeoText]) -> StoreResult<()>;
-    /// Replaces the text of `text`'s (method, target) if it was still made from `stale_orig`
-    /// (another worker may have replaced it first: then nothing changes). Whether it did.
-    async fn replace_geo_text(&self, stale_orig: &str, text: &GeoText) -> StoreResult<bool>;
     /// The text of one (method, target).
     async fn geo_text(
         &self,
@@ -82,28 +79,6 @@ impl GeoStore for SqlStore {
         }
         tx.commit().await?;
         Ok(())
-    }
-
-    async fn replace_geo_text(&self, stale_orig: &str, t: &GeoText) -> StoreResult<bool> {
-        let done = sqlx::query(
-            "update geo_text set orig_text = $1, adv_text = $2, edit_kind = $3, source = $4, meta = $5, \
-             created_at = $6 where method = $7 and dataset = $8 and category = $9 and target_idx = $10 \
-             and orig_text = $11",
-        )
-        .bind(&t.orig_text)
-        .bind(&t.adv_text)
-        .bind(&t.edit_kind)
-        .bind(&t.source)
-        .bind(&t.meta)
-        .bind(now_ms())
-        .bind(&t.method)
-        .bind(&t.dataset)
-        .bind(&t.category)
-        .bind(t.target_idx)
-        .bind(stale_orig)
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected() > 0)
     }
 
     async fn geo_text(

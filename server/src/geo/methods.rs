@@ -435,14 +435,14 @@ pub async fn text_for(
     let method = Method::parse(variant)?;
     // A text made from another original (adopted since) is written again under the key for
     // the new one (the old text stays: runs ranked it), or refused where Mirage cannot write it.
-    let write_key = match super::texts::lookup(store, key, list, target).await? {
-        super::texts::Lookup::Current(t) => return Ok(t),
-        super::texts::Lookup::Stale if matches!(method, Method::Import(_) | Method::Transfer(_)) => {
-            bail!("{}", stale_text(key, &list.instance_key(target + 1), 1))
-        }
-        super::texts::Lookup::Stale => super::texts::for_original(key, &item.text),
-        super::texts::Lookup::Absent => key.to_string(),
-    };
+    let found = super::texts::lookup(store, key, list, target).await?;
+    if let Some(t) = found.current {
+        return Ok(t);
+    }
+    if found.stale && matches!(method, Method::Import(_) | Method::Transfer(_)) {
+        bail!("{}", stale_text(key, &list.instance_key(target + 1), 1))
+    }
+    let write_key = found.next;
     let endpoint = writer.filter(|_| variant.contains('@') && method.generated());
     let (adv, kind, suffix, source) = match (&method, endpoint) {
         (Method::Writer(w), _) => {

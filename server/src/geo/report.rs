@@ -36,24 +36,8 @@ pub struct Row {
     pub incomplete: usize,
 }
 
-/// How a TAP variant's searches went: targets searched, mean nodes scored, the share whose
-/// best suffix reached rank 1 on the search's own orders, and the share of those still
-/// first (median edited rank 1) on the K evaluation orders; with the searches' scoring
-/// calls, those that failed after their retries (each ranked its candidate missing), and
-/// the searches with at least one such call.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct TapStats {
-    pub searched: usize,
-    pub nodes: f64,
-    pub reached: f64,
-    pub still_first: Option<f64>,
-    #[serde(default)]
-    pub calls: usize,
-    #[serde(default)]
-    pub failed_calls: usize,
-    #[serde(default)]
-    pub failed_searches: usize,
-}
+/// How a TAP variant's searches went (see [`app::model::GeoTapStats`]).
+pub use app::model::GeoTapStats as TapStats;
 
 fn tap_stats(scored: &[Scored]) -> Option<TapStats> {
     let searches: Vec<(super::Search, f64)> = scored.iter().filter_map(|s| Some((s.search?, s.result.r_a))).collect();
@@ -69,6 +53,7 @@ fn tap_stats(scored: &[Scored]) -> Option<TapStats> {
         calls: searches.iter().map(|s| s.0.calls).sum(),
         failed_calls: searches.iter().map(|s| s.0.failed_calls).sum(),
         failed_searches: searches.iter().filter(|s| s.0.failed_calls > 0).count(),
+        dead_searches: searches.iter().filter(|s| s.0.calls > 0 && s.0.failed_calls == s.0.calls).count(),
         reached: share(reached.len(), searches.len()),
         still_first: (!reached.is_empty()).then(|| share(reached.iter().filter(|r| **r <= 1.0).count(), reached.len())),
     })
@@ -82,6 +67,9 @@ pub struct DatasetRow {
     pub dataset: String,
     #[serde(flatten)]
     pub summary: Summary,
+    /// Trials of this dataset in error or unfinished (marked ‡).
+    #[serde(default)]
+    pub incomplete: usize,
 }
 
 /// A paired comparison of two methods' NRG under one ranker, over shared targets; p (Holm)
@@ -437,12 +425,10 @@ fn summarise_run(
         for dataset in &geo.datasets {
             let mine: Vec<Scored> = scored.iter().filter(|s| &s.dataset == dataset).cloned().collect();
             if let Some(summary) = summarise(&mine, resamples, seed) {
-                datasets.push(DatasetRow {
-                    ranker: ranker.clone(),
-                    method: method.clone(),
-                    dataset: dataset.clone(),
-                    summary,
-                });
+                let counts = tally.by_dataset.get(&(ranker.clone(), method.clone())).and_then(|d| d.get(dataset));
+                let incomplete = counts.map_or(0, |(trials, scored)| trials - scored);
+                let (ranker, method, dataset) = (ranker.clone(), method.clone(), dataset.clone());
+                datasets.push(DatasetRow { ranker, method, dataset, summary, incomplete });
             }
         }
     }
@@ -462,6 +448,9 @@ fn summarise_run(
                 let (ta, tb) = (by_target(a), by_target(b));
                 let diffs: Vec<Obs> =
                     ta.iter().filter_map(|(k, (d, x))| tb.get(k).map(|(_, y)| Obs::value(d, &k.0, x - y))).collect();
+                let incomplete = |m: &String| {
+                    tally.by_variant.get(&((*ranker).clone(), m.clone())).is_some_and(|v| v.errors + v.unfinished > 0)
+                };
                 if let Some(p) = paired_weighted(&diffs, weight, resamples, seed) {
                     pairs.push(Pair {
                         ranker: (*ranker).clone(),
@@ -470,6 +459,12 @@ fn summarise_run(
                         diff: p.diff,
                         p: p.p,
                         p_holm: None,
+                        untestable: super::single_list_datasets(
+                            results[&((*ranker).clone(), (*a).clone())]
+                                .iter()
+                                .filter(|s| tb.contains_key(&(s.list.clone(), s.target))),
+                        ),
+                        partial: incomplete(a) || incomplete(b),
                     });
                 }
             }

@@ -19,31 +19,46 @@ pub fn for_original(key: &str, original: &str) -> String {
     format!("{key}~{}", &hex::encode(Sha256::digest(words.as_bytes()))[..8])
 }
 
-/// What is stored for a (key, target).
-#[derive(Debug)]
-pub enum Lookup {
-    /// A text made from the target's description now (under `key` or the key for it).
-    Current(GeoText),
-    /// Only a text made from another description.
-    Stale,
-    /// Nothing.
-    Absent,
+/// The `i`-th place of `key`'s texts made from `original`: `key` itself, then the key for
+/// the original, then that key numbered (a TAP search run again after one that measured
+/// nothing is stored in the next place, beside it).
+fn place(key: &str, original: &str, i: usize) -> String {
+    match i {
+        0 => key.to_string(),
+        1 => for_original(key, original),
+        n => format!("{}.{n}", for_original(key, original)),
+    }
 }
 
-/// The stored text of `key` for `list`'s item `target` (0-based) made from its description now.
+/// What is stored for a (key, target).
+#[derive(Debug)]
+pub struct Lookup {
+    /// The latest text made from the target's description now.
+    pub current: Option<GeoText>,
+    /// `key` holds a text made from another description.
+    pub stale: bool,
+    /// Where a new text for the description now goes: the first free place.
+    pub next: String,
+}
+
+/// The stored texts of `key` for `list`'s item `target` (0-based), read along its places
+/// until the first free one.
 pub async fn lookup(store: &dyn Store, key: &str, list: &List, target: usize) -> anyhow::Result<Lookup> {
     let index = i64::try_from(target + 1)?;
     let original = &list.items[target].text;
-    match store.geo_text(key, &list.dataset, &list.category, index).await? {
-        None => Ok(Lookup::Absent),
-        Some(t) if t.made_on(original) => Ok(Lookup::Current(t)),
-        Some(_) => {
-            Ok(match store.geo_text(&for_original(key, original), &list.dataset, &list.category, index).await? {
-                Some(t) if t.made_on(original) => Lookup::Current(t),
-                _ => Lookup::Stale,
-            })
+    let (mut current, mut stale) = (None, false);
+    for i in 0..1000 {
+        let at = place(key, original, i);
+        match store.geo_text(&at, &list.dataset, &list.category, index).await? {
+            None => return Ok(Lookup { current, stale, next: at }),
+            Some(t) if t.made_on(original) => current = Some(t),
+            Some(_) => stale |= i == 0,
         }
     }
+    anyhow::bail!(
+        "{key}: a thousand texts of {} are stored; something writes them in a loop",
+        list.instance_key(target + 1)
+    )
 }
 
 /// The key of the text a trial ranked: the one its orders recorded, else (orders stored

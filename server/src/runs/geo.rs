@@ -14,7 +14,6 @@ use crate::geo::data::List;
 use crate::geo::methods::{Method, Writer};
 use crate::geo::plan::{CONDITION, GeoSpec, plan, target_of};
 use crate::geo::rank::{ChatRanker, Ranker, offline};
-use crate::geo::texts::Lookup;
 use crate::geo::{OrderRecord, order_record, target_orders};
 use crate::llm::HttpLlm;
 
@@ -29,6 +28,27 @@ pub struct GeoExec {
     pub cache: Arc<dyn Store>,
     /// Cross-encoders by ranker name, with their answer identity (the cache keys carry it).
     pub rerankers: HashMap<String, (String, Arc<HttpLlm>)>,
+    /// The run's lists changed since it was planned (originals adopted): its unfinished
+    /// trials are not run, so no run mixes two versions of a list.
+    pub lists_changed: bool,
+}
+
+/// Whether the lists a run's trials rank differ from those it was planned on (runs planned
+/// before versions were kept per run stored every list's version).
+pub async fn lists_changed(store: &dyn Store, run_id: &str, lists: &[List]) -> anyhow::Result<bool> {
+    let stored = store.run(run_id).await?.corpus_version;
+    let keys = store.trial_keys(run_id).await?;
+    let mine = crate::geo::data::version_of(lists, keys.iter().map(|k| k.task_id.as_str()));
+    Ok(mine != stored && crate::geo::data::data_version(lists) != stored)
+}
+
+/// Why a run whose lists changed is not executed further.
+pub fn changed_lists_refusal(run_id: &str) -> String {
+    format!(
+        "the lists of run {run_id} changed since it was planned (GEO-Bench originals adopted): its unfinished \
+         trials would rank other originals than its finished ones, so they are not run; plan a new run for the \
+         new lists"
+    )
 }
 
 impl GeoExec {
@@ -79,7 +99,7 @@ impl GeoExec {
             }
             None => None,
         };
-        Ok(GeoExec { lists, rankers, spec, writer, cache: store.clone(), rerankers })
+        Ok(GeoExec { lists, rankers, spec, writer, cache: store.clone(), rerankers, lists_changed: false })
     }
 }
 
@@ -138,7 +158,7 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
         let mut stale: Vec<&crate::db::GeoText> = Vec::new();
         for t in texts.iter().filter(|t| !made_on_list(&lists, t)) {
             let (list, target) = target_of(&lists, &format!("geo:{}/{}/{}", t.dataset, t.category, t.target_idx))?;
-            if !matches!(crate::geo::texts::lookup(store, &key, list, target).await?, Lookup::Current(_)) {
+            if crate::geo::texts::lookup(store, &key, list, target).await?.current.is_none() {
                 stale.push(t);
             }
         }
@@ -231,31 +251,27 @@ async fn tap_text(
     let key = crate::geo::plan::text_key(&exec.spec, &trial.level, &trial.agent);
     let index = i64::try_from(target + 1)?;
     let item = &list.items[target];
-    // A text searched on another original (adopted since) is searched again under the key
-    // for the new one (runs ranked the old), and one whose search measured nothing (every
-    // scoring call failed: an outage, not a result) is searched again in its place.
-    use crate::geo::texts::{for_original, lookup};
-    let (write_key, dead) = match lookup(store, &key, list, target).await? {
-        Lookup::Current(t) if !measured_nothing(&t) => {
-            // A text searched under other scoring orders is another method's: not reused.
-            let apart = serde_json::from_str::<serde_json::Value>(&t.meta)
-                .ok()
-                .and_then(|m| m.get("apart")?.as_bool())
-                .unwrap_or(false);
-            if apart != exec.spec.tap.apart {
-                anyhow::bail!(
-                    "{key} of {} was searched with scoring orders {} the evaluation orders; this run draws them {}",
-                    list.instance_key(target + 1),
-                    if apart { "apart from" } else { "among" },
-                    if exec.spec.tap.apart { "apart" } else { "as GEO-Bench does" }
-                );
-            }
-            return Ok(t);
+    // A text searched on another original (adopted since), or one whose search measured
+    // nothing (every scoring call failed: an outage, not a result), is searched again and
+    // stored in the next free place beside it: runs that ranked the old one still read it.
+    let found = crate::geo::texts::lookup(store, &key, list, target).await?;
+    if let Some(t) = found.current.filter(|t| !measured_nothing(t)) {
+        // A text searched under other scoring orders is another method's: not reused.
+        let apart = serde_json::from_str::<serde_json::Value>(&t.meta)
+            .ok()
+            .and_then(|m| m.get("apart")?.as_bool())
+            .unwrap_or(false);
+        if apart != exec.spec.tap.apart {
+            anyhow::bail!(
+                "{key} of {} was searched with scoring orders {} the evaluation orders; this run draws them {}",
+                list.instance_key(target + 1),
+                if apart { "apart from" } else { "among" },
+                if exec.spec.tap.apart { "apart" } else { "as GEO-Bench does" }
+            );
         }
-        Lookup::Current(t) => (t.method, Some(t.orig_text)),
-        Lookup::Stale => (for_original(&key, &item.text), None),
-        Lookup::Absent => (key, None),
-    };
+        return Ok(t);
+    }
+    let write_key = found.next;
     if !store.tap_nodes(&trial.trial_id).await?.is_empty() {
         store.reset_tap(&trial.trial_id).await?;
     }
@@ -302,10 +318,7 @@ async fn tap_text(
         })
         .to_string(),
     };
-    match dead {
-        Some(old) => _ = store.replace_geo_text(&old, &text).await?,
-        None => store.put_geo_texts(std::slice::from_ref(&text)).await?,
-    }
+    store.put_geo_texts(std::slice::from_ref(&text)).await?;
     Ok(store.geo_text(&write_key, &list.dataset, &list.category, index).await?.unwrap_or(text))
 }
 
@@ -379,6 +392,9 @@ async fn rerank_trial(
 
 /// Runs one claimed GEO trial: the orders not yet stored, each stored as it finishes.
 pub(super) async fn run_geo_trial(store: &dyn Store, exec: &GeoExec, trial: &TrialRow) -> TrialEnd {
+    if exec.lists_changed {
+        return TrialEnd::Error(changed_lists_refusal(&trial.run_id));
+    }
     let (list, target) = match target_of(&exec.lists, &trial.task_id) {
         Ok(found) => found,
         Err(e) => return TrialEnd::Error(format!("{e:#}")),

@@ -116,7 +116,11 @@ async fn run_pool(
     agents: HashMap<String, Arc<dyn Agent>>,
 ) -> anyhow::Result<()> {
     let geo = match &spec.geo {
-        Some(geo) => Some(Arc::new(super::geo::GeoExec::new(geo.clone(), &store).await?)),
+        Some(geo) => {
+            let mut exec = super::geo::GeoExec::new(geo.clone(), &store).await?;
+            exec.lists_changed = super::geo::lists_changed(store.as_ref(), run_id, &exec.lists).await?;
+            Some(Arc::new(exec))
+        }
         None => None,
     };
     let mut defenses: HashMap<String, Arc<dyn crate::detect::Defense>> = HashMap::new();

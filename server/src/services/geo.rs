@@ -271,6 +271,7 @@ impl app::ssr::Geo for GeoService {
                     nrg_target_weighted: s.nrg_target_weighted,
                     ppl_r: s.ppl_r,
                     incomplete: row.incomplete,
+                    tap: row.tap.clone(),
                 }
             })
             .collect();
@@ -284,6 +285,7 @@ impl app::ssr::Geo for GeoService {
                 dataset: d.dataset.clone(),
                 nrg: d.summary.nrg,
                 failed_orders: d.summary.failed_orders,
+                incomplete: d.incomplete,
             })
             .collect();
         let mut datasets: Vec<String> = Vec::new();
@@ -364,11 +366,13 @@ impl app::ssr::Geo for GeoService {
         let result = (!records.is_empty() && row.state == TrialState::Done)
             .then(|| result_of(&records, list.items.len(), geo.protocol.agg));
         let adv = text.as_ref().map(|t| t.adv_text.clone()).unwrap_or_default();
+        // The original the text was made from (the list's may have been adopted since).
+        let original = text.as_ref().map_or_else(|| list.items[target].text.clone(), |t| t.orig_text.clone());
         let judged = match self.store.geo_detections(&row.run_id).await.map_err(internal)?.first() {
             None => None,
             Some((label, body)) => {
                 let d: Detection = serde_json::from_str(body).map_err(internal)?;
-                let orig = d.scores.get(&text_digest(&list.items[target].text));
+                let orig = d.scores.get(&text_digest(&original));
                 let edit = d.scores.get(&text_digest(&adv)).filter(|_| !adv.is_empty());
                 Some(GeoJudged {
                     label: label.clone(),
@@ -389,9 +393,9 @@ impl app::ssr::Geo for GeoService {
             query: list.query(),
             items: list.items.iter().map(|i| (i.name.clone(), i.text.clone())).collect(),
             target,
-            orig_text: list.items[target].text.clone(),
             keyword_hits: crate::detect::KeywordFilter::shipped().check_geobench(&adv).matched,
-            diff: word_diff(&list.items[target].text, &adv),
+            diff: word_diff(&original, &adv),
+            orig_text: original,
             adv_text: adv,
             edit_kind: text.as_ref().map(|t| t.edit_kind.clone()).unwrap_or_default(),
             source: text.map(|t| t.source).unwrap_or_else(|| "no text stored yet".into()),

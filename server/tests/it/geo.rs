@@ -444,12 +444,18 @@ async fn a_refused_call_counts_as_missing_and_the_trial_stays_in_the_means() {
     let listed = report.incomplete.iter().find(|e| e.method == "stuff").expect("the row with errors is listed");
     assert_eq!((listed.trials, listed.errors, listed.scored), (10, p.error as usize, 10 - p.error as usize));
     assert!(report.incomplete.iter().all(|e| e.method == "stuff"), "clean has no error: {:?}", report.incomplete);
-    let out = crate::support::mirage(&path, &["geo", "report", "--run", &run]);
+    let out = crate::support::mirage(&path, &["geo", "report", "--run", &run, "--by", "method,dataset,pairs"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains(&format!("gone / stuff: {} of 10 trials ended in error and 0 are unfinished", p.error)),
+        text.contains(&format!("gone / stuff ‡: {} of 10 trials ended in error and 0 are unfinished", p.error)),
         "{text}"
     );
+    // The per-dataset row and the pair say they are over the scored targets only.
+    let scored = format!("{} of 10", 10 - p.error);
+    assert!(text.matches(&scored).count() >= 2, "the row and the dataset row: {text}");
+    assert!(text.contains("clean − stuff ‡"), "{text}");
+    // One list: no test is possible, and the p cell says why.
+    assert!(text.contains("(no test: stsdata has one shared list)"), "{text}");
 }
 
 /// A GEO run killed mid-way with SIGKILL resumes with every trial finished once and every
@@ -967,6 +973,56 @@ async fn tap_searches_against_the_trials_ranker_and_its_texts_transfer() {
         server::runs::geo::create_geo_run(store.as_ref(), spec(&["cseo"], &["position"], &["tap>bm25"])).await;
     let Err(e) = missing else { panic!("planned without texts") };
     assert!(format!("{e:#}").contains(&format!("no texts are stored as {key}")), "{e:#}");
+}
+
+/// A TAP search whose every scoring call failed (the ranker was down) measured nothing: the
+/// next run searches again and stores its text beside the dead one, so the first run's
+/// report still reads the text it ranked, with its failed calls.
+#[tokio::test]
+async fn a_dead_tap_search_is_searched_again_beside_the_text_a_run_ranked() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let down = std::sync::Arc::new(AtomicBool::new(true));
+    let flag = down.clone();
+    let ranker = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, move |body| {
+        if flag.load(Ordering::SeqCst) { server::llm::scripted::Reply::Status(503, None) } else { reverse_ranker(body) }
+    })
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = crate::support::temp_path(&dir, "d.db");
+    let url = server::db::database_url(path.to_str().expect("utf-8")).expect("url");
+    let store: std::sync::Arc<dyn server::db::Store> =
+        std::sync::Arc::new(server::db::SqlStore::connect(&url).await.expect("connect"));
+    let mut geo = spec(&["stsdata"], &["chat"], &["tap"]);
+    geo.lists = vec!["stsdata/books".into()];
+    let mut endpoint = server::llm::EndpointSpec::new(&ranker.base_url, "chat-model");
+    endpoint.max_retries = 0;
+    geo.endpoints.insert("chat".into(), endpoint);
+    let first = server::runs::geo::create_geo_run(store.as_ref(), geo.clone()).await.expect("run");
+    execute(store.clone(), &first, 4).await;
+    let lists = lists().expect("lists");
+    let before = server::geo::report::report(store.as_ref(), &lists, &first, 100, 0).await.expect("report");
+    let tap = before.rows[0].tap.as_ref().expect("search statistics");
+    assert_eq!((tap.failed_searches, tap.dead_searches, tap.calls), (10, 10, tap.failed_calls));
+    let out = crate::support::mirage_beside(&path, &["geo", "report", "--run", &first]).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("tap †") && text.contains("10 of them measured nothing"), "{text}");
+
+    down.store(false, Ordering::SeqCst);
+    let second = server::runs::geo::create_geo_run(store.as_ref(), geo.clone()).await.expect("run");
+    execute(store.clone(), &second, 4).await;
+    for trial in store.trials(&second).await.expect("trials") {
+        assert!(!store.tap_nodes(&trial.trial_id).await.expect("nodes").is_empty(), "searched again");
+    }
+    let after = server::geo::report::report(store.as_ref(), &lists, &second, 100, 0).await.expect("report");
+    assert_eq!(after.rows[0].tap.as_ref().expect("stats").failed_calls, 0);
+    let key = server::geo::plan::text_key(&geo, "tap", "chat");
+    assert_eq!(store.geo_texts(&key).await.expect("texts").len(), 10, "the dead texts stay where they were");
+    let again = server::geo::report::report(store.as_ref(), &lists, &first, 100, 0).await.expect("report");
+    assert_eq!(
+        serde_json::to_value(&again).expect("json"),
+        serde_json::to_value(&before).expect("json"),
+        "the first run's report is unchanged"
+    );
 }
 
 /// The logprob judge over a stored run: every distinct text judged once (cached), the

@@ -47,10 +47,14 @@ fn texts_made_from_replaced_originals_are_written_again_or_refused() {
     let db = crate::support::temp_path(&dir, "o.db");
     let run_args = ["geo", "run", "--ranker", "bm25", "--list", "stsdata/books", "--method", "clean,stuff"];
 
-    // A run on the compiled-in originals stores its clean and stuffed texts.
+    // A run on the compiled-in originals stores its clean and stuffed texts; another is
+    // only planned.
     let o = crate::support::mirage(&db, &run_args);
     assert!(o.status.success(), "{}", text(&o));
     let before = run_id(&text(&o));
+    let o = crate::support::mirage(&db, &[&run_args[..], &["--detach"]].concat());
+    assert!(o.status.success(), "{}", text(&o));
+    let planned = String::from_utf8_lossy(&o.stdout).trim().to_string();
     // An import whose originals match the stored ones, then one that adopts another original.
     let matching = dir.path().join("pre.csv");
     std::fs::write(&matching, instance_file(None)).expect("csv");
@@ -60,6 +64,11 @@ fn texts_made_from_replaced_originals_are_written_again_or_refused() {
     std::fs::write(&adopting, instance_file(Some("An older wording of the first book's blurb."))).expect("csv");
     let o = crate::support::mirage(&db, &["geo", "import", adopting.to_str().expect("utf-8"), "--adopt-originals"]);
     assert!(o.status.success() && text(&o).contains("adopted 1 GEO-Bench originals"), "{}", text(&o));
+
+    // The planned run would rank the new original beside trials that ranked the old one (a
+    // killed run resumed, too): it is not run.
+    let o = crate::support::mirage(&db, &["geo", "run", "--resume", &planned]);
+    assert!(!o.status.success() && text(&o).contains("changed since it was planned"), "{}", text(&o));
 
     // The first run's report now reads texts made from the replaced original: counted, and
     // the lists are said to have changed.
