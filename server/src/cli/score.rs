@@ -101,6 +101,9 @@ pub(super) async fn score(store: Arc<dyn Store>, args: ScoreArgs) -> anyhow::Res
             let mut scores = score_file(path, args.tasks.as_deref(), &judge).await?;
             // A stored run's scores come paired already (`score_run`); a file's are paired here.
             crate::judge::twins::attach(&mut scores);
+            // A file carries no prices: baselines cost 0, models' cost is unknown.
+            let no_prices = std::collections::BTreeMap::new();
+            crate::judge::cost::attach(&mut scores, |agent| crate::runs::pricing(agent, &no_prices));
             (scores, path.display().to_string())
         }
     };
