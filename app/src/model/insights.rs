@@ -208,6 +208,23 @@ pub struct Robustness {
     /// Set while the numbers are being computed.
     #[serde(default)]
     pub pending: Option<Pending>,
+    /// Utility against cost per trial, for the configurations whose cost is known.
+    #[serde(default)]
+    pub costs: Vec<CostPoint>,
+    /// That plot (none when no configuration's cost is known).
+    #[serde(default)]
+    pub cost_svg: Option<String>,
+}
+
+/// One configuration on the utility–cost plane.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CostPoint {
+    pub agent: String,
+    pub utility: Est,
+    /// US dollars per trial.
+    pub cost: Est,
+    /// No other configuration is as cheap or cheaper and at least as useful, and better on one.
+    pub frontier: bool,
 }
 
 /// Which heatmap to draw.

@@ -66,6 +66,30 @@ pub fn RobustnessPage() -> impl IntoView {
                                 }).collect_view()}
                             </tbody>
                         </table>
+                        <h2>"Utility against cost"</h2>
+                        {match d.cost_svg.clone() {
+                            // Drawn on the server by plotters, as the plot above.
+                            Some(svg) => view! {
+                                <figure class="plot cost-plot" inner_html=svg></figure>
+                                <table class="points cost-points">
+                                    <thead><tr><th>"Configuration"</th><th>"Utility"</th>
+                                        <th title=crate::glossary::definition("cost").unwrap_or_default()>"Cost per trial (US$)"" "<a class="def" href=crate::glossary::href("cost")>"?"</a></th>
+                                        <th>"Frontier"</th></tr></thead>
+                                    <tbody>
+                                        {d.costs.iter().map(|p| view! {
+                                            <tr data-agent=p.agent.clone()>
+                                                <th scope="row">{p.agent.clone()}</th>
+                                                <EstCell est=Some(p.utility)/><EstCell est=Some(p.cost) dollars=true/>
+                                                <td>{if p.frontier { "on the frontier" } else { "" }}</td>
+                                            </tr>
+                                        }).collect_view()}
+                                    </tbody>
+                                </table>
+                            }.into_any(),
+                            None => view! {
+                                <p class="muted">"No configuration's cost is known: give the endpoints a price in the config file (baselines cost 0)."</p>
+                            }.into_any(),
+                        }}
                     }.into_any()
                 }
             })}

@@ -211,6 +211,53 @@ pub fn pareto_svg(points: &[ParetoPoint], caption: &str) -> anyhow::Result<Strin
     )
 }
 
+/// Marks the utility–cost frontier: no other point is as cheap or cheaper and at least as
+/// useful, and strictly better on one (HAL's accuracy–cost frontier).
+pub fn mark_cost_frontier(points: &mut [app::model::CostPoint]) {
+    let coords: Vec<(f64, f64)> = points.iter().map(|p| (p.cost.mean, p.utility.mean)).collect();
+    for (i, p) in points.iter_mut().enumerate() {
+        let (c, u) = coords[i];
+        p.frontier =
+            !coords.iter().enumerate().any(|(j, &(c2, u2))| j != i && c2 <= c && u2 >= u && (c2 < c || u2 > u));
+    }
+}
+
+/// The utility–cost plot: dollars per trial across, utility up, the frontier joined.
+pub fn cost_svg(points: &[app::model::CostPoint], caption: &str) -> anyhow::Result<String> {
+    let dots: Vec<Dot> = points
+        .iter()
+        .map(|p| Dot {
+            label: p.agent.clone(),
+            x: p.cost,
+            y: p.utility,
+            accent: p.frontier,
+            title: format!(
+                "{}: ${:.4} per trial [${:.4}, ${:.4}], utility {:.3} [{:.3}, {:.3}]{}",
+                p.agent,
+                p.cost.mean,
+                p.cost.lo,
+                p.cost.hi,
+                p.utility.mean,
+                p.utility.lo,
+                p.utility.hi,
+                if p.frontier { ", on the frontier" } else { "" }
+            ),
+        })
+        .collect();
+    let most = points.iter().map(|p| p.cost.hi).fold(0.0, f64::max);
+    scatter_svg(
+        &dots,
+        &Axes {
+            caption,
+            x_desc: "cost: US$ per trial (the agent's tokens × its price)",
+            y_desc: "utility: Default Acc_dec on L0",
+            x_bounds: (0.0, if most > 0.0 { most } else { 1e-6 }),
+            y_bounds: (0.0, 1.0),
+            accent_line: Some("utility–cost frontier"),
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,6 +269,23 @@ mod tests {
             robustness: Est { mean: r, lo: r - 0.1, hi: r + 0.1, n: 8 },
             frontier: false,
         }
+    }
+
+    #[test]
+    fn the_cost_frontier_holds_what_nothing_cheaper_beats() {
+        let at = |agent: &str, cost: f64, utility: f64| app::model::CostPoint {
+            agent: agent.into(),
+            utility: Est { mean: utility, lo: utility, hi: utility, n: 10 },
+            cost: Est { mean: cost, lo: cost, hi: cost, n: 10 },
+            frontier: false,
+        };
+        // A free baseline, a dear model that is better, a dearer one that is worse, and one
+        // as dear as the first and as good (ties do not dominate).
+        let mut ps = vec![at("free", 0.0, 0.4), at("good", 0.01, 0.8), at("worse", 0.02, 0.7), at("twin", 0.01, 0.8)];
+        mark_cost_frontier(&mut ps);
+        let on: Vec<&str> = ps.iter().filter(|p| p.frontier).map(|p| p.agent.as_str()).collect();
+        assert_eq!(on, ["free", "good", "twin"]);
+        assert!(cost_svg(&ps, "t").expect("svg").contains("utility–cost frontier"));
     }
 
     #[test]

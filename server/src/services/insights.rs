@@ -535,7 +535,27 @@ impl app::ssr::Insights for InsightsService {
         }
         crate::charts::mark_frontier(&mut points);
         let svg = crate::charts::pareto_svg(&points, &format!("{run}, {level}")).map_err(internal)?;
-        Ok(Robustness { run, runs, level, levels, points, missing, svg, pending })
+        // Utility against cost, for the configurations whose cost is known.
+        let mut costs: Vec<app::model::CostPoint> = agg
+            .leaderboard
+            .iter()
+            .filter_map(|s| {
+                let cost =
+                    agg.groups.iter().find(|g| g.key.get("agent") == Some(&s.agent))?.metrics.get("cost")?.as_ref()?;
+                Some(app::model::CostPoint {
+                    agent: s.agent.clone(),
+                    utility: s.utility?,
+                    cost: *cost,
+                    frontier: false,
+                })
+            })
+            .collect();
+        crate::charts::mark_cost_frontier(&mut costs);
+        let cost_svg = (!costs.is_empty())
+            .then(|| crate::charts::cost_svg(&costs, &format!("{run}: utility against cost")))
+            .transpose()
+            .map_err(internal)?;
+        Ok(Robustness { run, runs, level, levels, points, missing, svg, pending, costs, cost_svg })
     }
 
     async fn heatmap(&self, q: HeatQuery) -> Result<Heatmap, AppError> {

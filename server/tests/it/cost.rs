@@ -96,4 +96,13 @@ async fn cost_is_reported_tokens_times_the_configured_price() {
     assert!((per_trial - dollars / 2.0).abs() < 1e-9, "{per_trial} against {}", dollars / 2.0);
     assert_eq!(cost_of("surface").parse::<f64>().ok(), Some(0.0), "a baseline costs nothing");
     assert_eq!(cost_of("free"), "", "no price: unknown, not 0");
+
+    // Utility against cost: the priced model and the baseline, not the unpriced one.
+    let (status, page) = app.text(&format!("/robustness?run={run}")).await;
+    assert_eq!(status, 200);
+    let section = page.split("Utility against cost").nth(1).expect("the cost plot's section");
+    assert!(section.contains("<svg") && section.contains("utility–cost frontier"), "{section}");
+    let table = section.split("cost-points").nth(1).expect("its table");
+    assert!(table.contains("data-agent=\"priced\"") && table.contains("data-agent=\"surface\""), "{table}");
+    assert!(!table.contains("data-agent=\"free\""), "an unknown cost is not plotted: {table}");
 }
