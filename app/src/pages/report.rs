@@ -41,7 +41,10 @@ fn RowsTable(rows: Vec<ReportRow>, keys: Vec<&'static str>, columns: Vec<String>
                             {keys.iter().map(|k| view! { <td>{key(k)}</td> }).collect_view()}
                             <td class="num">{r.trials}</td>
                             <td class="num">{r.errors}</td>
-                            {columns.iter().map(|c| view! { <EstCell est=r.metrics.get(c).copied().flatten()/> }).collect_view()}
+                            {columns.iter().map(|c| {
+                                let dollars = c == "cost";
+                                view! { <EstCell est=r.metrics.get(c).copied().flatten() dollars=dollars/> }
+                            }).collect_view()}
                         </tr>
                     }
                 }).collect_view()}
