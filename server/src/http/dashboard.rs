@@ -389,8 +389,18 @@ async fn export_geo(state: &AppState, name: &str, q: &ExportQuery) -> Result<Res
         head.extend(["mean", "lo", "hi", "n"].map(|x| format!("{c}_{x}")));
     }
     head.extend(
-        ["missing", "missing_clean", "orders", "failed_orders", "failed_targets", "nrg_target_weighted", "ppl_r_ngram"]
-            .map(String::from),
+        [
+            "missing",
+            "missing_clean",
+            "orders",
+            "failed_orders",
+            "failed_targets",
+            "nrg_target_weighted",
+            "ppl_r_ngram",
+            "incomplete_trials",
+            "tap_dead_searches",
+        ]
+        .map(String::from),
     );
     // The newest detection report's columns (empty cells without one).
     head.extend(
@@ -414,6 +424,10 @@ async fn export_geo(state: &AppState, name: &str, q: &ExportQuery) -> Result<Res
                 r.failed_targets.to_string(),
                 r.nrg_target_weighted.to_string(),
                 opt(r.ppl_r),
+                // Trials in error or unfinished (‡: the figures are over the others), and
+                // TAP searches that measured nothing.
+                r.incomplete.to_string(),
+                r.tap.as_ref().map(|t| t.dead_searches.to_string()).unwrap_or_default(),
             ]);
             let j = view
                 .detection
