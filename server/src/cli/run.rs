@@ -373,8 +373,8 @@ pub(super) async fn follow(
     );
     if p.error > 0 {
         eprintln!(
-            "run {run_id}: trials in error stay in every mean (scored 0); once the cause is fixed, \
-             `{command} --resume {run_id} --retry-errors` runs them again"
+            "run {run_id}: once the cause of its errors is fixed, `{command} --resume {run_id} --retry-errors` \
+             runs the failed trials again"
         );
     }
     Ok(())

@@ -536,20 +536,7 @@ impl app::ssr::Insights for InsightsService {
         crate::charts::mark_frontier(&mut points);
         let svg = crate::charts::pareto_svg(&points, &format!("{run}, {level}")).map_err(internal)?;
         // Utility against cost, for the configurations whose cost is known.
-        let mut costs: Vec<app::model::CostPoint> = agg
-            .leaderboard
-            .iter()
-            .filter_map(|s| {
-                let cost =
-                    agg.groups.iter().find(|g| g.key.get("agent") == Some(&s.agent))?.metrics.get("cost")?.as_ref()?;
-                Some(app::model::CostPoint {
-                    agent: s.agent.clone(),
-                    utility: s.utility?,
-                    cost: *cost,
-                    frontier: false,
-                })
-            })
-            .collect();
+        let mut costs = crate::judge::cost::points(&agg);
         crate::charts::mark_cost_frontier(&mut costs);
         let cost_svg = (!costs.is_empty())
             .then(|| crate::charts::cost_svg(&costs, &format!("{run}: utility against cost")))
