@@ -191,7 +191,10 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await expect(page.getByRole('heading', { name: 'condition: raw' })).toBeVisible();
   await page.goto(`/robustness?run=${run}`);
   await settled(page);
-  await expect(page.locator('figure.plot svg title')).toHaveCount(3);
+  await expect(page.locator('figure.robustness-plot svg title')).toHaveCount(3);
+  // Baselines cost nothing: all three sit at 0 on the utility–cost plot.
+  await expect(page.locator('figure.cost-plot svg title')).toHaveCount(3);
+  await expect(page.locator('table.cost-points tbody tr')).toHaveCount(3);
   await shoot('robustness');
   const svg = await request.get(`/api/export/robustness.svg?run=${run}`);
   expect(svg.headers()['content-type']).toBe('image/svg+xml');

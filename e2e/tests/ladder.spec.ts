@@ -42,7 +42,7 @@ test('the ladder shows a dose-response on the heatmap and the robustness plot', 
   for (const level of ['L1', 'L3']) {
     await page.goto(`/robustness?run=${run}&level=${level}`);
     await settled(page);
-    await expect(page.locator('figure.plot svg title')).toHaveCount(2);
+    await expect(page.locator('figure.robustness-plot svg title')).toHaveCount(2);
     await shoot(`robustness-${level}`);
   }
 

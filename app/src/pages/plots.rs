@@ -45,7 +45,7 @@ pub fn RobustnessPage() -> impl IntoView {
                             <p class="muted">{format!("Not plotted (no L0 trials, or no manipulated trials paired with a clean twin): {}", d.missing.join(", "))}</p>
                         })}
                         // The SVG is generated on the server by plotters; every piece of text in it is escaped.
-                        <figure class="plot" inner_html=d.svg.clone()></figure>
+                        <figure class="plot robustness-plot" inner_html=d.svg.clone()></figure>
                         <p class="downloads">"Download: "
                             <a href=format!("/api/export/robustness.svg{q}") download="">"plot (SVG)"</a>" · "
                             <a href=format!("/api/export/robustness.csv{q}") download="">"points (CSV)"</a>
