@@ -444,6 +444,17 @@ async fn export_geo(state: &AppState, name: &str, q: &ExportQuery) -> Result<Res
             line
         })
         .collect();
+    // A variant none of whose targets was scored keeps a row: its name and its failed trials.
+    let mut rows = rows;
+    for e in view.incomplete.iter().filter(|e| e.scored == 0) {
+        let mut line = vec![String::new(); head.len()];
+        line[0].clone_from(&e.ranker);
+        line[1].clone_from(&e.method);
+        if let Some(at) = head.iter().position(|h| h == "incomplete_trials") {
+            line[at] = e.trials.to_string();
+        }
+        rows.push(line);
+    }
     Ok(attachment(&format!("geo-{}.csv", view.run), "text/csv; charset=utf-8", csv_text(&head, &rows)?))
 }
 

@@ -46,8 +46,8 @@ pub async fn lists_changed(store: &dyn Store, run_id: &str, lists: &[List]) -> a
 pub fn changed_lists_refusal(run_id: &str) -> String {
     format!(
         "the lists of run {run_id} changed since it was planned (GEO-Bench originals adopted): its unfinished \
-         trials would rank other originals than its finished ones, so they are not run; plan a new run for the \
-         new lists"
+         trials would rank other originals than it was planned on (and than any finished trial ranked), so they \
+         are not run; plan a new run for the new lists"
     )
 }
 
