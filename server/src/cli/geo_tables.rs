@@ -434,8 +434,17 @@ fn print_detection_rows(d: &crate::geo::score::Detection) {
             d.stale_texts
         );
     }
+    // † failed ranker calls in the row; ‡ trials of the row in no mean (n is of the scored).
+    let incomplete = |r: &crate::geo::score::DetectionRow| {
+        d.incomplete.iter().find(|e| e.ranker == r.ranker && e.method == r.method).map(|e| e.trials)
+    };
     let dagger = |r: &crate::geo::score::DetectionRow| {
-        if r.failed_orders > 0 { format!("{} †", r.method) } else { r.method.clone() }
+        let failed = if r.failed_orders > 0 { " †" } else { "" };
+        let partial = if incomplete(r).is_some() { " ‡" } else { "" };
+        format!("{}{failed}{partial}", r.method)
+    };
+    let n_of = |r: &crate::geo::score::DetectionRow| {
+        incomplete(r).map_or_else(|| r.n.to_string(), |all| format!("{} of {all}", r.n))
     };
     let header = [
         "ranker",
@@ -460,7 +469,7 @@ fn print_detection_rows(d: &crate::geo::score::Detection) {
         t.add_row(vec![
             r.ranker.clone(),
             dagger(r),
-            r.n.to_string(),
+            n_of(r),
             r.auroc.map_or_else(|| "-".to_string(), |a| format!("{a:.3}")),
             format!("{:.3}", r.judge_flagged),
             format!("{:.3}", r.keyword_flagged),
