@@ -9,14 +9,24 @@ use plotters::prelude::*;
 pub const WIDTH: u32 = 720;
 pub const HEIGHT: u32 = 480;
 
+/// Which of `coords` (higher is better on both axes) no other point matches on both and
+/// beats on one.
+fn undominated(coords: &[(f64, f64)]) -> Vec<bool> {
+    coords
+        .iter()
+        .enumerate()
+        .map(|(i, &(a, b))| {
+            !coords.iter().enumerate().any(|(j, &(a2, b2))| j != i && a2 >= a && b2 >= b && (a2 > a || b2 > b))
+        })
+        .collect()
+}
+
 /// Marks which points lie on the Pareto frontier: no other point is at least as good on
 /// both axes and strictly better on one.
 pub fn mark_frontier(points: &mut [ParetoPoint]) {
     let coords: Vec<(f64, f64)> = points.iter().map(|p| (p.utility.mean, p.robustness.mean)).collect();
-    for (i, p) in points.iter_mut().enumerate() {
-        let (u, r) = coords[i];
-        p.frontier =
-            !coords.iter().enumerate().any(|(j, &(u2, r2))| j != i && u2 >= u && r2 >= r && (u2 > u || r2 > r));
+    for (p, on) in points.iter_mut().zip(undominated(&coords)) {
+        p.frontier = on;
     }
 }
 
@@ -214,11 +224,10 @@ pub fn pareto_svg(points: &[ParetoPoint], caption: &str) -> anyhow::Result<Strin
 /// Marks the utility–cost frontier: no other point is as cheap or cheaper and at least as
 /// useful, and strictly better on one (HAL's accuracy–cost frontier).
 pub fn mark_cost_frontier(points: &mut [app::model::CostPoint]) {
-    let coords: Vec<(f64, f64)> = points.iter().map(|p| (p.cost.mean, p.utility.mean)).collect();
-    for (i, p) in points.iter_mut().enumerate() {
-        let (c, u) = coords[i];
-        p.frontier =
-            !coords.iter().enumerate().any(|(j, &(c2, u2))| j != i && c2 <= c && u2 >= u && (c2 < c || u2 > u));
+    // Cheaper is better: the rule above on (−cost, utility).
+    let coords: Vec<(f64, f64)> = points.iter().map(|p| (-p.cost.mean, p.utility.mean)).collect();
+    for (p, on) in points.iter_mut().zip(undominated(&coords)) {
+        p.frontier = on;
     }
 }
 

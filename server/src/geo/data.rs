@@ -188,6 +188,12 @@ pub fn version_of<'a>(lists: &[List], task_ids: impl IntoIterator<Item = &'a str
     data_version(&mine)
 }
 
+/// Whether the lists that the trials `task_ids` rank differ from those a run stored as its
+/// version `stored` (runs planned before versions were kept per run stored every list's).
+pub fn changed_since<'a>(lists: &[List], task_ids: impl IntoIterator<Item = &'a str>, stored: &str) -> bool {
+    version_of(lists, task_ids) != stored && data_version(lists) != stored
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -284,9 +284,11 @@ pub async fn results(
     let (flagged, stale_texts) = super::texts::flags(store, lists, &ranked).await?;
     let mut tally = Tally {
         trials: trials.len(),
-        // Runs planned before versions were kept per run stored every list's.
-        lists_changed: super::data::version_of(lists, trials.iter().map(|t| t.task_id.as_str())) != run.corpus_version
-            && super::data::data_version(lists) != run.corpus_version,
+        lists_changed: super::data::changed_since(
+            lists,
+            trials.iter().map(|t| t.task_id.as_str()),
+            &run.corpus_version,
+        ),
         stale_texts,
         ..Tally::default()
     };

@@ -120,6 +120,11 @@ fn csv_text(header_row: &[String], rows: &[Vec<String>]) -> Result<String, HttpE
     String::from_utf8(bytes).map_err(|e| HttpError::internal("writing CSV", e))
 }
 
+/// The decimals a column's estimates are written with: dollars per trial are small.
+fn digits_of(column: &str) -> usize {
+    if column == "cost" { 8 } else { 4 }
+}
+
 /// An estimate's four cells (mean, interval, n) to `digits` decimals.
 fn est_cells(e: Option<&Est>, digits: usize) -> [String; 4] {
     match e {
@@ -152,9 +157,7 @@ fn board_csv(columns: &[String], rows: &[(String, &BoardRow)], group: Option<&st
                 r.disputed.to_string(),
             ]);
             for c in columns {
-                // Dollars per trial are small: more digits than a rate needs.
-                let digits = if c == "cost" { 8 } else { 4 };
-                line.extend(est_cells(r.cells.get(c).and_then(Option::as_ref), digits));
+                line.extend(est_cells(r.cells.get(c).and_then(Option::as_ref), digits_of(c)));
             }
             line
         })
@@ -337,7 +340,7 @@ async fn export_report(state: &AppState, name: &str, q: &ExportQuery) -> Result<
                 format!("{:.4}", crate::judge::aggregate::rate(r.errors, r.trials)),
             ];
             for c in &v.columns {
-                line.extend(est_cells(r.metrics.get(c).and_then(Option::as_ref), if c == "cost" { 8 } else { 4 }));
+                line.extend(est_cells(r.metrics.get(c).and_then(Option::as_ref), digits_of(c)));
             }
             line
         })

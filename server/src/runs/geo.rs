@@ -38,8 +38,7 @@ pub struct GeoExec {
 pub async fn lists_changed(store: &dyn Store, run_id: &str, lists: &[List]) -> anyhow::Result<bool> {
     let stored = store.run(run_id).await?.corpus_version;
     let keys = store.trial_keys(run_id).await?;
-    let mine = crate::geo::data::version_of(lists, keys.iter().map(|k| k.task_id.as_str()));
-    Ok(mine != stored && crate::geo::data::data_version(lists) != stored)
+    Ok(crate::geo::data::changed_since(lists, keys.iter().map(|k| k.task_id.as_str()), &stored))
 }
 
 /// Why a run whose lists changed is not executed further.
