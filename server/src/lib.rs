@@ -82,6 +82,25 @@ pub async fn app_state(
     leptos_options: leptos::prelude::LeptosOptions,
     config: config::Config,
 ) -> anyhow::Result<AppState> {
+    app_state_with(store, leptos_options, config, Background::Serve).await
+}
+
+/// What an application state keeps doing in the background.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Background {
+    /// A server's: the search index follows finished trials, finished runs are scored.
+    Serve,
+    /// A one-off command's (`mirage runs bundle`): nothing beyond what it asks for.
+    Quiet,
+}
+
+/// [`app_state`] with a choice of background work.
+pub async fn app_state_with(
+    store: Arc<dyn db::Store>,
+    leptos_options: leptos::prelude::LeptosOptions,
+    config: config::Config,
+    background: Background,
+) -> anyhow::Result<AppState> {
     let tasks = store.all_tasks().await?;
     let corpus_version = corpus::fingerprint(&tasks);
     let world = Arc::new(env::World::build(tasks)?);
@@ -98,6 +117,9 @@ pub async fn app_state(
     let pulse = services::pulse::Pulse::start(
         store.clone(),
         Arc::new(move |run: String| {
+            if background == Background::Quiet {
+                return;
+            }
             let insights = scorer.clone();
             tokio::spawn(async move {
                 if let Err(e) = insights.scores(&run).await {
@@ -106,7 +128,9 @@ pub async fn app_state(
             });
         }),
     );
-    follow_trials(search.clone(), store.clone(), &pulse);
+    if background == Background::Serve {
+        follow_trials(search.clone(), store.clone(), &pulse);
+    }
     let geo = Arc::new(services::geo::GeoService::new(store.clone()));
     let guard = Arc::new(state::Guard::default());
     let executor = Arc::new(services::execution::Executor::new(

@@ -123,8 +123,11 @@ pub struct RunDetail {
 /// One configuration's tokens and cost in a run (its trials' steps so far).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CostRow {
+    /// Whose calls: the agent's, its defense filter's, the attacker's while the trials ran,
+    /// or the model judge's that scored them.
+    pub role: CostRole,
     pub agent: String,
-    /// Trials with at least one step.
+    /// Trials with at least one step (the agent), or scored by a model judge (the judge).
     pub trials: usize,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
@@ -132,6 +135,30 @@ pub struct CostRow {
     pub cost_usd: Option<f64>,
     /// How it is priced, in words (a baseline, the price, or no price configured).
     pub pricing: String,
+}
+
+/// Whose model calls a cost row counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CostRole {
+    Agent,
+    /// The judge filter of a defended configuration (`+judge`), while the trials ran.
+    Defense,
+    /// The attacker writing the interested parties' texts, while the trials ran.
+    Attacker,
+    /// The model judge that scored the trials.
+    Judge,
+}
+
+impl CostRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CostRole::Agent => "agent",
+            CostRole::Defense => "defense",
+            CostRole::Attacker => "attacker",
+            CostRole::Judge => "judge",
+        }
+    }
 }
 
 impl CostRow {

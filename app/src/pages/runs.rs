@@ -367,18 +367,18 @@ fn cost_table(rows: &[crate::model::CostRow]) -> impl IntoView {
         view! {
             <h2>"Cost"</h2>
             <table class="report cost">
-                <caption>"The agents' model calls, as the endpoints reported their tokens, priced as configured when the run was launched"</caption>
-                <thead><tr><th>"Configuration"</th><th>"Trials"</th><th>"Prompt tokens"</th><th>"Completion tokens"</th><th>"Cost"</th><th>"Per trial"</th><th>"Priced as"</th></tr></thead>
+                <caption>"Model calls as the endpoints reported their tokens: the agents' (priced as configured when the run was launched) and the model judge's that scored the trials (priced as configured when they were scored)"</caption>
+                <thead><tr><th>"Configuration"</th><th>"Calls of"</th><th>"Trials"</th><th>"Prompt tokens"</th><th>"Completion tokens"</th><th>"Cost"</th><th>"Per trial"</th><th>"Priced as"</th></tr></thead>
                 <tbody>
                     {rows.iter().map(|r| view! {
                         <tr>
-                            <td>{r.agent.clone()}</td><td class="num">{r.trials}</td>
+                            <td>{r.agent.clone()}</td><td>{r.role.as_str()}</td><td class="num">{r.trials}</td>
                             <td class="num">{r.prompt_tokens}</td><td class="num">{r.completion_tokens}</td>
                             <td class="num">{dollars(r.cost_usd)}</td><td class="num">{dollars(r.per_trial())}</td>
                             <td>{r.pricing.clone()}</td>
                         </tr>
                     }).collect_view()}
-                    <tr class="total"><th scope="row">"Run"</th><td></td><td class="num" colspan="2">{format!("{tokens} tokens")}</td><td class="num">{dollars(total)}</td><td></td><td></td></tr>
+                    <tr class="total"><th scope="row">"Run"</th><td></td><td></td><td class="num" colspan="2">{format!("{tokens} tokens")}</td><td class="num">{dollars(total)}</td><td></td><td></td></tr>
                 </tbody>
             </table>
         }

@@ -27,6 +27,19 @@ pub enum RunsCommand {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// A static copy of one run to share: its run page, leaderboard, plots, heatmaps,
+    /// report, definitions and every trial's trajectory (a GEO run: its GEO page and every
+    /// target), with the downloads they offer, as HTML, CSS, CSV and JSON files that open
+    /// from disk (`DIR/index.html`, or `geo.html`) without a server, scripts or requests.
+    Bundle {
+        run: String,
+        /// A new folder (or an empty one) for the copy.
+        #[arg(short, long)]
+        out: PathBuf,
+        /// The config the server uses (its judge scores the run if it is not scored yet).
+        #[arg(long, env = "MIRAGE_CONFIG")]
+        config: Option<PathBuf>,
+    },
     /// Stores trajectories produced elsewhere as a finished run, to replay, search, label and
     /// (for samples that are Mirage tasks) score them on the dashboard. Reads Mirage's own
     /// trajectory lines (schemas/trajectory.schema.json), Inspect AI logs (`.eval`, `.json`), ATIF trajectories
@@ -61,7 +74,8 @@ pub enum ExportFormat {
     Atif,
 }
 
-pub(super) async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Result<()> {
+pub(super) async fn runs(shared: std::sync::Arc<dyn Store>, command: RunsCommand) -> anyhow::Result<()> {
+    let store = shared.as_ref();
     match command {
         RunsCommand::List => {
             for run in store.runs().await? {
@@ -88,11 +102,21 @@ pub(super) async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Res
             let eta = report.eta_secs.map_or_else(|| "-".to_string(), |s| format!("{s:.0}s"));
             println!("throughput {:.1} trials/min over the last minute, eta {eta}", report.per_minute);
             if let Ok(spec) = serde_json::from_str::<crate::runs::RunSpec>(&row.spec) {
-                for c in crate::runs::cost_rows(&spec, &store.token_use(&run).await?) {
+                for c in crate::runs::cost_rows(
+                    &spec,
+                    &store.token_use(&run).await?,
+                    &store.model_use(&run).await?,
+                    &store.judge_use(&run).await?,
+                ) {
                     let cost = c.cost_usd.map_or_else(|| "cost unknown".to_string(), |d| format!("${d:.4}"));
                     println!(
-                        "cost {}: {} trials, {} prompt + {} completion tokens, {cost} ({})",
-                        c.agent, c.trials, c.prompt_tokens, c.completion_tokens, c.pricing
+                        "cost {} ({}): {} trials, {} prompt + {} completion tokens, {cost} ({})",
+                        c.agent,
+                        c.role.as_str(),
+                        c.trials,
+                        c.prompt_tokens,
+                        c.completion_tokens,
+                        c.pricing
                     );
                 }
             }
@@ -138,6 +162,7 @@ pub(super) async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Res
             eprintln!("{n} trajectories stored as run {run}");
             println!("{run}");
         }
+        RunsCommand::Bundle { run, out, config } => bundle(shared.clone(), &run, &out, config.as_deref()).await?,
         RunsCommand::Export { run, format, out } => {
             store.run(&run).await?;
             let unfinished = match (format, out) {
@@ -156,6 +181,54 @@ pub(super) async fn runs(store: &dyn Store, command: RunsCommand) -> anyhow::Res
                 eprintln!("{unfinished} trials of {run} have not finished and are not exported");
             }
         }
+    }
+    Ok(())
+}
+
+/// `mirage runs bundle`: the run scored first (as the server would), then every page
+/// rendered in this process, with a progress bar.
+async fn bundle(
+    store: std::sync::Arc<dyn Store>,
+    run: &str,
+    out: &std::path::Path,
+    config: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let row = store.run(run).await?;
+    let mut config = crate::config::Config::load(config)?;
+    config.server.search_dir = None;
+    // Pages wait for every number rather than showing "still computing".
+    config.server.page_wait_ms = u64::MAX / 4;
+    let options = leptos::prelude::LeptosOptions::builder().output_name("mirage").site_pkg_dir("pkg").build();
+    let state = crate::app_state_with(store, options, config, crate::Background::Quiet).await?;
+    let started = std::time::Instant::now();
+    let bar = indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} files")
+            .map_err(|e| anyhow::anyhow!("progress bar template: {e}"))?,
+    );
+    if !crate::runs::geo::is_geo(&row)? {
+        bar.set_message("scoring");
+        state.insights.scores(run).await.map_err(|e| anyhow::anyhow!("scoring run {run}: {e}"))?;
+    }
+    let summary = crate::http::bundle::write(&state, run, out, |done, known| {
+        bar.set_length(known as u64);
+        bar.set_position(done as u64);
+    })
+    .await?;
+    bar.finish_and_clear();
+    let start = if crate::runs::geo::is_geo(&row)? { "geo.html" } else { "index.html" };
+    println!(
+        "Wrote {} pages and {} downloads ({:.1} MB) in {:.1} s: open {}",
+        summary.pages,
+        summary.downloads,
+        summary.bytes as f64 / 1e6,
+        started.elapsed().as_secs_f64(),
+        out.join(start).display()
+    );
+    if summary.outside_links > 0 {
+        println!("{} links to pages outside this run's copy are plain text.", summary.outside_links);
+    }
+    if row.status != crate::db::RunStatus::Done {
+        println!("The run is {}: the copy holds the trials finished so far.", row.status);
     }
     Ok(())
 }

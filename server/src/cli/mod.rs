@@ -107,7 +107,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             run::run(store, *args).await
         }
         Command::Worker(args) => run::worker(store, args).await,
-        Command::Runs { command } => manage_runs::runs(store.as_ref(), command).await,
+        Command::Runs { command } => manage_runs::runs(store, command).await,
         Command::Manip { command } => {
             seed_if_empty(store.as_ref()).await?;
             manip::manip(store.as_ref(), command).await

@@ -45,9 +45,11 @@ pub use runs::{
     BACKOFF_MS, CoverageRow, MAX_ATTEMPTS, NewTrial, Progress, RunRow, RunStatus, RunStore, TrialEnd, TrialFilter,
     TrialKey, TrialRow, TrialState,
 };
-pub use scores::{DecisionClass, Flag, LabelEvent, LabelKind, LabelLock, ReasoningGrade, ScoreStore, StoredScore};
+pub use scores::{
+    DecisionClass, Flag, JudgeUse, LabelEvent, LabelKind, LabelLock, ReasoningGrade, ScoreStore, StoredScore,
+};
 pub use sql::SqlStore;
-pub use steps::{StepStore, TokenUse, split_steps};
+pub use steps::{ModelCalls, ModelUse, StepStore, TokenUse, split_steps};
 
 /// Failures callers act on; everything else is an infrastructure error.
 #[derive(Debug, thiserror::Error)]

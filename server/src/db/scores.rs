@@ -107,6 +107,21 @@ pub struct LabelLock {
     pub expires_at: i64,
 }
 
+/// What the model judge's calls cost for one configuration's scored trials in a run.
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
+pub struct JudgeUse {
+    pub agent: String,
+    /// Trials scored by a model judge.
+    pub trials: i64,
+    /// Of those, the ones whose judge tokens are known.
+    pub reported: i64,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    /// Of those, the ones whose judge cost is known (a priced judge endpoint).
+    pub priced: i64,
+    pub cost_usd: f64,
+}
+
 /// Scores, label events and annotation locks.
 #[async_trait]
 pub trait ScoreStore: Send + Sync {
@@ -129,6 +144,9 @@ pub trait ScoreStore: Send + Sync {
     async fn label_generation(&self) -> StoreResult<i64>;
     /// The judge versions behind a run's stored scores.
     async fn score_judges(&self, run_id: &str) -> StoreResult<Vec<String>>;
+    /// Per configuration, the model judge's tokens and cost over the run's stored scores
+    /// (none for trials scored without a model judge).
+    async fn judge_use(&self, run_id: &str) -> StoreResult<Vec<JudgeUse>>;
     /// The stored score of one trial.
     async fn trial_score(&self, trial_id: &str) -> StoreResult<Option<StoredScore>>;
     /// Takes the lock on a disputed label for `holder` until `until` (ms): granted when it is
@@ -250,6 +268,31 @@ impl ScoreStore for SqlStore {
         .bind(run_id)
         .fetch_all(&self.pool)
         .await?)
+    }
+
+    async fn judge_use(&self, run_id: &str) -> StoreResult<Vec<JudgeUse>> {
+        // The score body is JSON text on both databases; each reads its own way.
+        let field = |path: &[&str], cast: &str| {
+            if self.postgres {
+                let (last, init) = path.split_last().expect("a path");
+                let init: String = init.iter().map(|p| format!(" -> '{p}'")).collect();
+                format!("(s.body::jsonb{init} ->> '{last}')::{cast}")
+            } else {
+                format!("json_extract(s.body, '$.{}')", path.join("."))
+            }
+        };
+        let p = field(&["judge_tokens", "prompt_tokens"], "bigint");
+        let c = field(&["judge_tokens", "completion_tokens"], "bigint");
+        let usd = field(&["judge_cost_usd"], "double precision");
+        let sql = format!(
+            "select t.agent, count(*) as trials, count({p}) as reported, \
+             cast(coalesce(sum({p}), 0) as bigint) as prompt_tokens, \
+             cast(coalesce(sum({c}), 0) as bigint) as completion_tokens, \
+             count({usd}) as priced, cast(coalesce(sum({usd}), 0) as double precision) as cost_usd \
+             from trial_score s join trial t on t.trial_id = s.trial_id \
+             where s.run_id = $1 and s.judge_version like '%llm:%' group by t.agent order by t.agent"
+        );
+        Ok(sqlx::query_as(&sql).bind(run_id).fetch_all(&self.pool).await?)
     }
 
     async fn trial_score(&self, trial_id: &str) -> StoreResult<Option<StoredScore>> {

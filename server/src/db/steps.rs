@@ -19,6 +19,32 @@ pub trait StepStore: Send + Sync {
     /// The tokens a run's steps report (`usage`), per agent configuration, with the number
     /// of its trials that have any step (done, failed or under way), in agent order.
     async fn token_use(&self, run_id: &str) -> StoreResult<Vec<TokenUse>>;
+    /// Adds what one attempt at a trial spent on calls of `role` (`attacker`, `defense`).
+    async fn add_model_use(&self, trial_id: &str, role: &str, calls: ModelCalls) -> StoreResult<()>;
+    /// Per configuration and role, what the run's trials spent on calls besides the agent's.
+    async fn model_use(&self, run_id: &str) -> StoreResult<Vec<ModelUse>>;
+}
+
+/// Model calls of one role in one attempt at a trial.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ModelCalls {
+    pub calls: u64,
+    /// Calls whose tokens are not known.
+    pub unknown: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// One configuration's calls of one role over a run.
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct ModelUse {
+    pub agent: String,
+    pub role: String,
+    pub trials: i64,
+    pub calls: i64,
+    pub unknown_calls: i64,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
 }
 
 /// One configuration's reported tokens in a run.
@@ -52,6 +78,41 @@ impl StepStore for SqlStore {
              group by t.agent order by t.agent"
         );
         Ok(sqlx::query_as(&sql).bind(run_id).fetch_all(&self.pool).await?)
+    }
+
+    async fn add_model_use(&self, trial_id: &str, role: &str, c: ModelCalls) -> StoreResult<()> {
+        let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        sqlx::query(
+            "insert into trial_model_use (trial_id, role, calls, unknown_calls, prompt_tokens, completion_tokens) \
+             values ($1, $2, $3, $4, $5, $6) on conflict (trial_id, role) do update set \
+             calls = trial_model_use.calls + excluded.calls, \
+             unknown_calls = trial_model_use.unknown_calls + excluded.unknown_calls, \
+             prompt_tokens = trial_model_use.prompt_tokens + excluded.prompt_tokens, \
+             completion_tokens = trial_model_use.completion_tokens + excluded.completion_tokens",
+        )
+        .bind(trial_id)
+        .bind(role)
+        .bind(n(c.calls))
+        .bind(n(c.unknown))
+        .bind(n(c.prompt_tokens))
+        .bind(n(c.completion_tokens))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn model_use(&self, run_id: &str) -> StoreResult<Vec<ModelUse>> {
+        Ok(sqlx::query_as(
+            "select t.agent, u.role, count(*) as trials, cast(sum(u.calls) as bigint) as calls, \
+             cast(sum(u.unknown_calls) as bigint) as unknown_calls, \
+             cast(sum(u.prompt_tokens) as bigint) as prompt_tokens, \
+             cast(sum(u.completion_tokens) as bigint) as completion_tokens \
+             from trial_model_use u join trial t on t.trial_id = u.trial_id where t.run_id = $1 \
+             group by t.agent, u.role order by t.agent, u.role",
+        )
+        .bind(run_id)
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     async fn run_steps(&self, run_id: &str) -> StoreResult<HashMap<String, Vec<String>>> {

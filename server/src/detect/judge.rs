@@ -47,8 +47,7 @@ impl JudgeFilter {
         crate::llm::cache::ask_cached(
             self.client.as_ref(),
             self.cache.as_ref(),
-            &key,
-            &name,
+            crate::llm::cache::Question { key: &key, source: &name, asker: crate::llm::cache::Asker::Judge },
             messages,
             &schema,
             read_probability,

@@ -166,7 +166,7 @@ impl EndpointPerplexity {
         let lp = self.client.prompt_logprobs(text).await?;
         #[allow(clippy::cast_precision_loss)]
         let ppl = (-lp.iter().sum::<f64>() / lp.len() as f64).exp();
-        self.cache.cache_put(&key, &format!("logprobs:{}", self.model), &ppl.to_string()).await?;
+        self.cache.cache_put(&key, &format!("logprobs:{}", self.model), &ppl.to_string(), None).await?;
         Ok(ppl)
     }
 }

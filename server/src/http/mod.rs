@@ -3,6 +3,7 @@
 //! every response gets.
 
 pub mod auth;
+pub mod bundle;
 pub mod dashboard;
 pub mod episodes;
 mod error;

@@ -233,6 +233,14 @@ pub struct TrialScore {
     /// when no step does: a baseline, or a producer that records none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_tokens: Option<crate::llm::Usage>,
+    /// Tokens the model judge's calls for this trial used (reasoning grade, labels, filter),
+    /// answers reused from the cache counted at what they cost when asked; `None` without
+    /// a model judge, or when a call's usage is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_tokens: Option<crate::llm::Usage>,
+    /// Those tokens at the judge endpoint's configured price (`None` without a price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_cost_usd: Option<f64>,
     /// What the trial cost in US dollars: attached from the run's prices when a run is
     /// aggregated ([`cost`]); 0 for a baseline, `None` where the price or the usage is unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]

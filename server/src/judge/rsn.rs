@@ -64,6 +64,8 @@ pub enum ModelJudge {
         client: Arc<dyn LlmClient>,
         cache: Arc<dyn Store>,
         filter_threshold: Arc<tokio::sync::OnceCell<f64>>,
+        /// The endpoint's price, for each score's judge cost.
+        price: Option<crate::llm::Price>,
     },
 }
 
@@ -77,8 +79,9 @@ impl ModelJudge {
                 let mut spec = spec.clone();
                 spec.temperature = 0.0;
                 let model = spec.model.clone();
+                let price = spec.price;
                 let client = crate::llm::HttpLlm::new(spec).with_context(|| format!("judge endpoint {name}"))?;
-                ModelJudge::Llm { model, client: Arc::new(client), cache, filter_threshold: Arc::default() }
+                ModelJudge::Llm { model, client: Arc::new(client), cache, filter_threshold: Arc::default(), price }
             }
             None => ModelJudge::Coverage,
         })
@@ -110,6 +113,8 @@ impl ModelJudge {
     /// adoption and recovery labels (a disagreement with the rules marks the label disputed).
     /// A failing judge leaves Acc_rsn missing with the reason in `rsn_error`; it never
     /// turns into a score.
+    /// What the judge's model calls for this trial cost goes into `judge_tokens` and
+    /// `judge_cost_usd` (answers reused from the cache count what they cost when asked).
     pub async fn apply(
         &self,
         world: &crate::env::World,
@@ -118,7 +123,15 @@ impl ModelJudge {
         score: &mut TrialScore,
     ) {
         score.judge_version = self.version();
-        let ModelJudge::Llm { model, client, cache, filter_threshold } = self else { return };
+        let ModelJudge::Llm { price, .. } = self else { return };
+        let ((), spent) = crate::llm::cache::metered(self.ask(world, task, traj, score)).await;
+        let spent = spent.judge;
+        score.judge_tokens = spent.known();
+        score.judge_cost_usd = price.zip(spent.known()).map(|(p, u)| p.of(u));
+    }
+
+    async fn ask(&self, world: &crate::env::World, task: &Task, traj: &super::Trajectory, score: &mut TrialScore) {
+        let ModelJudge::Llm { model, client, cache, filter_threshold, .. } = self else { return };
         if !score.manipulated_text.is_empty() {
             match judge_flags(world, model, client, cache, filter_threshold, &score.manipulated_text).await {
                 Ok(flagged) => {
@@ -174,10 +187,13 @@ async fn judge_flags(
 ) -> anyhow::Result<bool> {
     use crate::detect::{CleanCorpus, DEFENSE_FPR, JudgeFilter};
     let filter = JudgeFilter { model: model.to_string(), client: client.clone(), cache: cache.clone() };
+    // The calibration serves every trial of the process: no one trial is charged for it.
     let threshold = *threshold
-        .get_or_try_init(|| async {
-            let tasks: Vec<Task> = world.tasks().map(|t| (**t).clone()).collect();
-            filter.threshold(&CleanCorpus::of(&tasks), DEFENSE_FPR).await
+        .get_or_try_init(|| {
+            crate::llm::cache::unmetered(async {
+                let tasks: Vec<Task> = world.tasks().map(|t| (**t).clone()).collect();
+                filter.threshold(&CleanCorpus::of(&tasks), DEFENSE_FPR).await
+            })
         })
         .await?;
     for t in texts {
@@ -249,7 +265,8 @@ async fn judge(
     let key = cache_key(model, task, rationale);
     let messages = vec![Message::system(SYSTEM), Message::user(inputs(task, rationale).to_string())];
     let name = format!("llm:{model}/{PROMPT_VERSION}");
-    ask_cached(client, cache, &key, &name, messages, &reply_schema(), parse_reply).await
+    let question = crate::llm::cache::Question { key: &key, source: &name, asker: crate::llm::cache::Asker::Judge };
+    ask_cached(client, cache, question, messages, &reply_schema(), parse_reply).await
 }
 
 #[cfg(test)]

@@ -4,8 +4,104 @@
 
 use serde_json::Value;
 
-use super::{LlmClient, Message};
+use super::{LlmClient, Message, Usage};
 use crate::db::Store;
+
+/// What the model calls made through the cache within a [`metered`] future cost: the
+/// tokens summed, and whether any call's cost is unknown (an answer cached before its
+/// tokens were recorded, or an endpoint that reports none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Spent {
+    /// The tokens of the calls whose tokens are known.
+    pub usage: Usage,
+    pub calls: u64,
+    /// Calls whose tokens are not known.
+    pub unknown_calls: u64,
+}
+
+impl Spent {
+    /// The tokens, when every call's are known.
+    pub fn known(self) -> Option<Usage> {
+        (self.unknown_calls == 0).then_some(self.usage)
+    }
+
+    fn add(&mut self, usage: Option<Usage>) {
+        self.calls += 1;
+        match usage {
+            Some(u) => {
+                self.usage.prompt_tokens += u.prompt_tokens;
+                self.usage.completion_tokens += u.completion_tokens;
+            }
+            None => self.unknown_calls += 1,
+        }
+    }
+}
+
+/// Whose question a cached call asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Asker {
+    /// A judge: the reasoning grade, the labels' second opinion, the detection filter.
+    Judge,
+    /// The attacker writing an interested party's text.
+    Attacker,
+}
+
+/// What a [`metered`] future's cached model calls cost, by who asked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Spending {
+    pub judge: Spent,
+    pub attacker: Spent,
+}
+
+/// A meter to run work under ([`Meter::run`]) and read afterwards, also when the work
+/// was dropped half-way.
+#[derive(Clone, Debug, Default)]
+pub struct Meter(std::sync::Arc<std::sync::Mutex<Spending>>);
+
+impl Meter {
+    /// Runs `work` counting what its cached model calls cost: a fresh answer counts the
+    /// tokens its requests used, a cached one the tokens it cost when it was asked, so a
+    /// score reads the same whether or not the answer was already there.
+    pub async fn run<T>(&self, work: impl std::future::Future<Output = T>) -> T {
+        METER.scope(self.clone(), work).await
+    }
+
+    /// What was counted so far.
+    pub fn spent(&self) -> Spending {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+tokio::task_local! {
+    static METER: Meter;
+}
+
+/// Runs `work` under a fresh [`Meter`] and returns what it spent.
+pub async fn metered<T>(work: impl std::future::Future<Output = T>) -> (T, Spending) {
+    let meter = Meter::default();
+    let out = meter.run(work).await;
+    (out, meter.spent())
+}
+
+/// Runs `work` outside any meter: for work shared by many trials (a filter's calibration)
+/// that no one trial should be charged for.
+pub async fn unmetered<T>(work: impl std::future::Future<Output = T>) -> T {
+    metered(work).await.0
+}
+
+fn charge(asker: Asker, usage: Option<Usage>) {
+    let _ = METER.try_with(|m| {
+        let mut spending = m.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match asker {
+            Asker::Judge => spending.judge.add(usage),
+            Asker::Attacker => spending.attacker.add(usage),
+        }
+    });
+}
+
+fn tokens(u: Usage) -> (u64, u64) {
+    (u.prompt_tokens, u.completion_tokens)
+}
 
 /// Per-key turns among this process's tasks: a key's lock while someone asks under it.
 /// Entries whose lock nobody holds or waits for are dropped on the next call.
@@ -29,40 +125,69 @@ async fn one_at_a_time(key: &str) -> tokio::sync::OwnedMutexGuard<()> {
     lock.lock_owned().await
 }
 
+/// A question to ask through the cache: its key, who answers (model and prompt version,
+/// kept with the answer) and who asks (for the meter).
+#[derive(Clone, Copy, Debug)]
+pub struct Question<'a> {
+    pub key: &'a str,
+    pub source: &'a str,
+    pub asker: Asker,
+}
+
 /// Asks a model for a JSON object through the cache: a cached answer that `parse` accepts
 /// is reused; otherwise up to two requests, the second asking for the bare object.
 pub async fn ask_cached<T>(
     client: &dyn LlmClient,
     cache: &dyn Store,
-    key: &str,
-    judge_name: &str,
+    question: Question<'_>,
     messages: Vec<Message>,
     schema: &Value,
     parse: impl Fn(&str) -> Option<T>,
 ) -> anyhow::Result<T> {
-    if let Some(body) = cache.cache_get(key).await?
-        && let Some(hit) = parse(&body)
-    {
+    let Question { key, source: judge_name, asker } = question;
+    let cached = || async {
+        let hit = cache.cache_get_used(key).await?;
+        anyhow::Ok(hit.and_then(|(body, used)| {
+            let parsed = parse(&body)?;
+            charge(asker, used.map(|(p, c)| Usage { prompt_tokens: p, completion_tokens: c }));
+            Some(parsed)
+        }))
+    };
+    if let Some(hit) = cached().await? {
         return Ok(hit);
     }
     let _turn = one_at_a_time(key).await;
-    if let Some(body) = cache.cache_get(key).await?
-        && let Some(hit) = parse(&body)
-    {
+    if let Some(hit) = cached().await? {
         return Ok(hit);
     }
     let mut messages = messages;
     let mut last = String::new();
+    // Both requests count: the answer cost what it took to get a readable one.
+    let mut used = Usage::default();
     for _ in 0..2 {
-        let reply = client.complete(&messages, Some(schema)).await?;
+        let reply = match client.complete(&messages, Some(schema)).await {
+            Ok(reply) => reply,
+            Err(e) => {
+                if used != Usage::default() {
+                    charge(asker, Some(used));
+                }
+                return Err(e.into());
+            }
+        };
+        used.prompt_tokens += reply.usage.prompt_tokens;
+        used.completion_tokens += reply.usage.completion_tokens;
         if let Some(parsed) = parse(&reply.content) {
-            cache.cache_put(key, judge_name, &reply.content).await?;
+            // An endpoint that reports no usage at all leaves the cost unknown, not 0.
+            let known = (used != Usage::default()).then_some(used);
+            cache.cache_put(key, judge_name, &reply.content, known.map(tokens)).await?;
+            charge(asker, known);
             return Ok(parsed);
         }
         last = reply.content.chars().take(200).collect();
         messages.push(Message::assistant(reply.content));
         messages.push(Message::user("Answer with only the JSON object the instructions describe."));
     }
+    charge(asker, (used != Usage::default()).then_some(used));
     anyhow::bail!("the judge's reply could not be read: {last:?}")
 }
 
@@ -83,6 +208,6 @@ pub async fn remembered(
         return Ok(hit);
     }
     let fresh = produce.await?;
-    cache.cache_put(key, source, &fresh).await?;
+    cache.cache_put(key, source, &fresh, None).await?;
     Ok(fresh)
 }

@@ -83,8 +83,19 @@ impl Attacker {
         parse: impl Fn(&str) -> Option<T>,
     ) -> anyhow::Result<T> {
         let messages = vec![Message::system(system(f)), Message::user(ask)];
-        ask_cached(self.client.as_ref(), self.cache.as_ref(), &self.key(inputs), &self.name(), messages, schema, parse)
-            .await
+        ask_cached(
+            self.client.as_ref(),
+            self.cache.as_ref(),
+            crate::llm::cache::Question {
+                key: &self.key(inputs),
+                source: &self.name(),
+                asker: crate::llm::cache::Asker::Attacker,
+            },
+            messages,
+            schema,
+            parse,
+        )
+        .await
     }
 
     fn key(&self, parts: &Value) -> String {

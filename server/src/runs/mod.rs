@@ -359,35 +359,86 @@ pub fn pricing(name: &str, endpoints: &BTreeMap<String, EndpointSpec>) -> crate:
 
 /// Each configuration's tokens and cost from what its steps reported (`uses`), priced as
 /// the run's spec says; configurations without a step yet are left out.
-pub fn cost_rows(spec: &RunSpec, uses: &[crate::db::TokenUse]) -> Vec<app::model::CostRow> {
+pub fn cost_rows(
+    spec: &RunSpec,
+    uses: &[crate::db::TokenUse],
+    others: &[crate::db::ModelUse],
+    judged: &[crate::db::JudgeUse],
+) -> Vec<app::model::CostRow> {
     use crate::judge::cost::Pricing;
-    uses.iter()
-        .map(|u| {
-            let usage = crate::llm::Usage {
-                prompt_tokens: u64::try_from(u.prompt_tokens).unwrap_or(0),
-                completion_tokens: u64::try_from(u.completion_tokens).unwrap_or(0),
-            };
-            let (cost_usd, pricing) = match pricing(&u.agent, &spec.endpoints) {
-                Pricing::Baseline => (Some(0.0), "baseline: no model calls".to_string()),
-                Pricing::Priced(p) if u.reported == 0 => {
-                    (None, format!("${} / ${} per million tokens; no step reported its usage", p.prompt, p.completion))
-                }
-                Pricing::Priced(p) => (
-                    Some(p.of(usage)),
-                    format!("${} / ${} per million prompt / completion tokens", p.prompt, p.completion),
-                ),
-                Pricing::Unpriced => (None, "no price configured".to_string()),
-            };
-            app::model::CostRow {
-                agent: u.agent.clone(),
-                trials: usize::try_from(u.trials).unwrap_or(0),
-                prompt_tokens: usage.prompt_tokens,
-                completion_tokens: usage.completion_tokens,
-                cost_usd,
-                pricing,
+    let agents = uses.iter().map(|u| {
+        let usage = crate::llm::Usage {
+            prompt_tokens: u64::try_from(u.prompt_tokens).unwrap_or(0),
+            completion_tokens: u64::try_from(u.completion_tokens).unwrap_or(0),
+        };
+        let (cost_usd, pricing) = match pricing(&u.agent, &spec.endpoints) {
+            Pricing::Baseline => (Some(0.0), "baseline: no model calls".to_string()),
+            Pricing::Priced(p) if u.reported == 0 => {
+                (None, format!("${} / ${} per million tokens; no step reported its usage", p.prompt, p.completion))
             }
+            Pricing::Priced(p) => {
+                (Some(p.of(usage)), format!("${} / ${} per million prompt / completion tokens", p.prompt, p.completion))
+            }
+            Pricing::Unpriced => (None, "no price configured".to_string()),
+        };
+        app::model::CostRow {
+            role: app::model::CostRole::Agent,
+            agent: u.agent.clone(),
+            trials: usize::try_from(u.trials).unwrap_or(0),
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            cost_usd,
+            pricing,
+        }
+    });
+    let others = others.iter().filter_map(|m| {
+        let (role, endpoint) = match m.role.as_str() {
+            "attacker" => (app::model::CostRole::Attacker, spec.attacker.as_ref()),
+            "defense" => (app::model::CostRole::Defense, spec.judge.as_ref()),
+            _ => return None,
+        };
+        let usage = crate::llm::Usage {
+            prompt_tokens: u64::try_from(m.prompt_tokens).unwrap_or(0),
+            completion_tokens: u64::try_from(m.completion_tokens).unwrap_or(0),
+        };
+        let (cost_usd, pricing) = match endpoint.and_then(|e| e.price) {
+            _ if m.unknown_calls > 0 => {
+                (None, format!("the usage of {} of {} calls is unknown", m.unknown_calls, m.calls))
+            }
+            Some(p) => {
+                (Some(p.of(usage)), format!("${} / ${} per million prompt / completion tokens", p.prompt, p.completion))
+            }
+            None => (None, "no price configured".to_string()),
+        };
+        Some(app::model::CostRow {
+            role,
+            agent: m.agent.clone(),
+            trials: usize::try_from(m.trials).unwrap_or(0),
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            cost_usd,
+            pricing,
         })
-        .collect()
+    });
+    let judges = judged.iter().map(|j| {
+        let (cost_usd, pricing) = if j.reported < j.trials {
+            (None, format!("the judge's usage is unknown for {} of {} trials", j.trials - j.reported, j.trials))
+        } else if j.priced < j.trials {
+            (None, "no price configured for the judge endpoint".to_string())
+        } else {
+            (Some(j.cost_usd), "the judge endpoint's price when the run was scored".to_string())
+        };
+        app::model::CostRow {
+            role: app::model::CostRole::Judge,
+            agent: j.agent.clone(),
+            trials: usize::try_from(j.trials).unwrap_or(0),
+            prompt_tokens: u64::try_from(j.prompt_tokens).unwrap_or(0),
+            completion_tokens: u64::try_from(j.completion_tokens).unwrap_or(0),
+            cost_usd,
+            pricing,
+        }
+    });
+    agents.chain(others).chain(judges).collect()
 }
 
 /// An agent configuration's setup in words: for a model, how many earlier pages stay whole

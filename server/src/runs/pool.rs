@@ -246,6 +246,8 @@ async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()>
         };
         let span =
             tracing::info_span!("trial", trial.id = %trial.trial_id, task.id = %trial.task_id, agent = %trial.agent);
+        // What the trial's attacker and defense calls cost, kept also when it stops half-way.
+        let meter = crate::llm::cache::Meter::default();
         let running = async {
             match (geo, agents.get(&trial.agent)) {
                 (Some(geo), _) => {
@@ -271,7 +273,8 @@ async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()>
                     };
                     // A panic inside one trial (an agent, a page, a writer) ends that trial as an
                     // error with the panic's message; the worker goes on with the next one.
-                    let running = run_claimed(store.as_ref(), world, agent.as_ref(), &claimed).instrument(span);
+                    let running =
+                        meter.run(run_claimed(store.as_ref(), world, agent.as_ref(), &claimed)).instrument(span);
                     match std::panic::AssertUnwindSafe(running).catch_unwind().await {
                         Ok(end) => end,
                         Err(panic) => {
@@ -293,10 +296,12 @@ async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()>
         let end = tokio::select! {
             end = running => end,
             () = options.stop.cancelled() => {
+                record_spending(store.as_ref(), &trial.trial_id, meter.spent()).await?;
                 store.release_trial(&trial.trial_id, worker).await?;
                 return Ok(());
             }
         };
+        record_spending(store.as_ref(), &trial.trial_id, meter.spent()).await?;
         match store.finish_trial(&trial.trial_id, worker, &end).await? {
             true => on_finish(&trial, &end),
             false => {
@@ -304,6 +309,23 @@ async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()>
             }
         }
     }
+}
+
+/// Adds an attempt's attacker and defense calls to the trial's record (nothing when it
+/// made none).
+async fn record_spending(store: &dyn Store, trial_id: &str, spent: crate::llm::cache::Spending) -> anyhow::Result<()> {
+    for (role, s) in [("attacker", spent.attacker), ("defense", spent.judge)] {
+        if s.calls > 0 {
+            let calls = crate::db::ModelCalls {
+                calls: s.calls,
+                unknown: s.unknown_calls,
+                prompt_tokens: s.usage.prompt_tokens,
+                completion_tokens: s.usage.completion_tokens,
+            };
+            store.add_model_use(trial_id, role, calls).await?;
+        }
+    }
+    Ok(())
 }
 
 /// A trial a worker holds, with what running it needs to know.

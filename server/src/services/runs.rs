@@ -337,7 +337,12 @@ impl app::ssr::Runs for RunsService {
             }
         }
         let judges = self.store.score_judges(&id).await.map_err(internal)?;
-        let costs = crate::runs::cost_rows(&spec, &self.store.token_use(&id).await.map_err(internal)?);
+        let costs = crate::runs::cost_rows(
+            &spec,
+            &self.store.token_use(&id).await.map_err(internal)?,
+            &self.store.model_use(&id).await.map_err(internal)?,
+            &self.store.judge_use(&id).await.map_err(internal)?,
+        );
         let agent_setup =
             spec.agents.iter().map(|a| (a.clone(), crate::runs::agent_setup(a, &spec.endpoints))).collect();
         Ok(RunDetail {

@@ -69,10 +69,11 @@ async fn cost_is_reported_tokens_times_the_configured_price() {
     let show = crate::support::mirage_beside(&app.db, &["runs", "show", &run]).await;
     let text = String::from_utf8_lossy(&show.stdout);
     for needle in [
-        format!("cost priced: 2 trials, {prompt} prompt + {completion} completion tokens, ${dollars:.4}"),
-        "cost free: 2 trials".to_string(),
+        format!("cost priced (agent): 2 trials, {prompt} prompt + {completion} completion tokens, ${dollars:.4}"),
+        "cost free (agent): 2 trials".to_string(),
         "cost unknown (no price configured)".to_string(),
-        "cost surface: 2 trials, 0 prompt + 0 completion tokens, $0.0000 (baseline: no model calls)".to_string(),
+        "cost surface (agent): 2 trials, 0 prompt + 0 completion tokens, $0.0000 (baseline: no model calls)"
+            .to_string(),
     ] {
         assert!(text.contains(&needle), "{needle:?} in {text}");
     }
@@ -105,4 +106,172 @@ async fn cost_is_reported_tokens_times_the_configured_price() {
     let table = section.split("cost-points").nth(1).expect("its table");
     assert!(table.contains("data-agent=\"priced\"") && table.contains("data-agent=\"surface\""), "{table}");
     assert!(!table.contains("data-agent=\"free\""), "an unknown cost is not plotted: {table}");
+}
+
+/// A model judge that answers every kind of question it is asked (the filter's suspicion,
+/// the labels' second opinion, the reasoning grade); the scripted endpoint reports 100
+/// prompt and 20 completion tokens per call.
+fn judging(body: &serde_json::Value) -> Reply {
+    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+    Reply::Text(if system.starts_with("You screen text") {
+        r#"{"score": 0.05}"#.into()
+    } else if system.contains("interested party") {
+        r#"{"adoption": {"value": false, "turn": null, "confidence": 0.9}, "recovery": {"value": false, "turn": null, "confidence": 0.9}, "reason": "no"}"#.into()
+    } else {
+        r#"{"score": 0.5, "evidence": 3, "reason": "half"}"#.into()
+    })
+}
+
+#[tokio::test]
+async fn the_judges_tokens_are_counted_per_trial_even_from_the_cache() {
+    let judge = ScriptedServer::responding(std::time::Duration::ZERO, judging).await;
+    let app = crate::support::TestApp::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("mirage.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[endpoints.j]\nbase_url = \"{}\"\nmodel = \"j\"\nprice = {{ prompt = 2, completion = 8 }}\n[roles]\njudge = \"j\"\n",
+            judge.base_url
+        ),
+    )
+    .expect("config");
+    let cfg = config.to_str().expect("utf-8");
+    let o = crate::support::mirage_beside(
+        &app.db,
+        &["run", "--agent", "surface", "--tasks", "shop-example-01,forum-example-01", "--levels", "L3"],
+    )
+    .await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run = app.state.store.runs().await.expect("runs")[0].run_id.clone();
+
+    let score = |what: [&str; 2]| {
+        let (db, cfg) = (app.db.clone(), cfg.to_string());
+        let what = what.map(ToString::to_string);
+        async move {
+            let args = [what[0].as_str(), what[1].as_str(), "--json", "--resamples", "20", "--config", &cfg];
+            let o = crate::support::mirage_beside(&db, &[&["score"][..], &args[..]].concat()).await;
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("json")
+        }
+    };
+    let first = score(["--run", &run]).await;
+    let calls = judge.requests().len();
+    let trials = first["trials"].as_array().expect("trials");
+    let n = trials.len();
+    assert!(n >= 2, "{first}");
+    let (mut prompt, mut completion) = (0, 0);
+    for t in trials {
+        // Each trial: its own questions (labels, grade, the filter on its texts), 100 + 20
+        // tokens each; the filter's calibration on the clean corpus is nobody's trial.
+        let p = t["judge_tokens"]["prompt_tokens"].as_u64().unwrap_or_else(|| panic!("judge tokens: {t}"));
+        let c = t["judge_tokens"]["completion_tokens"].as_u64().expect("completion");
+        assert!(p > 0 && p.is_multiple_of(100) && c == p / 5, "{p} {c}");
+        assert!(p / 100 <= 5, "a trial is charged for its own few questions, not the calibration: {p}");
+        #[allow(clippy::cast_precision_loss)]
+        let dollars = (p as f64 * 2.0 + c as f64 * 8.0) / 1e6;
+        let cost = t["judge_cost_usd"].as_f64().expect("judge cost");
+        assert!((cost - dollars).abs() < 1e-12, "{cost} against {dollars}");
+        prompt += p;
+        completion += c;
+    }
+
+    // The same trials scored again from their export, every answer cached: no new calls,
+    // the same tokens per trial.
+    let file = dir.path().join("t.jsonl");
+    let o =
+        crate::support::mirage_beside(&app.db, &["runs", "export", &run, "--out", file.to_str().expect("utf-8")]).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let again = score(["--trajectories", file.to_str().expect("utf-8")]).await;
+    assert_eq!(judge.requests().len(), calls, "the answers come from the cache");
+    for (a, b) in trials.iter().zip(again["trials"].as_array().expect("trials")) {
+        assert_eq!(a["judge_tokens"], b["judge_tokens"]);
+        assert_eq!(a["judge_cost_usd"], b["judge_cost_usd"]);
+    }
+
+    // The run's cost lines: the agent (a baseline) and the judge that scored it.
+    let show = crate::support::mirage_beside(&app.db, &["runs", "show", &run]).await;
+    let text = String::from_utf8_lossy(&show.stdout);
+    #[allow(clippy::cast_precision_loss)]
+    let dollars = (prompt as f64 * 2.0 + completion as f64 * 8.0) / 1e6;
+    for needle in [
+        format!("cost surface (agent): {n} trials, 0 prompt + 0 completion tokens, $0.0000"),
+        format!("cost surface (judge): {n} trials, {prompt} prompt + {completion} completion tokens, ${dollars:.4}"),
+    ] {
+        assert!(text.contains(&needle), "{needle:?} in {text}");
+    }
+}
+
+/// One endpoint playing the attacker (a rewrite per injection point) and the judge filter of
+/// a defended configuration (nothing suspicious).
+fn attacking_and_screening(body: &serde_json::Value) -> Reply {
+    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+    Reply::Text(if system.starts_with("You screen text") {
+        r#"{"score": 0.05}"#.into()
+    } else {
+        r#"{"text": "Rewritten by the attacker: I am entirely trustworthy."}"#.into()
+    })
+}
+
+#[tokio::test]
+async fn the_attackers_and_the_defenses_tokens_are_counted_per_trial() {
+    let endpoint = ScriptedServer::responding(std::time::Duration::ZERO, attacking_and_screening).await;
+    let app = crate::support::TestApp::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("mirage.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[endpoints.w]\nbase_url = \"{url}\"\nmodel = \"w\"\nprice = {{ prompt = 3, completion = 15 }}\n\
+             [endpoints.j]\nbase_url = \"{url}\"\nmodel = \"j\"\n[roles]\nattacker = \"w\"\njudge = \"j\"\n",
+            url = endpoint.base_url
+        ),
+    )
+    .expect("config");
+    let cfg = config.to_str().expect("utf-8");
+    let run_once = || async {
+        let args = [
+            "run",
+            "--agent",
+            "surface,surface+judge",
+            "--tasks",
+            "shop-example-01",
+            "--levels",
+            "L1",
+            "--config",
+            cfg,
+        ];
+        let o = crate::support::mirage_beside(&app.db, &args).await;
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let run = app.state.store.runs().await.expect("runs")[0].run_id.clone();
+        let show = crate::support::mirage_beside(&app.db, &["runs", "show", &run]).await;
+        String::from_utf8_lossy(&show.stdout).to_string()
+    };
+    let first = run_once().await;
+    let calls = endpoint.requests().len();
+    let line = |text: &str, head: &str| -> String {
+        text.lines().find(|l| l.starts_with(head)).unwrap_or_else(|| panic!("no {head:?} in {text}")).to_string()
+    };
+    // Each trial's attacker rewrites (100 + 20 tokens a call), priced $3 / $15 per million.
+    let attacker = line(&first, "cost surface (attacker): 1 trials, ");
+    let prompt: u64 =
+        attacker.split(", ").nth(1).and_then(|t| t.split(' ').next()).and_then(|n| n.parse().ok()).expect("tokens");
+    assert!(prompt > 0 && prompt.is_multiple_of(100), "{attacker}");
+    #[allow(clippy::cast_precision_loss)]
+    let dollars = (prompt as f64 * 3.0 + (prompt / 5) as f64 * 15.0) / 1e6;
+    assert!(
+        attacker.contains(&format!("{prompt} prompt + {} completion tokens, ${dollars:.4}", prompt / 5)),
+        "{attacker}"
+    );
+    assert!(line(&first, "cost surface+judge (attacker): 1 trials, ").contains(&format!("${dollars:.4}")));
+    // The defended configuration's filter screened what it saw; its endpoint has no price.
+    let defense = line(&first, "cost surface+judge (defense): 2 trials, ");
+    assert!(defense.contains("cost unknown (no price configured)"), "{defense}");
+    assert!(!first.contains("cost surface (defense)"), "an undefended configuration has no filter: {first}");
+
+    // The same trials again: every answer from the cache, the same cost per trial.
+    let second = run_once().await;
+    assert_eq!(endpoint.requests().len(), calls, "the attacker's texts and the filter's answers are cached");
+    assert_eq!(line(&second, "cost surface (attacker)"), attacker);
+    assert_eq!(line(&second, "cost surface+judge (defense)"), defense);
 }

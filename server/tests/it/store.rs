@@ -406,9 +406,16 @@ async fn exercise_scores(store: &dyn Store) {
     assert!(store.grades("no-such-run").await.expect("none").is_empty());
 
     assert_eq!(store.cache_get("k").await.expect("get"), None);
-    store.cache_put("k", "llm:m/p1", "first").await.expect("put");
-    store.cache_put("k", "llm:m/p1", "second").await.expect("put again");
+    store.cache_put("k", "llm:m/p1", "first", Some((12, 3))).await.expect("put");
+    store.cache_put("k", "llm:m/p1", "second", None).await.expect("put again");
     assert_eq!(store.cache_get("k").await.expect("get").as_deref(), Some("first"), "the first answer wins");
+    assert_eq!(
+        store.cache_get_used("k").await.expect("get"),
+        Some(("first".to_string(), Some((12, 3)))),
+        "with what it cost"
+    );
+    store.cache_put("k2", "logprobs:m", "0.5", None).await.expect("put");
+    assert_eq!(store.cache_get_used("k2").await.expect("get"), Some(("0.5".to_string(), None)), "cost unknown");
 
     server::db::seed_if_empty(store).await.expect("seed");
     assert_eq!(store.task_count().await.expect("count"), 3, "a corpus that is not empty is left alone");

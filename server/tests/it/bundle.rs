@@ -1,0 +1,165 @@
+//! `mirage runs bundle`: a run as static files. Every trial has its page, every link in
+//! the copy points at a file of the copy (or is plain text), nothing is fetched or run,
+//! the numbers are the server's own, and hostile text stays text.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use scraper::{Html, Selector};
+
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).expect("read dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() { todo.push(p) } else { out.push(p) }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Checks every page of a bundle: no scripts or preloads, the policy declared, every link
+/// a file of the bundle (or a fragment, or an address outside the dashboard), no fetch of
+/// anything outside. Returns the pages' parsed HTML by path relative to `dir`.
+fn check_pages(dir: &Path) -> Vec<(String, Html)> {
+    let any = Selector::parse("[href], [src], [action]").expect("selector");
+    let mut pages = Vec::new();
+    for file in files(dir).into_iter().filter(|f| f.extension().is_some_and(|e| e == "html")) {
+        let rel = file.strip_prefix(dir).expect("inside").to_string_lossy().to_string();
+        let text = std::fs::read_to_string(&file).expect("page");
+        let html = Html::parse_document(&text);
+        assert!(!text.contains("<script"), "{rel} keeps a script");
+        assert!(text.contains("Content-Security-Policy"), "{rel} declares no policy");
+        for el in html.select(&any) {
+            for (name, value) in el.value().attrs() {
+                match name {
+                    "src" => panic!("{rel}: a fetched source {value:?}"),
+                    "action" => panic!("{rel}: a form still posts to {value:?}"),
+                    _ => {}
+                }
+                if name != "href" || value.starts_with('#') || value.starts_with("https://") {
+                    continue;
+                }
+                assert!(
+                    !value.starts_with('/') && !value.starts_with("http:"),
+                    "{rel}: a link to the server {value:?}"
+                );
+                let path = value.split('#').next().expect("path");
+                let target = file.parent().expect("folder").join(path);
+                assert!(target.is_file(), "{rel}: {value:?} points at no file of the bundle");
+            }
+        }
+        pages.push((rel, html));
+    }
+    pages
+}
+
+#[tokio::test]
+async fn a_bundle_holds_every_trial_and_the_servers_numbers() {
+    let app = crate::support::TestApp::start().await;
+    let run = app.launch("shop-example-01,forum-example-01,wiki-example-01", "surface,oracle", "L0,L3").await;
+    app.wait_for(&run).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("copy");
+    let o = crate::support::mirage_beside(&app.db, &["runs", "bundle", &run, "-o", out.to_str().expect("utf-8")]).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("index.html"), "{said}");
+
+    let pages = check_pages(&out);
+    let names: BTreeSet<&str> = pages.iter().map(|(n, _)| n.as_str()).collect();
+    for page in
+        ["index.html", "leaderboard.html", "robustness.html", "heatmaps.html", "report.html", "definitions.html"]
+    {
+        assert!(names.contains(page), "no {page}: {names:?}");
+    }
+    let trials = app.state.store.trials(&run).await.expect("trials");
+    assert_eq!(trials.len(), 12);
+    for t in &trials {
+        assert!(names.contains(format!("trials/{}.html", t.trial_id).as_str()), "no page for {}", t.trial_id);
+    }
+    assert!(out.join("mirage.css").is_file());
+
+    // A trajectory page: the verdict the store holds, and the manipulated text of an L3
+    // trial marked as on the server.
+    let verdict = Selector::parse("[data-testid=verdict]").expect("selector");
+    let marked = Selector::parse("mark.manipulated").expect("selector");
+    let mut seen_marked = false;
+    for t in &trials {
+        let (_, html) = pages.iter().find(|(n, _)| *n == format!("trials/{}.html", t.trial_id)).expect("page");
+        let shown: String = html.select(&verdict).next().expect("verdict cell").text().collect();
+        let stored = app.state.store.trial(&t.trial_id).await.expect("trial").verdict.unwrap_or_default();
+        assert!(shown.contains(&stored), "{}: shows {shown:?}, stored {stored:?}", t.trial_id);
+        seen_marked |= html.select(&marked).next().is_some();
+    }
+    assert!(seen_marked, "no L3 trial shows its manipulated text");
+
+    // The leaderboard's download is the server's own.
+    let (status, served) = app.text(&format!("/api/export/leaderboard.json?run={run}&tier=default")).await;
+    assert_eq!(status, 200);
+    let copied = std::fs::read_to_string(out.join("data/leaderboard-tier-default.json")).expect("download");
+    let rows = |s: &str| serde_json::from_str::<serde_json::Value>(s).expect("json")["rows"].clone();
+    assert_eq!(rows(&copied), rows(&served));
+
+    // A second bundle into the same folder is refused, and the first copy is untouched.
+    let before = std::fs::read(out.join("index.html")).expect("index");
+    let o = crate::support::mirage_beside(&app.db, &["runs", "bundle", &run, "-o", out.to_str().expect("utf-8")]).await;
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("is not empty") && err.contains("copy"), "{err}");
+    assert_eq!(std::fs::read(out.join("index.html")).expect("index"), before);
+    // An unknown run writes nothing.
+    let none = dir.path().join("none");
+    let o =
+        crate::support::mirage_beside(&app.db, &["runs", "bundle", "run-nope", "-o", none.to_str().expect("utf-8")])
+            .await;
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("run-nope"));
+    assert!(!none.exists());
+    assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1, "a staging folder was left behind");
+}
+
+#[tokio::test]
+async fn hostile_text_stays_text_in_a_bundle() {
+    let app = crate::support::TestApp::start().await;
+    let payload =
+        r#"<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"><a href="javascript:alert(1)">x</a>"#;
+    let observation = format!("Customer note: {payload} (end of note)");
+    let start = observation.find('<').expect("payload");
+    let end = start + payload.len();
+    let line = serde_json::json!({
+        "trial_id": "hostile", "task_id": "shop-example-01", "agent": format!("agent{payload}"),
+        "level": "L3", "condition": "raw", "seed": 0, "status": "done", "spans_marked": true,
+        "steps": [
+            {"url": "/shop/admin/dashboard", "observation": observation, "thought": format!("Following {payload}"),
+             "action": {"type": "goto", "url": "/shop/admin/dashboard"}, "latency_ms": 3,
+             "spans": [{"id": "s1", "injection": "note", "text": payload, "start": start, "end": end}]},
+            {"url": "/shop/admin/dashboard", "observation": "ok", "thought": "deciding",
+             "action": {"type": "verdict", "verdict": "APPROVE", "rationale": format!("because {payload}")}, "latency_ms": 3}
+        ],
+        "verdict": {"action": "APPROVE", "rationale": format!("because {payload}")}
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("hostile.jsonl");
+    std::fs::write(&file, format!("{line}\n")).expect("write");
+    let o = crate::support::mirage_beside(&app.db, &["runs", "import", file.to_str().expect("utf-8")]).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let out = dir.path().join("copy");
+    let o = crate::support::mirage_beside(&app.db, &["runs", "bundle", &run, "-o", out.to_str().expect("utf-8")]).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let pages = check_pages(&out);
+    let (_, html) = pages.iter().find(|(n, _)| n.starts_with("trials/")).expect("the trial's page");
+    let marked: String =
+        html.select(&Selector::parse("mark.manipulated").expect("selector")).next().expect("mark").text().collect();
+    assert!(marked.ends_with(payload), "the payload shows as text where it was planted: {marked}");
+    for (name, html) in &pages {
+        for tag in ["img", "a[href^=javascript]", "iframe"] {
+            let s = Selector::parse(tag).expect("selector");
+            assert!(html.select(&s).next().is_none(), "{name}: the payload became a {tag}");
+        }
+    }
+}
