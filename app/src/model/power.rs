@@ -7,8 +7,13 @@ use serde::{Deserialize, Serialize};
 pub struct PowerFigure {
     /// `acc_dec` (L0 trials) or `robustness` (manipulated trials against their twins).
     pub metric: String,
-    /// Paired trials behind one comparison of two configurations.
+    /// Paired trials expected to enter one comparison of two configurations: the planned
+    /// pairs, times the share that entered a past run's comparisons where one is given.
     pub pairs: usize,
+    /// Paired trials the plan holds per comparison.
+    pub planned_pairs: usize,
+    /// Tasks the corpus holds in the plan's domains (what "tasks needed" can draw on).
+    pub available_tasks: usize,
     /// Task families they fall in (the resampled clusters).
     pub families: usize,
     /// Distinct tasks.

@@ -264,11 +264,19 @@ async fn plan_only(
                 format!("{a:.3} (ρ = {:.2}) to {b:.3} (ρ = {:.2})", f.icc.0, f.icc.1)
             }
         };
+        let pairs = if f.pairs != f.planned_pairs {
+            format!("{} of the {} planned paired trials expected to count", f.pairs, f.planned_pairs)
+        } else if f.metric == "robustness" {
+            // Without a past run every pair is taken to count; a pair whose clean twin reaches
+            // the party's goal on either side does not.
+            format!("at most {} paired trials", f.pairs)
+        } else {
+            format!("{} paired trials", f.pairs)
+        };
         println!(
-            "  {}: {} paired trials per comparison ({} tasks × {} each, {} families, σ² {:.3}): smallest detectable \
+            "  {}: {pairs} per comparison ({} tasks × {} each, {} families, σ² {:.3}): smallest detectable \
              difference {}",
             f.metric,
-            f.pairs,
             f.tasks,
             f.per_task,
             f.families,
@@ -289,8 +297,17 @@ async fn plan_only(
             } else {
                 format!("{} (ρ = {:.2}) to {} (ρ = {:.2})", seeds(n.seeds.0), f.icc.0, seeds(n.seeds.1), f.icc.1)
             };
+            let beyond = if n.tasks.1.max(n.tasks.0) > f.available_tasks {
+                format!(
+                    " (the corpus holds {} tasks in these domains: add seeds or tasks of your own, or aim at a larger \
+                     difference)",
+                    f.available_tasks
+                )
+            } else {
+                String::new()
+            };
             println!(
-                "    a difference of {:.3} needs {tasks} tasks at {} seeds; with these {} tasks, {seeds}",
+                "    a difference of {:.3} needs {tasks} tasks{beyond} at {} seeds; with these {} tasks, {seeds}",
                 n.target, f.seeds, f.tasks
             );
         }

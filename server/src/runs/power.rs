@@ -13,10 +13,11 @@
 //! Without a past run σ² is assumed to be 0.5 (the largest for two uncorrelated scores in
 //! [0, 1]; negatively correlated configurations can exceed it) and ρ is
 //! unknown, so each figure is a range from ρ = 0 (trials independent) to ρ = 1 (a family's
-//! trials alike). With a past run (`--power-from RUN`) both come from its trials: σ² is
-//! twice the mean per-configuration variance of the score (pairs taken as uncorrelated,
-//! which overstates it when configurations agree) and ρ the one-way ANOVA estimate of the
-//! intra-family correlation.
+//! trials alike); every planned pair is taken to count, which for robustness is an upper
+//! bound (a pair counts only when both clean twins kept away from the party's goal). With
+//! a past run (`--power-from RUN`) both come from its paired differences ([`spread_of`]):
+//! σ² and the one-way ANOVA estimate of ρ of the difference between two configurations on
+//! the trials they share, and the share of planned pairs that count.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -44,6 +45,9 @@ pub struct Spread {
     pub variance: f64,
     /// `None` where the past run cannot show it (one trial per family).
     pub icc: Option<f64>,
+    /// The share of planned pairs that enter a comparison (robustness drops pairs whose
+    /// clean twin reached the party's goal).
+    pub usable: f64,
 }
 
 /// The paired units of one configuration in a plan, by figure.
@@ -84,6 +88,7 @@ pub fn of_plan(
     let normal = Normal::standard();
     let k = normal.inverse_cdf(1.0 - alpha / 2.0) + normal.inverse_cdf(POWER);
     let first = agents.iter().next().copied().unwrap_or_default();
+    let domains: BTreeSet<_> = trials.iter().filter_map(|t| world.task(&t.task_id)).map(|t| t.domain).collect();
     let mine = || trials.iter().filter(move |t| t.agent == first);
     let figures = [
         ("acc_dec", units(world, mine().filter(|t| Level::is_clean(&t.level)))),
@@ -95,15 +100,18 @@ pub fn of_plan(
         let spread = past.get(metric).copied();
         let variance = spread.map_or(WORST_VARIANCE, |s| s.variance);
         let icc = spread.and_then(|s| s.icc).map_or((0.0, 1.0), |r| (r, r));
+        // Without a past run every planned pair is taken to count (for robustness, an upper
+        // bound); with one, only the share that entered its comparisons.
+        let usable = spread.map_or(1.0, |s| s.usable.clamp(0.0, 1.0));
         #[allow(clippy::cast_precision_loss)]
-        let (n, f, t) = (u.n as f64, u.families.len() as f64, u.tasks.len() as f64);
+        let (n, f, t) = (u.n as f64 * usable, u.families.len() as f64, u.tasks.len() as f64);
         let detectable = |rho: f64| k * (variance * ((1.0 - rho) / n + rho / f)).sqrt();
         let per_task = u.n / u.tasks.len().max(1);
         let needed = target.map(|d| {
             // Tasks grow with families in the plan's proportion: SE² = σ²/T · ((1 − ρ)/u + ρ·T/F).
             #[allow(clippy::cast_precision_loss)]
             let tasks = |rho: f64| {
-                let per = (1.0 - rho) / per_task.max(1) as f64 + rho * t / f;
+                let per = (1.0 - rho) / (per_task.max(1) as f64 * usable).max(f64::MIN_POSITIVE) + rho * t / f;
                 ceil(k * k * variance * per / (d * d)).max(1)
             };
             // Seeds grow N at fixed families: the floor σ²ρ/F stays.
@@ -118,9 +126,12 @@ pub fn of_plan(
             };
             Needed { target: d, tasks: (tasks(icc.0), tasks(icc.1)), seeds: (seeds(icc.0), seeds(icc.1)) }
         });
+        let available = world.tasks().filter(|task| domains.contains(&task.domain)).count();
         Figure {
             metric: metric.to_string(),
-            pairs: u.n,
+            pairs: ceil(n),
+            planned_pairs: u.n,
+            available_tasks: available,
             families: u.families.len(),
             tasks: u.tasks.len(),
             per_task,
@@ -134,9 +145,10 @@ pub fn of_plan(
     .collect();
     let basis = match past_run {
         Some(run) => format!(
-            "σ² and ρ from run {run}, read from each configuration's scores (where it has no trials or its \
-             scores never varied, σ² = {WORST_VARIANCE} assumed; where it has one trial per family, ρ runs from 0 \
-             to 1)"
+            "σ² and ρ from run {run}, read from the paired differences of its configurations on the trials they \
+             share (the pair that differs most; with one configuration, twice its scores' variance), and the \
+             paired trials scaled by the share that entered its comparisons (where it has no such trials or they \
+             never varied, σ² = {WORST_VARIANCE} assumed; where it has one trial per family, ρ runs from 0 to 1)"
         ),
         None => format!(
             "no past run: σ² = {WORST_VARIANCE} assumed (the largest for two uncorrelated scores in [0, 1]; \
@@ -155,30 +167,69 @@ fn ceil(x: f64) -> usize {
 }
 
 /// σ² and ρ of Acc_dec (L0 trials) and robustness (manipulated trials) in a past run's
-/// scores: σ² twice the mean variance within a configuration, ρ the mean intra-family
-/// correlation; a figure without two trials, or whose scores never varied, is left out.
+/// scores, read from the paired differences the comparisons use: for each two
+/// configurations, the difference of their scores on each trial they share (same task,
+/// condition, seed and level; both counted by the metric), σ² its variance and ρ its
+/// intra-family correlation; the pair with the largest σ² is kept (the most cautious).
+/// `usable` is the share of shared trials that enter the difference (robustness counts a
+/// trial only when its clean twin kept away from the party's goal, on both sides). A past
+/// run with one configuration falls back to twice its scores' variance and their ρ. A
+/// figure without two trials, or whose differences never varied, is left out.
 pub fn spread_of(scores: &[TrialScore]) -> BTreeMap<&'static str, Spread> {
+    type Key<'a> = (&'a str, &'a str, i64, &'a str);
+    type Family<'a> = (&'a str, &'a str);
     let mut out = BTreeMap::new();
     for (name, metric, clean) in [("acc_dec", Metric::AccDec, true), ("robustness", Metric::Robustness, false)] {
-        let mut by_agent: BTreeMap<&str, BTreeMap<(&str, &str), Vec<f64>>> = BTreeMap::new();
+        let mut shared: BTreeMap<&str, BTreeSet<Key<'_>>> = BTreeMap::new();
+        let mut counted: BTreeMap<&str, BTreeMap<Key<'_>, (f64, Family<'_>)>> = BTreeMap::new();
         for s in scores.iter().filter(|s| Level::is_clean(&s.level) == clean) {
+            let key = (s.task_id.as_str(), s.condition.as_str(), s.seed, s.level.as_str());
+            shared.entry(&s.agent).or_default().insert(key);
             if let Some((num, den)) = contribution(s, metric).filter(|(_, den)| *den > 0.0) {
-                by_agent.entry(&s.agent).or_default().entry((&s.domain, &s.family)).or_default().push(num / den);
+                counted.entry(&s.agent).or_default().insert(key, (num / den, (&s.domain, &s.family)));
             }
         }
-        let per: Vec<(f64, Option<f64>)> = by_agent.values().filter_map(variance_and_icc).collect();
-        if !per.is_empty() {
-            #[allow(clippy::cast_precision_loss)]
-            let m = per.len() as f64;
-            let iccs: Vec<f64> = per.iter().filter_map(|p| p.1).collect();
-            #[allow(clippy::cast_precision_loss)]
-            let icc = (!iccs.is_empty()).then(|| iccs.iter().sum::<f64>() / iccs.len() as f64);
-            let variance = 2.0 * per.iter().map(|p| p.0).sum::<f64>() / m;
-            // Scores that never varied (deterministic baselines) say nothing about the spread
-            // of the configurations to come: the assumed 0.5 stands.
-            if variance > 1e-9 {
-                out.insert(name, Spread { variance, icc });
+        let agents: Vec<&str> = shared.keys().copied().collect();
+        let mut widest: Option<Spread> = None;
+        for (i, a) in agents.iter().enumerate() {
+            for b in &agents[i + 1..] {
+                let both = shared[a].intersection(&shared[b]).count();
+                let mut groups: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
+                if let (Some(ca), Some(cb)) = (counted.get(a), counted.get(b)) {
+                    for (key, (va, family)) in ca {
+                        if let Some((vb, _)) = cb.get(key) {
+                            groups.entry(*family).or_default().push(va - vb);
+                        }
+                    }
+                }
+                let n: usize = groups.values().map(Vec::len).sum();
+                if let Some((variance, icc)) = variance_and_icc(&groups) {
+                    #[allow(clippy::cast_precision_loss)]
+                    let usable = n as f64 / both.max(1) as f64;
+                    if widest.is_none_or(|w| variance > w.variance) {
+                        widest = Some(Spread { variance, icc, usable });
+                    }
+                }
             }
+        }
+        if agents.len() == 1 {
+            let agent = agents[0];
+            let mut groups: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
+            for (value, family) in counted.get(agent).into_iter().flat_map(BTreeMap::values) {
+                groups.entry(*family).or_default().push(*value);
+            }
+            let n: usize = groups.values().map(Vec::len).sum();
+            if let Some((variance, icc)) = variance_and_icc(&groups) {
+                #[allow(clippy::cast_precision_loss)]
+                let usable = n as f64 / shared[agent].len().max(1) as f64;
+                // Two configurations as unrelated as this one's trials are to each other.
+                widest = Some(Spread { variance: 2.0 * variance, icc, usable });
+            }
+        }
+        // Differences that never varied say nothing about the configurations to come: the
+        // assumed σ² stands.
+        if let Some(spread) = widest.filter(|w| w.variance > 1e-9) {
+            out.insert(name, spread);
         }
     }
     out
@@ -276,7 +327,7 @@ mod tests {
         let w = world();
         let tasks: Vec<&str> = w.tasks().take(60).map(|t| t.id.as_str()).collect();
         let trials = plan(&tasks, &["a", "b"], &["L0", "L2"], &[0, 1]);
-        let past = BTreeMap::from([("acc_dec", Spread { variance: 0.3, icc: Some(0.2) })]);
+        let past = BTreeMap::from([("acc_dec", Spread { variance: 0.3, icc: Some(0.2), usable: 1.0 })]);
         let p = of_plan(w, &trials, &past, Some("run-x"), Some(0.1));
         let acc = p.figures.iter().find(|f| f.metric == "acc_dec").expect("acc_dec");
         assert_eq!((acc.icc, acc.variance, acc.pairs, acc.seeds), ((0.2, 0.2), 0.3, 120, 2));
@@ -295,6 +346,60 @@ mod tests {
         let rob = p.figures.iter().find(|f| f.metric == "robustness").expect("robustness");
         assert_eq!((rob.icc, rob.variance, rob.pairs), ((0.0, 1.0), 0.5, 120));
         assert!(rob.needed.as_ref().is_some_and(|n| n.seeds.1.is_none()), "alike trials: seeds never help");
+    }
+
+    /// A past run is read through its paired differences: two configurations that find the
+    /// same tasks hard differ little, whatever each one's own spread (reading each one's
+    /// scores alone would report σ² ≈ 0.5 and a strong family effect); a constant
+    /// configuration beside a varying one is still one real difference.
+    #[test]
+    fn a_past_run_is_read_through_its_paired_differences() {
+        use crate::judge::rules::DecisionScore;
+        let score = |agent: &str, task: usize, seed: i64, v: f64| TrialScore {
+            agent: agent.into(),
+            task_id: format!("t{task}"),
+            domain: "shop".into(),
+            family: format!("t{task}"),
+            level: "L0".into(),
+            condition: "raw".into(),
+            seed,
+            acc_dec: Some(DecisionScore { default: v, strict: v, loose: v }),
+            ..TrialScore::default()
+        };
+        // Tasks alternate hard (0) and easy (1) for both; b differs from a on one seed of
+        // every fourth task.
+        let mut scores = Vec::new();
+        for task in 0..40 {
+            let base = f64::from(u8::try_from(task % 2).expect("small"));
+            for seed in 0..2 {
+                scores.push(score("a", task, seed, base));
+                let off = task % 4 == 0 && seed == 0;
+                scores.push(score("b", task, seed, if off { 1.0 - base } else { base }));
+            }
+        }
+        let spread = spread_of(&scores)["acc_dec"];
+        // D = −1 on 10 of 80 pairs, 0 elsewhere (mean −1/8): variance
+        // (10 · 0.875² + 70 · 0.125²) / 79 = 8.75 / 79 ≈ 0.111, far below 0.5.
+        assert!((spread.variance - 8.75 / 79.0).abs() < 1e-9, "{spread:?}");
+        assert!((spread.usable - 1.0).abs() < 1e-12);
+        // Within a task the two seeds' differences disagree (±1 and 0): no family effect.
+        assert!(spread.icc.is_some_and(|r| r < 0.05), "{spread:?}");
+
+        // A constant configuration beside a varying one: the difference is the varying one's.
+        let mut mixed = Vec::new();
+        for task in 0..20 {
+            for seed in 0..2 {
+                mixed.push(score("oracle", task, seed, 1.0));
+                mixed.push(score(
+                    "coin",
+                    task,
+                    seed,
+                    f64::from(u8::try_from((task + seed as usize) % 2).expect("small")),
+                ));
+            }
+        }
+        let spread = spread_of(&mixed)["acc_dec"];
+        assert!((spread.variance - 40.0 / 4.0 / 39.0).abs() < 1e-9, "{spread:?}");
     }
 
     /// The ANOVA estimate: groups that differ only between themselves give ρ = 1; values
