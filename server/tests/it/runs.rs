@@ -103,8 +103,17 @@ fn a_plan_only_run_reports_its_power_and_stores_nothing() {
     // 300 wiki tasks × 2 configurations × (L1 and its L0 twin) × 2 seeds.
     assert!(out.contains("plan: 2400 trials"), "{out}");
     assert!(
-        out.contains("acc_dec: 600 paired trials per comparison") && out.contains("robustness: 600 paired"),
+        out.contains("acc_dec: 600 paired trials per comparison") && out.contains("robustness: at most 600 paired"),
         "{out}"
+    );
+    // A target beyond what the corpus holds says so.
+    let mut wide = plan.to_vec();
+    wide.extend(["--target-diff", "0.05"]);
+    let o = mirage(&db, &wide);
+    assert!(
+        text(&o.stdout).contains("needs 785 to 1570 tasks (the corpus holds 300 tasks in these domains"),
+        "{}",
+        text(&o.stdout)
     );
     assert!(out.contains("(ρ = 0.00) to") && out.contains("(ρ = 1.00)") && out.contains("no past run"), "{out}");
     assert!(text(&mirage(&db, &["runs", "list"]).stdout).trim().is_empty(), "nothing was stored");
@@ -121,6 +130,9 @@ fn a_plan_only_run_reports_its_power_and_stores_nothing() {
     let acc_dec = out.lines().find(|l| l.trim_start().starts_with("acc_dec:")).expect("acc_dec line");
     assert!(out.contains(&format!("from run {run}")) && !acc_dec.contains("(ρ = "), "{out}");
     assert!(out.contains("a difference of 0.050 needs"), "{out}");
+    // Robustness counts only the pairs that entered the past run's comparisons.
+    let robustness = out.lines().find(|l| l.trim_start().starts_with("robustness:")).expect("robustness line");
+    assert!(robustness.contains("of the 600 planned paired trials") || robustness.contains("σ² 0.500"), "{out}");
     let bad = mirage(&db, &["run", "--agent", "oracle", "--plan-only", "--target-diff", "1.5"]);
     assert!(!bad.status.success() && text(&bad.stderr).contains("not between 0 and 1"), "{}", text(&bad.stderr));
     assert_eq!(text(&mirage(&db, &["runs", "list"]).stdout).lines().count(), 1, "only the past run is stored");
