@@ -122,16 +122,19 @@ pub const MIN_AGREEMENT_N: usize = 10;
 /// person's latest grade of a trial counts once).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Validation {
-    /// (trial, person) grades paired with a judge's Acc_rsn.
+    /// Graded trials paired with a judge's Acc_rsn (each once, however many people graded it).
     pub n: usize,
+    /// People's grades behind those trials (each person's latest grade of a trial).
+    #[serde(default)]
+    pub grades: usize,
     /// The judges behind the automatic Acc_rsn of those trials.
     pub judges: Vec<String>,
     pub pearson: Option<f64>,
     /// Cohen's κ on the rubric bands (1.0; 0.7–0.9; 0.4–0.6; 0.1–0.3; 0.0).
     pub kappa_bands: Option<f64>,
-    /// Grades paired with a scored decision.
+    /// Graded trials with a scored decision and a call most of their people made.
     pub decision_n: usize,
-    /// The share of those where the person's call equals the rules' (from Acc_dec).
+    /// The share of those where people's call equals the rules' (from Acc_dec).
     pub decision_agreement: Option<f64>,
     /// `n` reaches [`MIN_AGREEMENT_N`]: the numbers can be read.
     pub enough: bool,

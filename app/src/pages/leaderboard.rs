@@ -309,7 +309,7 @@ pub fn LeaderboardPage() -> impl IntoView {
                         {let v = b.validation.clone();
                         view! {
                             <p class="muted" data-testid="validation-n">{if v.enough {
-                                format!("{} graded trials (each person's latest grade), judge: {}.", v.n, if v.judges.is_empty() { "none".to_string() } else { v.judges.join(", ") })
+                                format!("{} graded trials ({} grades: each person's latest; a trial counts once, with people's mean grade and majority call), judge: {}.", v.n, v.grades, if v.judges.is_empty() { "none".to_string() } else { v.judges.join(", ") })
                             } else {
                                 format!("{} graded trials: too few to judge agreement (at least {}). Grade trials from their trajectory pages.", v.n, crate::model::MIN_AGREEMENT_N)
                             }}</p>

@@ -1,9 +1,9 @@
 //! How well the reasoning judge agrees with people, as the MIRAGE paper reports it:
 //! Pearson's r between the judge's and people's Acc_rsn, Cohen's κ on the five rubric
-//! bands, and agreement on the decision (right, acceptable or wrong), each with n. Each
-//! person's latest grade of a trial counts once.
+//! bands, and agreement on the decision (right, acceptable or wrong), each with n graded
+//! trials. Each person's latest grade of a trial counts; a trial counts once.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use super::TrialScore;
 use crate::db::{DecisionClass, ReasoningGrade};
@@ -39,7 +39,11 @@ pub fn decision_class(s: &TrialScore) -> Option<DecisionClass> {
     })
 }
 
-/// Pairs each person's latest grade of a trial with the trial's automatic scores.
+/// Pairs each graded trial with its automatic scores. Every person's latest grade of a
+/// trial counts, but a trial counts once: people's Acc_rsn is their mean, and people's
+/// call on the decision is the one most of them made (a trial whose people split evenly
+/// has no call and is left out of the agreement). So the intervals rest on as many
+/// independent pairs as there are trials, not on one per person.
 pub fn validate(scores: &[TrialScore], grades: &[ReasoningGrade]) -> Validation {
     let mut latest: BTreeMap<(&str, &str), &ReasoningGrade> = BTreeMap::new();
     for g in grades {
@@ -48,24 +52,34 @@ pub fn validate(scores: &[TrialScore], grades: &[ReasoningGrade]) -> Validation 
             latest.insert(key, g);
         }
     }
+    let mut per_trial: BTreeMap<&str, Vec<&ReasoningGrade>> = BTreeMap::new();
+    for ((trial, _), g) in &latest {
+        per_trial.entry(trial).or_default().push(g);
+    }
     // Index only the graded trials: a run has far more scores than grades, and this runs on
     // every leaderboard view.
-    let graded: HashSet<&str> = latest.keys().map(|(trial, _)| *trial).collect();
-    let by_trial: HashMap<&str, &TrialScore> =
-        scores.iter().filter(|s| graded.contains(s.trial_id.as_str())).map(|s| (s.trial_id.as_str(), s)).collect();
+    let by_trial: HashMap<&str, &TrialScore> = scores
+        .iter()
+        .filter(|s| per_trial.contains_key(s.trial_id.as_str()))
+        .map(|s| (s.trial_id.as_str(), s))
+        .collect();
     let (mut values, mut bands, mut decisions) = (Vec::new(), Vec::new(), Vec::new());
     let mut judges: Vec<String> = Vec::new();
-    for g in latest.values() {
-        let Some(s) = by_trial.get(g.trial_id.as_str()) else { continue };
+    let mut counted_grades = 0;
+    for (trial, people) in &per_trial {
+        let Some(s) = by_trial.get(trial) else { continue };
+        counted_grades += people.len();
+        #[allow(clippy::cast_precision_loss)]
+        let people_rsn = people.iter().map(|g| g.acc_rsn).sum::<f64>() / people.len() as f64;
         if let Some(judge) = s.acc_rsn {
-            values.push((judge, g.acc_rsn));
-            bands.push((band(judge), band(g.acc_rsn)));
+            values.push((judge, people_rsn));
+            bands.push((band(judge), band(people_rsn)));
             if let Some(name) = s.rsn_judge.as_ref().filter(|n| !judges.contains(n)) {
                 judges.push(name.clone());
             }
         }
-        if let Some(rules) = decision_class(s) {
-            decisions.push(rules == g.decision);
+        if let (Some(rules), Some(call)) = (decision_class(s), majority(people.iter().map(|g| g.decision))) {
+            decisions.push(rules == call);
         }
     }
     judges.sort();
@@ -75,6 +89,7 @@ pub fn validate(scores: &[TrialScore], grades: &[ReasoningGrade]) -> Validation 
     let pearson = stats::pearson(&values);
     Validation {
         n: values.len(),
+        grades: counted_grades,
         judges,
         pearson,
         pearson_ci: pearson.and_then(|r| stats::pearson_interval(r, values.len())),
@@ -84,6 +99,21 @@ pub fn validate(scores: &[TrialScore], grades: &[ReasoningGrade]) -> Validation 
         decision_agreement,
         enough: values.len() >= MIN_GRADES,
     }
+}
+
+/// The call most people made; `None` on a tie for the most.
+fn majority(calls: impl Iterator<Item = DecisionClass>) -> Option<DecisionClass> {
+    let mut counts: Vec<(DecisionClass, usize)> = Vec::new();
+    for c in calls {
+        match counts.iter_mut().find(|(k, _)| *k == c) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((c, 1)),
+        }
+    }
+    let top = counts.iter().map(|(_, n)| *n).max()?;
+    let mut leaders = counts.iter().filter(|(_, n)| *n == top);
+    let first = leaders.next()?.0;
+    leaders.next().is_none().then_some(first)
 }
 
 #[cfg(test)]
@@ -140,5 +170,31 @@ mod tests {
         // One grade is too few to read, and says so.
         let one = validate(&scores, &grades[1..2]);
         assert_eq!((one.n, one.enough, one.pearson), (1, false, None));
+    }
+
+    /// Three people on each of four trials are four pairs, not twelve: below the minimum,
+    /// with people's mean grade and majority call; a split call leaves its trial out.
+    #[test]
+    fn several_people_on_one_trial_count_as_one_pair() {
+        let scores: Vec<TrialScore> = (0..4).map(|i| score(&format!("t{i}"), 0.5, 1.0, 1.0)).collect();
+        let mut grades = Vec::new();
+        let mut id = 0;
+        for s in &scores {
+            for (who, rsn) in [("ann", 0.2), ("bob", 0.5), ("cy", 0.8)] {
+                id += 1;
+                // t3's people split three ways on the decision.
+                let call = match (s.trial_id.as_str(), who) {
+                    ("t3", "bob") => DecisionClass::Acceptable,
+                    ("t3", "cy") => DecisionClass::Wrong,
+                    (_, "cy") => DecisionClass::Wrong,
+                    _ => DecisionClass::Right,
+                };
+                grades.push(grade(id, &s.trial_id, who, rsn, call));
+            }
+        }
+        let v = validate(&scores, &grades);
+        assert_eq!((v.n, v.grades, v.enough), (4, 12, false), "{v:?}");
+        // Majority "right" on t0–t2 (the rules' call), no call on t3.
+        assert_eq!((v.decision_n, v.decision_agreement), (3, Some(1.0)));
     }
 }
