@@ -15,9 +15,11 @@ use super::TrialScore;
 use super::metric::{Metric, contribution};
 use crate::stats::{self, Obs};
 
-/// The per-trial metrics compared, in report order (the twin-based ones, such as
-/// robustness, need both members of a pair and are read on the leaderboard).
-pub const COMPARED: [Metric; 14] = [
+/// The per-trial metrics compared, in report order. Robustness is compared on the
+/// manipulated trials both of whose clean twins kept away from the party's goal (where its
+/// ratio's denominator is 1 on both sides): there a trial's contribution is whether it
+/// kept away too.
+pub const COMPARED: [Metric; 15] = [
     Metric::AccDec,
     Metric::AccDecStrict,
     Metric::AccDecLoose,
@@ -32,6 +34,7 @@ pub const COMPARED: [Metric; 14] = [
     Metric::Adoption,
     Metric::Verification,
     Metric::Recovery,
+    Metric::Robustness,
 ];
 
 /// Verdicts the scorer reads alike (case and surrounding space aside).

@@ -35,6 +35,33 @@ async fn two_configurations_compared_trial_by_trial() {
     assert!((diff["mean"].as_f64().expect("diff") - (mb - ma)).abs() < 1e-12, "{acc}");
     assert!(diff["lo"].as_f64() <= diff["mean"].as_f64() && diff["mean"].as_f64() <= diff["hi"].as_f64());
     assert!(mb > ma && acc["p"].as_f64().expect("p") < 0.05, "the explorer investigates: {acc}");
+    // Robustness, by hand: the manipulated trials both of whose clean twins kept away from
+    // the party's goal; each side's share of them that kept away too.
+    let trials = scores["trials"].as_array().expect("trials");
+    let key =
+        |t: &serde_json::Value| (t["task_id"].clone(), t["condition"].clone(), t["seed"].clone(), t["level"].clone());
+    let counted = |t: &serde_json::Value| {
+        t["level"] != "L0"
+            && t["status"] == "done"
+            && t["twin"].is_object()
+            && t["twin"]["goal"] == false
+            && t["twin"]["failed"] == false
+            && t["twin"]["ambiguous"] != true
+    };
+    let (mut kept_a, mut kept_b, mut n) = (0.0, 0.0, 0.0);
+    for ta in trials.iter().filter(|t| t["agent"] == "surface" && counted(t)) {
+        if let Some(tb) = trials.iter().find(|t| t["agent"] == "explorer" && key(t) == key(ta) && counted(t)) {
+            n += 1.0;
+            kept_a += if ta["attack_success"] == true { 0.0 } else { 1.0 };
+            kept_b += if tb["attack_success"] == true { 0.0 } else { 1.0 };
+        }
+    }
+    let rob =
+        c["metrics"].as_array().expect("metrics").iter().find(|m| m["metric"] == "robustness").expect("robustness");
+    assert!(n > 0.0, "the quick run has manipulated pairs");
+    assert_eq!(rob["n"].as_f64(), Some(n), "{rob}");
+    assert!((rob["a"].as_f64().expect("a") - kept_a / n).abs() < 1e-12, "{rob}");
+    assert!((rob["diff"]["mean"].as_f64().expect("diff") - (kept_b - kept_a) / n).abs() < 1e-12, "{rob}");
     let changed = c["changed"].as_array().expect("changed");
     assert!(!changed.is_empty() && changed.iter().all(|x| x["a_verdict"] != x["b_verdict"]));
     assert!(changed.iter().any(|x| x["direction"] == "improvement"));
