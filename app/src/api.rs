@@ -89,7 +89,7 @@ pub async fn get_trajectory(
         let operator = crate::ssr::identity().is_ok_and(|w| w.role >= crate::model::Role::Operator);
         let mut view = crate::ssr::services()?.runs.trajectory(trial, page, within).await?;
         if !operator {
-            view.blind_disputed();
+            view.blind_waiting();
         }
         Ok(view)
     })

@@ -18,7 +18,7 @@ pub struct Vote {
     pub at: i64,
 }
 
-/// A disputed label waiting for people. Annotators label blind: until they have labelled
+/// A label waiting for people: disputed, in conflict, or drawn into the audit sample. Annotators label blind: until they have labelled
 /// an item themselves, the automatic value, its reasons and other people's labels are
 /// withheld (`blind`); operators, who adjudicate, see everything.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -43,6 +43,10 @@ pub struct QueueItem {
     pub second_opinion: Option<(bool, String)>,
     /// Annotators disagree: an operator must adjudicate.
     pub conflict: bool,
+    /// Drawn at random into the audit sample (the graders did not dispute it): people's
+    /// labels of such items measure the graders over the whole run.
+    #[serde(default)]
+    pub audit: bool,
     /// People who have labelled it, and how many must agree to settle it.
     pub labels: usize,
     pub needed: usize,
@@ -89,11 +93,12 @@ impl QueueFilter {
 }
 
 /// The states a queue item can be in for the caller, as the filter names them.
-pub const QUEUE_STATES: [(&str, &str); 4] = [
+pub const QUEUE_STATES: [(&str, &str); 5] = [
     ("todo", "waiting for your label"),
     ("mine", "labelled by you"),
     ("waiting", "labelled, too few people yet"),
     ("conflict", "annotators disagree"),
+    ("audit", "audit sample (not disputed, drawn at random)"),
 ];
 
 /// Agreement on one label kind: Cohen's κ with its 95 % bootstrap interval over items, raw

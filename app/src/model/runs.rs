@@ -342,7 +342,11 @@ pub struct LabelView {
     pub disputed: bool,
     /// The automatic label a person's label replaced.
     pub automatic: Option<Box<LabelView>>,
-    /// Withheld while people label it (see [`TrajectoryView::blind_disputed`]).
+    /// Drawn into the audit sample and not settled yet: people label it blind, like a
+    /// disputed one.
+    #[serde(default)]
+    pub audit: bool,
+    /// Withheld while people label it (see [`TrajectoryView::blind_waiting`]).
     #[serde(default)]
     pub hidden: bool,
 }
@@ -428,11 +432,11 @@ pub struct TrajectoryView {
 }
 
 impl TrajectoryView {
-    /// Withholds the labels still waiting for people (disputed ones): annotators label them
-    /// blind, so the value, turn, reasons and anyone's labels stay hidden from everyone but
-    /// operators until they are settled.
-    pub fn blind_disputed(&mut self) {
-        for l in self.labels.iter_mut().filter(|l| l.disputed) {
+    /// Withholds the labels still waiting for people (disputed or audited ones): annotators
+    /// label them blind, so the value, turn, reasons and anyone's labels stay hidden from
+    /// everyone but operators until they are settled.
+    pub fn blind_waiting(&mut self) {
+        for l in self.labels.iter_mut().filter(|l| l.disputed || l.audit) {
             *l = LabelView {
                 kind: l.kind.clone(),
                 value: false,
@@ -440,7 +444,8 @@ impl TrajectoryView {
                 source: "hidden".into(),
                 confidence: 0.0,
                 reason: "hidden while people label it (labels are blind until settled)".into(),
-                disputed: true,
+                disputed: l.disputed,
+                audit: l.audit,
                 automatic: None,
                 hidden: true,
             };

@@ -1,4 +1,4 @@
-//! `/annotate`: the queue of disputed labels of a run (conflicts first, then recovery,
+//! `/annotate`: the queue of disputed labels of a run and of its audit sample (conflicts first, then recovery,
 //! adoption, exposure, verification), filtered by label, configuration, level, task and
 //! state, with agreement between people and with the automatic labels;
 //! `/annotate/:trial/:kind`: one item, readable by anyone, labelled blind after "Start
@@ -121,6 +121,7 @@ fn agreement_table(caption: &'static str, class: &'static str, rows: Vec<Agreeme
 fn status_badges(i: &QueueItem) -> AnyView {
     view! {
         {i.conflict.then(|| view! { <span class="badge warn">"conflict: needs adjudication"</span> })}
+        {i.audit.then(|| view! { <span class="badge audit" title="Not disputed: drawn at random so that the graders are measured over the whole run">"audit sample"</span> })}
         {i.mine.map(|v| view! { <span class="badge mine">{format!("you: {}", yes_no(v))}</span> })}
         {i.locked_by.clone().map(|(who, _)| view! { <span class="badge">{format!("{who} is labelling it")}</span> })}
     }
@@ -163,7 +164,7 @@ pub fn AnnotatePage() -> impl IntoView {
                             q.total, q.unfiltered, q.settled, q.people_labels
                         )}</p>
                         <p class="muted" data-testid="queue-rule">{format!(
-                            "Each disputed label needs {} people who agree; you label blind (the automatic label and other people's labels show once you have given yours); when people disagree, an operator adjudicates.",
+                            "Each label here needs {} people who agree; you label blind (the automatic label and other people's labels show once you have given yours); when people disagree, an operator adjudicates. Besides the disputed labels, one undisputed label in twenty is drawn at random (the audit sample): it is how the graders' precision and recall are measured over the whole run.",
                             q.needed
                         )}</p>
                         <form class="filters" method="get" action="/annotate" aria-label="Filter the queue">
@@ -427,6 +428,7 @@ pub fn AnnotateItemPage() -> impl IntoView {
                         </nav>
                         {o.settled.then(|| view! { <p class="badge">"Settled by people: their label replaces the automatic one in every number."</p> })}
                         {i.conflict.then(|| view! { <p class="badge warn">"Annotators disagree: an operator's adjudication settles it."</p> })}
+                        {i.audit.then(|| view! { <p class="badge audit">"Audit sample: no grader disputed this label; it was drawn at random (one undisputed label in twenty) so that the graders' precision and recall hold for the whole run. Label it as you would any other."</p> })}
                         {context(&o)}
                         <p>
                             <A href=format!("/runs/{}/trials/{}", i.run, i.trial_id)>"Open the whole trajectory"</A>" · "

@@ -159,6 +159,7 @@ fn timeline(v: &TrajectoryView, base: &str) -> AnyView {
                             None => view! { <span>{line}</span> }.into_any(),
                         }}
                         {l.disputed.then(|| view! { <span class="badge warn">"disputed"</span> })}
+                        {l.audit.then(|| view! { <span class="badge audit">"audit sample"</span> })}
                         " "<A href=annotate attr:class="annotate-label">"label it"</A>
                         {l.automatic.as_ref().map(|a| view! { <div class="muted">{format!("automatic label: {}", label_line(a))}</div> })}
                     </li>

@@ -16,6 +16,27 @@ pub const LOW_CONFIDENCE: f64 = 0.6;
 
 pub use crate::db::LabelKind;
 
+/// One undisputed label in this many is drawn into the audit sample: people label it blind,
+/// like a disputed one, so that a grader's precision and recall can be read over the whole
+/// run and not only over the labels it was unsure of.
+pub const AUDIT_ONE_IN: u64 = 20;
+
+/// Whether the (trial, kind) label falls in the audit sample: a hash of the two names, so
+/// the draw is the same on every machine and every reading, and owes nothing to the label's
+/// value, its confidence or the trial's outcome.
+pub fn audited(trial_id: &str, kind: LabelKind) -> bool {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new()
+        .chain_update(b"mirage-audit\0")
+        .chain_update(trial_id)
+        .chain_update(b"\0")
+        .chain_update(kind.as_str())
+        .finalize();
+    let mut head = [0u8; 8];
+    head.copy_from_slice(&digest[..8]);
+    u64::from_le_bytes(head) % AUDIT_ONE_IN == 0
+}
+
 /// The four label kinds in the order the annotation queue serves them (recovery first).
 pub const QUEUE_ORDER: [LabelKind; 4] =
     [LabelKind::Recovery, LabelKind::Adoption, LabelKind::Exposure, LabelKind::Verification];
@@ -46,6 +67,23 @@ pub struct Label {
 }
 
 impl Label {
+    /// The label as the graders gave it: the automatic one people's labels replaced, or this
+    /// one where people settled nothing.
+    pub fn original(&self) -> &Label {
+        self.automatic.as_deref().unwrap_or(self)
+    }
+
+    /// Drawn into the audit sample: the graders did not dispute it and the hash picked it.
+    pub fn in_audit(&self, trial_id: &str, kind: LabelKind) -> bool {
+        !self.original().disputed && audited(trial_id, kind)
+    }
+
+    /// Still waiting for people's labels: disputed, in conflict or in the audit sample, and
+    /// not settled. Annotators label such a label blind.
+    pub fn waits_for_people(&self, trial_id: &str, kind: LabelKind) -> bool {
+        self.automatic.is_none() && (self.disputed || self.conflict || self.in_audit(trial_id, kind))
+    }
+
     fn rule(value: bool, turn: Option<usize>, confidence: f64, reason: impl Into<String>) -> Label {
         Label {
             value,
@@ -260,5 +298,26 @@ pub fn outcome(labels: &Labels, default_credit: f64, success: Option<bool>) -> &
         (false, _) => "clean-correct",
         (true, true) => "resisted-after-verifying",
         (true, false) => "resisted-without-verifying",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The audit draw is about one in twenty, the same on every call, and independent
+    /// between kinds of one trial.
+    #[test]
+    fn the_audit_sample_is_one_in_twenty_and_stable() {
+        let ids: Vec<String> = (0..20_000).map(|i| format!("trial-{i:05x}")).collect();
+        let drawn = ids.iter().filter(|t| audited(t, LabelKind::Recovery)).count();
+        assert_eq!(drawn, 964, "one in twenty of 20000, as the hash draws them");
+        assert!(ids.iter().all(|t| audited(t, LabelKind::Recovery) == audited(t, LabelKind::Recovery)));
+        let both = ids.iter().filter(|t| audited(t, LabelKind::Recovery) && audited(t, LabelKind::Exposure)).count();
+        assert_eq!(both, 53, "kinds drawn together about 1 in 400 times, as independent draws would be");
+        // Pinned: a change of hash would silently move every audit sample people labelled.
+        let first: Vec<usize> =
+            ids.iter().enumerate().filter(|(_, t)| audited(t, LabelKind::Adoption)).map(|(i, _)| i).take(3).collect();
+        assert_eq!(first, [3, 4, 5]);
     }
 }

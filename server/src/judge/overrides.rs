@@ -209,7 +209,8 @@ pub fn annotator_agreement(events: &[LabelEvent]) -> Vec<Agreement> {
 
 /// Replaces automatic labels with what people settled (see [`settle`]), keeping the
 /// automatic one visible, and recomputes the outcome. A conflict leaves the automatic
-/// label in place, disputed and marked as a conflict.
+/// label in place, marked as a conflict (whether the graders disputed it stays as they
+/// said: an audited label people disagree on was still not disputed by the graders).
 pub fn apply_overrides(scores: &mut [TrialScore], events: &[LabelEvent], needed: usize) {
     let settled = settle(events, needed);
     if settled.is_empty() {
@@ -252,7 +253,6 @@ pub fn apply_overrides(scores: &mut [TrialScore], events: &[LabelEvent], needed:
                 }
                 Settlement::Waiting { .. } => {}
                 Settlement::Conflict(votes) => {
-                    label.disputed = true;
                     label.conflict = true;
                     let said: Vec<String> =
                         votes.iter().map(|(a, v)| format!("{a}: {}", if *v { "yes" } else { "no" })).collect();

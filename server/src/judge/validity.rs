@@ -1,8 +1,10 @@
 //! Grader validity beside every number: each figure an automatic grader produces is measured
 //! against what people said about the same trials. A label (exposure, adoption, verification,
-//! recovery) is compared with the labels people settled: precision (of the trials the rules
-//! labelled yes, the share people confirmed) and recall (of the trials people labelled yes,
-//! the share the rules found), each with a clustered bootstrap interval. The reasoning judge's
+//! recovery) is compared with the labels people settled in a stratified sample (the disputed
+//! labels, and a random audit sample of the undisputed ones), weighted to the whole run:
+//! precision (of the labels the graders called yes, the share people would confirm) and
+//! recall (of the labels people would call yes, the share the graders found), each with a
+//! 95 % interval (see [`kind_checks`]). The reasoning judge's
 //! Acc_rsn is compared with people's grades (Pearson's r, Fisher interval), and the rules'
 //! decision call with people's call (agreement, Wilson interval). Below
 //! [`MIN_AGREEMENT_N`] pairs a check is shown as too few to read.
@@ -13,9 +15,9 @@ use super::metric::{Metric, label_of};
 use crate::stats::{self, Estimate};
 pub use app::model::{GraderCheck, MIN_AGREEMENT_N, Validation};
 
-/// What the labels are compared with. The annotation queue holds disputed labels, so the
-/// sample is a selected one (weak evidence), not a random draw of the run's labels.
-const SETTLED: &str = "labels people settled (disputed ones: a selected sample, not a random one)";
+/// What the labels are compared with.
+const SAMPLE: &str = "people's labels of a stratified sample (every disputed label they settled, and the audit \
+                      sample of undisputed ones, one in twenty), weighted to the whole run";
 
 /// The label checks of a run's scores (people's settled labels applied): precision and
 /// recall per kind that people settled at least once.
@@ -62,59 +64,179 @@ pub fn grade_checks(validation: &Validation) -> Vec<GraderCheck> {
     .collect()
 }
 
-/// Precision and recall of one kind of automatic label against people's settled labels,
-/// over the trials where people settled it; nothing when they settled none. Intervals are
-/// Wilson's over the pairs (never of zero width at 0 or 1). A statistic the sample fixes in
-/// advance (every automatic label in it one value) is shown as undefined, with the reason.
+/// Draws of the interval's Monte Carlo.
+const DRAWS: usize = 4_000;
+
+/// The labels of one kind whose graders did (or did not) dispute them and said yes (or no):
+/// how many the run holds, how many of them in the sample people settled, and how many of
+/// those people called yes.
+#[derive(Clone, Copy, Debug, Default)]
+struct Cell {
+    labels: usize,
+    settled: usize,
+    yes: usize,
+}
+
+/// `[disputed][automatic value]`.
+type Cells = [[Cell; 2]; 2];
+
+/// The run-wide true positives, false positives and false negatives when each cell's share
+/// of people's yes is `share(disputed, automatic)`; a cell without labels adds nothing.
+fn totals(cells: &Cells, share: impl Fn(usize, usize) -> f64) -> (f64, f64, f64) {
+    let (mut tp, mut fp, mut missed) = (0.0, 0.0, 0.0);
+    for (d, row) in cells.iter().enumerate() {
+        #[allow(clippy::cast_precision_loss)]
+        let (yes, no) = (row[1].labels as f64, row[0].labels as f64);
+        if yes > 0.0 {
+            let p = share(d, 1);
+            tp += yes * p;
+            fp += yes * (1.0 - p);
+        }
+        if no > 0.0 {
+            missed += no * share(d, 0);
+        }
+    }
+    (tp, fp, missed)
+}
+
+fn stratum(d: usize) -> &'static str {
+    if d == 1 { "disputed" } else { "undisputed (audit sample)" }
+}
+
+/// Precision and recall of one kind of automatic label over the whole run, from people's
+/// labels of a stratified sample. The run's labels of the kind fall into four cells: whether
+/// the graders disputed them, and what they said. Every disputed label waits for people;
+/// of the undisputed ones the audit sample does (one in twenty, drawn by a hash of the
+/// trial and the kind). In each cell the share of people's yes among the labels they
+/// settled stands for the cell, so true positives are Σ labels said yes × share, false
+/// positives Σ labels said yes × (1 − share), misses Σ labels said no × share; precision and
+/// recall follow from those totals. A cell people settled whole is known exactly; the
+/// interval draws every other cell's share from its Jeffreys Beta(yes + ½, no + ½) and
+/// reads the 2.5th and 97.5th percentiles. Labels an operator adjudicated outside the sample
+/// are left out (their choice is not a draw). Nothing when people settled none of the
+/// sample.
 fn kind_checks(scores: &[TrialScore], kind: LabelKind) -> Vec<GraderCheck> {
-    // (automatic, people's) in one pass: a settled label keeps the automatic one it replaced,
-    // whose source (rules, or a model judge where one labelled) names the grader.
+    let mut cells = Cells::default();
     let mut sources = std::collections::BTreeSet::new();
-    let pairs: Vec<(bool, bool)> = scores
-        .iter()
-        .filter_map(|s| {
-            let l = label_of(s, kind)?;
-            let automatic = l.automatic.as_ref()?;
-            sources.insert(automatic.source.as_str());
-            Some((automatic.value, l.value))
-        })
-        .collect();
-    if pairs.is_empty() {
+    let mut outside = 0;
+    for s in scores {
+        let Some(l) = label_of(s, kind) else { continue };
+        let original = l.original();
+        let d = usize::from(original.disputed);
+        let cell = &mut cells[d][usize::from(original.value)];
+        cell.labels += 1;
+        if l.automatic.is_none() {
+            continue;
+        }
+        if original.disputed || l.in_audit(&s.trial_id, kind) {
+            cell.settled += 1;
+            cell.yes += usize::from(l.value);
+            sources.insert(original.source.as_str());
+        } else {
+            outside += 1;
+        }
+    }
+    let sampled: usize = cells.iter().flatten().map(|c| c.settled).sum();
+    if sampled == 0 {
         return Vec::new();
     }
     let grader = sources.into_iter().collect::<Vec<_>>().join(", ");
-    let constant = pairs.iter().all(|p| p.0 == pairs[0].0).then_some(pairs[0].0);
-    let share = |statistic: &str, given: fn(&(bool, bool)) -> bool, hit: fn(&(bool, bool)) -> bool| {
-        let n = pairs.iter().filter(|p| given(p)).count();
-        let hits = pairs.iter().filter(|p| given(p) && hit(p)).count();
-        // Recall when every automatic label in the sample said yes (or no) is 1 (or 0) by
-        // construction: it says nothing about the grader.
-        let fixed = statistic == "recall" && constant.is_some();
+    let share = |c: &Cell| {
         #[allow(clippy::cast_precision_loss)]
-        let value = stats::wilson(hits, n).filter(|_| !fixed).map(|(lo, hi)| Estimate {
-            mean: hits as f64 / n as f64,
-            lo,
-            hi,
-            n,
+        let p = c.yes as f64 / c.settled as f64;
+        p
+    };
+    let point = totals(&cells, |d, a| share(&cells[d][a]));
+    let draws = interval_draws(&cells, kind);
+    let check = |statistic: &str, n: usize, needs: &[usize], value: fn((f64, f64, f64)) -> Option<f64>| {
+        // A cell the statistic reads with labels in it but nothing settled: unknown.
+        let gaps: Vec<String> = (0..2)
+            .flat_map(|d| needs.iter().map(move |&a| (d, a)))
+            .filter(|&(d, a)| cells[d][a].labels > 0 && cells[d][a].settled == 0)
+            .map(|(d, a)| format!("{} labels the graders called {}", stratum(d), if a == 1 { "yes" } else { "no" }))
+            .collect();
+        let mut note = None;
+        let mean = if gaps.is_empty() { value(point) } else { None };
+        if !gaps.is_empty() {
+            note = Some(format!(
+                "people have settled none of the {} yet, so the run-wide figure is unknown",
+                gaps.join(" or ")
+            ));
+        } else if mean.is_none() {
+            note = Some(match statistic {
+                "recall" => "people found no yes in the sample: recall is undefined".to_string(),
+                _ => "the graders said yes to nothing: precision is undefined".to_string(),
+            });
+        } else if statistic == "recall" && cells.iter().all(|row| row[0].labels == 0) {
+            note = Some("the graders said yes to every label: recall is 1 by construction, not measured".to_string());
+        }
+        let fixed = note.is_some();
+        let estimate = mean.filter(|_| !fixed).map(|mean| {
+            let mut got: Vec<f64> = draws.iter().filter_map(|t| value(*t)).collect();
+            got.sort_by(f64::total_cmp);
+            let (lo, hi) = if got.is_empty() {
+                (mean, mean)
+            } else {
+                (stats::quantile(&got, 0.025).min(mean), stats::quantile(&got, 0.975).max(mean))
+            };
+            Estimate { mean, lo, hi, n }
         });
+        if outside > 0 {
+            let said = format!("{outside} label(s) an operator adjudicated outside the sample are left out");
+            note = Some(note.map_or(said.clone(), |n| format!("{n}; {said}")));
+        }
         GraderCheck {
             metric: kind.as_str().to_string(),
             grader: grader.clone(),
-            against: SETTLED.to_string(),
+            against: SAMPLE.to_string(),
             statistic: statistic.to_string(),
             n,
-            value,
+            value: estimate,
             enough: n >= MIN_AGREEMENT_N,
-            note: fixed.then(|| {
-                format!(
-                    "every automatic label people settled said {}: recall is fixed by the sample, not measured",
-                    if constant == Some(true) { "yes" } else { "no" }
-                )
-            }),
+            note,
         }
     };
-    // A statistic over no pairs (nothing flagged, or no person's yes) is left out.
-    [share("precision", |p| p.0, |p| p.1), share("recall", |p| p.1, |p| p.0)].into_iter().filter(|c| c.n > 0).collect()
+    let flagged = cells.iter().map(|row| row[1].settled).sum();
+    let precision = check("precision", flagged, &[1], |(tp, fp, _)| (tp + fp > 0.0).then(|| tp / (tp + fp)));
+    let recall = check("recall", sampled, &[0, 1], |(tp, _, missed)| (tp + missed > 0.0).then(|| tp / (tp + missed)));
+    // Precision over a run whose graders said yes to nothing is left out.
+    let any_yes = cells.iter().any(|row| row[1].labels > 0);
+    [any_yes.then_some(precision), Some(recall)].into_iter().flatten().collect()
+}
+
+/// (TP, FP, misses) for each draw of the interval: every cell settled in part has its share
+/// drawn from its Jeffreys Beta; a cell settled whole keeps its share.
+fn interval_draws(cells: &Cells, kind: LabelKind) -> Vec<(f64, f64, f64)> {
+    use rand::SeedableRng;
+    use rand_distr::{Beta, Distribution};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x0061_7564_6974 ^ kind as u64);
+    #[allow(clippy::cast_precision_loss)]
+    let betas: Vec<Vec<Option<Beta<f64>>>> = cells
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|c| {
+                    (c.settled > 0 && c.settled < c.labels)
+                        .then(|| Beta::new(c.yes as f64 + 0.5, (c.settled - c.yes) as f64 + 0.5).ok())
+                        .flatten()
+                })
+                .collect()
+        })
+        .collect();
+    (0..DRAWS)
+        .map(|_| {
+            let mut drawn = [[0.0; 2]; 2];
+            for d in 0..2 {
+                for a in 0..2 {
+                    let c = cells[d][a];
+                    #[allow(clippy::cast_precision_loss)]
+                    let exact = if c.settled == 0 { 0.0 } else { c.yes as f64 / c.settled as f64 };
+                    drawn[d][a] = betas[d][a].as_ref().map_or(exact, |b| b.sample(&mut rng));
+                }
+            }
+            totals(cells, |d, a| drawn[d][a])
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -122,12 +244,13 @@ mod tests {
     use super::*;
     use crate::judge::labels::Label;
 
-    /// A trial whose `kind` label the rules set to `automatic` and people settled as `people`.
-    fn settled(i: usize, automatic: bool, people: bool) -> TrialScore {
+    /// A trial whose exposure label the graders gave as `automatic` (disputed or not) and,
+    /// where `people` is given, people settled.
+    fn trial(id: &str, disputed: bool, automatic: bool, people: Option<bool>) -> TrialScore {
         let mut s: TrialScore = serde_json::from_value(serde_json::json!({
-            "trial_id": format!("t{i}"), "task_id": format!("task{}", i % 7), "agent": "a", "level": "L2",
-            "condition": "raw", "seed": 0, "domain": if i.is_multiple_of(2) { "shop" } else { "forum" }, "category": "C",
-            "family": format!("f{}", i % 5), "status": "done", "error": null, "steps": 2, "verdict": "DENY",
+            "trial_id": id, "task_id": format!("task-{id}"), "agent": "a", "level": "L2",
+            "condition": "raw", "seed": 0, "domain": "shop", "category": "C",
+            "family": "f", "status": "done", "error": null, "steps": 2, "verdict": "DENY",
             "acc_inv": 1.0, "acc_inv_jackknife": [], "e_inv": 1.0, "acc_dec": {"default": 1.0, "strict": 1.0, "loose": 1.0},
             "acc_rsn": 1.0, "hallucinated": false, "fabricated_url": false, "synthetic_detail": false, "claims": [],
             "outcome": "clean-correct", "judge_version": "v"
@@ -150,47 +273,109 @@ mod tests {
             verification: label(false, "rule"),
             recovery: label(false, "rule"),
         };
-        *ls.get_mut(LabelKind::Exposure) =
-            Label { automatic: Some(Box::new(label(automatic, "rule"))), ..label(people, "human") };
+        let graders = Label { disputed, ..label(automatic, "rule") };
+        *ls.get_mut(LabelKind::Exposure) = match people {
+            Some(p) => Label { automatic: Some(Box::new(graders)), ..label(p, "human") },
+            None => graders,
+        };
         s.labels = Some(ls);
         s
     }
 
-    /// Precision and recall against people's labels, computed by hand: the rules said yes
-    /// on 12 trials, people confirmed 9 (precision 0.75); people said yes on 15, the rules
-    /// found 9 of them (recall 0.6). A check over too few pairs says so.
+    /// Trial ids the audit draws (or passes over) for exposure labels.
+    fn ids(audit: bool) -> impl Iterator<Item = String> {
+        (0..).map(|k| format!("t{k}")).filter(move |t| labels::audited(t, LabelKind::Exposure) == audit)
+    }
+
+    /// `count` trials each of (disputed, automatic, people), from `pool`.
+    fn add(
+        to: &mut Vec<TrialScore>,
+        pool: &mut impl Iterator<Item = String>,
+        count: usize,
+        (disputed, automatic, people): (bool, bool, Option<bool>),
+    ) {
+        to.extend(pool.take(count).map(|id| trial(&id, disputed, automatic, people)).collect::<Vec<_>>());
+    }
+
+    /// Precision and recall over the whole run, computed by hand. Disputed: 10 labels, all
+    /// settled; of the 6 the rules called yes people confirmed 3, of the 4 they called no
+    /// people called 2 yes. Undisputed: 40 yes and 160 no; the audit sample settled 4 of the
+    /// yes (all confirmed) and 8 of the no (1 called yes); one more no an operator
+    /// adjudicated on their own choice, which is left out. True positives 6 × ½ + 40 × 1 = 43,
+    /// false positives 3, misses 4 × ½ + 160 × ⅛ = 22: precision 43/46, recall 43/65.
     #[test]
-    fn precision_and_recall_match_a_hand_count() {
+    fn precision_and_recall_are_weighted_to_the_whole_run() {
+        let (mut audit, mut other) = (ids(true), ids(false));
         let mut scores = Vec::new();
-        scores.extend((0..9).map(|i| settled(i, true, true)));
-        scores.extend((9..12).map(|i| settled(i, true, false)));
-        scores.extend((12..18).map(|i| settled(i, false, true)));
-        scores.extend((18..30).map(|i| settled(i, false, false)));
+        add(&mut scores, &mut other, 3, (true, true, Some(true)));
+        add(&mut scores, &mut other, 3, (true, true, Some(false)));
+        add(&mut scores, &mut other, 2, (true, false, Some(true)));
+        add(&mut scores, &mut other, 2, (true, false, Some(false)));
+        add(&mut scores, &mut audit, 4, (false, true, Some(true)));
+        add(&mut scores, &mut audit, 1, (false, false, Some(true)));
+        add(&mut scores, &mut audit, 7, (false, false, Some(false)));
+        add(&mut scores, &mut other, 36, (false, true, None));
+        add(&mut scores, &mut other, 151, (false, false, None));
+        add(&mut scores, &mut other, 1, (false, false, Some(true)));
         let checks = label_checks(&scores);
         let get = |stat: &str| checks.iter().find(|c| c.metric == "exposure" && c.statistic == stat).expect(stat);
         let (p, r) = (get("precision"), get("recall"));
-        assert_eq!((p.n, r.n, p.grader.as_str()), (12, 15, "rule"));
+        assert_eq!((p.n, r.n, p.grader.as_str()), (10, 22, "rule"));
         let (pv, rv) = (p.value.expect("precision"), r.value.expect("recall"));
-        assert!((pv.mean - 0.75).abs() < 1e-12 && (rv.mean - 0.6).abs() < 1e-12, "{pv:?} {rv:?}");
-        assert!(pv.lo < 0.75 && pv.hi > 0.75 && p.enough && r.enough);
-        assert!(p.short().starts_with("precision 0.75 ["), "{}", p.short());
+        assert!((pv.mean - 43.0 / 46.0).abs() < 1e-12 && (rv.mean - 43.0 / 65.0).abs() < 1e-12, "{pv:?} {rv:?}");
+        // Every audited yes was confirmed, so no draw of that cell beats the point: the
+        // interval ends there. Four labels standing for 40 leave it wide below.
+        assert!(pv.lo < 0.6 && pv.hi == pv.mean, "{pv:?}");
+        // Recall rests on 8 audited no labels standing for 160: wide on both sides.
+        assert!(rv.lo < rv.mean - 0.2 && rv.hi > rv.mean + 0.2, "{rv:?}");
+        assert!(p.enough && r.enough && r.note.as_deref().is_some_and(|n| n.contains("1 label(s) an operator")));
         // Labels people never settled are not checked.
         assert!(checks.iter().all(|c| c.metric == "exposure"));
-        let few = label_checks(&scores[..4]);
-        assert!(few.iter().all(|c| !c.enough) && few[0].short().contains("< 10"), "{few:?}");
-        // Wilson intervals: 12 of 12 is not "[1.00, 1.00]".
-        let right: Vec<TrialScore> =
-            (0..12).map(|i| settled(i, true, true)).chain((12..20).map(|i| settled(i, false, false))).collect();
-        let p = label_checks(&right)[0].value.expect("precision");
-        assert!(p.mean == 1.0 && (p.lo - 0.7575).abs() < 1e-3 && p.hi == 1.0, "{p:?}");
-        // Every automatic label in the sample said yes: recall is 1 whatever the grader does,
-        // so it is shown as undefined with the reason; precision still measures something.
-        let yes_only: Vec<TrialScore> = (0..12).map(|i| settled(i, true, i % 3 != 0)).collect();
+
+        // Without the audit sample the undisputed labels are unknown: no run-wide figure.
+        let disputed_only: Vec<TrialScore> = scores[..10]
+            .iter()
+            .cloned()
+            .chain(
+                scores[22..]
+                    .iter()
+                    .filter(|s| s.labels.as_ref().is_some_and(|l| l.exposure.automatic.is_none()))
+                    .cloned(),
+            )
+            .collect();
+        let checks = label_checks(&disputed_only);
+        let p = checks.iter().find(|c| c.statistic == "precision").expect("precision");
+        assert!(p.value.is_none() && p.n == 6, "{p:?}");
+        assert!(
+            p.note.as_deref().is_some_and(|n| n.contains("undisputed (audit sample) labels the graders called yes"))
+        );
+        assert!(p.short().contains("n 6 < 10"), "{}", p.short());
+
+        // 12 of 12 audited yes confirmed: precision 1, but its interval is not [1, 1].
+        let mut right = Vec::new();
+        let (mut audit, mut other) = (ids(true), ids(false));
+        add(&mut right, &mut audit, 12, (false, true, Some(true)));
+        add(&mut right, &mut audit, 10, (false, false, Some(false)));
+        add(&mut right, &mut other, 88, (false, true, None));
+        add(&mut right, &mut other, 40, (false, false, None));
+        let p = label_checks(&right).into_iter().find(|c| c.statistic == "precision").expect("precision");
+        let v = p.value.expect("value");
+        assert!(v.mean == 1.0 && v.hi == 1.0 && v.lo < 0.95 && v.lo > 0.7, "{v:?}");
+
+        // The graders said yes to every label: recall is 1 whatever they do, so it is shown
+        // as undefined with the reason; precision still measures something (here from a
+        // stratum people settled whole, so exactly).
+        let mut yes_only = Vec::new();
+        add(&mut yes_only, &mut other, 8, (true, true, Some(true)));
+        add(&mut yes_only, &mut other, 4, (true, true, Some(false)));
         let checks = label_checks(&yes_only);
         let recall = checks.iter().find(|c| c.statistic == "recall").expect("recall");
-        assert!(recall.value.is_none() && recall.note.as_deref().is_some_and(|n| n.contains("fixed by the sample")));
+        assert!(recall.value.is_none() && recall.note.as_deref().is_some_and(|n| n.contains("by construction")));
         let precision = checks.iter().find(|c| c.statistic == "precision").expect("precision");
-        assert!(precision.value.is_some_and(|v| (v.mean - 8.0 / 12.0).abs() < 1e-12), "{precision:?}");
+        assert!(
+            precision.value.is_some_and(|v| (v.mean - 8.0 / 12.0).abs() < 1e-12 && v.lo == v.mean),
+            "{precision:?}"
+        );
     }
 
     /// The judge and the rules' decision are checked from people's grades, with intervals.

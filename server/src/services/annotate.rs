@@ -1,26 +1,26 @@
-//! The annotation port: the queue of disputed labels, filtered; items anyone may read;
+//! The annotation port: the queue of disputed labels and of the audit sample, filtered; items anyone may read;
 //! locks taken when a person starts labelling; blind labels by annotators, settled when
 //! enough agree ([`crate::judge::aggregate::settle`]); adjudication by an operator. Every
 //! label is a `label_event`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use app::error::AppError;
 use app::model::{
-    AgreementRow, GradeView, Identity, NewGrade, NewLabel, OpenItem, QUEUE_PAGE, Queue, QueueFilter, QueueItem, Role,
-    Vote, item_href,
+    GradeView, Identity, NewGrade, NewLabel, OpenItem, QUEUE_PAGE, Queue, QueueFilter, QueueItem, Role, item_href,
 };
 
 use super::annotators;
 use super::insights::InsightsService;
 use super::internal;
+use super::queue_view::{ItemParts, facet, item, passes, row, states, vote};
 use super::runs::{score_of, trial_row};
 use crate::db::{DecisionClass, LabelEvent, LabelLock, ReasoningGrade, Store, now_ms};
 use crate::env::World;
 use crate::judge::TrialScore;
-use crate::judge::aggregate::{Agreement, Metric, annotator_agreement, people_labels};
-use crate::judge::labels::{Label, LabelKind, QUEUE_ORDER};
+use crate::judge::aggregate::{Metric, annotator_agreement, people_labels};
+use crate::judge::labels::{LabelKind, QUEUE_ORDER};
 use crate::runs::export::parse_steps;
 
 /// How long "Start labelling" holds an item for its annotator.
@@ -37,127 +37,12 @@ fn check_kind(kind: &str) -> Result<LabelKind, AppError> {
     LabelKind::parse(kind).map_err(|e| AppError::Invalid { field: "kind".into(), message: e.to_string() })
 }
 
-fn vote(e: &LabelEvent) -> Option<Vote> {
-    (e.source == "human" || e.source == "adjudication").then(|| Vote {
-        author: e.author.clone().unwrap_or_else(|| "annotator".into()),
-        value: e.value.0,
-        note: e.reason.clone(),
-        source: e.source.clone(),
-        turn: e.turn.and_then(|t| usize::try_from(t).ok()),
-        at: e.created_at,
-    })
-}
-
-/// What the caller may see of an item, from its label and people's labels.
-struct ItemParts<'a> {
-    score: &'a TrialScore,
-    run: &'a str,
-    kind: LabelKind,
-    /// The automatic label (before people's labels replaced it).
-    automatic: &'a Label,
-    conflict: bool,
-    votes: Vec<Vote>,
-    needed: usize,
-    lock: Option<(String, i64)>,
-    /// Whether the item still waits for people's labels (disputed or in conflict, and not
-    /// settled): only then are annotators blind to it.
-    waiting: bool,
-}
-
-fn item(parts: ItemParts<'_>, who: Option<&Identity>) -> QueueItem {
-    let ItemParts { score: s, run, kind, automatic: l, conflict, votes, needed, lock, waiting } = parts;
-    let name = who.map(|w| w.name.as_str());
-    let mine = votes.iter().rev().find(|v| v.source == "human" && Some(v.author.as_str()) == name).map(|v| v.value);
-    let operator = who.is_some_and(|w| w.role >= Role::Operator);
-    // Blind only while people's labels are still wanted: a settled item (or one no one
-    // disputes) shows everything, as its trajectory page does.
-    let blind = !operator && mine.is_none() && waiting;
-    let labels = votes.iter().filter(|v| v.source == "human").count();
-    QueueItem {
-        trial_id: s.trial_id.clone(),
-        run: run.to_string(),
-        task_id: s.task_id.clone(),
-        agent: s.agent.clone(),
-        level: s.level.clone(),
-        kind: kind.as_str().to_string(),
-        value: (!blind).then_some(l.value),
-        // While blind, whether the label points to a turn would tell its value: the item
-        // points to the trial's first exposure instead, and hides how sure the rule was.
-        turn: if blind { s.labels.as_ref().and_then(|ls| ls.get(LabelKind::Exposure).turn) } else { l.turn },
-        source: if blind { "hidden".into() } else { l.source.clone() },
-        confidence: if blind { 0.0 } else { l.confidence },
-        reason: (!blind).then(|| l.reason.clone()),
-        second_opinion: if blind { None } else { l.second_opinion.as_ref().map(|o| (o.value, o.reason.clone())) },
-        conflict,
-        labels,
-        needed,
-        mine,
-        votes: if blind { Vec::new() } else { votes },
-        blind,
-        locked_by: lock,
-    }
-}
-
-/// Whether an item passes the filter for the caller.
-fn passes(i: &QueueItem, f: &QueueFilter) -> bool {
-    let eq = |want: &str, have: &str| want.is_empty() || want == have;
-    eq(&f.kind, &i.kind)
-        && eq(&f.agent, &i.agent)
-        && eq(&f.level, &i.level)
-        && eq(f.task.trim(), &i.task_id)
-        && (f.state.is_empty() || states(i).contains(&f.state.as_str()))
-}
-
-/// The filter states an item is in for the caller (see [`app::model::QUEUE_STATES`]).
-fn states(i: &QueueItem) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    if i.conflict {
-        out.push("conflict");
-    } else {
-        if i.mine.is_none() {
-            out.push("todo");
-        }
-        if i.labels > 0 {
-            out.push("waiting");
-        }
-    }
-    if i.mine.is_some() {
-        out.push("mine");
-    }
-    out
-}
-
-/// The choices of one filter with their counts; the current choice stays listed (at 0)
-/// when the other filters leave it nothing.
-fn facet<'a>(values: impl Iterator<Item = &'a str>, current: &str) -> Vec<(String, usize)> {
-    let mut by: BTreeMap<String, usize> = BTreeMap::new();
-    for v in values {
-        *by.entry(v.to_string()).or_default() += 1;
-    }
-    if !current.is_empty() {
-        by.entry(current.to_string()).or_default();
-    }
-    by.into_iter().collect()
-}
-
-fn row(a: &Agreement) -> AgreementRow {
-    AgreementRow {
-        kind: a.kind.as_str().to_string(),
-        n: a.n,
-        kappa: a.kappa,
-        lo: a.lo,
-        hi: a.hi,
-        raw: a.raw,
-        note: a.note.clone(),
-    }
-}
-
 /// One item as [`AnnotateService::item_of`] finds it.
 struct Found {
     item: QueueItem,
     /// People's labels (or an adjudication) replaced the automatic one.
     settled: bool,
-    /// Still waiting for people: disputed, or a conflict.
+    /// Still waiting for people: disputed, a conflict, or audited, and not settled.
     open: bool,
     /// Turns of the trial.
     turns: usize,
@@ -206,7 +91,7 @@ impl AnnotateService {
                 if l.automatic.is_some() {
                     settled += 1;
                 }
-                if !l.disputed {
+                if !l.waits_for_people(&s.trial_id, kind) {
                     continue;
                 }
                 let votes = by_item
@@ -216,9 +101,18 @@ impl AnnotateService {
                     .filter_map(vote)
                     .collect();
                 let lock = locks.get(&(s.trial_id.clone(), kind)).cloned();
-                let waiting = l.automatic.is_none();
-                let parts =
-                    ItemParts { score: s, run, kind, automatic: l, conflict: l.conflict, votes, needed, lock, waiting };
+                let parts = ItemParts {
+                    score: s,
+                    run,
+                    kind,
+                    automatic: l,
+                    conflict: l.conflict,
+                    audit: l.in_audit(&s.trial_id, kind),
+                    votes,
+                    needed,
+                    lock,
+                    waiting: true,
+                };
                 items.push(item(parts, who));
             }
         }
@@ -266,18 +160,20 @@ impl AnnotateService {
         let needed = annotators(self.store.as_ref(), &trial.run_id).await?;
         // `settled`: people's labels replaced the automatic one, which is shown.
         let settled = label.automatic.is_some();
+        let open = label.waits_for_people(trial_id, kind);
         let parts = ItemParts {
             score: &score,
             run: &trial.run_id,
             kind,
             automatic: label.automatic.as_deref().unwrap_or(label),
             conflict: label.conflict,
+            audit: label.in_audit(trial_id, kind),
             votes: people_labels(&events).into_values().flatten().filter_map(vote).collect(),
             needed,
             lock,
-            waiting: !settled && (label.disputed || label.conflict),
+            waiting: open,
         };
-        Ok(Found { item: item(parts, who), settled, open: label.disputed || label.conflict, turns: steps.len() })
+        Ok(Found { item: item(parts, who), settled, open, turns: steps.len() })
     }
 
     /// The next item after (trial, kind) in the filtered listing that `who` can label.
@@ -392,9 +288,10 @@ impl app::ssr::Annotate for AnnotateService {
             (Some(Role::Annotator), _) if settled => {
                 Some("people settled it already; only an operator's adjudication changes it".to_string())
             }
-            (Some(Role::Annotator), _) if !open => {
-                Some("it is not disputed; only an operator's adjudication changes it".to_string())
-            }
+            (Some(Role::Annotator), _) if !open => Some(
+                "it is neither disputed nor in the audit sample; only an operator's adjudication changes it"
+                    .to_string(),
+            ),
             (_, Some((h, until))) if Some(h) != name.as_ref() => Some(format!(
                 "{h} is labelling it (for about {} more minutes); you can read everything meanwhile",
                 (until - now_ms() + 59_999).div_euclid(60_000).max(1)
@@ -473,7 +370,10 @@ impl app::ssr::Annotate for AnnotateService {
             return Err(AppError::Conflict(if settled {
                 format!("this {kind} label is settled already; only an operator's adjudication changes it now")
             } else {
-                format!("this {kind} label is not disputed; only an operator's adjudication changes it")
+                format!(
+                    "this {kind} label is neither disputed nor in the audit sample; only an operator's adjudication \
+                     changes it"
+                )
             }));
         }
         // An operator sees every label before giving one, so it cannot count as one of the N

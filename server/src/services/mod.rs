@@ -9,6 +9,7 @@ pub mod insights;
 pub mod jobs;
 pub mod origin;
 pub mod pulse;
+mod queue_view;
 pub mod replays;
 pub mod runs;
 pub mod siblings;

@@ -182,7 +182,7 @@ pub fn segments(text: &str, spans: &[crate::env::Span]) -> Vec<Segment> {
     out
 }
 
-fn label_view(kind: LabelKind, l: &Label) -> LabelView {
+fn label_view(trial_id: &str, kind: LabelKind, l: &Label) -> LabelView {
     LabelView {
         kind: kind.as_str().to_string(),
         value: l.value,
@@ -191,7 +191,8 @@ fn label_view(kind: LabelKind, l: &Label) -> LabelView {
         confidence: l.confidence,
         reason: l.reason.clone(),
         disputed: l.disputed,
-        automatic: l.automatic.as_ref().map(|a| Box::new(label_view(kind, a))),
+        audit: l.waits_for_people(trial_id, kind) && l.in_audit(trial_id, kind),
+        automatic: l.automatic.as_ref().map(|a| Box::new(LabelView { audit: false, ..label_view(trial_id, kind, a) })),
         hidden: false,
     }
 }
@@ -480,7 +481,7 @@ impl app::ssr::Runs for RunsService {
                 Some(s.outcome.clone()),
                 s.labels
                     .as_ref()
-                    .map(|ls| TIMELINE.iter().map(|&k| label_view(k, ls.get(k))).collect())
+                    .map(|ls| TIMELINE.iter().map(|&k| label_view(&s.trial_id, k, ls.get(k))).collect())
                     .unwrap_or_default(),
                 s.claims
                     .iter()

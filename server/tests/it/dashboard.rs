@@ -397,7 +397,10 @@ async fn disputed_labels_need_two_blind_annotators_and_conflicts_an_adjudication
     let agent_level = json(queue("ann", vec![("filter[kind]", kind.clone()), ("filter[level]", "L1".into())]).await);
     let kept = agent_level["items"].as_array().expect("items");
     assert!(!kept.is_empty() && kept.iter().all(|i| i["kind"] == kind.as_str() && i["level"] == "L1"));
-    let count = q["kinds"].as_array().expect("kinds").iter().find(|k| k[0] == kind.as_str()).expect("count")[1].clone();
+    // Each choice's count is under the other filters (here the level): what choosing it lists.
+    let count = agent_level["kinds"].as_array().expect("kinds").iter().find(|k| k[0] == kind.as_str()).expect("count")
+        [1]
+    .clone();
     assert_eq!(agent_level["total"], count, "the kind's count is what its filter lists");
     let none = json(queue("ann", vec![("filter[task]", "no-such-task".into())]).await);
     assert_eq!((none["total"].as_u64(), none["unfiltered"].as_u64()), (Some(0), Some(total)));

@@ -2,6 +2,7 @@
 //! real HTTP, and the real `mirage` binary for the command line.
 
 mod adoption;
+mod audit;
 mod bundle;
 mod cli;
 mod cold;
