@@ -16,6 +16,11 @@ pub struct PowerFigure {
     pub available_tasks: usize,
     /// Task families they fall in (the resampled clusters).
     pub families: usize,
+    /// As many families of equal size would give the same precision when a family's trials
+    /// are alike: 1 / Σ (share of the pairs in each family)². Families of unequal size count
+    /// as fewer than they are.
+    #[serde(default)]
+    pub effective_families: f64,
     /// Distinct tasks.
     pub tasks: usize,
     /// Paired trials per task (conditions × seeds, × manipulated levels for robustness).

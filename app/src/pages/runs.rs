@@ -66,11 +66,11 @@ fn power_view(p: &Power) -> impl IntoView {
         <ul>
             {p.figures.iter().map(|f| view! {
                 <li data-metric=f.metric.clone()>{format!(
-                    "{}: {} ({}{} paired trials per comparison, {} tasks in {} families)",
+                    "{}: {} ({}{} paired trials per comparison, {} tasks in {} families, as {:.1} of equal size)",
                     if f.metric == "acc_dec" { "Acc_dec (L0)" } else { "Robustness (manipulated levels)" },
                     range(f.detectable),
                     if f.metric == "robustness" && f.pairs == f.planned_pairs { "at most " } else { "" },
-                    f.pairs, f.tasks, f.families
+                    f.pairs, f.tasks, f.families, f.effective_families
                 )}</li>
             }).collect_view()}
         </ul>

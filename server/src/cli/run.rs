@@ -274,12 +274,13 @@ async fn plan_only(
             format!("{} paired trials", f.pairs)
         };
         println!(
-            "  {}: {pairs} per comparison ({} tasks × {} each, {} families, σ² {:.3}): smallest detectable \
-             difference {}",
+            "  {}: {pairs} per comparison ({} tasks × {} each, {} families, as {:.1} of equal size, σ² {:.3}): \
+             smallest detectable difference {}",
             f.metric,
             f.tasks,
             f.per_task,
             f.families,
+            f.effective_families,
             f.variance,
             range(f.detectable)
         );

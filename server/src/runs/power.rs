@@ -3,9 +3,11 @@
 //!
 //! Two configurations are compared on paired trials (same task, condition, seed and, for
 //! robustness, level), and the interval resamples task families whole. With N paired
-//! trials in F families, σ² the variance of one paired difference and ρ the correlation of
-//! differences within a family, the variance of the mean difference is
-//! σ² · ((1 − ρ) / N + ρ / F), and a difference d is detected with power 1 − β at level α
+//! trials, σ² the variance of one paired difference and ρ the correlation of differences
+//! within a family, the variance of the mean difference is σ² · ((1 − ρ) / N + ρ · h), where
+//! h = Σ (m_f / N)² over the families' pair counts m_f (h = 1/F for F families of equal
+//! size; unequal families make h larger, as if there were fewer of them: 1/h is the
+//! effective number of families). A difference d is detected with power 1 − β at level α
 //! (two-sided) when d ≥ (z(1 − α/2) + z(1 − β)) · √ that. α is 0.05 divided by the number
 //! of comparisons between configurations (the strictest step of the Holm correction the
 //! leaderboard applies).
@@ -53,19 +55,30 @@ pub struct Spread {
 /// The paired units of one configuration in a plan, by figure.
 struct Units<'a> {
     tasks: BTreeSet<&'a str>,
-    families: BTreeSet<String>,
+    /// Pairs per family.
+    families: BTreeMap<String, usize>,
     seeds: BTreeSet<i64>,
     n: usize,
 }
 
+impl Units<'_> {
+    /// Σ (m_f / N)² over the families' pair counts: 1/F for equal families.
+    fn concentration(&self) -> f64 {
+        let total: usize = self.families.values().sum();
+        #[allow(clippy::cast_precision_loss)]
+        let h = self.families.values().map(|&m| (m as f64 / total.max(1) as f64).powi(2)).sum();
+        h
+    }
+}
+
 fn units<'a>(world: &World, trials: impl Iterator<Item = &'a NewTrial>) -> Units<'a> {
-    let mut u = Units { tasks: BTreeSet::new(), families: BTreeSet::new(), seeds: BTreeSet::new(), n: 0 };
+    let mut u = Units { tasks: BTreeSet::new(), families: BTreeMap::new(), seeds: BTreeSet::new(), n: 0 };
     for t in trials {
         u.n += 1;
         u.tasks.insert(&t.task_id);
         u.seeds.insert(t.seed);
         if let Some(task) = world.task(&t.task_id) {
-            u.families.insert(format!("{:?}/{}", task.domain, crate::judge::family_of(task)));
+            *u.families.entry(format!("{:?}/{}", task.domain, crate::judge::family_of(task))).or_default() += 1;
         }
     }
     u
@@ -104,19 +117,20 @@ pub fn of_plan(
         // bound); with one, only the share that entered its comparisons.
         let usable = spread.map_or(1.0, |s| s.usable.clamp(0.0, 1.0));
         #[allow(clippy::cast_precision_loss)]
-        let (n, f, t) = (u.n as f64 * usable, u.families.len() as f64, u.tasks.len() as f64);
-        let detectable = |rho: f64| k * (variance * ((1.0 - rho) / n + rho / f)).sqrt();
+        let (n, h, t) = (u.n as f64 * usable, u.concentration(), u.tasks.len() as f64);
+        let detectable = |rho: f64| k * (variance * ((1.0 - rho) / n + rho * h)).sqrt();
         let per_task = u.n / u.tasks.len().max(1);
         let needed = target.map(|d| {
-            // Tasks grow with families in the plan's proportion: SE² = σ²/T · ((1 − ρ)/u + ρ·T/F).
+            // Tasks grow with families in the plan's proportions (h falls as 1/T):
+            // SE² = σ²/T · ((1 − ρ)/u + ρ·h·T).
             #[allow(clippy::cast_precision_loss)]
             let tasks = |rho: f64| {
-                let per = (1.0 - rho) / (per_task.max(1) as f64 * usable).max(f64::MIN_POSITIVE) + rho * t / f;
+                let per = (1.0 - rho) / (per_task.max(1) as f64 * usable).max(f64::MIN_POSITIVE) + rho * h * t;
                 ceil(k * k * variance * per / (d * d)).max(1)
             };
-            // Seeds grow N at fixed families: the floor σ²ρ/F stays.
+            // Seeds grow N at fixed families: the floor σ²ρh stays.
             let seeds = |rho: f64| {
-                let room = d * d / (k * k) - variance * rho / f;
+                let room = d * d / (k * k) - variance * rho * h;
                 if room <= 0.0 {
                     return None;
                 }
@@ -133,6 +147,7 @@ pub fn of_plan(
             planned_pairs: u.n,
             available_tasks: available,
             families: u.families.len(),
+            effective_families: 1.0 / h,
             tasks: u.tasks.len(),
             per_task,
             seeds: u.seeds.len(),
@@ -301,7 +316,7 @@ mod tests {
 
     /// The bounds by hand: 100 tasks at two seeds, 200 L0 pairs, two configurations (α =
     /// 0.05, k = 1.960 + 0.842 = 2.802), σ² = 0.5: independent trials detect 2.802 · √(0.5/200)
-    /// = 0.140; alike trials in F families (at most 100) 2.802 · √(0.5/F).
+    /// = 0.140; alike trials 2.802 · √(0.5 · h), h = Σ (m_f/200)² over the families' pairs.
     #[test]
     fn the_bounds_match_a_hand_computation() {
         let w = world();
@@ -312,13 +327,35 @@ mod tests {
         let f = &p.figures[0];
         assert_eq!((f.metric.as_str(), f.pairs, f.tasks, f.per_task), ("acc_dec", 200, 100, 2));
         assert!((f.detectable.0 - 0.1401).abs() < 1e-3, "{f:?}");
-        #[allow(clippy::cast_precision_loss)]
-        let alike = 2.8016 * (0.5 / f.families as f64).sqrt();
+        let mut sizes: BTreeMap<String, f64> = BTreeMap::new();
+        for task in &tasks {
+            let task = w.task(task).expect("task");
+            *sizes.entry(format!("{:?}/{}", task.domain, crate::judge::family_of(task))).or_default() += 2.0;
+        }
+        let h: f64 = sizes.values().map(|m| (m / 200.0).powi(2)).sum();
+        let alike = 2.8016 * (0.5 * h).sqrt();
         assert!((f.detectable.1 - alike).abs() < 1e-3, "{f:?}");
+        assert!((f.effective_families - 1.0 / h).abs() < 1e-9 && f.effective_families <= f.families as f64 + 1e-9);
         assert!(f.detectable.1 > f.detectable.0);
         // Three configurations: three comparisons, α = 0.05/3, a larger detectable difference.
         let three = of_plan(w, &plan(&tasks, &["a", "b", "c"], &["L0"], &[0, 1]), &BTreeMap::new(), None, None);
         assert!(three.comparisons == 3 && three.figures[0].detectable.0 > f.detectable.0);
+    }
+
+    /// Families of unequal size count as fewer: pairs 6, 2 and 2 give h = 0.36 + 0.04 + 0.04
+    /// = 0.44, as 2.27 equal families would, and alike trials detect less than three equal
+    /// families would let them.
+    #[test]
+    fn unequal_families_count_as_fewer() {
+        let sizes = |m: &[usize]| Units {
+            tasks: BTreeSet::new(),
+            families: m.iter().enumerate().map(|(i, m)| (format!("f{i}"), *m)).collect(),
+            seeds: BTreeSet::new(),
+            n: m.iter().sum(),
+        };
+        assert!((sizes(&[6, 2, 2]).concentration() - 0.44).abs() < 1e-12);
+        assert!((sizes(&[4, 4, 4]).concentration() - 1.0 / 3.0).abs() < 1e-12);
+        assert!((1.0 / sizes(&[6, 2, 2]).concentration() - 2.2727).abs() < 1e-3);
     }
 
     /// What a target needs is what then detects it; seeds cannot beat the family floor.
@@ -339,8 +376,7 @@ mod tests {
         assert!(d < 0.115, "{} tasks detect {d}", need.tasks.0);
         // ρ = 0.2 over this plan's families: the floor k·√(σ²ρ/F) is above 0.1, so no
         // number of seeds reaches it.
-        #[allow(clippy::cast_precision_loss)]
-        let floor = 2.8016 * (0.3 * 0.2 / acc.families as f64).sqrt();
+        let floor = 2.8016 * (0.3 * 0.2 / acc.effective_families).sqrt();
         assert_eq!(need.seeds.0.is_none(), floor > 0.1, "floor {floor}");
         // Robustness has no past spread: the bounds, and 120 manipulated pairs.
         let rob = p.figures.iter().find(|f| f.metric == "robustness").expect("robustness");

@@ -116,6 +116,7 @@ fn a_plan_only_run_reports_its_power_and_stores_nothing() {
         text(&o.stdout)
     );
     assert!(out.contains("(ρ = 0.00) to") && out.contains("(ρ = 1.00)") && out.contains("no past run"), "{out}");
+    assert!(out.contains(" families, as ") && out.contains(" of equal size"), "{out}");
     assert!(text(&mirage(&db, &["runs", "list"]).stdout).trim().is_empty(), "nothing was stored");
     // A past run gives σ² and ρ: one number per figure, and what 0.05 needs.
     let past =
