@@ -211,7 +211,25 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
     if let Some(path) = args.out {
         crate::runs::export::export_run_to(store.as_ref(), &run_id, &path).await?;
     }
-    Ok(())
+    refuse_all_failed(store.as_ref(), &run_id).await
+}
+
+/// A run none of whose trials finished without error measured nothing: the command fails,
+/// naming the first reason (the run and its error states stay stored). A run with some
+/// errors succeeds; its summary counts them, and they stay in every denominator.
+async fn refuse_all_failed(store: &dyn Store, run_id: &str) -> anyhow::Result<()> {
+    let p = store.progress(run_id).await?;
+    if p.error == 0 || p.done > 0 || p.queued + p.running > 0 {
+        return Ok(());
+    }
+    let trials = store.trials(run_id).await?;
+    let first = trials.iter().find_map(|t| t.error.as_deref().map(|e| (t.trial_id.as_str(), e)));
+    let reason = first.map_or_else(String::new, |(trial, e)| format!(" (the first, {trial}: {e})"));
+    bail!(
+        "every one of run {run_id}'s {} finished trials ended in error{reason}; nothing was measured. Once the cause \
+         is fixed, `mirage run --resume {run_id} --retry-errors` runs them again",
+        p.error
+    )
 }
 
 /// A difference between 0 and 1 (exclusive).

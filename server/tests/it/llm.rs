@@ -198,6 +198,12 @@ fn a_run_against_a_model_endpoint_records_every_step_and_errors_explicitly() {
     assert_eq!(failed["status"], "error");
     assert_eq!(failed["verdict"], Value::Null);
     assert!(failed["error"].as_str().expect("reason").contains("HTTP 500"), "{failed}");
+    // A run whose every trial failed measured nothing: the command fails with the reason,
+    // and the run stays stored for --retry-errors.
+    let o = crate::support::mirage(&db, &["run", "--agent", "broken", "--tasks", &task.id, "--config", config]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("ended in error") && err.contains("HTTP 500"), "{err}");
+    assert!(err.contains("--retry-errors"), "{err}");
 }
 
 #[tokio::test]
