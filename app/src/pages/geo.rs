@@ -30,9 +30,9 @@ fn nrg_class(nrg: f64) -> String {
 fn NrgCell(
     est: Option<crate::model::Est>,
     #[prop(optional)] failed: bool,
-    /// Some of the cell's trials are in no mean (‡).
+    /// The cell's trials that are in no mean (‡): the cell says n of all its targets.
     #[prop(optional)]
-    partial: bool,
+    incomplete: usize,
     /// The variant ran here but no target was scored (every trial failed): said, not blank.
     #[prop(optional)]
     unscored: bool,
@@ -40,9 +40,9 @@ fn NrgCell(
     match est {
         Some(e) => view! {
             <td class=nrg_class(e.mean)>
-                {fmt3(e.mean)}{failed.then_some(" †")}{partial.then_some(" ‡")}
+                {fmt3(e.mean)}{failed.then_some(" †")}{(incomplete > 0).then_some(" ‡")}
                 <span class="ci">{format!("[{:.2}, {:.2}]", e.lo, e.hi)}</span>
-                <span class="n">{format!("n={}", e.n)}</span>
+                <span class="n">{if incomplete > 0 { format!("n={} of {}", e.n, e.n + incomplete) } else { format!("n={}", e.n) }}</span>
             </td>
         }
         .into_any(),
@@ -169,14 +169,18 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
             format!("/geo{}", query_string(&[("run", Some(run.clone())), ("judge", Some(judge))]))
         })
     };
-    let methods: Vec<String> = v.rows.iter().fold(Vec::new(), |mut m, r| {
-        if !m.contains(&r.method) {
-            m.push(r.method.clone());
+    // A variant none of whose targets was scored has no row: it is listed from the
+    // incomplete ones, so that the heat maps say so instead of leaving it out.
+    let variants =
+        || v.rows.iter().map(|r| (&r.ranker, &r.method)).chain(v.incomplete.iter().map(|e| (&e.ranker, &e.method)));
+    let methods: Vec<String> = variants().fold(Vec::new(), |mut m, (_, method)| {
+        if !m.contains(method) {
+            m.push(method.clone());
         }
         m
     });
     let rankers: Vec<String> = {
-        let mut r: Vec<String> = v.rows.iter().map(|r| r.ranker.clone()).collect();
+        let mut r: Vec<String> = variants().map(|(ranker, _)| ranker.clone()).collect();
         r.sort();
         r.dedup();
         r
@@ -346,9 +350,9 @@ fn heatmaps(v: &GeoView, methods: &[String], rankers: &[String]) -> AnyView {
                         {rankers.iter().map(|r| {
                             let row = v.rows.iter().find(|row| &row.ranker == r && &row.method == m);
                             let failed = row.is_some_and(|row| row.failed_orders > 0);
-                            let partial = row.is_some_and(|row| row.incomplete > 0);
+                            let incomplete = row.map_or(0, |row| row.incomplete);
                             let unscored = row.is_none() && v.incomplete.iter().any(|e| &e.ranker == r && &e.method == m);
-                            view! { <NrgCell est=row.map(|row| row.nrg) failed=failed partial=partial unscored=unscored/> }
+                            view! { <NrgCell est=row.map(|row| row.nrg) failed=failed incomplete=incomplete unscored=unscored/> }
                         }).collect_view()}
                     </tr>
                 }).collect_view()}
@@ -373,8 +377,8 @@ fn heatmaps(v: &GeoView, methods: &[String], rankers: &[String]) -> AnyView {
                                     let unscored = v.incomplete.iter().any(|e| {
                                         &e.ranker == ranker && &e.method == m && e.left_out.contains(d)
                                     });
-                                    let partial = cell.is_some_and(|c| c.incomplete > 0);
-                                    view! { <NrgCell est=cell.map(|c| c.nrg) failed=failed partial=partial unscored=unscored/> }
+                                    let incomplete = cell.map_or(0, |c| c.incomplete);
+                                    view! { <NrgCell est=cell.map(|c| c.nrg) failed=failed incomplete=incomplete unscored=unscored/> }
                                 }).collect_view()}
                             </tr>
                         }).collect_view()}

@@ -1348,3 +1348,35 @@ fn a_ranker_that_never_answers_fails_the_command() {
     assert!(out.contains("every order of stuff under filtered (100 orders) had a call fail"), "{out}");
     assert!(!out.contains("every order ranked by"), "the ranker itself answered: {out}");
 }
+
+/// The heat maps keep every variant: one whose every target failed has its row, saying no
+/// target was scored, and a cell over part of its targets says "n of N".
+#[tokio::test]
+async fn the_heat_maps_say_what_failed_instead_of_leaving_it_out() {
+    let app = crate::support::TestApp::start().await;
+    let dead = blind_refusing(|stuffed| stuffed.map(|_| 404)).await;
+    let mut geo = spec(&["stsdata"], &["dead"], &["clean", "stuff"]);
+    geo.lists = vec!["stsdata/books".into()];
+    geo.endpoints.insert("dead".into(), server::llm::EndpointSpec::new(&dead.base_url, "dead-m"));
+    let run = server::runs::geo::create_geo_run(app.state.store.as_ref(), geo).await.expect("run");
+    execute(app.state.store.clone(), &run, 2).await;
+    assert_eq!(app.state.store.progress(&run).await.expect("progress").error, 10, "every stuffed trial failed");
+    let (status, body) = app.text(&format!("/geo?run={run}")).await;
+    assert_eq!(status, 200, "{body}");
+    let transfer = body.split("geo-rankers").nth(1).and_then(|t| t.split("</table>").next()).expect("transfer table");
+    let stuff = transfer.split("<tr").find(|r| r.contains(">stuff<")).expect("the stuff row is there");
+    assert!(stuff.contains("‡ no target scored"), "{stuff}");
+
+    let gone = blind_refusing(|stuffed| stuffed.filter(|name| name.len() % 2 == 0).map(|_| 404)).await;
+    let mut geo = spec(&["stsdata"], &["gone"], &["clean", "stuff"]);
+    geo.lists = vec!["stsdata/books".into()];
+    geo.endpoints.insert("gone".into(), server::llm::EndpointSpec::new(&gone.base_url, "gone-m"));
+    let run = server::runs::geo::create_geo_run(app.state.store.as_ref(), geo).await.expect("run");
+    execute(app.state.store.clone(), &run, 2).await;
+    let failed = app.state.store.progress(&run).await.expect("progress").error;
+    assert!(failed > 0 && failed < 10, "{failed}");
+    let (_, body) = app.text(&format!("/geo?run={run}")).await;
+    let heat = body.split("geo-heat").nth(1).and_then(|t| t.split("</table>").next()).expect("heat map");
+    let stuff = heat.split("<tr").find(|r| r.contains(">stuff<")).expect("stuff row");
+    assert!(stuff.contains(&format!("n={} of 10", 10 - failed)), "{stuff}");
+}
