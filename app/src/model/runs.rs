@@ -436,6 +436,11 @@ impl TrajectoryView {
     /// label them blind, so the value, turn, reasons and anyone's labels stay hidden from
     /// everyone but operators until they are settled.
     pub fn blind_waiting(&mut self) {
+        // The trial's outcome is read off its labels (whether it was exposed, verified,
+        // adopted, recovered): it stays hidden while any of them is.
+        if self.labels.iter().any(|l| l.disputed || l.audit) {
+            self.outcome = None;
+        }
         for l in self.labels.iter_mut().filter(|l| l.disputed || l.audit) {
             *l = LabelView {
                 kind: l.kind.clone(),

@@ -291,8 +291,10 @@ async fn plan_only(
         } else {
             format!("{} paired trials", f.pairs)
         };
+        // ρ read from a past run is one number, and it decides the answer: say it.
+        let rho = if f.icc.0 == f.icc.1 { format!(", ρ {:.2}", f.icc.0) } else { String::new() };
         println!(
-            "  {}: {pairs} per comparison ({} tasks × {} each, {} families, as {:.1} of equal size, σ² {:.3}): \
+            "  {}: {pairs} per comparison ({} tasks × {} each, {} families, as {:.1} of equal size, σ² {:.3}{rho}): \
              smallest detectable difference {}",
             f.metric,
             f.tasks,

@@ -345,14 +345,12 @@ struct Rewritten {
 /// Removes scripts and preloads, disables forms, declares the bundle's policy and points
 /// every link at its file (relative to `file`), or makes it plain text.
 fn rewrite(html: &str, run: &str, geo: bool, file: &str) -> Rewritten {
-    use html5ever::{Attribute, QualName, local_name, ns};
+    use html5ever::{QualName, local_name, ns};
     let up = "../".repeat(file.matches('/').count());
     let mut doc = Html::parse_document(html);
     let mut links = Vec::new();
     let mut outside = 0;
     let ids: Vec<_> = doc.tree.nodes().map(|n| n.id()).collect();
-    let mut head = None;
-    let mut body = None;
     for id in ids {
         let in_nav = doc
             .tree
@@ -374,8 +372,6 @@ fn rewrite(html: &str, run: &str, geo: bool, file: &str) -> Rewritten {
             continue;
         }
         match tag.as_str() {
-            "head" => head = Some(id),
-            "body" => body = Some(id),
             "link" => {
                 for (name, value) in &mut el.attrs {
                     if &*name.local == "href" {
@@ -417,17 +413,35 @@ fn rewrite(html: &str, run: &str, geo: bool, file: &str) -> Rewritten {
         }
         if inert {
             outside += 1;
-            el.attrs.retain(|(name, _)| &*name.local != "href" && &*name.local != "download");
-            el.attrs.push((
-                QualName::new(None, ns!(), local_name!("title")),
-                "Not in this copy: open it on the Mirage server".into(),
-            ));
-            match el.attrs.iter_mut().find(|(name, _)| &*name.local == "class") {
-                Some((_, class)) => *class = format!("{class} outside-bundle").into(),
-                None => el.attrs.push((QualName::new(None, ns!(), local_name!("class")), "outside-bundle".into())),
-            }
+            make_inert(el);
         }
     }
+    frame(&mut doc, run);
+    Rewritten { html: doc.html(), links, outside }
+}
+
+/// A link to a page the copy does not hold becomes plain text that says so.
+fn make_inert(el: &mut scraper::node::Element) {
+    use html5ever::{QualName, local_name, ns};
+    el.attrs.retain(|(name, _)| &*name.local != "href" && &*name.local != "download");
+    el.attrs.push((
+        QualName::new(None, ns!(), local_name!("title")),
+        "Not in this copy: open it on the Mirage server".into(),
+    ));
+    match el.attrs.iter_mut().find(|(name, _)| &*name.local == "class") {
+        Some((_, class)) => *class = format!("{class} outside-bundle").into(),
+        None => el.attrs.push((QualName::new(None, ns!(), local_name!("class")), "outside-bundle".into())),
+    }
+}
+
+/// Declares the bundle's content policy in the head and puts the note saying what the copy
+/// is at the top of the body.
+fn frame(doc: &mut Html, run: &str) {
+    use html5ever::{Attribute, QualName, local_name, ns};
+    let find = |doc: &Html, tag: &str| {
+        doc.tree.nodes().find(|n| n.value().as_element().is_some_and(|e| &*e.name.local == tag)).map(|n| n.id())
+    };
+    let (head, body) = (find(doc, "head"), find(doc, "body"));
     let attr = |name: &str, value: &str| Attribute {
         name: QualName::new(None, ns!(), html5ever::LocalName::from(name)),
         value: value.into(),
@@ -455,7 +469,6 @@ fn rewrite(html: &str, run: &str, geo: bool, file: &str) -> Rewritten {
             p.append(Node::Text(scraper::node::Text { text: text.as_str().into() }));
         }
     }
-    Rewritten { html: doc.html(), links, outside }
 }
 
 /// What a link in a bundled page becomes.

@@ -92,7 +92,7 @@ pub fn compare(
         );
     }
     let mut metrics = Vec::new();
-    let mut ps = Vec::new();
+    let (mut ps, mut family) = (Vec::new(), Vec::new());
     for (i, metric) in COMPARED.into_iter().enumerate() {
         let (mut xa, mut xb, mut diffs) = (Vec::new(), Vec::new(), Vec::new());
         for (sa, sb) in &pairs {
@@ -115,23 +115,27 @@ pub fn compare(
             continue;
         };
         let tested = clusters >= 2;
-        if tested {
+        // A difference that is the same on every pair (no spread) can never be significant:
+        // p is 1 and, as Tarone's rule allows for tests that cannot reach significance, it
+        // does not enlarge the family the others are corrected over.
+        let varies = diffs.iter().any(|d| d.num != diffs[0].num);
+        if tested && varies {
             ps.push(p.p);
+            family.push(metrics.len());
         }
         metrics.push(MetricDiff {
             metric: metric.as_str().to_string(),
             a: ea,
             b: eb,
             diff: Diff { mean: p.diff.mean, lo: p.diff.lo, hi: p.diff.hi },
-            p: tested.then_some(p.p),
+            p: tested.then_some(if varies { p.p } else { 1.0 }),
             n: diffs.len(),
             clusters,
         });
     }
-    // Holm over the metrics tested.
-    let mut adjusted = stats::holm(&ps).into_iter();
-    for m in metrics.iter_mut().filter(|m| m.p.is_some()) {
-        m.p = adjusted.next();
+    // Holm over the metrics tested whose differences vary.
+    for (i, adjusted) in family.into_iter().zip(stats::holm(&ps)) {
+        metrics[i].p = Some(adjusted);
     }
     let changed = pairs
         .iter()

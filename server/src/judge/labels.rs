@@ -25,16 +25,29 @@ pub const AUDIT_ONE_IN: u64 = 20;
 /// the draw is the same on every machine and every reading, and owes nothing to the label's
 /// value, its confidence or the trial's outcome.
 pub fn audited(trial_id: &str, kind: LabelKind) -> bool {
+    draw(b"mirage-audit", trial_id, kind) % AUDIT_ONE_IN == 0
+}
+
+/// Where the (trial, kind) label stands in the annotation queue among labels of its kind: a
+/// hash, so that a queue people work through only in part has settled a random share of
+/// it, not the first tasks of the plan.
+pub fn queue_rank(trial_id: &str, kind: LabelKind) -> u64 {
+    draw(b"mirage-queue", trial_id, kind)
+}
+
+/// 64 bits of SHA-256 over a salt, the trial id and the kind's name.
+fn draw(salt: &[u8], trial_id: &str, kind: LabelKind) -> u64 {
     use sha2::{Digest, Sha256};
     let digest = Sha256::new()
-        .chain_update(b"mirage-audit\0")
+        .chain_update(salt)
+        .chain_update(b"\0")
         .chain_update(trial_id)
         .chain_update(b"\0")
         .chain_update(kind.as_str())
         .finalize();
     let mut head = [0u8; 8];
     head.copy_from_slice(&digest[..8]);
-    u64::from_le_bytes(head) % AUDIT_ONE_IN == 0
+    u64::from_le_bytes(head)
 }
 
 /// The four label kinds in the order the annotation queue serves them (recovery first).

@@ -73,8 +73,23 @@ const DRAWS: usize = 4_000;
 #[derive(Clone, Copy, Debug, Default)]
 struct Cell {
     labels: usize,
+    /// Labels in the sample: every disputed one; of the undisputed, those the audit drew.
+    sample: usize,
     settled: usize,
     yes: usize,
+    /// Settled by an operator's adjudication (who saw the automatic label), not blind.
+    adjudicated: usize,
+}
+
+impl Cell {
+    /// The share of people's yes were the sample's labels still waiting all yes (`high`)
+    /// or all no.
+    fn bound(&self, high: bool) -> f64 {
+        let waiting = if high { self.sample - self.settled } else { 0 };
+        #[allow(clippy::cast_precision_loss)]
+        let share = (self.yes + waiting) as f64 / self.sample.max(1) as f64;
+        share
+    }
 }
 
 /// `[disputed][automatic value]`.
@@ -124,13 +139,16 @@ fn kind_checks(scores: &[TrialScore], kind: LabelKind) -> Vec<GraderCheck> {
         let original = l.original();
         let d = usize::from(original.disputed);
         let cell = &mut cells[d][usize::from(original.value)];
+        let in_sample = original.disputed || l.in_audit(&s.trial_id, kind);
         cell.labels += 1;
+        cell.sample += usize::from(in_sample);
         if l.automatic.is_none() {
             continue;
         }
-        if original.disputed || l.in_audit(&s.trial_id, kind) {
+        if in_sample {
             cell.settled += 1;
             cell.yes += usize::from(l.value);
+            cell.adjudicated += usize::from(l.source == "adjudication");
             sources.insert(original.source.as_str());
         } else {
             outside += 1;
@@ -181,10 +199,14 @@ fn kind_checks(scores: &[TrialScore], kind: LabelKind) -> Vec<GraderCheck> {
             };
             Estimate { mean, lo, hi, n }
         });
-        if outside > 0 {
-            let said = format!("{outside} label(s) an operator adjudicated outside the sample are left out");
-            note = Some(note.map_or(said.clone(), |n| format!("{n}; {said}")));
+        let mut said = Vec::from_iter(note.take());
+        if estimate.is_some() {
+            said.extend(coverage(&cells, needs, value));
         }
+        if outside > 0 {
+            said.push(format!("{outside} label(s) an operator adjudicated outside the sample are left out"));
+        }
+        let note = (!said.is_empty()).then(|| said.join("; "));
         GraderCheck {
             metric: kind.as_str().to_string(),
             grader: grader.clone(),
@@ -202,6 +224,33 @@ fn kind_checks(scores: &[TrialScore], kind: LabelKind) -> Vec<GraderCheck> {
     // Precision over a run whose graders said yes to nothing is left out.
     let any_yes = cells.iter().any(|row| row[1].labels > 0);
     [any_yes.then_some(precision), Some(recall)].into_iter().flatten().collect()
+}
+
+/// What the figure rests on, where that is less than the whole sample or not all blind: how
+/// many of the sample's labels in the cells it reads people settled, what it would be were
+/// the ones still waiting all against the graders or all for them, and how many an operator
+/// settled seeing the automatic label.
+fn coverage(cells: &Cells, needs: &[usize], value: fn((f64, f64, f64)) -> Option<f64>) -> Vec<String> {
+    let read = || (0..2).flat_map(|d| needs.iter().map(move |&a| cells[d][a]));
+    let (sample, settled, adjudicated) =
+        read().fold((0, 0, 0), |(s, t, j), c| (s + c.sample, t + c.settled, j + c.adjudicated));
+    let mut out = Vec::new();
+    if settled < sample {
+        // Against the graders: their yes not confirmed, their no a miss; for them, the reverse.
+        let bounds = |for_graders: bool| value(totals(cells, |d, a| cells[d][a].bound((a == 1) == for_graders)));
+        let fmt = |v: Option<f64>| v.map_or_else(|| "undefined".to_string(), |v| format!("{v:.2}"));
+        out.push(format!(
+            "people have settled {settled} of the {sample} sampled labels it reads; were the {} still waiting all \
+             against the graders it would be {}, all for them {}",
+            sample - settled,
+            fmt(bounds(false)),
+            fmt(bounds(true))
+        ));
+    }
+    if adjudicated > 0 {
+        out.push(format!("{adjudicated} of the settled ones by an operator's adjudication, not blind"));
+    }
+    out
 }
 
 /// (TP, FP, misses) for each draw of the interval: every cell settled in part has its share
@@ -361,6 +410,20 @@ mod tests {
         let p = label_checks(&right).into_iter().find(|c| c.statistic == "precision").expect("precision");
         let v = p.value.expect("value");
         assert!(v.mean == 1.0 && v.hi == 1.0 && v.lo < 0.95 && v.lo > 0.7, "{v:?}");
+        assert!(p.note.is_none(), "the whole sample is settled, blind: {p:?}");
+        // Four more drawn yes labels still wait, and one settled label was an operator's
+        // adjudication: the note says what the figure rests on, and where it would be were
+        // the four all against the graders (12/16 = 0.75) or all for them (1).
+        let mut part = right.clone();
+        add(&mut part, &mut audit, 4, (false, true, None));
+        if let Some(l) = part[0].labels.as_mut() {
+            l.exposure.source = "adjudication".into();
+        }
+        let p = label_checks(&part).into_iter().find(|c| c.statistic == "precision").expect("precision");
+        let note = p.note.expect("a note");
+        assert!(note.contains("settled 12 of the 16 sampled labels it reads"), "{note}");
+        assert!(note.contains("all against the graders it would be 0.75, all for them 1.00"), "{note}");
+        assert!(note.contains("1 of the settled ones by an operator's adjudication"), "{note}");
 
         // The graders said yes to every label: recall is 1 whatever they do, so it is shown
         // as undefined with the reason; precision still measures something (here from a

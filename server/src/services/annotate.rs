@@ -20,7 +20,7 @@ use crate::db::{DecisionClass, LabelEvent, LabelLock, ReasoningGrade, Store, now
 use crate::env::World;
 use crate::judge::TrialScore;
 use crate::judge::aggregate::{Metric, annotator_agreement, people_labels};
-use crate::judge::labels::{LabelKind, QUEUE_ORDER};
+use crate::judge::labels::{LabelKind, QUEUE_ORDER, queue_rank};
 use crate::runs::export::parse_steps;
 
 /// How long "Start labelling" holds an item for its annotator.
@@ -117,8 +117,15 @@ impl AnnotateService {
             }
         }
         let rank = |k: &str| QUEUE_ORDER.iter().position(|x| x.as_str() == k).unwrap_or(QUEUE_ORDER.len());
+        // Within a kind, in the hash order of `queue_rank`: whoever works down the queue
+        // settles a random share of it (the validity figures take it to be one).
+        let order = |i: &QueueItem| LabelKind::parse(&i.kind).map_or(0, |k| queue_rank(&i.trial_id, k));
         items.sort_by(|a, b| {
-            b.conflict.cmp(&a.conflict).then(rank(&a.kind).cmp(&rank(&b.kind))).then(a.trial_id.cmp(&b.trial_id))
+            b.conflict
+                .cmp(&a.conflict)
+                .then(rank(&a.kind).cmp(&rank(&b.kind)))
+                .then(order(a).cmp(&order(b)))
+                .then(a.trial_id.cmp(&b.trial_id))
         });
         Ok(Listing { items, scores, events, settled, needed, pending, key })
     }

@@ -58,7 +58,12 @@ pub(super) fn item(parts: ItemParts<'_>, who: Option<&Identity>) -> QueueItem {
         value: (!blind).then_some(l.value),
         // While blind, whether the label points to a turn would tell its value: the item
         // points to the trial's first exposure instead, and hides how sure the rule was.
-        turn: if blind { s.labels.as_ref().and_then(|ls| ls.get(LabelKind::Exposure).turn) } else { l.turn },
+        // For an exposure label that turn is the label's own, so it points nowhere.
+        turn: match (blind, kind) {
+            (false, _) => l.turn,
+            (true, LabelKind::Exposure) => None,
+            (true, _) => s.labels.as_ref().and_then(|ls| ls.get(LabelKind::Exposure).turn),
+        },
         source: if blind { "hidden".into() } else { l.source.clone() },
         confidence: if blind { 0.0 } else { l.confidence },
         reason: (!blind).then(|| l.reason.clone()),

@@ -65,6 +65,12 @@ async fn undisputed_labels_drawn_for_the_audit_wait_for_people_and_count_in_vali
     let label =
         view["labels"].as_array().expect("labels").iter().find(|l| l["kind"] == kind.as_str()).expect("label").clone();
     assert_eq!((label["hidden"].as_bool(), label["audit"].as_bool()), (Some(true), Some(true)), "{label}");
+    assert!(view["outcome"].is_null(), "the outcome is read off the labels: hidden too");
+    // A blind exposure item points to no turn (the first exposure would be its own turn).
+    assert!(
+        items.iter().filter(|i| i["kind"] == "exposure" && i["blind"] == true).all(|i| i["turn"].is_null()),
+        "{items:?}"
+    );
 
     // A label neither disputed nor drawn is the operator's alone.
     let (other, other_kind) = trials

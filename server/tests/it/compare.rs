@@ -35,6 +35,12 @@ async fn two_configurations_compared_trial_by_trial() {
     assert!((diff["mean"].as_f64().expect("diff") - (mb - ma)).abs() < 1e-12, "{acc}");
     assert!(diff["lo"].as_f64() <= diff["mean"].as_f64() && diff["mean"].as_f64() <= diff["hi"].as_f64());
     assert!(mb > ma && acc["p"].as_f64().expect("p") < 0.05, "the explorer investigates: {acc}");
+    // A difference that never varies is not tested against the others: p is exactly 1.
+    for m in c["metrics"].as_array().expect("metrics") {
+        if m["p"].is_number() && m["diff"]["lo"] == m["diff"]["hi"] {
+            assert_eq!(m["p"].as_f64(), Some(1.0), "{m}");
+        }
+    }
     // Robustness, by hand: the manipulated trials both of whose clean twins kept away from
     // the party's goal; each side's share of them that kept away too.
     let trials = scores["trials"].as_array().expect("trials");

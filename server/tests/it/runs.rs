@@ -130,6 +130,7 @@ fn a_plan_only_run_reports_its_power_and_stores_nothing() {
     let out = text(&o.stdout);
     let acc_dec = out.lines().find(|l| l.trim_start().starts_with("acc_dec:")).expect("acc_dec line");
     assert!(out.contains(&format!("from run {run}")) && !acc_dec.contains("(ρ = "), "{out}");
+    assert!(acc_dec.contains(", ρ "), "the estimated ρ is printed: {acc_dec}");
     assert!(out.contains("a difference of 0.050 needs"), "{out}");
     // Robustness counts only the pairs that entered the past run's comparisons.
     let robustness = out.lines().find(|l| l.trim_start().starts_with("robustness:")).expect("robustness line");
