@@ -167,8 +167,7 @@ impl TrajectoryIndex {
                 Some(found) => found,
                 None => {
                     if dir.exists() {
-                        std::fs::remove_dir_all(dir)
-                            .map_err(|e| anyhow::anyhow!("clearing the search index {}: {e}", dir.display()))?;
+                        clear(dir).await?;
                     }
                     std::fs::create_dir_all(dir)
                         .map_err(|e| anyhow::anyhow!("creating the search index {}: {e}", dir.display()))?;
@@ -388,4 +387,21 @@ impl TrajectoryIndex {
         };
         Ok(SearchResults { query: query.to_string(), kind: kind.map(ToString::to_string), hits, indexed_trials })
     }
+}
+
+/// Removes an index folder. A writer dropped a moment ago may still be finishing a merge in
+/// its background threads, writing into the folder while it is removed ("directory not
+/// empty"): the removal is tried again a few times before it fails.
+async fn clear(dir: &Path) -> anyhow::Result<()> {
+    let mut last = None;
+    for attempt in 0..5u64 {
+        match std::fs::remove_dir_all(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => last = Some(e),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100 * (attempt + 1))).await;
+    }
+    let e = last.map_or_else(String::new, |e| e.to_string());
+    Err(anyhow::anyhow!("clearing the search index {}: {e}", dir.display()))
 }
