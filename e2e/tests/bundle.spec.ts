@@ -8,10 +8,12 @@ import * as path from 'path';
 import { pathToFileURL, fileURLToPath } from 'url';
 
 const root = path.join(__dirname, '..', '..');
-const db = path.join(__dirname, '..', 'test-results', 'e2e.db');
+// Its own database: the shared one's runs are counted by other specs (a task's trials).
+const db = path.join(__dirname, '..', 'test-results', 'bundle.db');
 const mirage = path.join(root, 'target', 'debug', 'mirage');
 
 test('a bundled run opens from a file:// URL and links only to its own files', async ({ page, shoot }) => {
+  for (const f of [db, `${db}-wal`, `${db}-shm`]) fs.rmSync(f, { force: true });
   const said = execFileSync(mirage, ['--db', db, 'run', '--agent', 'surface,oracle',
     '--tasks', 'shop-example-01,forum-example-01', '--levels', 'L0,L3'], { encoding: 'utf8' });
   const run = said.match(/run (run-[0-9a-f]+)/)![1];
