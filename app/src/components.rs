@@ -251,10 +251,13 @@ pub fn ChecksTable(checks: Vec<crate::model::GraderCheck>) -> impl IntoView {
                         (None, true) => c.note.clone().map_or_else(|| "undefined".to_string(), |n| format!("undefined: {n}")),
                         (Some(v), true) => format!("{} [{}, {}]", fmt3(v.mean), fmt3(v.lo), fmt3(v.hi)),
                     };
+                    // Beside a value, what it rests on (part of the sample, adjudications).
+                    let rests = c.value.as_ref().and(c.note.clone()).filter(|_| c.enough);
                     view! {
                         <tr class:few=!c.enough>
                             <td>{c.metric}</td><td>{c.grader}</td><td>{c.against}</td>
-                            <td>{c.statistic}</td><td class="num">{c.n}</td><td class="num">{value}</td>
+                            <td>{c.statistic}</td><td class="num">{c.n}</td>
+                            <td class="num">{value}{rests.map(|n| view! { <div class="muted note">{format!("† {n}")}</div> })}</td>
                         </tr>
                     }
                 }).collect_view()}

@@ -535,6 +535,10 @@ fn print_agreement(agg: &Aggregate) {
 pub fn print_checks(checks: &[app::model::GraderCheck]) {
     for c in checks {
         println!("grader check on {} ({} against {}): {}", c.metric, c.grader, c.against, c.short());
+        // What the figure rests on (part of the sample, adjudications), or why it is missing.
+        if let Some(note) = &c.note {
+            println!("  † {note}");
+        }
     }
 }
 
