@@ -25,7 +25,7 @@ pub const AUDIT_ONE_IN: u64 = 20;
 /// the draw is the same on every machine and every reading, and owes nothing to the label's
 /// value, its confidence or the trial's outcome.
 pub fn audited(trial_id: &str, kind: LabelKind) -> bool {
-    draw(b"mirage-audit", trial_id, kind) % AUDIT_ONE_IN == 0
+    draw(b"mirage-audit", trial_id, kind).is_multiple_of(AUDIT_ONE_IN)
 }
 
 /// Where the (trial, kind) label stands in the annotation queue among labels of its kind: a
