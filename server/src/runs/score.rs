@@ -70,28 +70,7 @@ pub async fn score_run(
     let keys = store.trial_keys(run_id).await?;
     let (foreign, finished): (Vec<&TrialKey>, Vec<&TrialKey>) =
         keys.iter().filter(|t| t.state.is_finished()).partition(|t| crate::corpus::is_foreign_task(&t.task_id));
-    let mut slots: Vec<Option<TrialScore>> = Vec::with_capacity(finished.len());
-    let mut todo: Vec<(usize, &str)> = Vec::new();
-    for (i, trial) in finished.iter().enumerate() {
-        // A stored score of this judge is reused unless the judge failed on it: that one is
-        // asked again (and counts as a judge error until it answers).
-        let reused = match stored.remove(&trial.trial_id).filter(|s| s.judge_version == version) {
-            Some(s) => Some(
-                serde_json::from_str::<TrialScore>(&s.body)
-                    .with_context(|| format!("stored score of {}", trial.trial_id))?,
-            )
-            .filter(|s| s.rsn_error.is_none()),
-            None => None,
-        };
-        if let Some(score) = reused {
-            slots.push(Some(score));
-        } else if world.task(&trial.task_id).is_none() {
-            anyhow::bail!("trial {}: task {} is not in the stored corpus", trial.trial_id, trial.task_id);
-        } else {
-            slots.push(None);
-            todo.push((i, &trial.trial_id));
-        }
-    }
+    let (mut slots, todo) = reuse_stored(&mut stored, &finished, &version, world)?;
     let mut handled = finished.len() - todo.len();
     progress(handled, finished.len());
 
@@ -109,43 +88,14 @@ pub async fn score_run(
             .iter()
             .map(|(i, id)| Ok((*i, read_now.remove(*id).with_context(|| format!("trial {id} is gone"))?)))
             .collect::<anyhow::Result<_>>()?;
-        // Parsing and the rule-based judges on every core. Without a model judge a worker
-        // also stamps and serialises the score and drops the trajectory where it was built
-        // (freeing memory another thread allocated is slow); a model judge is asked after.
-        let model = judge.asks_a_model();
-        // CPU work: on blocking threads, never on the async workers that serve requests.
-        let (cores, stamp) = (world.clone(), version.clone());
-        let (inputs, scored) = tokio::task::spawn_blocking(move || {
-            let scorer = Scorer::new(&cores);
-            let version = stamp;
-            let scored = on_every_core(&inputs, |(_, (trial, steps))| -> anyhow::Result<Scored> {
-                let traj = trajectory_of(trial, steps)?;
-                let mut score = scorer.score(&traj).context("the trial's task is in the world")?;
-                if model {
-                    return Ok(Scored::Pending(Box::new(traj), score));
-                }
-                score.judge_version.clone_from(&version);
-                let body = serde_json::to_string(&score)?;
-                Ok(Scored::Done(score, body))
-            });
-            (inputs, scored)
-        })
-        .await?;
-        // A model judge is asked about several trials at once (at most [`JUDGE_CALLS`]).
-        let gate = tokio::sync::Semaphore::new(JUDGE_CALLS);
-        let mut calls = Vec::with_capacity(inputs.len());
-        for ((_, (trial, _)), result) in inputs.iter().zip(scored) {
-            calls.push(judged(world, judge, &gate, trial, result));
-        }
-        let judged = futures::future::join_all(calls).await;
         let mut rows = Vec::with_capacity(chunk.len());
-        for ((i, _), result) in inputs.iter().zip(judged) {
+        for (i, result) in score_chunk(world, judge, &version, inputs).await? {
             let (score, body) = result?;
             // A score the judge failed on is used now but not stored: the next pass asks again.
             if score.rsn_error.is_none() {
                 rows.push(StoredScore { trial_id: score.trial_id.clone(), judge_version: version.clone(), body });
             }
-            slots[*i] = Some(score);
+            slots[i] = Some(score);
         }
         handled += chunk.len();
         progress(handled, finished.len());
@@ -165,6 +115,96 @@ pub async fn score_run(
     // In place: no second buffer of every score.
     let mut scores =
         slots.into_iter().map(|s| s.context("a trial was left unscored")).collect::<anyhow::Result<Vec<_>>>()?;
+    scores.extend(foreign_scores(store.as_ref(), &foreign).await?);
+    drop(foreign);
+    drop(keys);
+    crate::judge::twins::attach(&mut scores);
+    super::replay::attach_caused(world, &mut scores, &store.replays_in_run(run_id).await?);
+    let spec = store.run(run_id).await?.spec;
+    let endpoints = serde_json::from_str::<super::RunSpec>(&spec).map(|s| s.endpoints).unwrap_or_default();
+    crate::judge::cost::attach(&mut scores, |agent| super::pricing(agent, &endpoints));
+    let needed = super::annotators_of(&spec);
+    apply_overrides(&mut scores, &store.people_label_events(run_id).await?, needed);
+    Ok((scores, computed))
+}
+
+/// The score slots of the finished trials in plan order: a stored score of this judge is
+/// reused unless the judge failed on it (that one is asked again, and counts as a judge
+/// error until it answers); the others are left empty and listed to be computed.
+#[allow(clippy::type_complexity)]
+fn reuse_stored<'k>(
+    stored: &mut HashMap<String, StoredScore>,
+    finished: &[&'k TrialKey],
+    version: &str,
+    world: &World,
+) -> anyhow::Result<(Vec<Option<TrialScore>>, Vec<(usize, &'k str)>)> {
+    let mut slots: Vec<Option<TrialScore>> = Vec::with_capacity(finished.len());
+    let mut todo: Vec<(usize, &str)> = Vec::new();
+    for (i, trial) in finished.iter().enumerate() {
+        let reused = match stored.remove(&trial.trial_id).filter(|s| s.judge_version == version) {
+            Some(s) => Some(
+                serde_json::from_str::<TrialScore>(&s.body)
+                    .with_context(|| format!("stored score of {}", trial.trial_id))?,
+            )
+            .filter(|s| s.rsn_error.is_none()),
+            None => None,
+        };
+        if let Some(score) = reused {
+            slots.push(Some(score));
+        } else if world.task(&trial.task_id).is_none() {
+            anyhow::bail!("trial {}: task {} is not in the stored corpus", trial.trial_id, trial.task_id);
+        } else {
+            slots.push(None);
+            todo.push((i, &trial.trial_id));
+        }
+    }
+    Ok((slots, todo))
+}
+
+/// Scores one chunk of trials: each slot with its score and serialised body, or the error.
+///
+/// Parsing and the rule-based judges run on every core. Without a model judge a worker also
+/// stamps and serialises the score and drops the trajectory where it was built (freeing
+/// memory another thread allocated is slow); a model judge is asked after, about several
+/// trials at once (at most [`JUDGE_CALLS`]).
+async fn score_chunk(
+    world: &Arc<World>,
+    judge: &ModelJudge,
+    version: &str,
+    inputs: Vec<(usize, (TrialRow, String))>,
+) -> anyhow::Result<Vec<(usize, anyhow::Result<(TrialScore, String)>)>> {
+    let model = judge.asks_a_model();
+    // CPU work: on blocking threads, never on the async workers that serve requests.
+    let (cores, stamp) = (world.clone(), version.to_string());
+    let (inputs, scored) = tokio::task::spawn_blocking(move || {
+        let scorer = Scorer::new(&cores);
+        let version = stamp;
+        let scored = on_every_core(&inputs, |(_, (trial, steps))| -> anyhow::Result<Scored> {
+            let traj = trajectory_of(trial, steps)?;
+            let mut score = scorer.score(&traj).context("the trial's task is in the world")?;
+            if model {
+                return Ok(Scored::Pending(Box::new(traj), score));
+            }
+            score.judge_version.clone_from(&version);
+            let body = serde_json::to_string(&score)?;
+            Ok(Scored::Done(score, body))
+        });
+        (inputs, scored)
+    })
+    .await?;
+    let gate = tokio::sync::Semaphore::new(JUDGE_CALLS);
+    let mut calls = Vec::with_capacity(inputs.len());
+    for ((_, (trial, _)), result) in inputs.iter().zip(scored) {
+        calls.push(judged(world, judge, &gate, trial, result));
+    }
+    let judged = futures::future::join_all(calls).await;
+    Ok(inputs.iter().map(|(i, _)| *i).zip(judged).collect())
+}
+
+/// The harness's record of each imported sample that is not a Mirage task (its labels and
+/// attack success, no metrics).
+async fn foreign_scores(store: &dyn Store, foreign: &[&TrialKey]) -> anyhow::Result<Vec<TrialScore>> {
+    let mut scores = Vec::with_capacity(foreign.len());
     for chunk in foreign.chunks(CHUNK) {
         let ids: Vec<String> = chunk.iter().map(|t| t.trial_id.clone()).collect();
         let (mut trials, mut origins) = (store.trials_with_steps(&ids).await?, store.origins_of(&ids).await?);
@@ -177,14 +217,5 @@ pub async fn score_run(
             scores.push(crate::foreign::labels::score_of(&trial, &origin, &steps));
         }
     }
-    drop(foreign);
-    drop(keys);
-    crate::judge::twins::attach(&mut scores);
-    super::replay::attach_caused(world, &mut scores, &store.replays_in_run(run_id).await?);
-    let spec = store.run(run_id).await?.spec;
-    let endpoints = serde_json::from_str::<super::RunSpec>(&spec).map(|s| s.endpoints).unwrap_or_default();
-    crate::judge::cost::attach(&mut scores, |agent| super::pricing(agent, &endpoints));
-    let needed = super::annotators_of(&spec);
-    apply_overrides(&mut scores, &store.people_label_events(run_id).await?, needed);
-    Ok((scores, computed))
+    Ok(scores)
 }
