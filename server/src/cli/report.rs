@@ -98,6 +98,7 @@ fn rows_table(rows: &[Row], keys: &[&str], metrics: &[Metric]) -> comfy_table::T
     t
 }
 
+/// `mirage report` on a terminal: the paper's tables in order.
 fn print_report(r: &Report) {
     println!(
         "Report of run {} ({} trials; mean [95% clustered bootstrap CI], {} resamples, seed {})\n",
@@ -132,6 +133,35 @@ fn print_report(r: &Report) {
             pass.join(" / ")
         );
     }
+    print_breakdowns(r);
+    print_comparisons(r);
+    println!("Per category\n{}\n", rows_table(&r.categories, &["agent", "domain", "category"], &MAIN));
+    if r.appeals.is_empty() {
+        println!("Appeals: the run had none (run with --appeal).");
+    } else {
+        println!("Appeals, pooled (domain-equal)\n{}\n", rows_table(&r.appeals, &["agent"], &APPEALS));
+        println!("Appeals per domain\n{}\n", rows_table(&r.appeals_by_domain, &["agent", "domain"], &APPEALS));
+        let mut t = table(["agent", "domain", "kind", "outcomes"].map(String::from).to_vec());
+        for c in &r.appeal_counts {
+            let said: Vec<String> = c.outcomes.iter().map(|(o, n)| format!("{o} {n}")).collect();
+            t.add_row(vec![c.agent.clone(), c.domain.clone(), c.kind.clone(), said.join(", ")]);
+        }
+        println!("Appeal outcomes\n{t}");
+    }
+    for why in &r.not_reproduced {
+        println!("\nNot reproduced: {why}");
+    }
+    if r.checks.is_empty() {
+        println!("\nGrader validity: no grader has been checked against people in this run yet.");
+    } else {
+        println!("\nGrader validity (each grader against people on the same trials)");
+        super::score::print_checks(&r.checks);
+    }
+}
+
+/// The decision broken down: by contradiction, adequacy lift, the graph-node jackknife, and
+/// decision against reasoning.
+fn print_breakdowns(r: &Report) {
     let mut t = table(["agent", "contradiction", "trials", "errors", "acc_dec", "acc_inv"].map(String::from).to_vec());
     for c in &r.contradiction {
         let m = |k: Metric| cell(c.metrics.get(k.as_str()).and_then(Option::as_ref));
@@ -180,6 +210,10 @@ fn print_report(r: &Report) {
         ]);
     }
     println!("Decision (credited or not) against reasoning (Acc_rsn ≥ 0.5 or not)\n{t}\n");
+}
+
+/// Hint against raw, and the ranking checks per domain.
+fn print_comparisons(r: &Report) {
     if r.hint_minus_raw.is_empty() {
         println!("Hint − Raw: the run has no trials paired across the raw and hint conditions.\n");
     } else {
@@ -210,26 +244,4 @@ fn print_report(r: &Report) {
         ]);
     }
     println!("Ranking checks per domain (Spearman's ρ across configurations)\n{t}\n");
-    println!("Per category\n{}\n", rows_table(&r.categories, &["agent", "domain", "category"], &MAIN));
-    if r.appeals.is_empty() {
-        println!("Appeals: the run had none (run with --appeal).");
-    } else {
-        println!("Appeals, pooled (domain-equal)\n{}\n", rows_table(&r.appeals, &["agent"], &APPEALS));
-        println!("Appeals per domain\n{}\n", rows_table(&r.appeals_by_domain, &["agent", "domain"], &APPEALS));
-        let mut t = table(["agent", "domain", "kind", "outcomes"].map(String::from).to_vec());
-        for c in &r.appeal_counts {
-            let said: Vec<String> = c.outcomes.iter().map(|(o, n)| format!("{o} {n}")).collect();
-            t.add_row(vec![c.agent.clone(), c.domain.clone(), c.kind.clone(), said.join(", ")]);
-        }
-        println!("Appeal outcomes\n{t}");
-    }
-    for why in &r.not_reproduced {
-        println!("\nNot reproduced: {why}");
-    }
-    if r.checks.is_empty() {
-        println!("\nGrader validity: no grader has been checked against people in this run yet.");
-    } else {
-        println!("\nGrader validity (each grader against people on the same trials)");
-        super::score::print_checks(&r.checks);
-    }
 }
