@@ -434,75 +434,9 @@ fn summarise_run(
             }
         }
     }
-    // Paired comparisons of every two methods under each ranker, on shared targets.
-    let mut pairs = Vec::new();
     let rankers: BTreeSet<&String> = results.keys().map(|(r, _)| r).collect();
-    for ranker in &rankers {
-        let methods: Vec<&String> = results.keys().filter(|(r, _)| r == *ranker).map(|(_, m)| m).collect();
-        for (i, a) in methods.iter().enumerate() {
-            for b in &methods[i + 1..] {
-                let by_target = |m: &String| -> BTreeMap<(String, usize), (String, f64)> {
-                    results[&((*ranker).clone(), m.clone())]
-                        .iter()
-                        .map(|s| ((s.list.clone(), s.target), (s.dataset.clone(), s.result.nrg)))
-                        .collect()
-                };
-                let (ta, tb) = (by_target(a), by_target(b));
-                let diffs: Vec<Obs> =
-                    ta.iter().filter_map(|(k, (d, x))| tb.get(k).map(|(_, y)| Obs::value(d, &k.0, x - y))).collect();
-                let incomplete = |m: &String| {
-                    tally.by_variant.get(&((*ranker).clone(), m.clone())).is_some_and(|v| v.errors + v.unfinished > 0)
-                };
-                if let Some(p) = paired_weighted(&diffs, weight, resamples, seed) {
-                    pairs.push(Pair {
-                        ranker: (*ranker).clone(),
-                        a: (*a).clone(),
-                        b: (*b).clone(),
-                        diff: p.diff,
-                        p: p.p,
-                        p_holm: None,
-                        untestable: super::single_list_datasets(
-                            results[&((*ranker).clone(), (*a).clone())]
-                                .iter()
-                                .filter(|s| tb.contains_key(&(s.list.clone(), s.target))),
-                        ),
-                        partial: incomplete(a) || incomplete(b),
-                    });
-                }
-            }
-        }
-    }
-    // Holm within each ranker's family: the pairs of the family's methods under it.
-    for ranker in &rankers {
-        let members: Vec<usize> = (0..pairs.len())
-            .filter(|&i| {
-                let p = &pairs[i];
-                &p.ranker == *ranker && family.contains(&p.a) && family.contains(&p.b)
-            })
-            .collect();
-        let adjusted = holm(&members.iter().map(|&i| pairs[i].p).collect::<Vec<_>>());
-        for (&i, q) in members.iter().zip(adjusted) {
-            pairs[i].p_holm = Some(q);
-        }
-    }
-    // Bands within the family only: a method outside it has no Holm-adjusted p, and counting
-    // its pairs as "no difference" would chain every method into one band. Band 0 = none.
-    for ranker in &rankers {
-        let idx: Vec<usize> =
-            (0..rows.len()).filter(|&i| &rows[i].ranker == *ranker && family.contains(&rows[i].method)).collect();
-        let means: Vec<f64> = idx.iter().map(|&i| rows[i].summary.nrg.mean).collect();
-        let p_of = |x: usize, y: usize| {
-            let (ma, mb) = (&rows[idx[x]].method, &rows[idx[y]].method);
-            pairs
-                .iter()
-                .find(|p| &p.ranker == *ranker && ((&p.a == ma && &p.b == mb) || (&p.a == mb && &p.b == ma)))
-                .and_then(|p| p.p_holm)
-                .unwrap_or(1.0)
-        };
-        for (j, band) in tie_groups(&means, p_of, 0.05).into_iter().enumerate() {
-            rows[idx[j]].band = band;
-        }
-    }
+    let mut pairs = paired_comparisons(results, tally, &rankers, weight, (resamples, seed));
+    holm_and_bands(&mut pairs, &mut rows, &rankers, family);
     // Spearman between rankers, and between datasets under each ranker, over the family's
     // methods both ran.
     let mut methods: Vec<&String> = rows.iter().map(|r| &r.method).filter(|m| rho_methods.contains(m)).collect();
@@ -558,6 +492,88 @@ fn summarise_run(
         spearman: rhos,
         spearman_datasets: by_dataset,
     })
+}
+
+/// Paired comparisons of every two methods under each ranker, on the targets both scored.
+fn paired_comparisons(
+    results: &BTreeMap<(String, String), Vec<Scored>>,
+    tally: &Tally,
+    rankers: &BTreeSet<&String>,
+    weight: Weight,
+    (resamples, seed): (usize, u64),
+) -> Vec<Pair> {
+    let mut pairs = Vec::new();
+    for ranker in rankers {
+        let methods: Vec<&String> = results.keys().filter(|(r, _)| r == *ranker).map(|(_, m)| m).collect();
+        for (i, a) in methods.iter().enumerate() {
+            for b in &methods[i + 1..] {
+                let by_target = |m: &String| -> BTreeMap<(String, usize), (String, f64)> {
+                    results[&((*ranker).clone(), m.clone())]
+                        .iter()
+                        .map(|s| ((s.list.clone(), s.target), (s.dataset.clone(), s.result.nrg)))
+                        .collect()
+                };
+                let (ta, tb) = (by_target(a), by_target(b));
+                let diffs: Vec<Obs> =
+                    ta.iter().filter_map(|(k, (d, x))| tb.get(k).map(|(_, y)| Obs::value(d, &k.0, x - y))).collect();
+                let incomplete = |m: &String| {
+                    tally.by_variant.get(&((*ranker).clone(), m.clone())).is_some_and(|v| v.errors + v.unfinished > 0)
+                };
+                if let Some(p) = paired_weighted(&diffs, weight, resamples, seed) {
+                    pairs.push(Pair {
+                        ranker: (*ranker).clone(),
+                        a: (*a).clone(),
+                        b: (*b).clone(),
+                        diff: p.diff,
+                        p: p.p,
+                        p_holm: None,
+                        untestable: super::single_list_datasets(
+                            results[&((*ranker).clone(), (*a).clone())]
+                                .iter()
+                                .filter(|s| tb.contains_key(&(s.list.clone(), s.target))),
+                        ),
+                        partial: incomplete(a) || incomplete(b),
+                    });
+                }
+            }
+        }
+    }
+    pairs
+}
+
+/// Holm-adjusted p within each ranker's family, and the bands of the family's methods.
+fn holm_and_bands(pairs: &mut [Pair], rows: &mut [Row], rankers: &BTreeSet<&String>, family: &[String]) {
+    // Holm within each ranker's family: the pairs of the family's methods under it.
+    for ranker in rankers {
+        let members: Vec<usize> = (0..pairs.len())
+            .filter(|&i| {
+                let p = &pairs[i];
+                &p.ranker == *ranker && family.contains(&p.a) && family.contains(&p.b)
+            })
+            .collect();
+        let adjusted = holm(&members.iter().map(|&i| pairs[i].p).collect::<Vec<_>>());
+        for (&i, q) in members.iter().zip(adjusted) {
+            pairs[i].p_holm = Some(q);
+        }
+    }
+    // Bands within the family only: a method outside it has no Holm-adjusted p, and counting
+    // its pairs as "no difference" would chain every method into one band. Band 0 = none.
+    for ranker in rankers {
+        let idx: Vec<usize> =
+            (0..rows.len()).filter(|&i| &rows[i].ranker == *ranker && family.contains(&rows[i].method)).collect();
+        let means: Vec<f64> = idx.iter().map(|&i| rows[i].summary.nrg.mean).collect();
+        let p_of = |x: usize, y: usize| {
+            let (ma, mb) = (&rows[idx[x]].method, &rows[idx[y]].method);
+            pairs
+                .iter()
+                .find(|p| &p.ranker == *ranker && ((&p.a == ma && &p.b == mb) || (&p.a == mb && &p.b == ma)))
+                .and_then(|p| p.p_holm)
+                .unwrap_or(1.0)
+        };
+        for (j, band) in tie_groups(&means, p_of, 0.05).into_iter().enumerate() {
+            rows[idx[j]].band = band;
+        }
+    }
 }
 
 #[cfg(test)]
