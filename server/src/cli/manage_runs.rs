@@ -90,77 +90,14 @@ pub(super) async fn runs(shared: std::sync::Arc<dyn Store>, command: RunsCommand
                 );
             }
         }
-        RunsCommand::Show { run } => {
-            let row = store.run(&run).await?;
-            let report = crate::runs::progress_report(store, &run).await?;
-            let p = report.counts;
-            println!("run {}\nstatus {}\ncorpus {}\nspec {}", row.run_id, row.status, row.corpus_version, row.spec);
-            println!(
-                "trials {}: {} queued, {} running, {} done, {} errors, {} cancelled",
-                row.trials_total, p.queued, p.running, p.done, p.error, p.cancelled
-            );
-            let eta = report.eta_secs.map_or_else(|| "-".to_string(), |s| format!("{s:.0}s"));
-            println!("throughput {:.1} trials/min over the last minute, eta {eta}", report.per_minute);
-            if let Ok(spec) = serde_json::from_str::<crate::runs::RunSpec>(&row.spec) {
-                for c in crate::runs::cost_rows(
-                    &spec,
-                    &store.token_use(&run).await?,
-                    &store.model_use(&run).await?,
-                    &store.judge_use(&run).await?,
-                ) {
-                    let cost = c.cost_usd.map_or_else(|| "cost unknown".to_string(), |d| format!("${d:.4}"));
-                    println!(
-                        "cost {} ({}): {} trials, {} prompt + {} completion tokens, {cost} ({})",
-                        c.agent,
-                        c.role.as_str(),
-                        c.trials,
-                        c.prompt_tokens,
-                        c.completion_tokens,
-                        c.pricing
-                    );
-                }
-            }
-        }
+        RunsCommand::Show { run } => show(store, &run).await?,
         RunsCommand::Cancel { run } => {
             store.cancel_run(&run).await?;
             println!("run {run} cancelled");
         }
         RunsCommand::Import { files, format, map, max_entry_mib, max_file_mib } => {
             let limits = crate::foreign::Limits { entry_bytes: max_entry_mib << 20, file_bytes: max_file_mib << 20 };
-            crate::db::seed_if_empty(store).await?;
-            let tasks = store.all_tasks().await?;
-            let version = crate::corpus::fingerprint(&tasks);
-            let world = std::sync::Arc::new(crate::env::World::build(tasks)?);
-            let mapping = map.as_deref().map(crate::foreign::Mapping::read).transpose()?.unwrap_or_default();
-            let expanded = crate::runs::harness::expand(&files)?;
-            // A file read as it is (not a zip) is held whole: its size is its cost.
-            for p in &expanded {
-                let size = std::fs::metadata(p).with_context(|| format!("reading {}", p.display()))?.len();
-                let zipped = p.extension().is_some_and(|e| e.eq_ignore_ascii_case("eval"));
-                if !zipped && size > limits.file_bytes {
-                    bail!(
-                        "{}: {} MiB, past {} MiB, the limit per file (--max-file-mib); nothing was imported",
-                        p.display(),
-                        size >> 20,
-                        limits.file_bytes >> 20
-                    );
-                }
-            }
-            let formats = expanded
-                .iter()
-                .map(|p| crate::runs::harness::format_of(p, format))
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            let (run, n) = if let ([file], [crate::foreign::Format::Mirage]) = (expanded.as_slice(), formats.as_slice())
-            {
-                let name = file.display().to_string();
-                let contents = std::fs::read_to_string(file).with_context(|| format!("reading {name}"))?;
-                crate::runs::import::import_run(store, &world, &name, &contents, &version).await?
-            } else {
-                crate::runs::harness::import_files(store, &world, &expanded, format, (&mapping, limits), &version)
-                    .await?
-            };
-            eprintln!("{n} trajectories stored as run {run}");
-            println!("{run}");
+            import(store, &files, format, map.as_deref(), limits).await?;
         }
         RunsCommand::Bundle { run, out, config } => bundle(shared.clone(), &run, &out, config.as_deref()).await?,
         RunsCommand::Export { run, format, out } => {
@@ -182,6 +119,82 @@ pub(super) async fn runs(shared: std::sync::Arc<dyn Store>, command: RunsCommand
             }
         }
     }
+    Ok(())
+}
+
+/// `mirage runs show`: the run's spec, progress, throughput and cost per role.
+async fn show(store: &dyn Store, run: &str) -> anyhow::Result<()> {
+    let row = store.run(run).await?;
+    let report = crate::runs::progress_report(store, run).await?;
+    let p = report.counts;
+    println!("run {}\nstatus {}\ncorpus {}\nspec {}", row.run_id, row.status, row.corpus_version, row.spec);
+    println!(
+        "trials {}: {} queued, {} running, {} done, {} errors, {} cancelled",
+        row.trials_total, p.queued, p.running, p.done, p.error, p.cancelled
+    );
+    let eta = report.eta_secs.map_or_else(|| "-".to_string(), |s| format!("{s:.0}s"));
+    println!("throughput {:.1} trials/min over the last minute, eta {eta}", report.per_minute);
+    if let Ok(spec) = serde_json::from_str::<crate::runs::RunSpec>(&row.spec) {
+        for c in crate::runs::cost_rows(
+            &spec,
+            &store.token_use(run).await?,
+            &store.model_use(run).await?,
+            &store.judge_use(run).await?,
+        ) {
+            let cost = c.cost_usd.map_or_else(|| "cost unknown".to_string(), |d| format!("${d:.4}"));
+            println!(
+                "cost {} ({}): {} trials, {} prompt + {} completion tokens, {cost} ({})",
+                c.agent,
+                c.role.as_str(),
+                c.trials,
+                c.prompt_tokens,
+                c.completion_tokens,
+                c.pricing
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `mirage runs import`: other harnesses' logs (or a Mirage export) stored as a run; the
+/// size of every file is checked first, so nothing is half-imported.
+async fn import(
+    store: &dyn Store,
+    files: &[std::path::PathBuf],
+    format: Option<crate::foreign::Format>,
+    map: Option<&std::path::Path>,
+    limits: crate::foreign::Limits,
+) -> anyhow::Result<()> {
+    crate::db::seed_if_empty(store).await?;
+    let tasks = store.all_tasks().await?;
+    let version = crate::corpus::fingerprint(&tasks);
+    let world = std::sync::Arc::new(crate::env::World::build(tasks)?);
+    let mapping = map.map(crate::foreign::Mapping::read).transpose()?.unwrap_or_default();
+    let expanded = crate::runs::harness::expand(files)?;
+    // A file read as it is (not a zip) is held whole: its size is its cost.
+    for p in &expanded {
+        let size = std::fs::metadata(p).with_context(|| format!("reading {}", p.display()))?.len();
+        let zipped = p.extension().is_some_and(|e| e.eq_ignore_ascii_case("eval"));
+        if !zipped && size > limits.file_bytes {
+            bail!(
+                "{}: {} MiB, past {} MiB, the limit per file (--max-file-mib); nothing was imported",
+                p.display(),
+                size >> 20,
+                limits.file_bytes >> 20
+            );
+        }
+    }
+    let formats =
+        expanded.iter().map(|p| crate::runs::harness::format_of(p, format)).collect::<anyhow::Result<Vec<_>>>()?;
+    let (run, n) = if let ([file], [crate::foreign::Format::Mirage]) = (expanded.as_slice(), formats.as_slice()) {
+        let name = file.display().to_string();
+        let contents = std::fs::read_to_string(file).with_context(|| format!("reading {name}"))?;
+        crate::runs::import::import_run(store, &world, &name, &contents, &version).await?
+    } else {
+        crate::runs::harness::import_files(store, &world, &expanded, format, (&mapping, limits), &version).await?
+    };
+    eprintln!("{n} trajectories stored as run {run}");
+    println!("{run}");
     Ok(())
 }
 
