@@ -54,8 +54,11 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   // Replay: an explorer trial at L1, jump to its exposure turn, then step with the keyboard.
   await page.goto(`/runs/${run}?agent=explorer&level=L1`);
   await hydrated(page);
-  await page.locator('table.trials tbody tr a[href*="/trials/"]').first().click();
-  await expect(page.getByRole('heading', { name: 'Timeline' })).toBeVisible();
+  // Followed by address: on two busy cores a click during one of the list's live updates
+  // was once lost. The first trajectory of a just-finished run may wait for its scoring.
+  const opened = await page.locator('table.trials tbody tr a[href*="/trials/"]').first().getAttribute('href');
+  await page.goto(opened!);
+  await expect(page.getByRole('heading', { name: 'Timeline' })).toBeVisible({ timeout: 60_000 });
   await hydrated(page);
   // Opened from a filtered list, the next trial is the list's next: explorer at L1 again.
   await expect(page.getByTestId('within')).toContainText('agent explorer · level L1');
