@@ -182,6 +182,63 @@ pub fn segments(text: &str, spans: &[crate::env::Span]) -> Vec<Segment> {
     out
 }
 
+/// What a trial's trajectory view shows of its score: the Acc_dec tiers, Acc_inv, the
+/// outcome, the labels on the timeline and the claims.
+type ScoreParts = (Vec<(String, f64)>, Option<f64>, Option<String>, Vec<LabelView>, Vec<ClaimView>);
+
+fn score_parts(s: &TrialScore) -> ScoreParts {
+    (
+        s.acc_dec
+            .map(|d| vec![("Default".into(), d.default), ("Strict".into(), d.strict), ("Loose".into(), d.loose)])
+            .unwrap_or_default(),
+        s.acc_inv,
+        Some(s.outcome.clone()),
+        s.labels
+            .as_ref()
+            .map(|ls| TIMELINE.iter().map(|&k| label_view(&s.trial_id, k, ls.get(k))).collect())
+            .unwrap_or_default(),
+        s.claims
+            .iter()
+            .map(|c| ClaimView {
+                text: c.text.clone(),
+                kind: c.kind.clone(),
+                verified: c.verified,
+                from: c.from.clone(),
+                turn: c.turn,
+                source: c.source.clone(),
+            })
+            .collect(),
+    )
+}
+
+/// The task's evidence graph with the turn each node was first credited at, if any.
+fn graph_view(world: &World, task: &crate::corpus::Task, steps: &[Step]) -> Vec<NodeView> {
+    let visits: Vec<String> = steps.iter().map(|s| normalise(&s.url)).collect();
+    let content = world.content();
+    let shop = task.domain == crate::corpus::Domain::Shop;
+    graph_nodes(&task.graph)
+        .iter()
+        .map(|node| {
+            let turn = visits.iter().position(|v| node.credited_by(v, shop, content.contains(v)));
+            NodeView { url: node.norm.clone(), visited: turn.is_some(), turn }
+        })
+        .collect()
+}
+
+/// One turn as the trajectory page shows it, manipulated spans marked in the observation.
+fn turn_view(s: &Step) -> TurnView {
+    TurnView {
+        t: s.t,
+        thought: s.thought.clone(),
+        action: s.action.describe(),
+        url: (!s.url.is_empty()).then(|| s.url.clone()),
+        status: None,
+        observation: segments(&s.observation, &s.spans),
+        tokens: s.usage.map(|u| u.prompt_tokens + u.completion_tokens),
+        latency_ms: (s.latency_ms > 0).then_some(s.latency_ms),
+    }
+}
+
 fn label_view(trial_id: &str, kind: LabelKind, l: &Label) -> LabelView {
     LabelView {
         kind: kind.as_str().to_string(),
@@ -431,36 +488,11 @@ impl app::ssr::Runs for RunsService {
         }
         let steps = parse_steps(&self.store.steps(&trial_id).await.map_err(internal)?).map_err(internal)?;
         let score = score_of(self.store.as_ref(), &self.world, &trial, &steps).await?;
-        let visits: Vec<String> = steps.iter().map(|s| normalise(&s.url)).collect();
-        let content = self.world.content();
-        let graph = task.map_or_else(Vec::new, |task| {
-            let shop = task.domain == crate::corpus::Domain::Shop;
-            graph_nodes(&task.graph)
-                .iter()
-                .map(|node| {
-                    let turn = visits.iter().position(|v| node.credited_by(v, shop, content.contains(v)));
-                    NodeView { url: node.norm.clone(), visited: turn.is_some(), turn }
-                })
-                .collect()
-        });
+        let graph = task.map_or_else(Vec::new, |task| graph_view(&self.world, task, &steps));
         let turn_count = steps.len();
         let pages = turn_count.div_ceil(TURN_PAGE).max(1);
         let page = page.min(pages - 1);
-        let turns = steps
-            .iter()
-            .skip(page * TURN_PAGE)
-            .take(TURN_PAGE)
-            .map(|s| TurnView {
-                t: s.t,
-                thought: s.thought.clone(),
-                action: s.action.describe(),
-                url: (!s.url.is_empty()).then(|| s.url.clone()),
-                status: None,
-                observation: segments(&s.observation, &s.spans),
-                tokens: s.usage.map(|u| u.prompt_tokens + u.completion_tokens),
-                latency_ms: (s.latency_ms > 0).then_some(s.latency_ms),
-            })
-            .collect();
+        let turns = steps.iter().skip(page * TURN_PAGE).take(TURN_PAGE).map(turn_view).collect();
         let appeal = trial.appeal.as_deref().and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok()).map(|v| {
             v.as_object()
                 .map(|o| {
@@ -470,33 +502,7 @@ impl app::ssr::Runs for RunsService {
                 })
                 .unwrap_or_default()
         });
-        let (tiers, acc_inv, outcome, labels, claims) = match &score {
-            Some(s) => (
-                s.acc_dec
-                    .map(|d| {
-                        vec![("Default".into(), d.default), ("Strict".into(), d.strict), ("Loose".into(), d.loose)]
-                    })
-                    .unwrap_or_default(),
-                s.acc_inv,
-                Some(s.outcome.clone()),
-                s.labels
-                    .as_ref()
-                    .map(|ls| TIMELINE.iter().map(|&k| label_view(&s.trial_id, k, ls.get(k))).collect())
-                    .unwrap_or_default(),
-                s.claims
-                    .iter()
-                    .map(|c| ClaimView {
-                        text: c.text.clone(),
-                        kind: c.kind.clone(),
-                        verified: c.verified,
-                        from: c.from.clone(),
-                        turn: c.turn,
-                        source: c.source.clone(),
-                    })
-                    .collect(),
-            ),
-            None => (Vec::new(), None, None, Vec::new(), Vec::new()),
-        };
+        let (tiers, acc_inv, outcome, labels, claims) = score.as_ref().map(score_parts).unwrap_or_default();
         Ok(TrajectoryView {
             run: trial.run_id.clone(),
             ticket: match task {
