@@ -367,29 +367,16 @@ pub fn cost_rows(
 ) -> Vec<app::model::CostRow> {
     use crate::judge::cost::Pricing;
     let agents = uses.iter().map(|u| {
-        let usage = crate::llm::Usage {
-            prompt_tokens: u64::try_from(u.prompt_tokens).unwrap_or(0),
-            completion_tokens: u64::try_from(u.completion_tokens).unwrap_or(0),
-        };
+        let usage = usage_of(u.prompt_tokens, u.completion_tokens);
         let (cost_usd, pricing) = match pricing(&u.agent, &spec.endpoints) {
             Pricing::Baseline => (Some(0.0), "baseline: no model calls".to_string()),
             Pricing::Priced(p) if u.reported == 0 => {
                 (None, format!("${} / ${} per million tokens; no step reported its usage", p.prompt, p.completion))
             }
-            Pricing::Priced(p) => {
-                (Some(p.of(usage)), format!("${} / ${} per million prompt / completion tokens", p.prompt, p.completion))
-            }
+            Pricing::Priced(p) => priced(p, usage),
             Pricing::Unpriced => (None, "no price configured".to_string()),
         };
-        app::model::CostRow {
-            role: app::model::CostRole::Agent,
-            agent: u.agent.clone(),
-            trials: usize::try_from(u.trials).unwrap_or(0),
-            prompt_tokens: usage.prompt_tokens,
-            completion_tokens: usage.completion_tokens,
-            cost_usd,
-            pricing,
-        }
+        cost_row(app::model::CostRole::Agent, &u.agent, u.trials, usage, (cost_usd, pricing))
     });
     let others = others.iter().filter_map(|m| {
         let (role, endpoint) = match m.role.as_str() {
@@ -397,28 +384,15 @@ pub fn cost_rows(
             "defense" => (app::model::CostRole::Defense, spec.judge.as_ref()),
             _ => return None,
         };
-        let usage = crate::llm::Usage {
-            prompt_tokens: u64::try_from(m.prompt_tokens).unwrap_or(0),
-            completion_tokens: u64::try_from(m.completion_tokens).unwrap_or(0),
-        };
-        let (cost_usd, pricing) = match endpoint.and_then(|e| e.price) {
+        let usage = usage_of(m.prompt_tokens, m.completion_tokens);
+        let cost = match endpoint.and_then(|e| e.price) {
             _ if m.unknown_calls > 0 => {
                 (None, format!("the usage of {} of {} calls is unknown", m.unknown_calls, m.calls))
             }
-            Some(p) => {
-                (Some(p.of(usage)), format!("${} / ${} per million prompt / completion tokens", p.prompt, p.completion))
-            }
+            Some(p) => priced(p, usage),
             None => (None, "no price configured".to_string()),
         };
-        Some(app::model::CostRow {
-            role,
-            agent: m.agent.clone(),
-            trials: usize::try_from(m.trials).unwrap_or(0),
-            prompt_tokens: usage.prompt_tokens,
-            completion_tokens: usage.completion_tokens,
-            cost_usd,
-            pricing,
-        })
+        Some(cost_row(role, &m.agent, m.trials, usage, cost))
     });
     let judges = judged.iter().map(|j| {
         let (cost_usd, pricing) = if j.reported < j.trials {
@@ -428,17 +402,42 @@ pub fn cost_rows(
         } else {
             (Some(j.cost_usd), "the judge endpoint's price when the run was scored".to_string())
         };
-        app::model::CostRow {
-            role: app::model::CostRole::Judge,
-            agent: j.agent.clone(),
-            trials: usize::try_from(j.trials).unwrap_or(0),
-            prompt_tokens: u64::try_from(j.prompt_tokens).unwrap_or(0),
-            completion_tokens: u64::try_from(j.completion_tokens).unwrap_or(0),
-            cost_usd,
-            pricing,
-        }
+        let usage = usage_of(j.prompt_tokens, j.completion_tokens);
+        cost_row(app::model::CostRole::Judge, &j.agent, j.trials, usage, (cost_usd, pricing))
     });
     agents.chain(others).chain(judges).collect()
+}
+
+/// Token counts as the store keeps them (signed) as a usage.
+fn usage_of(prompt: i64, completion: i64) -> crate::llm::Usage {
+    crate::llm::Usage {
+        prompt_tokens: u64::try_from(prompt).unwrap_or(0),
+        completion_tokens: u64::try_from(completion).unwrap_or(0),
+    }
+}
+
+/// The cost of `usage` at a configured price, with the price in words.
+fn priced(p: crate::llm::Price, usage: crate::llm::Usage) -> (Option<f64>, String) {
+    (Some(p.of(usage)), format!("${} / ${} per million prompt / completion tokens", p.prompt, p.completion))
+}
+
+/// One row of the cost table.
+fn cost_row(
+    role: app::model::CostRole,
+    agent: &str,
+    trials: i64,
+    usage: crate::llm::Usage,
+    (cost_usd, pricing): (Option<f64>, String),
+) -> app::model::CostRow {
+    app::model::CostRow {
+        role,
+        agent: agent.to_string(),
+        trials: usize::try_from(trials).unwrap_or(0),
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+        cost_usd,
+        pricing,
+    }
 }
 
 /// An agent configuration's setup in words: for a model, how many earlier pages stay whole

@@ -248,7 +248,8 @@ fn label_view(trial_id: &str, kind: LabelKind, l: &Label) -> LabelView {
         confidence: l.confidence,
         reason: l.reason.clone(),
         disputed: l.disputed,
-        audit: l.waits_for_people(trial_id, kind) && l.in_audit(trial_id, kind),
+        // Waiting for people because the audit drew it (and not settled yet).
+        audit: l.automatic.is_none() && l.in_audit(trial_id, kind),
         automatic: l.automatic.as_ref().map(|a| Box::new(LabelView { audit: false, ..label_view(trial_id, kind, a) })),
         hidden: false,
     }
