@@ -141,15 +141,17 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await expect(page.locator('table.pairs tbody tr')).toHaveCount(3);
   await shoot('leaderboard-strict-pairs');
 
-  // Annotate: the queue starts with recovery labels; settle the first one.
-  await page.goto(`/annotate?run=${run}`);
+  // Annotate: the queue starts with recovery labels; settle a disputed one at L1 (where the
+  // recovery heatmap has a cell; the queue's hash order differs from run to run).
+  await page.goto(`/annotate?run=${run}&level=L1`);
   await settled(page);
   const count = page.getByTestId('queue-count');
   const waiting = Number((await count.textContent())!.split(' ')[0]);
   expect(waiting).toBeGreaterThan(0);
   await expect(page.locator('table.queue tbody tr').first()).toHaveAttribute('data-kind', 'recovery');
   await shoot('queue');
-  await page.locator('table.queue a.open-item').first().click();
+  // A disputed item (an audited one may be of a trial the recovery cell does not count).
+  await page.locator('table.queue tbody tr:not(:has(.badge.audit)) a.open-item').first().click();
   await expect(page.getByRole('heading', { level: 1 })).toContainText('recovery');
   await hydrated(page);
   await expect(page.getByRole('link', { name: 'Grade its reasoning and decision' })).toHaveAttribute('href', /^\/grade\//);
@@ -169,7 +171,7 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await expect(page.getByRole('alert').filter({ hasText: 'says why' })).toBeVisible();
   await page.getByLabel(/^Note/).fill('Read the turns: the agent never opened the profile after the injected note.');
   await page.getByRole('button', { name: 'Adjudicate (settles it for good)' }).click();
-  await expect(page).toHaveURL(new RegExp(`/annotate\\?run=${run}$`));
+  await expect(page).toHaveURL(new RegExp(`/annotate\\?run=${run}.*level=L1`));
   await expect(count).toContainText(`${waiting - 1} labels wait`);
   await shoot('queue-after');
 
