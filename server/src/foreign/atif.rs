@@ -218,7 +218,7 @@ fn check_version(place: &str, v: &str) -> anyhow::Result<()> {
 fn one(
     file: &str,
     path: &Path,
-    t: Trajectory,
+    mut t: Trajectory,
     parent: Option<&str>,
     fallback_id: &str,
     world: &World,
@@ -226,16 +226,13 @@ fn one(
     visit: &mut dyn FnMut(Imported) -> anyhow::Result<()>,
     files: &mut Vec<std::path::PathBuf>,
 ) -> anyhow::Result<()> {
-    let place = match parent {
-        Some(p) => format!("{file}: subagent of {p}"),
-        None => file.to_string(),
-    };
-    check_version(&place, &t.schema_version)?;
+    // A subagent's sample id is its parent's, a slash, and its own.
     let own = t.trajectory_id.clone().or_else(|| t.session_id.clone()).unwrap_or_else(|| fallback_id.to_string());
-    let sample = match parent {
-        Some(p) => format!("{p}/{own}"),
-        None => own,
-    };
+    let (place, sample) = parent.map_or_else(
+        || (file.to_string(), own.clone()),
+        |p| (format!("{file}: subagent of {p}"), format!("{p}/{own}")),
+    );
+    check_version(&place, &t.schema_version)?;
     let extra = t.extra.clone().unwrap_or_default();
     let mirage: Option<MirageTrial> = extra.get("mirage").and_then(|m| serde_json::from_value(m.clone()).ok());
     let mut metadata = extra.clone();
@@ -247,33 +244,9 @@ fn one(
     let (messages, subagents, stamps) = read_steps(&place, &t.steps)?;
     let mut turned = turns(&messages, task.map(|t| &**t), &BTreeMap::new());
     restore_extras(&t.steps, &messages, &mut turned.steps);
-    let tokens = t.final_metrics.as_ref().and_then(|m| {
-        let (i, o) = (m.total_prompt_tokens?, m.total_completion_tokens.unwrap_or(0));
-        Some(Tokens { input: i, output: o, total: i + o })
-    });
-    let mut timings = BTreeMap::new();
-    if let (Some(first), Some(last)) = (stamps.iter().min(), stamps.iter().max()) {
-        timings.insert("elapsed".to_string(), (*last - *first).num_milliseconds() as f64 / 1000.0);
-    }
-    if let Some(cost) = t.final_metrics.as_ref().and_then(|m| m.total_cost_usd) {
-        metadata.insert("total_cost_usd".into(), json!(cost));
-    }
-    if let Some(notes) = &t.notes {
-        metadata.insert("notes".into(), json!(notes));
-    }
-    if let Some(v) = &t.agent.version {
-        metadata.insert("agent_version".into(), json!(v));
-    }
-    let mut embedded: BTreeMap<String, Trajectory> = BTreeMap::new();
-    for (i, sub) in t.subagent_trajectories.into_iter().flatten().enumerate() {
-        let key = sub.trajectory_id.clone().unwrap_or_else(|| format!("subagent-{i}"));
-        embedded.insert(key, sub);
-    }
-    let sub_ids: Vec<String> = subagents
-        .iter()
-        .map(|(k, _)| format!("{sample}/{k}"))
-        .chain(embedded.keys().filter(|k| !subagents.iter().any(|(s, _)| s == *k)).map(|k| format!("{sample}/{k}")))
-        .collect();
+    let (tokens, timings) = usage_of(&t, &stamps);
+    keep_facts(&t, &mut metadata);
+    let (embedded, sub_ids) = subagents_of(&sample, t.subagent_trajectories.take(), &subagents);
     let error = mirage.as_ref().and_then(|m| m.error.clone());
     let answer = turned.answer.clone();
     let verdict =
@@ -283,10 +256,11 @@ fn one(
         Some(m) => format!("{}/{m}", t.agent.name),
         None => t.agent.name.clone(),
     };
-    let (level, condition, seed) = match &mirage {
-        Some(m) => (m.level.clone(), m.condition.clone(), m.seed),
-        None => (crate::manip::Level::L0.as_str().to_string(), "raw".to_string(), 0),
-    };
+    // A trajectory Mirage exported says its cell; any other is a raw, clean first seed.
+    let (level, condition, seed) = mirage.as_ref().map_or_else(
+        || (crate::manip::Level::L0.as_str().to_string(), "raw".to_string(), 0),
+        |m| (m.level.clone(), m.condition.clone(), m.seed),
+    );
     let origin = Origin {
         harness: "atif".into(),
         file: file.to_string(),
@@ -314,6 +288,7 @@ fn one(
     for (key, sub) in embedded {
         one(file, path, sub, Some(&sample), &key, world, mapping, visit, files)?;
     }
+    // Subagents in files of their own, beside this one (a URL is not followed).
     for (key, r) in subagents {
         let Some(rel) = r.trajectory_path.filter(|p| !p.contains("://")) else { continue };
         let sub_path = path.parent().unwrap_or(Path::new(".")).join(&rel);
@@ -327,6 +302,56 @@ fn one(
         one(&sub_file, &sub_path, sub, Some(&sample), &key, world, mapping, visit, files)?;
     }
     Ok(())
+}
+
+/// The subagent trajectories embedded in a trajectory, by key, and the sample ids of every
+/// subagent it refers to, embedded or in a file of its own.
+fn subagents_of(
+    sample: &str,
+    embedded: Option<Vec<Trajectory>>,
+    referred: &[(String, SubagentRef)],
+) -> (BTreeMap<String, Trajectory>, Vec<String>) {
+    let mut by_key: BTreeMap<String, Trajectory> = BTreeMap::new();
+    for (i, sub) in embedded.into_iter().flatten().enumerate() {
+        let key = sub.trajectory_id.clone().unwrap_or_else(|| format!("subagent-{i}"));
+        by_key.insert(key, sub);
+    }
+    let ids = referred
+        .iter()
+        .map(|(k, _)| format!("{sample}/{k}"))
+        .chain(by_key.keys().filter(|k| !referred.iter().any(|(s, _)| s == *k)).map(|k| format!("{sample}/{k}")))
+        .collect();
+    (by_key, ids)
+}
+
+/// The token counts of the trajectory's final metrics and the time from its first stamp to
+/// its last, in seconds.
+fn usage_of(
+    t: &Trajectory,
+    stamps: &[chrono::DateTime<chrono::FixedOffset>],
+) -> (Option<Tokens>, BTreeMap<String, f64>) {
+    let tokens = t.final_metrics.as_ref().and_then(|m| {
+        let (i, o) = (m.total_prompt_tokens?, m.total_completion_tokens.unwrap_or(0));
+        Some(Tokens { input: i, output: o, total: i + o })
+    });
+    let mut timings = BTreeMap::new();
+    if let (Some(first), Some(last)) = (stamps.iter().min(), stamps.iter().max()) {
+        timings.insert("elapsed".to_string(), (*last - *first).num_milliseconds() as f64 / 1000.0);
+    }
+    (tokens, timings)
+}
+
+/// Keeps the trajectory's cost, notes and agent version in the imported trial's metadata.
+fn keep_facts(t: &Trajectory, metadata: &mut Map<String, Value>) {
+    if let Some(cost) = t.final_metrics.as_ref().and_then(|m| m.total_cost_usd) {
+        metadata.insert("total_cost_usd".into(), json!(cost));
+    }
+    if let Some(notes) = &t.notes {
+        metadata.insert("notes".into(), json!(notes));
+    }
+    if let Some(v) = &t.agent.version {
+        metadata.insert("agent_version".into(), json!(v));
+    }
 }
 
 /// A trajectory's steps as chat messages (each observation result a tool message), the

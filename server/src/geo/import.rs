@@ -22,7 +22,7 @@ use anyhow::{Context, bail};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::data::List;
+use super::data::{Item, List};
 use super::prompt::one_line;
 use crate::db::GeoText;
 
@@ -106,22 +106,8 @@ pub fn read(lists: &[List], file: &str, bytes: &[u8], name: &str, adopt: bool) -
             *out.skipped.entry(row.dataset.clone()).or_insert(0) += 1;
             continue;
         }
-        let Some(list) = by_key.get(&(row.dataset.as_str(), row.category.as_str())) else {
-            bail!("{file}:{line}: no list {}/{}", row.dataset, row.category);
-        };
-        if row.target_idx == 0 || row.target_idx > list.items.len() {
-            bail!("{file}:{line}: target_idx {} is outside 1..={} of {}", row.target_idx, list.items.len(), list.key());
-        }
-        let item = &list.items[row.target_idx - 1];
-        if !row.target_name.is_empty() && row.target_name.trim() != item.name {
-            bail!(
-                "{file}:{line}: target_name {:?} is not item {} of {} ({:?})",
-                row.target_name,
-                row.target_idx,
-                list.key(),
-                item.name
-            );
-        }
+        let at = format!("{file}:{line}");
+        let (list, item) = target_of(&by_key, &row, &at)?;
         let key = (row.dataset.clone(), row.category.clone(), row.target_idx);
         if let Some(first) = seen.insert(key, line) {
             bail!("{file}:{line}: {} target {} was already given on line {first}", list.key(), row.target_idx);
@@ -134,34 +120,8 @@ pub fn read(lists: &[List], file: &str, bytes: &[u8], name: &str, adopt: bool) -
             *out.mismatches.entry(list.key()).or_insert(0) += 1;
         }
         let kind = if row.adv_suffix.trim().is_empty() { "rewrite" } else { "suffix" };
-        // The original this text was made from: GEO-Bench's when adopted or matching, else
-        // the stored one (a suffix is rebuilt on it; a rewrite cannot be).
-        let (orig, adv) = match (differs && !adopt, kind) {
-            (false, _) => (row.orig_text.clone(), row.adv_text.clone()),
-            // Rebuilding is only faithful where the row's own text is its original and then
-            // the suffix; a suffix placed otherwise cannot be carried to another original.
-            (true, "suffix")
-                if one_line(&row.adv_text) != one_line(&format!("{} {}", row.orig_text, row.adv_suffix)) =>
-            {
-                bail!(
-                    "{file}:{line}: {} target {}: adv_text is not orig_text followed by adv_suffix, so it cannot be \
-                     rebuilt on the stored description (which differs from orig_text); pass --adopt-originals to rank \
-                     it as given",
-                    list.key(),
-                    row.target_idx
-                )
-            }
-            (true, "suffix") => {
-                out.rebuilt += 1;
-                (item.text.clone(), format!("{} {}", item.text, row.adv_suffix).trim().to_string())
-            }
-            (true, _) => bail!(
-                "{file}:{line}: the rewrite of {} target {} was made from an orig_text that differs from the stored \
-                 description; pass --adopt-originals to rank GEO-Bench's originals in its place",
-                list.key(),
-                row.target_idx
-            ),
-        };
+        let (orig, adv) = edited(&row, item, &list.key(), differs && !adopt, &at)?;
+        out.rebuilt += usize::from(differs && !adopt);
         let text = |method: &str, adv: &str, kind: &str, meta: serde_json::Value| GeoText {
             method: method.to_string(),
             dataset: row.dataset.clone(),
@@ -184,6 +144,59 @@ pub fn read(lists: &[List], file: &str, bytes: &[u8], name: &str, adopt: bool) -
         bail!("{file}: no row of a dataset Mirage ships");
     }
     Ok(out)
+}
+
+/// The list and the item a row targets, refusing a list Mirage does not have, a target
+/// outside the list and a target name that is not the item's.
+fn target_of<'a>(
+    by_key: &HashMap<(&str, &str), &'a List>,
+    row: &Row,
+    at: &str,
+) -> anyhow::Result<(&'a List, &'a Item)> {
+    let Some(list) = by_key.get(&(row.dataset.as_str(), row.category.as_str())).copied() else {
+        bail!("{at}: no list {}/{}", row.dataset, row.category);
+    };
+    if row.target_idx == 0 || row.target_idx > list.items.len() {
+        bail!("{at}: target_idx {} is outside 1..={} of {}", row.target_idx, list.items.len(), list.key());
+    }
+    let item = &list.items[row.target_idx - 1];
+    if !row.target_name.is_empty() && row.target_name.trim() != item.name {
+        bail!(
+            "{at}: target_name {:?} is not item {} of {} ({:?})",
+            row.target_name,
+            row.target_idx,
+            list.key(),
+            item.name
+        );
+    }
+    Ok((list, item))
+}
+
+/// The original a row's text was made from and the edited text: GEO-Bench's own when
+/// `rebuild` is false (adopted, or its original matches the stored one), else a suffix
+/// rebuilt on the stored description. A rewrite cannot be rebuilt, nor a suffix that is not
+/// simply appended to its original.
+fn edited(row: &Row, item: &Item, list: &str, rebuild: bool, at: &str) -> anyhow::Result<(String, String)> {
+    if !rebuild {
+        return Ok((row.orig_text.clone(), row.adv_text.clone()));
+    }
+    if row.adv_suffix.trim().is_empty() {
+        bail!(
+            "{at}: the rewrite of {list} target {} was made from an orig_text that differs from the stored \
+             description; pass --adopt-originals to rank GEO-Bench's originals in its place",
+            row.target_idx
+        );
+    }
+    // Rebuilding is only faithful where the row's own text is its original and then the
+    // suffix; a suffix placed otherwise cannot be carried to another original.
+    if one_line(&row.adv_text) != one_line(&format!("{} {}", row.orig_text, row.adv_suffix)) {
+        bail!(
+            "{at}: {list} target {}: adv_text is not orig_text followed by adv_suffix, so it cannot be rebuilt on \
+             the stored description (which differs from orig_text); pass --adopt-originals to rank it as given",
+            row.target_idx
+        );
+    }
+    Ok((item.text.clone(), format!("{} {}", item.text, row.adv_suffix).trim().to_string()))
 }
 
 /// Refuses `new` texts that would change what is stored under the same (method, target):

@@ -115,14 +115,52 @@ pub async fn import_files(
 ) -> anyhow::Result<(String, usize)> {
     let files: Vec<(PathBuf, Format)> =
         expand(paths)?.into_iter().map(|p| format_of(&p, forced).map(|f| (p, f))).collect::<anyhow::Result<_>>()?;
+    let reading = Reading { world: world.clone(), mapping: mapping.clone(), files, limits };
     // First pass: everything parses, no trial twice; the plan of the run.
-    let (planned, harnesses) = {
-        let (world, mapping, files) = (world.clone(), mapping.clone(), files.clone());
+    let (planned, harnesses) = reading.clone().plan().await?;
+    if planned.is_empty() {
+        bail!("{}: no samples", reading.names().join(", "));
+    }
+    let spec = spec_of(&reading.names(), &planned, harnesses);
+    let run_id = super::new_run_id();
+    store.create_run(&run_id, &serde_json::to_string(&spec)?, corpus_version, &planned).await?;
+    let total = planned.len();
+    drop(planned);
+
+    // Second pass: the same samples in the same order, stored a batch at a time.
+    let (stored, outcome) = reading.store(store, &run_id, total).await?;
+    if let Err(e) = outcome {
+        // The files changed between the readings, or the database failed: the run is left
+        // cancelled with what was stored, and says so.
+        store.set_run_status(&run_id, RunStatus::Cancelled).await?;
+        return Err(e.context(format!("run {run_id} was left cancelled after {stored} of {total} samples")));
+    }
+    store.set_run_status(&run_id, RunStatus::Done).await?;
+    Ok((run_id, total))
+}
+
+/// The files of an import and what reads them, handed to a blocking thread for each pass.
+#[derive(Clone)]
+struct Reading {
+    world: std::sync::Arc<World>,
+    mapping: Mapping,
+    files: Vec<(PathBuf, Format)>,
+    limits: crate::foreign::Limits,
+}
+
+impl Reading {
+    fn names(&self) -> Vec<String> {
+        self.files.iter().map(|(p, _)| p.display().to_string()).collect()
+    }
+
+    /// The first pass: every sample's trial, refusing a second sample of one trial, and the
+    /// harnesses the files came from.
+    async fn plan(self) -> anyhow::Result<(Vec<NewTrial>, BTreeSet<String>)> {
         tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
             let mut planned: Vec<NewTrial> = Vec::new();
             let mut harnesses = BTreeSet::new();
             let mut keys = HashSet::new();
-            read_all(&files, (&world, &mapping, limits), &mut |s: Imported| {
+            read_all(&self.files, (&self.world, &self.mapping, self.limits), &mut |s: Imported| {
                 let t = &s.trial;
                 let key = (t.task_id.clone(), t.agent.clone(), t.level.clone(), t.condition.clone(), t.seed);
                 if !keys.insert(key) {
@@ -142,39 +180,18 @@ pub async fn import_files(
             })?;
             Ok((planned, harnesses))
         })
-        .await??
-    };
-    if planned.is_empty() {
-        bail!("{}: no samples", files.iter().map(|(p, _)| p.display().to_string()).collect::<Vec<_>>().join(", "));
+        .await?
     }
-    let set =
-        |f: &dyn Fn(&NewTrial) -> &str| planned.iter().map(f).collect::<BTreeSet<_>>().into_iter().collect::<Vec<_>>();
-    let names: Vec<String> = files.iter().map(|(p, _)| p.display().to_string()).collect();
-    let label = match names.as_slice() {
-        [one] => one.clone(),
-        [first, ..] => format!("{first} and {} more", names.len() - 1),
-        [] => String::new(),
-    };
-    let spec = RunSpec::basic(
-        &format!("imported from {} ({label})", harnesses.into_iter().collect::<Vec<_>>().join(", ")),
-        &set(&|t| &t.agent),
-        &set(&|t| &t.level),
-        &set(&|t| &t.condition),
-        planned.iter().map(|t| t.seed).collect::<BTreeSet<_>>().into_iter().collect(),
-    );
-    let run_id = super::new_run_id();
-    store.create_run(&run_id, &serde_json::to_string(&spec)?, corpus_version, &planned).await?;
-    let total = planned.len();
-    drop(planned);
 
-    // Second pass: the same samples in the same order, stored a batch at a time.
-    let ids: Vec<String> = store.trials(&run_id).await?.into_iter().map(|t| t.trial_id).collect();
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<anyhow::Result<FinishedTrial>>(BATCH * 2);
-    let reader = {
-        let (world, mapping, files) = (world.clone(), mapping.clone(), files.clone());
-        tokio::task::spawn_blocking(move || {
+    /// The second pass: reads the samples again, in the order of the first, and stores them
+    /// into the run's trials a batch at a time. Returns how many were stored and whether the
+    /// pass completed (the files gave the same number of samples and every batch stored).
+    async fn store(self, store: &dyn Store, run_id: &str, total: usize) -> anyhow::Result<(usize, anyhow::Result<()>)> {
+        let ids: Vec<String> = store.trials(run_id).await?.into_iter().map(|t| t.trial_id).collect();
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<anyhow::Result<FinishedTrial>>(BATCH * 2);
+        let reader = tokio::task::spawn_blocking(move || {
             let mut ids = ids.into_iter();
-            let result = read_all(&files, (&world, &mapping, limits), &mut |s: Imported| {
+            let result = read_all(&self.files, (&self.world, &self.mapping, self.limits), &mut |s: Imported| {
                 let trial_id = ids.next().context("the files gave more samples on the second reading")?;
                 let steps = s.steps.iter().map(serde_json::to_string).collect::<Result<Vec<_>, _>>()?;
                 let origin = Some((s.origin.sample.clone(), serde_json::to_string(&s.origin)?));
@@ -184,36 +201,48 @@ pub async fn import_files(
             if let Err(e) = result {
                 let _ = tx.blocking_send(Err(e));
             }
-        })
-    };
-    let mut stored = 0;
-    let mut batch = Vec::with_capacity(BATCH);
-    let outcome: anyhow::Result<()> = async {
-        while let Some(item) = rx.recv().await {
-            batch.push(item?);
-            if batch.len() == BATCH {
-                store.store_finished(&run_id, &batch).await?;
-                stored += batch.len();
-                batch.clear();
+        });
+        let mut stored = 0;
+        let mut batch = Vec::with_capacity(BATCH);
+        let outcome: anyhow::Result<()> = async {
+            while let Some(item) = rx.recv().await {
+                batch.push(item?);
+                if batch.len() == BATCH {
+                    store.store_finished(run_id, &batch).await?;
+                    stored += batch.len();
+                    batch.clear();
+                }
             }
+            if !batch.is_empty() {
+                store.store_finished(run_id, &batch).await?;
+                stored += batch.len();
+            }
+            if stored != total {
+                bail!("the files gave {stored} samples on the second reading, {total} on the first");
+            }
+            Ok(())
         }
-        if !batch.is_empty() {
-            store.store_finished(&run_id, &batch).await?;
-            stored += batch.len();
-        }
-        if stored != total {
-            bail!("the files gave {stored} samples on the second reading, {total} on the first");
-        }
-        Ok(())
+        .await;
+        reader.await.context("the reader stopped")?;
+        Ok((stored, outcome))
     }
-    .await;
-    reader.await.context("the reader stopped")?;
-    if let Err(e) = outcome {
-        // The files changed between the readings, or the database failed: the run is left
-        // cancelled with what was stored, and says so.
-        store.set_run_status(&run_id, RunStatus::Cancelled).await?;
-        return Err(e.context(format!("run {run_id} was left cancelled after {stored} of {total} samples")));
-    }
-    store.set_run_status(&run_id, RunStatus::Done).await?;
-    Ok((run_id, total))
+}
+
+/// The spec of an imported run: its name says the harnesses and the files; its agents,
+/// levels, conditions and seeds are those of the planned trials.
+fn spec_of(names: &[String], planned: &[NewTrial], harnesses: BTreeSet<String>) -> RunSpec {
+    let set =
+        |f: &dyn Fn(&NewTrial) -> &str| planned.iter().map(f).collect::<BTreeSet<_>>().into_iter().collect::<Vec<_>>();
+    let label = match names {
+        [one] => one.clone(),
+        [first, ..] => format!("{first} and {} more", names.len() - 1),
+        [] => String::new(),
+    };
+    RunSpec::basic(
+        &format!("imported from {} ({label})", harnesses.into_iter().collect::<Vec<_>>().join(", ")),
+        &set(&|t| &t.agent),
+        &set(&|t| &t.level),
+        &set(&|t| &t.condition),
+        planned.iter().map(|t| t.seed).collect::<BTreeSet<_>>().into_iter().collect(),
+    )
 }
