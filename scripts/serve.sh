@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
 # One command from a fresh clone to a running dashboard: installs what is missing, builds
-# the server (the `serve` profile: dependencies optimised, Mirage's own crates lightly, so
-# that a first build stays short) and the size-optimised browser bundle, and starts `mirage serve`
-# (SQLite file created, migrated and seeded on first start). Extra arguments go to
-# `mirage serve`, e.g. `--addr 127.0.0.1:8080`.
+# the browser bundle and the server, and starts `mirage serve` (SQLite file created,
+# migrated and seeded on first start). Extra arguments go to `mirage serve`, e.g.
+# `--addr 127.0.0.1:8080`.
+#
+# By default both halves are debug builds, the quickest to build from scratch (the first
+# page in minutes on two cores). `--release` builds the optimised server (`serve` profile)
+# and the size-optimised bundle instead: several times longer to build once, and the figures
+# in the book's benchmarks page are for it. Use it for a team's server or large runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+release=
+if [[ "${1:-}" == "--release" ]]; then
+  release=1
+  shift
+fi
 scripts/setup.sh
-scripts/build-site.sh --release
-exec cargo run --profile serve -p server -- serve "$@"
+if [[ -n "$release" ]]; then
+  scripts/build-site.sh --release
+  exec cargo run --profile serve -p server -- serve "$@"
+fi
+scripts/build-site.sh
+exec cargo run -p server -- serve "$@"
