@@ -133,7 +133,7 @@ pub struct Live(pub RwSignal<HashMap<String, Progress>>);
 impl Live {
     /// The newest progress of a run: from the stream when it sent one, else `fallback`.
     pub fn of(&self, fallback: &Progress) -> Progress {
-        self.0.with(|m| m.get(&fallback.run_id).cloned()).unwrap_or_else(|| fallback.clone())
+        self.0.with(|m| m.get(fallback.run_id.as_str()).cloned()).unwrap_or_else(|| fallback.clone())
     }
 }
 
@@ -169,7 +169,7 @@ fn subscribe(run: Option<&str>, live: RwSignal<HashMap<String, Progress>>) {
             inner.close();
         }
         live.update(|m| {
-            m.insert(p.run_id.clone(), p);
+            m.insert(p.run_id.to_string(), p);
         });
     });
     let _ = source.add_event_listener_with_callback("progress", on_progress.as_ref().unchecked_ref());
@@ -181,8 +181,13 @@ fn subscribe(run: Option<&str>, live: RwSignal<HashMap<String, Progress>>) {
 /// A `<select>` of runs that navigates to `base` with the chosen run (other parameters kept
 /// by the caller through `rest`).
 #[component]
-pub fn RunPicker(runs: Vec<String>, current: String, href: Callback<String, String>) -> impl IntoView {
-    view! { <Picker label="Run " name="run" options=runs current=current href=href/> }
+pub fn RunPicker(
+    runs: Vec<crate::model::RunId>,
+    current: crate::model::RunId,
+    href: Callback<String, String>,
+) -> impl IntoView {
+    let options = runs.into_iter().map(String::from).collect::<Vec<_>>();
+    view! { <Picker label="Run " name="run" options=options current=String::from(current) href=href/> }
 }
 
 /// A labelled select that navigates to `href(choice)` when changed.

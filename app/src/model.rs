@@ -77,6 +77,7 @@ pub struct TaskDetail {
 mod annotate;
 mod compare;
 mod geo;
+mod ids;
 mod insights;
 mod power;
 mod report;
@@ -85,6 +86,7 @@ mod runs;
 pub use annotate::*;
 pub use compare::*;
 pub use geo::*;
+pub use ids::{RunId, TrialId};
 pub use insights::*;
 pub use power::*;
 pub use report::*;

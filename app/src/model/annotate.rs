@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::{RunId, TrialId};
+
 /// One person's label of an item.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Vote {
@@ -23,8 +25,8 @@ pub struct Vote {
 /// withheld (`blind`); operators, who adjudicate, see everything.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QueueItem {
-    pub trial_id: String,
-    pub run: String,
+    pub trial_id: TrialId,
+    pub run: RunId,
     pub task_id: String,
     pub agent: String,
     pub level: String,
@@ -117,8 +119,8 @@ pub struct AgreementRow {
 /// The queue of a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Queue {
-    pub run: String,
-    pub runs: Vec<String>,
+    pub run: RunId,
+    pub runs: Vec<RunId>,
     pub filter: QueueFilter,
     /// Conflicts first, then recovery, adoption, exposure, verification: one page of at
     /// most [`QUEUE_PAGE`] of the items the filter keeps.
@@ -177,7 +179,7 @@ pub struct OpenItem {
 /// A person's label as submitted.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewLabel {
-    pub trial: String,
+    pub trial: TrialId,
     pub kind: String,
     /// `yes` or `no`.
     pub value: String,
@@ -203,8 +205,8 @@ pub fn item_href(trial: &str, kind: &str, filter: &QueueFilter) -> String {
 /// own latest grade. The judge's score is not shown, so that the grade is blind.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GradeView {
-    pub trial_id: String,
-    pub run: String,
+    pub trial_id: TrialId,
+    pub run: RunId,
     pub task_id: String,
     pub agent: String,
     pub verdict: Option<String>,
@@ -221,7 +223,7 @@ pub struct GradeView {
 /// A person's grade as submitted from the form.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewGrade {
-    pub trial: String,
+    pub trial: TrialId,
     /// Acc_rsn in tenths, `0.0` to `1.0`.
     pub acc_rsn: String,
     /// `right`, `acceptable` or `wrong`.

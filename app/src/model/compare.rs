@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::TrialId;
+
 /// A difference with its 95 % interval.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Diff {
@@ -38,8 +40,8 @@ pub struct Changed {
     pub level: String,
     pub condition: String,
     pub seed: i64,
-    pub a_trial: String,
-    pub b_trial: String,
+    pub a_trial: TrialId,
+    pub b_trial: TrialId,
     pub a_verdict: Option<String>,
     pub b_verdict: Option<String>,
     /// `improvement` or `regression` by Acc_dec (default tier), else `changed`.

@@ -1,6 +1,7 @@
 //! The GEO ranking pages' data (`/geo`, `/geo/trials/<trial>`): the same numbers as
 //! `mirage geo report --json`, built on the server by `geo::report`.
 
+use super::{RunId, TrialId};
 use serde::{Deserialize, Serialize};
 
 use super::Est;
@@ -222,7 +223,7 @@ pub struct GeoRho {
 /// One target's outcome, for the targets table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GeoTargetRow {
-    pub trial: String,
+    pub trial: TrialId,
     pub ranker: String,
     pub method: String,
     pub target: String,
@@ -237,8 +238,8 @@ pub struct GeoTargetRow {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GeoView {
     /// GEO runs, newest first.
-    pub runs: Vec<String>,
-    pub run: String,
+    pub runs: Vec<RunId>,
+    pub run: RunId,
     pub prompt_version: String,
     pub k: usize,
     pub trials: usize,
@@ -362,8 +363,8 @@ pub struct GeoOrderView {
 /// A GEO trial: the list with the target marked, the edit, and every order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GeoTargetView {
-    pub run: String,
-    pub trial: String,
+    pub run: RunId,
+    pub trial: TrialId,
     pub ranker: String,
     pub method: String,
     pub instance: String,

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::RunId;
+
 /// A mean with its 95 % bootstrap interval and the observations behind it.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Est {
@@ -82,9 +84,9 @@ pub struct Pending {
 /// The leaderboard of one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Leaderboard {
-    pub run: String,
+    pub run: RunId,
     /// Runs that can be chosen instead (newest first).
-    pub runs: Vec<String>,
+    pub runs: Vec<RunId>,
     pub tier: String,
     /// Metric columns in display order.
     pub columns: Vec<String>,
@@ -198,8 +200,8 @@ pub struct ParetoPoint {
 /// The robustness page's data: the points, and the plot drawn on the server.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Robustness {
-    pub run: String,
-    pub runs: Vec<String>,
+    pub run: RunId,
+    pub runs: Vec<RunId>,
     /// `pooled` or a level (`L1` … `L4`).
     pub level: String,
     pub levels: Vec<String>,
@@ -258,8 +260,8 @@ pub struct HeatCell {
 /// A level × column heatmap of one metric.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Heatmap {
-    pub run: String,
-    pub runs: Vec<String>,
+    pub run: RunId,
+    pub runs: Vec<RunId>,
     pub metric: String,
     pub by: String,
     pub levels: Vec<String>,

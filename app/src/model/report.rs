@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::Est;
+use super::{Est, RunId};
 
 /// One row of a table: the group's key (agent, domain, maybe category), its trial count and
 /// one estimate per metric of the table (`None` where no trial applies).
@@ -58,7 +58,7 @@ pub struct DomainCheck {
 /// The paper's tables for one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
-    pub run: String,
+    pub run: RunId,
     pub trials: usize,
     pub resamples: usize,
     pub seed: u64,
@@ -207,7 +207,7 @@ impl Default for ReportSlice {
 /// The report page's data: the report and the runs to pick from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReportView {
-    pub runs: Vec<String>,
+    pub runs: Vec<RunId>,
     /// Metric columns of the main and category tables, in order.
     pub columns: Vec<String>,
     /// Metric columns of the appeals table.

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::{RunId, TrialId};
+
 /// Trials of a run by state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
@@ -53,7 +55,7 @@ impl std::fmt::Display for RunState {
 /// Live progress of a run: what the runs list shows and the event stream sends.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
-    pub run_id: String,
+    pub run_id: RunId,
     pub status: RunState,
     pub total: i64,
     pub counts: Counts,
@@ -77,7 +79,7 @@ impl Progress {
 /// One row of the runs list.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
-    pub id: String,
+    pub id: RunId,
     /// Milliseconds since the epoch.
     pub created_at: i64,
     pub tasks: String,
@@ -218,10 +220,10 @@ impl TrialQuery {
 /// One row of a run's trial table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrialSummary {
-    pub id: String,
+    pub id: TrialId,
     /// The run the trial belongs to.
     #[serde(default)]
-    pub run: String,
+    pub run: RunId,
     pub task_id: String,
     pub agent: String,
     pub level: String,
@@ -400,7 +402,7 @@ pub struct TrajectoryView {
     /// Siblings and neighbours in the run.
     #[serde(default)]
     pub around: Around,
-    pub run: String,
+    pub run: RunId,
     pub ticket: String,
     pub rationale: Option<String>,
     pub optimal: String,
@@ -496,8 +498,8 @@ pub struct SearchHit {
     /// `task`, `thought`, `rationale` or `observation`.
     pub kind: String,
     pub task_id: String,
-    pub run: Option<String>,
-    pub trial: Option<String>,
+    pub run: Option<RunId>,
+    pub trial: Option<TrialId>,
     pub turn: Option<usize>,
     /// (text, matches the query).
     pub snippet: Vec<(String, bool)>,
@@ -517,7 +519,7 @@ pub struct SearchResults {
 /// the server.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewReplay {
-    pub trial: String,
+    pub trial: TrialId,
     pub from_turn: String,
     /// `strip-spans`, `clean-level`, `reveal-evidence` or `condition:NAME`.
     pub intervention: String,
@@ -556,7 +558,7 @@ pub struct ReplayView {
 /// A trial's replays and the causal label they give.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReplaysView {
-    pub trial: String,
+    pub trial: TrialId,
     pub verdict: Option<String>,
     pub goal: bool,
     pub replays: Vec<ReplayView>,

@@ -188,29 +188,7 @@ pub fn AnnotatePage() -> impl IntoView {
                                 </nav>
                             }
                         })}
-                        <div class="table-box">
-                        <table class="queue">
-                            <thead><tr><th>"Label"</th><th>"Trial"</th><th>"Task"</th><th>"Agent"</th><th>"Level"</th><th>"People"</th><th>"Automatic"</th><th>"Status"</th></tr></thead>
-                            <tbody>
-                                {q.items.into_iter().map(|i| {
-                                    let href = crate::model::item_href(&i.trial_id, &i.kind, &q.filter);
-                                    let (kind, trial_href) = (i.kind.clone(), format!("/runs/{}/trials/{}", i.run, i.trial_id));
-                                    let (trial, status, automatic) = (i.trial_id.clone(), status_badges(&i), automatic_line(&i));
-                                    view! {
-                                        <tr class:conflict=i.conflict data-kind=i.kind.clone() data-trial=i.trial_id.clone()>
-                                            <td><A href=href attr:class="open-item">{kind}</A></td>
-                                            <td><A href=trial_href>{trial}</A></td>
-                                            <td>{i.task_id.clone()}</td>
-                                            <td>{i.agent.clone()}</td><td>{i.level.clone()}</td>
-                                            <td class="num people">{format!("{} of {}", i.labels, i.needed)}</td>
-                                            <td>{automatic}</td>
-                                            <td>{status}</td>
-                                        </tr>
-                                    }
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                        </div>
+                        {queue_table(q.items, &q.filter)}
                         <h2>"Agreement"</h2>
                         <p class="muted">{format!(
                             "Cohen's κ with a 95 % bootstrap interval over items, shown from n = {MIN_AGREEMENT_N}; raw agreement is the share of compared labels that agree. κ is undefined when every label was one and the same value."
@@ -218,25 +196,59 @@ pub fn AnnotatePage() -> impl IntoView {
                         {agreement_table("Automatic labels against people's settled labels", "judge-people", q.agreement)}
                         {agreement_table("Annotator against annotator (each pair of people on an item both labelled)", "people-people", q.annotators)}
                         <h2>"How people's labels moved the numbers"</h2>
-                        {if q.effects.is_empty() {
-                            view! { <p class="muted">"No settled label has changed a mean yet."</p> }.into_any()
-                        } else {
-                            view! {
-                                <table class="effects">
-                                    <thead><tr><th>"Configuration"</th><th>"Metric"</th><th>"Automatic labels only"</th><th>"With people's labels"</th></tr></thead>
-                                    <tbody>
-                                        {q.effects.into_iter().map(|(agent, metric, before, after)| view! {
-                                            <tr><td>{agent}</td><td>{metric}</td><td class="num">{fmt3(before)}</td><td class="num">{fmt3(after)}</td></tr>
-                                        }).collect_view()}
-                                    </tbody>
-                                </table>
-                            }.into_any()
-                        }}
+                        {effects_table(q.effects)}
                         <p><A href=format!("/leaderboard?run={}", q.run)>"See the leaderboard with people's labels applied"</A></p>
                     }.into_any()
                 }
             })}
         </Transition>
+    }
+}
+
+/// The queue's items, each a link to label it.
+fn queue_table(items: Vec<QueueItem>, filter: &QueueFilter) -> impl IntoView + use<> {
+    view! {
+        <div class="table-box">
+        <table class="queue">
+            <thead><tr><th>"Label"</th><th>"Trial"</th><th>"Task"</th><th>"Agent"</th><th>"Level"</th><th>"People"</th><th>"Automatic"</th><th>"Status"</th></tr></thead>
+            <tbody>
+                {items.into_iter().map(|i| {
+                    let href = crate::model::item_href(&i.trial_id, &i.kind, filter);
+                    let (kind, trial_href) = (i.kind.clone(), format!("/runs/{}/trials/{}", i.run, i.trial_id));
+                    let (trial, status, automatic) = (i.trial_id.clone(), status_badges(&i), automatic_line(&i));
+                    view! {
+                        <tr class:conflict=i.conflict data-kind=i.kind.clone() data-trial=i.trial_id.clone()>
+                            <td><A href=href attr:class="open-item">{kind}</A></td>
+                            <td><A href=trial_href>{trial}</A></td>
+                            <td>{i.task_id.clone()}</td>
+                            <td>{i.agent.clone()}</td><td>{i.level.clone()}</td>
+                            <td class="num people">{format!("{} of {}", i.labels, i.needed)}</td>
+                            <td>{automatic}</td>
+                            <td>{status}</td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+        </div>
+    }
+}
+
+/// Each mean that people's settled labels changed, before and after.
+fn effects_table(effects: Vec<(String, String, f64, f64)>) -> AnyView {
+    if effects.is_empty() {
+        view! { <p class="muted">"No settled label has changed a mean yet."</p> }.into_any()
+    } else {
+        view! {
+            <table class="effects">
+                <thead><tr><th>"Configuration"</th><th>"Metric"</th><th>"Automatic labels only"</th><th>"With people's labels"</th></tr></thead>
+                <tbody>
+                    {effects.into_iter().map(|(agent, metric, before, after)| view! {
+                        <tr><td>{agent}</td><td>{metric}</td><td class="num">{fmt3(before)}</td><td class="num">{fmt3(after)}</td></tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        }.into_any()
     }
 }
 
@@ -276,7 +288,9 @@ fn context(o: &OpenItem) -> AnyView {
     .into_any()
 }
 
-/// `/annotate/:trial/:kind`.
+/// `/annotate/:trial/:kind`. Its length is the label form: its fields, buttons and error
+/// lines share the page's four actions and five signals, which a component of their own
+/// would take as a dozen props.
 #[component]
 pub fn AnnotateItemPage() -> impl IntoView {
     let params = use_params_map();
@@ -355,89 +369,23 @@ pub fn AnnotateItemPage() -> impl IntoView {
     let label = move || {
         clear();
         let (trial, kind) = key.get_untracked();
-        NewLabel { trial, kind, value: value.get_untracked(), turn: turn.get_untracked(), note: note.get_untracked() }
+        NewLabel {
+            trial: trial.into(),
+            kind,
+            value: value.get_untracked(),
+            turn: turn.get_untracked(),
+            note: note.get_untracked(),
+        }
     };
     let current = move || opened.get().and_then(Result::ok);
     let labelling = Signal::derive(move || current().is_some_and(|o| o.can_label && o.mine_until.is_some()));
 
-    // Keys: y/n choose, ]/[ next and previous item, j/k next and previous turn.
     #[cfg(feature = "hydrate")]
-    {
-        let navigate = navigate.clone();
-        let handle = window_event_listener(leptos::ev::keydown, move |ev| {
-            if crate::components::not_for_us(&ev) {
-                return;
-            }
-            let Some(Ok(o)) = opened.get_untracked() else { return };
-            match ev.key().as_str() {
-                "y" | "n" if labelling.get_untracked() => value.set(if ev.key() == "y" { "yes" } else { "no" }.into()),
-                "]" => {
-                    if let Some(h) = o.next {
-                        navigate(&h, Default::default());
-                    }
-                }
-                "[" => {
-                    if let Some(h) = o.prev {
-                        navigate(&h, Default::default());
-                    }
-                }
-                "j" | "k" => {
-                    let Some(Ok(v)) = turns.get_untracked() else { return };
-                    let first = v.turns.first().map_or(0, |t| t.t);
-                    let last = v.turns.last().map_or(0, |t| t.t);
-                    let at = turn.get_untracked().parse::<usize>().ok().or(o.item.turn).unwrap_or(first);
-                    let to = if ev.key() == "j" { (at + 1).min(last) } else { at.saturating_sub(1).max(first) };
-                    turn.set(to.to_string());
-                    if let Some(el) = document().get_element_by_id(&format!("turn-{to}")) {
-                        el.scroll_into_view();
-                    }
-                }
-                _ => {}
-            }
-        });
-        on_cleanup(move || handle.remove());
-    }
-    // Bring the turn under review into view once the turns are on screen.
-    #[cfg(feature = "hydrate")]
-    Effect::new(move |_| {
-        if let (Some(Ok(_)), Some(Ok(o))) = (turns.get(), opened.get_untracked())
-            && let Some(t) = o.item.turn
-        {
-            request_animation_frame(move || {
-                if let Some(el) = document().get_element_by_id(&format!("turn-{t}")) {
-                    el.scroll_into_view();
-                }
-            });
-        }
-    });
+    item_keys(opened, turns, value, turn, labelling);
 
     view! {
         <Title text="Annotate"/>
-        <Suspense fallback=|| view! { <p>"Opening…"</p> }>
-            {move || opened.get().map(|o| match o {
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(o) => {
-                    let i = o.item.clone();
-                    view! {
-                        <p class="crumbs"><A href=queue.get().unwrap_or_default()>"Queue"</A>" / "{i.trial_id.clone()}</p>
-                        <h1>{format!("Is there {} in {}?", i.kind, i.trial_id)}</h1>
-                        <nav class="item-nav" aria-label="Items">
-                            {o.prev.clone().map(|h| view! { <A href=h attr:class="prev-item">"← previous item"</A> })}
-                            {o.next.clone().map(|h| view! { <A href=h attr:class="next-item">"next item →"</A> })}
-                            <span class="muted keys">"Keys: y / n choose · j / k turns · [ / ] items"</span>
-                        </nav>
-                        {o.settled.then(|| view! { <p class="badge">"Settled by people: their label replaces the automatic one in every number."</p> })}
-                        {i.conflict.then(|| view! { <p class="badge warn">"Annotators disagree: an operator's adjudication settles it."</p> })}
-                        {i.audit.then(|| view! { <p class="badge audit">"Audit sample: no grader disputed this label; it was drawn at random (one undisputed label in twenty) so that the graders' precision and recall hold for the whole run. Label it as you would any other."</p> })}
-                        {context(&o)}
-                        <p>
-                            <A href=format!("/runs/{}/trials/{}", i.run, i.trial_id)>"Open the whole trajectory"</A>" · "
-                            <A href=format!("/grade/{}", i.trial_id)>"Grade its reasoning and decision"</A>
-                        </p>
-                    }.into_any()
-                }
-            })}
-        </Suspense>
+        <ItemHeader opened=opened queue=queue/>
         <form class="launch annotate-form" on:submit=|ev| ev.prevent_default() aria-label="Your label">
             <h2>"Your label"</h2>
             <Transition>
@@ -509,6 +457,108 @@ pub fn AnnotateItemPage() -> impl IntoView {
             <p class="error" role="alert">{move || failure().filter(|e| !matches!(e, AppError::Invalid { .. })).map(|e| e.to_string())}</p>
         </form>
         <h2>"The trajectory around it"</h2>
+        <TurnsAround turns=turns opened=opened turn=turn/>
+    }
+}
+
+/// Keys on an item: y/n choose while labelling, ]/[ next and previous item, j/k next and
+/// previous turn; and the turn under review brought into view once the turns are shown.
+#[cfg(feature = "hydrate")]
+fn item_keys(
+    opened: Resource<Result<OpenItem, AppError>>,
+    turns: Resource<Result<crate::model::TrajectoryView, AppError>>,
+    value: RwSignal<String>,
+    turn: RwSignal<String>,
+    labelling: Signal<bool>,
+) {
+    let navigate = use_navigate();
+    let handle = window_event_listener(leptos::ev::keydown, move |ev| {
+        if crate::components::not_for_us(&ev) {
+            return;
+        }
+        let Some(Ok(o)) = opened.get_untracked() else { return };
+        match ev.key().as_str() {
+            "y" | "n" if labelling.get_untracked() => value.set(if ev.key() == "y" { "yes" } else { "no" }.into()),
+            "]" => {
+                if let Some(h) = o.next {
+                    navigate(&h, Default::default());
+                }
+            }
+            "[" => {
+                if let Some(h) = o.prev {
+                    navigate(&h, Default::default());
+                }
+            }
+            "j" | "k" => {
+                let Some(Ok(v)) = turns.get_untracked() else { return };
+                let first = v.turns.first().map_or(0, |t| t.t);
+                let last = v.turns.last().map_or(0, |t| t.t);
+                let at = turn.get_untracked().parse::<usize>().ok().or(o.item.turn).unwrap_or(first);
+                let to = if ev.key() == "j" { (at + 1).min(last) } else { at.saturating_sub(1).max(first) };
+                turn.set(to.to_string());
+                if let Some(el) = document().get_element_by_id(&format!("turn-{to}")) {
+                    el.scroll_into_view();
+                }
+            }
+            _ => {}
+        }
+    });
+    on_cleanup(move || handle.remove());
+    // Bring the turn under review into view once the turns are on screen.
+    Effect::new(move |_| {
+        if let (Some(Ok(_)), Some(Ok(o))) = (turns.get(), opened.get_untracked())
+            && let Some(t) = o.item.turn
+        {
+            request_animation_frame(move || {
+                if let Some(el) = document().get_element_by_id(&format!("turn-{t}")) {
+                    el.scroll_into_view();
+                }
+            });
+        }
+    });
+}
+
+/// The item's heading, navigation, badges and context.
+#[component]
+fn ItemHeader(opened: Resource<Result<OpenItem, AppError>>, queue: Memo<Option<String>>) -> impl IntoView {
+    view! {
+        <Suspense fallback=|| view! { <p>"Opening…"</p> }>
+            {move || opened.get().map(|o| match o {
+                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                Ok(o) => {
+                    let i = o.item.clone();
+                    view! {
+                        <p class="crumbs"><A href=queue.get().unwrap_or_default()>"Queue"</A>" / "{i.trial_id.clone()}</p>
+                        <h1>{format!("Is there {} in {}?", i.kind, i.trial_id)}</h1>
+                        <nav class="item-nav" aria-label="Items">
+                            {o.prev.clone().map(|h| view! { <A href=h attr:class="prev-item">"← previous item"</A> })}
+                            {o.next.clone().map(|h| view! { <A href=h attr:class="next-item">"next item →"</A> })}
+                            <span class="muted keys">"Keys: y / n choose · j / k turns · [ / ] items"</span>
+                        </nav>
+                        {o.settled.then(|| view! { <p class="badge">"Settled by people: their label replaces the automatic one in every number."</p> })}
+                        {i.conflict.then(|| view! { <p class="badge warn">"Annotators disagree: an operator's adjudication settles it."</p> })}
+                        {i.audit.then(|| view! { <p class="badge audit">"Audit sample: no grader disputed this label; it was drawn at random (one undisputed label in twenty) so that the graders' precision and recall hold for the whole run. Label it as you would any other."</p> })}
+                        {context(&o)}
+                        <p>
+                            <A href=format!("/runs/{}/trials/{}", i.run, i.trial_id)>"Open the whole trajectory"</A>" · "
+                            <A href=format!("/grade/{}", i.trial_id)>"Grade its reasoning and decision"</A>
+                        </p>
+                    }.into_any()
+                }
+            })}
+        </Suspense>
+    }
+}
+
+/// The turns of the trajectory's page around the item, with the other labels' badges at
+/// their turns (the label under review only once the caller may see it).
+#[component]
+fn TurnsAround(
+    turns: Resource<Result<crate::model::TrajectoryView, AppError>>,
+    opened: Resource<Result<OpenItem, AppError>>,
+    turn: RwSignal<String>,
+) -> impl IntoView {
+    view! {
         <Suspense fallback=|| view! { <p>"Loading turns…"</p> }>
             {move || turns.get().map(|t| match t {
                 Err(e) => view! { <ErrorNotice error=e/> }.into_any(),

@@ -68,7 +68,7 @@ fn result(c: Comparison) -> impl IntoView {
                                 <td><A href=format!("/runs/{run_b}/trials/{}", x.b_trial)>{verdict(&x.b_verdict)}</A></td>
                                 <td>{x.direction.clone()}</td>
                                 <td><A href=format!("/compare/trials{}", query_string(&[
-                                    ("a", Some(x.a_trial.clone())), ("b", Some(x.b_trial.clone())),
+                                    ("a", Some(x.a_trial.to_string())), ("b", Some(x.b_trial.to_string())),
                                 ])) attr:class="side-by-side">"side by side"</A></td>
                             </tr>
                         }).collect_view()}
@@ -157,7 +157,7 @@ pub fn CompareTrialsPage() -> impl IntoView {
                         ta.turns.get(i).map(|t| &t.action) != tb.turns.get(i).map(|t| &t.action)
                     });
                     let pages = ta.turn_count.max(tb.turn_count).div_ceil(ta.page_size.max(1));
-                    let (qa, qb) = (ta.trial.id.clone(), tb.trial.id.clone());
+                    let (qa, qb) = (ta.trial.id.to_string(), tb.trial.id.to_string());
                     let about = |t: &crate::model::TrialSummary| format!(
                         "{}: task {}, level {}, condition {}, seed {}, {}{}",
                         t.id, t.task_id, t.level, t.condition, t.seed, t.state,

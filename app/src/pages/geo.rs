@@ -160,7 +160,7 @@ fn detection(d: &GeoDetectionView) -> AnyView {
 }
 
 fn board(v: &GeoView, method: Option<String>) -> AnyView {
-    let run = v.run.clone();
+    let run = v.run.to_string();
     let q = query_string(&[("run", Some(run.clone()))]);
     let picker = Callback::new(|run: String| format!("/geo{}", query_string(&[("run", Some(run))])));
     let judge_href = {
@@ -187,7 +187,7 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
     };
     view! {
         <div class="controls">
-            <RunPicker runs=v.runs.clone() current=run.clone() href=picker/>
+            <RunPicker runs=v.runs.clone() current=v.run.clone() href=picker/>
             {v.detection.as_ref().map(|d| view! {
                 <Picker label="Judge " name="judge" options=v.detections.clone() current=d.label.clone() href=judge_href/>
             })}
@@ -263,7 +263,7 @@ fn notices(v: &GeoView) -> AnyView {
 
 /// The methods under each ranker, with the newest detection report's columns.
 fn methods_table(v: &GeoView) -> AnyView {
-    let run = v.run.clone();
+    let run = v.run.to_string();
     let det = v.detection.clone();
     let judge_of = move |ranker: &str, method: &str| {
         det.as_ref().and_then(|d| d.rows.iter().find(|x| x.ranker == ranker && x.method == method).cloned())

@@ -36,7 +36,7 @@ fn target(v: &GeoTargetView) -> AnyView {
     let back = format!(
         "/geo{}",
         query_string(&[
-            ("run", Some(v.run.clone())),
+            ("run", Some(v.run.to_string())),
             ("ranker", Some(v.ranker.clone())),
             ("method", Some(v.method.clone()))
         ])

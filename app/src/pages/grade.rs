@@ -96,7 +96,7 @@ pub fn GradePage() -> impl IntoView {
             <div class="buttons">
                 <button type="button" on:click=move |_| {
                     save.dispatch(SaveGrade { grade: NewGrade {
-                        trial: trial.get_untracked(),
+                        trial: trial.get_untracked().into(),
                         acc_rsn: acc_rsn.get_untracked(),
                         decision: decision.get_untracked(),
                         note: note.get_untracked(),

@@ -174,7 +174,7 @@ pub(super) fn board_table(
 
 pub(super) fn export_links(b: &Leaderboard) -> impl IntoView {
     let q = |extra: &[(&str, Option<String>)]| {
-        let mut pairs = vec![("run", Some(b.run.clone())), ("tier", Some(b.tier.clone())), ("by", b.by.clone())];
+        let mut pairs = vec![("run", Some(b.run.to_string())), ("tier", Some(b.tier.clone())), ("by", b.by.clone())];
         pairs.extend(extra.iter().cloned());
         query_string(&pairs)
     };
@@ -212,7 +212,7 @@ pub fn LeaderboardPage() -> impl IntoView {
             {move || board.get().map(|b| match b {
                 Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
                 Ok(b) => {
-                    let (r, t, g) = (b.run.clone(), b.tier.clone(), b.by.clone());
+                    let (r, t, g) = (b.run.to_string(), b.tier.clone(), b.by.clone());
                     let picker = Callback::new({
                         let (t, g) = (t.clone(), g.clone());
                         move |run: String| href(Some(run), Some(t.clone()), g.clone(), None)
@@ -229,7 +229,7 @@ pub fn LeaderboardPage() -> impl IntoView {
                     let pairs = b.pairs.clone();
                     view! {
                         <div class="controls">
-                            <RunPicker runs=b.runs.clone() current=r.clone() href=picker/>
+                            <RunPicker runs=b.runs.clone() current=b.run.clone() href=picker/>
                             <span class="toggle" role="group" aria-label="Decision tier">"Tier: "
                                 {TIERS.iter().map(|tt| view! {
                                     <A href=href(Some(r.clone()), Some((*tt).to_string()), g.clone(), sort_now.clone())
@@ -261,70 +261,87 @@ pub fn LeaderboardPage() -> impl IntoView {
                         <button on:click=move |_| show_pairs.update(|s| *s = !*s)>
                             {move || if show_pairs.get() { "Hide comparisons" } else { "Compare every pair" }}
                         </button>
-                        {move || show_pairs.get().then(|| view! {
-                            <table class="pairs">
-                                <thead><tr><th>"A"</th><th>"B"</th><th>"A − B"</th><th>"95% CI"</th><th>"n"</th><th>"p"</th><th>"p (Holm)"</th></tr></thead>
-                                <tbody>
-                                    {pairs.iter().map(|p| view! {
-                                        <tr class:significant=p.p_holm < 0.05>
-                                            <td>{p.a.clone()}</td><td>{p.b.clone()}</td>
-                                            <td class="num">{fmt3(p.diff)}</td>
-                                            <td class="num">{format!("[{:.3}, {:.3}]", p.lo, p.hi)}</td>
-                                            <td class="num">{p.n}</td>
-                                            <td class="num">{format!("{:.4}", p.p)}</td>
-                                            <td class="num">{format!("{:.4}", p.p_holm)}</td>
-                                        </tr>
-                                    }).collect_view()}
-                                </tbody>
-                            </table>
-                        })}
+                        {move || show_pairs.get().then(|| pairs_table(&pairs))}
                         <h2>"Grader validity"</h2>
                         <ChecksTable checks=b.checks.clone()/>
-                        <h2>"Judge vs human agreement"</h2>
-                        <table class="agreement">
-                            <thead><tr><th>"Label"</th><th>"Trials labelled by a person"</th><th>"Cohen's κ"</th></tr></thead>
-                            <tbody>
-                                {b.agreement.iter().map(|(k, n, kappa)| view! {
-                                    <tr><td>{k.clone()}</td><td class="num">{*n}</td>
-                                    <AgreementCell n=*n value=*kappa/></tr>
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                        {(!b.causal.is_empty()).then(|| view! {
-                            <h2>"Adoption rule vs replays"</h2>
-                            <table class="agreement causal">
-                                <caption>"Replayed trials: caused when at least half of their clean-level replays left the party's goal"</caption>
-                                <thead><tr><th>"Configuration"</th><th>"Replayed trials"</th><th>"Caused"</th>
-                                    <th title="Of the replayed trials the adoption rule labels adopted, the share the manipulation caused">"Rule precision"</th>
-                                    <th title="Of the trials the manipulation caused, the share the adoption rule labels adopted">"Rule recall"</th></tr></thead>
-                                <tbody>
-                                    {b.causal.iter().map(|c| view! {
-                                        <tr><td>{c.agent.clone()}</td><td class="num">{c.replayed}</td><td class="num">{c.caused}</td>
-                                        <EstCell est=c.precision/><EstCell est=c.recall/></tr>
-                                    }).collect_view()}
-                                </tbody>
-                            </table>
-                        })}
+                        {agreement_tables(&b)}
                         <h2>"Reasoning judge vs people"</h2>
-                        {let v = b.validation.clone();
-                        view! {
-                            <p class="muted" data-testid="validation-n">{if v.enough {
-                                format!("{} graded trials ({} grades: each person's latest; a trial counts once, with people's mean grade and majority call), judge: {}.", v.n, v.grades, if v.judges.is_empty() { "none".to_string() } else { v.judges.join(", ") })
-                            } else {
-                                format!("{} graded trials: too few to judge agreement (at least {}). Grade trials from their trajectory pages.", v.n, crate::model::MIN_AGREEMENT_N)
-                            }}</p>
-                            <table class="agreement validation">
-                                <thead><tr><th>"Statistic"</th><th>"n"</th><th>"Value"</th></tr></thead>
-                                <tbody>
-                                    <tr><td>"Pearson's r, judge vs people's Acc_rsn"</td><td class="num">{v.n}</td><AgreementCell n=v.n value=v.pearson/></tr>
-                                    <tr><td>"Cohen's κ on the rubric bands"</td><td class="num">{v.n}</td><AgreementCell n=v.n value=v.kappa_bands/></tr>
-                                    <tr><td>"Agreement on the decision"</td><td class="num">{v.decision_n}</td><AgreementCell n=v.decision_n value=v.decision_agreement/></tr>
-                                </tbody>
-                            </table>
-                        }}
+                        {validation_table(&b.validation)}
                     }.into_any()
                 }
             })}
         </Transition>
+    }
+}
+
+/// Every pair of configurations: the difference, its interval and p, Holm-adjusted.
+fn pairs_table(pairs: &[crate::model::PairView]) -> impl IntoView + use<> {
+    view! {
+        <table class="pairs">
+            <thead><tr><th>"A"</th><th>"B"</th><th>"A − B"</th><th>"95% CI"</th><th>"n"</th><th>"p"</th><th>"p (Holm)"</th></tr></thead>
+            <tbody>
+                {pairs.iter().map(|p| view! {
+                    <tr class:significant=p.p_holm < 0.05>
+                        <td>{p.a.clone()}</td><td>{p.b.clone()}</td>
+                        <td class="num">{fmt3(p.diff)}</td>
+                        <td class="num">{format!("[{:.3}, {:.3}]", p.lo, p.hi)}</td>
+                        <td class="num">{p.n}</td>
+                        <td class="num">{format!("{:.4}", p.p)}</td>
+                        <td class="num">{format!("{:.4}", p.p_holm)}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+/// People's labels against the automatic ones (κ per label), and the adoption rule against
+/// the replays where there are any.
+fn agreement_tables(b: &crate::model::Leaderboard) -> impl IntoView + use<> {
+    view! {
+        <h2>"Judge vs human agreement"</h2>
+        <table class="agreement">
+            <thead><tr><th>"Label"</th><th>"Trials labelled by a person"</th><th>"Cohen's κ"</th></tr></thead>
+            <tbody>
+                {b.agreement.iter().map(|(k, n, kappa)| view! {
+                    <tr><td>{k.clone()}</td><td class="num">{*n}</td>
+                    <AgreementCell n=*n value=*kappa/></tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+        {(!b.causal.is_empty()).then(|| view! {
+            <h2>"Adoption rule vs replays"</h2>
+            <table class="agreement causal">
+                <caption>"Replayed trials: caused when at least half of their clean-level replays left the party's goal"</caption>
+                <thead><tr><th>"Configuration"</th><th>"Replayed trials"</th><th>"Caused"</th>
+                    <th title="Of the replayed trials the adoption rule labels adopted, the share the manipulation caused">"Rule precision"</th>
+                    <th title="Of the trials the manipulation caused, the share the adoption rule labels adopted">"Rule recall"</th></tr></thead>
+                <tbody>
+                    {b.causal.iter().map(|c| view! {
+                        <tr><td>{c.agent.clone()}</td><td class="num">{c.replayed}</td><td class="num">{c.caused}</td>
+                        <EstCell est=c.precision/><EstCell est=c.recall/></tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        })}
+    }
+}
+
+/// The reasoning judge against people's grades.
+fn validation_table(v: &crate::model::Validation) -> impl IntoView + use<> {
+    view! {
+        <p class="muted" data-testid="validation-n">{if v.enough {
+            format!("{} graded trials ({} grades: each person's latest; a trial counts once, with people's mean grade and majority call), judge: {}.", v.n, v.grades, if v.judges.is_empty() { "none".to_string() } else { v.judges.join(", ") })
+        } else {
+            format!("{} graded trials: too few to judge agreement (at least {}). Grade trials from their trajectory pages.", v.n, crate::model::MIN_AGREEMENT_N)
+        }}</p>
+        <table class="agreement validation">
+            <thead><tr><th>"Statistic"</th><th>"n"</th><th>"Value"</th></tr></thead>
+            <tbody>
+                <tr><td>"Pearson's r, judge vs people's Acc_rsn"</td><td class="num">{v.n}</td><AgreementCell n=v.n value=v.pearson/></tr>
+                <tr><td>"Cohen's κ on the rubric bands"</td><td class="num">{v.n}</td><AgreementCell n=v.n value=v.kappa_bands/></tr>
+                <tr><td>"Agreement on the decision"</td><td class="num">{v.decision_n}</td><AgreementCell n=v.decision_n value=v.decision_agreement/></tr>
+            </tbody>
+        </table>
     }
 }

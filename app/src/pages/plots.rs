@@ -29,7 +29,7 @@ pub fn RobustnessPage() -> impl IntoView {
                 Ok(d) => {
                     let lvl = d.level.clone();
                     let picker = Callback::new(move |run: String| href(&run, &lvl));
-                    let q = query_string(&[("run", Some(d.run.clone())), ("level", Some(d.level.clone()))]);
+                    let q = query_string(&[("run", Some(d.run.to_string())), ("level", Some(d.level.clone()))]);
                     view! {
                         <PendingLine pending=d.pending.clone() refetch=refetch/>
                         <div class="controls">
@@ -142,7 +142,7 @@ pub fn HeatmapsPage() -> impl IntoView {
                 Ok(h) => {
                     let (m, b) = (h.metric.clone(), h.by.clone());
                     let picker = Callback::new(move |run: String| href(&run, &m, &b));
-                    let q = query_string(&[("run", Some(h.run.clone())), ("metric", Some(h.metric.clone())), ("by", Some(h.by.clone()))]);
+                    let q = query_string(&[("run", Some(h.run.to_string())), ("metric", Some(h.metric.clone())), ("by", Some(h.by.clone()))]);
                     view! {
                         <PendingLine pending=h.pending.clone() refetch=refetch/>
                         <div class="controls">

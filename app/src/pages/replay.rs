@@ -83,7 +83,7 @@ pub fn ReplayPanel(trial: Memo<String>) -> AnyView {
         ev.prevent_default();
         start.dispatch(StartReplay {
             request: NewReplay {
-                trial: trial.get_untracked(),
+                trial: trial.get_untracked().into(),
                 from_turn: from_turn.get_untracked(),
                 intervention: intervention.get_untracked(),
                 samples: samples.get_untracked(),

@@ -55,7 +55,7 @@ fn RowsTable(rows: Vec<ReportRow>, keys: Vec<&'static str>, columns: Vec<String>
 
 fn body(v: ReportView) -> impl IntoView {
     let r = v.report;
-    let q = query_string(&[("run", Some(r.run.clone()))]);
+    let q = query_string(&[("run", Some(r.run.to_string()))]);
     let picker = Callback::new(|run: String| format!("/report{}", query_string(&[("run", Some(run))])));
     view! {
         <div class="controls"><RunPicker runs=v.runs.clone() current=r.run.clone() href=picker/></div>

@@ -209,11 +209,6 @@ pub fn RunPage() -> impl IntoView {
     let filters = Memo::new(move |_| {
         TrialQuery::with_filters(String::new(), 0, |k| query.read().get(k).filter(|v| !v.is_empty()))
     });
-    let field = move |k: &'static str| {
-        move || {
-            filters.with(|f| f.filters().into_iter().find(|(n, _)| *n == k).and_then(|(_, v)| v)).unwrap_or_default()
-        }
-    };
     let page = Memo::new(move |_| query_param("page").get().and_then(|p| p.parse::<usize>().ok()).unwrap_or(0));
     // Trials and coverage refetch as trials finish (the stream updates the counts), so the
     // progress line and the coverage table read the same counts.
@@ -238,6 +233,7 @@ pub fn RunPage() -> impl IntoView {
             {move || detail.get().map(|d| match d {
                 Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
                 Ok(d) => {
+                    let facts = run_facts(&d);
                     let fallback = d.summary.progress.clone();
                     let run_id = d.summary.id.clone();
                     view! {
@@ -246,74 +242,26 @@ pub fn RunPage() -> impl IntoView {
                         {move || (operator.get() && live.of(&d.summary.progress).status == crate::model::RunState::Active).then(|| {
                             let run_id = run_id.clone();
                             view! {
-                                <button class="danger" on:click=move |_| { cancel.dispatch(CancelRun { id: run_id.clone() }); }>
+                                <button class="danger" on:click=move |_| { cancel.dispatch(CancelRun { id: run_id.to_string() }); }>
                                     "Cancel run"
                                 </button>
                             }
                         })}
-                        <table class="kv"><tbody>
-                            <tr><th>"Tasks"</th><td>{d.summary.tasks.clone()}</td></tr>
-                            <tr><th>"Agent configurations"</th><td>{d.summary.agents.join(", ")}</td></tr>
-                            <tr><th>"Levels"</th><td>{d.summary.levels.join(", ")}
-                                {(d.clean_twins > 0).then(|| format!(" (+{} clean twins: L0 trials added so that every manipulated trial has its unmanipulated twin)", d.clean_twins))}
-                            </td></tr>
-                            <tr><th>"Conditions"</th><td>{d.conditions.join(", ")}</td></tr>
-                            <tr><th>"Seeds"</th><td>{d.seeds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")}</td></tr>
-                            <tr><th>"Appeal"</th><td>{if d.appeal { "yes" } else { "no" }}</td></tr>
-                            <tr><th>"Strategy"</th><td>{d.strategy.clone().unwrap_or_else(|| "drawn per trial".into())}</td></tr>
-                            <tr><th>"Corpus version"</th><td><code>{d.corpus_version.clone()}</code></td></tr>
-                            <tr><th>"Agent prompt"</th><td><code>{d.agent_prompt.clone()}</code></td></tr>
-                            <tr><th>"Agent setup"</th><td><ul class="setup">
-                                {d.agent_setup.iter().map(|(a, s)| view! { <li><b>{a.clone()}</b>": "{s.clone()}</li> }).collect_view()}
-                            </ul></td></tr>
-                            <tr><th>"Judge versions"</th><td>
-                                {if d.judges.is_empty() { "not scored yet (open the leaderboard to score)".to_string() } else { d.judges.join(", ") }}
-                            </td></tr>
-                        </tbody></table>
+                        {facts}
                         <p class="links">
                             <A href=format!("/leaderboard?run={}", d.summary.id)>"Leaderboard"</A>" · "
                             <A href=format!("/robustness?run={}", d.summary.id)>"Robustness"</A>" · "
                             <A href=format!("/heatmaps?run={}", d.summary.id)>"Heatmaps"</A>
                         </p>
                         <h2>"Coverage"</h2>
-                        <table class="coverage">
-                            <thead><tr><th>"Agent"</th><th>"Level"</th><th>"Condition"</th><th>"Done"</th><th>"Errors"</th><th>"Running"</th><th>"Queued"</th><th>"Cancelled"</th></tr></thead>
-                            <tbody>
-                                {d.coverage.into_iter().map(|c| view! {
-                                    <tr class:complete=c.counts.queued + c.counts.running == 0>
-                                        <td>{c.agent}</td><td>{c.level}</td><td>{c.condition}</td>
-                                        <td class="num">{c.counts.done}</td><td class="num">{c.counts.error}</td>
-                                        <td class="num">{c.counts.running}</td><td class="num">{c.counts.queued}</td>
-                                        <td class="num">{c.counts.cancelled}</td>
-                                    </tr>
-                                }).collect_view()}
-                            </tbody>
-                        </table>
+                        {coverage_table(d.coverage)}
                         {cost_table(&d.costs)}
                     }.into_any()
                 }
             })}
         </Suspense>
         <h2>"Trials"</h2>
-        <form class="filters" method="get">
-            <label>"Agent "<input name="agent" value=field("agent")/></label>
-            <label>"Level "<input name="level" value=field("level") size="4"/></label>
-            <label>"Condition "<input name="condition" value=field("condition") size="10"/></label>
-            <label>"Task "<input name="task" value=field("task")/></label>
-            <label>"State "
-                <select name="state" prop:value=field("state")>
-                    <option value="">"any"</option>
-                    {["queued", "running", "done", "error", "cancelled"].map(|s| view! { <option value=s>{s}</option> })}
-                </select>
-            </label>
-            <label title="right: full credit; acceptable: partial credit; harmful: a harmful verdict; wrong: anything else">"Outcome "
-                <select name="outcome" prop:value=field("outcome")>
-                    <option value="">"any"</option>
-                    {OUTCOMES.map(|s| view! { <option value=s>{s}</option> })}
-                </select>
-            </label>
-            <button type="submit">"Filter"</button>
-        </form>
+        {trial_filters(filters)}
         <Transition fallback=|| view! { <p>"Loading trials…"</p> }>
             {move || trials.get().map(|t| match t {
                 Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
@@ -323,28 +271,7 @@ pub fn RunPage() -> impl IntoView {
                         <table class="trials">
                             <thead><tr><th>"Trial"</th><th>"Task"</th><th>"Agent"</th><th>"Level"</th><th>"Condition"</th><th>"Seed"</th><th>"State"</th><th>"Verdict"</th><th>"Decision"</th></tr></thead>
                             <tbody>
-                                {t.rows.into_iter().map(|r| {
-                                    // GEO ranking trials have their own view and no task page.
-                                    let geo = r.condition == "geo" && r.task_id.starts_with("geo:");
-                                    // A trial opened from a filtered list steps through that list.
-                                    let trial = if geo { format!("/geo/trials/{}", r.id) } else { format!("/runs/{}/trials/{}{}", id.get_untracked(), r.id, query_string(&filters.get_untracked().filters())) };
-                                    let task = if geo { format!("/geo/trials/{}", r.id) } else { format!("/tasks/{}", r.task_id) };
-                                    // An imported sample that is not a Mirage task has no task page.
-                                    let task_cell = if r.foreign {
-                                        view! { <code>{r.task_id.clone()}</code> }.into_any()
-                                    } else {
-                                        view! { <A href=task>{r.task_id.clone()}</A> }.into_any()
-                                    };
-                                    view! {
-                                    <tr>
-                                        <td><A href=trial>{r.id.clone()}</A></td>
-                                        <td>{task_cell}</td>
-                                        <td>{r.agent}</td><td>{r.level}</td><td>{r.condition}</td><td class="num">{r.seed}</td>
-                                        <td><span class=format!("state state-{}", r.state)>{r.state.clone()}</span></td>
-                                        <td>{r.verdict.unwrap_or_default()}{r.error.map(|e| view! { <span class="error">{e}</span> })}</td>
-                                        <td>{r.decision.map(|d| view! { <span class=format!("chip decision-{d}")>{d.clone()}</span> })}</td>
-                                    </tr>
-                                }}).collect_view()}
+                                {t.rows.into_iter().map(|r| trial_row(r, &id.get_untracked(), &filters.get_untracked())).collect_view()}
                             </tbody>
                         </table>
                         <nav class="pager" aria-label="Trial pages">
@@ -356,6 +283,109 @@ pub fn RunPage() -> impl IntoView {
                 }
             })}
         </Transition>
+    }
+}
+
+/// The trials table's filters, a plain GET form (it works before the page hydrates).
+fn trial_filters(filters: Memo<TrialQuery>) -> impl IntoView {
+    let field = move |k: &'static str| {
+        move || {
+            filters.with(|f| f.filters().into_iter().find(|(n, _)| *n == k).and_then(|(_, v)| v)).unwrap_or_default()
+        }
+    };
+    view! {
+    <form class="filters" method="get">
+        <label>"Agent "<input name="agent" value=field("agent")/></label>
+        <label>"Level "<input name="level" value=field("level") size="4"/></label>
+        <label>"Condition "<input name="condition" value=field("condition") size="10"/></label>
+        <label>"Task "<input name="task" value=field("task")/></label>
+        <label>"State "
+            <select name="state" prop:value=field("state")>
+                <option value="">"any"</option>
+                {["queued", "running", "done", "error", "cancelled"].map(|s| view! { <option value=s>{s}</option> })}
+            </select>
+        </label>
+        <label title="right: full credit; acceptable: partial credit; harmful: a harmful verdict; wrong: anything else">"Outcome "
+            <select name="outcome" prop:value=field("outcome")>
+                <option value="">"any"</option>
+                {OUTCOMES.map(|s| view! { <option value=s>{s}</option> })}
+            </select>
+        </label>
+        <button type="submit">"Filter"</button>
+    </form>
+    }
+}
+
+/// The run's plan and setup, as a two-column table.
+fn run_facts(d: &crate::model::RunDetail) -> impl IntoView + use<> {
+    view! {
+        <table class="kv"><tbody>
+            <tr><th>"Tasks"</th><td>{d.summary.tasks.clone()}</td></tr>
+            <tr><th>"Agent configurations"</th><td>{d.summary.agents.join(", ")}</td></tr>
+            <tr><th>"Levels"</th><td>{d.summary.levels.join(", ")}
+                {(d.clean_twins > 0).then(|| format!(" (+{} clean twins: L0 trials added so that every manipulated trial has its unmanipulated twin)", d.clean_twins))}
+            </td></tr>
+            <tr><th>"Conditions"</th><td>{d.conditions.join(", ")}</td></tr>
+            <tr><th>"Seeds"</th><td>{d.seeds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")}</td></tr>
+            <tr><th>"Appeal"</th><td>{if d.appeal { "yes" } else { "no" }}</td></tr>
+            <tr><th>"Strategy"</th><td>{d.strategy.clone().unwrap_or_else(|| "drawn per trial".into())}</td></tr>
+            <tr><th>"Corpus version"</th><td><code>{d.corpus_version.clone()}</code></td></tr>
+            <tr><th>"Agent prompt"</th><td><code>{d.agent_prompt.clone()}</code></td></tr>
+            <tr><th>"Agent setup"</th><td><ul class="setup">
+                {d.agent_setup.iter().map(|(a, s)| view! { <li><b>{a.clone()}</b>": "{s.clone()}</li> }).collect_view()}
+            </ul></td></tr>
+            <tr><th>"Judge versions"</th><td>
+                {if d.judges.is_empty() { "not scored yet (open the leaderboard to score)".to_string() } else { d.judges.join(", ") }}
+            </td></tr>
+        </tbody></table>
+    }
+}
+
+/// Trials per configuration, level and condition, by state.
+fn coverage_table(coverage: Vec<crate::model::CoverageCell>) -> impl IntoView {
+    view! {
+        <table class="coverage">
+            <thead><tr><th>"Agent"</th><th>"Level"</th><th>"Condition"</th><th>"Done"</th><th>"Errors"</th><th>"Running"</th><th>"Queued"</th><th>"Cancelled"</th></tr></thead>
+            <tbody>
+                {coverage.into_iter().map(|c| view! {
+                    <tr class:complete=c.counts.queued + c.counts.running == 0>
+                        <td>{c.agent}</td><td>{c.level}</td><td>{c.condition}</td>
+                        <td class="num">{c.counts.done}</td><td class="num">{c.counts.error}</td>
+                        <td class="num">{c.counts.running}</td><td class="num">{c.counts.queued}</td>
+                        <td class="num">{c.counts.cancelled}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+/// One row of the trials table; its links keep the list's filters.
+fn trial_row(r: crate::model::TrialSummary, run: &str, filters: &TrialQuery) -> impl IntoView + use<> {
+    // GEO ranking trials have their own view and no task page.
+    let geo = r.condition == "geo" && r.task_id.starts_with("geo:");
+    // A trial opened from a filtered list steps through that list.
+    let trial = if geo {
+        format!("/geo/trials/{}", r.id)
+    } else {
+        format!("/runs/{}/trials/{}{}", run, r.id, query_string(&filters.filters()))
+    };
+    let task = if geo { format!("/geo/trials/{}", r.id) } else { format!("/tasks/{}", r.task_id) };
+    // An imported sample that is not a Mirage task has no task page.
+    let task_cell = if r.foreign {
+        view! { <code>{r.task_id.clone()}</code> }.into_any()
+    } else {
+        view! { <A href=task>{r.task_id.clone()}</A> }.into_any()
+    };
+    view! {
+        <tr>
+            <td><A href=trial>{r.id.clone()}</A></td>
+            <td>{task_cell}</td>
+            <td>{r.agent}</td><td>{r.level}</td><td>{r.condition}</td><td class="num">{r.seed}</td>
+            <td><span class=format!("state state-{}", r.state)>{r.state.clone()}</span></td>
+            <td>{r.verdict.unwrap_or_default()}{r.error.map(|e| view! { <span class="error">{e}</span> })}</td>
+            <td>{r.decision.map(|d| view! { <span class=format!("chip decision-{d}")>{d.clone()}</span> })}</td>
+        </tr>
     }
 }
 

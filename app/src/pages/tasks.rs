@@ -10,7 +10,7 @@ use leptos_router::hooks::{use_navigate, use_query_map};
 
 use super::ErrorNotice;
 use crate::api::list_tasks;
-use crate::model::TaskFilter;
+use crate::model::{TaskFilter, TaskList};
 
 fn query_string(f: &TaskFilter) -> String {
     let mut parts = Vec::new();
@@ -110,32 +110,37 @@ pub fn TasksPage() -> impl IntoView {
         </form>
         <Transition fallback=|| view! { <p>"Loading tasks…"</p> }>
             {move || list.get().map(|result| match result {
-                Ok(l) => view! {
-                    <p class="count" data-testid="task-count">{format!("{} of {} tasks", l.tasks.len(), l.corpus_size)}</p>
-                    <table class="tasks">
-                        <thead><tr>
-                            <th>"Task"</th><th>"Site"</th><th>"Category"</th><th>"Difficulty"</th>
-                            <th>"Surface"</th><th>"Optimal"</th><th>"Graph"</th><th>"Ticket (raw)"</th>
-                        </tr></thead>
-                        <tbody>
-                            {l.tasks.into_iter().map(|t| view! {
-                                <tr>
-                                    <td><A href=format!("/tasks/{}", t.id)>{t.id.clone()}</A></td>
-                                    <td>{t.domain}</td>
-                                    <td>{t.category}</td>
-                                    <td>{t.difficulty}</td>
-                                    <td>{if t.surface_contradiction { "misleading" } else { "aligned" }}</td>
-                                    <td>{t.optimal}</td>
-                                    <td>{t.graph_size}</td>
-                                    <td class="ticket">{t.ticket}</td>
-                                </tr>
-                            }).collect_view()}
-                        </tbody>
-                    </table>
-                }.into_any(),
+                Ok(l) => task_table(l).into_any(),
                 Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
             })}
         </Transition>
+    }
+}
+
+/// The listed tasks, with how many of the corpus the filter kept.
+fn task_table(l: TaskList) -> impl IntoView {
+    view! {
+        <p class="count" data-testid="task-count">{format!("{} of {} tasks", l.tasks.len(), l.corpus_size)}</p>
+        <table class="tasks">
+            <thead><tr>
+                <th>"Task"</th><th>"Site"</th><th>"Category"</th><th>"Difficulty"</th>
+                <th>"Surface"</th><th>"Optimal"</th><th>"Graph"</th><th>"Ticket (raw)"</th>
+            </tr></thead>
+            <tbody>
+                {l.tasks.into_iter().map(|t| view! {
+                    <tr>
+                        <td><A href=format!("/tasks/{}", t.id)>{t.id.clone()}</A></td>
+                        <td>{t.domain}</td>
+                        <td>{t.category}</td>
+                        <td>{t.difficulty}</td>
+                        <td>{if t.surface_contradiction { "misleading" } else { "aligned" }}</td>
+                        <td>{t.optimal}</td>
+                        <td>{t.graph_size}</td>
+                        <td class="ticket">{t.ticket}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
     }
 }
 

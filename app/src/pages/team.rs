@@ -41,7 +41,7 @@ pub fn TeamPage() -> impl IntoView {
                     <SinceLastVisit board=b.clone()/>
                     {board_table(b.rows.clone(), &b.columns, &b.tier, true, None, Some(&b.checks))}
                     {export_links(&b)}
-                    <p><A href=format!("/leaderboard{}", query_string(&[("run", Some(b.run.clone())), ("tier", Some(b.tier.clone()))]))>"Open the full leaderboard"</A></p>
+                    <p><A href=format!("/leaderboard{}", query_string(&[("run", Some(b.run.to_string())), ("tier", Some(b.tier.clone()))]))>"Open the full leaderboard"</A></p>
                 }.into_any(),
             })}
         </Transition>

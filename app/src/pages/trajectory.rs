@@ -200,12 +200,12 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
         let base = base.to_string();
         move |p: usize| format!("{base}{}", query_string(&[("page", (p > 0).then(|| p.to_string()))]))
     };
-    let verdict = v.trial.verdict.clone().unwrap_or_else(|| "none".into());
     // An imported sample that is not a Mirage task: no Mirage metrics, labels or graph.
     let mirage_metrics = v.origin.as_ref().is_none_or(|o| o.metrics_apply);
     let harness_timeline = (!mirage_metrics && !v.labels.is_empty()).then(|| timeline(&v, base));
     let mirage_timeline = timeline(&v, base);
     let around = siblings(&v);
+    let (verdict, tap, graph) = (verdict_table(&v), tap_tree(&v.tap), gold_graph(&v, base));
     let task_badge = if !v.trial.foreign {
         view! { <A href=format!("/tasks/{}", v.trial.task_id)>{v.trial.task_id.clone()}</A> }.into_any()
     } else {
@@ -214,7 +214,7 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
     let harness = v.origin.as_ref().map(|o| harness_record(o, &v.run));
 
     view! {
-        <Title text=v.trial.id.clone()/>
+        <Title text=v.trial.id.to_string()/>
         <p class="crumbs"><A href=format!("/runs/{}", v.run)>{v.run.clone()}</A>" / trial"</p>
         <h1>{v.trial.id.clone()}</h1>
         {around}
@@ -235,17 +235,7 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
                 <h2>"Ticket"</h2>
                 <p class="ticket">{v.ticket.clone()}</p>
                 <h2>"Verdict"</h2>
-                <table class="kv verdict"><tbody>
-                    <tr><th>"Agent's verdict"</th><td data-testid="verdict">{verdict}</td></tr>
-                    <tr><th>"Optimal"</th><td>{v.optimal.clone()}</td></tr>
-                    {v.tiers.iter().map(|(tier, s)| view! {
-                        <tr><th>{format!("Acc_dec {tier}")}</th><td class="num">{fmt3(*s)}</td></tr>
-                    }).collect_view()}
-                    <tr><th>"Acc_inv"</th><td class="num">{v.acc_inv.map(fmt3).unwrap_or_else(|| "–".into())}</td></tr>
-                    <tr><th>"Acc_rsn"</th><td class="num" title=v.rsn_judge.clone().unwrap_or_default()>{v.acc_rsn.map(fmt3).unwrap_or_else(|| "–".into())}</td></tr>
-                    <tr><th>"Q_ev (1–5)"</th><td class="num">{v.q_ev.map(|q| format!("{q:.0}")).unwrap_or_else(|| "–".into())}</td></tr>
-                    <tr><th>"Outcome"</th><td>{v.outcome.clone().unwrap_or_else(|| "not finished".into())}</td></tr>
-                </tbody></table>
+                {verdict}
                 {v.rationale.clone().map(|r| view! { <h2>"Rationale"</h2><blockquote class="rationale">{r}</blockquote> })}
                 <p><A href=format!("/grade/{}", v.trial.id)>"Grade the reasoning and decision"</A></p>
                 <h2>"Claims in the rationale and thoughts"</h2>
@@ -273,43 +263,8 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
                         view! { <A href=turn_href(base, t, v.page_size) attr:class=format!("tick {marks}") attr:title=format!("turn {t} {marks}")>{t}</A> }
                     }).collect_view()}
                 </div>
-                {(!v.tap.is_empty()).then(|| {
-                    let best = v.tap.iter().max_by(|a, b| a.score.total_cmp(&b.score).then(b.id.cmp(&a.id))).map(|n| n.id);
-                    view! {
-                        <h2>"L4 search"</h2>
-                        <p class="muted">{format!(
-                            "{} candidates scored against the agent, {} agent calls. Score 1: the agent took the party's goal.",
-                            v.tap.len(),
-                            v.tap.iter().map(|n| n.calls).sum::<usize>()
-                        )}</p>
-                        <ol class="tap-tree">
-                            {v.tap.iter().map(|n| view! {
-                                <li class=format!("tap-node depth-{}{}", n.depth.min(6), if Some(n.id) == best { " best" } else { "" })
-                                    data-node=n.id>
-                                    <span class="tap-score">{format!("score {:.2}", n.score)}</span>" "
-                                    <span class="muted">{format!(
-                                        "node {}{} · verdict {} · {} calls",
-                                        n.id,
-                                        n.parent.map(|p| format!(" ← {p}")).unwrap_or_default(),
-                                        n.verdict.clone().unwrap_or_else(|| "none".into()),
-                                        n.calls
-                                    )}</span>
-                                    <blockquote>{n.text.chars().take(400).collect::<String>()}</blockquote>
-                                </li>
-                            }).collect_view()}
-                        </ol>
-                    }
-                })}
-                <h2>"Gold graph"</h2>
-                <ul class="graph-nodes">
-                    {v.graph.iter().map(|n| view! {
-                        <li class=if n.visited { "visited" } else { "unvisited" }>
-                            <span class="node-state">{if n.visited { "visited" } else { "not visited" }}</span>" "
-                            <code>{n.url.clone()}</code>
-                            {n.turn.map(|t| view! { " " <A href=turn_href(base, t, v.page_size)>{format!("turn {t}")}</A> })}
-                        </li>
-                    }).collect_view()}
-                </ul>
+                {tap}
+                {graph}
             </div>
         </section>
         }.into_any())}
@@ -324,6 +279,70 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
         <div class="turns">
             {turns.into_iter().map(|(t, marks)| view! { <Turn turn=t selected=selected marks=marks/> }).collect_view()}
         </div>
+    }
+}
+
+/// The verdict against the optimal one, with the trial's scores.
+fn verdict_table(v: &TrajectoryView) -> impl IntoView + use<> {
+    view! {
+        <table class="kv verdict"><tbody>
+            <tr><th>"Agent's verdict"</th><td data-testid="verdict">{v.trial.verdict.clone().unwrap_or_else(|| "none".into())}</td></tr>
+            <tr><th>"Optimal"</th><td>{v.optimal.clone()}</td></tr>
+            {v.tiers.iter().map(|(tier, s)| view! {
+                <tr><th>{format!("Acc_dec {tier}")}</th><td class="num">{fmt3(*s)}</td></tr>
+            }).collect_view()}
+            <tr><th>"Acc_inv"</th><td class="num">{v.acc_inv.map(fmt3).unwrap_or_else(|| "–".into())}</td></tr>
+            <tr><th>"Acc_rsn"</th><td class="num" title=v.rsn_judge.clone().unwrap_or_default()>{v.acc_rsn.map(fmt3).unwrap_or_else(|| "–".into())}</td></tr>
+            <tr><th>"Q_ev (1–5)"</th><td class="num">{v.q_ev.map(|q| format!("{q:.0}")).unwrap_or_else(|| "–".into())}</td></tr>
+            <tr><th>"Outcome"</th><td>{v.outcome.clone().unwrap_or_else(|| "not finished".into())}</td></tr>
+        </tbody></table>
+    }
+}
+
+/// The L4 search tree of candidate texts, the best-scoring one marked (none without a search).
+fn tap_tree(tap: &[crate::model::TapNodeView]) -> Option<impl IntoView + use<>> {
+    (!tap.is_empty()).then(|| {
+        let best = tap.iter().max_by(|a, b| a.score.total_cmp(&b.score).then(b.id.cmp(&a.id))).map(|n| n.id);
+        view! {
+            <h2>"L4 search"</h2>
+            <p class="muted">{format!(
+                "{} candidates scored against the agent, {} agent calls. Score 1: the agent took the party's goal.",
+                tap.len(),
+                tap.iter().map(|n| n.calls).sum::<usize>()
+            )}</p>
+            <ol class="tap-tree">
+                {tap.iter().map(|n| view! {
+                    <li class=format!("tap-node depth-{}{}", n.depth.min(6), if Some(n.id) == best { " best" } else { "" })
+                        data-node=n.id>
+                        <span class="tap-score">{format!("score {:.2}", n.score)}</span>" "
+                        <span class="muted">{format!(
+                            "node {}{} · verdict {} · {} calls",
+                            n.id,
+                            n.parent.map(|p| format!(" ← {p}")).unwrap_or_default(),
+                            n.verdict.clone().unwrap_or_else(|| "none".into()),
+                            n.calls
+                        )}</span>
+                        <blockquote>{n.text.chars().take(400).collect::<String>()}</blockquote>
+                    </li>
+                }).collect_view()}
+            </ol>
+        }
+    })
+}
+
+/// The task's gold graph: each required page, visited or not, with the turn that visited it.
+fn gold_graph(v: &TrajectoryView, base: &str) -> impl IntoView + use<> {
+    view! {
+        <h2>"Gold graph"</h2>
+        <ul class="graph-nodes">
+            {v.graph.iter().map(|n| view! {
+                <li class=if n.visited { "visited" } else { "unvisited" }>
+                    <span class="node-state">{if n.visited { "visited" } else { "not visited" }}</span>" "
+                    <code>{n.url.clone()}</code>
+                    {n.turn.map(|t| view! { " " <A href=turn_href(base, t, v.page_size)>{format!("turn {t}")}</A> })}
+                </li>
+            }).collect_view()}
+        </ul>
     }
 }
 

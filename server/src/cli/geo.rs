@@ -6,13 +6,13 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
-use super::geo_tables::{datasets, eval, print_detection, print_report};
+use super::geo_tables::{datasets, eval_cmd, print_detection, print_report};
 use crate::geo::data::{DATASETS, List, lists};
 use crate::geo::metrics::Agg;
 use crate::geo::order::{Orders, instance_seed, orderings};
 use crate::geo::parse::Parser;
 use crate::geo::prompt::Prompt;
-use crate::geo::{Protocol, rank, writers};
+use crate::geo::{Protocol, rank};
 
 /// `mirage geo …`.
 /// `mirage geo score`'s options.
@@ -295,87 +295,76 @@ pub async fn geo(command: GeoCommand, db: &str) -> anyhow::Result<()> {
             let lists = crate::geo::import::stored_lists(open().await?.as_ref()).await?;
             prompt(&lists, &target, order, &protocol.protocol()?)
         }
-        GeoCommand::Score(args) => {
-            let ScoreArgs { run, judge, judge_mode, scorer, judge_prompt, config, fpr, either_fpr, calibration, json } =
-                *args;
-            let base = crate::geo::judge::builtin();
-            let judge_prompt = match judge_prompt {
-                Some(path) => crate::geo::template::Template::from_file(&path, &crate::geo::judge::JUDGE_ROLE, &base)?,
-                None => base,
-            };
-            let store = open().await?;
-            let config = crate::config::Config::load(config.as_deref())?;
-            let (name, spec) = match judge {
-                Some(name) => {
-                    let spec = config.endpoint("--judge", &name)?.clone();
-                    (name, spec)
-                }
-                None => config
-                    .judge()
-                    .map(|(n, s)| (n.to_string(), s.clone()))
-                    .context("--judge NAME, or a config with roles.judge")?,
-            };
-            let fpr = match fpr.as_str() {
-                "keyword" => None,
-                other => Some(
-                    other
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|x| (0.0..1.0).contains(x))
-                        .with_context(|| format!("--fpr: {other:?} is neither `keyword` nor a rate in [0, 1)"))?,
-                ),
-            };
-            if !(0.0..1.0).contains(&either_fpr) {
-                bail!("--either-fpr: {either_fpr} is not a rate in [0, 1)");
-            }
-            let client = crate::llm::HttpLlm::new(spec.clone()).with_context(|| format!("judge {name}"))?;
-            let scorer = match scorer {
-                None => None,
-                Some(name) => {
-                    let spec = config.endpoint("--scorer", &name)?;
-                    Some(crate::detect::EndpointPerplexity {
-                        model: spec.model.clone(),
-                        client: crate::llm::HttpLlm::new(spec.clone()).with_context(|| format!("scorer {name}"))?,
-                        cache: store.clone(),
-                    })
-                }
-            };
-            let settings = crate::geo::score::Settings {
-                judge: &client,
-                judge_model: spec.model.clone(),
-                judge_prompt,
-                mode: judge_mode,
-                fpr,
-                either_fpr,
-                calibration,
-                scorer,
-            };
-            let lists = crate::geo::import::stored_lists(store.as_ref()).await?;
-            let d = crate::geo::score::score(store.as_ref(), &lists, &run, &settings).await?;
-            print_detection(&d, json)
-        }
+        GeoCommand::Score(args) => score_cmd(open().await?, *args).await,
         GeoCommand::Import { file, variant, adopt_originals } => {
             let store = open().await?;
             import(store.as_ref(), &file, variant.as_deref(), adopt_originals).await
         }
         GeoCommand::Eval { ranker, method, dataset, protocol, resamples, seed, json } => {
             let protocol = protocol.protocol()?;
-            let chosen = chosen(&lists, &dataset)?;
-            let rankers: Vec<Box<dyn rank::Ranker>> = ranker
-                .iter()
-                .map(|r| {
-                    rank::offline(r)
-                        .with_context(|| format!("--ranker: {r:?} is not an offline ranker (bm25, position)"))
-                })
-                .collect::<anyhow::Result<_>>()?;
-            for m in &method {
-                if !writers::WRITERS.contains(&m.as_str()) {
-                    bail!("--method: {m:?} is not an offline writer ({})", writers::WRITERS.join(", "));
-                }
-            }
-            eval(&chosen, &rankers, &method, &protocol, resamples, seed, json).await
+            eval_cmd(&chosen(&lists, &dataset)?, &ranker, &method, &protocol, resamples, seed, json).await
         }
     }
+}
+
+/// `mirage geo score`: the detection report of a run, with the judge (and scorer) named
+/// or the config's.
+async fn score_cmd(store: std::sync::Arc<dyn crate::db::Store>, args: ScoreArgs) -> anyhow::Result<()> {
+    let ScoreArgs { run, judge, judge_mode, scorer, judge_prompt, config, fpr, either_fpr, calibration, json } = args;
+    let base = crate::geo::judge::builtin();
+    let judge_prompt = match judge_prompt {
+        Some(path) => crate::geo::template::Template::from_file(&path, &crate::geo::judge::JUDGE_ROLE, &base)?,
+        None => base,
+    };
+    let config = crate::config::Config::load(config.as_deref())?;
+    let (name, spec) = match judge {
+        Some(name) => {
+            let spec = config.endpoint("--judge", &name)?.clone();
+            (name, spec)
+        }
+        None => config
+            .judge()
+            .map(|(n, s)| (n.to_string(), s.clone()))
+            .context("--judge NAME, or a config with roles.judge")?,
+    };
+    let fpr = match fpr.as_str() {
+        "keyword" => None,
+        other => Some(
+            other
+                .parse::<f64>()
+                .ok()
+                .filter(|x| (0.0..1.0).contains(x))
+                .with_context(|| format!("--fpr: {other:?} is neither `keyword` nor a rate in [0, 1)"))?,
+        ),
+    };
+    if !(0.0..1.0).contains(&either_fpr) {
+        bail!("--either-fpr: {either_fpr} is not a rate in [0, 1)");
+    }
+    let client = crate::llm::HttpLlm::new(spec.clone()).with_context(|| format!("judge {name}"))?;
+    let scorer = match scorer {
+        None => None,
+        Some(name) => {
+            let spec = config.endpoint("--scorer", &name)?;
+            Some(crate::detect::EndpointPerplexity {
+                model: spec.model.clone(),
+                client: crate::llm::HttpLlm::new(spec.clone()).with_context(|| format!("scorer {name}"))?,
+                cache: store.clone(),
+            })
+        }
+    };
+    let settings = crate::geo::score::Settings {
+        judge: &client,
+        judge_model: spec.model.clone(),
+        judge_prompt,
+        mode: judge_mode,
+        fpr,
+        either_fpr,
+        calibration,
+        scorer,
+    };
+    let lists = crate::geo::import::stored_lists(store.as_ref()).await?;
+    let d = crate::geo::score::score(store.as_ref(), &lists, &run, &settings).await?;
+    print_detection(&d, json)
 }
 
 /// The list and 0-based target of `DATASET/LIST/INDEX`.

@@ -39,6 +39,28 @@ pub(super) fn datasets(lists: &[List], json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `mirage geo eval`: offline rankers and writers over the chosen datasets, in process.
+pub(super) async fn eval_cmd(
+    chosen: &[List],
+    ranker: &[String],
+    method: &[String],
+    protocol: &Protocol,
+    resamples: usize,
+    seed: u64,
+    json: bool,
+) -> anyhow::Result<()> {
+    let rankers: Vec<Box<dyn rank::Ranker>> = ranker
+        .iter()
+        .map(|r| rank::offline(r).with_context(|| format!("--ranker: {r:?} is not an offline ranker (bm25, position)")))
+        .collect::<anyhow::Result<_>>()?;
+    for m in method {
+        if !writers::WRITERS.contains(&m.as_str()) {
+            bail!("--method: {m:?} is not an offline writer ({})", writers::WRITERS.join(", "));
+        }
+    }
+    eval(chosen, &rankers, method, protocol, resamples, seed, json).await
+}
+
 pub(super) async fn eval(
     lists: &[List],
     rankers: &[Box<dyn rank::Ranker>],

@@ -29,6 +29,7 @@ pub mod plan;
 pub mod prompt;
 pub mod rank;
 pub mod report;
+pub mod results;
 pub mod score;
 pub mod tap;
 pub mod template;

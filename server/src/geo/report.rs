@@ -6,15 +6,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 pub use super::Weighting;
 use super::data::List;
 use super::methods::Method;
-use super::plan::{GeoSpec, target_of, text_key};
-use super::{OrderRecord, Scored, Summary, result_of, summarise, summarise_weighted};
-use crate::db::{Store, TrialState};
+use super::plan::GeoSpec;
+pub use super::results::{Tally, results};
+use super::{Scored, Summary, summarise, summarise_weighted};
+use crate::db::Store;
 use crate::stats::{Obs, Weight, holm, paired_weighted, spearman, tie_groups};
 
 /// One (ranker, method) row: its summary and its tie band among the ranker's methods.
@@ -212,147 +212,6 @@ pub const BASELINES: [&str; 3] = ["clean", "stuff", "strip"];
 
 /// A (ranker, method) with trials in no mean (ended in error or unfinished), and why.
 pub use app::model::GeoIncomplete as Incomplete;
-
-/// How many trials a run has, failed (an error state) and not yet finished, in all and per
-/// (ranker, method).
-#[derive(Clone, Debug, Default)]
-pub struct Tally {
-    pub trials: usize,
-    pub errors: usize,
-    pub unfinished: usize,
-    pub by_variant: BTreeMap<(String, String), Incomplete>,
-    /// How the compared reading differs from the run's.
-    pub readings: super::parse::Readings,
-    /// The lists read now are not those the run was planned on (originals adopted since).
-    pub lists_changed: bool,
-    /// Stored texts made from another original than the list's now.
-    pub stale_texts: usize,
-    /// Per variant, per dataset: (trials, scored).
-    pub by_dataset: BTreeMap<(String, String), BTreeMap<String, (usize, usize)>>,
-}
-
-impl Tally {
-    /// The variants with trials in no mean: ended in error or unfinished, or none scored.
-    pub fn incomplete(&self) -> Vec<Incomplete> {
-        let mut out: Vec<Incomplete> =
-            self.by_variant.values().filter(|v| v.errors + v.unfinished > 0 || v.scored == 0).cloned().collect();
-        for v in &mut out {
-            let datasets = self.by_dataset.get(&(v.ranker.clone(), v.method.clone()));
-            v.left_out = datasets.into_iter().flatten().filter(|(_, c)| c.1 == 0).map(|(d, _)| d.clone()).collect();
-        }
-        out
-    }
-}
-
-/// Every finished target of a run, by (ranker, method). Returns the spec too.
-pub async fn results(
-    store: &dyn Store,
-    lists: &[List],
-    run_id: &str,
-) -> anyhow::Result<(GeoSpec, BTreeMap<(String, String), Vec<Scored>>, Tally)> {
-    let run = store.run(run_id).await?;
-    let spec: serde_json::Value = serde_json::from_str(&run.spec).context("reading the run's spec")?;
-    let geo: GeoSpec = serde_json::from_value(spec.get("geo").cloned().unwrap_or_default())
-        .with_context(|| format!("run {run_id} is not a GEO ranking run"))?;
-    let trials = store.trials(run_id).await?;
-    let mut steps = store.run_steps(run_id).await?;
-    let mut out: BTreeMap<(String, String), Vec<Scored>> = BTreeMap::new();
-    // Each finished trial's orders, read once.
-    let mut records_of: std::collections::HashMap<&str, Vec<OrderRecord>> = Default::default();
-    for trial in trials.iter().filter(|t| t.state == TrialState::Done) {
-        let records: Vec<OrderRecord> = steps
-            .remove(&trial.trial_id)
-            .unwrap_or_default()
-            .iter()
-            .map(|b| serde_json::from_str(b))
-            .collect::<Result<_, _>>()
-            .with_context(|| format!("trial {}: unreadable order record", trial.trial_id))?;
-        if records.is_empty() {
-            anyhow::bail!("trial {} is done but has no stored orders", trial.trial_id);
-        }
-        records_of.insert(&trial.trial_id, records);
-    }
-    // Each (method, ranker)'s planned key once (a recipe is a hash, not worth redoing per
-    // trial), and the key each finished trial ranked.
-    let key_of: std::collections::HashMap<(&str, &str), String> =
-        trials.iter().map(|t| ((t.level.as_str(), t.agent.as_str()), text_key(&geo, &t.level, &t.agent))).collect();
-    let ranked_key = |t: &crate::db::TrialRow| -> String {
-        let planned = &key_of[&(t.level.as_str(), t.agent.as_str())];
-        super::texts::ranked_key(records_of.get(t.trial_id.as_str()).map_or(&[], Vec::as_slice), planned).to_string()
-    };
-    let ranked: BTreeSet<(String, String)> = trials.iter().map(|t| (ranked_key(t), t.task_id.clone())).collect();
-    let (flagged, stale_texts) = super::texts::flags(store, lists, &ranked).await?;
-    let mut tally = Tally {
-        trials: trials.len(),
-        lists_changed: super::data::changed_since(
-            lists,
-            trials.iter().map(|t| t.task_id.as_str()),
-            &run.corpus_version,
-        ),
-        stale_texts,
-        ..Tally::default()
-    };
-    for trial in &trials {
-        let variant = (trial.agent.clone(), trial.level.clone());
-        let row = tally.by_variant.entry(variant).or_insert_with(|| Incomplete {
-            ranker: trial.agent.clone(),
-            method: trial.level.clone(),
-            trials: 0,
-            errors: 0,
-            unfinished: 0,
-            scored: 0,
-            left_out: Vec::new(),
-        });
-        row.trials += 1;
-        let dataset = trial.task_id.strip_prefix("geo:").and_then(|t| t.split_once('/')).map_or("", |(d, _)| d);
-        let counts = tally
-            .by_dataset
-            .entry((trial.agent.clone(), trial.level.clone()))
-            .or_default()
-            .entry(dataset.to_string())
-            .or_default();
-        counts.0 += 1;
-        counts.1 += usize::from(trial.state == TrialState::Done);
-        match trial.state {
-            TrialState::Done => row.scored += 1,
-            TrialState::Error => {
-                row.errors += 1;
-                tally.errors += 1;
-                continue;
-            }
-            _ => {
-                row.unfinished += 1;
-                tally.unfinished += 1;
-                continue;
-            }
-        }
-        let (list, target) = target_of(lists, &trial.task_id)?;
-        let records = &records_of[trial.trial_id.as_str()];
-        let names: Vec<String> = list.items.iter().map(|i| i.name.clone()).collect();
-        let other = geo.protocol.parser.compared();
-        for r in records {
-            for reply in [&r.clean_reply, &r.edited_reply] {
-                tally.readings.add(reply, &names, target, geo.protocol.parser, other);
-            }
-        }
-        let text_key = ranked_key(trial);
-        let key = (text_key.clone(), list.dataset.clone(), list.category.clone(), i64::try_from(target + 1)?);
-        let (kvr, ppl_r, search) =
-            *flagged.get(&key).with_context(|| format!("trial {}: no stored text", trial.trial_id))?;
-        out.entry((trial.agent.clone(), trial.level.clone())).or_default().push(Scored {
-            dataset: list.dataset.clone(),
-            list: list.key(),
-            target: target + 1,
-            result: result_of(records, list.items.len(), geo.protocol.agg),
-            failed_orders: records.iter().filter(|r| r.failed()).count(),
-            kvr,
-            ppl_r,
-            search,
-            text_key,
-        });
-    }
-    Ok((geo, out, tally))
-}
 
 /// The report of a stored run, over the default family.
 pub async fn report(

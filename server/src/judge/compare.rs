@@ -94,50 +94,80 @@ pub fn compare(
     let mut metrics = Vec::new();
     let (mut ps, mut family) = (Vec::new(), Vec::new());
     for (i, metric) in COMPARED.into_iter().enumerate() {
-        let (mut xa, mut xb, mut diffs) = (Vec::new(), Vec::new(), Vec::new());
-        for (sa, sb) in &pairs {
-            let (Some((va, 1.0)), Some((vb, 1.0))) = (contribution(sa, metric), contribution(sb, metric)) else {
-                continue;
-            };
-            xa.push(Obs::value(&sa.domain, &sa.family, va));
-            xb.push(Obs::value(&sa.domain, &sa.family, vb));
-            diffs.push(Obs::value(&sa.domain, &sa.family, vb - va));
-        }
         let seed = seed.wrapping_add(u64::try_from(i).unwrap_or(0));
-        let mut families: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
-        for d in &diffs {
-            families.entry(d.domain.as_str()).or_default().insert(d.cluster.as_str());
-        }
-        let clusters = families.values().map(std::collections::BTreeSet::len).min().unwrap_or(0);
-        let (Some(ea), Some(eb), Some(p)) =
-            (stats::mean(&xa), stats::mean(&xb), stats::paired(&diffs, resamples, seed))
-        else {
-            continue;
-        };
-        let tested = clusters >= 2;
-        // A difference that is the same on every pair (no spread) can never be significant:
-        // p is 1 and, as Tarone's rule allows for tests that cannot reach significance, it
-        // does not enlarge the family the others are corrected over.
-        let varies = diffs.iter().any(|d| d.num != diffs[0].num);
-        if tested && varies {
-            ps.push(p.p);
+        let Some((diff, holm_p)) = metric_diff(metric, &pairs, resamples, seed) else { continue };
+        if let Some(p) = holm_p {
+            ps.push(p);
             family.push(metrics.len());
         }
-        metrics.push(MetricDiff {
-            metric: metric.as_str().to_string(),
-            a: ea,
-            b: eb,
-            diff: Diff { mean: p.diff.mean, lo: p.diff.lo, hi: p.diff.hi },
-            p: tested.then_some(if varies { p.p } else { 1.0 }),
-            n: diffs.len(),
-            clusters,
-        });
+        metrics.push(diff);
     }
     // Holm over the metrics tested whose differences vary.
     for (i, adjusted) in family.into_iter().zip(stats::holm(&ps)) {
         metrics[i].p = Some(adjusted);
     }
-    let changed = pairs
+    let changed = changed_of(&pairs, with_agent);
+    let failed = |s: &TrialScore| s.status == "error";
+    Ok(Comparison {
+        a: a_name.to_string(),
+        b: b_name.to_string(),
+        pairs: pairs.len(),
+        unpaired_a: ka.len() - pairs.len(),
+        unpaired_b: kb.len() - pairs.len(),
+        errors_a: pairs.iter().filter(|(sa, _)| failed(sa)).count(),
+        errors_b: pairs.iter().filter(|(_, sb)| failed(sb)).count(),
+        unfinished_a: 0,
+        unfinished_b: 0,
+        metrics,
+        changed,
+    })
+}
+
+/// One metric's paired difference over the pairs where both trials count for it, with the
+/// unadjusted p to correct with the others (`None` when it stays out of the Holm family:
+/// fewer than two clusters in a domain, or a difference that never varies).
+fn metric_diff(
+    metric: Metric,
+    pairs: &[(&TrialScore, &TrialScore)],
+    resamples: usize,
+    seed: u64,
+) -> Option<(MetricDiff, Option<f64>)> {
+    let (mut xa, mut xb, mut diffs) = (Vec::new(), Vec::new(), Vec::new());
+    for (sa, sb) in pairs {
+        let (Some((va, 1.0)), Some((vb, 1.0))) = (contribution(sa, metric), contribution(sb, metric)) else {
+            continue;
+        };
+        xa.push(Obs::value(&sa.domain, &sa.family, va));
+        xb.push(Obs::value(&sa.domain, &sa.family, vb));
+        diffs.push(Obs::value(&sa.domain, &sa.family, vb - va));
+    }
+    let mut families: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    for d in &diffs {
+        families.entry(d.domain.as_str()).or_default().insert(d.cluster.as_str());
+    }
+    let clusters = families.values().map(std::collections::BTreeSet::len).min().unwrap_or(0);
+    let (ea, eb, p) = (stats::mean(&xa)?, stats::mean(&xb)?, stats::paired(&diffs, resamples, seed)?);
+    let tested = clusters >= 2;
+    // A difference that is the same on every pair (no spread) can never be significant: p is
+    // 1 and, as Tarone's rule allows for tests that cannot reach significance, it does not
+    // enlarge the family the others are corrected over.
+    let varies = diffs.iter().any(|d| d.num != diffs[0].num);
+    let diff = MetricDiff {
+        metric: metric.as_str().to_string(),
+        a: ea,
+        b: eb,
+        diff: Diff { mean: p.diff.mean, lo: p.diff.lo, hi: p.diff.hi },
+        p: tested.then_some(if varies { p.p } else { 1.0 }),
+        n: diffs.len(),
+        clusters,
+    };
+    Some((diff, (tested && varies).then_some(p.p)))
+}
+
+/// The pairs whose verdicts differ, each an improvement or a regression by the trials'
+/// default decision credit (or "changed" where the credit is the same).
+fn changed_of(pairs: &[(&TrialScore, &TrialScore)], with_agent: bool) -> Vec<Changed> {
+    pairs
         .iter()
         .filter(|(sa, sb)| same_verdict(sa.verdict.as_deref(), sb.verdict.as_deref()).not())
         .map(|(sa, sb)| {
@@ -153,26 +183,12 @@ pub fn compare(
                 level: sa.level.clone(),
                 condition: sa.condition.clone(),
                 seed: sa.seed,
-                a_trial: sa.trial_id.clone(),
-                b_trial: sb.trial_id.clone(),
+                a_trial: sa.trial_id.clone().into(),
+                b_trial: sb.trial_id.clone().into(),
                 a_verdict: sa.verdict.clone(),
                 b_verdict: sb.verdict.clone(),
                 direction: direction.to_string(),
             }
         })
-        .collect();
-    let failed = |s: &TrialScore| s.status == "error";
-    Ok(Comparison {
-        a: a_name.to_string(),
-        b: b_name.to_string(),
-        pairs: pairs.len(),
-        unpaired_a: ka.len() - pairs.len(),
-        unpaired_b: kb.len() - pairs.len(),
-        errors_a: pairs.iter().filter(|(sa, _)| failed(sa)).count(),
-        errors_b: pairs.iter().filter(|(_, sb)| failed(sb)).count(),
-        unfinished_a: 0,
-        unfinished_b: 0,
-        metrics,
-        changed,
-    })
+        .collect()
 }

@@ -315,7 +315,7 @@ pub fn report(scores: &[TrialScore], run: &str, options: &Options, slice: &Slice
     Ok(Report {
         manipulation,
         sampling,
-        run: run.to_string(),
+        run: run.to_string().into(),
         trials: scores.len(),
         resamples: options.resamples,
         seed: options.seed,

@@ -360,8 +360,8 @@ impl TrajectoryIndex {
             hits.push(SearchHit {
                 kind: get(f.kind).unwrap_or_default(),
                 task_id: get(f.task).unwrap_or_default(),
-                run: get(f.run),
-                trial: get(f.trial),
+                run: get(f.run).map(Into::into),
+                trial: get(f.trial).map(Into::into),
                 turn: d.get_first(f.turn).and_then(|v| v.as_u64()).and_then(|t| usize::try_from(t).ok()),
                 snippet: pieces,
             });

@@ -235,8 +235,8 @@ impl app::ssr::Annotate for AnnotateService {
         let (agg, waiting) =
             self.insights.aggregate_ready(&run, listing.key, &["agent"], Metric::AccDec, &[Metric::AccDec]).await?;
         Ok(Queue {
-            run,
-            runs,
+            run: run.into(),
+            runs: runs.into_iter().map(Into::into).collect(),
             filter,
             items,
             total,
@@ -407,7 +407,7 @@ impl app::ssr::Annotate for AnnotateService {
         let next = Self::next_for(&listing, &who, &label.trial, kind.as_str(), &filter);
         let event = LabelEvent {
             event_id: 0,
-            trial_id: label.trial.clone(),
+            trial_id: label.trial.to_string(),
             kind,
             value: value.into(),
             turn,
@@ -442,8 +442,8 @@ impl app::ssr::Annotate for AnnotateService {
             .map(|g| (g.acc_rsn, g.decision.as_str().to_string(), g.note.clone()));
         Ok(GradeView {
             graded_by: authors.len(),
-            trial_id: row.trial_id,
-            run: row.run_id,
+            trial_id: row.trial_id.into(),
+            run: row.run_id.into(),
             task_id: row.task_id,
             agent: row.agent,
             verdict: row.verdict,

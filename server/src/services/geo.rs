@@ -161,7 +161,12 @@ impl GeoService {
                     .map(|i| i.name.clone())
                     .unwrap_or_default();
                 targets.push(GeoTargetRow {
-                    trial: ids.get(&(rk.as_str(), m.as_str(), task.as_str())).copied().unwrap_or_default().to_string(),
+                    trial: ids
+                        .get(&(rk.as_str(), m.as_str(), task.as_str()))
+                        .copied()
+                        .unwrap_or_default()
+                        .to_string()
+                        .into(),
                     ranker: rk.clone(),
                     method: m.clone(),
                     target: format!("{dataset}/{category}/{}", s.target),
@@ -245,36 +250,7 @@ impl app::ssr::Geo for GeoService {
         .transpose()
         .map_err(internal)?;
         let r = self.report(&run).await?;
-        let group = |m: &str| Method::parse(m).map_or("other", |m| m.group()).to_string();
-        let mut rows: Vec<GeoRow> = r
-            .rows
-            .iter()
-            .map(|row| {
-                let s = &row.summary;
-                GeoRow {
-                    ranker: row.ranker.clone(),
-                    method: row.method.clone(),
-                    group: group(&row.method),
-                    band: row.band,
-                    n: s.n,
-                    nrg: s.nrg,
-                    s_at_0_1: s.s_at_0_1,
-                    p_at_0_1: s.p_at_0_1,
-                    kvr: s.kvr,
-                    nrg_after_keyword: s.nrg_after_keyword,
-                    promoted_and_passed: s.promoted_and_passed,
-                    missing: s.missing,
-                    missing_clean: s.missing_clean,
-                    orders: s.orders,
-                    failed_orders: s.failed_orders,
-                    failed_targets: s.failed_targets,
-                    nrg_target_weighted: s.nrg_target_weighted,
-                    ppl_r: s.ppl_r,
-                    incomplete: row.incomplete,
-                    tap: row.tap.clone(),
-                }
-            })
-            .collect();
+        let mut rows: Vec<GeoRow> = r.rows.iter().map(geo_row).collect();
         rows.sort_by(|a, b| (&a.ranker, &a.group, a.band, &a.method).cmp(&(&b.ranker, &b.group, b.band, &b.method)));
         let cells = r
             .datasets
@@ -299,8 +275,8 @@ impl app::ssr::Geo for GeoService {
             None => Vec::new(),
         };
         Ok(GeoView {
-            runs,
-            run: run.clone(),
+            runs: runs.into_iter().map(Into::into).collect(),
+            run: run.clone().into(),
             prompt_version: r.prompt_version.clone(),
             k: r.k,
             trials: r.trials,
@@ -341,24 +317,9 @@ impl app::ssr::Geo for GeoService {
         let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(internal)?;
         let (list, target) = target_of(&lists, &row.task_id).map_err(internal)?;
         let index = i64::try_from(target + 1).map_err(internal)?;
-        let tap: Vec<crate::geo::tap::Node> = self
-            .store
-            .tap_nodes(&trial)
-            .await
-            .map_err(internal)?
-            .iter()
-            .map(|b| serde_json::from_str(b))
-            .collect::<Result<_, _>>()
-            .map_err(|e| internal(format!("trial {trial}: a stored search node is unreadable: {e}")))?;
-        let records: Vec<OrderRecord> = self
-            .store
-            .steps(&trial)
-            .await
-            .map_err(internal)?
-            .iter()
-            .map(|b| serde_json::from_str(b))
-            .collect::<Result<_, _>>()
-            .map_err(internal)?;
+        let tap: Vec<crate::geo::tap::Node> =
+            parse_all(&self.store.tap_nodes(&trial).await.map_err(internal)?, &trial, "search node")?;
+        let records: Vec<OrderRecord> = parse_all(&self.store.steps(&trial).await.map_err(internal)?, &trial, "order")?;
         // The text the trial ranked (a later run may have stored another for a new original).
         let planned = crate::geo::plan::text_key(&geo, &row.level, &row.agent);
         let key = crate::geo::texts::ranked_key(&records, &planned);
@@ -368,25 +329,11 @@ impl app::ssr::Geo for GeoService {
         let adv = text.as_ref().map(|t| t.adv_text.clone()).unwrap_or_default();
         // The original the text was made from (the list's may have been adopted since).
         let original = text.as_ref().map_or_else(|| list.items[target].text.clone(), |t| t.orig_text.clone());
-        let judged = match self.store.geo_detections(&row.run_id).await.map_err(internal)?.first() {
-            None => None,
-            Some((label, body)) => {
-                let d: Detection = serde_json::from_str(body).map_err(internal)?;
-                let orig = d.scores.get(&text_digest(&original));
-                let edit = d.scores.get(&text_digest(&adv)).filter(|_| !adv.is_empty());
-                Some(GeoJudged {
-                    label: label.clone(),
-                    p_orig: orig.map(|s| s.p),
-                    p_adv: edit.map(|s| s.p),
-                    flagged: edit.map(|s| d.judge_calibration.flags(&list.dataset, crate::geo::kvr(&adv), s.p)),
-                    ppl_orig: orig.and_then(|s| s.ppl),
-                    ppl_adv: edit.and_then(|s| s.ppl),
-                })
-            }
-        };
+        let detections = self.store.geo_detections(&row.run_id).await.map_err(internal)?;
+        let judged = detections.first().map(|(label, body)| judged_of(label, body, &list.dataset, &original, &adv));
         Ok(GeoTargetView {
-            run: row.run_id.clone(),
-            trial: trial.clone(),
+            run: row.run_id.clone().into(),
+            trial: trial.clone().into(),
             ranker: row.agent.clone(),
             method: row.level.clone(),
             instance: list.instance_key(target + 1),
@@ -426,8 +373,62 @@ impl app::ssr::Geo for GeoService {
             r_b: result.as_ref().map(|r| r.r_b),
             r_a: result.as_ref().map(|r| r.r_a),
             nrg: result.map(|r| r.nrg),
-            judged,
+            judged: judged.transpose()?,
         })
+    }
+}
+
+/// Stored JSON bodies of a trial (its orders or search nodes), read back; an unreadable one
+/// names the trial.
+fn parse_all<T: serde::de::DeserializeOwned>(bodies: &[String], trial: &str, what: &str) -> Result<Vec<T>, AppError> {
+    bodies
+        .iter()
+        .map(|b| serde_json::from_str(b))
+        .collect::<Result<_, _>>()
+        .map_err(|e| internal(format!("trial {trial}: a stored {what} is unreadable: {e}")))
+}
+
+/// What a stored detection report (`label`, `body`) says of a target's original and edited
+/// texts: the judge's score and perplexity of each, and whether the edit is flagged.
+fn judged_of(label: &str, body: &str, dataset: &str, original: &str, adv: &str) -> Result<GeoJudged, AppError> {
+    let d: Detection = serde_json::from_str(body).map_err(internal)?;
+    let orig = d.scores.get(&text_digest(original));
+    let edit = d.scores.get(&text_digest(adv)).filter(|_| !adv.is_empty());
+    Ok(GeoJudged {
+        label: label.to_string(),
+        p_orig: orig.map(|s| s.p),
+        p_adv: edit.map(|s| s.p),
+        flagged: edit.map(|s| d.judge_calibration.flags(dataset, crate::geo::kvr(adv), s.p)),
+        ppl_orig: orig.and_then(|s| s.ppl),
+        ppl_adv: edit.and_then(|s| s.ppl),
+    })
+}
+
+/// A row of the GEO board: one ranker and method, with its group (the method's family) for
+/// the board's order.
+fn geo_row(row: &crate::geo::report::Row) -> GeoRow {
+    let s = &row.summary;
+    GeoRow {
+        ranker: row.ranker.clone(),
+        method: row.method.clone(),
+        group: Method::parse(&row.method).map_or("other", |m| m.group()).to_string(),
+        band: row.band,
+        n: s.n,
+        nrg: s.nrg,
+        s_at_0_1: s.s_at_0_1,
+        p_at_0_1: s.p_at_0_1,
+        kvr: s.kvr,
+        nrg_after_keyword: s.nrg_after_keyword,
+        promoted_and_passed: s.promoted_and_passed,
+        missing: s.missing,
+        missing_clean: s.missing_clean,
+        orders: s.orders,
+        failed_orders: s.failed_orders,
+        failed_targets: s.failed_targets,
+        nrg_target_weighted: s.nrg_target_weighted,
+        ppl_r: s.ppl_r,
+        incomplete: row.incomplete,
+        tap: row.tap.clone(),
     }
 }
 

@@ -12,42 +12,17 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use app::error::AppError;
-use app::model::{
-    BoardQuery, BoardRow, Est, HeatCell, HeatQuery, Heatmap, Leaderboard, PairView, ParetoPoint, Pending, Robustness,
-};
+use app::model::{BoardQuery, Est, HeatCell, HeatQuery, Heatmap, Leaderboard, ParetoPoint, Pending, Robustness};
 
+use super::board::{board_metrics, board_rows, breakdown_rows, columns, pair_view};
 use super::internal;
 use super::jobs::Jobs;
 use crate::db::Store;
 use crate::env::World;
 use crate::judge::TrialScore;
-use crate::judge::aggregate::{Aggregate, Group, Metric, Options, aggregate};
+use crate::judge::aggregate::{Aggregate, Metric, Options, aggregate};
 use crate::judge::rsn::ModelJudge;
 use crate::manip::Level;
-
-/// The metrics of the leaderboard's columns, after `utility` and `robustness`.
-const BOARD: [Metric; 15] = [
-    Metric::AccInv,
-    Metric::EInv,
-    Metric::AccRsn,
-    Metric::QEv,
-    Metric::Hallucination,
-    Metric::Exposure,
-    Metric::Adoption,
-    Metric::Caused,
-    Metric::Verification,
-    Metric::Recovery,
-    Metric::ManipulationEffect,
-    Metric::GoalRate,
-    Metric::FlipRate,
-    Metric::HarmFlip,
-    Metric::Cost,
-];
-
-/// Leaderboard columns, in display order (`utility` and `robustness` first).
-pub fn columns() -> Vec<&'static str> {
-    ["utility", "robustness"].into_iter().chain(BOARD.iter().map(|m| m.as_str())).chain(["noise_floor"]).collect()
-}
 
 /// Metrics a heatmap may show.
 pub const HEAT_METRICS: [Metric; 10] = [
@@ -113,21 +88,6 @@ pub fn tier_metric(tier: &str) -> Result<Metric, AppError> {
             message: format!("{other:?} is not one of default, strict, loose"),
         }),
     }
-}
-
-/// The group metrics behind the leaderboard columns.
-fn board_metrics(utility: Metric) -> Vec<Metric> {
-    let mut m = BOARD.to_vec();
-    m.push(utility);
-    m
-}
-
-fn group_cells(g: &Group, utility: Metric) -> BTreeMap<String, Option<Est>> {
-    let m = |k: Metric| g.metrics.get(k.as_str()).copied().flatten();
-    let mut cells =
-        BTreeMap::from([("utility".to_string(), m(utility)), ("robustness".to_string(), m(Metric::Robustness))]);
-    cells.extend(BOARD.iter().map(|&k| (k.as_str().to_string(), m(k))));
-    cells
 }
 
 impl InsightsService {
@@ -388,7 +348,8 @@ impl app::ssr::Insights for InsightsService {
             |fresh: bool| self.lock().reports.get(&run).filter(|(k, _)| !fresh || *k == key).map(|(_, v)| v.clone());
         let empty = || report_view(&[], &run).map(Arc::new);
         let (view, pending) = self.ready(format!("report {run} at {key:?}"), &run, cached, work, empty).await?;
-        let mut view = app::model::ReportView { runs, pending, ..(*view).clone() };
+        let mut view =
+            app::model::ReportView { runs: runs.into_iter().map(Into::into).collect(), pending, ..(*view).clone() };
         // Grades are not part of the cache key: their checks are read fresh.
         let grades = self.store.grades(&run).await.map_err(internal)?;
         let validation = crate::judge::validation::validate(&self.scores_cached(&run), &grades);
@@ -412,46 +373,13 @@ impl app::ssr::Insights for InsightsService {
         let metrics = board_metrics(utility);
         let key = self.fingerprint(&run).await?;
         let (agg, mut pending) = self.aggregate_ready(&run, key, &["agent"], utility, &metrics).await?;
-        let groups: HashMap<&str, &Group> =
-            agg.groups.iter().map(|g| (g.key.get("agent").map_or("", String::as_str), g)).collect();
-        let rows = agg
-            .leaderboard
-            .iter()
-            .map(|s| {
-                let g = groups.get(s.agent.as_str());
-                let mut cells = g.map(|g| group_cells(g, utility)).unwrap_or_default();
-                cells.insert("utility".into(), s.utility);
-                cells.insert("robustness".into(), s.robustness);
-                cells.insert("noise_floor".into(), s.noise_floor);
-                BoardRow {
-                    agent: s.agent.clone(),
-                    band: s.band,
-                    trials: s.trials,
-                    errors: s.errors,
-                    disputed: g.map_or(0, |g| g.disputed),
-                    cells,
-                    pass_k: s.pass_k.clone(),
-                }
-            })
-            .collect();
+        let rows = board_rows(&agg, utility);
         let mut breakdown = Vec::new();
         if let Some(field) = &by {
             let (split, waiting) =
                 self.aggregate_ready(&run, key, &[field.as_str(), "agent"], utility, &metrics).await?;
             pending = pending.or(waiting);
-            let mut parts: BTreeMap<String, Vec<BoardRow>> = BTreeMap::new();
-            for g in &split.groups {
-                parts.entry(g.key.get(field.as_str()).cloned().unwrap_or_default()).or_default().push(BoardRow {
-                    agent: g.key.get("agent").cloned().unwrap_or_default(),
-                    band: 0,
-                    trials: g.trials,
-                    errors: g.errors,
-                    disputed: g.disputed,
-                    cells: group_cells(g, utility),
-                    pass_k: Vec::new(),
-                });
-            }
-            breakdown = parts.into_iter().collect();
+            breakdown = breakdown_rows(&split, field, utility);
         }
         // A label a person settled keeps its automatic one: exactly the pairs κ is computed on.
         let human_labels = agg.agreement.iter().map(|a| a.n).sum();
@@ -460,27 +388,14 @@ impl app::ssr::Insights for InsightsService {
         // When the figures shown were computed.
         let as_of = self.lock().aggregates.get(&aggregate_key(&run, &["agent"], utility, &metrics)).map(|(.., at)| *at);
         Ok(Leaderboard {
-            run,
-            runs,
+            run: run.into(),
+            runs: runs.into_iter().map(Into::into).collect(),
             tier,
             columns: columns().into_iter().map(ToString::to_string).collect(),
             rows,
             by,
             breakdown,
-            pairs: agg
-                .comparisons
-                .iter()
-                .map(|c| PairView {
-                    a: c.a.clone(),
-                    b: c.b.clone(),
-                    diff: c.paired.diff.mean,
-                    lo: c.paired.diff.lo,
-                    hi: c.paired.diff.hi,
-                    n: c.paired.diff.n,
-                    p: c.paired.p,
-                    p_holm: c.p_holm,
-                })
-                .collect(),
+            pairs: agg.comparisons.iter().map(pair_view).collect(),
             judges: agg.judges.clone(),
             as_of,
             human_labels,
@@ -542,7 +457,18 @@ impl app::ssr::Insights for InsightsService {
             .then(|| crate::charts::cost_svg(&costs, &format!("{run}: utility against cost")))
             .transpose()
             .map_err(internal)?;
-        Ok(Robustness { run, runs, level, levels, points, missing, svg, pending, costs, cost_svg })
+        Ok(Robustness {
+            run: run.into(),
+            runs: runs.into_iter().map(Into::into).collect(),
+            level,
+            levels,
+            points,
+            missing,
+            svg,
+            pending,
+            costs,
+            cost_svg,
+        })
     }
 
     async fn heatmap(&self, q: HeatQuery) -> Result<Heatmap, AppError> {
@@ -584,8 +510,8 @@ impl app::ssr::Insights for InsightsService {
             })
             .collect();
         Ok(Heatmap {
-            run,
-            runs,
+            run: run.into(),
+            runs: runs.into_iter().map(Into::into).collect(),
             metric: metric.as_str().to_string(),
             by,
             levels,

@@ -99,7 +99,7 @@ impl Pulse {
                 let report = crate::runs::ProgressReport::new(o.run.trials_total, o.progress, o.recent);
                 let c = report.counts;
                 let p = Progress {
-                    run_id: o.run.run_id.clone(),
+                    run_id: o.run.run_id.clone().into(),
                     status: crate::services::run_state(o.run.status),
                     total: report.total,
                     counts: Counts {
@@ -112,8 +112,8 @@ impl Pulse {
                     per_minute: report.per_minute,
                     eta_secs: report.eta_secs,
                 };
-                if latest.get(&p.run_id) != Some(&p) {
-                    latest.insert(p.run_id.clone(), p.clone());
+                if latest.get(p.run_id.as_str()) != Some(&p) {
+                    latest.insert(p.run_id.to_string(), p.clone());
                     changed.push(p);
                 }
             }

@@ -49,8 +49,8 @@ pub(super) fn item(parts: ItemParts<'_>, who: Option<&Identity>) -> QueueItem {
     let blind = !operator && mine.is_none() && waiting;
     let labels = votes.iter().filter(|v| v.source == "human").count();
     QueueItem {
-        trial_id: s.trial_id.clone(),
-        run: run.to_string(),
+        trial_id: s.trial_id.clone().into(),
+        run: run.to_string().into(),
         task_id: s.task_id.clone(),
         agent: s.agent.clone(),
         level: s.level.clone(),

@@ -46,7 +46,7 @@ pub async fn view(store: &dyn Store, world: &World, trial_id: String) -> Result<
     // A trial imported from another harness on a task that is not Mirage's cannot be replayed.
     let Some(task) = world.task(&trial.task_id) else {
         return Ok(ReplaysView {
-            trial: trial.trial_id,
+            trial: trial.trial_id.into(),
             verdict: trial.verdict,
             goal: false,
             replays: Vec::new(),
@@ -80,7 +80,7 @@ pub async fn view(store: &dyn Store, world: &World, trial_id: String) -> Result<
         replay::caused(task, trial.verdict.as_deref(), &refs, exposed_at).map(|c| (c.value, c.replays, c.left_goal));
     Ok(ReplaysView {
         goal: crate::judge::labels::attack_success(task, trial.verdict.as_deref()) == Some(true),
-        trial: trial.trial_id,
+        trial: trial.trial_id.into(),
         verdict: trial.verdict,
         replays,
         caused,

@@ -48,7 +48,7 @@ pub async fn progress(store: &dyn Store, run_id: &str) -> Result<Progress, AppEr
     let run = store.run(run_id).await.map_err(|e| not_found_or_internal(e, &format!("run {run_id}")))?;
     let report = crate::runs::progress_report(store, run_id).await.map_err(internal)?;
     Ok(Progress {
-        run_id: run_id.to_string(),
+        run_id: run_id.to_string().into(),
         status: crate::services::run_state(run.status),
         total: report.total,
         counts: counts(report.counts),
@@ -342,7 +342,7 @@ impl RunsService {
         let spec = spec_of(&run)?;
         Ok(RunSummary {
             progress: progress(self.store.as_ref(), &run.run_id).await?,
-            id: run.run_id,
+            id: run.run_id.into(),
             created_at: run.created_at,
             tasks: spec.tasks,
             agents: spec.agents,
@@ -363,14 +363,14 @@ impl app::ssr::Runs for RunsService {
             let report = crate::runs::ProgressReport::new(o.run.trials_total, o.progress, o.recent);
             out.push(RunSummary {
                 progress: Progress {
-                    run_id: o.run.run_id.clone(),
+                    run_id: o.run.run_id.clone().into(),
                     status: crate::services::run_state(o.run.status),
                     total: report.total,
                     counts: counts(report.counts),
                     per_minute: report.per_minute,
                     eta_secs: report.eta_secs,
                 },
-                id: o.run.run_id,
+                id: o.run.run_id.into(),
                 created_at: o.run.created_at,
                 tasks: spec.tasks,
                 agents: spec.agents,
@@ -505,7 +505,7 @@ impl app::ssr::Runs for RunsService {
         });
         let (tiers, acc_inv, outcome, labels, claims) = score.as_ref().map(score_parts).unwrap_or_default();
         Ok(TrajectoryView {
-            run: trial.run_id.clone(),
+            run: trial.run_id.clone().into(),
             ticket: match task {
                 Some(task) => task.ticket.for_condition(&trial.condition).unwrap_or(&task.ticket.raw).to_string(),
                 None => origin.as_ref().and_then(|o| o.input.clone()).unwrap_or_default(),

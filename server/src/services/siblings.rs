@@ -39,8 +39,8 @@ pub fn decision(world: &World, t: &TrialRow) -> Option<String> {
 /// One row of a trial list.
 pub fn summary(world: &World, t: &TrialRow) -> TrialSummary {
     TrialSummary {
-        id: t.trial_id.clone(),
-        run: t.run_id.clone(),
+        id: t.trial_id.clone().into(),
+        run: t.run_id.clone().into(),
         task_id: t.task_id.clone(),
         agent: t.agent.clone(),
         level: t.level.clone(),
