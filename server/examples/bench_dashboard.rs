@@ -78,6 +78,8 @@ fn report(name: &str, target_ms: f64, mut samples: Vec<Duration>) {
     );
 }
 
+/// The benchmark's steps in the order they run, each printing its figure as it is measured
+/// (long by design: one script read top to bottom).
 #[tokio::main]
 async fn main() {
     let seeds: i64 = match std::env::args().nth(1).and_then(|a| a.parse::<usize>().ok()) {

@@ -39,6 +39,8 @@ async fn execute(store: Arc<dyn Store>, run: &str, concurrency: usize) {
     server::runs::execute(store, world, run, options, Arc::new(|_, _| {})).await.expect("execute");
 }
 
+/// The benchmark's steps in the order they run, each printing its figure as it is measured
+/// (long by design: one script read top to bottom).
 #[tokio::main]
 async fn main() {
     let lists = lists().expect("lists");

@@ -72,40 +72,9 @@ fn body(v: ReportView) -> impl IntoView {
         <h2>"Grader validity"</h2>
         <ChecksTable checks=r.checks.clone()/>
         <h2>"Hint − Raw"</h2>
-        {if r.hint_minus_raw.is_empty() {
-            view! { <p class="muted">"No trials of this run are paired across the raw and hint conditions."</p> }.into_any()
-        } else {
-            view! {
-                <table class="report">
-                    <caption>"Paired by task, level and seed"</caption>
-                    <thead><tr><th>"agent"</th><th>"domain"</th><th>"metric"</th><th>"hint − raw"</th><th>"p"</th></tr></thead>
-                    <tbody>
-                        {r.hint_minus_raw.iter().map(|d| view! {
-                            <tr>
-                                <td>{d.agent.clone()}</td><td>{d.domain.clone()}</td><td>{d.metric.clone()}</td>
-                                <EstCell est=Some(d.diff)/>
-                                <td class="num">{format!("{:.4}", d.p)}</td>
-                            </tr>
-                        }).collect_view()}
-                    </tbody>
-                </table>
-            }.into_any()
-        }}
+        {hint_minus_raw(&r.hint_minus_raw)}
         <h2>"Ranking checks per domain"</h2>
-        <table class="report">
-            <caption>"Spearman's ρ across configurations"</caption>
-            <thead><tr><th>"domain"</th><th>"configurations"</th><th>"ρ Default vs Strict"</th><th>"jackknife ρ"</th><th>"largest swing"</th></tr></thead>
-            <tbody>
-                {r.domains.iter().map(|d| view! {
-                    <tr>
-                        <td>{d.domain.clone()}</td><td class="num">{d.n}</td>
-                        <td class="num">{maybe(d.default_vs_strict)}</td>
-                        <td class="num">{maybe(d.jackknife_rho)}</td>
-                        <td class="num">{maybe(d.jackknife_swing)}</td>
-                    </tr>
-                }).collect_view()}
-            </tbody>
-        </table>
+        {ranking_checks(&r.domains)}
         <h2>"Appeals"</h2>
         {if r.appeals.is_empty() {
             view! { <p class="muted">"This run had no appeal turns."</p> }.into_any()
@@ -150,6 +119,50 @@ fn body(v: ReportView) -> impl IntoView {
             <a href=format!("/api/export/report.csv{q}") download="">"main table (CSV)"</a>" · "
             <a href=format!("/api/export/report.json{q}") download="">"JSON"</a>
         </p>
+    }
+}
+
+/// The paired hint − raw differences, or why there are none.
+fn hint_minus_raw(rows: &[crate::model::ReportDelta]) -> AnyView {
+    if rows.is_empty() {
+        view! { <p class="muted">"No trials of this run are paired across the raw and hint conditions."</p> }.into_any()
+    } else {
+        view! {
+            <table class="report">
+                <caption>"Paired by task, level and seed"</caption>
+                <thead><tr><th>"agent"</th><th>"domain"</th><th>"metric"</th><th>"hint − raw"</th><th>"p"</th></tr></thead>
+                <tbody>
+                    {rows.iter().map(|d| view! {
+                        <tr>
+                            <td>{d.agent.clone()}</td><td>{d.domain.clone()}</td><td>{d.metric.clone()}</td>
+                            <EstCell est=Some(d.diff)/>
+                            <td class="num">{format!("{:.4}", d.p)}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        }.into_any()
+    }
+}
+
+/// Per domain, how stable the configurations' ranking is: across tiers and under the
+/// jackknife.
+fn ranking_checks(domains: &[crate::model::DomainCheck]) -> impl IntoView + use<> {
+    view! {
+    <table class="report">
+        <caption>"Spearman's ρ across configurations"</caption>
+        <thead><tr><th>"domain"</th><th>"configurations"</th><th>"ρ Default vs Strict"</th><th>"jackknife ρ"</th><th>"largest swing"</th></tr></thead>
+        <tbody>
+            {domains.iter().map(|d| view! {
+                <tr>
+                    <td>{d.domain.clone()}</td><td class="num">{d.n}</td>
+                    <td class="num">{maybe(d.default_vs_strict)}</td>
+                    <td class="num">{maybe(d.jackknife_rho)}</td>
+                    <td class="num">{maybe(d.jackknife_swing)}</td>
+                </tr>
+            }).collect_view()}
+        </tbody>
+    </table>
     }
 }
 

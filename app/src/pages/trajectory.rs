@@ -206,6 +206,7 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
     let mirage_timeline = timeline(&v, base);
     let around = siblings(&v);
     let (verdict, tap, graph) = (verdict_table(&v), tap_tree(&v.tap), gold_graph(&v, base));
+    let claims = claims_list(&v, base);
     let task_badge = if !v.trial.foreign {
         view! { <A href=format!("/tasks/{}", v.trial.task_id)>{v.trial.task_id.clone()}</A> }.into_any()
     } else {
@@ -239,15 +240,7 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
                 {v.rationale.clone().map(|r| view! { <h2>"Rationale"</h2><blockquote class="rationale">{r}</blockquote> })}
                 <p><A href=format!("/grade/{}", v.trial.id)>"Grade the reasoning and decision"</A></p>
                 <h2>"Claims in the rationale and thoughts"</h2>
-                {if v.claims.is_empty() {
-                    view! { <p class="muted">"No checkable claims."</p> }.into_any()
-                } else {
-                    view! {
-                        <ul class="claims">
-                            {v.claims.iter().map(|c| claim_item(c, base, v.page_size)).collect_view()}
-                        </ul>
-                    }.into_any()
-                }}
+                {claims}
                 {v.appeal.clone().map(|a| view! {
                     <h2>"Appeal"</h2>
                     <table class="kv appeal"><tbody>
@@ -279,6 +272,20 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
         <div class="turns">
             {turns.into_iter().map(|(t, marks)| view! { <Turn turn=t selected=selected marks=marks/> }).collect_view()}
         </div>
+    }
+}
+
+/// The claims of the rationale and thoughts, each checked against what the agent was shown.
+fn claims_list(v: &TrajectoryView, base: &str) -> AnyView {
+    if v.claims.is_empty() {
+        view! { <p class="muted">"No checkable claims."</p> }.into_any()
+    } else {
+        view! {
+            <ul class="claims">
+                {v.claims.iter().map(|c| claim_item(c, base, v.page_size)).collect_view()}
+            </ul>
+        }
+        .into_any()
     }
 }
 

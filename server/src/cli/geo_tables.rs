@@ -432,7 +432,7 @@ pub(super) fn print_detection(d: &crate::geo::score::Detection, json: bool) -> a
 }
 
 /// The detection rows: what each filter flags and leaves, per (ranker, method), rows with
-/// failed ranker calls marked †.
+/// failed ranker calls marked †. Long by design: one table, its columns in the order shown.
 fn print_detection_rows(d: &crate::geo::score::Detection) {
     let failed: usize = d.rows.iter().map(|r| r.failed_orders).sum();
     if failed > 0 {

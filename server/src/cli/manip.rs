@@ -220,7 +220,14 @@ async fn calibrate_cmd(
     }
     println!("clean originals: {} (the parties' texts of {} tasks)", clean.originals.len(), tasks.len());
     println!("perplexity from the {}", ppl.source());
-    for c in &filters {
+    print_calibration(&filters, &levels);
+    Ok(())
+}
+
+/// The calibrated filters, each with its threshold and realised false-positive rates, and
+/// how often each flags the built-in manipulations of each level.
+fn print_calibration(filters: &[crate::detect::Calibration], levels: &[serde_json::Value]) {
+    for c in filters {
         let per: Vec<String> = c.per_domain.iter().map(|(d, r)| format!("{d} {:.1}%", r * 100.0)).collect();
         let threshold = c.threshold.map_or_else(|| "none (a list)".to_string(), |t| format!("{t:.4}"));
         println!(
@@ -231,7 +238,7 @@ async fn calibrate_cmd(
         );
     }
     println!("flag rates on the built-in manipulations (seed 0):");
-    for l in &levels {
+    for l in levels {
         println!(
             "  {}: {} texts, keyword {:.1}%, perplexity {:.1}%, either {:.1}%, median PPL-R {:.2}",
             l["level"].as_str().unwrap_or_default(),
@@ -245,7 +252,6 @@ async fn calibrate_cmd(
             println!("      judge {:.1}%", j * 100.0);
         }
     }
-    Ok(())
 }
 
 /// The judge filter of the configuration's judge role.

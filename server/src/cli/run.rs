@@ -275,66 +275,69 @@ async fn plan_only(
         p.comparisons
     );
     for f in &p.figures {
-        let range = |(a, b): (f64, f64)| {
-            if (a - b).abs() < 5e-4 {
-                format!("{a:.3}")
-            } else {
-                format!("{a:.3} (ρ = {:.2}) to {b:.3} (ρ = {:.2})", f.icc.0, f.icc.1)
-            }
-        };
-        let pairs = if f.pairs != f.planned_pairs {
-            format!("{} of the {} planned paired trials expected to count", f.pairs, f.planned_pairs)
-        } else if f.metric == "robustness" {
-            // Without a past run every pair is taken to count; a pair whose clean twin reaches
-            // the party's goal on either side does not.
-            format!("at most {} paired trials", f.pairs)
-        } else {
-            format!("{} paired trials", f.pairs)
-        };
-        // ρ read from a past run is one number, and it decides the answer: say it.
-        let rho = if f.icc.0 == f.icc.1 { format!(", ρ {:.2}", f.icc.0) } else { String::new() };
-        println!(
-            "  {}: {pairs} per comparison ({} tasks × {} each, {} families, as {:.1} of equal size, σ² {:.3}{rho}): \
-             smallest detectable difference {}",
-            f.metric,
-            f.tasks,
-            f.per_task,
-            f.families,
-            f.effective_families,
-            f.variance,
-            range(f.detectable)
-        );
-        if let Some(n) = &f.needed {
-            let tasks =
-                if n.tasks.0 == n.tasks.1 { n.tasks.0.to_string() } else { format!("{} to {}", n.tasks.0, n.tasks.1) };
-            let seeds = |s: Option<usize>| {
-                s.map_or_else(
-                    || "no number of seeds".to_string(),
-                    |s| format!("{s} seed{}", if s == 1 { "" } else { "s" }),
-                )
-            };
-            let seeds = if n.seeds.0 == n.seeds.1 {
-                seeds(n.seeds.0)
-            } else {
-                format!("{} (ρ = {:.2}) to {} (ρ = {:.2})", seeds(n.seeds.0), f.icc.0, seeds(n.seeds.1), f.icc.1)
-            };
-            let beyond = if n.tasks.1.max(n.tasks.0) > f.available_tasks {
-                format!(
-                    " (the corpus holds {} tasks in these domains: add seeds or tasks of your own, or aim at a larger \
-                     difference)",
-                    f.available_tasks
-                )
-            } else {
-                String::new()
-            };
-            println!(
-                "    a difference of {:.3} needs {tasks} tasks{beyond} at {} seeds; with these {} tasks, {seeds}",
-                n.target, f.seeds, f.tasks
-            );
-        }
+        print_figure(f);
     }
     println!("  {}", p.basis);
     Ok(())
+}
+
+/// One metric's line of the power report: the pairs that count, the smallest detectable
+/// difference (a range over ρ unless a past run gave it), and what a target difference needs.
+fn print_figure(f: &crate::runs::power::Figure) {
+    let range = |(a, b): (f64, f64)| {
+        if (a - b).abs() < 5e-4 {
+            format!("{a:.3}")
+        } else {
+            format!("{a:.3} (ρ = {:.2}) to {b:.3} (ρ = {:.2})", f.icc.0, f.icc.1)
+        }
+    };
+    let pairs = if f.pairs != f.planned_pairs {
+        format!("{} of the {} planned paired trials expected to count", f.pairs, f.planned_pairs)
+    } else if f.metric == "robustness" {
+        // Without a past run every pair is taken to count; a pair whose clean twin reaches
+        // the party's goal on either side does not.
+        format!("at most {} paired trials", f.pairs)
+    } else {
+        format!("{} paired trials", f.pairs)
+    };
+    // ρ read from a past run is one number, and it decides the answer: say it.
+    let rho = if f.icc.0 == f.icc.1 { format!(", ρ {:.2}", f.icc.0) } else { String::new() };
+    println!(
+        "  {}: {pairs} per comparison ({} tasks × {} each, {} families, as {:.1} of equal size, σ² {:.3}{rho}): \
+         smallest detectable difference {}",
+        f.metric,
+        f.tasks,
+        f.per_task,
+        f.families,
+        f.effective_families,
+        f.variance,
+        range(f.detectable)
+    );
+    if let Some(n) = &f.needed {
+        let tasks =
+            if n.tasks.0 == n.tasks.1 { n.tasks.0.to_string() } else { format!("{} to {}", n.tasks.0, n.tasks.1) };
+        let seeds = |s: Option<usize>| {
+            s.map_or_else(|| "no number of seeds".to_string(), |s| format!("{s} seed{}", if s == 1 { "" } else { "s" }))
+        };
+        let seeds = if n.seeds.0 == n.seeds.1 {
+            seeds(n.seeds.0)
+        } else {
+            format!("{} (ρ = {:.2}) to {} (ρ = {:.2})", seeds(n.seeds.0), f.icc.0, seeds(n.seeds.1), f.icc.1)
+        };
+        let beyond = if n.tasks.1.max(n.tasks.0) > f.available_tasks {
+            format!(
+                " (the corpus holds {} tasks in these domains: add seeds or tasks of your own, or aim at a larger \
+                 difference)",
+                f.available_tasks
+            )
+        } else {
+            String::new()
+        };
+        println!(
+            "    a difference of {:.3} needs {tasks} tasks{beyond} at {} seeds; with these {} tasks, {seeds}",
+            n.target, f.seeds, f.tasks
+        );
+    }
 }
 
 /// Executes a run's queued trials in this process with a progress bar, then prints the

@@ -400,28 +400,7 @@ fn convert(
     let attachments = s.attachments.unwrap_or_default();
     let metadata = s.metadata.unwrap_or_default();
     let task = mapping.task_of(world, &id, &metadata);
-    let messages: Vec<Message> = s
-        .messages
-        .iter()
-        .map(|m| {
-            let Some(role) = Role::parse(&m.role) else {
-                bail!("{place}: messages: unknown role {:?}", m.role);
-            };
-            let (text, reasoning) = content_of(&m.content, &attachments);
-            let reason = m
-                .error
-                .as_ref()
-                .map(|e| e.get("message").and_then(Value::as_str).map_or_else(|| e.to_string(), str::to_string));
-            let text = with_error(text, reason.as_deref());
-            let calls = m
-                .tool_calls
-                .iter()
-                .flatten()
-                .map(|c| Call { name: c.function.clone(), arguments: c.arguments.clone() })
-                .collect();
-            Ok(Message { reasoning, calls, tool: m.function.clone(), ..Message::new(role, text) })
-        })
-        .collect::<anyhow::Result<_>>()?;
+    let messages = messages_of(&place, &s.messages, &attachments)?;
     let t = turns(&messages, task.map(|t| &**t), &BTreeMap::new());
     let answer = t.answer.or_else(|| s.output.and_then(|o| o.completion).filter(|c| !c.is_empty()));
     let tokens = s.model_usage.map(|u| {
@@ -438,14 +417,7 @@ fn convert(
         sample: format!("{id} (epoch {})", s.epoch),
         task: Some(spec.task.clone()),
         model: (!spec.model.is_empty()).then(|| spec.model.clone()),
-        input: match &s.input {
-            Value::Array(msgs) => {
-                let texts: Vec<String> =
-                    msgs.iter().map(|m| content_of(m.get("content").unwrap_or(&Value::Null), &attachments).0).collect();
-                Some(texts.join("\n\n"))
-            }
-            other => plain(other).map(|i| content_of(&Value::String(i), &attachments).0),
-        },
+        input: input_of(&s.input, &attachments),
         target: plain(&s.target),
         answer: answer.clone(),
         scores: s
@@ -479,4 +451,42 @@ fn convert(
         end: end_of(error.as_deref(), t.verdict, answer.as_deref()),
         origin,
     })
+}
+
+/// A sample's messages as chat messages, each with its reasoning, tool calls and any error
+/// the harness recorded on it.
+fn messages_of(place: &str, messages: &[Msg], attachments: &HashMap<String, String>) -> anyhow::Result<Vec<Message>> {
+    messages
+        .iter()
+        .map(|m| {
+            let Some(role) = Role::parse(&m.role) else {
+                bail!("{place}: messages: unknown role {:?}", m.role);
+            };
+            let (text, reasoning) = content_of(&m.content, attachments);
+            let reason = m
+                .error
+                .as_ref()
+                .map(|e| e.get("message").and_then(Value::as_str).map_or_else(|| e.to_string(), str::to_string));
+            let text = with_error(text, reason.as_deref());
+            let calls = m
+                .tool_calls
+                .iter()
+                .flatten()
+                .map(|c| Call { name: c.function.clone(), arguments: c.arguments.clone() })
+                .collect();
+            Ok(Message { reasoning, calls, tool: m.function.clone(), ..Message::new(role, text) })
+        })
+        .collect()
+}
+
+/// The sample's input as text: its messages' contents one after another, or the plain input.
+fn input_of(input: &Value, attachments: &HashMap<String, String>) -> Option<String> {
+    match input {
+        Value::Array(msgs) => {
+            let texts: Vec<String> =
+                msgs.iter().map(|m| content_of(m.get("content").unwrap_or(&Value::Null), attachments).0).collect();
+            Some(texts.join("\n\n"))
+        }
+        other => plain(other).map(|i| content_of(&Value::String(i), attachments).0),
+    }
 }

@@ -403,26 +403,7 @@ fn score_with(
     task: &Task,
     traj: &Trajectory,
 ) -> TrialScore {
-    let mut score = TrialScore {
-        trial_id: traj.trial_id.clone(),
-        task_id: traj.task_id.clone(),
-        agent: traj.agent.clone(),
-        level: traj.level.clone(),
-        condition: traj.condition.clone(),
-        seed: traj.seed,
-        domain: task.domain.as_str().to_string(),
-        category: task.category.clone(),
-        family: family_of(task),
-        surface_contradiction: task.surface_contradiction,
-        status: traj.status.clone(),
-        error: traj.error.clone(),
-        steps: traj.steps.len(),
-        verdict: traj.verdict.as_ref().map(|v| v.action.clone()),
-        outcome: "errored".to_string(),
-        judge_version: format!("{RULES_VERSION}+{}", rsn::COVERAGE),
-        agent_tokens: tokens_of(traj),
-        ..TrialScore::default()
-    };
+    let mut score = unscored(task, traj);
     // A trial that failed is scored on what it did before failing, with no verdict: it
     // stays in every denominator (intent to treat) instead of vanishing from the means.
     let visits: Vec<String> = traj.steps.iter().map(|s| normalise(&s.url)).collect();
@@ -487,6 +468,31 @@ fn score_with(
         }
     }
     score
+}
+
+/// A trial's score before anything is judged: who ran what, where, and how it ended; its
+/// outcome "errored" until the labels decide another.
+fn unscored(task: &Task, traj: &Trajectory) -> TrialScore {
+    TrialScore {
+        trial_id: traj.trial_id.clone(),
+        task_id: traj.task_id.clone(),
+        agent: traj.agent.clone(),
+        level: traj.level.clone(),
+        condition: traj.condition.clone(),
+        seed: traj.seed,
+        domain: task.domain.as_str().to_string(),
+        category: task.category.clone(),
+        family: family_of(task),
+        surface_contradiction: task.surface_contradiction,
+        status: traj.status.clone(),
+        error: traj.error.clone(),
+        steps: traj.steps.len(),
+        verdict: traj.verdict.as_ref().map(|v| v.action.clone()),
+        outcome: "errored".to_string(),
+        judge_version: format!("{RULES_VERSION}+{}", rsn::COVERAGE),
+        agent_tokens: tokens_of(traj),
+        ..TrialScore::default()
+    }
 }
 
 #[cfg(test)]

@@ -118,19 +118,10 @@ fn stratum(d: usize) -> &'static str {
     if d == 1 { "disputed" } else { "undisputed (audit sample)" }
 }
 
-/// Precision and recall of one kind of automatic label over the whole run, from people's
-/// labels of a stratified sample. The run's labels of the kind fall into four cells: whether
-/// the graders disputed them, and what they said. Every disputed label waits for people;
-/// of the undisputed ones the audit sample does (one in twenty, drawn by a hash of the
-/// trial and the kind). In each cell the share of people's yes among the labels they
-/// settled stands for the cell, so true positives are Σ labels said yes × share, false
-/// positives Σ labels said yes × (1 − share), misses Σ labels said no × share; precision and
-/// recall follow from those totals. A cell people settled whole is known exactly; the
-/// interval draws every other cell's share from its Jeffreys Beta(yes + ½, no + ½) and
-/// reads the 2.5th and 97.5th percentiles. Labels an operator adjudicated outside the sample
-/// are left out (their choice is not a draw). Nothing when people settled none of the
-/// sample.
-fn kind_checks(scores: &[TrialScore], kind: LabelKind) -> Vec<GraderCheck> {
+/// The run's labels of one kind in their four cells (disputed or not, by what the graders
+/// said), with how many of each are in the sample and settled by people; the graders that
+/// made the settled ones; and how many labels people settled outside the sample.
+fn cells_of(scores: &[TrialScore], kind: LabelKind) -> (Cells, std::collections::BTreeSet<&str>, usize) {
     let mut cells = Cells::default();
     let mut sources = std::collections::BTreeSet::new();
     let mut outside = 0;
@@ -154,6 +145,23 @@ fn kind_checks(scores: &[TrialScore], kind: LabelKind) -> Vec<GraderCheck> {
             outside += 1;
         }
     }
+    (cells, sources, outside)
+}
+
+/// Precision and recall of one kind of automatic label over the whole run, from people's
+/// labels of a stratified sample. The run's labels of the kind fall into four cells: whether
+/// the graders disputed them, and what they said. Every disputed label waits for people;
+/// of the undisputed ones the audit sample does (one in twenty, drawn by a hash of the
+/// trial and the kind). In each cell the share of people's yes among the labels they
+/// settled stands for the cell, so true positives are Σ labels said yes × share, false
+/// positives Σ labels said yes × (1 − share), misses Σ labels said no × share; precision and
+/// recall follow from those totals. A cell people settled whole is known exactly; the
+/// interval draws every other cell's share from its Jeffreys Beta(yes + ½, no + ½) and
+/// reads the 2.5th and 97.5th percentiles. Labels an operator adjudicated outside the sample
+/// are left out (their choice is not a draw). Nothing when people settled none of the
+/// sample.
+fn kind_checks(scores: &[TrialScore], kind: LabelKind) -> Vec<GraderCheck> {
+    let (cells, sources, outside) = cells_of(scores, kind);
     let sampled: usize = cells.iter().flatten().map(|c| c.settled).sum();
     if sampled == 0 {
         return Vec::new();

@@ -91,32 +91,10 @@ pub async fn search(
                 None => propose(&f, parent.map(|p| &nodes[p]), n, &mut rng),
             };
             for text in proposals {
-                let before = used.load(Ordering::SeqCst);
-                if before >= options.budget {
+                let Some((verdict, calls)) = try_candidate(world, task, condition, defense, &budgeted, &text).await?
+                else {
                     stopped = "budget exhausted";
                     break 'levels;
-                }
-                let overlay = overlay_with(task, &text);
-                let mut sink = MemorySink::default();
-                let result = run_trial(
-                    world,
-                    Setting { overlay: &overlay, defense },
-                    task,
-                    condition,
-                    &budgeted,
-                    vec![],
-                    &mut sink,
-                )
-                .await;
-                let calls = used.load(Ordering::SeqCst).min(options.budget) - before;
-                let verdict = match result {
-                    Ok((_, Outcome::Verdict { verdict, .. })) => Some(verdict),
-                    Ok((_, Outcome::BudgetExhausted)) => None,
-                    Err(_) if used.load(Ordering::SeqCst) >= options.budget => {
-                        stopped = "budget exhausted";
-                        break 'levels;
-                    }
-                    Err(e) => return Err(anyhow::anyhow!("scoring a TAP candidate: {e}")),
                 };
                 let node = Node {
                     id: nodes.len(),
@@ -154,6 +132,34 @@ pub async fn search(
         best,
         stopped: stopped.to_string(),
     })
+}
+
+/// Runs the agent once with `text` in place of the party's, within the search's budget:
+/// the verdict it reached (none when its own step budget ran out) and the agent calls it
+/// took; `None` when the search's budget ran out before or during the run.
+async fn try_candidate(
+    world: &World,
+    task: &Task,
+    condition: &str,
+    defense: Option<&dyn Defense>,
+    budgeted: &Budgeted<'_>,
+    text: &str,
+) -> anyhow::Result<Option<(Option<String>, usize)>> {
+    let before = budgeted.used.load(Ordering::SeqCst);
+    if before >= budgeted.budget {
+        return Ok(None);
+    }
+    let overlay = overlay_with(task, text);
+    let mut sink = MemorySink::default();
+    let result =
+        run_trial(world, Setting { overlay: &overlay, defense }, task, condition, budgeted, vec![], &mut sink).await;
+    let calls = budgeted.used.load(Ordering::SeqCst).min(budgeted.budget) - before;
+    match result {
+        Ok((_, Outcome::Verdict { verdict, .. })) => Ok(Some((Some(verdict), calls))),
+        Ok((_, Outcome::BudgetExhausted)) => Ok(Some((None, calls))),
+        Err(_) if budgeted.used.load(Ordering::SeqCst) >= budgeted.budget => Ok(None),
+        Err(e) => Err(anyhow::anyhow!("scoring a TAP candidate: {e}")),
+    }
 }
 
 /// Stores each scored search node as it comes.

@@ -216,7 +216,7 @@ struct Shared {
 }
 
 async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()> {
-    let Shared { geo, store, world, agents, defenses, appeal, strategy, tap, attacker, options, on_finish } = shared;
+    let Shared { store, options, on_finish, .. } = shared;
     let lease_ms = i64::try_from(options.lease.as_millis()).unwrap_or(i64::MAX);
     // Expired claims (a killed process's) go back to the queue as their leases run out, not
     // only once the queue is empty: swept every half lease while there is work.
@@ -248,49 +248,7 @@ async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()>
             tracing::info_span!("trial", trial.id = %trial.trial_id, task.id = %trial.task_id, agent = %trial.agent);
         // What the trial's attacker and defense calls cost, kept also when it stops half-way.
         let meter = crate::llm::cache::Meter::default();
-        let running = async {
-            match (geo, agents.get(&trial.agent)) {
-                (Some(geo), _) => {
-                    let running = super::geo::run_geo_trial(store.as_ref(), geo, &trial);
-                    tokio::select! {
-                        end = running => end,
-                        () = keep_lease(store.as_ref(), &trial.trial_id, worker, options.lease) => {
-                            TrialEnd::Error("lost the lease while running".to_string())
-                        }
-                    }
-                }
-                (None, Some(agent)) => {
-                    let defense = split_config(&trial.agent).ok().and_then(|(_, d)| d).and_then(|d| defenses.get(d));
-                    let claimed = Claimed {
-                        trial: &trial,
-                        worker,
-                        lease: options.lease,
-                        appeal: *appeal,
-                        strategy: strategy.as_deref(),
-                        defense: defense.map(|d| d.as_ref()),
-                        tap: *tap,
-                        attacker: attacker.as_ref(),
-                    };
-                    // A panic inside one trial (an agent, a page, a writer) ends that trial as an
-                    // error with the panic's message; the worker goes on with the next one.
-                    let running =
-                        meter.run(run_claimed(store.as_ref(), world, agent.as_ref(), &claimed)).instrument(span);
-                    match std::panic::AssertUnwindSafe(running).catch_unwind().await {
-                        Ok(end) => end,
-                        Err(panic) => {
-                            let message = panic
-                                .downcast_ref::<&str>()
-                                .map(ToString::to_string)
-                                .or_else(|| panic.downcast_ref::<String>().cloned())
-                                .unwrap_or_else(|| "no message".to_string());
-                            tracing::error!(trial.id = %trial.trial_id, "trial panicked: {message}");
-                            TrialEnd::Error(format!("the trial panicked: {message}"))
-                        }
-                    }
-                }
-                (None, None) => TrialEnd::Error(format!("agent {} is not part of this run's spec", trial.agent)),
-            }
-        };
+        let running = run_one(shared, &trial, worker, &meter).instrument(span);
         // Stopping: the trial goes back to the queue between two persisted steps (what was
         // persisted stays; the step in flight is asked again on resumption).
         let end = tokio::select! {
@@ -308,6 +266,53 @@ async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()>
                 tracing::warn!(trial.id = %trial.trial_id, "lost the lease before finishing; another worker owns the trial")
             }
         }
+    }
+}
+
+/// Runs one claimed trial to its end: a GEO trial under its lease, an agent's trial with
+/// its defense and attacker, metered; a panic inside it ends it as an error with the
+/// panic's message.
+async fn run_one(shared: &Shared, trial: &TrialRow, worker: &str, meter: &crate::llm::cache::Meter) -> TrialEnd {
+    let Shared { geo, store, world, agents, defenses, appeal, strategy, tap, attacker, options, .. } = shared;
+    match (geo, agents.get(&trial.agent)) {
+        (Some(geo), _) => {
+            let running = super::geo::run_geo_trial(store.as_ref(), geo, trial);
+            tokio::select! {
+                end = running => end,
+                () = keep_lease(store.as_ref(), &trial.trial_id, worker, options.lease) => {
+                    TrialEnd::Error("lost the lease while running".to_string())
+                }
+            }
+        }
+        (None, Some(agent)) => {
+            let defense = split_config(&trial.agent).ok().and_then(|(_, d)| d).and_then(|d| defenses.get(d));
+            let claimed = Claimed {
+                trial,
+                worker,
+                lease: options.lease,
+                appeal: *appeal,
+                strategy: strategy.as_deref(),
+                defense: defense.map(|d| d.as_ref()),
+                tap: *tap,
+                attacker: attacker.as_ref(),
+            };
+            // A panic inside one trial (an agent, a page, a writer) ends that trial as an
+            // error with the panic's message; the worker goes on with the next one.
+            let running = meter.run(run_claimed(store.as_ref(), world, agent.as_ref(), &claimed));
+            match std::panic::AssertUnwindSafe(running).catch_unwind().await {
+                Ok(end) => end,
+                Err(panic) => {
+                    let message = panic
+                        .downcast_ref::<&str>()
+                        .map(ToString::to_string)
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "no message".to_string());
+                    tracing::error!(trial.id = %trial.trial_id, "trial panicked: {message}");
+                    TrialEnd::Error(format!("the trial panicked: {message}"))
+                }
+            }
+        }
+        (None, None) => TrialEnd::Error(format!("agent {} is not part of this run's spec", trial.agent)),
     }
 }
 

@@ -271,20 +271,7 @@ pub async fn replay(
     let run = store.run(&trial.run_id).await?;
     let spec: RunSpec =
         serde_json::from_str(&run.spec).with_context(|| format!("the spec of run {} is unreadable", trial.run_id))?;
-    let steps: Vec<Step> = store
-        .steps(trial_id)
-        .await?
-        .iter()
-        .map(|b| serde_json::from_str(b))
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("the stored steps of {trial_id}"))?;
-    if steps.is_empty() && from_turn > 0 {
-        bail!("from-turn: the trial has no turns; replay it from turn 0");
-    }
-    let last = steps.len().saturating_sub(1);
-    if from_turn > last {
-        bail!("from-turn: {from_turn} is past the trial's last turn ({last})");
-    }
+    let steps = steps_to_replay(store.as_ref(), trial_id, from_turn).await?;
     let agent = agent_for(&trial.agent, &spec.endpoints)?;
     let defense = match split_config(&trial.agent)?.1 {
         Some(d) => Some(crate::detect::defense_for(d, world, spec.judge.as_ref(), store.clone()).await?),
@@ -301,19 +288,7 @@ pub async fn replay(
     let prior: Vec<Step> = steps[..from_turn].to_vec();
     let mut out = Vec::with_capacity(plan.samples);
     for sample in 0..plan.samples {
-        let mut row = ReplayRow {
-            replay_id: format!("{trial_id}-r{}", &uuid::Uuid::new_v4().simple().to_string()[..8]),
-            trial_id: trial_id.to_string(),
-            from_turn: i64::try_from(from_turn)?,
-            intervention: plan.intervention.to_string(),
-            sample: i64::try_from(sample)?,
-            state: "running".to_string(),
-            verdict: None,
-            rationale: None,
-            error: None,
-            steps: "[]".to_string(),
-            created_at: now_ms(),
-        };
+        let mut row = new_row(trial_id, from_turn, plan, sample)?;
         store.create_replay(&row).await?;
         let setting = Setting { overlay: &overlay, defense: defense.as_deref() };
         let browser = Browser::new(world, task.domain, &task.start_url).with_setting(setting);
@@ -346,6 +321,42 @@ pub async fn replay(
         out.push(row);
     }
     Ok(out)
+}
+
+/// A replay's row as it starts: running, nothing decided yet.
+fn new_row(trial_id: &str, from_turn: usize, plan: &ReplayPlan, sample: usize) -> anyhow::Result<ReplayRow> {
+    Ok(ReplayRow {
+        replay_id: format!("{trial_id}-r{}", &uuid::Uuid::new_v4().simple().to_string()[..8]),
+        trial_id: trial_id.to_string(),
+        from_turn: i64::try_from(from_turn)?,
+        intervention: plan.intervention.to_string(),
+        sample: i64::try_from(sample)?,
+        state: "running".to_string(),
+        verdict: None,
+        rationale: None,
+        error: None,
+        steps: "[]".to_string(),
+        created_at: now_ms(),
+    })
+}
+
+/// The stored steps of the trial to replay, refusing a turn it does not have.
+async fn steps_to_replay(store: &dyn Store, trial_id: &str, from_turn: usize) -> anyhow::Result<Vec<Step>> {
+    let steps: Vec<Step> = store
+        .steps(trial_id)
+        .await?
+        .iter()
+        .map(|b| serde_json::from_str(b))
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("the stored steps of {trial_id}"))?;
+    if steps.is_empty() && from_turn > 0 {
+        bail!("from-turn: the trial has no turns; replay it from turn 0");
+    }
+    let last = steps.len().saturating_sub(1);
+    if from_turn > last {
+        bail!("from-turn: {from_turn} is past the trial's last turn ({last})");
+    }
+    Ok(steps)
 }
 
 /// Makes the replays a run's spec asks for (`replay`): for every finished trial that was

@@ -198,6 +198,25 @@ impl AnnotateService {
     }
 }
 
+/// A label's value (yes or no) and its turn, if any, read from the form.
+fn value_and_turn(label: &NewLabel) -> Result<(bool, Option<i64>), AppError> {
+    let value = match label.value.as_str() {
+        "yes" => true,
+        "no" => false,
+        other => {
+            return Err(AppError::Invalid { field: "value".into(), message: format!("{other:?}: choose yes or no") });
+        }
+    };
+    let turn = match label.turn.trim() {
+        "" => None,
+        t => Some(t.parse::<i64>().ok().filter(|t| *t >= 0).ok_or_else(|| AppError::Invalid {
+            field: "turn".into(),
+            message: format!("{t:?} is not a turn number"),
+        })?),
+    };
+    Ok((value, turn))
+}
+
 #[async_trait::async_trait]
 impl app::ssr::Annotate for AnnotateService {
     async fn queue(
@@ -342,23 +361,7 @@ impl app::ssr::Annotate for AnnotateService {
     ) -> Result<Option<String>, AppError> {
         let kind = check_kind(&label.kind)?;
         app::model::check_note(&label.note)?;
-        let value = match label.value.as_str() {
-            "yes" => true,
-            "no" => false,
-            other => {
-                return Err(AppError::Invalid {
-                    field: "value".into(),
-                    message: format!("{other:?}: choose yes or no"),
-                });
-            }
-        };
-        let turn = match label.turn.trim() {
-            "" => None,
-            t => Some(t.parse::<i64>().ok().filter(|t| *t >= 0).ok_or_else(|| AppError::Invalid {
-                field: "turn".into(),
-                message: format!("{t:?} is not a turn number"),
-            })?),
-        };
+        let (value, turn) = value_and_turn(&label)?;
         // The item must exist and be finished. An adjudication that overrules the automatic
         // label says why; an annotator's note is optional (a label alone settles nothing).
         let operator = Identity { role: Role::Operator, ..who.clone() };
