@@ -91,21 +91,7 @@ pub fn TasksPage() -> impl IntoView {
                     </Transition>
                 </select>
             </label>
-            <label>"Difficulty "
-                <select name="difficulty" on:change=on("difficulty") prop:value=move || filter.get().difficulty.unwrap_or_default()>
-                    <option value="">"all"</option>
-                    <option value="easy">"easy"</option>
-                    <option value="medium">"medium"</option>
-                    <option value="hard">"hard"</option>
-                </select>
-            </label>
-            <label>"Surface "
-                <select name="contradiction" on:change=on("contradiction") prop:value=move || filter.get().contradiction.map(|b| b.to_string()).unwrap_or_default()>
-                    <option value="">"any"</option>
-                    <option value="true">"misleading (contradiction)"</option>
-                    <option value="false">"aligned"</option>
-                </select>
-            </label>
+            {difficulty_and_surface(filter, on)}
             <noscript><button type="submit">"Apply"</button></noscript>
         </form>
         <Transition fallback=|| view! { <p>"Loading tasks…"</p> }>
@@ -114,6 +100,30 @@ pub fn TasksPage() -> impl IntoView {
                 Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
             })}
         </Transition>
+    }
+}
+
+/// The difficulty and surface selects of the tasks filter; `on(key)` navigates on a change.
+fn difficulty_and_surface<F>(filter: Memo<TaskFilter>, on: impl Fn(&'static str) -> F) -> impl IntoView
+where
+    F: FnMut(leptos::ev::Event) + 'static,
+{
+    view! {
+        <label>"Difficulty "
+            <select name="difficulty" on:change=on("difficulty") prop:value=move || filter.get().difficulty.unwrap_or_default()>
+                <option value="">"all"</option>
+                <option value="easy">"easy"</option>
+                <option value="medium">"medium"</option>
+                <option value="hard">"hard"</option>
+            </select>
+        </label>
+        <label>"Surface "
+            <select name="contradiction" on:change=on("contradiction") prop:value=move || filter.get().contradiction.map(|b| b.to_string()).unwrap_or_default()>
+                <option value="">"any"</option>
+                <option value="true">"misleading (contradiction)"</option>
+                <option value="false">"aligned"</option>
+            </select>
+        </label>
     }
 }
 

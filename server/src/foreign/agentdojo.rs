@@ -115,30 +115,7 @@ pub fn read(file: &str, bytes: &[u8], world: &World, mapping: &Mapping) -> anyho
         }
     }
     let task = mapping.task_of(world, &id, &metadata);
-    let messages: Vec<Message> = r
-        .messages
-        .iter()
-        .enumerate()
-        .map(|(i, m)| {
-            let Some(role) = Role::parse(&m.role) else {
-                bail!("{file}: messages[{i}].role: unknown role {:?}", m.role);
-            };
-            let (text, reasoning) = content_of(&m.content);
-            let text = with_error(text, m.error.as_deref());
-            let calls = m
-                .tool_calls
-                .iter()
-                .flatten()
-                .map(|c| Call { name: c.function.clone(), arguments: c.args.clone() })
-                .collect();
-            Ok(Message {
-                reasoning,
-                calls,
-                tool: m.tool_call.as_ref().map(|c| c.function.clone()),
-                ..Message::new(role, text)
-            })
-        })
-        .collect::<anyhow::Result<_>>()?;
+    let messages = messages_of(file, &r.messages)?;
     let injections = if injection.is_some() { r.injections.clone() } else { BTreeMap::new() };
     let t = turns(&messages, task.map(|t| &**t), &injections);
     let input = messages.iter().find(|m| m.role == Role::User).map(|m| m.text.clone());
@@ -182,6 +159,33 @@ pub fn read(file: &str, bytes: &[u8], world: &World, mapping: &Mapping) -> anyho
         end: end_of(r.error.as_deref(), t.verdict, t.answer.as_deref()),
         origin,
     })
+}
+
+/// The result's messages as chat messages, each with its reasoning, tool calls and error.
+fn messages_of(file: &str, messages: &[Msg]) -> anyhow::Result<Vec<Message>> {
+    messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let Some(role) = Role::parse(&m.role) else {
+                bail!("{file}: messages[{i}].role: unknown role {:?}", m.role);
+            };
+            let (text, reasoning) = content_of(&m.content);
+            let text = with_error(text, m.error.as_deref());
+            let calls = m
+                .tool_calls
+                .iter()
+                .flatten()
+                .map(|c| Call { name: c.function.clone(), arguments: c.args.clone() })
+                .collect();
+            Ok(Message {
+                reasoning,
+                calls,
+                tool: m.tool_call.as_ref().map(|c| c.function.clone()),
+                ..Message::new(role, text)
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

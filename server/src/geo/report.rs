@@ -276,23 +276,7 @@ fn summarise_run(
     // Weighting by target pools the datasets into one mean; lists are still resampled
     // within their dataset (a stratified interval either way).
     let weight = if weighting == Weighting::Target { Weight::Pooled } else { Weight::Domain };
-    let mut rows = Vec::new();
-    let mut datasets = Vec::new();
-    for ((ranker, method), scored) in results {
-        let Some(summary) = summarise_weighted(scored, weight, resamples, seed) else { continue };
-        let incomplete = tally.by_variant.get(&(ranker.clone(), method.clone())).map_or(0, |v| v.errors + v.unfinished);
-        let tap = tap_stats(scored);
-        rows.push(Row { ranker: ranker.clone(), method: method.clone(), summary, band: 0, tap, incomplete });
-        for dataset in &geo.datasets {
-            let mine: Vec<Scored> = scored.iter().filter(|s| &s.dataset == dataset).cloned().collect();
-            if let Some(summary) = summarise(&mine, resamples, seed) {
-                let counts = tally.by_dataset.get(&(ranker.clone(), method.clone())).and_then(|d| d.get(dataset));
-                let incomplete = counts.map_or(0, |(trials, scored)| trials - scored);
-                let (ranker, method, dataset) = (ranker.clone(), method.clone(), dataset.clone());
-                datasets.push(DatasetRow { ranker, method, dataset, summary, incomplete });
-            }
-        }
-    }
+    let (mut rows, datasets) = variant_rows(results, tally, &geo.datasets, weight, (resamples, seed));
     let rankers: BTreeSet<&String> = results.keys().map(|(r, _)| r).collect();
     let mut pairs = paired_comparisons(results, tally, &rankers, weight, (resamples, seed));
     holm_and_bands(&mut pairs, &mut rows, &rankers, family);
@@ -351,6 +335,35 @@ fn summarise_run(
         spearman: rhos,
         spearman_datasets: by_dataset,
     })
+}
+
+/// Each (ranker, method)'s summary over all its targets, and per dataset, with how many of
+/// its trials are in no mean.
+fn variant_rows(
+    results: &BTreeMap<(String, String), Vec<Scored>>,
+    tally: &Tally,
+    datasets_of_run: &[String],
+    weight: Weight,
+    (resamples, seed): (usize, u64),
+) -> (Vec<Row>, Vec<DatasetRow>) {
+    let mut rows = Vec::new();
+    let mut datasets = Vec::new();
+    for ((ranker, method), scored) in results {
+        let Some(summary) = summarise_weighted(scored, weight, resamples, seed) else { continue };
+        let incomplete = tally.by_variant.get(&(ranker.clone(), method.clone())).map_or(0, |v| v.errors + v.unfinished);
+        let tap = tap_stats(scored);
+        rows.push(Row { ranker: ranker.clone(), method: method.clone(), summary, band: 0, tap, incomplete });
+        for dataset in datasets_of_run {
+            let mine: Vec<Scored> = scored.iter().filter(|s| &s.dataset == dataset).cloned().collect();
+            if let Some(summary) = summarise(&mine, resamples, seed) {
+                let counts = tally.by_dataset.get(&(ranker.clone(), method.clone())).and_then(|d| d.get(dataset));
+                let incomplete = counts.map_or(0, |(trials, scored)| trials - scored);
+                let (ranker, method, dataset) = (ranker.clone(), method.clone(), dataset.clone());
+                datasets.push(DatasetRow { ranker, method, dataset, summary, incomplete });
+            }
+        }
+    }
+    (rows, datasets)
 }
 
 /// Paired comparisons of every two methods under each ranker, on the targets both scored.

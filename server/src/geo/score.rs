@@ -257,7 +257,38 @@ struct Readings<'a> {
     lists: HashMap<String, &'a List>,
 }
 
-impl Readings<'_> {
+impl<'a> Readings<'a> {
+    /// Every distinct text of the run judged (and scored for perplexity where there is a
+    /// scoring endpoint), with the 4-gram model of the lists.
+    async fn measure(
+        store: &dyn Store,
+        lists: &'a [List],
+        distinct: &[&String],
+        settings: &Settings<'_>,
+    ) -> anyhow::Result<Readings<'a>> {
+        let (client, model, mode) = (settings.judge, settings.judge_model.as_str(), settings.mode);
+        let prompt = &settings.judge_prompt;
+        let scores =
+            measure_each(distinct, "judging", |t| super::judge::judge_as(mode, prompt, client, model, store, t))
+                .await?;
+        let ppl = match &settings.scorer {
+            // Measured as the ranker reads it: whitespace no ranker sees moves no ratio.
+            Some(scorer) => {
+                measure_each(distinct, "perplexity of", |t| async move {
+                    scorer.perplexity(&super::prompt::one_line(t)).await
+                })
+                .await?
+            }
+            None => HashMap::new(),
+        };
+        Ok(Readings {
+            scores,
+            ppl,
+            ngram: super::detect::PplModel::new(lists),
+            lists: lists.iter().map(|l| (l.key(), l)).collect(),
+        })
+    }
+
     fn p(&self, text: &str) -> f64 {
         self.scores[text].p
     }
@@ -290,28 +321,9 @@ struct Filters {
 pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Settings<'_>) -> anyhow::Result<Detection> {
     let (_, results, tally) = super::report::results(store, lists, run).await?;
     let texts = RunTexts::read(store, lists, &results).await?;
-    let distinct = texts.distinct();
-    let (client, model, mode) = (settings.judge, settings.judge_model.as_str(), settings.mode);
+    let (model, mode) = (settings.judge_model.as_str(), settings.mode);
     let prompt = &settings.judge_prompt;
-    let scores =
-        measure_each(&distinct, "judging", |t| super::judge::judge_as(mode, prompt, client, model, store, t)).await?;
-    let ppl =
-        match &settings.scorer {
-            // Measured as the ranker reads it: whitespace no ranker sees moves no ratio.
-            Some(scorer) => {
-                measure_each(&distinct, "perplexity of", |t| async move {
-                    scorer.perplexity(&super::prompt::one_line(t)).await
-                })
-                .await?
-            }
-            None => HashMap::new(),
-        };
-    let readings = Readings {
-        scores,
-        ppl,
-        ngram: super::detect::PplModel::new(lists),
-        lists: lists.iter().map(|l| (l.key(), l)).collect(),
-    };
+    let readings = Readings::measure(store, lists, &texts.distinct(), settings).await?;
     let originals = &texts.originals;
     let keyword_rate = equal_mean(
         &originals.values().map(|(d, t)| (d.clone(), f64::from(u8::from(super::kvr(t))))).collect::<Vec<_>>(),

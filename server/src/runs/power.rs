@@ -158,7 +158,13 @@ pub fn of_plan(
         }
     })
     .collect();
-    let basis = match past_run {
+    let basis = basis_of(past_run);
+    Power { trials: trials.len(), configurations, comparisons, alpha, power: POWER, basis, figures }
+}
+
+/// Where σ² and ρ came from, said in words beside the figures.
+fn basis_of(past_run: Option<&str>) -> String {
+    match past_run {
         Some(run) => format!(
             "σ² and ρ from run {run}, read from the paired differences of its configurations on the trials they \
              share (the pair that differs most; with one configuration, twice its scores' variance), and the \
@@ -170,8 +176,7 @@ pub fn of_plan(
              configurations that disagree systematically can reach 1); ρ unknown, so each figure runs from ρ = 0 \
              (trials independent) to ρ = 1 (a family's trials alike); --power-from RUN reads both from a past run"
         ),
-    };
-    Power { trials: trials.len(), configurations, comparisons, alpha, power: POWER, basis, figures }
+    }
 }
 
 fn ceil(x: f64) -> usize {

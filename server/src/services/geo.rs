@@ -47,9 +47,9 @@ pub fn word_diff(orig: &str, adv: &str) -> Vec<(String, String)> {
     out
 }
 
-/// The dashboard's view of a stored detection report, with the NRG-against-AUROC scatter
-/// (NRG intervals from the run's report).
-fn detection_view(d: &Detection, r: &Report) -> anyhow::Result<GeoDetectionView> {
+/// The detection scatter: each (ranker, method)'s NRG against its judge AUROC, the points
+/// that keep a gain after the judge accented.
+fn detection_scatter(d: &Detection, r: &Report) -> anyhow::Result<String> {
     let rankers: std::collections::BTreeSet<&str> = d.rows.iter().map(|x| x.ranker.as_str()).collect();
     let dots: Vec<crate::charts::Dot> = d
         .rows
@@ -71,7 +71,7 @@ fn detection_view(d: &Detection, r: &Report) -> anyhow::Result<GeoDetectionView>
         })
         .collect();
     let caption = format!("{}: NRG against judge AUROC", d.run);
-    let scatter = crate::charts::scatter_svg(
+    crate::charts::scatter_svg(
         &dots,
         &crate::charts::Axes {
             caption: &caption,
@@ -81,7 +81,13 @@ fn detection_view(d: &Detection, r: &Report) -> anyhow::Result<GeoDetectionView>
             y_bounds: (-1.0, 1.0),
             accent_line: None,
         },
-    )?;
+    )
+}
+
+/// The dashboard's view of a stored detection report, with the NRG-against-AUROC scatter
+/// (NRG intervals from the run's report).
+fn detection_view(d: &Detection, r: &Report) -> anyhow::Result<GeoDetectionView> {
+    let scatter = detection_scatter(d, r)?;
     let rate =
         |c: &crate::geo::calibrate::Calibrated, dataset: &str| c.per_dataset.get(dataset).copied().unwrap_or(0.0);
     Ok(GeoDetectionView {

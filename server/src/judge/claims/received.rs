@@ -222,6 +222,38 @@ fn normalised(url: &str) -> Cow<'_, str> {
     if plain { Cow::Borrowed(url) } else { Cow::Owned(normalise(url)) }
 }
 
+/// The distinct pages the trial visited, each rendered once by the sites (the party's marked
+/// text cut out), and for every step the index of its page.
+fn visited_pages<'v, 'r>(
+    pages_of: &'r Renderings<'_>,
+    task: &Task,
+    traj: &Trajectory,
+    visits: &'v [String],
+) -> (Vec<Page<'v, 'r>>, Vec<usize>) {
+    let marked: Vec<&str> = traj.steps.iter().flat_map(|s| &s.spans).map(|s| s.injection.as_str()).collect();
+    let cuts: Vec<(String, &str)> = task
+        .injection_points
+        .iter()
+        .filter(|p| marked.contains(&p.id.as_str()))
+        .map(|p| (normalise(&p.url), p.text.as_str()))
+        .collect();
+    let world = pages_of.world;
+    let mut pages: Vec<Page<'_, '_>> = Vec::new();
+    let mut which: Vec<usize> = Vec::with_capacity(visits.len());
+    for (step, url) in traj.steps.iter().zip(visits) {
+        let i = pages.iter().position(|p| same(p.url, url)).unwrap_or_else(|| {
+            let cut: Vec<&str> = cuts.iter().filter(|(u, _)| u == url).map(|(_, t)| *t).collect();
+            pages.push(Page { url, site: pages_of.page(task.domain, url, &cut), fallback: None });
+            pages.len() - 1
+        });
+        if step.observation.is_none() && pages[i].site.is_none() && pages[i].fallback.is_none() {
+            pages[i].fallback = Some(crate::env::site::render_path(world, &step.url, None, None).text);
+        }
+        which.push(i);
+    }
+    (pages, which)
+}
+
 /// One distinct page of a trajectory.
 struct Page<'v, 'r> {
     /// Its normalised URL.
@@ -249,27 +281,7 @@ pub fn received_of<'v>(
     ticket: &str,
     visits: &'v [String],
 ) -> (Received<'v>, Vec<usize>) {
-    let marked: Vec<&str> = traj.steps.iter().flat_map(|s| &s.spans).map(|s| s.injection.as_str()).collect();
-    let cuts: Vec<(String, &str)> = task
-        .injection_points
-        .iter()
-        .filter(|p| marked.contains(&p.id.as_str()))
-        .map(|p| (normalise(&p.url), p.text.as_str()))
-        .collect();
-    let world = pages_of.world;
-    let mut pages: Vec<Page<'_, '_>> = Vec::new();
-    let mut which: Vec<usize> = Vec::with_capacity(visits.len());
-    for (step, url) in traj.steps.iter().zip(visits) {
-        let i = pages.iter().position(|p| same(p.url, url)).unwrap_or_else(|| {
-            let cut: Vec<&str> = cuts.iter().filter(|(u, _)| u == url).map(|(_, t)| *t).collect();
-            pages.push(Page { url, site: pages_of.page(task.domain, url, &cut), fallback: None });
-            pages.len() - 1
-        });
-        if step.observation.is_none() && pages[i].site.is_none() && pages[i].fallback.is_none() {
-            pages[i].fallback = Some(crate::env::site::render_path(world, &step.url, None, None).text);
-        }
-        which.push(i);
-    }
+    let (pages, which) = visited_pages(pages_of, task, traj, visits);
 
     let fact_urls: Vec<Cow<'_, str>> = task.gold_facts.iter().map(|f| normalised(&f.url)).collect();
     let mut received = Received::new(ticket, visits);
