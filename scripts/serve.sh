@@ -11,14 +11,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 release=
-if [[ "${1:-}" == "--release" ]]; then
-  release=1
-  shift
-fi
+args=()
+for arg in "$@"; do
+  if [[ "$arg" == "--release" ]]; then release=1; else args+=("$arg"); fi
+done
 scripts/setup.sh
 if [[ -n "$release" ]]; then
   scripts/build-site.sh --release
-  exec cargo run --profile serve -p server -- serve "$@"
+  exec cargo run --profile serve -p server -- serve ${args[@]+"${args[@]}"}
 fi
 scripts/build-site.sh
-exec cargo run -p server -- serve "$@"
+exec cargo run -p server -- serve ${args[@]+"${args[@]}"}

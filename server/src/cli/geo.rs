@@ -295,7 +295,7 @@ pub async fn geo(command: GeoCommand, db: &str) -> anyhow::Result<()> {
             let lists = crate::geo::import::stored_lists(open().await?.as_ref()).await?;
             prompt(&lists, &target, order, &protocol.protocol()?)
         }
-        GeoCommand::Score(args) => score_cmd(open().await?, *args).await,
+        GeoCommand::Score(args) => score_cmd(open, *args).await,
         GeoCommand::Import { file, variant, adopt_originals } => {
             let store = open().await?;
             import(store.as_ref(), &file, variant.as_deref(), adopt_originals).await
@@ -309,13 +309,21 @@ pub async fn geo(command: GeoCommand, db: &str) -> anyhow::Result<()> {
 
 /// `mirage geo score`: the detection report of a run, with the judge (and scorer) named
 /// or the config's.
-async fn score_cmd(store: std::sync::Arc<dyn crate::db::Store>, args: ScoreArgs) -> anyhow::Result<()> {
+///
+/// The judge's prompt file is read before the database is opened, so a wrong path touches
+/// nothing stored.
+async fn score_cmd<F, Fut>(open: F, args: ScoreArgs) -> anyhow::Result<()>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<std::sync::Arc<dyn crate::db::Store>>>,
+{
     let ScoreArgs { run, judge, judge_mode, scorer, judge_prompt, config, fpr, either_fpr, calibration, json } = args;
     let base = crate::geo::judge::builtin();
     let judge_prompt = match judge_prompt {
         Some(path) => crate::geo::template::Template::from_file(&path, &crate::geo::judge::JUDGE_ROLE, &base)?,
         None => base,
     };
+    let store = open().await?;
     let config = crate::config::Config::load(config.as_deref())?;
     let (name, spec) = match judge {
         Some(name) => {

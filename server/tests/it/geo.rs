@@ -99,6 +99,14 @@ fn the_geo_commands() {
     assert_eq!(v["datasets"].as_array().map(Vec::len), Some(2));
     let out = crate::support::mirage(&db, &["geo", "eval", "--ranker", "gpt"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("\"gpt\" is not an offline ranker"));
+    // A judge prompt that cannot be read stops `geo score` before the database is opened.
+    let missing = dir.path().join("judge.toml");
+    let untouched = crate::support::temp_path(&dir, "untouched.db");
+    let args = ["geo", "score", "--run", "run-x", "--judge-prompt", missing.to_str().expect("utf-8")];
+    let out = crate::support::mirage(&untouched, &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("judge.toml: cannot read"), "{err}");
+    assert!(!untouched.exists(), "a bad prompt file touches no database");
 
     // A prompt file with a typo stops `geo run` before anything is planned, naming the
     // file, the field and the placeholders it may use.
