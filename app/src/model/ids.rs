@@ -7,8 +7,27 @@ use serde::{Deserialize, Serialize};
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[derive(
+            Clone,
+            Debug,
+            Default,
+            PartialEq,
+            Eq,
+            PartialOrd,
+            Ord,
+            Hash,
+            Serialize,
+            Deserialize,
+            derive_more::AsRef,
+            derive_more::Deref,
+            derive_more::Display,
+            derive_more::From,
+            derive_more::Into,
+        )]
         #[serde(transparent)]
+        #[as_ref(forward)]
+        #[deref(forward)]
+        #[from(String, &str, &String)]
         pub struct $name(String);
 
         impl $name {
@@ -18,64 +37,9 @@ macro_rules! id_type {
             }
         }
 
-        impl std::ops::Deref for $name {
-            type Target = str;
-            fn deref(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl AsRef<str> for $name {
-            fn as_ref(&self) -> &str {
-                &self.0
-            }
-        }
-
         impl std::borrow::Borrow<str> for $name {
             fn borrow(&self) -> &str {
                 &self.0
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        impl From<String> for $name {
-            fn from(id: String) -> Self {
-                $name(id)
-            }
-        }
-
-        impl From<&str> for $name {
-            fn from(id: &str) -> Self {
-                $name(id.to_string())
-            }
-        }
-
-        impl From<&String> for $name {
-            fn from(id: &String) -> Self {
-                $name(id.clone())
-            }
-        }
-
-        impl From<$name> for String {
-            fn from(id: $name) -> String {
-                id.0
-            }
-        }
-
-        impl PartialEq<str> for $name {
-            fn eq(&self, other: &str) -> bool {
-                self.0 == other
-            }
-        }
-
-        impl PartialEq<&str> for $name {
-            fn eq(&self, other: &&str) -> bool {
-                self.0 == *other
             }
         }
 
@@ -91,6 +55,18 @@ macro_rules! id_type {
             type Output = String;
             fn into_attribute_value(self) -> String {
                 self.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
             }
         }
 

@@ -65,14 +65,7 @@ pub fn TasksPage() -> impl IntoView {
         <Title text="Tasks"/>
         <h1>"Tasks"</h1>
         <form class="filters" method="get" action="/tasks">
-            <label>"Site "
-                <select name="domain" on:change=on("domain") prop:value=move || filter.get().domain.unwrap_or_default()>
-                    <option value="">"all"</option>
-                    <option value="shop">"shop"</option>
-                    <option value="forum">"forum"</option>
-                    <option value="wiki">"wiki"</option>
-                </select>
-            </label>
+            {fixed_select("Site ", "domain", SITES, move || filter.get().domain.unwrap_or_default(), on("domain"))}
             <label>"Category "
                 <select name="category" on:change=on("category") prop:value=move || filter.get().category.unwrap_or_default()>
                     <option value="">"all"</option>
@@ -91,7 +84,8 @@ pub fn TasksPage() -> impl IntoView {
                     </Transition>
                 </select>
             </label>
-            {difficulty_and_surface(filter, on)}
+            {fixed_select("Difficulty ", "difficulty", DIFFICULTIES, move || filter.get().difficulty.unwrap_or_default(), on("difficulty"))}
+            {fixed_select("Surface ", "contradiction", SURFACES, move || filter.get().contradiction.map(|b| b.to_string()).unwrap_or_default(), on("contradiction"))}
             <noscript><button type="submit">"Apply"</button></noscript>
         </form>
         <Transition fallback=|| view! { <p>"Loading tasks…"</p> }>
@@ -103,25 +97,23 @@ pub fn TasksPage() -> impl IntoView {
     }
 }
 
-/// The difficulty and surface selects of the tasks filter; `on(key)` navigates on a change.
-fn difficulty_and_surface<F>(filter: Memo<TaskFilter>, on: impl Fn(&'static str) -> F) -> impl IntoView
-where
-    F: FnMut(leptos::ev::Event) + 'static,
-{
+const SITES: &[(&str, &str)] = &[("", "all"), ("shop", "shop"), ("forum", "forum"), ("wiki", "wiki")];
+const DIFFICULTIES: &[(&str, &str)] = &[("", "all"), ("easy", "easy"), ("medium", "medium"), ("hard", "hard")];
+const SURFACES: &[(&str, &str)] = &[("", "any"), ("true", "misleading (contradiction)"), ("false", "aligned")];
+
+/// A select of the tasks filter over fixed choices (value, text); `on_change` navigates to
+/// the new filter.
+fn fixed_select(
+    label: &'static str,
+    name: &'static str,
+    choices: &'static [(&'static str, &'static str)],
+    current: impl Fn() -> String + Send + Sync + 'static,
+    on_change: impl FnMut(leptos::ev::Event) + 'static,
+) -> impl IntoView {
     view! {
-        <label>"Difficulty "
-            <select name="difficulty" on:change=on("difficulty") prop:value=move || filter.get().difficulty.unwrap_or_default()>
-                <option value="">"all"</option>
-                <option value="easy">"easy"</option>
-                <option value="medium">"medium"</option>
-                <option value="hard">"hard"</option>
-            </select>
-        </label>
-        <label>"Surface "
-            <select name="contradiction" on:change=on("contradiction") prop:value=move || filter.get().contradiction.map(|b| b.to_string()).unwrap_or_default()>
-                <option value="">"any"</option>
-                <option value="true">"misleading (contradiction)"</option>
-                <option value="false">"aligned"</option>
+        <label>{label}
+            <select name=name on:change=on_change prop:value=current>
+                {choices.iter().map(|(value, text)| view! { <option value=*value>{*text}</option> }).collect_view()}
             </select>
         </label>
     }

@@ -203,10 +203,11 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
     // An imported sample that is not a Mirage task: no Mirage metrics, labels or graph.
     let mirage_metrics = v.origin.as_ref().is_none_or(|o| o.metrics_apply);
     let harness_timeline = (!mirage_metrics && !v.labels.is_empty()).then(|| timeline(&v, base));
-    let mirage_timeline = timeline(&v, base);
     let around = siblings(&v);
-    let (verdict, tap, graph) = (verdict_table(&v), tap_tree(&v.tap), gold_graph(&v, base));
-    let claims = claims_list(&v, base);
+    // Mirage's own panels, built only where they are shown.
+    let panels = mirage_metrics.then(|| {
+        (timeline(&v, base), verdict_table(&v), tap_tree(&v.tap), gold_graph(&v, base), claims_list(&v, base))
+    });
     let task_badge = if !v.trial.foreign {
         view! { <A href=format!("/tasks/{}", v.trial.task_id)>{v.trial.task_id.clone()}</A> }.into_any()
     } else {
@@ -230,7 +231,7 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
         {v.trial.error.clone().map(|e| view! { <p class="error" role="alert">{format!("Error: {e}")}</p> })}
         {harness}
         {harness_timeline}
-        {mirage_metrics.then(|| view! {
+        {panels.map(|(mirage_timeline, verdict, tap, graph, claims)| view! {
         <section class="summary-grid">
             <div>
                 <h2>"Ticket"</h2>

@@ -4,14 +4,12 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use anyhow::Context;
+use app::model::GeoIncomplete as Incomplete;
 
 use super::data::List;
 use super::plan::{GeoSpec, target_of, text_key};
 use super::{OrderRecord, Scored, result_of};
 use crate::db::{Store, TrialRow, TrialState};
-
-/// A (ranker, method) with trials in no mean (ended in error or unfinished), and why.
-type Incomplete = app::model::GeoIncomplete;
 
 /// How many trials a run has, failed (an error state) and not yet finished, in all and per
 /// (ranker, method).

@@ -141,14 +141,15 @@ fn reuse_stored<'k>(
     let mut slots: Vec<Option<TrialScore>> = Vec::with_capacity(finished.len());
     let mut todo: Vec<(usize, &str)> = Vec::new();
     for (i, trial) in finished.iter().enumerate() {
-        let reused = match stored.remove(&trial.trial_id).filter(|s| s.judge_version == version) {
-            Some(s) => Some(
+        let reused = stored
+            .remove(&trial.trial_id)
+            .filter(|s| s.judge_version == version)
+            .map(|s| {
                 serde_json::from_str::<TrialScore>(&s.body)
-                    .with_context(|| format!("stored score of {}", trial.trial_id))?,
-            )
-            .filter(|s| s.rsn_error.is_none()),
-            None => None,
-        };
+                    .with_context(|| format!("stored score of {}", trial.trial_id))
+            })
+            .transpose()?
+            .filter(|s| s.rsn_error.is_none());
         if let Some(score) = reused {
             slots.push(Some(score));
         } else if world.task(&trial.task_id).is_none() {
