@@ -32,7 +32,7 @@ pub async fn list_runs() -> Result<Vec<RunSummary>, AppError> {
 /// One run in full.
 #[server(endpoint = "get_run")]
 pub async fn get_run(id: String) -> Result<RunDetail, AppError> {
-    crate::ssr::respond(async move { crate::ssr::services()?.runs.get(id).await }).await
+    crate::ssr::respond(async move { crate::ssr::services()?.runs.get(id.into()).await }).await
 }
 
 /// A page of a run's trials.
@@ -72,7 +72,7 @@ pub async fn plan_power(form: NewRun) -> Result<crate::model::Power, AppError> {
 pub async fn cancel_run(id: String) -> Result<(), AppError> {
     crate::ssr::respond(async move {
         crate::ssr::require(crate::model::Role::Operator)?;
-        crate::ssr::services()?.runs.cancel(id).await
+        crate::ssr::services()?.runs.cancel(id.into()).await
     })
     .await
 }
@@ -87,7 +87,7 @@ pub async fn get_trajectory(
 ) -> Result<TrajectoryView, AppError> {
     crate::ssr::respond(async move {
         let operator = crate::ssr::identity().is_ok_and(|w| w.role >= crate::model::Role::Operator);
-        let mut view = crate::ssr::services()?.runs.trajectory(trial, page, within).await?;
+        let mut view = crate::ssr::services()?.runs.trajectory(trial.into(), page, within).await?;
         if !operator {
             view.blind_waiting();
         }
@@ -99,7 +99,7 @@ pub async fn get_trajectory(
 /// A trial's counterfactual replays.
 #[server(endpoint = "get_replays")]
 pub async fn get_replays(trial: String) -> Result<crate::model::ReplaysView, AppError> {
-    crate::ssr::respond(async move { crate::ssr::services()?.runs.replays(trial).await }).await
+    crate::ssr::respond(async move { crate::ssr::services()?.runs.replays(trial.into()).await }).await
 }
 
 /// Replays a trial from a turn with an intervention (operators).
@@ -180,7 +180,7 @@ pub async fn open_item(
 ) -> Result<crate::model::OpenItem, AppError> {
     crate::ssr::respond(async move {
         let who = crate::ssr::identity().ok();
-        crate::ssr::services()?.annotate.open(who, trial, kind, filter).await
+        crate::ssr::services()?.annotate.open(who, trial.into(), kind, filter).await
     })
     .await
 }
@@ -190,7 +190,7 @@ pub async fn open_item(
 pub async fn start_labelling(trial: String, kind: String) -> Result<i64, AppError> {
     crate::ssr::respond(async move {
         let who = crate::ssr::require(crate::model::Role::Annotator)?;
-        crate::ssr::services()?.annotate.start(who, trial, kind).await
+        crate::ssr::services()?.annotate.start(who, trial.into(), kind).await
     })
     .await
 }
@@ -226,7 +226,7 @@ pub async fn adjudicate(
 pub async fn release_item(trial: String, kind: String) -> Result<(), AppError> {
     crate::ssr::respond(async move {
         let who = crate::ssr::require(crate::model::Role::Annotator)?;
-        crate::ssr::services()?.annotate.release(who, trial, kind).await
+        crate::ssr::services()?.annotate.release(who, trial.into(), kind).await
     })
     .await
 }
@@ -242,7 +242,7 @@ pub async fn search(query: String, kind: Option<String>) -> Result<crate::model:
 pub async fn get_grade(trial: String) -> Result<crate::model::GradeView, AppError> {
     crate::ssr::respond(async move {
         let who = crate::ssr::require(crate::model::Role::Annotator)?;
-        crate::ssr::services()?.annotate.grade_view(who, trial).await
+        crate::ssr::services()?.annotate.grade_view(who, trial.into()).await
     })
     .await
 }
@@ -269,7 +269,7 @@ pub async fn get_geo(
 
 #[server(endpoint = "get_geo_target")]
 pub async fn get_geo_target(trial: String) -> Result<crate::model::GeoTargetView, AppError> {
-    crate::ssr::respond(async move { crate::ssr::services()?.geo.target(trial).await }).await
+    crate::ssr::respond(async move { crate::ssr::services()?.geo.target(trial.into()).await }).await
 }
 
 /// Two runs or configurations (`RUN` or `RUN:CONFIG`) compared trial by trial.

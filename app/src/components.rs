@@ -38,9 +38,9 @@ pub fn EstCell(
 ) -> impl IntoView {
     match est {
         Some(e) if dollars => view! {
-            <td class="num cost" title=format!("95% CI [${:.4}, ${:.4}], n = {}", e.lo, e.hi, e.n)>
-                <span class="mean">{format!("${:.4}", e.mean)}</span>
-                <span class="ci">{format!(" [${:.4}, ${:.4}]", e.lo, e.hi)}</span>
+            <td class="num cost" title=format!("95% CI [{}, {}], n = {}", crate::model::dollars(e.lo), crate::model::dollars(e.hi), e.n)>
+                <span class="mean">{crate::model::dollars(e.mean)}</span>
+                <span class="ci">{format!(" [{}, {}]", crate::model::dollars(e.lo), crate::model::dollars(e.hi))}</span>
                 <span class="n">{format!(" n={}", e.n)}</span>
             </td>
         }

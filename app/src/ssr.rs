@@ -8,7 +8,7 @@ use leptos::prelude::use_context;
 use crate::error::AppError;
 use crate::model::{
     BoardQuery, HeatQuery, Heatmap, Identity, Leaderboard, NewLabel, NewRun, OpenItem, Queue, Robustness, RunDetail,
-    RunSummary, TaskDetail, TaskFilter, TaskList, TrajectoryView, TrialPage, TrialQuery,
+    RunId, RunSummary, TaskDetail, TaskFilter, TaskList, TrajectoryView, TrialId, TrialPage, TrialQuery,
 };
 
 /// Read access to the task corpus.
@@ -26,7 +26,7 @@ pub trait Runs: Send + Sync {
     /// Every run, newest first, with live progress.
     async fn list(&self) -> Result<Vec<RunSummary>, AppError>;
     /// One run with its coverage and versions.
-    async fn get(&self, id: String) -> Result<RunDetail, AppError>;
+    async fn get(&self, id: RunId) -> Result<RunDetail, AppError>;
     /// A page of a run's trials.
     async fn trials(&self, query: TrialQuery) -> Result<TrialPage, AppError>;
     /// A task's trials over every run.
@@ -37,16 +37,16 @@ pub trait Runs: Send + Sync {
     /// `Invalid` names the form field at fault.
     async fn power(&self, form: NewRun) -> Result<crate::model::Power, AppError>;
     /// Cancels a run's unfinished trials.
-    async fn cancel(&self, id: String) -> Result<(), AppError>;
+    async fn cancel(&self, id: RunId) -> Result<(), AppError>;
     /// One trial turn by turn (a page of turns), with its score and labels.
     async fn trajectory(
         &self,
-        trial: String,
+        trial: TrialId,
         page: usize,
         within: crate::model::TrialQuery,
     ) -> Result<TrajectoryView, AppError>;
     /// A trial's counterfactual replays, each aligned with the original turn by turn.
-    async fn replays(&self, trial: String) -> Result<crate::model::ReplaysView, AppError>;
+    async fn replays(&self, trial: TrialId) -> Result<crate::model::ReplaysView, AppError>;
     /// Starts replays of a trial in the background; `Invalid` names the field at fault.
     async fn start_replay(&self, request: crate::model::NewReplay) -> Result<(), AppError>;
 }
@@ -83,13 +83,13 @@ pub trait Annotate: Send + Sync {
     async fn open(
         &self,
         who: Option<Identity>,
-        trial: String,
+        trial: TrialId,
         kind: String,
         filter: crate::model::QueueFilter,
     ) -> Result<OpenItem, AppError>;
     /// `who` starts labelling an item: takes its lock (until the returned time); `Conflict`
     /// when someone else holds it.
-    async fn start(&self, who: Identity, trial: String, kind: String) -> Result<i64, AppError>;
+    async fn start(&self, who: Identity, trial: TrialId, kind: String) -> Result<i64, AppError>;
     /// Records `who`'s label (an adjudication when `adjudicate`) and releases the lock;
     /// returns the next item of the filtered queue `who` can label, if any.
     async fn label(
@@ -100,9 +100,9 @@ pub trait Annotate: Send + Sync {
         filter: crate::model::QueueFilter,
     ) -> Result<Option<String>, AppError>;
     /// Releases `who`'s lock on an item.
-    async fn release(&self, who: Identity, trial: String, kind: String) -> Result<(), AppError>;
+    async fn release(&self, who: Identity, trial: TrialId, kind: String) -> Result<(), AppError>;
     /// A trial's reasoning to grade, with the caller's own latest grade.
-    async fn grade_view(&self, who: Identity, trial: String) -> Result<crate::model::GradeView, AppError>;
+    async fn grade_view(&self, who: Identity, trial: TrialId) -> Result<crate::model::GradeView, AppError>;
     /// Stores a person's grade of a trial's reasoning and decision.
     async fn grade(&self, who: Identity, grade: crate::model::NewGrade) -> Result<(), AppError>;
 }
@@ -127,7 +127,7 @@ pub trait Geo: Send + Sync {
         judge: Option<String>,
     ) -> Result<crate::model::GeoView, AppError>;
     /// One GEO trial.
-    async fn target(&self, trial: String) -> Result<crate::model::GeoTargetView, AppError>;
+    async fn target(&self, trial: TrialId) -> Result<crate::model::GeoTargetView, AppError>;
 }
 
 /// Everything a server function may touch. Provided once per request via context.

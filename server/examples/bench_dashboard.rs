@@ -146,7 +146,7 @@ async fn main() {
     }
 
     let board = format!("{base}/api/get_leaderboard");
-    let q = |tier: &str| vec![("query[run]", run.clone()), ("query[tier]", tier.to_string())];
+    let q = |tier: &str| vec![("query[run]", run.to_string()), ("query[tier]", tier.to_string())];
     for (tier, what) in [("default", "scores + bootstrap"), ("strict", "another tier: bootstrap only")] {
         let (first, filled) = first_and_complete(&client, &board, &q(tier)).await;
         println!(
@@ -165,7 +165,7 @@ async fn main() {
     let mut samples = Vec::new();
     for i in 0..SAMPLES {
         let t = &trials[(i * 7919) % trials.len()];
-        let form = vec![("trial", t.trial_id.clone()), ("page", "0".to_string())];
+        let form = vec![("trial", t.trial_id.to_string()), ("page", "0".to_string())];
         samples.push(timed(&client, &format!("{base}/api/get_trajectory"), &form).await);
     }
     report("trajectory", 50.0, samples);

@@ -33,7 +33,7 @@ async fn store(dir: &tempfile::TempDir, name: &str) -> Arc<dyn Store> {
     Arc::new(SqlStore::connect(&url).await.expect("connect"))
 }
 
-async fn execute(store: Arc<dyn Store>, run: &str, concurrency: usize) {
+async fn execute(store: Arc<dyn Store>, run: &app::model::RunId, concurrency: usize) {
     let world = Arc::new(server::env::World::build(Vec::new()).expect("world"));
     let options = server::runs::PoolOptions { concurrency, ..Default::default() };
     server::runs::execute(store, world, run, options, Arc::new(|_, _| {})).await.expect("execute");

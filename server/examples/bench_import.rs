@@ -41,7 +41,7 @@ async fn pages(client: &reqwest::Client, base: &str, trials: &[server::db::Trial
     let mut samples = Vec::new();
     for i in 0..SAMPLES {
         let t = &trials[(i * 7919) % trials.len()];
-        let form = [("trial", t.trial_id.clone()), ("page", "0".to_string())];
+        let form = [("trial", t.trial_id.to_string()), ("page", "0".to_string())];
         let start = Instant::now();
         let resp = client.post(format!("{base}/api/get_trajectory")).form(&form).send().await.expect("request");
         assert!(resp.status().is_success(), "{}: {}", t.trial_id, resp.status());

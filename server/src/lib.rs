@@ -116,7 +116,7 @@ pub async fn app_state_with(
     let scorer = insights.clone();
     let pulse = services::pulse::Pulse::start(
         store.clone(),
-        Arc::new(move |run: String| {
+        Arc::new(move |run: app::model::RunId| {
             if background == Background::Quiet {
                 return;
             }

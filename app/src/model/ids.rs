@@ -1,6 +1,7 @@
 //! The ids that cross from the server to the pages: a run's and a trial's. Each has a type
 //! of its own, so that one cannot be passed where the other is meant; on the wire each is a
-//! plain JSON string, and in a page it reads as the `str` it holds.
+//! plain JSON string, in the database a text column, and in a page it reads as the `str` it
+//! holds.
 
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +25,7 @@ macro_rules! id_type {
             derive_more::From,
             derive_more::Into,
         )]
+        #[cfg_attr(feature = "ssr", derive(sqlx::Type), sqlx(transparent))]
         #[serde(transparent)]
         #[as_ref(forward)]
         #[deref(forward)]

@@ -163,6 +163,23 @@ impl CostRole {
     }
 }
 
+/// What the sum of a run's cost rows is, and is not.
+pub const CHARGED_TO_TRIALS: &str = "each trial's own calls, an answer taken from the cache counted for every trial that used it; \
+     work shared by all trials (a judge filter's calibration) is in no row";
+
+/// US dollars as every page and the command line show them: four decimals, or two
+/// significant digits below a cent, so that a cheap model does not read as free.
+pub fn dollars(c: f64) -> String {
+    if c == 0.0 || !c.is_finite() || c.abs() >= 0.01 {
+        format!("${c:.4}")
+    } else {
+        // -log10 of a value under 0.01 is above 2, and finite here.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let decimals = (-c.abs().log10()).floor() as usize + 2;
+        format!("${c:.decimals$}")
+    }
+}
+
 impl CostRow {
     /// The dollars per trial, when the cost is known.
     #[allow(clippy::cast_precision_loss)]
@@ -245,8 +262,8 @@ pub struct TrialSummary {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Around {
     pub siblings: Vec<TrialSummary>,
-    pub prev: Option<String>,
-    pub next: Option<String>,
+    pub prev: Option<TrialId>,
+    pub next: Option<TrialId>,
 }
 
 /// A page of trials.
@@ -487,9 +504,9 @@ pub struct OriginView {
     pub attack: Option<(String, String, Option<bool>)>,
     /// The trajectory that delegated to this one (a subagent's), as (sample, trial id if
     /// imported in the same run).
-    pub parent: Option<(String, Option<String>)>,
+    pub parent: Option<(String, Option<TrialId>)>,
     /// Subagent trajectories, as (sample, trial id if imported in the same run).
-    pub subagents: Vec<(String, Option<String>)>,
+    pub subagents: Vec<(String, Option<TrialId>)>,
 }
 
 /// One search result: where it is, and a snippet cut into plain and matching pieces.

@@ -7,7 +7,7 @@ use leptos_router::components::A;
 
 use crate::model::OriginView;
 
-fn link(run: &str, sample: &str, trial: Option<&String>) -> AnyView {
+fn link(run: &str, sample: &str, trial: Option<&crate::model::TrialId>) -> AnyView {
     match trial {
         Some(t) => {
             let (href, text) = (format!("/runs/{run}/trials/{t}"), sample.to_string());

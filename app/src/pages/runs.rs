@@ -392,7 +392,7 @@ fn trial_row(r: crate::model::TrialSummary, run: &str, filters: &TrialQuery) -> 
 /// Each configuration's tokens and cost so far, with the run's total (unknown when any
 /// configuration's price is).
 fn cost_table(rows: &[crate::model::CostRow]) -> impl IntoView {
-    let dollars = |c: Option<f64>| c.map_or_else(|| "unknown".to_string(), |c| format!("${c:.4}"));
+    let dollars = |c: Option<f64>| c.map_or_else(|| "unknown".to_string(), crate::model::dollars);
     let total: Option<f64> = rows.iter().map(|r| r.cost_usd).sum();
     let tokens: u64 = rows.iter().map(|r| r.prompt_tokens + r.completion_tokens).sum();
     (!rows.is_empty()).then(|| {
@@ -410,7 +410,7 @@ fn cost_table(rows: &[crate::model::CostRow]) -> impl IntoView {
                             <td>{r.pricing.clone()}</td>
                         </tr>
                     }).collect_view()}
-                    <tr class="total"><th scope="row">"Run"</th><td></td><td></td><td class="num" colspan="2">{format!("{tokens} tokens")}</td><td class="num">{dollars(total)}</td><td></td><td></td></tr>
+                    <tr class="total" title=crate::model::CHARGED_TO_TRIALS><th scope="row">"Charged to trials"</th><td></td><td></td><td class="num" colspan="2">{format!("{tokens} tokens")}</td><td class="num">{dollars(total)}</td><td></td><td></td></tr>
                 </tbody>
             </table>
         }

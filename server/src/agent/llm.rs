@@ -252,7 +252,7 @@ impl LlmAgent {
     /// One decision from the model, with repair requests for unusable replies.
     async fn ask(&self, ctx: &TrialContext<'_>, mut messages: Vec<Message>) -> Result<Decision, AgentError> {
         let schema = reply_schema(ctx.domain.actions());
-        let mut usage = crate::llm::Usage::default();
+        let mut usage = Some(crate::llm::Usage::default());
         let mut last = String::new();
         for attempt in 0..=self.repair_retries {
             let completion = self
@@ -260,10 +260,9 @@ impl LlmAgent {
                 .complete(&messages, Some(&schema))
                 .await
                 .map_err(|e| AgentError::Endpoint(e.to_string()))?;
-            usage.prompt_tokens += completion.usage.prompt_tokens;
-            usage.completion_tokens += completion.usage.completion_tokens;
+            usage = crate::llm::Usage::sum(usage, completion.usage);
             match parse_reply(&completion.content) {
-                Ok((thought, action)) => return Ok(Decision { thought, action, usage: Some(usage) }),
+                Ok((thought, action)) => return Ok(Decision { thought, action, usage }),
                 Err(problem) => {
                     let cut = if completion.finish_reason.as_deref() == Some("length") {
                         " (the reply was cut off at max_tokens)"

@@ -35,7 +35,7 @@ pub struct CompareArgs {
 /// A side's scores: a run's, or one configuration's of it (an unknown one is named).
 async fn side(store: &Arc<dyn Store>, name: &str, judge: &ModelJudge) -> anyhow::Result<Vec<TrialScore>> {
     let (run, config) = name.split_once(':').map_or((name, None), |(r, c)| (r, Some(c)));
-    let scores = run_scores(store, run, judge).await?;
+    let scores = run_scores(store, &run.into(), judge).await?;
     let Some(config) = config else { return Ok(scores) };
     let agents: std::collections::BTreeSet<&str> = scores.iter().map(|s| s.agent.as_str()).collect();
     if !agents.contains(config) {
@@ -58,7 +58,7 @@ pub(super) async fn run(store: Arc<dyn Store>, args: CompareArgs) -> anyhow::Res
     let mut c = compare((&args.a, &ra), (&args.b, &rb), with_agent, args.resamples, args.seed)?;
     for (name, slot) in [(&args.a, &mut c.unfinished_a), (&args.b, &mut c.unfinished_b)] {
         let (run, config) = name.split_once(':').map_or((name.as_str(), None), |(r, c)| (r, Some(c)));
-        *slot = crate::services::compare::unfinished(store.as_ref(), run, config).await?;
+        *slot = crate::services::compare::unfinished(store.as_ref(), &run.into(), config).await?;
     }
     if args.json {
         println!("{}", serde_json::to_string(&c)?);

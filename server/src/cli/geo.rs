@@ -13,13 +13,14 @@ use crate::geo::order::{Orders, instance_seed, orderings};
 use crate::geo::parse::Parser;
 use crate::geo::prompt::Prompt;
 use crate::geo::{Protocol, rank};
+use app::model::RunId;
 
 /// `mirage geo …`.
 /// `mirage geo score`'s options.
 #[derive(clap::Args, Debug)]
 pub struct ScoreArgs {
     #[arg(long)]
-    run: String,
+    run: RunId,
     /// The judge endpoint's name in the config file (default: `roles.judge`).
     #[arg(long)]
     judge: Option<String>,
@@ -78,7 +79,7 @@ pub enum GeoCommand {
     /// Spearman's ρ between rankers.
     Report {
         #[arg(long)]
-        run: String,
+        run: RunId,
         /// Tables to print: method (the leaderboard), dataset (per dataset), ranker (each
         /// method's NRG under every ranker: the transfer table) or pairs (paired
         /// comparisons and Spearman's ρ).
@@ -185,7 +186,7 @@ pub struct GeoRunArgs {
     detach: bool,
     /// Resume a run instead of planning a new one.
     #[arg(long)]
-    resume: Option<String>,
+    resume: Option<RunId>,
     /// With --resume: put the run's trials that ended in error back in the queue first (a
     /// writer that refused, a key fixed since), their stored orders kept.
     #[arg(long, requires = "resume")]
@@ -509,7 +510,7 @@ async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> a
 /// A ranker none of whose calls answered is an endpoint failure, not a ranker naming nothing,
 /// and so is a row every order of which failed (a filter refusing every edited prompt): the
 /// run's figures stay (every failure counted), and the command fails saying so.
-async fn refuse_silent_rankers(store: &dyn crate::db::Store, run_id: &str) -> anyhow::Result<()> {
+async fn refuse_silent_rankers(store: &dyn crate::db::Store, run_id: &RunId) -> anyhow::Result<()> {
     let lists = crate::geo::import::stored_lists(store).await?;
     let (_, results, _) = crate::geo::report::results(store, &lists, run_id).await?;
     let (rankers, rows) = crate::geo::silent(&results);

@@ -6,6 +6,7 @@ use anyhow::{Context, bail};
 use clap::Subcommand;
 
 use crate::db::Store;
+use app::model::RunId;
 
 /// `mirage runs …`.
 #[derive(Debug, Subcommand)]
@@ -13,12 +14,12 @@ pub enum RunsCommand {
     /// Every run, newest first, with its progress.
     List,
     /// One run: its spec and trial counts.
-    Show { run: String },
+    Show { run: RunId },
     /// Stop a run: queued trials are cancelled, running ones stop at their next step.
-    Cancel { run: String },
+    Cancel { run: RunId },
     /// The finished trials as trajectory lines (schemas/trajectory.schema.json), or as ATIF trajectories.
     Export {
-        run: String,
+        run: RunId,
         /// `mirage`: trajectory lines (one JSON object per line). `atif`: one ATIF trajectory
         /// per trial, one per line on stdout, or one `<trial>.json` per trial in the `--out`
         /// directory.
@@ -32,7 +33,7 @@ pub enum RunsCommand {
     /// target), with the downloads they offer, as HTML, CSS, CSV and JSON files that open
     /// from disk (`DIR/index.html`, or `geo.html`) without a server, scripts or requests.
     Bundle {
-        run: String,
+        run: RunId,
         /// A new folder (or an empty one) for the copy.
         #[arg(short, long)]
         out: PathBuf,
@@ -123,7 +124,7 @@ pub(super) async fn runs(shared: std::sync::Arc<dyn Store>, command: RunsCommand
 }
 
 /// `mirage runs show`: the run's spec, progress, throughput and cost per role.
-async fn show(store: &dyn Store, run: &str) -> anyhow::Result<()> {
+async fn show(store: &dyn Store, run: &RunId) -> anyhow::Result<()> {
     let row = store.run(run).await?;
     let report = crate::runs::progress_report(store, run).await?;
     let p = report.counts;
@@ -135,21 +136,33 @@ async fn show(store: &dyn Store, run: &str) -> anyhow::Result<()> {
     let eta = report.eta_secs.map_or_else(|| "-".to_string(), |s| format!("{s:.0}s"));
     println!("throughput {:.1} trials/min over the last minute, eta {eta}", report.per_minute);
     if let Ok(spec) = serde_json::from_str::<crate::runs::RunSpec>(&row.spec) {
-        for c in crate::runs::cost_rows(
+        let rows = crate::runs::cost_rows(
             &spec,
             &store.token_use(run).await?,
             &store.model_use(run).await?,
             &store.judge_use(run).await?,
-        ) {
-            let cost = c.cost_usd.map_or_else(|| "cost unknown".to_string(), |d| format!("${d:.4}"));
+        );
+        let known = |c: Option<f64>| c.map_or_else(|| "unknown".to_string(), app::model::dollars);
+        for c in &rows {
+            let cost = c.cost_usd.map_or_else(|| "cost unknown".to_string(), app::model::dollars);
             println!(
-                "cost {} ({}): {} trials, {} prompt + {} completion tokens, {cost} ({})",
+                "cost {} ({}): {} trials, {} prompt + {} completion tokens, {cost} ({}); {} per trial",
                 c.agent,
                 c.role.as_str(),
                 c.trials,
                 c.prompt_tokens,
                 c.completion_tokens,
-                c.pricing
+                c.pricing,
+                known(c.per_trial())
+            );
+        }
+        if !rows.is_empty() {
+            let tokens: u64 = rows.iter().map(|r| r.prompt_tokens + r.completion_tokens).sum();
+            let total: Option<f64> = rows.iter().map(|r| r.cost_usd).sum();
+            println!(
+                "cost charged to the trials: {tokens} tokens, {} ({})",
+                known(total),
+                app::model::CHARGED_TO_TRIALS
             );
         }
     }
@@ -202,7 +215,7 @@ async fn import(
 /// rendered in this process, with a progress bar.
 async fn bundle(
     store: std::sync::Arc<dyn Store>,
-    run: &str,
+    run: &RunId,
     out: &std::path::Path,
     config: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {

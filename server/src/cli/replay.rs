@@ -8,11 +8,12 @@ use clap::Args;
 use crate::db::Store;
 use crate::env::World;
 use crate::runs::replay::{self, Intervention, ReplayPlan};
+use app::model::TrialId;
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
     /// The trial to replay (a finished trial of a stored run).
-    pub trial: String,
+    pub trial: TrialId,
     /// The turn to branch from: the agent gets the trial's own steps before it as they were
     /// recorded, and the altered pages from it on.
     #[arg(long, default_value_t = 0)]

@@ -9,13 +9,14 @@ use crate::db::Store;
 use crate::judge::aggregate::{Metric, Options};
 use crate::judge::report::{APPEALS, MAIN, Report, Row, Slice, report};
 use crate::judge::rsn::ModelJudge;
+use app::model::RunId;
 
 /// `mirage report`.
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
     /// The stored run.
     #[arg(long)]
-    pub run: String,
+    pub run: RunId,
     /// Print the report as one JSON object (the same as the dashboard's report.json).
     #[arg(long)]
     pub json: bool,

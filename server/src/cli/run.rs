@@ -7,6 +7,7 @@ use anyhow::bail;
 
 use crate::db::RunStatus;
 use crate::db::Store;
+use app::model::RunId;
 
 /// `mirage run`.
 #[derive(Debug, clap::Args)]
@@ -92,13 +93,13 @@ pub struct RunArgs {
     /// With --plan-only: read the variance and the intra-family correlation of the scores
     /// from this past run instead of assuming the worst.
     #[arg(long, requires = "plan_only")]
-    pub power_from: Option<String>,
+    pub power_from: Option<RunId>,
     /// With --plan-only: how many tasks, or seeds, a difference this small needs (e.g. 0.05).
     #[arg(long, requires = "plan_only", value_parser = difference)]
     pub target_diff: Option<f64>,
     /// Resume an interrupted run by id instead of planning a new one.
     #[arg(long, conflicts_with_all = ["agents"])]
-    pub resume: Option<String>,
+    pub resume: Option<RunId>,
     /// With --resume: put the run's trials that ended in error back in the queue first (an
     /// endpoint that was down, a key fixed since), each going on from its stored steps.
     #[arg(long, requires = "resume")]
@@ -114,7 +115,7 @@ pub struct RunArgs {
 pub struct WorkerArgs {
     /// Only this run (default: every active run).
     #[arg(long)]
-    pub run: Option<String>,
+    pub run: Option<RunId>,
     /// Trials executed at once by this process.
     #[arg(long, default_value_t = 4)]
     pub concurrency: usize,
@@ -131,7 +132,7 @@ pub struct WorkerArgs {
 
 /// With `--retry-errors` (`retry`): the run's trials that ended in error go back in the
 /// queue, said on stderr; without it, a resumed run with such trials says how to retry them.
-pub(super) async fn retry_errors(store: &dyn Store, run_id: &str, retry: bool) -> anyhow::Result<()> {
+pub(super) async fn retry_errors(store: &dyn Store, run_id: &RunId, retry: bool) -> anyhow::Result<()> {
     if store.run(run_id).await?.status == RunStatus::Cancelled {
         bail!("run {run_id} was cancelled");
     }
@@ -185,7 +186,7 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
                 concurrency: None,
             };
             if args.plan_only {
-                return plan_only(&store, &world, &spec, args.power_from.as_deref(), args.target_diff, &config).await;
+                return plan_only(&store, &world, &spec, args.power_from.as_ref(), args.target_diff, &config).await;
             }
             let twins = crate::runs::twins_added(&world, &spec)?;
             if twins > 0 {
@@ -217,7 +218,7 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
 /// A run none of whose trials finished without error measured nothing: the command fails,
 /// naming the first reason (the run and its error states stay stored). A run with some
 /// errors succeeds; its summary counts them, and they stay in every denominator.
-async fn refuse_all_failed(store: &dyn Store, run_id: &str) -> anyhow::Result<()> {
+async fn refuse_all_failed(store: &dyn Store, run_id: &RunId) -> anyhow::Result<()> {
     let p = store.progress(run_id).await?;
     if p.error == 0 || p.done > 0 || p.queued + p.running > 0 {
         return Ok(());
@@ -243,7 +244,7 @@ async fn plan_only(
     store: &Arc<dyn Store>,
     world: &crate::env::World,
     spec: &crate::runs::RunSpec,
-    power_from: Option<&str>,
+    power_from: Option<&RunId>,
     target: Option<f64>,
     config: &crate::config::Config,
 ) -> anyhow::Result<()> {
@@ -258,7 +259,7 @@ async fn plan_only(
         }
         None => std::collections::BTreeMap::new(),
     };
-    let p = power::of_plan(world, &trials, &past, power_from, target);
+    let p = power::of_plan(world, &trials, &past, power_from.map(RunId::as_str), target);
     if p.configurations < 2 {
         println!("plan: {} trials of one configuration; nothing to compare, so no power to report", trials.len());
         return Ok(());
@@ -345,7 +346,7 @@ fn print_figure(f: &crate::runs::power::Figure) {
 pub(super) async fn follow(
     store: Arc<dyn Store>,
     world: Arc<crate::env::World>,
-    run_id: &str,
+    run_id: &RunId,
     concurrency: usize,
     lease_secs: u64,
     command: &str,

@@ -15,6 +15,7 @@ use crate::judge::aggregate::{Aggregate, Metric, Options, PairCounts, aggregate}
 use crate::judge::rsn::ModelJudge;
 use crate::judge::{TrialScore, stream_scores};
 use crate::stats::Estimate;
+use app::model::{RunId, TrialId};
 
 /// `mirage score`.
 #[derive(Debug, clap::Args)]
@@ -30,7 +31,7 @@ pub struct ScoreArgs {
     pub tasks: Option<PathBuf>,
     /// Score a stored run instead (scores are stored and reused until the judges change).
     #[arg(long)]
-    pub run: Option<String>,
+    pub run: Option<RunId>,
     /// Print one JSON object: {"trials": [...], "aggregate": {...}}.
     #[arg(long)]
     pub json: bool,
@@ -60,7 +61,7 @@ pub struct ScoreArgs {
 /// `mirage label`.
 #[derive(Debug, clap::Args)]
 pub struct LabelArgs {
-    pub trial: String,
+    pub trial: TrialId,
     /// exposure, adoption, verification or recovery.
     pub kind: String,
     /// true or false.
@@ -93,7 +94,7 @@ pub(super) async fn score(store: Arc<dyn Store>, args: ScoreArgs) -> anyhow::Res
     let options =
         Options { by: args.by.clone(), resamples: args.resamples.max(1), seed: args.seed, ..Options::default() };
     let (scores, source) = match &args.run {
-        Some(run) => (run_scores(&store, run, &judge).await?, run.clone()),
+        Some(run) => (run_scores(&store, run, &judge).await?, run.to_string()),
         None => {
             let Some(path) = args.file.as_ref().or(args.trajectories.as_ref()) else {
                 bail!("score: give a trajectory file (mirage score FILE or --trajectories FILE) or --run RUN");
@@ -121,7 +122,7 @@ pub(super) async fn score(store: Arc<dyn Store>, args: ScoreArgs) -> anyhow::Res
 /// version, reused otherwise), with a line on stderr saying which.
 pub(super) async fn run_scores(
     store: &Arc<dyn Store>,
-    run: &str,
+    run: &RunId,
     judge: &ModelJudge,
 ) -> anyhow::Result<Vec<TrialScore>> {
     store.run(run).await?;
@@ -545,7 +546,7 @@ pub fn print_checks(checks: &[app::model::GraderCheck]) {
 /// `mirage label`: appends a person's label event (an adjudication with `--adjudicate`).
 pub(super) async fn label(store: &dyn Store, args: LabelArgs) -> anyhow::Result<()> {
     let LabelArgs { trial, kind, value, note, author, turn, adjudicate } = args;
-    let (trial, note, author) = (trial.as_str(), note.as_str(), author.as_str());
+    let (trial, note, author) = (&trial, note.as_str(), author.as_str());
     let kind = LabelKind::parse(&kind).map_err(|e| anyhow::anyhow!("kind: {:?} is not one of {}", e.name, e.known))?;
     if note.trim().is_empty() {
         bail!("--note: say why (it is shown beside the label)");
@@ -558,7 +559,7 @@ pub(super) async fn label(store: &dyn Store, args: LabelArgs) -> anyhow::Result<
     let id = store
         .add_label(&LabelEvent {
             event_id: 0,
-            trial_id: trial.to_string(),
+            trial_id: trial.clone(),
             kind,
             value: value.into(),
             turn,

@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::{SqlStore, StoreResult, now_ms};
+use app::model::RunId;
 
 /// One stored text.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
@@ -48,9 +49,9 @@ pub trait GeoStore: Send + Sync {
     /// Methods with stored texts and how many each has.
     async fn geo_methods(&self) -> StoreResult<Vec<(String, i64)>>;
     /// Stores a run's detection report under its setting's label, replacing an older one.
-    async fn put_geo_detection(&self, run: &str, label: &str, body: &str) -> StoreResult<()>;
+    async fn put_geo_detection(&self, run: &RunId, label: &str, body: &str) -> StoreResult<()>;
     /// A run's detection reports as (label, body), newest first.
-    async fn geo_detections(&self, run: &str) -> StoreResult<Vec<(String, String)>>;
+    async fn geo_detections(&self, run: &RunId) -> StoreResult<Vec<(String, String)>>;
 }
 
 #[async_trait]
@@ -116,12 +117,12 @@ impl GeoStore for SqlStore {
             .await?)
     }
 
-    async fn put_geo_detection(&self, run: &str, label: &str, body: &str) -> StoreResult<()> {
+    async fn put_geo_detection(&self, run: &RunId, label: &str, body: &str) -> StoreResult<()> {
         sqlx::query(
             "insert into geo_detection (run_id, label, body, created_at) values ($1, $2, $3, $4) \
              on conflict (run_id, label) do update set body = excluded.body, created_at = excluded.created_at",
         )
-        .bind(run)
+        .bind(run.as_str())
         .bind(label)
         .bind(body)
         .bind(now_ms())
@@ -130,9 +131,9 @@ impl GeoStore for SqlStore {
         Ok(())
     }
 
-    async fn geo_detections(&self, run: &str) -> StoreResult<Vec<(String, String)>> {
+    async fn geo_detections(&self, run: &RunId) -> StoreResult<Vec<(String, String)>> {
         Ok(sqlx::query_as("select label, body from geo_detection where run_id = $1 order by created_at desc, label")
-            .bind(run)
+            .bind(run.as_str())
             .fetch_all(&self.pool)
             .await?)
     }

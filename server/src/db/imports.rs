@@ -9,11 +9,12 @@ use sqlx::{Any, QueryBuilder};
 use super::runs::TrialEnd;
 use super::sql::{BULK_ROWS, finish, numbered};
 use super::{SqlStore, StoreResult, TrialState, now_ms};
+use app::model::{RunId, TrialId};
 
 /// One imported trial, finished: its step bodies in order, how it ended, and its origin
 /// (the harness's id of the sample, and its record as JSON), if it came from another harness.
 pub struct FinishedTrial {
-    pub trial_id: String,
+    pub trial_id: TrialId,
     pub steps: Vec<String>,
     pub end: TrialEnd,
     pub origin: Option<(String, String)>,
@@ -23,18 +24,18 @@ pub struct FinishedTrial {
 #[async_trait]
 pub trait ImportStore: Send + Sync {
     /// Stores a batch of a run's queued trials as finished, in one transaction.
-    async fn store_finished(&self, run_id: &str, batch: &[FinishedTrial]) -> StoreResult<()>;
+    async fn store_finished(&self, run_id: &RunId, batch: &[FinishedTrial]) -> StoreResult<()>;
     /// The harness's record of a trial, if it was imported from one.
-    async fn origin(&self, trial_id: &str) -> StoreResult<Option<String>>;
+    async fn origin(&self, trial_id: &TrialId) -> StoreResult<Option<String>>;
     /// The records of these trials, by trial.
-    async fn origins_of(&self, trial_ids: &[String]) -> StoreResult<HashMap<String, String>>;
+    async fn origins_of(&self, trial_ids: &[TrialId]) -> StoreResult<HashMap<TrialId, String>>;
     /// The trials of a run imported from these samples (harness ids), as (sample, trial).
-    async fn trials_of_samples(&self, run_id: &str, samples: &[String]) -> StoreResult<Vec<(String, String)>>;
+    async fn trials_of_samples(&self, run_id: &RunId, samples: &[String]) -> StoreResult<Vec<(String, TrialId)>>;
 }
 
 #[async_trait]
 impl ImportStore for SqlStore {
-    async fn store_finished(&self, run_id: &str, batch: &[FinishedTrial]) -> StoreResult<()> {
+    async fn store_finished(&self, run_id: &RunId, batch: &[FinishedTrial]) -> StoreResult<()> {
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
         let result: StoreResult<()> = async {
@@ -52,7 +53,7 @@ impl ImportStore for SqlStore {
                       where trial_id = $1 and run_id = $2 and state = 'queued'",
                 )
                 .bind(t.trial_id.as_str())
-                .bind(run_id)
+                .bind(run_id.as_str())
                 .bind(state.as_str())
                 .bind(verdict)
                 .bind(rationale)
@@ -99,14 +100,14 @@ impl ImportStore for SqlStore {
         finish(tx, result).await
     }
 
-    async fn origin(&self, trial_id: &str) -> StoreResult<Option<String>> {
+    async fn origin(&self, trial_id: &TrialId) -> StoreResult<Option<String>> {
         Ok(sqlx::query_scalar("select body from trial_origin where trial_id = $1")
-            .bind(trial_id)
+            .bind(trial_id.as_str())
             .fetch_optional(&self.pool)
             .await?)
     }
 
-    async fn origins_of(&self, trial_ids: &[String]) -> StoreResult<HashMap<String, String>> {
+    async fn origins_of(&self, trial_ids: &[TrialId]) -> StoreResult<HashMap<TrialId, String>> {
         let mut out = HashMap::new();
         for chunk in trial_ids.chunks(BULK_ROWS) {
             let mut b: QueryBuilder<'_, Any> =
@@ -117,13 +118,13 @@ impl ImportStore for SqlStore {
             }
             b.push(")");
             let (sql, args) = numbered(&mut b, self.postgres)?;
-            let rows: Vec<(String, String)> = sqlx::query_as_with(&sql, args).fetch_all(&self.pool).await?;
+            let rows: Vec<(TrialId, String)> = sqlx::query_as_with(&sql, args).fetch_all(&self.pool).await?;
             out.extend(rows);
         }
         Ok(out)
     }
 
-    async fn trials_of_samples(&self, run_id: &str, samples: &[String]) -> StoreResult<Vec<(String, String)>> {
+    async fn trials_of_samples(&self, run_id: &RunId, samples: &[String]) -> StoreResult<Vec<(String, TrialId)>> {
         let mut out = Vec::new();
         for chunk in samples.chunks(BULK_ROWS) {
             let mut b: QueryBuilder<'_, Any> =
@@ -136,7 +137,7 @@ impl ImportStore for SqlStore {
             }
             b.push(")");
             let (sql, args) = numbered(&mut b, self.postgres)?;
-            out.extend(sqlx::query_as_with::<_, (String, String), _>(&sql, args).fetch_all(&self.pool).await?);
+            out.extend(sqlx::query_as_with::<_, (String, TrialId), _>(&sql, args).fetch_all(&self.pool).await?);
         }
         Ok(out)
     }

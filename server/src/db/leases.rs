@@ -6,33 +6,34 @@ use async_trait::async_trait;
 use super::runs::{BACKOFF_MS, MAX_ATTEMPTS, TRIAL_COLUMNS, TrialRow};
 use super::sql::finish;
 use super::{SqlStore, StoreResult, now_ms};
+use app::model::{RunId, TrialId};
 
 /// Claims, heartbeats, releases and expiry of trial leases.
 #[async_trait]
 pub trait LeaseStore: Send + Sync {
     /// Claims the next queued trial of the run for `worker` until `lease_until` (ms), in one
     /// short statement. `None` when nothing is queued.
-    async fn claim_trial(&self, run_id: &str, worker: &str, lease_until: i64) -> StoreResult<Option<TrialRow>>;
+    async fn claim_trial(&self, run_id: &RunId, worker: &str, lease_until: i64) -> StoreResult<Option<TrialRow>>;
     /// Extends the lease; `false` when the trial is no longer this worker's.
-    async fn heartbeat(&self, trial_id: &str, worker: &str, lease_until: i64) -> StoreResult<bool>;
+    async fn heartbeat(&self, trial_id: &TrialId, worker: &str, lease_until: i64) -> StoreResult<bool>;
     /// Puts running trials whose lease expired before `now` back in the queue, claimable
     /// again after a backoff of [`BACKOFF_MS`] × attempts; a trial that has had
     /// [`MAX_ATTEMPTS`] attempts ends in `error` with the reason instead. Returns how many
     /// trials changed.
-    async fn requeue_expired(&self, run_id: &str, now: i64) -> StoreResult<u64>;
+    async fn requeue_expired(&self, run_id: &RunId, now: i64) -> StoreResult<u64>;
     /// Gives a running trial held by `worker` back to the queue at once (the worker is
     /// stopping): its persisted steps stay, and the attempt is not counted. `false` when it
     /// was not running under this worker.
-    async fn release_trial(&self, trial_id: &str, worker: &str) -> StoreResult<bool>;
+    async fn release_trial(&self, trial_id: &TrialId, worker: &str) -> StoreResult<bool>;
     /// Puts every trial of the run that ended in error back in the queue (its persisted steps
     /// kept, its attempts and reason cleared) and makes a finished run active again. Returns
     /// how many trials changed.
-    async fn retry_errors(&self, run_id: &str) -> StoreResult<u64>;
+    async fn retry_errors(&self, run_id: &RunId) -> StoreResult<u64>;
 }
 
 #[async_trait]
 impl LeaseStore for SqlStore {
-    async fn claim_trial(&self, run_id: &str, worker: &str, lease_until: i64) -> StoreResult<Option<TrialRow>> {
+    async fn claim_trial(&self, run_id: &RunId, worker: &str, lease_until: i64) -> StoreResult<Option<TrialRow>> {
         // One short statement; nothing is held while the trial runs. PostgreSQL skips rows
         // another worker is claiming at the same moment; SQLite serialises writers anyway.
         let lock = if self.postgres { "for update skip locked" } else { "" };
@@ -45,7 +46,7 @@ impl LeaseStore for SqlStore {
              returning {TRIAL_COLUMNS}"
         );
         Ok(sqlx::query_as(&sql)
-            .bind(run_id)
+            .bind(run_id.as_str())
             .bind(worker)
             .bind(lease_until)
             .bind(now_ms())
@@ -53,9 +54,9 @@ impl LeaseStore for SqlStore {
             .await?)
     }
 
-    async fn heartbeat(&self, trial_id: &str, worker: &str, lease_until: i64) -> StoreResult<bool> {
+    async fn heartbeat(&self, trial_id: &TrialId, worker: &str, lease_until: i64) -> StoreResult<bool> {
         let r = sqlx::query("update trial set lease_until = $3, updated_at = $4 where trial_id = $1 and worker = $2 and state = 'running'")
-            .bind(trial_id)
+            .bind(trial_id.as_str())
             .bind(worker)
             .bind(lease_until)
             .bind(now_ms())
@@ -64,7 +65,7 @@ impl LeaseStore for SqlStore {
         Ok(r.rows_affected() == 1)
     }
 
-    async fn requeue_expired(&self, run_id: &str, now: i64) -> StoreResult<u64> {
+    async fn requeue_expired(&self, run_id: &RunId, now: i64) -> StoreResult<u64> {
         let mut tx = self.pool.begin().await?;
         let result: StoreResult<u64> = async {
             let given_up = sqlx::query(
@@ -72,7 +73,7 @@ impl LeaseStore for SqlStore {
                         finished_at = $2, updated_at = $2
                   where run_id = $1 and state = 'running' and lease_until < $2 and attempts >= $4",
             )
-            .bind(run_id)
+            .bind(run_id.as_str())
             .bind(now)
             .bind(format!(
                 "gave up after {MAX_ATTEMPTS} attempts: the lease expired each time (the worker died or hung)"
@@ -85,7 +86,7 @@ impl LeaseStore for SqlStore {
                         run_after = $2 + $3 * attempts, updated_at = $2
                   where run_id = $1 and state = 'running' and lease_until < $2",
             )
-            .bind(run_id)
+            .bind(run_id.as_str())
             .bind(now)
             .bind(BACKOFF_MS)
             .execute(&mut *tx)
@@ -96,13 +97,13 @@ impl LeaseStore for SqlStore {
         finish(tx, result).await
     }
 
-    async fn release_trial(&self, trial_id: &str, worker: &str) -> StoreResult<bool> {
+    async fn release_trial(&self, trial_id: &TrialId, worker: &str) -> StoreResult<bool> {
         let r = sqlx::query(
             "update trial set state = 'queued', worker = null, lease_until = null, run_after = null,
                     attempts = case when attempts > 0 then attempts - 1 else 0 end, updated_at = $3
               where trial_id = $1 and worker = $2 and state = 'running'",
         )
-        .bind(trial_id)
+        .bind(trial_id.as_str())
         .bind(worker)
         .bind(now_ms())
         .execute(&self.pool)
@@ -110,7 +111,7 @@ impl LeaseStore for SqlStore {
         Ok(r.rows_affected() == 1)
     }
 
-    async fn retry_errors(&self, run_id: &str) -> StoreResult<u64> {
+    async fn retry_errors(&self, run_id: &RunId) -> StoreResult<u64> {
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
         let result: StoreResult<u64> = async {
@@ -119,14 +120,14 @@ impl LeaseStore for SqlStore {
                         attempts = 0, finished_at = null, updated_at = $2
                   where run_id = $1 and state = 'error'",
             )
-            .bind(run_id)
+            .bind(run_id.as_str())
             .bind(now)
             .execute(&mut *tx)
             .await?
             .rows_affected();
             if n > 0 {
                 sqlx::query("update run set status = 'active', updated_at = $2 where run_id = $1 and status = 'done'")
-                    .bind(run_id)
+                    .bind(run_id.as_str())
                     .bind(now)
                     .execute(&mut *tx)
                     .await?;

@@ -5,6 +5,7 @@ use async_trait::async_trait;
 
 use super::runs::TRIAL_COLUMNS;
 use super::{Progress, RunRow, SqlStore, StoreResult, TrialRow};
+use app::model::RunId;
 
 /// A run with its counts.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,7 +33,7 @@ struct Row {
 pub trait OverviewStore: Send + Sync {
     /// Every run (or only the runs named in `only`), newest first, with its counts, in one
     /// query.
-    async fn run_overview(&self, since: i64, only: Option<&[String]>) -> StoreResult<Vec<RunOverview>>;
+    async fn run_overview(&self, since: i64, only: Option<&[RunId]>) -> StoreResult<Vec<RunOverview>>;
     /// The latest finish (finished_at ms, trial id) of any trial: one index seek, so a
     /// watcher can tell cheaply whether anything finished.
     async fn last_finish(&self) -> StoreResult<Option<(i64, String)>>;
@@ -43,8 +44,8 @@ pub trait OverviewStore: Send + Sync {
 
 #[async_trait]
 impl OverviewStore for SqlStore {
-    async fn run_overview(&self, since: i64, only: Option<&[String]>) -> StoreResult<Vec<RunOverview>> {
-        if only.is_some_and(<[String]>::is_empty) {
+    async fn run_overview(&self, since: i64, only: Option<&[RunId]>) -> StoreResult<Vec<RunOverview>> {
+        if only.is_some_and(<[RunId]>::is_empty) {
             return Ok(Vec::new());
         }
         let count =

@@ -6,13 +6,14 @@ use serde::{Deserialize, Serialize};
 
 use super::sql::is_unique_violation;
 use super::{SqlStore, StoreError, StoreResult, now_ms};
+use app::model::{RunId, TrialId};
 
 /// A counterfactual replay of a trial (see `runs::replay`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct ReplayRow {
     pub replay_id: String,
     /// The trial it branches from.
-    pub trial_id: String,
+    pub trial_id: TrialId,
     pub from_turn: i64,
     /// `strip-spans`, `clean-level`, `reveal-evidence` or `condition:NAME`.
     pub intervention: String,
@@ -38,9 +39,9 @@ pub trait ReplayStore: Send + Sync {
     /// Records how a replay ended: its state, verdict, rationale, error and steps.
     async fn finish_replay(&self, replay: &ReplayRow) -> StoreResult<()>;
     /// The replays of a trial, oldest first.
-    async fn replays_of(&self, trial_id: &str) -> StoreResult<Vec<ReplayRow>>;
+    async fn replays_of(&self, trial_id: &TrialId) -> StoreResult<Vec<ReplayRow>>;
     /// The replays of every trial of a run, oldest first.
-    async fn replays_in_run(&self, run_id: &str) -> StoreResult<Vec<ReplayRow>>;
+    async fn replays_in_run(&self, run_id: &RunId) -> StoreResult<Vec<ReplayRow>>;
 }
 
 #[async_trait]
@@ -83,22 +84,22 @@ impl ReplayStore for SqlStore {
         Ok(())
     }
 
-    async fn replays_of(&self, trial_id: &str) -> StoreResult<Vec<ReplayRow>> {
+    async fn replays_of(&self, trial_id: &TrialId) -> StoreResult<Vec<ReplayRow>> {
         Ok(sqlx::query_as(&format!(
             "select {REPLAY_COLUMNS} from replay where trial_id = $1 order by created_at, replay_id"
         ))
-        .bind(trial_id)
+        .bind(trial_id.as_str())
         .fetch_all(&self.pool)
         .await?)
     }
 
-    async fn replays_in_run(&self, run_id: &str) -> StoreResult<Vec<ReplayRow>> {
+    async fn replays_in_run(&self, run_id: &RunId) -> StoreResult<Vec<ReplayRow>> {
         let columns = REPLAY_COLUMNS.split(", ").map(|c| format!("r.{c}")).collect::<Vec<_>>().join(", ");
         Ok(sqlx::query_as(&format!(
             "select {columns} from replay r join trial t on t.trial_id = r.trial_id \
              where t.run_id = $1 order by r.created_at, r.replay_id"
         ))
-        .bind(run_id)
+        .bind(run_id.as_str())
         .fetch_all(&self.pool)
         .await?)
     }

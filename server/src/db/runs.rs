@@ -7,6 +7,7 @@ use sqlx::{Any, QueryBuilder};
 
 use super::sql::{BULK_ROWS, finish, is_unique_violation, numbered};
 use super::{SqlStore, StoreError, StoreResult, now_ms};
+use app::model::{RunId, TrialId};
 
 named_enum! {
     /// Where a trial is in its life.
@@ -53,7 +54,7 @@ pub struct NewTrial {
 /// A run as stored.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct RunRow {
-    pub run_id: String,
+    pub run_id: RunId,
     /// The run specification as JSON.
     pub spec: String,
     #[sqlx(try_from = "String")]
@@ -66,8 +67,8 @@ pub struct RunRow {
 /// A trial as stored.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct TrialRow {
-    pub trial_id: String,
-    pub run_id: String,
+    pub trial_id: TrialId,
+    pub run_id: RunId,
     pub ordinal: i64,
     pub task_id: String,
     pub agent: String,
@@ -88,7 +89,7 @@ pub struct TrialRow {
 /// What reading a whole run needs of each trial before its chunks are read in full.
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct TrialKey {
-    pub trial_id: String,
+    pub trial_id: TrialId,
     pub task_id: String,
     #[sqlx(try_from = "String")]
     pub state: TrialState,
@@ -173,34 +174,40 @@ pub enum TrialEnd {
 #[async_trait]
 pub trait RunStore: Send + Sync {
     /// Stores a run and all its planned trials (queued) in one transaction.
-    async fn create_run(&self, run_id: &str, spec: &str, corpus_version: &str, trials: &[NewTrial]) -> StoreResult<()>;
+    async fn create_run(
+        &self,
+        run_id: &RunId,
+        spec: &str,
+        corpus_version: &str,
+        trials: &[NewTrial],
+    ) -> StoreResult<()>;
     /// One run; `NotFound` when there is none.
-    async fn run(&self, run_id: &str) -> StoreResult<RunRow>;
+    async fn run(&self, run_id: &RunId) -> StoreResult<RunRow>;
     /// Runs, newest first.
     async fn runs(&self) -> StoreResult<Vec<RunRow>>;
     /// Sets a run's status.
-    async fn set_run_status(&self, run_id: &str, status: RunStatus) -> StoreResult<()>;
+    async fn set_run_status(&self, run_id: &RunId, status: RunStatus) -> StoreResult<()>;
     /// Marks the run cancelled and its queued trials cancelled; running trials see it at
     /// their next step (the worker pool's step sink checks) and end cancelled.
-    async fn cancel_run(&self, run_id: &str) -> StoreResult<()>;
+    async fn cancel_run(&self, run_id: &RunId) -> StoreResult<()>;
     /// Trial counts of a run by state.
-    async fn progress(&self, run_id: &str) -> StoreResult<Progress>;
+    async fn progress(&self, run_id: &RunId) -> StoreResult<Progress>;
     /// Trials of the run that finished (done or error) at or after `since` (ms).
-    async fn finished_since(&self, run_id: &str, since: i64) -> StoreResult<i64>;
+    async fn finished_since(&self, run_id: &RunId, since: i64) -> StoreResult<i64>;
     /// Every trial of a run in plan order.
-    async fn trials(&self, run_id: &str) -> StoreResult<Vec<TrialRow>>;
+    async fn trials(&self, run_id: &RunId) -> StoreResult<Vec<TrialRow>>;
     /// Every trial of a run in plan order, only its id, task and state: the index a reader
     /// of the whole run walks a chunk at a time (see `StepStore::trials_with_steps`).
-    async fn trial_keys(&self, run_id: &str) -> StoreResult<Vec<TrialKey>>;
+    async fn trial_keys(&self, run_id: &RunId) -> StoreResult<Vec<TrialKey>>;
     /// Persists a step (JSON); `Conflict` if step `t` already exists.
-    async fn append_step(&self, trial_id: &str, t: i64, body: &str) -> StoreResult<()>;
+    async fn append_step(&self, trial_id: &TrialId, t: i64, body: &str) -> StoreResult<()>;
     /// The persisted steps (JSON), in order.
-    async fn steps(&self, trial_id: &str) -> StoreResult<Vec<String>>;
+    async fn steps(&self, trial_id: &TrialId) -> StoreResult<Vec<String>>;
     /// One trial by id.
-    async fn trial(&self, trial_id: &str) -> StoreResult<TrialRow>;
+    async fn trial(&self, trial_id: &TrialId) -> StoreResult<TrialRow>;
     /// Finalises a running trial held by `worker`. Idempotent: `Ok(false)` when it was not
     /// running under this worker (already finalised, or the lease was lost).
-    async fn finish_trial(&self, trial_id: &str, worker: &str, end: &TrialEnd) -> StoreResult<bool>;
+    async fn finish_trial(&self, trial_id: &TrialId, worker: &str, end: &TrialEnd) -> StoreResult<bool>;
     /// Finished trials (done or error) in the order they finished, after the cursor
     /// (finished_at ms, trial id), at most `limit`: the search index follows this.
     async fn finished_after(&self, after: (i64, &str), limit: i64) -> StoreResult<Vec<(TrialRow, i64)>>;
@@ -208,17 +215,17 @@ pub trait RunStore: Send + Sync {
     /// optional), and how many match.
     async fn trial_page(
         &self,
-        run_id: &str,
+        run_id: &RunId,
         filter: &TrialFilter,
         offset: i64,
         limit: i64,
     ) -> StoreResult<(Vec<TrialRow>, i64)>;
     /// Trial counts of a run by (agent, level, condition, state), in that order.
-    async fn coverage(&self, run_id: &str) -> StoreResult<Vec<CoverageRow>>;
+    async fn coverage(&self, run_id: &RunId) -> StoreResult<Vec<CoverageRow>>;
     /// Appends a scored L4 search node (`body` is the node as JSON).
     async fn add_tap_node(
         &self,
-        trial_id: &str,
+        trial_id: &TrialId,
         node_id: i64,
         parent: Option<i64>,
         depth: i64,
@@ -226,9 +233,9 @@ pub trait RunStore: Send + Sync {
         body: &str,
     ) -> StoreResult<()>;
     /// The search nodes of a trial, in order (JSON bodies).
-    async fn tap_nodes(&self, trial_id: &str) -> StoreResult<Vec<String>>;
+    async fn tap_nodes(&self, trial_id: &TrialId) -> StoreResult<Vec<String>>;
     /// Forgets a trial's search nodes (an interrupted search starts again).
-    async fn reset_tap(&self, trial_id: &str) -> StoreResult<()>;
+    async fn reset_tap(&self, trial_id: &TrialId) -> StoreResult<()>;
 }
 
 /// Attempts a trial gets when its lease keeps expiring (its worker died or hung).
@@ -241,7 +248,13 @@ pub(super) const TRIAL_COLUMNS: &str = "trial_id, run_id, ordinal, task_id, agen
 
 #[async_trait]
 impl RunStore for SqlStore {
-    async fn create_run(&self, run_id: &str, spec: &str, corpus_version: &str, trials: &[NewTrial]) -> StoreResult<()> {
+    async fn create_run(
+        &self,
+        run_id: &RunId,
+        spec: &str,
+        corpus_version: &str,
+        trials: &[NewTrial],
+    ) -> StoreResult<()> {
         let now = now_ms();
         let total = i64::try_from(trials.len()).unwrap_or(i64::MAX);
         let mut tx = self.pool.begin().await?;
@@ -250,7 +263,7 @@ impl RunStore for SqlStore {
                 "insert into run (run_id, spec, status, corpus_version, trials_total, created_at, updated_at)
                  values ($1, $2, 'active', $3, $4, $5, $5)",
             )
-            .bind(run_id)
+            .bind(run_id.as_str())
             .bind(spec)
             .bind(corpus_version)
             .bind(total)
@@ -285,9 +298,9 @@ impl RunStore for SqlStore {
         finish(tx, result).await
     }
 
-    async fn run(&self, run_id: &str) -> StoreResult<RunRow> {
+    async fn run(&self, run_id: &RunId) -> StoreResult<RunRow> {
         sqlx::query_as(&format!("select {RUN_COLUMNS} from run where run_id = $1"))
-            .bind(run_id)
+            .bind(run_id.as_str())
             .fetch_optional(&self.pool)
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("run {run_id}")))
@@ -299,9 +312,9 @@ impl RunStore for SqlStore {
             .await?)
     }
 
-    async fn set_run_status(&self, run_id: &str, status: RunStatus) -> StoreResult<()> {
+    async fn set_run_status(&self, run_id: &RunId, status: RunStatus) -> StoreResult<()> {
         sqlx::query("update run set status = $2, updated_at = $3 where run_id = $1")
-            .bind(run_id)
+            .bind(run_id.as_str())
             .bind(status.as_str())
             .bind(now_ms())
             .execute(&self.pool)
@@ -309,17 +322,17 @@ impl RunStore for SqlStore {
         Ok(())
     }
 
-    async fn cancel_run(&self, run_id: &str) -> StoreResult<()> {
+    async fn cancel_run(&self, run_id: &RunId) -> StoreResult<()> {
         self.run(run_id).await?;
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
         sqlx::query("update run set status = 'cancelled', updated_at = $2 where run_id = $1")
-            .bind(run_id)
+            .bind(run_id.as_str())
             .bind(now)
             .execute(&mut *tx)
             .await?;
         sqlx::query("update trial set state = 'cancelled', finished_at = $2, updated_at = $2 where run_id = $1 and state = 'queued'")
-            .bind(run_id)
+            .bind(run_id.as_str())
             .bind(now)
             .execute(&mut *tx)
             .await?;
@@ -327,10 +340,10 @@ impl RunStore for SqlStore {
         Ok(())
     }
 
-    async fn progress(&self, run_id: &str) -> StoreResult<Progress> {
+    async fn progress(&self, run_id: &RunId) -> StoreResult<Progress> {
         let rows: Vec<StateCount> =
             sqlx::query_as("select state, count(*) as n from trial where run_id = $1 group by state")
-                .bind(run_id)
+                .bind(run_id.as_str())
                 .fetch_all(&self.pool)
                 .await?;
         let mut p = Progress::default();
@@ -340,35 +353,35 @@ impl RunStore for SqlStore {
         Ok(p)
     }
 
-    async fn finished_since(&self, run_id: &str, since: i64) -> StoreResult<i64> {
+    async fn finished_since(&self, run_id: &RunId, since: i64) -> StoreResult<i64> {
         Ok(sqlx::query_scalar(
             "select count(*) from trial where run_id = $1 and state in ('done', 'error') and finished_at >= $2",
         )
-        .bind(run_id)
+        .bind(run_id.as_str())
         .bind(since)
         .fetch_one(&self.pool)
         .await?)
     }
 
-    async fn trials(&self, run_id: &str) -> StoreResult<Vec<TrialRow>> {
+    async fn trials(&self, run_id: &RunId) -> StoreResult<Vec<TrialRow>> {
         Ok(sqlx::query_as(&format!("select {TRIAL_COLUMNS} from trial where run_id = $1 order by ordinal"))
-            .bind(run_id)
+            .bind(run_id.as_str())
             .fetch_all(&self.pool)
             .await?)
     }
 
-    async fn trial_keys(&self, run_id: &str) -> StoreResult<Vec<TrialKey>> {
+    async fn trial_keys(&self, run_id: &RunId) -> StoreResult<Vec<TrialKey>> {
         Ok(sqlx::query_as("select trial_id, task_id, state from trial where run_id = $1 order by ordinal")
-            .bind(run_id)
+            .bind(run_id.as_str())
             .fetch_all(&self.pool)
             .await?)
     }
 
-    async fn append_step(&self, trial_id: &str, t: i64, body: &str) -> StoreResult<()> {
+    async fn append_step(&self, trial_id: &TrialId, t: i64, body: &str) -> StoreResult<()> {
         let r = sqlx::query(
             "insert into trial_step (trial_id, t, body, created_at, updated_at) values ($1, $2, $3, $4, $4)",
         )
-        .bind(trial_id)
+        .bind(trial_id.as_str())
         .bind(t)
         .bind(body)
         .bind(now_ms())
@@ -383,22 +396,22 @@ impl RunStore for SqlStore {
         }
     }
 
-    async fn steps(&self, trial_id: &str) -> StoreResult<Vec<String>> {
+    async fn steps(&self, trial_id: &TrialId) -> StoreResult<Vec<String>> {
         Ok(sqlx::query_scalar("select body from trial_step where trial_id = $1 order by t")
-            .bind(trial_id)
+            .bind(trial_id.as_str())
             .fetch_all(&self.pool)
             .await?)
     }
 
-    async fn trial(&self, trial_id: &str) -> StoreResult<TrialRow> {
+    async fn trial(&self, trial_id: &TrialId) -> StoreResult<TrialRow> {
         sqlx::query_as(&format!("select {TRIAL_COLUMNS} from trial where trial_id = $1"))
-            .bind(trial_id)
+            .bind(trial_id.as_str())
             .fetch_optional(&self.pool)
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("trial {trial_id}")))
     }
 
-    async fn finish_trial(&self, trial_id: &str, worker: &str, end: &TrialEnd) -> StoreResult<bool> {
+    async fn finish_trial(&self, trial_id: &TrialId, worker: &str, end: &TrialEnd) -> StoreResult<bool> {
         let (state, verdict, rationale, error, appeal) = match end {
             TrialEnd::Done { verdict, rationale, appeal } => {
                 (TrialState::Done, verdict.as_deref(), rationale.as_deref(), None, appeal.as_deref())
@@ -411,7 +424,7 @@ impl RunStore for SqlStore {
             "update trial set state = $3, verdict = $4, rationale = $5, error = $6, appeal = $8, lease_until = null, finished_at = $7, updated_at = $7
               where trial_id = $1 and worker = $2 and state = 'running'",
         )
-        .bind(trial_id)
+        .bind(trial_id.as_str())
         .bind(worker)
         .bind(state.as_str())
         .bind(verdict)
@@ -439,7 +452,7 @@ impl RunStore for SqlStore {
 
     async fn trial_page(
         &self,
-        run_id: &str,
+        run_id: &RunId,
         filter: &TrialFilter,
         offset: i64,
         limit: i64,
@@ -450,7 +463,7 @@ impl RunStore for SqlStore {
                       and ($6 is null or condition = $6)";
         let state = filter.state.map(TrialState::as_str);
         let total: i64 = sqlx::query_scalar(&format!("select count(*) from trial where {clause}"))
-            .bind(run_id)
+            .bind(run_id.as_str())
             .bind(filter.agent.as_deref())
             .bind(filter.level.as_deref())
             .bind(state)
@@ -461,7 +474,7 @@ impl RunStore for SqlStore {
         let rows = sqlx::query_as(&format!(
             "select {TRIAL_COLUMNS} from trial where {clause} order by ordinal limit $7 offset $8"
         ))
-        .bind(run_id)
+        .bind(run_id.as_str())
         .bind(filter.agent.as_deref())
         .bind(filter.level.as_deref())
         .bind(state)
@@ -474,19 +487,19 @@ impl RunStore for SqlStore {
         Ok((rows, total))
     }
 
-    async fn coverage(&self, run_id: &str) -> StoreResult<Vec<CoverageRow>> {
+    async fn coverage(&self, run_id: &RunId) -> StoreResult<Vec<CoverageRow>> {
         Ok(sqlx::query_as(
             "select agent, level, condition, state, count(*) as n from trial where run_id = $1 \
              group by agent, level, condition, state order by agent, level, condition, state",
         )
-        .bind(run_id)
+        .bind(run_id.as_str())
         .fetch_all(&self.pool)
         .await?)
     }
 
     async fn add_tap_node(
         &self,
-        trial_id: &str,
+        trial_id: &TrialId,
         node_id: i64,
         parent: Option<i64>,
         depth: i64,
@@ -496,7 +509,7 @@ impl RunStore for SqlStore {
         sqlx::query(
             "insert into tap_node (trial_id, node_id, parent, depth, body, score, created_at) values ($1, $2, $3, $4, $5, $6, $7)",
         )
-        .bind(trial_id)
+        .bind(trial_id.as_str())
         .bind(node_id)
         .bind(parent)
         .bind(depth)
@@ -508,15 +521,15 @@ impl RunStore for SqlStore {
         Ok(())
     }
 
-    async fn tap_nodes(&self, trial_id: &str) -> StoreResult<Vec<String>> {
+    async fn tap_nodes(&self, trial_id: &TrialId) -> StoreResult<Vec<String>> {
         Ok(sqlx::query_scalar("select body from tap_node where trial_id = $1 order by node_id")
-            .bind(trial_id)
+            .bind(trial_id.as_str())
             .fetch_all(&self.pool)
             .await?)
     }
 
-    async fn reset_tap(&self, trial_id: &str) -> StoreResult<()> {
-        sqlx::query("delete from tap_node where trial_id = $1").bind(trial_id).execute(&self.pool).await?;
+    async fn reset_tap(&self, trial_id: &TrialId) -> StoreResult<()> {
+        sqlx::query("delete from tap_node where trial_id = $1").bind(trial_id.as_str()).execute(&self.pool).await?;
         Ok(())
     }
 }

@@ -7,6 +7,7 @@ use sqlx::{Any, QueryBuilder};
 
 use super::sql::{BULK_ROWS, finish, numbered};
 use super::{SqlStore, StoreResult, now_ms};
+use app::model::{RunId, TrialId};
 
 named_enum! {
     /// The four per-trial labels (docs/scoring.md).
@@ -39,7 +40,7 @@ named_enum! {
 pub struct ReasoningGrade {
     /// Assigned by the store; 0 for a grade not stored yet.
     pub grade_id: i64,
-    pub trial_id: String,
+    pub trial_id: TrialId,
     pub author: String,
     /// The Acc_rsn the person gives, in tenths from 0 to 1.
     pub acc_rsn: f64,
@@ -52,7 +53,7 @@ pub struct ReasoningGrade {
 /// A trial's stored score (the judge module's JSON) and the judges that produced it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct StoredScore {
-    pub trial_id: String,
+    pub trial_id: TrialId,
     pub judge_version: String,
     pub body: String,
 }
@@ -62,7 +63,7 @@ pub struct StoredScore {
 pub struct LabelEvent {
     /// Assigned by the store; 0 for an event not stored yet.
     pub event_id: i64,
-    pub trial_id: String,
+    pub trial_id: TrialId,
     #[sqlx(try_from = "String")]
     pub kind: LabelKind,
     /// Stored as 0 or 1 (both dialects' integer).
@@ -100,7 +101,7 @@ impl From<bool> for Flag {
 /// An annotator's unexpired lock on one disputed label.
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct LabelLock {
-    pub trial_id: String,
+    pub trial_id: TrialId,
     #[sqlx(try_from = "String")]
     pub kind: LabelKind,
     pub holder: String,
@@ -126,47 +127,47 @@ pub struct JudgeUse {
 #[async_trait]
 pub trait ScoreStore: Send + Sync {
     /// The stored scores of a run's trials.
-    async fn scores(&self, run_id: &str) -> StoreResult<Vec<StoredScore>>;
+    async fn scores(&self, run_id: &RunId) -> StoreResult<Vec<StoredScore>>;
     /// Stores (or replaces) scores of a run's trials, in one transaction. A score carries
     /// its automatic labels; label events are people's (and tests').
-    async fn put_scores(&self, run_id: &str, scores: &[StoredScore]) -> StoreResult<()>;
+    async fn put_scores(&self, run_id: &RunId, scores: &[StoredScore]) -> StoreResult<()>;
     /// Appends one label event (labels are never updated in place); returns its id.
     async fn add_label(&self, event: &LabelEvent) -> StoreResult<i64>;
     /// Every label event of a run's trials, oldest first.
-    async fn label_events(&self, run_id: &str) -> StoreResult<Vec<LabelEvent>>;
+    async fn label_events(&self, run_id: &RunId) -> StoreResult<Vec<LabelEvent>>;
     /// The label events people made (`human` and `adjudication`) on a run's trials, oldest
     /// first: what overrides automatic labels, without the rules' own events.
-    async fn people_label_events(&self, run_id: &str) -> StoreResult<Vec<LabelEvent>>;
+    async fn people_label_events(&self, run_id: &RunId) -> StoreResult<Vec<LabelEvent>>;
     /// The label events of one trial, oldest first.
-    async fn trial_label_events(&self, trial_id: &str) -> StoreResult<Vec<LabelEvent>>;
+    async fn trial_label_events(&self, trial_id: &TrialId) -> StoreResult<Vec<LabelEvent>>;
     /// The id of the newest label event anywhere (0 when none): it changes whenever a label
     /// is added, so caches of aggregates key on it.
     async fn label_generation(&self) -> StoreResult<i64>;
     /// The judge versions behind a run's stored scores.
-    async fn score_judges(&self, run_id: &str) -> StoreResult<Vec<String>>;
+    async fn score_judges(&self, run_id: &RunId) -> StoreResult<Vec<String>>;
     /// Per configuration, the model judge's tokens and cost over the run's stored scores
     /// (none for trials scored without a model judge).
-    async fn judge_use(&self, run_id: &str) -> StoreResult<Vec<JudgeUse>>;
+    async fn judge_use(&self, run_id: &RunId) -> StoreResult<Vec<JudgeUse>>;
     /// The stored score of one trial.
-    async fn trial_score(&self, trial_id: &str) -> StoreResult<Option<StoredScore>>;
+    async fn trial_score(&self, trial_id: &TrialId) -> StoreResult<Option<StoredScore>>;
     /// Takes the lock on a disputed label for `holder` until `until` (ms): granted when it is
     /// free, expired or already theirs. Returns the other holder and expiry when refused.
     async fn lock_label(
         &self,
-        trial_id: &str,
+        trial_id: &TrialId,
         kind: LabelKind,
         holder: &str,
         now: i64,
         until: i64,
     ) -> StoreResult<Option<(String, i64)>>;
     /// Releases `holder`'s lock on a label (no-op when they hold none).
-    async fn unlock_label(&self, trial_id: &str, kind: LabelKind, holder: &str) -> StoreResult<()>;
+    async fn unlock_label(&self, trial_id: &TrialId, kind: LabelKind, holder: &str) -> StoreResult<()>;
     /// Unexpired locks.
     async fn label_locks(&self, now: i64) -> StoreResult<Vec<LabelLock>>;
     /// Appends a person's grade of a trial's reasoning; returns its id.
     async fn add_grade(&self, grade: &ReasoningGrade) -> StoreResult<i64>;
     /// Every grade of a run's trials, oldest first.
-    async fn grades(&self, run_id: &str) -> StoreResult<Vec<ReasoningGrade>>;
+    async fn grades(&self, run_id: &RunId) -> StoreResult<Vec<ReasoningGrade>>;
 }
 
 const LABEL_COLUMNS: &str =
@@ -176,14 +177,14 @@ const LABEL_INSERT: &str = "insert into label_event (trial_id, kind, value, turn
 
 #[async_trait]
 impl ScoreStore for SqlStore {
-    async fn scores(&self, run_id: &str) -> StoreResult<Vec<StoredScore>> {
+    async fn scores(&self, run_id: &RunId) -> StoreResult<Vec<StoredScore>> {
         Ok(sqlx::query_as("select trial_id, judge_version, body from trial_score where run_id = $1")
-            .bind(run_id)
+            .bind(run_id.as_str())
             .fetch_all(&self.pool)
             .await?)
     }
 
-    async fn put_scores(&self, run_id: &str, scores: &[StoredScore]) -> StoreResult<()> {
+    async fn put_scores(&self, run_id: &RunId, scores: &[StoredScore]) -> StoreResult<()> {
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
         let result: StoreResult<()> = async {
@@ -228,31 +229,31 @@ impl ScoreStore for SqlStore {
         .await?)
     }
 
-    async fn label_events(&self, run_id: &str) -> StoreResult<Vec<LabelEvent>> {
+    async fn label_events(&self, run_id: &RunId) -> StoreResult<Vec<LabelEvent>> {
         Ok(sqlx::query_as(&format!(
             "select {LABEL_COLUMNS} from label_event \
              where trial_id in (select trial_id from trial where run_id = $1) order by event_id"
         ))
-        .bind(run_id)
+        .bind(run_id.as_str())
         .fetch_all(&self.pool)
         .await?)
     }
 
-    async fn people_label_events(&self, run_id: &str) -> StoreResult<Vec<LabelEvent>> {
+    async fn people_label_events(&self, run_id: &RunId) -> StoreResult<Vec<LabelEvent>> {
         // Walk people's events (index on source) and look each trial up: a run has four
         // automatic events per trial and few of these.
         Ok(sqlx::query_as(&format!(
             "select {LABEL_COLUMNS} from label_event e where e.source in ('human', 'adjudication') \
              and exists (select 1 from trial t where t.trial_id = e.trial_id and t.run_id = $1) order by event_id"
         ))
-        .bind(run_id)
+        .bind(run_id.as_str())
         .fetch_all(&self.pool)
         .await?)
     }
 
-    async fn trial_label_events(&self, trial_id: &str) -> StoreResult<Vec<LabelEvent>> {
+    async fn trial_label_events(&self, trial_id: &TrialId) -> StoreResult<Vec<LabelEvent>> {
         Ok(sqlx::query_as(&format!("select {LABEL_COLUMNS} from label_event where trial_id = $1 order by event_id"))
-            .bind(trial_id)
+            .bind(trial_id.as_str())
             .fetch_all(&self.pool)
             .await?)
     }
@@ -261,16 +262,16 @@ impl ScoreStore for SqlStore {
         Ok(sqlx::query_scalar("select coalesce(max(event_id), 0) from label_event").fetch_one(&self.pool).await?)
     }
 
-    async fn score_judges(&self, run_id: &str) -> StoreResult<Vec<String>> {
+    async fn score_judges(&self, run_id: &RunId) -> StoreResult<Vec<String>> {
         Ok(sqlx::query_scalar(
             "select distinct judge_version from trial_score where run_id = $1 order by judge_version",
         )
-        .bind(run_id)
+        .bind(run_id.as_str())
         .fetch_all(&self.pool)
         .await?)
     }
 
-    async fn judge_use(&self, run_id: &str) -> StoreResult<Vec<JudgeUse>> {
+    async fn judge_use(&self, run_id: &RunId) -> StoreResult<Vec<JudgeUse>> {
         // The score body is JSON text on both databases; each reads its own way.
         let field = |path: &[&str], cast: &str| {
             if self.postgres {
@@ -292,19 +293,19 @@ impl ScoreStore for SqlStore {
              from trial_score s join trial t on t.trial_id = s.trial_id \
              where s.run_id = $1 and s.judge_version like '%llm:%' group by t.agent order by t.agent"
         );
-        Ok(sqlx::query_as(&sql).bind(run_id).fetch_all(&self.pool).await?)
+        Ok(sqlx::query_as(&sql).bind(run_id.as_str()).fetch_all(&self.pool).await?)
     }
 
-    async fn trial_score(&self, trial_id: &str) -> StoreResult<Option<StoredScore>> {
+    async fn trial_score(&self, trial_id: &TrialId) -> StoreResult<Option<StoredScore>> {
         Ok(sqlx::query_as("select trial_id, judge_version, body from trial_score where trial_id = $1")
-            .bind(trial_id)
+            .bind(trial_id.as_str())
             .fetch_optional(&self.pool)
             .await?)
     }
 
     async fn lock_label(
         &self,
-        trial_id: &str,
+        trial_id: &TrialId,
         kind: LabelKind,
         holder: &str,
         now: i64,
@@ -315,7 +316,7 @@ impl ScoreStore for SqlStore {
         sqlx::query(
             "delete from annotation_lock where trial_id = $1 and kind = $2 and (expires_at <= $3 or holder = $4)",
         )
-        .bind(trial_id)
+        .bind(trial_id.as_str())
         .bind(kind.as_str())
         .bind(now)
         .bind(holder)
@@ -323,7 +324,7 @@ impl ScoreStore for SqlStore {
         .await?;
         let held: Option<(String, i64)> =
             sqlx::query_as("select holder, expires_at from annotation_lock where trial_id = $1 and kind = $2")
-                .bind(trial_id)
+                .bind(trial_id.as_str())
                 .bind(kind.as_str())
                 .fetch_optional(&mut *tx)
                 .await?;
@@ -335,7 +336,7 @@ impl ScoreStore for SqlStore {
             "insert into annotation_lock (trial_id, kind, holder, expires_at) values ($1, $2, $3, $4) \
              on conflict (trial_id, kind) do nothing",
         )
-        .bind(trial_id)
+        .bind(trial_id.as_str())
         .bind(kind.as_str())
         .bind(holder)
         .bind(until)
@@ -349,9 +350,9 @@ impl ScoreStore for SqlStore {
         Ok(None)
     }
 
-    async fn unlock_label(&self, trial_id: &str, kind: LabelKind, holder: &str) -> StoreResult<()> {
+    async fn unlock_label(&self, trial_id: &TrialId, kind: LabelKind, holder: &str) -> StoreResult<()> {
         sqlx::query("delete from annotation_lock where trial_id = $1 and kind = $2 and holder = $3")
-            .bind(trial_id)
+            .bind(trial_id.as_str())
             .bind(kind.as_str())
             .bind(holder)
             .execute(&self.pool)
@@ -374,14 +375,14 @@ impl ScoreStore for SqlStore {
         .await?)
     }
 
-    async fn grades(&self, run_id: &str) -> StoreResult<Vec<ReasoningGrade>> {
+    async fn grades(&self, run_id: &RunId) -> StoreResult<Vec<ReasoningGrade>> {
         Ok(sqlx::query_as(
             // Grades are few and a run's trials many: walk the grades and look each trial up
             // (an `in (select ..)` list of the run's trials cost 50 ms per view at 100k trials).
             "select grade_id, trial_id, author, acc_rsn, decision, note, created_at from reasoning_grade g \
              where exists (select 1 from trial t where t.trial_id = g.trial_id and t.run_id = $1) order by grade_id",
         )
-        .bind(run_id)
+        .bind(run_id.as_str())
         .fetch_all(&self.pool)
         .await?)
     }

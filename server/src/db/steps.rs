@@ -7,22 +7,23 @@ use async_trait::async_trait;
 
 use super::runs::{TRIAL_COLUMNS, TrialRow};
 use super::{SqlStore, StoreResult};
+use app::model::{RunId, TrialId};
 
 /// Bulk reads of step bodies.
 #[async_trait]
 pub trait StepStore: Send + Sync {
     /// Step bodies of every trial of a run in one query, by trial id, each in order.
-    async fn run_steps(&self, run_id: &str) -> StoreResult<HashMap<String, Vec<String>>>;
+    async fn run_steps(&self, run_id: &RunId) -> StoreResult<HashMap<TrialId, Vec<String>>>;
     /// These trials (absent ones left out), each with its step bodies joined in order by
     /// a record separator (see [`split_steps`]), by trial id: one row per trial, one query per thousand.
-    async fn trials_with_steps(&self, trial_ids: &[String]) -> StoreResult<HashMap<String, (TrialRow, String)>>;
+    async fn trials_with_steps(&self, trial_ids: &[TrialId]) -> StoreResult<HashMap<TrialId, (TrialRow, String)>>;
     /// The tokens a run's steps report (`usage`), per agent configuration, with the number
     /// of its trials that have any step (done, failed or under way), in agent order.
-    async fn token_use(&self, run_id: &str) -> StoreResult<Vec<TokenUse>>;
+    async fn token_use(&self, run_id: &RunId) -> StoreResult<Vec<TokenUse>>;
     /// Adds what one attempt at a trial spent on calls of `role` (`attacker`, `defense`).
-    async fn add_model_use(&self, trial_id: &str, role: &str, calls: ModelCalls) -> StoreResult<()>;
+    async fn add_model_use(&self, trial_id: &TrialId, role: &str, calls: ModelCalls) -> StoreResult<()>;
     /// Per configuration and role, what the run's trials spent on calls besides the agent's.
-    async fn model_use(&self, run_id: &str) -> StoreResult<Vec<ModelUse>>;
+    async fn model_use(&self, run_id: &RunId) -> StoreResult<Vec<ModelUse>>;
 }
 
 /// Model calls of one role in one attempt at a trial.
@@ -51,7 +52,10 @@ pub struct ModelUse {
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct TokenUse {
     pub agent: String,
+    /// Finished trials (those that failed before any step among them) and trials under way
+    /// with a step.
     pub trials: i64,
+    pub steps: i64,
     /// Steps that reported their usage.
     pub reported: i64,
     pub prompt_tokens: i64,
@@ -60,7 +64,7 @@ pub struct TokenUse {
 
 #[async_trait]
 impl StepStore for SqlStore {
-    async fn token_use(&self, run_id: &str) -> StoreResult<Vec<TokenUse>> {
+    async fn token_use(&self, run_id: &RunId) -> StoreResult<Vec<TokenUse>> {
         // The step body is JSON text on both databases; each reads its own way.
         let (p, c) = if self.postgres {
             (
@@ -71,16 +75,18 @@ impl StepStore for SqlStore {
             ("json_extract(s.body, '$.usage.prompt_tokens')", "json_extract(s.body, '$.usage.completion_tokens')")
         };
         let sql = format!(
-            "select t.agent, count(distinct t.trial_id) as trials, count({p}) as reported, \
+            "select t.agent, count(distinct t.trial_id) as trials, count(s.trial_id) as steps, \
+             count({p}) as reported, \
              cast(coalesce(sum({p}), 0) as bigint) as prompt_tokens, \
              cast(coalesce(sum({c}), 0) as bigint) as completion_tokens \
-             from trial_step s join trial t on t.trial_id = s.trial_id where t.run_id = $1 \
+             from trial t left join trial_step s on s.trial_id = t.trial_id where t.run_id = $1 \
+             and (t.state in ('done', 'error') or s.trial_id is not null) \
              group by t.agent order by t.agent"
         );
-        Ok(sqlx::query_as(&sql).bind(run_id).fetch_all(&self.pool).await?)
+        Ok(sqlx::query_as(&sql).bind(run_id.as_str()).fetch_all(&self.pool).await?)
     }
 
-    async fn add_model_use(&self, trial_id: &str, role: &str, c: ModelCalls) -> StoreResult<()> {
+    async fn add_model_use(&self, trial_id: &TrialId, role: &str, c: ModelCalls) -> StoreResult<()> {
         let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         sqlx::query(
             "insert into trial_model_use (trial_id, role, calls, unknown_calls, prompt_tokens, completion_tokens) \
@@ -90,7 +96,7 @@ impl StepStore for SqlStore {
              prompt_tokens = trial_model_use.prompt_tokens + excluded.prompt_tokens, \
              completion_tokens = trial_model_use.completion_tokens + excluded.completion_tokens",
         )
-        .bind(trial_id)
+        .bind(trial_id.as_str())
         .bind(role)
         .bind(n(c.calls))
         .bind(n(c.unknown))
@@ -101,7 +107,7 @@ impl StepStore for SqlStore {
         Ok(())
     }
 
-    async fn model_use(&self, run_id: &str) -> StoreResult<Vec<ModelUse>> {
+    async fn model_use(&self, run_id: &RunId) -> StoreResult<Vec<ModelUse>> {
         Ok(sqlx::query_as(
             "select t.agent, u.role, count(*) as trials, cast(sum(u.calls) as bigint) as calls, \
              cast(sum(u.unknown_calls) as bigint) as unknown_calls, \
@@ -110,27 +116,27 @@ impl StepStore for SqlStore {
              from trial_model_use u join trial t on t.trial_id = u.trial_id where t.run_id = $1 \
              group by t.agent, u.role order by t.agent, u.role",
         )
-        .bind(run_id)
+        .bind(run_id.as_str())
         .fetch_all(&self.pool)
         .await?)
     }
 
-    async fn run_steps(&self, run_id: &str) -> StoreResult<HashMap<String, Vec<String>>> {
-        let rows: Vec<(String, String)> = sqlx::query_as(
+    async fn run_steps(&self, run_id: &RunId) -> StoreResult<HashMap<TrialId, Vec<String>>> {
+        let rows: Vec<(TrialId, String)> = sqlx::query_as(
             "select s.trial_id, s.body from trial_step s join trial t on t.trial_id = s.trial_id \
              where t.run_id = $1 order by s.trial_id, s.t",
         )
-        .bind(run_id)
+        .bind(run_id.as_str())
         .fetch_all(&self.pool)
         .await?;
-        let mut out: HashMap<String, Vec<String>> = HashMap::new();
+        let mut out: HashMap<TrialId, Vec<String>> = HashMap::new();
         for (trial, body) in rows {
             out.entry(trial).or_default().push(body);
         }
         Ok(out)
     }
 
-    async fn trials_with_steps(&self, trial_ids: &[String]) -> StoreResult<HashMap<String, (TrialRow, String)>> {
+    async fn trials_with_steps(&self, trial_ids: &[TrialId]) -> StoreResult<HashMap<TrialId, (TrialRow, String)>> {
         // A row costs far more than its bytes, so a trial's steps come in its own row,
         // joined by a record separator (U+001E, which JSON text never holds unescaped).
         let joined = if self.postgres {

@@ -489,7 +489,7 @@ pub fn trajectory_of(trial: &TrialRow, steps: &[Step], origin: Option<&Origin>) 
     let (prompt, completion) =
         steps.iter().filter_map(|s| s.usage).fold((0, 0), |(p, c), u| (p + u.prompt_tokens, c + u.completion_tokens));
     let mirage = MirageTrial {
-        trial_id: trial.trial_id.clone(),
+        trial_id: trial.trial_id.to_string(),
         task_id: origin.and_then(|o| o.mapped.clone()).unwrap_or_else(|| trial.task_id.clone()),
         level: trial.level.clone(),
         condition: trial.condition.clone(),

@@ -134,7 +134,8 @@ pub fn turns(messages: &[Message], task: Option<&Task>, injections: &BTreeMap<St
                     let (obs, thought) =
                         if i == 0 { (observation.clone(), thought.clone()) } else { (String::new(), String::new()) };
                     let s = step(steps.len(), here(&trail), obs, thought, action.clone(), m);
-                    steps.push(Step { usage: if i == 0 { m.usage } else { None }, ..s });
+                    // One reply, several calls: the reply's tokens go with the first; the others add none.
+                    steps.push(Step { usage: if i == 0 { m.usage } else { m.usage.map(|_| Usage::default()) }, ..s });
                     match action {
                         Action::Goto { url } => trail.push(normalise(&url)),
                         Action::Back => {

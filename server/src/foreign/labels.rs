@@ -70,7 +70,7 @@ pub fn score_of(trial: &TrialRow, origin: &Origin, steps: &[Step]) -> TrialScore
     };
     let errored = trial.state == TrialState::Error;
     TrialScore {
-        trial_id: trial.trial_id.clone(),
+        trial_id: trial.trial_id.to_string(),
         task_id: trial.task_id.clone(),
         agent: trial.agent.clone(),
         level: trial.level.clone(),

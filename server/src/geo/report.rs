@@ -16,6 +16,7 @@ pub use super::results::{Tally, results};
 use super::{Scored, Summary, summarise, summarise_weighted};
 use crate::db::Store;
 use crate::stats::{Obs, Weight, holm, paired_weighted, spearman, tie_groups};
+use app::model::RunId;
 
 /// One (ranker, method) row: its summary and its tie band among the ranker's methods.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -217,7 +218,7 @@ pub use app::model::GeoIncomplete as Incomplete;
 pub async fn report(
     store: &dyn Store,
     lists: &[List],
-    run_id: &str,
+    run_id: &RunId,
     resamples: usize,
     seed: u64,
 ) -> anyhow::Result<Report> {
@@ -229,7 +230,7 @@ pub async fn report(
 pub async fn report_with(
     store: &dyn Store,
     lists: &[List],
-    run_id: &str,
+    run_id: &RunId,
     resamples: usize,
     seed: u64,
     family: &[String],
@@ -252,7 +253,7 @@ pub async fn report_with(
     };
     let declared = family.to_vec();
     // The bootstraps are CPU work: on a blocking thread, off the async workers.
-    let run_id = run_id.to_string();
+    let run_id = run_id.clone();
     tokio::task::spawn_blocking(move || {
         let sets = (holm_family.as_slice(), rho_methods.as_slice());
         let mut r = summarise_run(&run_id, &geo, &results, &tally, sets, weighting, (resamples, seed))?;
@@ -265,7 +266,7 @@ pub async fn report_with(
 
 /// The report of a run's scored targets (see [`report`]).
 fn summarise_run(
-    run_id: &str,
+    run_id: &RunId,
     geo: &GeoSpec,
     results: &BTreeMap<(String, String), Vec<Scored>>,
     tally: &Tally,

@@ -10,6 +10,7 @@ use super::data::List;
 use super::plan::{GeoSpec, target_of, text_key};
 use super::{OrderRecord, Scored, result_of};
 use crate::db::{Store, TrialRow, TrialState};
+use app::model::{RunId, TrialId};
 
 /// How many trials a run has, failed (an error state) and not yet finished, in all and per
 /// (ranker, method).
@@ -83,7 +84,7 @@ impl Tally {
 /// without orders, or with one unreadable, is an error.
 fn finished_orders(
     trials: &[TrialRow],
-    mut steps: HashMap<String, Vec<String>>,
+    mut steps: HashMap<TrialId, Vec<String>>,
 ) -> anyhow::Result<HashMap<&str, Vec<OrderRecord>>> {
     let mut records_of = HashMap::new();
     for trial in trials.iter().filter(|t| t.state == TrialState::Done) {
@@ -106,7 +107,7 @@ fn finished_orders(
 pub async fn results(
     store: &dyn Store,
     lists: &[List],
-    run_id: &str,
+    run_id: &RunId,
 ) -> anyhow::Result<(GeoSpec, BTreeMap<(String, String), Vec<Scored>>, Tally)> {
     let run = store.run(run_id).await?;
     let spec: serde_json::Value = serde_json::from_str(&run.spec).context("reading the run's spec")?;

@@ -24,6 +24,7 @@ use crate::db::Store;
 use crate::detect::{Calibration, EndpointPerplexity, realised};
 use crate::llm::HttpLlm;
 use crate::stats::{Estimate, Obs, bootstrap};
+use app::model::RunId;
 
 /// The either-filter's default rate on originals.
 pub const EITHER_FPR: f64 = 0.10;
@@ -318,7 +319,12 @@ struct Filters {
 }
 
 /// Judges every text of a run, reports detection and stores the report with the run.
-pub async fn score(store: &dyn Store, lists: &[List], run: &str, settings: &Settings<'_>) -> anyhow::Result<Detection> {
+pub async fn score(
+    store: &dyn Store,
+    lists: &[List],
+    run: &RunId,
+    settings: &Settings<'_>,
+) -> anyhow::Result<Detection> {
     let (_, results, tally) = super::report::results(store, lists, run).await?;
     let texts = RunTexts::read(store, lists, &results).await?;
     let (model, mode) = (settings.judge_model.as_str(), settings.mode);

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use app::model::{Identity, Role};
+use app::model::{Identity, Role, RunId};
 use app::ssr::Services;
 use axum::body::Body;
 use axum::extract::{Path as AxPath, Query, State};
@@ -58,7 +58,7 @@ pub struct Summary {
 /// failure leaves no half-written copy. `progress(done, known)` is called per file.
 pub async fn write(
     state: &AppState,
-    run: &str,
+    run: &RunId,
     out: &Path,
     progress: impl Fn(usize, usize),
 ) -> anyhow::Result<Summary> {

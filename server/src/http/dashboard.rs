@@ -21,7 +21,7 @@ use crate::state::AppState;
 #[derive(Debug, Deserialize)]
 pub struct EventsQuery {
     /// One run; every active run when absent.
-    pub run: Option<String>,
+    pub run: Option<app::model::RunId>,
 }
 
 /// `GET /api/runs/events`: server-sent `progress` events (a JSON [`Progress`]) as the
@@ -40,7 +40,7 @@ pub async fn events(State(state): State<AppState>, Query(q): Query<EventsQuery>)
 
 fn progress_stream(
     pulse: std::sync::Arc<crate::services::pulse::Pulse>,
-    run: Option<String>,
+    run: Option<app::model::RunId>,
     first: Vec<Progress>,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
     let changes = pulse.subscribe();
@@ -52,7 +52,7 @@ fn progress_stream(
                 .collect::<Vec<_>>(),
         )
     };
-    let stopped = |run: &Option<String>, batch: &[Progress]| {
+    let stopped = |run: &Option<app::model::RunId>, batch: &[Progress]| {
         run.as_ref().is_some_and(|r| batch.iter().any(|p| &p.run_id == r && p.status != RunState::Active))
     };
     let done = stopped(&run, &first);

@@ -266,16 +266,13 @@ pub struct Caused {
 
 /// The tokens a trajectory's steps report (`usage` of each step), `None` when none does.
 fn tokens_of(traj: &Trajectory) -> Option<crate::llm::Usage> {
-    let mut reported = traj
-        .steps
-        .iter()
-        .filter_map(|s| serde_json::from_value::<crate::llm::Usage>(s.extra.get("usage")?.clone()).ok())
-        .peekable();
-    reported.peek()?;
-    Some(reported.fold(crate::llm::Usage::default(), |a, u| crate::llm::Usage {
-        prompt_tokens: a.prompt_tokens + u.prompt_tokens,
-        completion_tokens: a.completion_tokens + u.completion_tokens,
-    }))
+    // No step: no reply was paid for (a trial that failed at its first call costs 0 and
+    // stays in the mean). A step without usage makes the trial's tokens unknown, never
+    // fewer: a baseline's steps have none, and its cost is 0 by rule (`cost::attach`).
+    traj.steps.iter().try_fold(crate::llm::Usage::default(), |total, s| {
+        let step = serde_json::from_value::<crate::llm::Usage>(s.extra.get("usage")?.clone()).ok();
+        crate::llm::Usage::sum(Some(total), step)
+    })
 }
 
 /// Splits text into lowercase words (letters, digits, apostrophes).

@@ -273,7 +273,7 @@ mod tests {
     fn event(id: i64, trial: &str, author: &str, value: bool, source: &str) -> LabelEvent {
         LabelEvent {
             event_id: id,
-            trial_id: trial.to_string(),
+            trial_id: trial.into(),
             kind: LabelKind::Recovery,
             value: value.into(),
             turn: None,

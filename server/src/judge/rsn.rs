@@ -108,6 +108,16 @@ impl ModelJudge {
         format!("{}+{}", super::RULES_VERSION, self.name())
     }
 
+    /// Whether a score stored by the judge `stored` (its version) stands for this judge: it
+    /// is this judge's own, or this is no model judge and the stored score is a model
+    /// judge's over the same rules. Scoring without a judge configured (a page, a static
+    /// copy) then keeps the judged scores rather than replacing them with coverage.
+    pub fn keeps(&self, stored: &str) -> bool {
+        stored == self.version()
+            || (matches!(self, ModelJudge::Coverage)
+                && stored.strip_prefix(super::RULES_VERSION).is_some_and(|rest| rest.starts_with("+llm:")))
+    }
+
     /// Applies the model judge to a rule-based score: replaces gold-fact coverage with the
     /// judge's Acc_rsn when the trial has a verdict, and for exposed trials asks for its own
     /// adoption and recovery labels (a disagreement with the rules marks the label disputed).
@@ -272,6 +282,17 @@ async fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_a_judge_a_model_judges_scores_stand() {
+        let rules = crate::judge::RULES_VERSION;
+        let coverage = ModelJudge::Coverage;
+        assert!(coverage.keeps(&coverage.version()));
+        assert!(coverage.keeps(&format!("{rules}+llm:m/{PROMPT_VERSION}+labels-prompt-1")));
+        // Other rules, or another judge that is not a model's, are scored again.
+        assert!(!coverage.keeps(&format!("rules-0+llm:m/{PROMPT_VERSION}")));
+        assert!(!coverage.keeps(&format!("{rules}+something-else")));
+    }
 
     #[test]
     fn replies_are_read_tolerantly_and_snapped_to_a_tenth() {

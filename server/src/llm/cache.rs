@@ -163,31 +163,29 @@ pub async fn ask_cached<T>(
     let mut messages = messages;
     let mut last = String::new();
     // Both requests count: the answer cost what it took to get a readable one.
-    let mut used = Usage::default();
+    // A reply that carried no usage leaves the answer's cost unknown, not 0.
+    let (mut used, mut answered) = (Some(Usage::default()), false);
     for _ in 0..2 {
         let reply = match client.complete(&messages, Some(schema)).await {
             Ok(reply) => reply,
             Err(e) => {
-                if used != Usage::default() {
-                    charge(asker, Some(used));
+                if answered {
+                    charge(asker, used);
                 }
                 return Err(e.into());
             }
         };
-        used.prompt_tokens += reply.usage.prompt_tokens;
-        used.completion_tokens += reply.usage.completion_tokens;
+        (used, answered) = (Usage::sum(used, reply.usage), true);
         if let Some(parsed) = parse(&reply.content) {
-            // An endpoint that reports no usage at all leaves the cost unknown, not 0.
-            let known = (used != Usage::default()).then_some(used);
-            cache.cache_put(key, judge_name, &reply.content, known.map(tokens)).await?;
-            charge(asker, known);
+            cache.cache_put(key, judge_name, &reply.content, used.map(tokens)).await?;
+            charge(asker, used);
             return Ok(parsed);
         }
         last = reply.content.chars().take(200).collect();
         messages.push(Message::assistant(reply.content));
         messages.push(Message::user("Answer with only the JSON object the instructions describe."));
     }
-    charge(asker, (used != Usage::default()).then_some(used));
+    charge(asker, used);
     anyhow::bail!("the judge's reply could not be read: {last:?}")
 }
 

@@ -171,12 +171,25 @@ pub struct Usage {
     pub completion_tokens: u64,
 }
 
+impl Usage {
+    /// The tokens of two sets of calls together; unknown when either is (a call whose reply
+    /// carried no usage makes the whole unknown, never smaller).
+    pub fn sum(a: Option<Usage>, b: Option<Usage>) -> Option<Usage> {
+        let (a, b) = (a?, b?);
+        Some(Usage {
+            prompt_tokens: a.prompt_tokens + b.prompt_tokens,
+            completion_tokens: a.completion_tokens + b.completion_tokens,
+        })
+    }
+}
+
 /// A model's answer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Completion {
     /// The text, or the arguments of the first tool call in tool-calling mode.
     pub content: String,
-    pub usage: Usage,
+    /// What the call cost, when the reply said (`None`: the reply carried no usage).
+    pub usage: Option<Usage>,
     /// `length` when the output hit `max_tokens`.
     pub finish_reason: Option<String>,
 }
@@ -490,10 +503,14 @@ fn read_completion(text: &str) -> Result<Completion, String> {
         .and_then(|f| f.get("arguments"))
         .and_then(Value::as_str);
     let content = tool_args.or_else(|| message.get("content").and_then(Value::as_str)).unwrap_or_default().to_string();
-    let usage = v.get("usage").map_or_else(Usage::default, |u| Usage {
-        prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-        completion_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
-    });
+    // A reply without usage (or with neither count) leaves the call's cost unknown, not 0.
+    let usage =
+        v.get("usage").filter(|u| u.get("prompt_tokens").or_else(|| u.get("completion_tokens")).is_some()).map(|u| {
+            Usage {
+                prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+                completion_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+            }
+        });
     let finish_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
     Ok(Completion { content, usage, finish_reason })
 }
@@ -527,7 +544,13 @@ mod tests {
     #[test]
     fn completions_parse_text_tool_calls_and_usage() {
         let c = parse_completion(r#"{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#).expect("ok");
-        assert_eq!((c.content.as_str(), c.usage.prompt_tokens, c.finish_reason.as_deref()), ("hi", 3, Some("stop")));
+        assert_eq!(
+            (c.content.as_str(), c.usage.map(|u| u.prompt_tokens), c.finish_reason.as_deref()),
+            ("hi", Some(3), Some("stop"))
+        );
+        let bare =
+            parse_completion(r#"{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}"#).expect("ok");
+        assert_eq!(bare.usage, None, "no usage is unknown, not 0");
         let c = parse_completion(r#"{"choices":[{"message":{"content":null,"tool_calls":[{"function":{"name":"act","arguments":"{\"a\":1}"}}]}}]}"#).expect("ok");
         assert_eq!(c.content, "{\"a\":1}");
         assert!(parse_completion("not json").expect_err("bad").contains("malformed JSON"));

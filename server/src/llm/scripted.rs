@@ -21,6 +21,8 @@ use serde_json::{Value, json};
 pub enum Reply {
     /// A normal assistant message with this text.
     Text(String),
+    /// The same, from an endpoint that does not report its usage.
+    Unmetered(String),
     /// A tool call of `act` with these JSON arguments.
     ToolCall(String),
     /// An HTTP error with an optional Retry-After (seconds).
@@ -163,6 +165,11 @@ async fn complete(State(inner): State<Arc<Inner>>, Json(body): Json<Value>) -> R
     };
     match reply {
         Reply::Text(t) => Json(message(&json!(t), None)).into_response(),
+        Reply::Unmetered(t) => {
+            let mut body = message(&json!(t), None);
+            body.as_object_mut().map(|o| o.remove("usage"));
+            Json(body).into_response()
+        }
         Reply::ToolCall(args) => {
             let calls = json!([{"id": "call-1", "type": "function", "function": {"name": "act", "arguments": args}}]);
             Json(message(&Value::Null, Some(calls))).into_response()

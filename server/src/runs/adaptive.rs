@@ -21,6 +21,7 @@ use crate::env::World;
 use crate::manip::adaptive::{Node, SearchResult, TapLog, TapOptions, best, overlay_with, propose};
 use crate::manip::attacker::Attacker;
 use crate::manip::{Level, facts_of, rng_for};
+use app::model::TrialId;
 
 /// Counts an agent's calls and refuses them past the budget.
 struct Budgeted<'a> {
@@ -165,7 +166,7 @@ async fn try_candidate(
 /// Stores each scored search node as it comes.
 struct DbTapLog<'a> {
     store: &'a dyn Store,
-    trial_id: &'a str,
+    trial_id: &'a TrialId,
 }
 
 #[async_trait]

@@ -6,6 +6,7 @@ use serde_json::Value;
 use crate::agent::{Action, Step};
 use crate::db::TrialState;
 use crate::db::{Store, TrialRow};
+use app::model::{RunId, TrialId};
 
 #[derive(Serialize)]
 struct StepLine<'a> {
@@ -73,7 +74,7 @@ pub fn trajectory_of(trial: &TrialRow, steps: &str) -> anyhow::Result<crate::jud
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     Ok(Trajectory {
-        trial_id: trial.trial_id.clone(),
+        trial_id: trial.trial_id.to_string(),
         task_id: trial.task_id.clone(),
         agent: trial.agent.clone(),
         level: trial.level.clone(),
@@ -100,13 +101,13 @@ type EachFinished<'a> = dyn FnMut(&TrialRow, &[Step], Option<crate::foreign::Ori
 /// finished (queued, running or cancelled).
 async fn each_finished(
     store: &dyn Store,
-    run_id: &str,
+    run_id: &RunId,
     origins: bool,
     each: &mut EachFinished<'_>,
 ) -> anyhow::Result<usize> {
     super::geo::refuse_geo(store, run_id).await?;
     let keys = store.trial_keys(run_id).await?;
-    let finished: Vec<String> = keys.iter().filter(|k| k.state.is_finished()).map(|k| k.trial_id.clone()).collect();
+    let finished: Vec<TrialId> = keys.iter().filter(|k| k.state.is_finished()).map(|k| k.trial_id.clone()).collect();
     for ids in finished.chunks(super::CHUNK) {
         let mut trials = store.trials_with_steps(ids).await?;
         let mut records = if origins { store.origins_of(ids).await? } else { std::collections::HashMap::new() };
@@ -129,7 +130,7 @@ async fn each_finished(
 
 /// Writes every finished trial of the run to `out` as JSON Lines, in plan order. Returns the
 /// number of trials left out because they have not finished.
-pub async fn export_run(store: &dyn Store, run_id: &str, out: &mut dyn std::io::Write) -> anyhow::Result<usize> {
+pub async fn export_run(store: &dyn Store, run_id: &RunId, out: &mut dyn std::io::Write) -> anyhow::Result<usize> {
     let left = each_finished(store, run_id, false, &mut |trial, steps, _| {
         serde_json::to_writer(&mut *out, &trajectory_line(trial, steps))?;
         out.write_all(b"\n")?;
@@ -141,7 +142,7 @@ pub async fn export_run(store: &dyn Store, run_id: &str, out: &mut dyn std::io::
 }
 
 /// [`export_run`] into a file, written beside it first and renamed into place once whole.
-pub async fn export_run_to(store: &dyn Store, run_id: &str, path: &std::path::Path) -> anyhow::Result<usize> {
+pub async fn export_run_to(store: &dyn Store, run_id: &RunId, path: &std::path::Path) -> anyhow::Result<usize> {
     use anyhow::Context;
     let mut partial = path.as_os_str().to_owned();
     partial.push(".partial");
@@ -174,7 +175,7 @@ pub async fn export_run_to(store: &dyn Store, run_id: &str, path: &std::path::Pa
 /// Hands the ATIF trajectory of every finished trial of a run to `each`, in plan order.
 async fn each_atif(
     store: &dyn Store,
-    run_id: &str,
+    run_id: &RunId,
     each: &mut dyn FnMut(&TrialRow, Value) -> anyhow::Result<()>,
 ) -> anyhow::Result<usize> {
     each_finished(store, run_id, true, &mut |trial, steps, origin| {
@@ -184,7 +185,7 @@ async fn each_atif(
 }
 
 /// Writes every finished trial of a run as ATIF, one trajectory per line.
-pub async fn write_atif(store: &dyn Store, run_id: &str, out: &mut dyn std::io::Write) -> anyhow::Result<usize> {
+pub async fn write_atif(store: &dyn Store, run_id: &RunId, out: &mut dyn std::io::Write) -> anyhow::Result<usize> {
     let left = each_atif(store, run_id, &mut |_, v| {
         serde_json::to_writer(&mut *out, &v)?;
         out.write_all(b"\n")?;
@@ -197,7 +198,7 @@ pub async fn write_atif(store: &dyn Store, run_id: &str, out: &mut dyn std::io::
 
 /// Writes every finished trial of a run as an ATIF file `<trial id>.json` in `dir` (made if
 /// missing); each file is written beside its name first and renamed once whole.
-pub async fn write_atif_dir(store: &dyn Store, run_id: &str, dir: &std::path::Path) -> anyhow::Result<usize> {
+pub async fn write_atif_dir(store: &dyn Store, run_id: &RunId, dir: &std::path::Path) -> anyhow::Result<usize> {
     use anyhow::Context;
     std::fs::create_dir_all(dir).with_context(|| format!("making {}", dir.display()))?;
     each_atif(store, run_id, &mut |trial, v| {

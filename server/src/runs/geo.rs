@@ -16,6 +16,7 @@ use crate::geo::plan::{CONDITION, GeoSpec, plan, target_of};
 use crate::geo::rank::{ChatRanker, Ranker, offline};
 use crate::geo::{OrderRecord, order_record, target_orders};
 use crate::llm::HttpLlm;
+use app::model::RunId;
 
 /// What executing a GEO run's trials needs: the lists and one ranker per name.
 pub struct GeoExec {
@@ -35,14 +36,14 @@ pub struct GeoExec {
 
 /// Whether the lists a run's trials rank differ from those it was planned on (runs planned
 /// before versions were kept per run stored every list's version).
-pub async fn lists_changed(store: &dyn Store, run_id: &str, lists: &[List]) -> anyhow::Result<bool> {
+pub async fn lists_changed(store: &dyn Store, run_id: &RunId, lists: &[List]) -> anyhow::Result<bool> {
     let stored = store.run(run_id).await?.corpus_version;
     let keys = store.trial_keys(run_id).await?;
     Ok(crate::geo::data::changed_since(lists, keys.iter().map(|k| k.task_id.as_str()), &stored))
 }
 
 /// Why a run whose lists changed is not executed further.
-pub fn changed_lists_refusal(run_id: &str) -> String {
+pub fn changed_lists_refusal(run_id: &RunId) -> String {
     format!(
         "the lists of run {run_id} changed since it was planned (GEO-Bench originals adopted): its unfinished \
          trials would rank other originals than it was planned on (and than any finished trial ranked), so they \
@@ -118,7 +119,7 @@ pub fn is_geo(run: &crate::db::RunRow) -> anyhow::Result<bool> {
 /// The ids of the agent runs among `runs` (GEO ranking runs left out), in order. A run
 /// whose spec is unreadable is left out of such lists and logged by name, so one broken run
 /// does not take every page down; its own pages and commands fail naming it.
-pub fn agent_runs(runs: &[crate::db::RunRow]) -> Vec<String> {
+pub fn agent_runs(runs: &[crate::db::RunRow]) -> Vec<RunId> {
     let mut ids = Vec::with_capacity(runs.len());
     for r in runs {
         match is_geo(r) {
@@ -131,7 +132,7 @@ pub fn agent_runs(runs: &[crate::db::RunRow]) -> Vec<String> {
 }
 
 /// Refuses a GEO ranking run where an agent run is expected (scoring, trajectory export).
-pub async fn refuse_geo(store: &dyn Store, run_id: &str) -> anyhow::Result<()> {
+pub async fn refuse_geo(store: &dyn Store, run_id: &RunId) -> anyhow::Result<()> {
     if is_geo(&store.run(run_id).await?)? {
         anyhow::bail!("run {run_id} is a GEO ranking run: `mirage geo report --run {run_id}` reads it");
     }
@@ -139,7 +140,7 @@ pub async fn refuse_geo(store: &dyn Store, run_id: &str) -> anyhow::Result<()> {
 }
 
 /// Plans and stores a GEO run; returns its id. Chat rankers are asked at temperature 0.
-pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Result<String> {
+pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Result<RunId> {
     let lists = crate::geo::import::stored_lists(store).await?;
     for endpoint in spec.endpoints.values_mut() {
         endpoint.temperature = 0.0;

@@ -11,6 +11,7 @@ use super::RunSpec;
 use crate::db::{FinishedTrial, NewTrial, RunStatus, Store};
 use crate::env::World;
 use crate::foreign::{Format, Imported, Mapping, agentdojo, atif, detect, inspect};
+use app::model::{RunId, TrialId};
 
 /// Trials stored per transaction.
 const BATCH: usize = 500;
@@ -112,7 +113,7 @@ pub async fn import_files(
     forced: Option<Format>,
     (mapping, limits): (&Mapping, crate::foreign::Limits),
     corpus_version: &str,
-) -> anyhow::Result<(String, usize)> {
+) -> anyhow::Result<(RunId, usize)> {
     let files: Vec<(PathBuf, Format)> =
         expand(paths)?.into_iter().map(|p| format_of(&p, forced).map(|f| (p, f))).collect::<anyhow::Result<_>>()?;
     let reading = Reading { world: world.clone(), mapping: mapping.clone(), files, limits };
@@ -186,8 +187,13 @@ impl Reading {
     /// The second pass: reads the samples again, in the order of the first, and stores them
     /// into the run's trials a batch at a time. Returns how many were stored and whether the
     /// pass completed (the files gave the same number of samples and every batch stored).
-    async fn store(self, store: &dyn Store, run_id: &str, total: usize) -> anyhow::Result<(usize, anyhow::Result<()>)> {
-        let ids: Vec<String> = store.trials(run_id).await?.into_iter().map(|t| t.trial_id).collect();
+    async fn store(
+        self,
+        store: &dyn Store,
+        run_id: &RunId,
+        total: usize,
+    ) -> anyhow::Result<(usize, anyhow::Result<()>)> {
+        let ids: Vec<TrialId> = store.trials(run_id).await?.into_iter().map(|t| t.trial_id).collect();
         let (tx, mut rx) = tokio::sync::mpsc::channel::<anyhow::Result<FinishedTrial>>(BATCH * 2);
         let reader = tokio::task::spawn_blocking(move || {
             let mut ids = ids.into_iter();

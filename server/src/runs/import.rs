@@ -11,6 +11,7 @@ use crate::db::RunStatus;
 use crate::db::{NewTrial, Store, TrialEnd, now_ms};
 use crate::env::World;
 use crate::judge::read_trajectories;
+use app::model::RunId;
 
 /// Reads a trajectory file (every line validated against the schema, problems named by file,
 /// line and field), checks that its tasks are in the corpus, and stores it as a finished run.
@@ -21,7 +22,7 @@ pub async fn import_run(
     file: &str,
     contents: &str,
     corpus_version: &str,
-) -> anyhow::Result<(String, usize)> {
+) -> anyhow::Result<(RunId, usize)> {
     let lines = read_trajectories(file, contents).map_err(|errors| {
         let shown: Vec<String> = errors.iter().take(20).map(ToString::to_string).collect();
         anyhow::anyhow!("{file}: {} problems\n{}", errors.len(), shown.join("\n"))

@@ -7,6 +7,7 @@
 //! PostgreSQL) can share one queue, and a killed process loses at most the step in flight.
 
 pub mod adaptive;
+mod cost;
 pub mod export;
 pub mod geo;
 pub mod harness;
@@ -15,6 +16,8 @@ mod pool;
 pub mod power;
 pub mod replay;
 pub mod score;
+
+pub use cost::{cost_rows, pricing};
 
 pub use pool::{OnFinish, PoolOptions, execute, execute_with};
 
@@ -34,6 +37,7 @@ use crate::db::{NewTrial, Store, now_ms};
 use crate::env::World;
 use crate::llm::{EndpointSpec, HttpLlm};
 use crate::manip::Level;
+use app::model::RunId;
 
 /// What a run covers. Stored as JSON on the run row.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -178,8 +182,8 @@ pub fn configured_endpoints(
 }
 
 /// A fresh run id.
-pub fn new_run_id() -> String {
-    format!("run-{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+pub fn new_run_id() -> RunId {
+    format!("run-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]).into()
 }
 
 /// The agents this version can run.
@@ -345,101 +349,6 @@ pub fn plan(world: &World, spec: &RunSpec) -> Result<Vec<NewTrial>, PlanError> {
     Ok(trials)
 }
 
-/// How a configuration's agent calls are priced: a baseline pays nothing, a model endpoint
-/// of the spec its configured price (a `+defense` suffix is the same agent).
-pub fn pricing(name: &str, endpoints: &BTreeMap<String, EndpointSpec>) -> crate::judge::cost::Pricing {
-    use crate::judge::cost::Pricing;
-    let base = split_config(name).map_or(name, |(n, _)| n);
-    match endpoints.get(base) {
-        Some(e) => e.price.map_or(Pricing::Unpriced, Pricing::Priced),
-        None if BASELINES.contains(&base) => Pricing::Baseline,
-        None => Pricing::Unpriced,
-    }
-}
-
-/// Each configuration's tokens and cost from what its steps reported (`uses`), priced as
-/// the run's spec says; configurations without a step yet are left out.
-pub fn cost_rows(
-    spec: &RunSpec,
-    uses: &[crate::db::TokenUse],
-    others: &[crate::db::ModelUse],
-    judged: &[crate::db::JudgeUse],
-) -> Vec<app::model::CostRow> {
-    use crate::judge::cost::Pricing;
-    let agents = uses.iter().map(|u| {
-        let usage = usage_of(u.prompt_tokens, u.completion_tokens);
-        let (cost_usd, pricing) = match pricing(&u.agent, &spec.endpoints) {
-            Pricing::Baseline => (Some(0.0), "baseline: no model calls".to_string()),
-            Pricing::Priced(p) if u.reported == 0 => {
-                (None, format!("${} / ${} per million tokens; no step reported its usage", p.prompt, p.completion))
-            }
-            Pricing::Priced(p) => priced(p, usage),
-            Pricing::Unpriced => (None, "no price configured".to_string()),
-        };
-        cost_row(app::model::CostRole::Agent, &u.agent, u.trials, usage, (cost_usd, pricing))
-    });
-    let others = others.iter().filter_map(|m| {
-        let (role, endpoint) = match m.role.as_str() {
-            "attacker" => (app::model::CostRole::Attacker, spec.attacker.as_ref()),
-            "defense" => (app::model::CostRole::Defense, spec.judge.as_ref()),
-            _ => return None,
-        };
-        let usage = usage_of(m.prompt_tokens, m.completion_tokens);
-        let cost = match endpoint.and_then(|e| e.price) {
-            _ if m.unknown_calls > 0 => {
-                (None, format!("the usage of {} of {} calls is unknown", m.unknown_calls, m.calls))
-            }
-            Some(p) => priced(p, usage),
-            None => (None, "no price configured".to_string()),
-        };
-        Some(cost_row(role, &m.agent, m.trials, usage, cost))
-    });
-    let judges = judged.iter().map(|j| {
-        let (cost_usd, pricing) = if j.reported < j.trials {
-            (None, format!("the judge's usage is unknown for {} of {} trials", j.trials - j.reported, j.trials))
-        } else if j.priced < j.trials {
-            (None, "no price configured for the judge endpoint".to_string())
-        } else {
-            (Some(j.cost_usd), "the judge endpoint's price when the run was scored".to_string())
-        };
-        let usage = usage_of(j.prompt_tokens, j.completion_tokens);
-        cost_row(app::model::CostRole::Judge, &j.agent, j.trials, usage, (cost_usd, pricing))
-    });
-    agents.chain(others).chain(judges).collect()
-}
-
-/// Token counts as the store keeps them (signed) as a usage.
-fn usage_of(prompt: i64, completion: i64) -> crate::llm::Usage {
-    crate::llm::Usage {
-        prompt_tokens: u64::try_from(prompt).unwrap_or(0),
-        completion_tokens: u64::try_from(completion).unwrap_or(0),
-    }
-}
-
-/// The cost of `usage` at a configured price, with the price in words.
-fn priced(p: crate::llm::Price, usage: crate::llm::Usage) -> (Option<f64>, String) {
-    (Some(p.of(usage)), format!("${} / ${} per million prompt / completion tokens", p.prompt, p.completion))
-}
-
-/// One row of the cost table.
-fn cost_row(
-    role: app::model::CostRole,
-    agent: &str,
-    trials: i64,
-    usage: crate::llm::Usage,
-    (cost_usd, pricing): (Option<f64>, String),
-) -> app::model::CostRow {
-    app::model::CostRow {
-        role,
-        agent: agent.to_string(),
-        trials: usize::try_from(trials).unwrap_or(0),
-        prompt_tokens: usage.prompt_tokens,
-        completion_tokens: usage.completion_tokens,
-        cost_usd,
-        pricing,
-    }
-}
-
 /// An agent configuration's setup in words: for a model, how many earlier pages stay whole
 /// in its context, the most tokens per reply, the step budget and the temperature; for a
 /// baseline, its step budget.
@@ -481,7 +390,7 @@ pub async fn create_run(
     world: &World,
     spec: &RunSpec,
     corpus_version: &str,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<RunId> {
     let trials = plan(world, spec)?;
     let run_id = new_run_id();
     let spec = RunSpec {
@@ -527,7 +436,7 @@ impl ProgressReport {
 }
 
 /// Reads a run's counts and recent throughput from the store.
-pub async fn progress_report(store: &dyn Store, run_id: &str) -> anyhow::Result<ProgressReport> {
+pub async fn progress_report(store: &dyn Store, run_id: &RunId) -> anyhow::Result<ProgressReport> {
     let run = store.run(run_id).await?;
     let counts = store.progress(run_id).await?;
     let recent = store.finished_since(run_id, now_ms() - RATE_WINDOW_MS).await?;

@@ -20,12 +20,13 @@ use crate::db::{Store, StoreError, TrialEnd, TrialRow, now_ms};
 use crate::env::World;
 use crate::llm::HttpLlm;
 use crate::manip::Level;
+use app::model::{RunId, TrialId};
 
 /// Persists each step of one trial in the store.
 struct DbSink<'a> {
     store: &'a dyn Store,
-    trial_id: &'a str,
-    run_id: &'a str,
+    trial_id: &'a TrialId,
+    run_id: &'a RunId,
 }
 
 /// Raised by the step sink when the trial's run was cancelled: the trial stops there.
@@ -75,7 +76,7 @@ const WORKER_RESTARTS: u32 = 8;
 pub async fn execute(
     store: Arc<dyn Store>,
     world: Arc<World>,
-    run_id: &str,
+    run_id: &RunId,
     options: PoolOptions,
     on_finish: OnFinish,
 ) -> anyhow::Result<()> {
@@ -89,7 +90,7 @@ pub async fn execute(
     run_pool(store, world, (run_id, &spec), options, on_finish, agents).await
 }
 
-async fn spec_of(store: &dyn Store, run_id: &str) -> anyhow::Result<RunSpec> {
+async fn spec_of(store: &dyn Store, run_id: &RunId) -> anyhow::Result<RunSpec> {
     serde_json::from_str(&store.run(run_id).await?.spec).context("reading the run's spec")
 }
 
@@ -98,7 +99,7 @@ async fn spec_of(store: &dyn Store, run_id: &str) -> anyhow::Result<RunSpec> {
 pub async fn execute_with(
     store: Arc<dyn Store>,
     world: Arc<World>,
-    run_id: &str,
+    run_id: &RunId,
     options: PoolOptions,
     on_finish: OnFinish,
     agents: HashMap<String, Arc<dyn Agent>>,
@@ -110,7 +111,7 @@ pub async fn execute_with(
 async fn run_pool(
     store: Arc<dyn Store>,
     world: Arc<World>,
-    (run_id, spec): (&str, &RunSpec),
+    (run_id, spec): (&RunId, &RunSpec),
     options: PoolOptions,
     on_finish: OnFinish,
     agents: HashMap<String, Arc<dyn Agent>>,
@@ -169,10 +170,10 @@ async fn run_pool(
 /// it could not get past) is restarted after a growing pause, up to [`WORKER_RESTARTS`]
 /// times; past that, or on a panic, every worker is stopped and the error returned. No
 /// worker outlives the call.
-async fn supervise(shared: &Arc<Shared>, run_id: &str) -> anyhow::Result<()> {
+async fn supervise(shared: &Arc<Shared>, run_id: &RunId) -> anyhow::Result<()> {
     let worker_base = format!("{}-{}", std::process::id(), &uuid::Uuid::new_v4().simple().to_string()[..6]);
     let spawn = |set: &mut tokio::task::JoinSet<(usize, anyhow::Result<()>)>, n: usize, pause: Duration| {
-        let (shared, run_id, worker) = (shared.clone(), run_id.to_string(), format!("{worker_base}-{n}"));
+        let (shared, run_id, worker) = (shared.clone(), run_id.clone(), format!("{worker_base}-{n}"));
         set.spawn(async move {
             tokio::time::sleep(pause).await;
             (n, work(&shared, &run_id, &worker).await)
@@ -215,7 +216,7 @@ struct Shared {
     on_finish: OnFinish,
 }
 
-async fn work(shared: &Shared, run_id: &str, worker: &str) -> anyhow::Result<()> {
+async fn work(shared: &Shared, run_id: &RunId, worker: &str) -> anyhow::Result<()> {
     let Shared { store, options, on_finish, .. } = shared;
     let lease_ms = i64::try_from(options.lease.as_millis()).unwrap_or(i64::MAX);
     // Expired claims (a killed process's) go back to the queue as their leases run out, not
@@ -318,7 +319,11 @@ async fn run_one(shared: &Shared, trial: &TrialRow, worker: &str, meter: &crate:
 
 /// Adds an attempt's attacker and defense calls to the trial's record (nothing when it
 /// made none).
-async fn record_spending(store: &dyn Store, trial_id: &str, spent: crate::llm::cache::Spending) -> anyhow::Result<()> {
+async fn record_spending(
+    store: &dyn Store,
+    trial_id: &TrialId,
+    spent: crate::llm::cache::Spending,
+) -> anyhow::Result<()> {
     for (role, s) in [("attacker", spent.attacker), ("defense", spent.judge)] {
         if s.calls > 0 {
             let calls = crate::db::ModelCalls {
@@ -401,7 +406,7 @@ async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claime
 }
 
 /// Renews a trial's lease every third of its length; returns when the lease is lost.
-async fn keep_lease(store: &dyn Store, trial_id: &str, worker: &str, lease: Duration) {
+async fn keep_lease(store: &dyn Store, trial_id: &TrialId, worker: &str, lease: Duration) {
     let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
     loop {
         tokio::time::sleep(lease / 3).await;

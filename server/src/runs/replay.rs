@@ -29,6 +29,7 @@ use crate::db::{ReplayRow, Store, TrialRow, TrialState, now_ms};
 use crate::env::World;
 use crate::env::overlay::{Edit, Overlay};
 use crate::judge::{Scorer, TrialScore};
+use app::model::{RunId, TrialId};
 
 /// What a replay changes from its turn on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -211,12 +212,12 @@ pub fn result_of(task: &Task, original: Option<&str>, r: &ReplayRow) -> ReplayRe
 }
 
 /// The report of a trial and every replay stored for it.
-pub async fn report(store: &dyn Store, world: &World, trial_id: &str) -> anyhow::Result<ReplayReport> {
+pub async fn report(store: &dyn Store, world: &World, trial_id: &TrialId) -> anyhow::Result<ReplayReport> {
     let trial = store.trial(trial_id).await.with_context(|| format!("trial {trial_id}"))?;
     let task = world.task(&trial.task_id).with_context(|| format!("task {} of trial {trial_id}", trial.task_id))?;
     let replays = store.replays_of(trial_id).await?;
     Ok(ReplayReport {
-        trial: trial.trial_id.clone(),
+        trial: trial.trial_id.to_string(),
         verdict: trial.verdict.clone(),
         goal: is_goal(task, trial.verdict.as_deref()),
         replays: replays.iter().map(|r| result_of(task, trial.verdict.as_deref(), r)).collect(),
@@ -231,7 +232,7 @@ pub fn as_trial(original: &TrialRow, r: &ReplayRow) -> TrialRow {
         _ => original.condition.clone(),
     };
     TrialRow {
-        trial_id: r.replay_id.clone(),
+        trial_id: r.replay_id.clone().into(),
         condition,
         state: if r.state == "error" { TrialState::Error } else { TrialState::Done },
         verdict: r.verdict.clone(),
@@ -257,7 +258,7 @@ pub fn score(world: &World, original: &TrialRow, r: &ReplayRow) -> anyhow::Resul
 pub async fn replay(
     store: Arc<dyn Store>,
     world: &World,
-    trial_id: &str,
+    trial_id: &TrialId,
     from_turn: usize,
     plan: &ReplayPlan,
 ) -> anyhow::Result<Vec<ReplayRow>> {
@@ -324,10 +325,10 @@ pub async fn replay(
 }
 
 /// A replay's row as it starts: running, nothing decided yet.
-fn new_row(trial_id: &str, from_turn: usize, plan: &ReplayPlan, sample: usize) -> anyhow::Result<ReplayRow> {
+fn new_row(trial_id: &TrialId, from_turn: usize, plan: &ReplayPlan, sample: usize) -> anyhow::Result<ReplayRow> {
     Ok(ReplayRow {
         replay_id: format!("{trial_id}-r{}", &uuid::Uuid::new_v4().simple().to_string()[..8]),
-        trial_id: trial_id.to_string(),
+        trial_id: trial_id.clone(),
         from_turn: i64::try_from(from_turn)?,
         intervention: plan.intervention.to_string(),
         sample: i64::try_from(sample)?,
@@ -341,7 +342,7 @@ fn new_row(trial_id: &str, from_turn: usize, plan: &ReplayPlan, sample: usize) -
 }
 
 /// The stored steps of the trial to replay, refusing a turn it does not have.
-async fn steps_to_replay(store: &dyn Store, trial_id: &str, from_turn: usize) -> anyhow::Result<Vec<Step>> {
+async fn steps_to_replay(store: &dyn Store, trial_id: &TrialId, from_turn: usize) -> anyhow::Result<Vec<Step>> {
     let steps: Vec<Step> = store
         .steps(trial_id)
         .await?
@@ -362,7 +363,7 @@ async fn steps_to_replay(store: &dyn Store, trial_id: &str, from_turn: usize) ->
 /// Makes the replays a run's spec asks for (`replay`): for every finished trial that was
 /// exposed, from the turn of its first exposure, as many as the plan's samples minus those
 /// already stored (so a resumed run completes them). Returns how many it made.
-pub async fn replay_exposed(store: Arc<dyn Store>, world: &World, run_id: &str) -> anyhow::Result<usize> {
+pub async fn replay_exposed(store: Arc<dyn Store>, world: &World, run_id: &RunId) -> anyhow::Result<usize> {
     let run = store.run(run_id).await?;
     let spec: RunSpec = serde_json::from_str(&run.spec).with_context(|| format!("the spec of run {run_id}"))?;
     if spec.replay.is_empty() {

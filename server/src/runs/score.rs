@@ -14,6 +14,7 @@ use crate::env::World;
 use crate::judge::aggregate::apply_overrides;
 use crate::judge::rsn::ModelJudge;
 use crate::judge::{Scorer, Trajectory, TrialScore, on_every_core};
+use app::model::{RunId, TrialId};
 
 /// A trial scored on a worker: finished (its score and the score's stored body), or waiting
 /// for the model judge with its trajectory.
@@ -59,26 +60,26 @@ async fn judged(
 pub async fn score_run(
     store: &Arc<dyn Store>,
     world: &Arc<World>,
-    run_id: &str,
+    run_id: &RunId,
     judge: &ModelJudge,
     progress: &(dyn Fn(usize, usize) + Send + Sync),
 ) -> anyhow::Result<(Vec<TrialScore>, usize)> {
     super::geo::refuse_geo(store.as_ref(), run_id).await?;
     let version = judge.version();
-    let mut stored: HashMap<String, StoredScore> =
+    let mut stored: HashMap<TrialId, StoredScore> =
         store.scores(run_id).await?.into_iter().map(|s| (s.trial_id.clone(), s)).collect();
     let keys = store.trial_keys(run_id).await?;
     let (foreign, finished): (Vec<&TrialKey>, Vec<&TrialKey>) =
         keys.iter().filter(|t| t.state.is_finished()).partition(|t| crate::corpus::is_foreign_task(&t.task_id));
-    let (mut slots, todo) = reuse_stored(&mut stored, &finished, &version, world)?;
+    let (mut slots, todo) = reuse_stored(&mut stored, &finished, judge, world)?;
     let mut handled = finished.len() - todo.len();
     progress(handled, finished.len());
 
-    let read = |chunk: &[(usize, &str)]| {
-        let (store, ids) = (store.clone(), chunk.iter().map(|(_, t)| t.to_string()).collect::<Vec<_>>());
+    let read = |chunk: &[(usize, &TrialId)]| {
+        let (store, ids) = (store.clone(), chunk.iter().map(|(_, t)| (*t).clone()).collect::<Vec<_>>());
         tokio::spawn(async move { store.trials_with_steps(&ids).await })
     };
-    let chunks: Vec<&[(usize, &str)]> = todo.chunks(CHUNK).collect();
+    let chunks: Vec<&[(usize, &TrialId)]> = todo.chunks(CHUNK).collect();
     let mut reading = chunks.first().map(|c| read(c));
     let mut writing: Option<tokio::task::JoinHandle<crate::db::StoreResult<()>>> = None;
     for (n, chunk) in chunks.iter().enumerate() {
@@ -93,7 +94,11 @@ pub async fn score_run(
             let (score, body) = result?;
             // A score the judge failed on is used now but not stored: the next pass asks again.
             if score.rsn_error.is_none() {
-                rows.push(StoredScore { trial_id: score.trial_id.clone(), judge_version: version.clone(), body });
+                rows.push(StoredScore {
+                    trial_id: score.trial_id.clone().into(),
+                    judge_version: version.clone(),
+                    body,
+                });
             }
             slots[i] = Some(score);
         }
@@ -102,7 +107,7 @@ pub async fn score_run(
         if let Some(w) = writing.take() {
             w.await??;
         }
-        let (store, run) = (store.clone(), run_id.to_string());
+        let (store, run) = (store.clone(), run_id.clone());
         writing = Some(tokio::spawn(async move { store.put_scores(&run, &rows).await }));
     }
     if let Some(w) = writing {
@@ -128,22 +133,23 @@ pub async fn score_run(
     Ok((scores, computed))
 }
 
-/// The score slots of the finished trials in plan order: a stored score of this judge is
+/// The score slots of the finished trials in plan order: a stored score that stands for this
+/// judge ([`ModelJudge::keeps`]: its own, or a model judge's where none is configured) is
 /// reused unless the judge failed on it (that one is asked again, and counts as a judge
 /// error until it answers); the others are left empty and listed to be computed.
 #[allow(clippy::type_complexity)]
 fn reuse_stored<'k>(
-    stored: &mut HashMap<String, StoredScore>,
+    stored: &mut HashMap<TrialId, StoredScore>,
     finished: &[&'k TrialKey],
-    version: &str,
+    judge: &ModelJudge,
     world: &World,
-) -> anyhow::Result<(Vec<Option<TrialScore>>, Vec<(usize, &'k str)>)> {
+) -> anyhow::Result<(Vec<Option<TrialScore>>, Vec<(usize, &'k TrialId)>)> {
     let mut slots: Vec<Option<TrialScore>> = Vec::with_capacity(finished.len());
-    let mut todo: Vec<(usize, &str)> = Vec::new();
+    let mut todo: Vec<(usize, &TrialId)> = Vec::new();
     for (i, trial) in finished.iter().enumerate() {
         let reused = stored
             .remove(&trial.trial_id)
-            .filter(|s| s.judge_version == version)
+            .filter(|s| judge.keeps(&s.judge_version))
             .map(|s| {
                 serde_json::from_str::<TrialScore>(&s.body)
                     .with_context(|| format!("stored score of {}", trial.trial_id))
@@ -207,7 +213,7 @@ async fn score_chunk(
 async fn foreign_scores(store: &dyn Store, foreign: &[&TrialKey]) -> anyhow::Result<Vec<TrialScore>> {
     let mut scores = Vec::with_capacity(foreign.len());
     for chunk in foreign.chunks(CHUNK) {
-        let ids: Vec<String> = chunk.iter().map(|t| t.trial_id.clone()).collect();
+        let ids: Vec<TrialId> = chunk.iter().map(|t| t.trial_id.clone()).collect();
         let (mut trials, mut origins) = (store.trials_with_steps(&ids).await?, store.origins_of(&ids).await?);
         for id in &ids {
             // A task id that only looks like a harness's, with no record: nothing to score.

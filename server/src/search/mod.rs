@@ -248,14 +248,14 @@ impl TrajectoryIndex {
             let mut docs = Vec::new();
             let mut new = false;
             for (trial, finished) in &batch {
-                scan = (*finished, trial.trial_id.clone());
-                if progress.recent.contains_key(&trial.trial_id) {
+                scan = (*finished, trial.trial_id.to_string());
+                if progress.recent.contains_key(trial.trial_id.as_str()) {
                     continue;
                 }
                 new = true;
-                progress.recent.insert(trial.trial_id.clone(), *finished);
+                progress.recent.insert(trial.trial_id.to_string(), *finished);
                 if (*finished, trial.trial_id.as_str()) > (progress.cursor.0, progress.cursor.1.as_str()) {
-                    progress.cursor = (*finished, trial.trial_id.clone());
+                    progress.cursor = (*finished, trial.trial_id.to_string());
                 }
                 // GEO ranking trials store ranker replies, not agent turns: nothing to index.
                 if trial.condition == crate::geo::plan::CONDITION && trial.task_id.starts_with("geo:") {

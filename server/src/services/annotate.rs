@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use app::error::AppError;
 use app::model::{
-    GradeView, Identity, NewGrade, NewLabel, OpenItem, QUEUE_PAGE, Queue, QueueFilter, QueueItem, Role, item_href,
+    GradeView, Identity, NewGrade, NewLabel, OpenItem, QUEUE_PAGE, Queue, QueueFilter, QueueItem, Role, RunId, TrialId,
+    item_href,
 };
 
 use super::annotators;
@@ -60,11 +61,11 @@ struct Listing {
 }
 
 impl AnnotateService {
-    async fn runs(&self) -> Result<Vec<String>, AppError> {
+    async fn runs(&self) -> Result<Vec<RunId>, AppError> {
         Ok(crate::runs::geo::agent_runs(&self.store.runs().await.map_err(internal)?))
     }
 
-    async fn locks(&self) -> Result<HashMap<(String, LabelKind), (String, i64)>, AppError> {
+    async fn locks(&self) -> Result<HashMap<(TrialId, LabelKind), (String, i64)>, AppError> {
         Ok(self
             .store
             .label_locks(now_ms())
@@ -75,7 +76,7 @@ impl AnnotateService {
             .collect())
     }
 
-    async fn listing(&self, who: Option<&Identity>, run: &str) -> Result<Listing, AppError> {
+    async fn listing(&self, who: Option<&Identity>, run: &RunId) -> Result<Listing, AppError> {
         let key = self.insights.fingerprint(run).await?;
         let (scores, pending) = self.insights.scores_ready(run, key).await?;
         let events = self.store.people_label_events(run).await.map_err(internal)?;
@@ -100,7 +101,7 @@ impl AnnotateService {
                     .into_iter()
                     .filter_map(vote)
                     .collect();
-                let lock = locks.get(&(s.trial_id.clone(), kind)).cloned();
+                let lock = locks.get(&(TrialId::from(&s.trial_id), kind)).cloned();
                 let parts = ItemParts {
                     score: s,
                     run,
@@ -127,7 +128,7 @@ impl AnnotateService {
         Ok(Listing { items, scores, events, settled, needed, pending, key })
     }
 
-    async fn lock(&self, trial: &str, kind: LabelKind, who: &Identity) -> Result<i64, AppError> {
+    async fn lock(&self, trial: &TrialId, kind: LabelKind, who: &Identity) -> Result<i64, AppError> {
         let now = now_ms();
         let until = now + LOCK_MS;
         match self.store.lock_label(trial, kind, &who.name, now, until).await.map_err(internal)? {
@@ -141,7 +142,7 @@ impl AnnotateService {
 
     /// One item, whether or not it is in the queue, as `who` may see it; also whether people
     /// settled it.
-    async fn item_of(&self, who: Option<&Identity>, trial_id: &str, kind: LabelKind) -> Result<Found, AppError> {
+    async fn item_of(&self, who: Option<&Identity>, trial_id: &TrialId, kind: LabelKind) -> Result<Found, AppError> {
         let trial = trial_row(self.store.as_ref(), trial_id).await?;
         let steps = parse_steps(&self.store.steps(trial_id).await.map_err(internal)?).map_err(internal)?;
         let score = score_of(self.store.as_ref(), &self.world, &trial, &steps)
@@ -160,7 +161,7 @@ impl AnnotateService {
             .into_iter()
             .filter(|e| e.kind == kind)
             .collect();
-        let lock = self.locks().await?.remove(&(trial_id.to_string(), kind));
+        let lock = self.locks().await?.remove(&(trial_id.clone(), kind));
         let needed = annotators(self.store.as_ref(), &trial.run_id).await?;
         // `settled`: people's labels replaced the automatic one, which is shown.
         let settled = label.automatic.is_some();
@@ -227,7 +228,7 @@ impl app::ssr::Annotate for AnnotateService {
         filter: QueueFilter,
     ) -> Result<Queue, AppError> {
         let runs = self.runs().await?;
-        let run = match run.filter(|r| !r.is_empty()) {
+        let run = match run.filter(|r| !r.is_empty()).map(RunId::from) {
             Some(r) if runs.contains(&r) => r,
             Some(r) => return Err(AppError::NotFound(format!("run {r}"))),
             None => runs.first().cloned().ok_or_else(|| AppError::NotFound("a run (launch one first)".into()))?,
@@ -254,8 +255,8 @@ impl app::ssr::Annotate for AnnotateService {
         let (agg, waiting) =
             self.insights.aggregate_ready(&run, listing.key, &["agent"], Metric::AccDec, &[Metric::AccDec]).await?;
         Ok(Queue {
-            run: run.into(),
-            runs: runs.into_iter().map(Into::into).collect(),
+            run,
+            runs: runs.into_iter().collect(),
             filter,
             items,
             total,
@@ -285,7 +286,7 @@ impl app::ssr::Annotate for AnnotateService {
     async fn open(
         &self,
         who: Option<Identity>,
-        trial: String,
+        trial: TrialId,
         kind: String,
         filter: QueueFilter,
     ) -> Result<OpenItem, AppError> {
@@ -334,7 +335,7 @@ impl app::ssr::Annotate for AnnotateService {
         })
     }
 
-    async fn start(&self, who: Identity, trial: String, kind: String) -> Result<i64, AppError> {
+    async fn start(&self, who: Identity, trial: TrialId, kind: String) -> Result<i64, AppError> {
         let kind = check_kind(&kind)?;
         let found = self.item_of(Some(&who), &trial, kind).await?;
         if who.role < Role::Operator && (found.settled || !found.open) {
@@ -410,7 +411,7 @@ impl app::ssr::Annotate for AnnotateService {
         let next = Self::next_for(&listing, &who, &label.trial, kind.as_str(), &filter);
         let event = LabelEvent {
             event_id: 0,
-            trial_id: label.trial.to_string(),
+            trial_id: label.trial.clone(),
             kind,
             value: value.into(),
             turn,
@@ -426,7 +427,7 @@ impl app::ssr::Annotate for AnnotateService {
         Ok(next)
     }
 
-    async fn grade_view(&self, who: Identity, trial: String) -> Result<GradeView, AppError> {
+    async fn grade_view(&self, who: Identity, trial: TrialId) -> Result<GradeView, AppError> {
         let row = trial_row(self.store.as_ref(), &trial).await?;
         let task = self.world.task(&row.task_id).ok_or_else(|| AppError::NotFound(format!("task {}", row.task_id)))?;
         let grades: Vec<ReasoningGrade> = self
@@ -445,8 +446,8 @@ impl app::ssr::Annotate for AnnotateService {
             .map(|g| (g.acc_rsn, g.decision.as_str().to_string(), g.note.clone()));
         Ok(GradeView {
             graded_by: authors.len(),
-            trial_id: row.trial_id.into(),
-            run: row.run_id.into(),
+            trial_id: row.trial_id,
+            run: row.run_id,
             task_id: row.task_id,
             agent: row.agent,
             verdict: row.verdict,
@@ -489,7 +490,7 @@ impl app::ssr::Annotate for AnnotateService {
         Ok(())
     }
 
-    async fn release(&self, who: Identity, trial: String, kind: String) -> Result<(), AppError> {
+    async fn release(&self, who: Identity, trial: TrialId, kind: String) -> Result<(), AppError> {
         let kind = check_kind(&kind)?;
         if let Some((holder, _)) = self.locks().await?.remove(&(trial.clone(), kind))
             && holder != who.name

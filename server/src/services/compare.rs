@@ -2,14 +2,18 @@
 //! scores (see `judge::compare`).
 
 use app::error::AppError;
-use app::model::Comparison;
+use app::model::{Comparison, RunId};
 
 use super::insights::InsightsService;
 use crate::judge::TrialScore;
 
 /// Trials of a run (of one configuration of it) that are not finished: queued, running or
 /// cancelled. A comparison reads finished trials only and says how many it left out.
-pub async fn unfinished(store: &dyn crate::db::Store, run: &str, config: Option<&str>) -> anyhow::Result<usize> {
+pub async fn unfinished(
+    store: &dyn crate::db::Store,
+    run: &app::model::RunId,
+    config: Option<&str>,
+) -> anyhow::Result<usize> {
     Ok(store
         .trials(run)
         .await?
@@ -28,8 +32,8 @@ impl app::ssr::Compare for InsightsService {
         let split = |side: &str| {
             let side = side.trim().to_string();
             match side.split_once(':') {
-                Some((run, config)) => (run.to_string(), Some(config.to_string()), side.clone()),
-                None => (side.clone(), None, side),
+                Some((run, config)) => (RunId::from(run), Some(config.to_string()), side.clone()),
+                None => (RunId::from(&side), None, side),
             }
         };
         let (sides, mut scores) = ([split(&a), split(&b)], Vec::new());

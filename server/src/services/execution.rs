@@ -36,7 +36,7 @@ impl Executor {
 
     /// Executes a run's queued trials in the background of this process, then replays its
     /// exposed trials and scores it, so that its first leaderboard view finds the scores.
-    pub fn spawn(&self, run_id: String, concurrency: usize) {
+    pub fn spawn(&self, run_id: app::model::RunId, concurrency: usize) {
         let (store, world, insights, pulse) =
             (self.store.clone(), self.world.clone(), self.insights.clone(), self.pulse.clone());
         let options = PoolOptions { concurrency, lease: self.lease, stop: self.stop.clone() };

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use app::error::AppError;
 use app::model::{
     GeoCell, GeoDetectRow, GeoDetectionView, GeoJudged, GeoOrderView, GeoRate, GeoRow, GeoTargetRow, GeoTargetView,
-    GeoView,
+    GeoView, RunId, TrialId,
 };
 
 use super::internal;
@@ -26,7 +26,7 @@ pub const RESAMPLES: usize = 5_000;
 pub struct GeoService {
     pub store: Arc<dyn Store>,
     /// Reports by run, with the finished-trial count they were computed at.
-    cache: Mutex<HashMap<String, (i64, Arc<Report>)>>,
+    cache: Mutex<HashMap<RunId, (i64, Arc<Report>)>>,
 }
 
 /// The original against the edit, word by word, neighbouring words of one kind joined.
@@ -144,7 +144,7 @@ fn detection_view(d: &Detection, r: &Report) -> anyhow::Result<GeoDetectionView>
 
 impl GeoService {
     /// The targets of `method` (under `ranker`, or every ranker), best NRG first.
-    async fn targets(&self, run: &str, ranker: Option<&str>, method: &str) -> anyhow::Result<Vec<GeoTargetRow>> {
+    async fn targets(&self, run: &RunId, ranker: Option<&str>, method: &str) -> anyhow::Result<Vec<GeoTargetRow>> {
         let mut targets = Vec::new();
         let lists = crate::geo::import::stored_lists(self.store.as_ref()).await?;
         let (_, results, _) = crate::geo::report::results(self.store.as_ref(), &lists, run).await?;
@@ -193,14 +193,14 @@ impl GeoService {
     }
 
     /// The GEO runs (newest first) and the one asked for, or the newest with finished trials.
-    async fn pick(&self, run: Option<String>) -> Result<(String, Vec<String>), AppError> {
-        let mut runs: Vec<String> = Vec::new();
+    async fn pick(&self, run: Option<String>) -> Result<(RunId, Vec<RunId>), AppError> {
+        let mut runs: Vec<RunId> = Vec::new();
         for r in self.store.runs().await.map_err(internal)? {
             if is_geo(&r).map_err(internal)? {
                 runs.push(r.run_id);
             }
         }
-        if let Some(run) = run.filter(|r| !r.is_empty()) {
+        if let Some(run) = run.filter(|r| !r.is_empty()).map(RunId::from) {
             return if runs.contains(&run) {
                 Ok((run, runs))
             } else {
@@ -216,7 +216,7 @@ impl GeoService {
     }
 
     /// A run's report, from the cache while no trial has finished since.
-    pub async fn report(&self, run: &str) -> Result<Arc<Report>, AppError> {
+    pub async fn report(&self, run: &RunId) -> Result<Arc<Report>, AppError> {
         let p = self.store.progress(run).await.map_err(internal)?;
         let key = p.done + p.error;
         if let Some((k, r)) = self.cache.lock().map_err(internal)?.get(run)
@@ -226,7 +226,7 @@ impl GeoService {
         }
         let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(internal)?;
         let fresh = Arc::new(report(self.store.as_ref(), &lists, run, RESAMPLES, 0).await.map_err(internal)?);
-        self.cache.lock().map_err(internal)?.insert(run.to_string(), (key, fresh.clone()));
+        self.cache.lock().map_err(internal)?.insert(run.clone(), (key, fresh.clone()));
         Ok(fresh)
     }
 }
@@ -281,8 +281,8 @@ impl app::ssr::Geo for GeoService {
             None => Vec::new(),
         };
         Ok(GeoView {
-            runs: runs.into_iter().map(Into::into).collect(),
-            run: run.clone().into(),
+            runs: runs.into_iter().collect(),
+            run: run.clone(),
             prompt_version: r.prompt_version.clone(),
             k: r.k,
             trials: r.trials,
@@ -312,7 +312,7 @@ impl app::ssr::Geo for GeoService {
         })
     }
 
-    async fn target(&self, trial: String) -> Result<GeoTargetView, AppError> {
+    async fn target(&self, trial: TrialId) -> Result<GeoTargetView, AppError> {
         let row = self.store.trial(&trial).await.map_err(|_| AppError::NotFound(format!("trial {trial}")))?;
         let run = self.store.run(&row.run_id).await.map_err(internal)?;
         if !is_geo(&run).map_err(internal)? {
@@ -338,8 +338,8 @@ impl app::ssr::Geo for GeoService {
         let detections = self.store.geo_detections(&row.run_id).await.map_err(internal)?;
         let judged = detections.first().map(|(label, body)| judged_of(label, body, &list.dataset, &original, &adv));
         Ok(GeoTargetView {
-            run: row.run_id.clone().into(),
-            trial: trial.clone().into(),
+            run: row.run_id.clone(),
+            trial: trial.clone(),
             ranker: row.agent.clone(),
             method: row.level.clone(),
             instance: list.instance_key(target + 1),

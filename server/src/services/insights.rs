@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use app::error::AppError;
-use app::model::{BoardQuery, Est, HeatCell, HeatQuery, Heatmap, Leaderboard, ParetoPoint, Pending, Robustness};
+use app::model::{BoardQuery, Est, HeatCell, HeatQuery, Heatmap, Leaderboard, ParetoPoint, Pending, Robustness, RunId};
 
 use super::board::{board_metrics, board_rows, breakdown_rows, columns, pair_view};
 use super::internal;
@@ -45,19 +45,19 @@ const MAX_WIDTH: f64 = 0.5;
 /// What a run's cached scores depend on: (finished trials, newest label event).
 pub type Fingerprint = (i64, i64);
 /// (run, group fields, utility metric, group metrics).
-type AggregateKey = (String, Vec<String>, Metric, Vec<Metric>);
+type AggregateKey = (RunId, Vec<String>, Metric, Vec<Metric>);
 
 /// The cache key of an aggregate (shared by the page path and the computing path).
-fn aggregate_key(run: &str, by: &[&str], utility: Metric, metrics: &[Metric]) -> AggregateKey {
-    (run.to_string(), by.iter().map(ToString::to_string).collect(), utility, metrics.to_vec())
+fn aggregate_key(run: &RunId, by: &[&str], utility: Metric, metrics: &[Metric]) -> AggregateKey {
+    (run.clone(), by.iter().map(ToString::to_string).collect(), utility, metrics.to_vec())
 }
 
 #[derive(Default)]
 struct Cache {
-    scores: HashMap<String, (Fingerprint, Arc<Vec<TrialScore>>)>,
+    scores: HashMap<RunId, (Fingerprint, Arc<Vec<TrialScore>>)>,
     /// Each aggregate with the state it was computed at and when (ms since the epoch).
     aggregates: HashMap<AggregateKey, (Fingerprint, Arc<Aggregate>, i64)>,
-    reports: HashMap<String, (Fingerprint, Arc<app::model::ReportView>)>,
+    reports: HashMap<RunId, (Fingerprint, Arc<app::model::ReportView>)>,
 }
 
 /// Aggregates of runs for the dashboard pages and their exports.
@@ -68,9 +68,9 @@ pub struct InsightsService {
     cache: Mutex<Cache>,
     /// One scoring of a run at a time (two requests, or a request and a finished run, must
     /// not score it twice); runs are scored side by side.
-    scoring: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    scoring: Mutex<HashMap<RunId, Arc<tokio::sync::Mutex<()>>>>,
     /// The runs being scored now, with their progress: (trials handled, trials finished).
-    progress: Mutex<HashMap<String, (usize, usize)>>,
+    progress: Mutex<HashMap<RunId, (usize, usize)>>,
     /// Cold computations pages asked for.
     jobs: Jobs,
     /// Itself, for the jobs it starts.
@@ -108,11 +108,11 @@ impl InsightsService {
 
     /// The runs that can be chosen (newest first) and the one asked for, or the newest with
     /// finished trials.
-    async fn pick(&self, run: Option<String>) -> Result<(String, Vec<String>), AppError> {
+    async fn pick(&self, run: Option<String>) -> Result<(RunId, Vec<RunId>), AppError> {
         let runs = self.store.runs().await.map_err(internal)?;
         // GEO ranking runs have their own pages; these read agent runs.
         let ids = crate::runs::geo::agent_runs(&runs);
-        if let Some(run) = run.filter(|r| !r.is_empty()) {
+        if let Some(run) = run.filter(|r| !r.is_empty()).map(RunId::from) {
             if !ids.contains(&run) {
                 return Err(AppError::NotFound(format!("run {run}")));
             }
@@ -129,18 +129,18 @@ impl InsightsService {
     /// The run's state as the caches see it. A request reads it once and hands it to every
     /// [`Self::scores_at`] / [`Self::aggregate_at`] it makes (two queries, one of them a
     /// count over the run's trials).
-    pub async fn fingerprint(&self, run: &str) -> Result<Fingerprint, AppError> {
+    pub async fn fingerprint(&self, run: &RunId) -> Result<Fingerprint, AppError> {
         let p = self.store.progress(run).await.map_err(internal)?;
         Ok((p.done + p.error, self.store.label_generation().await.map_err(internal)?))
     }
 
     /// The run's scores with human labels applied, scoring new trials first.
-    pub async fn scores(&self, run: &str) -> Result<Arc<Vec<TrialScore>>, AppError> {
+    pub async fn scores(&self, run: &RunId) -> Result<Arc<Vec<TrialScore>>, AppError> {
         self.scores_at(run, self.fingerprint(run).await?).await
     }
 
     /// [`Self::scores`] for a fingerprint already read.
-    pub async fn scores_at(&self, run: &str, key: Fingerprint) -> Result<Arc<Vec<TrialScore>>, AppError> {
+    pub async fn scores_at(&self, run: &RunId, key: Fingerprint) -> Result<Arc<Vec<TrialScore>>, AppError> {
         if let Some((k, s)) = self.lock().scores.get(run)
             && *k == key
         {
@@ -150,7 +150,7 @@ impl InsightsService {
             .scoring
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(run.into())
+            .entry(run.clone())
             .or_default()
             .clone();
         let _scoring = gate.lock().await;
@@ -162,12 +162,12 @@ impl InsightsService {
         }
         let running = || self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let progress = |done: usize, total: usize| {
-            running().insert(run.to_string(), (done, total));
+            running().insert(run.clone(), (done, total));
         };
         let scored = crate::runs::score::score_run(&self.store, &self.world, run, &self.judge, &progress).await;
         running().remove(run);
         let scores = Arc::new(scored.map_err(internal)?.0);
-        self.lock().scores.insert(run.to_string(), (key, scores.clone()));
+        self.lock().scores.insert(run.clone(), (key, scores.clone()));
         Ok(scores)
     }
 
@@ -176,7 +176,7 @@ impl InsightsService {
     }
 
     /// What a page waiting on `run` is told: the scoring's progress, or the bootstrap.
-    fn pending(&self, run: &str, stale: bool) -> Pending {
+    fn pending(&self, run: &RunId, stale: bool) -> Pending {
         let progress = self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(run).copied();
         let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
         match progress {
@@ -194,7 +194,7 @@ impl InsightsService {
     async fn ready<T>(
         &self,
         name: String,
-        run: &str,
+        run: &RunId,
         cached: impl Fn(bool) -> Option<T>,
         work: impl Future<Output = Result<(), AppError>> + Send + 'static,
         empty: impl FnOnce() -> Result<T, AppError>,
@@ -217,7 +217,7 @@ impl InsightsService {
     /// one from before (else an empty one) with the progress.
     pub async fn aggregate_ready(
         &self,
-        run: &str,
+        run: &RunId,
         key: Fingerprint,
         by: &[&str],
         utility: Metric,
@@ -225,7 +225,7 @@ impl InsightsService {
     ) -> Result<(Arc<Aggregate>, Option<Pending>), AppError> {
         let ck = aggregate_key(run, by, utility, metrics);
         let me = self.me.upgrade().ok_or(AppError::Internal)?;
-        let (job_run, job_by, job_metrics) = (run.to_string(), ck.1.clone(), ck.3.clone());
+        let (job_run, job_by, job_metrics) = (run.clone(), ck.1.clone(), ck.3.clone());
         let work = async move {
             let by: Vec<&str> = job_by.iter().map(String::as_str).collect();
             me.aggregate_at(&job_run, key, &by, utility, &job_metrics).await.map(|_| ())
@@ -244,11 +244,11 @@ impl InsightsService {
     /// ones from before (else none) with the progress.
     pub async fn scores_ready(
         &self,
-        run: &str,
+        run: &RunId,
         key: Fingerprint,
     ) -> Result<(Arc<Vec<TrialScore>>, Option<Pending>), AppError> {
         let me = self.me.upgrade().ok_or(AppError::Internal)?;
-        let job_run = run.to_string();
+        let job_run = run.clone();
         let work = async move { me.scores_at(&job_run, key).await.map(|_| ()) };
         let cached =
             |fresh: bool| self.lock().scores.get(run).filter(|(k, _)| !fresh || *k == key).map(|(_, s)| s.clone());
@@ -256,7 +256,7 @@ impl InsightsService {
     }
 
     /// The scores cached for `run` at any state (none when never computed).
-    fn scores_cached(&self, run: &str) -> Arc<Vec<TrialScore>> {
+    fn scores_cached(&self, run: &RunId) -> Arc<Vec<TrialScore>> {
         self.lock().scores.get(run).map(|(_, s)| s.clone()).unwrap_or_default()
     }
 
@@ -264,7 +264,7 @@ impl InsightsService {
     /// for the groups, at the fingerprint `key`.
     pub async fn aggregate_at(
         &self,
-        run: &str,
+        run: &RunId,
         key: Fingerprint,
         by: &[&str],
         utility: Metric,
@@ -278,7 +278,7 @@ impl InsightsService {
         }
         let scores = self.scores_at(run, key).await?;
         let options = Options { by: ck.1.clone(), utility, metrics: ck.3.clone(), ..Options::default() };
-        let run_id = run.to_string();
+        let run_id = run.clone();
         // The bootstrap is CPU work: keep it off the async workers.
         let agg = tokio::task::spawn_blocking(move || aggregate(&scores, &run_id, &options))
             .await
@@ -320,18 +320,18 @@ fn report_view(scores: &[TrialScore], run: &str) -> Result<app::model::ReportVie
 
 impl InsightsService {
     /// The run's report at the fingerprint `key`, computed (and cached) when cold.
-    async fn report_at(&self, run: &str, key: Fingerprint) -> Result<Arc<app::model::ReportView>, AppError> {
+    async fn report_at(&self, run: &RunId, key: Fingerprint) -> Result<Arc<app::model::ReportView>, AppError> {
         if let Some((k, v)) = self.lock().reports.get(run)
             && *k == key
         {
             return Ok(v.clone());
         }
         let scores = self.scores_at(run, key).await?;
-        let run_id = run.to_string();
+        let run_id = run.clone();
         // The bootstrap is CPU work: keep it off the async workers.
         let view = tokio::task::spawn_blocking(move || report_view(&scores, &run_id)).await.map_err(internal)??;
         let view = Arc::new(view);
-        self.lock().reports.insert(run.to_string(), (key, view.clone()));
+        self.lock().reports.insert(run.clone(), (key, view.clone()));
         Ok(view)
     }
 }
@@ -348,8 +348,7 @@ impl app::ssr::Insights for InsightsService {
             |fresh: bool| self.lock().reports.get(&run).filter(|(k, _)| !fresh || *k == key).map(|(_, v)| v.clone());
         let empty = || report_view(&[], &run).map(Arc::new);
         let (view, pending) = self.ready(format!("report {run} at {key:?}"), &run, cached, work, empty).await?;
-        let mut view =
-            app::model::ReportView { runs: runs.into_iter().map(Into::into).collect(), pending, ..(*view).clone() };
+        let mut view = app::model::ReportView { runs: runs.into_iter().collect(), pending, ..(*view).clone() };
         // Grades are not part of the cache key: their checks are read fresh.
         let grades = self.store.grades(&run).await.map_err(internal)?;
         let validation = crate::judge::validation::validate(&self.scores_cached(&run), &grades);
@@ -388,8 +387,8 @@ impl app::ssr::Insights for InsightsService {
         // When the figures shown were computed.
         let as_of = self.lock().aggregates.get(&aggregate_key(&run, &["agent"], utility, &metrics)).map(|(.., at)| *at);
         Ok(Leaderboard {
-            run: run.into(),
-            runs: runs.into_iter().map(Into::into).collect(),
+            run,
+            runs: runs.into_iter().collect(),
             tier,
             columns: columns().into_iter().map(ToString::to_string).collect(),
             rows,
@@ -458,8 +457,8 @@ impl app::ssr::Insights for InsightsService {
             .transpose()
             .map_err(internal)?;
         Ok(Robustness {
-            run: run.into(),
-            runs: runs.into_iter().map(Into::into).collect(),
+            run,
+            runs: runs.into_iter().collect(),
             level,
             levels,
             points,
@@ -510,8 +509,8 @@ impl app::ssr::Insights for InsightsService {
             })
             .collect();
         Ok(Heatmap {
-            run: run.into(),
-            runs: runs.into_iter().map(Into::into).collect(),
+            run,
+            runs: runs.into_iter().collect(),
             metric: metric.as_str().to_string(),
             by,
             levels,

@@ -18,7 +18,7 @@ pub mod siblings;
 use std::sync::Arc;
 
 use app::error::AppError;
-use app::model::{InjectionView, PageView, TaskDetail, TaskFilter, TaskList, TaskSummary};
+use app::model::{InjectionView, PageView, RunId, TaskDetail, TaskFilter, TaskList, TaskSummary};
 use app::ssr::{Corpus, Services};
 
 use crate::config::Config;
@@ -188,6 +188,6 @@ impl Corpus for CorpusService {
 }
 
 /// How many annotators must agree on a disputed label of a run.
-pub async fn annotators(store: &dyn crate::db::Store, run_id: &str) -> Result<usize, app::error::AppError> {
+pub async fn annotators(store: &dyn crate::db::Store, run_id: &RunId) -> Result<usize, app::error::AppError> {
     Ok(crate::runs::annotators_of(&store.run(run_id).await.map_err(internal)?.spec))
 }

@@ -3,7 +3,7 @@
 //! by) in the same run.
 
 use app::error::AppError;
-use app::model::OriginView;
+use app::model::{OriginView, RunId, TrialId};
 use serde_json::Value;
 
 use super::internal;
@@ -11,7 +11,7 @@ use crate::db::Store;
 use crate::foreign::Origin;
 
 /// The harness's record of a trial, if it was imported from one.
-pub async fn origin_of(store: &dyn Store, trial_id: &str) -> Result<Option<Origin>, AppError> {
+pub async fn origin_of(store: &dyn Store, trial_id: &TrialId) -> Result<Option<Origin>, AppError> {
     store.origin(trial_id).await.map_err(internal)?.map(|b| serde_json::from_str(&b).map_err(internal)).transpose()
 }
 
@@ -23,7 +23,7 @@ fn text(v: &Value) -> String {
 }
 
 /// The page's view of an origin; `run` finds the trials of related samples.
-pub async fn view_of(store: &dyn Store, run_id: &str, o: &Origin) -> Result<OriginView, AppError> {
+pub async fn view_of(store: &dyn Store, run_id: &RunId, o: &Origin) -> Result<OriginView, AppError> {
     // The trials of related samples, found by the harness's sample id (a sample mapped to a
     // Mirage task is stored under that task's id).
     let related: Vec<String> = o.parent.iter().chain(&o.subagents).cloned().collect();

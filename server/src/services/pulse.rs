@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use app::model::{Counts, Progress};
+use app::model::{Counts, Progress, RunId};
 use tokio::sync::{Notify, broadcast};
 
 use crate::db::{RunStatus, Store};
@@ -22,14 +22,14 @@ pub const TICK: Duration = Duration::from_secs(1);
 /// The hub.
 pub struct Pulse {
     tx: broadcast::Sender<Arc<Vec<Progress>>>,
-    latest: RwLock<HashMap<String, Progress>>,
+    latest: RwLock<HashMap<RunId, Progress>>,
     wake: Notify,
 }
 
 impl Pulse {
     /// Starts the hub's task. `on_finished` is called (in the background) for each run seen
     /// to finish after the first look.
-    pub fn start(store: Arc<dyn Store>, on_finished: Arc<dyn Fn(String) + Send + Sync>) -> Arc<Pulse> {
+    pub fn start(store: Arc<dyn Store>, on_finished: Arc<dyn Fn(RunId) + Send + Sync>) -> Arc<Pulse> {
         let (tx, _) = broadcast::channel(64);
         let pulse = Arc::new(Pulse { tx, latest: RwLock::default(), wake: Notify::new() });
         let hub = pulse.clone();
@@ -64,10 +64,10 @@ impl Pulse {
         &self,
         store: &dyn Store,
         watch: &mut Watch,
-        on_finished: &(dyn Fn(String) + Send + Sync),
+        on_finished: &(dyn Fn(RunId) + Send + Sync),
     ) -> anyhow::Result<()> {
         let runs = store.runs().await?;
-        let statuses: HashMap<String, RunStatus> = runs.iter().map(|r| (r.run_id.clone(), r.status)).collect();
+        let statuses: HashMap<RunId, RunStatus> = runs.iter().map(|r| (r.run_id.clone(), r.status)).collect();
         let last = store.last_finish().await?;
         let active = runs.iter().any(|r| r.status == RunStatus::Active);
         if watch.looked && !active && last == watch.last && statuses == watch.statuses {
@@ -78,7 +78,7 @@ impl Pulse {
         // changed, and ones last seen with trials still queued or running (a cancelled run's
         // running trials end later) or with a rate still decaying. A store of finished runs
         // is not grouped every second.
-        let moving: Option<Vec<String>> = watch.looked.then(|| {
+        let moving: Option<Vec<RunId>> = watch.looked.then(|| {
             let latest = self.latest.read().unwrap_or_else(std::sync::PoisonError::into_inner);
             runs.iter()
                 .filter(|r| {
@@ -99,7 +99,7 @@ impl Pulse {
                 let report = crate::runs::ProgressReport::new(o.run.trials_total, o.progress, o.recent);
                 let c = report.counts;
                 let p = Progress {
-                    run_id: o.run.run_id.clone().into(),
+                    run_id: o.run.run_id.clone(),
                     status: crate::services::run_state(o.run.status),
                     total: report.total,
                     counts: Counts {
@@ -112,8 +112,8 @@ impl Pulse {
                     per_minute: report.per_minute,
                     eta_secs: report.eta_secs,
                 };
-                if latest.get(p.run_id.as_str()) != Some(&p) {
-                    latest.insert(p.run_id.to_string(), p.clone());
+                if latest.get(&p.run_id) != Some(&p) {
+                    latest.insert(p.run_id.clone(), p.clone());
                     changed.push(p);
                 }
             }
@@ -147,5 +147,5 @@ impl Pulse {
 struct Watch {
     looked: bool,
     last: Option<(i64, String)>,
-    statuses: HashMap<String, RunStatus>,
+    statuses: HashMap<RunId, RunStatus>,
 }

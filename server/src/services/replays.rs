@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use app::error::AppError;
-use app::model::{AlignedTurn, NewReplay, ReplayView, ReplaysView};
+use app::model::{AlignedTurn, NewReplay, ReplayView, ReplaysView, TrialId};
 
 use super::internal;
 use crate::agent::Step;
@@ -15,7 +15,7 @@ use crate::runs::export::parse_steps;
 use crate::runs::replay::{self, ReplayPlan};
 
 /// A trial by id, `NotFound` naming it when there is none.
-async fn trial_row(store: &dyn Store, trial_id: &str) -> Result<crate::db::TrialRow, AppError> {
+async fn trial_row(store: &dyn Store, trial_id: &TrialId) -> Result<crate::db::TrialRow, AppError> {
     store.trial(trial_id).await.map_err(|e| match e {
         crate::db::StoreError::NotFound(_) => AppError::NotFound(format!("trial {trial_id}")),
         other => internal(other),
@@ -41,12 +41,12 @@ fn align(original: &[Step], branch: &[Step]) -> (Vec<AlignedTurn>, Option<usize>
 }
 
 /// A trial's replays, each aligned with the original.
-pub async fn view(store: &dyn Store, world: &World, trial_id: String) -> Result<ReplaysView, AppError> {
+pub async fn view(store: &dyn Store, world: &World, trial_id: TrialId) -> Result<ReplaysView, AppError> {
     let trial = trial_row(store, &trial_id).await?;
     // A trial imported from another harness on a task that is not Mirage's cannot be replayed.
     let Some(task) = world.task(&trial.task_id) else {
         return Ok(ReplaysView {
-            trial: trial.trial_id.into(),
+            trial: trial.trial_id,
             verdict: trial.verdict,
             goal: false,
             replays: Vec::new(),
@@ -80,7 +80,7 @@ pub async fn view(store: &dyn Store, world: &World, trial_id: String) -> Result<
         replay::caused(task, trial.verdict.as_deref(), &refs, exposed_at).map(|c| (c.value, c.replays, c.left_goal));
     Ok(ReplaysView {
         goal: crate::judge::labels::attack_success(task, trial.verdict.as_deref()) == Some(true),
-        trial: trial.trial_id.into(),
+        trial: trial.trial_id,
         verdict: trial.verdict,
         replays,
         caused,

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use app::error::AppError;
 use app::model::{
-    ClaimView, Counts, CoverageCell, LabelView, NewRun, NodeView, Progress, RunDetail, RunSummary, Segment, TURN_PAGE,
-    TrajectoryView, TrialPage, TrialQuery, TurnView,
+    ClaimView, Counts, CoverageCell, LabelView, NewRun, NodeView, Progress, RunDetail, RunId, RunSummary, Segment,
+    TURN_PAGE, TrajectoryView, TrialId, TrialPage, TrialQuery, TurnView,
 };
 
 use super::internal;
@@ -44,7 +44,7 @@ fn counts(p: crate::db::Progress) -> Counts {
 }
 
 /// A run's live progress (counts, throughput, ETA).
-pub async fn progress(store: &dyn Store, run_id: &str) -> Result<Progress, AppError> {
+pub async fn progress(store: &dyn Store, run_id: &RunId) -> Result<Progress, AppError> {
     let run = store.run(run_id).await.map_err(|e| not_found_or_internal(e, &format!("run {run_id}")))?;
     let report = crate::runs::progress_report(store, run_id).await.map_err(internal)?;
     Ok(Progress {
@@ -325,7 +325,7 @@ async fn rule_score(
 }
 
 /// A trial by id, `NotFound` naming it when there is none.
-pub async fn trial_row(store: &dyn Store, trial_id: &str) -> Result<TrialRow, AppError> {
+pub async fn trial_row(store: &dyn Store, trial_id: &TrialId) -> Result<TrialRow, AppError> {
     store.trial(trial_id).await.map_err(|e| not_found_or_internal(e, &format!("trial {trial_id}")))
 }
 
@@ -342,7 +342,7 @@ impl RunsService {
         let spec = spec_of(&run)?;
         Ok(RunSummary {
             progress: progress(self.store.as_ref(), &run.run_id).await?,
-            id: run.run_id.into(),
+            id: run.run_id,
             created_at: run.created_at,
             tasks: spec.tasks,
             agents: spec.agents,
@@ -363,14 +363,14 @@ impl app::ssr::Runs for RunsService {
             let report = crate::runs::ProgressReport::new(o.run.trials_total, o.progress, o.recent);
             out.push(RunSummary {
                 progress: Progress {
-                    run_id: o.run.run_id.clone().into(),
+                    run_id: o.run.run_id.clone(),
                     status: crate::services::run_state(o.run.status),
                     total: report.total,
                     counts: counts(report.counts),
                     per_minute: report.per_minute,
                     eta_secs: report.eta_secs,
                 },
-                id: o.run.run_id.into(),
+                id: o.run.run_id,
                 created_at: o.run.created_at,
                 tasks: spec.tasks,
                 agents: spec.agents,
@@ -380,7 +380,7 @@ impl app::ssr::Runs for RunsService {
         Ok(out)
     }
 
-    async fn get(&self, id: String) -> Result<RunDetail, AppError> {
+    async fn get(&self, id: RunId) -> Result<RunDetail, AppError> {
         let run = self.store.run(&id).await.map_err(|e| not_found_or_internal(e, &format!("run {id}")))?;
         let spec = spec_of(&run)?;
         let corpus_version = run.corpus_version.clone();
@@ -424,18 +424,19 @@ impl app::ssr::Runs for RunsService {
     }
 
     async fn trials(&self, q: TrialQuery) -> Result<TrialPage, AppError> {
-        self.store.run(&q.run).await.map_err(|e| not_found_or_internal(e, &format!("run {}", q.run)))?;
+        let run = RunId::from(&q.run);
+        self.store.run(&run).await.map_err(|e| not_found_or_internal(e, &format!("run {run}")))?;
         let (filter, outcome) = super::siblings::filter_of(&q)?;
         let offset = q.page.checked_mul(TRIAL_PAGE).and_then(|o| i64::try_from(o).ok()).ok_or_else(|| {
             AppError::Invalid { field: "page".into(), message: format!("page {} is past any run's trials", q.page) }
         })?;
         let (rows, total) = match outcome {
             Some(o) => {
-                let all = super::siblings::with_outcome(self.store.as_ref(), &self.world, &q.run, &filter, &o).await?;
+                let all = super::siblings::with_outcome(self.store.as_ref(), &self.world, &run, &filter, &o).await?;
                 let total = i64::try_from(all.len()).map_err(internal)?;
                 (all.into_iter().skip(q.page * TRIAL_PAGE).take(TRIAL_PAGE).collect(), total)
             }
-            None => self.store.trial_page(&q.run, &filter, offset, TRIAL_PAGE as i64).await.map_err(internal)?,
+            None => self.store.trial_page(&run, &filter, offset, TRIAL_PAGE as i64).await.map_err(internal)?,
         };
         Ok(TrialPage {
             rows: rows.iter().map(|t| super::siblings::summary(&self.world, t)).collect(),
@@ -458,7 +459,7 @@ impl app::ssr::Runs for RunsService {
                 None => internal(format!("{e:#}")),
             })?;
         self.executor.spawn(run_id.clone(), concurrency);
-        Ok(run_id)
+        Ok(run_id.into())
     }
 
     async fn power(&self, form: NewRun) -> Result<app::model::Power, AppError> {
@@ -467,12 +468,12 @@ impl app::ssr::Runs for RunsService {
         Ok(crate::runs::power::of_plan(&self.world, &trials, &std::collections::BTreeMap::new(), None, None))
     }
 
-    async fn cancel(&self, id: String) -> Result<(), AppError> {
+    async fn cancel(&self, id: RunId) -> Result<(), AppError> {
         self.store.run(&id).await.map_err(|e| not_found_or_internal(e, &format!("run {id}")))?;
         self.store.cancel_run(&id).await.map_err(internal)
     }
 
-    async fn replays(&self, trial: String) -> Result<app::model::ReplaysView, AppError> {
+    async fn replays(&self, trial: TrialId) -> Result<app::model::ReplaysView, AppError> {
         super::replays::view(self.store.as_ref(), &self.world, trial).await
     }
 
@@ -480,7 +481,7 @@ impl app::ssr::Runs for RunsService {
         super::replays::start(self.store.clone(), self.world.clone(), request).await
     }
 
-    async fn trajectory(&self, trial_id: String, page: usize, within: TrialQuery) -> Result<TrajectoryView, AppError> {
+    async fn trajectory(&self, trial_id: TrialId, page: usize, within: TrialQuery) -> Result<TrajectoryView, AppError> {
         let trial = trial_row(self.store.as_ref(), &trial_id).await?;
         let origin = super::origin::origin_of(self.store.as_ref(), &trial_id).await?;
         let task = self.world.task(&trial.task_id);
@@ -505,7 +506,7 @@ impl app::ssr::Runs for RunsService {
         });
         let (tiers, acc_inv, outcome, labels, claims) = score.as_ref().map(score_parts).unwrap_or_default();
         Ok(TrajectoryView {
-            run: trial.run_id.clone().into(),
+            run: trial.run_id.clone(),
             ticket: match task {
                 Some(task) => task.ticket.for_condition(&trial.condition).unwrap_or(&task.ticket.raw).to_string(),
                 None => origin.as_ref().and_then(|o| o.input.clone()).unwrap_or_default(),

@@ -39,8 +39,8 @@ pub fn decision(world: &World, t: &TrialRow) -> Option<String> {
 /// One row of a trial list.
 pub fn summary(world: &World, t: &TrialRow) -> TrialSummary {
     TrialSummary {
-        id: t.trial_id.clone().into(),
-        run: t.run_id.clone().into(),
+        id: t.trial_id.clone(),
+        run: t.run_id.clone(),
         task_id: t.task_id.clone(),
         agent: t.agent.clone(),
         level: t.level.clone(),
@@ -100,7 +100,7 @@ pub fn filter_of(q: &TrialQuery) -> Result<(TrialFilter, Option<String>), AppErr
 pub async fn with_outcome(
     store: &dyn Store,
     world: &World,
-    run: &str,
+    run: &app::model::RunId,
     filter: &TrialFilter,
     outcome: &str,
 ) -> Result<Vec<TrialRow>, AppError> {

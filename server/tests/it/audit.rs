@@ -4,6 +4,7 @@
 use server::judge::labels::{LabelKind, QUEUE_ORDER, audited};
 
 use crate::support::TestApp;
+use app::model::RunId;
 
 fn as_refs<'a>(v: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
     v.iter().map(|(k, v)| (*k, v.as_str())).collect()
@@ -47,10 +48,10 @@ async fn undisputed_labels_drawn_for_the_audit_wait_for_people_and_count_in_vali
     };
     let disputed: std::collections::BTreeSet<_> = items.iter().filter(|i| i["audit"] == false).map(key).collect();
     let listed: std::collections::BTreeSet<_> = items.iter().filter(|i| i["audit"] == true).map(key).collect();
-    let trials = app.state.store.trials(&run).await.expect("trials");
+    let trials = app.state.store.trials(&RunId::from(&run)).await.expect("trials");
     let expected: std::collections::BTreeSet<_> = trials
         .iter()
-        .flat_map(|t| QUEUE_ORDER.iter().map(move |k| (t.trial_id.clone(), k.as_str().to_string())))
+        .flat_map(|t| QUEUE_ORDER.iter().map(move |k| (t.trial_id.to_string(), k.as_str().to_string())))
         .filter(|(t, k)| audited(t, LabelKind::parse(k).expect("kind")) && !disputed.contains(&(t.clone(), k.clone())))
         .collect();
     assert!(listed.len() >= 3, "{} trials × 4 labels draw about one in twenty: {listed:?}", trials.len());
@@ -75,7 +76,7 @@ async fn undisputed_labels_drawn_for_the_audit_wait_for_people_and_count_in_vali
     // A label neither disputed nor drawn is the operator's alone.
     let (other, other_kind) = trials
         .iter()
-        .flat_map(|t| QUEUE_ORDER.iter().map(move |k| (t.trial_id.clone(), k.as_str().to_string())))
+        .flat_map(|t| QUEUE_ORDER.iter().map(move |k| (t.trial_id.to_string(), k.as_str().to_string())))
         .find(|p| !expected.contains(p) && !disputed.contains(p))
         .expect("an undrawn, undisputed label");
     let form = |trial: &str, kind: &str, value: &str| {

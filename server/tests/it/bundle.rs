@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use app::model::RunId;
 use scraper::{Html, Selector};
 
 fn files(dir: &Path) -> Vec<PathBuf> {
@@ -75,7 +76,7 @@ async fn a_bundle_holds_every_trial_and_the_servers_numbers() {
     {
         assert!(names.contains(page), "no {page}: {names:?}");
     }
-    let trials = app.state.store.trials(&run).await.expect("trials");
+    let trials = app.state.store.trials(&RunId::from(&run)).await.expect("trials");
     assert_eq!(trials.len(), 12);
     for t in &trials {
         assert!(names.contains(format!("trials/{}.html", t.trial_id).as_str()), "no page for {}", t.trial_id);

@@ -5,6 +5,7 @@
 use server::db::{LabelEvent, LabelKind};
 
 use crate::support::TestApp;
+use app::model::RunId;
 
 /// The server functions behind the pages that show a run's numbers, with their forms.
 fn pages(run: &str) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
@@ -68,7 +69,7 @@ async fn cold_pages_answer_at_once_with_progress_and_fill_in() {
 
     // A person's label makes the numbers stale: the page shows the old ones, marked so,
     // while the new ones are computed, then the new ones.
-    let trials = app.state.store.trials(&run).await.expect("trials");
+    let trials = app.state.store.trials(&RunId::from(&run)).await.expect("trials");
     let trial = trials.iter().find(|t| t.level == "L1").expect("an L1 trial").trial_id.clone();
     let label = LabelEvent {
         event_id: 0,

@@ -2,6 +2,7 @@
 //! trial, configuration and run, on the command line, the run page, the leaderboard and its
 //! download; a baseline costs 0 and an endpoint without a price is unknown, not free.
 
+use app::model::TrialId;
 use server::llm::scripted::{Reply, ScriptedServer};
 
 /// Three calls a trial (the scripted endpoint reports 100 prompt and 20 completion tokens
@@ -14,6 +15,89 @@ fn investigator(body: &serde_json::Value) -> Reply {
         _ => r#"{"thought": "decided", "action": {"type": "verdict", "verdict": "ESCALATE", "rationale": "a human"}}"#,
     };
     Reply::Text(text.into())
+}
+
+/// An endpoint that never says what a reply cost, and one that answers every task but the
+/// second (a 500, not retried): a model without usage has an unknown cost, never 0, and a
+/// trial that failed at its first call costs 0 and stays in every count.
+#[tokio::test]
+async fn unreported_usage_is_unknown_and_a_trial_failed_at_once_still_counts() {
+    let unmetered = ScriptedServer::responding(std::time::Duration::ZERO, |b| match investigator(b) {
+        Reply::Text(t) => Reply::Unmetered(t),
+        other => other,
+    })
+    .await;
+    let tasks: Vec<server::corpus::Task> = server::corpus::generate::corpus()
+        .into_iter()
+        .filter(|t| t.domain == server::corpus::Domain::Shop)
+        .take(2)
+        .collect();
+    // The ticket's opening as it sits in a request's JSON.
+    let refused: String = serde_json::to_string(&tasks[1].ticket.raw).expect("json").chars().skip(1).take(40).collect();
+    let flaky = ScriptedServer::responding(std::time::Duration::ZERO, move |b: &serde_json::Value| {
+        if b.to_string().contains(&refused) { Reply::Status(500, None) } else { investigator(b) }
+    })
+    .await;
+    let app = crate::support::TestApp::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("mirage.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[endpoints.silent]\nbase_url = \"{}\"\nmodel = \"tiny\"\nprice = {{ prompt = 1, completion = 1 }}\n\n\
+             [endpoints.flaky]\nbase_url = \"{}\"\nmodel = \"tiny\"\nmax_retries = 0\nprice = {{ prompt = 1, completion = 1 }}\n",
+            unmetered.base_url, flaky.base_url
+        ),
+    )
+    .expect("config");
+    let ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+    let cfg = config.to_str().expect("utf-8");
+    let args = ["run", "--agent", "silent,flaky", "--tasks", &ids.join(","), "--config", cfg];
+    // One trial fails, so the command says so; the run is stored all the same.
+    crate::support::mirage_beside(&app.db, &args).await;
+    let run = app.state.store.runs().await.expect("runs")[0].run_id.to_string();
+
+    let show = crate::support::mirage_beside(&app.db, &["runs", "show", &run]).await;
+    let text = String::from_utf8_lossy(&show.stdout);
+    let line = |start: &str| text.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start} in {text}"));
+    let silent = line("cost silent (agent): 2 trials, 0 prompt + 0 completion tokens, cost unknown");
+    assert!(silent.contains("steps is unknown"), "{silent}");
+    // Both flaky trials count (the refused one had nothing to pay for); the line's tokens
+    // are checked against the answered trial's below.
+    let flaky_line = line("cost flaky (agent): 2 trials, ").to_string();
+
+    let o = crate::support::mirage_beside(&app.db, &["score", "--run", &run, "--json", "--resamples", "20"]).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let scored: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let mut answered = None;
+    for t in scored["trials"].as_array().expect("trials") {
+        match (t["agent"].as_str(), t["task_id"] == tasks[1].id.as_str()) {
+            (Some("silent"), _) => assert!(t["agent_tokens"].is_null() && t["cost_usd"].is_null(), "{t}"),
+            (Some("flaky"), true) => {
+                assert_eq!(
+                    (&t["agent_tokens"]["prompt_tokens"], &t["cost_usd"]),
+                    (&serde_json::json!(0), &serde_json::json!(0.0)),
+                    "{t}"
+                );
+            }
+            _ => {
+                answered =
+                    Some((t["agent_tokens"]["prompt_tokens"].as_u64(), t["agent_tokens"]["completion_tokens"].as_u64()))
+            }
+        }
+    }
+    let Some((Some(p), Some(c))) = answered else { panic!("the answered flaky trial's tokens: {scored}") };
+    assert!(flaky_line.contains(&format!("{p} prompt + {c} completion tokens")), "{flaky_line}");
+    #[allow(clippy::cast_precision_loss)]
+    let one = (p + c) as f64 / 1e6;
+    let groups = scored["aggregate"]["groups"].as_array().expect("groups");
+    let cost_of = |agent: &str| {
+        groups.iter().find(|g| g["key"]["agent"] == agent).map(|g| g["metrics"]["cost"].clone()).expect("group")
+    };
+    assert!(cost_of("silent").is_null(), "a model that hides its usage is not free: {groups:?}");
+    let flaky_cost = cost_of("flaky");
+    assert_eq!(flaky_cost["n"], 2, "the failed trial is in the mean: {flaky_cost}");
+    assert!((flaky_cost["mean"].as_f64().expect("mean") - one / 2.0).abs() < 1e-12, "{flaky_cost}");
 }
 
 #[tokio::test]
@@ -52,7 +136,7 @@ async fn cost_is_reported_tokens_times_the_configured_price() {
     let o = crate::support::mirage_beside(&app.db, &args).await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let run = crate::support::trajectories(&out)[0]["trial_id"].as_str().expect("id").to_string();
-    let run = app.state.store.trial(&run).await.expect("trial").run_id;
+    let run = app.state.store.trial(&TrialId::from(&run)).await.expect("trial").run_id;
 
     // By hand, from the trajectories' own usage: tokens × $1.5 and $10 per million.
     let (mut prompt, mut completion) = (0_u64, 0_u64);
@@ -69,7 +153,10 @@ async fn cost_is_reported_tokens_times_the_configured_price() {
     let show = crate::support::mirage_beside(&app.db, &["runs", "show", &run]).await;
     let text = String::from_utf8_lossy(&show.stdout);
     for needle in [
-        format!("cost priced (agent): 2 trials, {prompt} prompt + {completion} completion tokens, ${dollars:.4}"),
+        format!(
+            "cost priced (agent): 2 trials, {prompt} prompt + {completion} completion tokens, {}",
+            app::model::dollars(dollars)
+        ),
         "cost free (agent): 2 trials".to_string(),
         "cost unknown (no price configured)".to_string(),
         "cost surface (agent): 2 trials, 0 prompt + 0 completion tokens, $0.0000 (baseline: no model calls)"
@@ -81,7 +168,7 @@ async fn cost_is_reported_tokens_times_the_configured_price() {
     // The run page's cost table.
     let (status, page) = app.text(&format!("/runs/{run}")).await;
     assert_eq!(status, 200);
-    assert!(page.contains("Priced as") && page.contains(&format!("${dollars:.4}")), "{page}");
+    assert!(page.contains("Priced as") && page.contains(&app::model::dollars(dollars)), "{page}");
     assert!(page.contains("no price configured") && page.contains("baseline: no model calls"), "{page}");
 
     // The leaderboard's mean cost per trial, and its download.
@@ -196,10 +283,25 @@ async fn the_judges_tokens_are_counted_per_trial_even_from_the_cache() {
     let dollars = (prompt as f64 * 2.0 + completion as f64 * 8.0) / 1e6;
     for needle in [
         format!("cost surface (agent): {n} trials, 0 prompt + 0 completion tokens, $0.0000"),
-        format!("cost surface (judge): {n} trials, {prompt} prompt + {completion} completion tokens, ${dollars:.4}"),
+        format!(
+            "cost surface (judge): {n} trials, {prompt} prompt + {completion} completion tokens, {}",
+            app::model::dollars(dollars)
+        ),
     ] {
         assert!(text.contains(&needle), "{needle:?} in {text}");
     }
+
+    // Read again with no judge configured (as a page or a static copy without --config
+    // would): the model judge's stored scores stand; nothing is rescored by coverage.
+    let o = crate::support::mirage_beside(&app.db, &["score", "--run", &run, "--json", "--resamples", "20"]).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let unjudged: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    for (a, b) in trials.iter().zip(unjudged["trials"].as_array().expect("trials")) {
+        assert_eq!((&a["judge_version"], &a["acc_rsn"]), (&b["judge_version"], &b["acc_rsn"]), "{b}");
+        assert!(b["judge_version"].as_str().is_some_and(|v| v.contains("+llm:")), "{b}");
+    }
+    let show = crate::support::mirage_beside(&app.db, &["runs", "show", &run]).await;
+    assert!(String::from_utf8_lossy(&show.stdout).contains("cost surface (judge)"), "the judge's cost row stays");
 }
 
 /// One endpoint playing the attacker (a rewrite per injection point) and the judge filter of
@@ -260,10 +362,14 @@ async fn the_attackers_and_the_defenses_tokens_are_counted_per_trial() {
     #[allow(clippy::cast_precision_loss)]
     let dollars = (prompt as f64 * 3.0 + (prompt / 5) as f64 * 15.0) / 1e6;
     assert!(
-        attacker.contains(&format!("{prompt} prompt + {} completion tokens, ${dollars:.4}", prompt / 5)),
+        attacker.contains(&format!(
+            "{prompt} prompt + {} completion tokens, {}",
+            prompt / 5,
+            app::model::dollars(dollars)
+        )),
         "{attacker}"
     );
-    assert!(line(&first, "cost surface+judge (attacker): 1 trials, ").contains(&format!("${dollars:.4}")));
+    assert!(line(&first, "cost surface+judge (attacker): 1 trials, ").contains(&app::model::dollars(dollars)));
     // The defended configuration's filter screened what it saw; its endpoint has no price.
     let defense = line(&first, "cost surface+judge (defense): 2 trials, ");
     assert!(defense.contains("cost unknown (no price configured)"), "{defense}");

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use server::db::{RunStatus, RunStore, SqlStore, database_url};
 
 use crate::support::temp_path;
+use app::model::RunId;
 
 /// `mirage serve` on a free loopback port; returns the child and its base URL.
 fn serve(db: &Path, config: &Path) -> (Child, String) {
@@ -61,7 +62,7 @@ fn launch(rt: &tokio::runtime::Runtime, base: &str) -> String {
 fn wait_until(rt: &tokio::runtime::Runtime, store: &SqlStore, run: &str, what: &str, ok: impl Fn(i64) -> bool) {
     let deadline = Instant::now() + Duration::from_secs(240);
     loop {
-        let p = rt.block_on(store.progress(run)).expect("progress");
+        let p = rt.block_on(store.progress(&RunId::from(run))).expect("progress");
         if ok(p.done) {
             return;
         }
@@ -79,10 +80,10 @@ fn write_config(dir: &tempfile::TempDir, lease_secs: u64) -> std::path::PathBuf 
 /// Every trial of the run finished once: done, contiguous steps ending in one verdict,
 /// claimed at most twice.
 fn finished_exactly_once(rt: &tokio::runtime::Runtime, store: &SqlStore, run: &str) {
-    let p = rt.block_on(store.progress(run)).expect("progress");
+    let p = rt.block_on(store.progress(&RunId::from(run))).expect("progress");
     assert_eq!((p.done, p.error, p.queued, p.running), (1500, 0, 0, 0), "{p:?}");
-    assert_eq!(rt.block_on(store.run(run)).expect("run").status, RunStatus::Done);
-    for trial in rt.block_on(store.trials(run)).expect("trials") {
+    assert_eq!(rt.block_on(store.run(&RunId::from(run))).expect("run").status, RunStatus::Done);
+    for trial in rt.block_on(store.trials(&RunId::from(run))).expect("trials") {
         let steps: Vec<server::agent::Step> = rt
             .block_on(store.steps(&trial.trial_id))
             .expect("steps")
@@ -108,14 +109,14 @@ fn a_dashboard_run_killed_with_its_server_is_finished_by_the_next_one() {
     wait_until(&rt, &store, &run, "the run made no progress", |done| done >= 100);
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
-    let at_kill = rt.block_on(store.progress(&run)).expect("progress");
+    let at_kill = rt.block_on(store.progress(&RunId::from(&run))).expect("progress");
     assert!(at_kill.queued > 0, "killed before the end: {at_kill:?}");
 
     // The next server requeues the dead leases once they expire and finishes the run.
     let (mut child, _) = serve(&db, &config);
     wait_until(&rt, &store, &run, "the restarted server did not finish the run", |done| done == 1500);
     let deadline = Instant::now() + Duration::from_secs(30);
-    while rt.block_on(store.run(&run)).expect("run").status != RunStatus::Done {
+    while rt.block_on(store.run(&RunId::from(&run))).expect("run").status != RunStatus::Done {
         assert!(Instant::now() < deadline, "the run stayed active");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -146,10 +147,10 @@ fn a_server_stopped_with_sigterm_gives_its_trials_back_and_the_next_resumes_at_o
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "a clean stop: {status:?}");
-    let at_stop = rt.block_on(store.progress(&run)).expect("progress");
+    let at_stop = rt.block_on(store.progress(&RunId::from(&run))).expect("progress");
     assert_eq!(at_stop.running, 0, "every running trial was given back: {at_stop:?}");
     assert!(at_stop.queued > 0, "stopped before the end: {at_stop:?}");
-    assert_eq!(rt.block_on(store.run(&run)).expect("run").status, RunStatus::Active);
+    assert_eq!(rt.block_on(store.run(&RunId::from(&run))).expect("run").status, RunStatus::Active);
 
     // Resumed at once: trials finish within seconds, well inside the 30 s leases.
     let (mut child, _) = serve(&db, &config);
@@ -158,7 +159,7 @@ fn a_server_stopped_with_sigterm_gives_its_trials_back_and_the_next_resumes_at_o
     assert!(resumed.elapsed() < Duration::from_secs(15), "resumed after {:?}", resumed.elapsed());
     wait_until(&rt, &store, &run, "the restarted server did not finish the run", |done| done == 1500);
     let deadline = Instant::now() + Duration::from_secs(30);
-    while rt.block_on(store.run(&run)).expect("run").status != RunStatus::Done {
+    while rt.block_on(store.run(&RunId::from(&run))).expect("run").status != RunStatus::Done {
         assert!(Instant::now() < deadline, "the run stayed active");
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -1,6 +1,7 @@
 //! The server-rendered dashboard pages (the browser half is covered by the e2e suite).
 
 use crate::support::TestApp;
+use app::model::RunId;
 
 /// The home page leads: a quick baseline run that starts from its one button, the latest
 /// runs and the top of the latest leaderboard once a run finished, the launch form's
@@ -94,7 +95,7 @@ async fn a_launched_run_streams_progress_and_fills_every_page() {
     assert!(runs.contains(&run) && runs.contains("Launch a run"));
 
     // A manipulated trial shows its span highlighted and named, with the timeline.
-    let trials = app.state.store.trials(&run).await.expect("trials");
+    let trials = app.state.store.trials(&RunId::from(&run)).await.expect("trials");
     let t = trials.iter().find(|t| t.level == "L1" && t.agent == "explorer").expect("an L1 explorer trial");
     let (status, page) = app.text(&format!("/runs/{run}/trials/{}", t.trial_id)).await;
     assert_eq!(status, 200);
@@ -854,7 +855,7 @@ async fn people_grade_reasoning_and_the_leaderboard_compares_them_with_the_judge
     let app = TestApp::start().await;
     let run = app.launch("FACT_CHECK_SOURCE", "oracle", "L0").await;
     app.wait_for(&run).await;
-    let trials = app.state.store.trials(&run).await.expect("trials");
+    let trials = app.state.store.trials(&RunId::from(&run)).await.expect("trials");
     let trial = trials[0].trial_id.as_str();
     let grade = |value: &'static str, decision: &'static str, note: &'static str| {
         [("grade[trial]", trial), ("grade[acc_rsn]", value), ("grade[decision]", decision), ("grade[note]", note)]
@@ -917,7 +918,7 @@ async fn an_l4_trial_shows_its_search_tree() {
     let app = TestApp::start().await;
     let run = app.launch("shop-example-05", "credulous", "L4").await;
     app.wait_for(&run).await;
-    let trials = app.state.store.trials(&run).await.expect("trials");
+    let trials = app.state.store.trials(&RunId::from(&run)).await.expect("trials");
     // The planner adds the L0 twin; the search belongs to the L4 trial.
     let trial = trials.iter().find(|t| t.level == "L4").expect("the L4 trial");
     assert_eq!(trial.state, server::db::TrialState::Done, "{:?}", trial.error);
@@ -991,9 +992,9 @@ async fn an_operator_cancels_a_running_run_from_the_dashboard() {
     let (status, body) = app.call("cancel_run", &[("id", run.as_str())]).await;
     assert_eq!(status, 200, "{body}");
     app.wait_for(&run).await;
-    let p = app.state.store.progress(&run).await.expect("progress");
+    let p = app.state.store.progress(&RunId::from(&run)).await.expect("progress");
     assert!(p.cancelled > 0, "queued trials are cancelled: {p:?}");
-    assert_eq!(app.state.store.run(&run).await.expect("run").status, server::db::RunStatus::Cancelled);
+    assert_eq!(app.state.store.run(&RunId::from(&run)).await.expect("run").status, server::db::RunStatus::Cancelled);
     let (_, page) = app.text(&format!("/runs/{run}")).await;
     assert!(page.contains("data-status=\"cancelled\""));
     let (status, _) = app.call("cancel_run", &[("id", "run-nope")]).await;
@@ -1029,7 +1030,7 @@ async fn a_run_from_the_command_line_streams_is_indexed_and_scored_by_the_server
     }
     // Indexed for search and scored in the background, with no page asking.
     for _ in 0..300 {
-        let scored = !app.state.store.scores(&run).await.expect("scores").is_empty();
+        let scored = !app.state.store.scores(&RunId::from(&run)).await.expect("scores").is_empty();
         let (_, found) = app.call("search", &[("query", "shop"), ("kind", "thought")]).await;
         if scored && found.contains(&run) {
             return;

@@ -3,6 +3,7 @@
 //! every dataset and never down, stripping the query noun never moves a target up, and the
 //! clean edit changes nothing.
 
+use app::model::RunId;
 use server::db::RunStore as _;
 use server::geo::data::{DATASETS, lists};
 use server::geo::plan::GeoSpec;
@@ -179,7 +180,9 @@ fn spec(datasets: &[&str], rankers: &[&str], methods: &[&str]) -> GeoSpec {
 async fn execute(store: std::sync::Arc<dyn server::db::Store>, run: &str, concurrency: usize) {
     let world = std::sync::Arc::new(server::env::World::build(Vec::new()).expect("world"));
     let options = server::runs::PoolOptions { concurrency, ..Default::default() };
-    server::runs::execute(store, world, run, options, std::sync::Arc::new(|_, _| {})).await.expect("execute");
+    server::runs::execute(store, world, &RunId::from(run), options, std::sync::Arc::new(|_, _| {}))
+        .await
+        .expect("execute");
 }
 
 /// The offline pipeline through the durable queue and the report, on SQLite and (with
@@ -516,19 +519,19 @@ fn a_killed_geo_run_resumes_with_each_order_ranked_once() {
         .block_on(server::db::SqlStore::connect(&server::db::database_url(db.to_str().expect("utf-8")).expect("url")))
         .expect("connect");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while rt.block_on(store.progress(&run)).expect("progress").done < 10 {
+    while rt.block_on(store.progress(&RunId::from(&run))).expect("progress").done < 10 {
         assert!(std::time::Instant::now() < deadline, "no progress");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
-    assert!(rt.block_on(store.progress(&run)).expect("progress").queued > 0, "killed before the end");
+    assert!(rt.block_on(store.progress(&RunId::from(&run))).expect("progress").queued > 0, "killed before the end");
 
     let o = crate::support::mirage(&db, &["geo", "run", "--resume", &run, "--lease-secs", "1"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let p = rt.block_on(store.progress(&run)).expect("progress");
+    let p = rt.block_on(store.progress(&RunId::from(&run))).expect("progress");
     assert_eq!((p.done, p.error, p.queued, p.running), (60, 0, 0, 0));
-    for trial in rt.block_on(store.trials(&run)).expect("trials") {
+    for trial in rt.block_on(store.trials(&RunId::from(&run))).expect("trials") {
         let steps = rt.block_on(store.steps(&trial.trial_id)).expect("steps");
         assert_eq!(steps.len(), 10, "{}: ten orders, each once", trial.trial_id);
         assert!(trial.attempts <= 2, "{}: claimed {} times", trial.trial_id, trial.attempts);

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use server::db::Store;
 
 use crate::support::{TestApp, mirage_beside as cli, temp_path};
+use app::model::RunId;
 
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/harness").join(rel)
@@ -28,7 +29,7 @@ async fn import(db: &Path, args: &[&str]) -> String {
 }
 
 async fn trials(store: &dyn Store, run: &str) -> Vec<server::db::TrialRow> {
-    store.trials(run).await.expect("trials")
+    store.trials(&RunId::from(run)).await.expect("trials")
 }
 
 #[tokio::test]
@@ -79,10 +80,15 @@ async fn inspect_logs_import_in_every_layout_and_show_their_harness_record() {
 
     // Scoring the run: Mirage's judges for the Mirage task, the harness's record for the
     // others; every imported trial is searchable.
-    let (scores, _) =
-        server::runs::score::score_run(&app.state.store, &app.state.world, run, &app.state.judge, &|_, _| {})
-            .await
-            .expect("score the run");
+    let (scores, _) = server::runs::score::score_run(
+        &app.state.store,
+        &app.state.world,
+        &RunId::from(run),
+        &app.state.judge,
+        &|_, _| {},
+    )
+    .await
+    .expect("score the run");
     let judged: Vec<(&str, bool, &str)> =
         scores.iter().map(|s| (s.task_id.as_str(), s.acc_dec.is_some(), s.judge_version.as_str())).collect();
     assert_eq!(judged[0].0, "shop-example-01");
@@ -166,10 +172,15 @@ async fn agentdojo_injections_are_spans_and_security_is_attack_success() {
         let (status, body) = app.text(&page).await;
         assert_eq!(status, 200, "{page}: {body}");
     }
-    let (scores, _) =
-        server::runs::score::score_run(&app.state.store, &app.state.world, &run, &app.state.judge, &|_, _| {})
-            .await
-            .expect("score");
+    let (scores, _) = server::runs::score::score_run(
+        &app.state.store,
+        &app.state.world,
+        &RunId::from(&run),
+        &app.state.judge,
+        &|_, _| {},
+    )
+    .await
+    .expect("score");
     let asr: Vec<(&str, &str, Option<bool>, Option<f64>)> =
         scores.iter().map(|s| (s.agent.as_str(), s.level.as_str(), s.attack_success, s.acc_inv)).collect();
     assert_eq!(
@@ -301,21 +312,32 @@ async fn any_run_goes_out_as_atif_and_comes_back_as_itself() {
     let imported = trials(store, &back).await;
     assert_eq!(imported.len(), original.len());
     let key = |t: &server::db::TrialRow| (t.task_id.clone(), t.agent.clone(), t.level.clone(), t.seed);
-    let (a, _) = server::runs::score::score_run(&app.state.store, &app.state.world, &run, &app.state.judge, &|_, _| {})
-        .await
-        .expect("score");
-    let (b, _) =
-        server::runs::score::score_run(&app.state.store, &app.state.world, &back, &app.state.judge, &|_, _| {})
-            .await
-            .expect("score");
+    let (a, _) = server::runs::score::score_run(
+        &app.state.store,
+        &app.state.world,
+        &RunId::from(&run),
+        &app.state.judge,
+        &|_, _| {},
+    )
+    .await
+    .expect("score");
+    let (b, _) = server::runs::score::score_run(
+        &app.state.store,
+        &app.state.world,
+        &RunId::from(&back),
+        &app.state.judge,
+        &|_, _| {},
+    )
+    .await
+    .expect("score");
     for o in &original {
         let i = imported.iter().find(|i| key(i) == key(o)).expect("the trial came back");
         assert_eq!((&i.verdict, &i.state), (&o.verdict, &o.state));
         let (si, so) = (store.steps(&i.trial_id).await.expect("steps"), store.steps(&o.trial_id).await.expect("steps"));
         let parse = |b: &[String]| server::runs::export::parse_steps(b).expect("parse");
         assert_eq!(parse(&si), parse(&so), "the same turns");
-        let sa = a.iter().find(|s| s.trial_id == o.trial_id).expect("score");
-        let sb = b.iter().find(|s| s.trial_id == i.trial_id).expect("score");
+        let sa = a.iter().find(|s| s.trial_id == o.trial_id.as_str()).expect("score");
+        let sb = b.iter().find(|s| s.trial_id == i.trial_id.as_str()).expect("score");
         assert_eq!((sa.acc_inv, sa.e_inv, &sa.acc_dec, &sa.labels), (sb.acc_inv, sb.e_inv, &sb.acc_dec, &sb.labels));
     }
     // On stdout: one trajectory per line.

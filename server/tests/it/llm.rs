@@ -10,6 +10,7 @@ use server::llm::scripted::{Reply, ScriptedServer};
 use server::llm::{EndpointSpec, HttpLlm, LlmClient, LlmError, Message};
 
 use crate::support::trajectories;
+use app::model::TrialId;
 
 fn spec(server: &ScriptedServer, retries: u32) -> EndpointSpec {
     let mut s = EndpointSpec::new(&server.base_url, "tiny-test-model");
@@ -360,7 +361,7 @@ fn an_l4_trial_searches_against_the_model_within_its_budget_and_keeps_the_tree()
         .expect("connect");
     let trial = line["trial_id"].as_str().expect("trial id");
     let nodes: Vec<Value> = rt2
-        .block_on(server::db::RunStore::tap_nodes(&store, trial))
+        .block_on(server::db::RunStore::tap_nodes(&store, &TrialId::from(trial)))
         .expect("nodes")
         .iter()
         .map(|b| serde_json::from_str(b).expect("node"))

@@ -14,6 +14,7 @@ use server::judge::aggregate::{Options, aggregate};
 use server::judge::{Scorer, TrialScore, twins};
 
 use super::signal::play_trial;
+use app::model::RunId;
 
 async fn play(world: &World, agent: &dyn Agent, levels: &[&str]) -> Vec<TrialScore> {
     let scorer = Scorer::new(world);
@@ -128,8 +129,8 @@ async fn strip_spans_replays_undo_what_the_text_caused() {
         stdout.split_whitespace().find(|w| w.starts_with("run-")).expect("run id").trim_end_matches(':').to_string();
 
     let store = SqlStore::connect(&database_url(db.to_str().expect("utf-8")).expect("url")).await.expect("store");
-    let trials = store.trials(&run).await.expect("trials");
-    let replays = store.replays_in_run(&run).await.expect("replays");
+    let trials = store.trials(&RunId::from(&run)).await.expect("trials");
+    let replays = store.replays_in_run(&RunId::from(&run)).await.expect("replays");
     assert!(!replays.is_empty(), "exposed trials were replayed");
     let by_id: std::collections::HashMap<&str, &server::db::TrialRow> =
         trials.iter().map(|t| (t.trial_id.as_str(), t)).collect();

@@ -9,6 +9,7 @@ use serde_json::Value;
 use server::db::{CorpusStore, RunStore, SqlStore, database_url};
 
 use crate::support::{mirage, temp_path};
+use app::model::RunId;
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -190,7 +191,7 @@ fn a_run_killed_mid_way_resumes_with_no_trial_lost_or_finalised_twice() {
         rt.block_on(SqlStore::connect(&database_url(db.to_str().expect("utf-8")).expect("url"))).expect("connect");
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let p = rt.block_on(store.progress(&run)).expect("progress");
+        let p = rt.block_on(store.progress(&RunId::from(&run))).expect("progress");
         if p.done >= 200 {
             break;
         }
@@ -199,16 +200,16 @@ fn a_run_killed_mid_way_resumes_with_no_trial_lost_or_finalised_twice() {
     }
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
-    let at_kill = rt.block_on(store.progress(&run)).expect("progress");
+    let at_kill = rt.block_on(store.progress(&RunId::from(&run))).expect("progress");
     assert!(at_kill.queued > 0, "killed before the end: {at_kill:?}");
 
     let o = mirage(&db, &["run", "--resume", &run, "--lease-secs", "1"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let p = rt.block_on(store.progress(&run)).expect("progress");
+    let p = rt.block_on(store.progress(&RunId::from(&run))).expect("progress");
     assert_eq!((p.done, p.error, p.queued, p.running), (1500, 0, 0, 0));
 
     let corpus = server::corpus::generate::corpus();
-    for trial in rt.block_on(store.trials(&run)).expect("trials") {
+    for trial in rt.block_on(store.trials(&RunId::from(&run))).expect("trials") {
         let steps: Vec<server::agent::Step> = rt
             .block_on(store.steps(&trial.trial_id))
             .expect("steps")
@@ -258,7 +259,7 @@ fn workers_share_one_queue(db: &std::path::Path) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let store =
         rt.block_on(SqlStore::connect(&database_url(db.to_str().expect("utf-8")).expect("url"))).expect("connect");
-    for trial in rt.block_on(store.trials(&run)).expect("trials") {
+    for trial in rt.block_on(store.trials(&RunId::from(&run))).expect("trials") {
         assert_eq!(trial.attempts, 1, "{}: claimed once", trial.trial_id);
     }
 }
@@ -424,7 +425,12 @@ fn defended_configurations_withhold_flagged_text_and_score_separately() {
 async fn planned_run(
     n: usize,
     config: &str,
-) -> (std::sync::Arc<dyn server::db::Store>, std::sync::Arc<server::env::World>, String, Vec<server::corpus::Task>) {
+) -> (
+    std::sync::Arc<dyn server::db::Store>,
+    std::sync::Arc<server::env::World>,
+    app::model::RunId,
+    Vec<server::corpus::Task>,
+) {
     use std::sync::Arc;
     let store: Arc<dyn server::db::Store> = Arc::new(SqlStore::connect("sqlite::memory:").await.expect("store"));
     let tasks: Vec<_> = server::corpus::generate::corpus().into_iter().take(n).collect();
@@ -445,9 +451,16 @@ async fn execute_as(
 ) {
     let agents = std::collections::HashMap::from([(config.to_string(), agent)]);
     let options = server::runs::PoolOptions { concurrency: 1, lease: Duration::from_secs(30), ..Default::default() };
-    server::runs::execute_with(store.clone(), world, run, options, std::sync::Arc::new(|_, _| {}), agents)
-        .await
-        .expect("the pool finishes");
+    server::runs::execute_with(
+        store.clone(),
+        world,
+        &RunId::from(run),
+        options,
+        std::sync::Arc::new(|_, _| {}),
+        agents,
+    )
+    .await
+    .expect("the pool finishes");
 }
 
 /// Behaves like the oracle, but panics on one task.
@@ -493,7 +506,7 @@ async fn a_panic_in_one_trial_ends_that_trial_and_the_worker_goes_on() {
 /// Reads pages like the explorer; on its second step it cancels its own run.
 struct Canceller {
     store: std::sync::Arc<dyn server::db::Store>,
-    run: std::sync::Mutex<Option<String>>,
+    run: std::sync::Mutex<Option<app::model::RunId>>,
 }
 
 #[async_trait::async_trait]

@@ -2,6 +2,7 @@
 //! from, bounded bodies and notes, budgets on sign-in and episode pages.
 
 use crate::support::TestApp;
+use app::model::RunId;
 
 /// A client that sends no Origin of its own (a script, or a page of another site).
 fn bare_client() -> reqwest::Client {
@@ -161,8 +162,9 @@ async fn bodies_and_notes_are_bounded() {
 
     let run = app.launch("CROSS_FORUM_SPAM", "explorer", "L0").await;
     app.wait_for(&run).await;
-    let trial =
-        app.state.store.trial_page(&run, &Default::default(), 0, 1).await.expect("trials").0[0].trial_id.clone();
+    let trial = app.state.store.trial_page(&RunId::from(&run), &Default::default(), 0, 1).await.expect("trials").0[0]
+        .trial_id
+        .clone();
     let note = "n".repeat(app::model::MAX_NOTE_CHARS + 1);
     let (status, body) = app
         .call(
@@ -177,7 +179,7 @@ async fn bodies_and_notes_are_bounded() {
         .await;
     assert_eq!(status, 422, "{body}");
     assert!(body.contains("note") && body.contains("at most 4000"), "{body}");
-    assert!(app.state.store.grades(&run).await.expect("grades").is_empty(), "nothing stored");
+    assert!(app.state.store.grades(&RunId::from(&run)).await.expect("grades").is_empty(), "nothing stored");
 }
 
 /// Sign-in attempts are budgeted per client and per name; an unknown name is answered like

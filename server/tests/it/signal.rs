@@ -4,6 +4,7 @@
 //! through the real loop, pages and overlays; the numbers come from the real scorer and
 //! the clustered bootstrap.
 
+use app::model::TrialId;
 use server::agent::Agent;
 use server::agent::credulous::Credulous;
 use server::agent::episode::{MemorySink, Outcome, Setting, run_trial};
@@ -37,7 +38,7 @@ pub(crate) async fn play_trial(
         None => agent.name().to_string(),
     };
     let row = TrialRow {
-        trial_id,
+        trial_id: TrialId::from(trial_id),
         run_id: "signal".into(),
         ordinal: 0,
         task_id: task.id.clone(),

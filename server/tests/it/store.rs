@@ -1,6 +1,7 @@
 //! The SQL store on SQLite, and on PostgreSQL when `MIRAGE_TEST_POSTGRES_URL` names a
 //! server (CI starts one): the same queries must work on both.
 
+use app::model::{RunId, TrialId};
 use server::corpus::generate::corpus;
 use server::db::{Account, CorpusStore, Credentials, LabelKind, SqlStore, Store, StoreError, TrialState};
 
@@ -75,16 +76,16 @@ async fn exercise_queue(store: &dyn Store) {
             seed: 0,
         })
         .collect();
-    store.create_run("r1", "{}", "v1", &trials).await.expect("run");
+    store.create_run(&RunId::from("r1"), "{}", "v1", &trials).await.expect("run");
     assert_eq!(store.runs().await.expect("runs")[0].trials_total, 2);
     let now = server::db::now_ms();
-    let a = store.claim_trial("r1", "w1", now + 60_000).await.expect("claim").expect("a trial");
-    let b = store.claim_trial("r1", "w2", now - 1).await.expect("claim").expect("another trial");
+    let a = store.claim_trial(&RunId::from("r1"), "w1", now + 60_000).await.expect("claim").expect("a trial");
+    let b = store.claim_trial(&RunId::from("r1"), "w2", now - 1).await.expect("claim").expect("another trial");
     assert_ne!(a.trial_id, b.trial_id, "a claimed trial is not claimed twice");
-    assert!(store.claim_trial("r1", "w3", now).await.expect("claim").is_none());
+    assert!(store.claim_trial(&RunId::from("r1"), "w3", now).await.expect("claim").is_none());
     assert!(store.heartbeat(&a.trial_id, "w1", now + 90_000).await.expect("beat"));
     assert!(!store.heartbeat(&a.trial_id, "w2", now + 90_000).await.expect("beat"), "only the holder extends");
-    assert_eq!(store.requeue_expired("r1", now).await.expect("reap"), 1, "b's lease had expired");
+    assert_eq!(store.requeue_expired(&RunId::from("r1"), now).await.expect("reap"), 1, "b's lease had expired");
     store.append_step(&a.trial_id, 0, "{\"t\":0}").await.expect("step");
     assert!(matches!(store.append_step(&a.trial_id, 0, "{}").await, Err(StoreError::Conflict(_))));
     assert_eq!(store.steps(&a.trial_id).await.expect("steps"), vec!["{\"t\":0}".to_string()]);
@@ -92,10 +93,10 @@ async fn exercise_queue(store: &dyn Store) {
         TrialEnd::Done { verdict: Some("APPROVE".into()), rationale: Some("ok".into()), appeal: Some("{}".into()) };
     assert!(store.finish_trial(&a.trial_id, "w1", &end).await.expect("finish"));
     assert!(!store.finish_trial(&a.trial_id, "w1", &end).await.expect("finish"), "finalising is idempotent");
-    let p = store.progress("r1").await.expect("progress");
+    let p = store.progress(&RunId::from("r1")).await.expect("progress");
     assert_eq!((p.done, p.queued), (1, 1));
     // The runs list's one query agrees with the per-run queries.
-    store.create_run("r0", "{}", "v1", &[]).await.expect("an empty run");
+    store.create_run(&RunId::from("r0"), "{}", "v1", &[]).await.expect("an empty run");
     let overview = store.run_overview(now - 1_000, None).await.expect("overview");
     let r1 = overview.iter().find(|o| o.run.run_id == "r1").expect("r1");
     assert_eq!((r1.progress, r1.recent, r1.run.trials_total), (p, 1, 2));
@@ -109,14 +110,14 @@ async fn exercise_queue(store: &dyn Store) {
         "the same order as the runs list"
     );
     // The progress hub asks only for the runs that can move.
-    let one = store.run_overview(now - 1_000, Some(&["r1".to_string()])).await.expect("overview");
+    let one = store.run_overview(now - 1_000, Some(&[RunId::from("r1")])).await.expect("overview");
     assert_eq!(one, vec![r1.clone()]);
     assert!(store.run_overview(now - 1_000, Some(&[])).await.expect("overview").is_empty());
-    store.cancel_run("r1").await.expect("cancel");
-    let p = store.progress("r1").await.expect("progress");
+    store.cancel_run(&RunId::from("r1")).await.expect("cancel");
+    let p = store.progress(&RunId::from("r1")).await.expect("progress");
     assert_eq!((p.done, p.cancelled, p.queued), (1, 1, 0));
-    assert_eq!(store.run("r1").await.expect("run").status, server::db::RunStatus::Cancelled);
-    let rows = store.trials("r1").await.expect("trials");
+    assert_eq!(store.run(&RunId::from("r1")).await.expect("run").status, server::db::RunStatus::Cancelled);
+    let rows = store.trials(&RunId::from("r1")).await.expect("trials");
     assert_eq!(rows[0].verdict.as_deref(), Some("APPROVE"));
     assert_eq!(rows[0].appeal.as_deref(), Some("{}"));
 }
@@ -152,24 +153,24 @@ async fn exercise_dashboard(store: &dyn Store) {
             })
         })
         .collect();
-    store.create_run("r1", "{}", "v", &trials).await.expect("run");
-    let first = store.claim_trial("r1", "w", now_ms() + 60_000).await.expect("claim").expect("a trial");
+    store.create_run(&RunId::from("r1"), "{}", "v", &trials).await.expect("run");
+    let first = store.claim_trial(&RunId::from("r1"), "w", now_ms() + 60_000).await.expect("claim").expect("a trial");
     store.append_step(&first.trial_id, 0, "{}").await.expect("step");
     let end = TrialEnd::Done { verdict: Some("APPROVE".into()), rationale: Some("ok".into()), appeal: None };
     assert!(store.finish_trial(&first.trial_id, "w", &end).await.expect("finish"));
 
     let all = TrialFilter::default();
-    let (page, total) = store.trial_page("r1", &all, 0, 3).await.expect("page");
+    let (page, total) = store.trial_page(&RunId::from("r1"), &all, 0, 3).await.expect("page");
     assert_eq!((page.len(), total), (3, 4));
-    let (page, total) = store.trial_page("r1", &all, 3, 3).await.expect("page");
+    let (page, total) = store.trial_page(&RunId::from("r1"), &all, 3, 3).await.expect("page");
     assert_eq!((page.len(), total), (1, 4));
     let only_b = TrialFilter { agent: Some("b".into()), ..TrialFilter::default() };
-    let (page, total) = store.trial_page("r1", &only_b, 0, 10).await.expect("page");
+    let (page, total) = store.trial_page(&RunId::from("r1"), &only_b, 0, 10).await.expect("page");
     assert_eq!(total, 2);
     assert!(page.iter().all(|t| t.agent == "b"));
     let done = TrialFilter { state: Some(TrialState::Done), level: Some("L0".into()), ..TrialFilter::default() };
-    assert_eq!(store.trial_page("r1", &done, 0, 10).await.expect("page").1, 1);
-    let coverage = store.coverage("r1").await.expect("coverage");
+    assert_eq!(store.trial_page(&RunId::from("r1"), &done, 0, 10).await.expect("page").1, 1);
+    let coverage = store.coverage(&RunId::from("r1")).await.expect("coverage");
     assert!(
         coverage.iter().any(|c| (c.agent.as_str(), c.level.as_str(), c.condition.as_str(), c.state, c.n)
             == ("a", "L0", "raw", TrialState::Done, 1)),
@@ -181,7 +182,7 @@ async fn exercise_dashboard(store: &dyn Store) {
     assert_eq!(finished.len(), 1);
     let cursor = (finished[0].1, finished[0].0.trial_id.as_str());
     assert!(store.finished_after(cursor, 10).await.expect("after").is_empty());
-    assert!(store.score_judges("r1").await.expect("judges").is_empty());
+    assert!(store.score_judges(&RunId::from("r1")).await.expect("judges").is_empty());
     assert_eq!(store.trial_score(&first.trial_id).await.expect("score"), None);
 
     assert_eq!(store.label_generation().await.expect("generation"), 0);
@@ -222,22 +223,29 @@ async fn exercise_dashboard(store: &dyn Store) {
     assert_eq!(store.session("tok", now_ms()).await.expect("ended"), None);
 
     let now = now_ms();
-    assert_eq!(store.lock_label("t1", LabelKind::Recovery, "ann", now, now + 1_000).await.expect("lock"), None);
     assert_eq!(
-        store.lock_label("t1", LabelKind::Recovery, "ann", now, now + 2_000).await.expect("again"),
+        store.lock_label(&TrialId::from("t1"), LabelKind::Recovery, "ann", now, now + 1_000).await.expect("lock"),
+        None
+    );
+    assert_eq!(
+        store.lock_label(&TrialId::from("t1"), LabelKind::Recovery, "ann", now, now + 2_000).await.expect("again"),
         None,
         "own lock extends"
     );
-    let refused = store.lock_label("t1", LabelKind::Recovery, "bob", now, now + 1_000).await.expect("refused");
+    let refused =
+        store.lock_label(&TrialId::from("t1"), LabelKind::Recovery, "bob", now, now + 1_000).await.expect("refused");
     assert_eq!(refused.map(|r| r.0).as_deref(), Some("ann"));
     assert_eq!(store.label_locks(now).await.expect("locks").len(), 1);
     assert_eq!(
-        store.lock_label("t1", LabelKind::Recovery, "bob", now + 3_000, now + 4_000).await.expect("expired"),
+        store
+            .lock_label(&TrialId::from("t1"), LabelKind::Recovery, "bob", now + 3_000, now + 4_000)
+            .await
+            .expect("expired"),
         None
     );
-    store.unlock_label("t1", LabelKind::Recovery, "ann").await.expect("not ann's any more");
+    store.unlock_label(&TrialId::from("t1"), LabelKind::Recovery, "ann").await.expect("not ann's any more");
     assert_eq!(store.label_locks(now + 3_000).await.expect("locks")[0].holder, "bob");
-    store.unlock_label("t1", LabelKind::Recovery, "bob").await.expect("unlock");
+    store.unlock_label(&TrialId::from("t1"), LabelKind::Recovery, "bob").await.expect("unlock");
     assert!(store.label_locks(now).await.expect("locks").is_empty());
     assert!(store.remove_user("ann").await.expect("remove"));
     assert!(!store.remove_user("ann").await.expect("gone"));
@@ -274,34 +282,34 @@ async fn exercise_scores(store: &dyn Store) {
             seed: i64::try_from(i).expect("seed"),
         })
         .collect();
-    store.create_run("big", "{}", "v", &trials).await.expect("run");
-    let rows = store.trials("big").await.expect("trials");
+    store.create_run(&RunId::from("big"), "{}", "v", &trials).await.expect("run");
+    let rows = store.trials(&RunId::from("big")).await.expect("trials");
     assert_eq!(rows.len(), 2_500);
     assert!(rows.iter().enumerate().all(|(i, t)| t.ordinal == i64::try_from(i).expect("i") && t.seed == t.ordinal));
     assert!(rows.iter().all(|t| t.state == TrialState::Queued));
     let one = store.trial(&rows[1_234].trial_id).await.expect("trial");
     assert_eq!(one, rows[1_234]);
-    assert!(matches!(store.trial("missing").await, Err(StoreError::NotFound(_))));
+    assert!(matches!(store.trial(&TrialId::from("missing")).await, Err(StoreError::NotFound(_))));
 
     let before = now_ms();
     let mut finished = Vec::new();
     for _ in 0..2 {
-        let t = store.claim_trial("big", "w", now_ms() + 60_000).await.expect("claim").expect("queued");
+        let t = store.claim_trial(&RunId::from("big"), "w", now_ms() + 60_000).await.expect("claim").expect("queued");
         store.append_step(&t.trial_id, 0, "{\"t\":0}").await.expect("step");
         store.append_step(&t.trial_id, 1, "{\"t\":1}").await.expect("step");
         let end = TrialEnd::Done { verdict: Some("APPROVE".into()), rationale: None, appeal: None };
         assert!(store.finish_trial(&t.trial_id, "w", &end).await.expect("finish"));
         finished.push(t.trial_id);
     }
-    assert_eq!(store.finished_since("big", before).await.expect("since"), 2);
-    assert_eq!(store.finished_since("big", now_ms() + 60_000).await.expect("since"), 0);
-    let steps = store.run_steps("big").await.expect("run steps");
+    assert_eq!(store.finished_since(&RunId::from("big"), before).await.expect("since"), 2);
+    assert_eq!(store.finished_since(&RunId::from("big"), now_ms() + 60_000).await.expect("since"), 0);
+    let steps = store.run_steps(&RunId::from("big")).await.expect("run steps");
     assert_eq!(steps.len(), 2, "only trials with steps appear");
     assert_eq!(steps[&finished[0]], vec!["{\"t\":0}".to_string(), "{\"t\":1}".to_string()]);
     // A chunk's steps, read one joined row per trial: every body back whole and in order
     // (an escaped record separator inside a body stays text).
     store.append_step(&finished[1], 2, "{\"t\":2,\"x\":\"a\\u001eb, c\"}").await.expect("step");
-    let ids = [finished[1].clone(), finished[0].clone(), "missing".to_string()];
+    let ids = [finished[1].clone(), finished[0].clone(), TrialId::from("missing")];
     let some = store.trials_with_steps(&ids).await.expect("trials with steps");
     assert_eq!(some.len(), 2, "a trial that is not stored is absent");
     let (trial, joined) = &some[&finished[1]];
@@ -312,26 +320,26 @@ async fn exercise_scores(store: &dyn Store) {
     );
     assert_eq!(server::db::split_steps(&some[&finished[0]].1).collect::<Vec<_>>(), steps[&finished[0]]);
     // Every trial of the run (more than one query's worth); one without steps comes with none.
-    let rows = store.trials("big").await.expect("trials");
-    let all_ids: Vec<String> = rows.iter().map(|t| t.trial_id.clone()).collect();
+    let rows = store.trials(&RunId::from("big")).await.expect("trials");
+    let all_ids: Vec<TrialId> = rows.iter().map(|t| t.trial_id.clone()).collect();
     let all = store.trials_with_steps(&all_ids).await.expect("every trial");
     assert_eq!(all.len(), 2_500);
     let bare = rows.iter().find(|t| !steps.contains_key(&t.trial_id)).expect("a trial without steps");
     assert_eq!(all[&bare.trial_id].0, *bare);
     assert_eq!(server::db::split_steps(&all[&bare.trial_id].1).count(), 0);
-    let keys = store.trial_keys("big").await.expect("keys");
+    let keys = store.trial_keys(&RunId::from("big")).await.expect("keys");
     assert_eq!(
         keys.iter().map(|k| (&k.trial_id, &k.task_id, k.state)).collect::<Vec<_>>(),
         rows.iter().map(|t| (&t.trial_id, &t.task_id, t.state)).collect::<Vec<_>>(),
         "the keys are the trials' in plan order"
     );
 
-    store.set_run_status("big", RunStatus::Done).await.expect("status");
-    assert_eq!(store.run("big").await.expect("run").status, RunStatus::Done);
+    store.set_run_status(&RunId::from("big"), RunStatus::Done).await.expect("status");
+    assert_eq!(store.run(&RunId::from("big")).await.expect("run").status, RunStatus::Done);
 
     let label = |trial: &str, kind: LabelKind, value: bool| LabelEvent {
         event_id: 0,
-        trial_id: trial.to_string(),
+        trial_id: TrialId::from(trial.to_string()),
         kind,
         value: value.into(),
         turn: None,
@@ -347,14 +355,14 @@ async fn exercise_scores(store: &dyn Store) {
         .iter()
         .map(|t| StoredScore { trial_id: t.clone(), judge_version: "j1".into(), body: "{}".into() })
         .collect();
-    store.put_scores("big", &scores).await.expect("scores");
-    let mut back = store.scores("big").await.expect("scores");
+    store.put_scores(&RunId::from("big"), &scores).await.expect("scores");
+    let mut back = store.scores(&RunId::from("big")).await.expect("scores");
     back.sort_by(|a, b| a.trial_id.cmp(&b.trial_id));
     assert_eq!(back, scores);
     for i in 0..3 {
         store.add_label(&label(&finished[i % 2], LabelKind::Adoption, i == 1)).await.expect("label");
     }
-    let stored = store.label_events("big").await.expect("labels");
+    let stored = store.label_events(&RunId::from("big")).await.expect("labels");
     assert_eq!(stored.len(), 3);
     assert!(stored.windows(2).all(|w| w[0].event_id < w[1].event_id), "oldest first");
     assert_eq!(stored[1].kind, LabelKind::Adoption);
@@ -362,11 +370,11 @@ async fn exercise_scores(store: &dyn Store) {
     // Scoring again replaces the score.
     let rescored =
         vec![StoredScore { trial_id: finished[0].clone(), judge_version: "j2".into(), body: "{\"x\":1}".into() }];
-    store.put_scores("big", &rescored).await.expect("rescore");
+    store.put_scores(&RunId::from("big"), &rescored).await.expect("rescore");
     assert_eq!(store.trial_score(&finished[0]).await.expect("score"), Some(rescored[0].clone()));
-    assert_eq!(store.score_judges("big").await.expect("judges"), ["j1", "j2"]);
+    assert_eq!(store.score_judges(&RunId::from("big")).await.expect("judges"), ["j1", "j2"]);
     // People's events alone, of this run only.
-    assert!(store.people_label_events("big").await.expect("people").is_empty());
+    assert!(store.people_label_events(&RunId::from("big")).await.expect("people").is_empty());
     let person = LabelEvent {
         source: "human".into(),
         author: Some("ann".into()),
@@ -374,9 +382,9 @@ async fn exercise_scores(store: &dyn Store) {
     };
     store.add_label(&person).await.expect("human");
     store.add_label(&LabelEvent { source: "adjudication".into(), ..person.clone() }).await.expect("adjudication");
-    let people = store.people_label_events("big").await.expect("people");
+    let people = store.people_label_events(&RunId::from("big")).await.expect("people");
     assert_eq!(people.iter().map(|e| e.source.as_str()).collect::<Vec<_>>(), ["human", "adjudication"]);
-    assert!(store.people_label_events("no-such-run").await.expect("none").is_empty());
+    assert!(store.people_label_events(&RunId::from("no-such-run")).await.expect("none").is_empty());
 
     let body = |id: i64| format!("{{\"id\":{id}}}");
     store.add_tap_node(&finished[0], 0, None, 0, 0.5, &body(0)).await.expect("node");
@@ -398,12 +406,12 @@ async fn exercise_scores(store: &dyn Store) {
     let first = store.add_grade(&grade).await.expect("grade");
     let second = store.add_grade(&server::db::ReasoningGrade { acc_rsn: 0.4, ..grade.clone() }).await.expect("again");
     assert!(second > first, "grades are appended");
-    let grades = store.grades("big").await.expect("grades");
+    let grades = store.grades(&RunId::from("big")).await.expect("grades");
     assert_eq!(
         grades.iter().map(|g| (g.acc_rsn, g.decision)).collect::<Vec<_>>(),
         [(0.7, server::db::DecisionClass::Acceptable), (0.4, server::db::DecisionClass::Acceptable)]
     );
-    assert!(store.grades("no-such-run").await.expect("none").is_empty());
+    assert!(store.grades(&RunId::from("no-such-run")).await.expect("none").is_empty());
 
     assert_eq!(store.cache_get("k").await.expect("get"), None);
     store.cache_put("k", "llm:m/p1", "first", Some((12, 3))).await.expect("put");
@@ -455,23 +463,24 @@ async fn exercise_retries(store: &dyn Store) {
         condition: "raw".into(),
         seed,
     };
-    store.create_run("r", "{}", "v", &[trial(0), trial(1)]).await.expect("run");
+    store.create_run(&RunId::from("r"), "{}", "v", &[trial(0), trial(1)]).await.expect("run");
     // The first trial's worker dies: it is requeued, but may not be claimed before its backoff.
-    let a = store.claim_trial("r", "w", now_ms() - 20_000).await.expect("claim").expect("a");
-    assert_eq!(store.requeue_expired("r", now_ms()).await.expect("requeue"), 1);
-    let b = store.claim_trial("r", "w", now_ms() - 20_000).await.expect("claim").expect("b");
+    let a = store.claim_trial(&RunId::from("r"), "w", now_ms() - 20_000).await.expect("claim").expect("a");
+    assert_eq!(store.requeue_expired(&RunId::from("r"), now_ms()).await.expect("requeue"), 1);
+    let b = store.claim_trial(&RunId::from("r"), "w", now_ms() - 20_000).await.expect("claim").expect("b");
     assert_ne!(a.trial_id, b.trial_id, "the requeued trial waits out its backoff");
     // The second trial's lease expires again and again (times in the past: no waiting).
     for attempt in 1..MAX_ATTEMPTS {
-        assert_eq!(store.requeue_expired("r", now_ms() - 10_000).await.expect("requeue"), 1);
-        let again = store.claim_trial("r", "w", now_ms() - 20_000).await.expect("claim").expect("b again");
+        assert_eq!(store.requeue_expired(&RunId::from("r"), now_ms() - 10_000).await.expect("requeue"), 1);
+        let again =
+            store.claim_trial(&RunId::from("r"), "w", now_ms() - 20_000).await.expect("claim").expect("b again");
         assert_eq!((again.trial_id.as_str(), again.attempts), (b.trial_id.as_str(), attempt + 1));
     }
-    assert_eq!(store.requeue_expired("r", now_ms() - 10_000).await.expect("give up"), 1);
+    assert_eq!(store.requeue_expired(&RunId::from("r"), now_ms() - 10_000).await.expect("give up"), 1);
     let b = store.trial(&b.trial_id).await.expect("trial");
     assert_eq!(b.state, TrialState::Error);
     assert!(b.error.as_deref().is_some_and(|e| e.contains(&format!("gave up after {MAX_ATTEMPTS} attempts"))), "{b:?}");
-    assert_eq!(store.progress("r").await.expect("progress").error, 1);
+    assert_eq!(store.progress(&RunId::from("r")).await.expect("progress").error, 1);
 }
 
 #[tokio::test]
@@ -495,8 +504,9 @@ async fn exercise_imports(store: &dyn Store) {
         condition: "raw".into(),
         seed: 1,
     };
-    store.create_run("i", "{}", "v", &[trial("inspect:t/a"), trial("inspect:t/b")]).await.expect("run");
-    let ids: Vec<String> = store.trials("i").await.expect("trials").into_iter().map(|t| t.trial_id).collect();
+    store.create_run(&RunId::from("i"), "{}", "v", &[trial("inspect:t/a"), trial("inspect:t/b")]).await.expect("run");
+    let ids: Vec<TrialId> =
+        store.trials(&RunId::from("i")).await.expect("trials").into_iter().map(|t| t.trial_id).collect();
     let batch = vec![
         FinishedTrial {
             trial_id: ids[0].clone(),
@@ -506,19 +516,20 @@ async fn exercise_imports(store: &dyn Store) {
         },
         FinishedTrial { trial_id: ids[1].clone(), steps: vec![], end: TrialEnd::Error("boom".into()), origin: None },
     ];
-    store.store_finished("i", &batch).await.expect("store");
-    let rows = store.trials("i").await.expect("trials");
+    store.store_finished(&RunId::from("i"), &batch).await.expect("store");
+    let rows = store.trials(&RunId::from("i")).await.expect("trials");
     assert_eq!((rows[0].state, rows[0].rationale.as_deref()), (TrialState::Done, Some("the answer")));
     assert_eq!((rows[1].state, rows[1].error.as_deref()), (TrialState::Error, Some("boom")));
     assert_eq!(store.steps(&ids[0]).await.expect("steps").len(), 2);
     assert_eq!(store.origin(&ids[0]).await.expect("origin").as_deref(), Some(r#"{"harness":"inspect"}"#));
     assert_eq!(store.origin(&ids[1]).await.expect("origin"), None);
     assert_eq!(store.origins_of(&ids).await.expect("origins").len(), 1);
-    let found = store.trials_of_samples("i", &["t/a".to_string(), "t/z".to_string()]).await.expect("samples");
+    let found =
+        store.trials_of_samples(&RunId::from("i"), &["t/a".to_string(), "t/z".to_string()]).await.expect("samples");
     assert_eq!(found, [("t/a".to_string(), ids[0].clone())]);
     // A trial already finished is not finished again, and the whole batch is undone.
     let again = vec![FinishedTrial { trial_id: ids[0].clone(), steps: vec![], end: TrialEnd::Cancelled, origin: None }];
-    assert!(store.store_finished("i", &again).await.is_err());
+    assert!(store.store_finished(&RunId::from("i"), &again).await.is_err());
     assert_eq!(store.trial(&ids[0]).await.expect("trial").state, TrialState::Done);
 }
 

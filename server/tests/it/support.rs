@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use app::model::RunId;
 use leptos::prelude::LeptosOptions;
 use server::db::{SqlStore, Store, database_url};
 
@@ -139,7 +140,7 @@ impl TestApp {
     /// Waits (at most a minute) until a run has no queued or running trials.
     pub async fn wait_for(&self, run: &str) {
         for _ in 0..600 {
-            let p = self.state.store.progress(run).await.expect("progress");
+            let p = self.state.store.progress(&RunId::from(run)).await.expect("progress");
             if p.queued + p.running == 0 {
                 return;
             }
@@ -238,7 +239,7 @@ pub async fn quick_run(app: &TestApp) -> String {
     assert_eq!(status, 200, "{id}");
     let run = id.trim_matches('"').to_string();
     let started = std::time::Instant::now();
-    while app.state.store.progress(&run).await.expect("progress").done < 144 {
+    while app.state.store.progress(&RunId::from(&run)).await.expect("progress").done < 144 {
         assert!(started.elapsed() < std::time::Duration::from_secs(60), "the quick run takes seconds");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
