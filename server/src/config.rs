@@ -27,6 +27,9 @@ use serde::Deserialize;
 
 use crate::llm::EndpointSpec;
 
+/// The highest price per million tokens a config may give (US dollars).
+pub const MAX_PRICE: f64 = 100_000.0;
+
 /// Which endpoint plays each non-agent role.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -190,10 +193,12 @@ impl Config {
             }
             if let Some(price) = spec.price {
                 for (field, v) in [("prompt", price.prompt), ("completion", price.completion)] {
-                    if !v.is_finite() || v < 0.0 {
+                    // No listed price comes near the ceiling; a value past it is a typo (and
+                    // would overflow a run's cost to infinity).
+                    if !v.is_finite() || !(0.0..=MAX_PRICE).contains(&v) {
                         bail!(
-                            "config {}: endpoints.{name}.price.{field} = {v} must be a non-negative number of US \
-                             dollars per million tokens",
+                            "config {}: endpoints.{name}.price.{field} = {v} must be a number of US dollars per \
+                             million tokens from 0 to {MAX_PRICE}",
                             place.display()
                         );
                     }
@@ -312,6 +317,9 @@ mod tests {
         let f = write(&format!("{head}price = {{ prompt = -1, completion = 0.6 }}\n"));
         let e = Config::parse(f.path()).expect("parses").check(Some(f.path())).expect_err("negative").to_string();
         assert!(e.contains("endpoints.a.price.prompt = -1"), "{e}");
+        let f = write(&format!("{head}price = {{ prompt = 1, completion = 1e308 }}\n"));
+        let e = Config::parse(f.path()).expect("parses").check(Some(f.path())).expect_err("absurd").to_string();
+        assert!(e.contains("endpoints.a.price.completion") && e.contains("from 0 to"), "{e}");
         let f = write(&format!("{head}price = {{ input = 1, completion = 0.6 }}\n"));
         assert!(Config::parse(f.path()).is_err(), "an unknown price field is refused");
     }

@@ -150,6 +150,8 @@ pub enum CostRole {
     Attacker,
     /// The model judge that scored the trials.
     Judge,
+    /// The agent again, in counterfactual replays of the run's trials.
+    Replay,
 }
 
 impl CostRole {
@@ -159,6 +161,7 @@ impl CostRole {
             CostRole::Defense => "defense",
             CostRole::Attacker => "attacker",
             CostRole::Judge => "judge",
+            CostRole::Replay => "replay",
         }
     }
 }

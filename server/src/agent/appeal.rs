@@ -45,6 +45,10 @@ pub struct AppealRecord {
     /// Why the appeal turn failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What the appeal's model call cost, as the endpoint reported it (`null`: not reported,
+    /// or the turn failed); it counts in the trial's agent tokens.
+    #[serde(default)]
+    pub usage: Option<crate::llm::Usage>,
 }
 
 /// The title of the page a task defines at `url` (the URL itself when it defines none).

@@ -138,7 +138,7 @@ async fn show(store: &dyn Store, run: &RunId) -> anyhow::Result<()> {
     if let Ok(spec) = serde_json::from_str::<crate::runs::RunSpec>(&row.spec) {
         let rows = crate::runs::cost_rows(
             &spec,
-            &store.token_use(run).await?,
+            (&store.token_use(run).await?, &crate::runs::replay_use(store, run).await?),
             &store.model_use(run).await?,
             &store.judge_use(run).await?,
         );
@@ -235,11 +235,12 @@ async fn bundle(
         bar.set_message("scoring");
         state.insights.scores(run).await.map_err(|e| anyhow::anyhow!("scoring run {run}: {e}"))?;
     }
-    let summary = crate::http::bundle::write(&state, run, out, |done, known| {
+    let progress = |done: usize, known: usize| {
         bar.set_length(known as u64);
         bar.set_position(done as u64);
-    })
-    .await?;
+    };
+    // Ctrl-C or SIGTERM abandons the copy and removes its folder.
+    let summary = crate::http::bundle::write(&state, run, out, progress, super::serve::shutdown()).await?;
     bar.finish_and_clear();
     let start = if crate::runs::geo::is_geo(&row)? { "geo.html" } else { "index.html" };
     println!(

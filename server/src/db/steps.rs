@@ -55,8 +55,9 @@ pub struct TokenUse {
     /// Finished trials (those that failed before any step among them) and trials under way
     /// with a step.
     pub trials: i64,
+    /// The agent's recorded calls: its steps and its appeal turns.
     pub steps: i64,
-    /// Steps that reported their usage.
+    /// Calls that reported their usage.
     pub reported: i64,
     pub prompt_tokens: i64,
     pub completion_tokens: i64,
@@ -79,7 +80,9 @@ impl StepStore for SqlStore {
              count({p}) as reported, \
              cast(coalesce(sum({p}), 0) as bigint) as prompt_tokens, \
              cast(coalesce(sum({c}), 0) as bigint) as completion_tokens \
-             from trial t left join trial_step s on s.trial_id = t.trial_id where t.run_id = $1 \
+             from trial t left join (select trial_id, body from trial_step union all \
+             select trial_id, appeal as body from trial where run_id = $1 and appeal is not null) s \
+             on s.trial_id = t.trial_id where t.run_id = $1 \
              and (t.state in ('done', 'error') or s.trial_id is not null) \
              group by t.agent order by t.agent"
         );

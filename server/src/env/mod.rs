@@ -8,5 +8,5 @@ pub mod site;
 pub mod wiki_index;
 mod world;
 
-pub use overlay::{Overlay, Span};
+pub use overlay::{Overlay, Span, segments};
 pub use world::{Resolved, World};

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use app::model::Segment;
+
 use crate::corpus::urls::normalise;
 
 /// One manipulated text: where it goes and what replaces what.
@@ -76,5 +78,52 @@ impl Overlay {
                 })
             })
             .collect()
+    }
+}
+
+/// Segments of an observation cut at its manipulated spans (byte offsets, checked).
+pub fn segments(text: &str, spans: &[Span]) -> Vec<Segment> {
+    let mut cuts: Vec<(usize, usize, &str)> = spans
+        .iter()
+        .filter_map(|s| {
+            let (start, end) = (s.start?, s.end?);
+            (start < end && end <= text.len() && text.is_char_boundary(start) && text.is_char_boundary(end))
+                .then_some((start, end, s.injection.as_str()))
+        })
+        .collect();
+    cuts.sort_unstable();
+    let mut out = Vec::new();
+    let mut at = 0;
+    for (start, end, injection) in cuts {
+        if start < at {
+            continue;
+        }
+        if start > at {
+            out.push(Segment { text: text[at..start].to_string(), injection: None });
+        }
+        out.push(Segment { text: text[start..end].to_string(), injection: Some(injection.to_string()) });
+        at = end;
+    }
+    if at < text.len() || out.is_empty() {
+        out.push(Segment { text: text[at..].to_string(), injection: None });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(start: usize, end: usize) -> Span {
+        Span { id: "s".into(), injection: "review".into(), text: String::new(), start: Some(start), end: Some(end) }
+    }
+
+    #[test]
+    fn segments_cut_at_spans_and_skip_bad_offsets() {
+        let text = "ab€cdef";
+        let s = segments(text, &[span(2, 5), span(3, 4), span(6, 99)]);
+        let parts: Vec<(&str, bool)> = s.iter().map(|x| (x.text.as_str(), x.injection.is_some())).collect();
+        assert_eq!(parts, vec![("ab", false), ("€", true), ("cdef", false)]);
+        assert_eq!(segments("", &[]).len(), 1);
     }
 }

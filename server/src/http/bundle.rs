@@ -55,12 +55,15 @@ pub struct Summary {
 
 /// Writes the bundle of `run` into `out`, which must not exist or be an empty folder.
 /// Files are written to a sibling folder first and moved into place at the end, so a
-/// failure leaves no half-written copy. `progress(done, known)` is called per file.
+/// failure leaves no half-written copy. `progress(done, known)` is called per file. When
+/// `stop` resolves first (the command was interrupted), the copy is abandoned and its
+/// folder removed.
 pub async fn write(
     state: &AppState,
     run: &RunId,
     out: &Path,
     progress: impl Fn(usize, usize),
+    stop: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<Summary> {
     // The renderer spawns its resources' futures on the global executor (a server sets it
     // up when it mounts the routes; an error means one is set already).
@@ -91,8 +94,17 @@ pub async fn write(
         }
     }
 
+    // Polled once before the staging folder exists, so that its signal handlers are in place
+    // before there is anything to clean up.
+    let mut stop = std::pin::pin!(stop);
+    if futures::poll!(stop.as_mut()).is_ready() {
+        bail!("interrupted: nothing was written to {}", out.display());
+    }
     let staging = staging_dir(out)?;
-    let result = fill(state, run, geo, &staging, queue, known, &progress).await;
+    let result = tokio::select! {
+        result = fill(state, run, geo, &staging, queue, known, &progress) => result,
+        () = stop => Err(anyhow::anyhow!("interrupted: nothing was written to {}", out.display())),
+    };
     match result {
         Ok(summary) => {
             if out.exists() {

@@ -268,11 +268,11 @@ pub struct Caused {
 fn tokens_of(traj: &Trajectory) -> Option<crate::llm::Usage> {
     // No step: no reply was paid for (a trial that failed at its first call costs 0 and
     // stays in the mean). A step without usage makes the trial's tokens unknown, never
-    // fewer: a baseline's steps have none, and its cost is 0 by rule (`cost::attach`).
-    traj.steps.iter().try_fold(crate::llm::Usage::default(), |total, s| {
-        let step = serde_json::from_value::<crate::llm::Usage>(s.extra.get("usage")?.clone()).ok();
-        crate::llm::Usage::sum(Some(total), step)
-    })
+    // fewer: a baseline's steps have none, and its cost is 0 by rule (`cost::attach`). An
+    // appeal turn is one more call of the agent's, counted the same way.
+    let usage_of = |v: Option<&Value>| serde_json::from_value::<crate::llm::Usage>(v?.clone()).ok();
+    let calls = traj.steps.iter().map(|s| s.extra.get("usage")).chain(traj.appeal.iter().map(|a| a.get("usage")));
+    calls.map(usage_of).try_fold(crate::llm::Usage::default(), |total, call| crate::llm::Usage::sum(Some(total), call))
 }
 
 /// Splits text into lowercase words (letters, digits, apostrophes).

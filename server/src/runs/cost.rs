@@ -1,9 +1,48 @@
 //! What a run's configurations cost: how each is priced, and the cost table of the run
 //! page and `mirage runs show` (one row per configuration and role).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+use app::model::{RunId, TrialId};
 
 use super::{BASELINES, EndpointSpec, RunSpec, split_config};
+use crate::db::{Store, TokenUse};
+
+/// The agent calls of each configuration's counterfactual replays: a replay's own turns,
+/// from the turn it branches at (the turns before are the original's, counted with it).
+pub async fn replay_use(store: &dyn Store, run: &RunId) -> anyhow::Result<Vec<TokenUse>> {
+    let mut agents: HashMap<TrialId, String> = HashMap::new();
+    let mut by_agent: BTreeMap<String, TokenUse> = BTreeMap::new();
+    for r in store.replays_in_run(run).await? {
+        let agent = match agents.get(&r.trial_id) {
+            Some(a) => a.clone(),
+            None => {
+                let a = store.trial(&r.trial_id).await?.agent;
+                agents.insert(r.trial_id.clone(), a.clone());
+                a
+            }
+        };
+        let steps: Vec<serde_json::Value> = serde_json::from_str(&r.steps).unwrap_or_default();
+        let u = by_agent.entry(agent.clone()).or_insert_with(|| TokenUse {
+            agent,
+            trials: 0,
+            steps: 0,
+            reported: 0,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+        });
+        u.trials += 1;
+        for s in steps.iter().filter(|s| s["t"].as_i64().is_some_and(|t| t >= r.from_turn)) {
+            u.steps += 1;
+            if let Ok(used) = serde_json::from_value::<crate::llm::Usage>(s["usage"].clone()) {
+                u.reported += 1;
+                u.prompt_tokens += i64::try_from(used.prompt_tokens).unwrap_or(i64::MAX);
+                u.completion_tokens += i64::try_from(used.completion_tokens).unwrap_or(i64::MAX);
+            }
+        }
+    }
+    Ok(by_agent.into_values().collect())
+}
 
 /// How a configuration's agent calls are priced: a baseline pays nothing, a model endpoint
 /// of the spec its configured price (a `+defense` suffix is the same agent).
@@ -19,21 +58,24 @@ pub fn pricing(name: &str, endpoints: &BTreeMap<String, EndpointSpec>) -> crate:
 
 /// Each configuration's tokens and cost from what its steps reported (`uses`), priced as
 /// the run's spec says; configurations with no finished trial and no step yet are left out.
+/// `replays` are the calls of the configurations' counterfactual replays (one "trial" per
+/// replay), priced as the agent's.
 pub fn cost_rows(
     spec: &RunSpec,
-    uses: &[crate::db::TokenUse],
+    (uses, replays): (&[crate::db::TokenUse], &[crate::db::TokenUse]),
     others: &[crate::db::ModelUse],
     judged: &[crate::db::JudgeUse],
 ) -> Vec<app::model::CostRow> {
     use crate::judge::cost::Pricing;
-    let agents = uses.iter().map(|u| {
+    let roles = uses.iter().map(|u| (app::model::CostRole::Agent, u));
+    let agents = roles.chain(replays.iter().map(|u| (app::model::CostRole::Replay, u))).map(|(role, u)| {
         let usage = usage_of(u.prompt_tokens, u.completion_tokens);
         let (cost_usd, pricing) = match pricing(&u.agent, &spec.endpoints) {
             Pricing::Baseline => (Some(0.0), "baseline: no model calls".to_string()),
             Pricing::Priced(p) if u.reported < u.steps => (
                 None,
                 format!(
-                    "${} / ${} per million tokens; the usage of {} of {} steps is unknown",
+                    "${} / ${} per million tokens; the usage of {} of {} calls is unknown",
                     p.prompt,
                     p.completion,
                     u.steps - u.reported,
@@ -43,7 +85,7 @@ pub fn cost_rows(
             Pricing::Priced(p) => priced(p, usage),
             Pricing::Unpriced => (None, "no price configured".to_string()),
         };
-        cost_row(app::model::CostRole::Agent, &u.agent, u.trials, usage, (cost_usd, pricing))
+        cost_row(role, &u.agent, u.trials, usage, (cost_usd, pricing))
     });
     let others = others.iter().filter_map(|m| {
         let (role, endpoint) = match m.role.as_str() {

@@ -17,7 +17,7 @@ pub mod power;
 pub mod replay;
 pub mod score;
 
-pub use cost::{cost_rows, pricing};
+pub use cost::{cost_rows, pricing, replay_use};
 
 pub use pool::{OnFinish, PoolOptions, execute, execute_with};
 

@@ -428,6 +428,7 @@ fn failed_appeal(task: &Task, verdict: &str, error: &str) -> String {
         response_rationale: String::new(),
         outcome: "failed".to_string(),
         error: Some(error.to_string()),
+        usage: None,
     };
     serde_json::to_string(&record).unwrap_or_else(|_| r#"{"outcome":"failed"}"#.to_string())
 }
@@ -458,6 +459,7 @@ async fn put_appeal(
         response_verdict,
         response_rationale,
         error: None,
+        usage: decision.usage,
     };
     Ok(serde_json::to_string(&record)?)
 }

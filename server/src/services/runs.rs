@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use app::error::AppError;
 use app::model::{
-    ClaimView, Counts, CoverageCell, LabelView, NewRun, NodeView, Progress, RunDetail, RunId, RunSummary, Segment,
-    TURN_PAGE, TrajectoryView, TrialId, TrialPage, TrialQuery, TurnView,
+    ClaimView, Counts, CoverageCell, LabelView, NewRun, NodeView, Progress, RunDetail, RunId, RunSummary, TURN_PAGE,
+    TrajectoryView, TrialId, TrialPage, TrialQuery, TurnView,
 };
 
 use super::internal;
@@ -153,35 +153,6 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
     Ok((spec, concurrency))
 }
 
-/// Segments of an observation cut at its manipulated spans (byte offsets, checked).
-pub fn segments(text: &str, spans: &[crate::env::Span]) -> Vec<Segment> {
-    let mut cuts: Vec<(usize, usize, &str)> = spans
-        .iter()
-        .filter_map(|s| {
-            let (start, end) = (s.start?, s.end?);
-            (start < end && end <= text.len() && text.is_char_boundary(start) && text.is_char_boundary(end))
-                .then_some((start, end, s.injection.as_str()))
-        })
-        .collect();
-    cuts.sort_unstable();
-    let mut out = Vec::new();
-    let mut at = 0;
-    for (start, end, injection) in cuts {
-        if start < at {
-            continue;
-        }
-        if start > at {
-            out.push(Segment { text: text[at..start].to_string(), injection: None });
-        }
-        out.push(Segment { text: text[start..end].to_string(), injection: Some(injection.to_string()) });
-        at = end;
-    }
-    if at < text.len() || out.is_empty() {
-        out.push(Segment { text: text[at..].to_string(), injection: None });
-    }
-    out
-}
-
 /// What a trial's trajectory view shows of its score: the Acc_dec tiers, Acc_inv, the
 /// outcome, the labels on the timeline and the claims.
 type ScoreParts = (Vec<(String, f64)>, Option<f64>, Option<String>, Vec<LabelView>, Vec<ClaimView>);
@@ -233,7 +204,7 @@ fn turn_view(s: &Step) -> TurnView {
         action: s.action.describe(),
         url: (!s.url.is_empty()).then(|| s.url.clone()),
         status: None,
-        observation: segments(&s.observation, &s.spans),
+        observation: crate::env::segments(&s.observation, &s.spans),
         tokens: s.usage.map(|u| u.prompt_tokens + u.completion_tokens),
         latency_ms: (s.latency_ms > 0).then_some(s.latency_ms),
     }
@@ -396,9 +367,10 @@ impl app::ssr::Runs for RunsService {
             }
         }
         let judges = self.store.score_judges(&id).await.map_err(internal)?;
+        let replays = crate::runs::replay_use(self.store.as_ref(), &id).await.map_err(internal)?;
         let costs = crate::runs::cost_rows(
             &spec,
-            &self.store.token_use(&id).await.map_err(internal)?,
+            (&self.store.token_use(&id).await.map_err(internal)?, &replays),
             &self.store.model_use(&id).await.map_err(internal)?,
             &self.store.judge_use(&id).await.map_err(internal)?,
         );
@@ -549,20 +521,6 @@ impl app::ssr::Runs for RunsService {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::env::Span;
-
-    fn span(start: usize, end: usize) -> Span {
-        Span { id: "s".into(), injection: "review".into(), text: String::new(), start: Some(start), end: Some(end) }
-    }
-
-    #[test]
-    fn segments_cut_at_spans_and_skip_bad_offsets() {
-        let text = "ab€cdef";
-        let s = segments(text, &[span(2, 5), span(3, 4), span(6, 99)]);
-        let parts: Vec<(&str, bool)> = s.iter().map(|x| (x.text.as_str(), x.injection.is_some())).collect();
-        assert_eq!(parts, vec![("ab", false), ("€", true), ("cdef", false)]);
-        assert_eq!(segments("", &[]).len(), 1);
-    }
 
     #[test]
     fn the_form_names_the_field_at_fault() {

@@ -120,6 +120,51 @@ async fn a_bundle_holds_every_trial_and_the_servers_numbers() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("run-nope"));
     assert!(!none.exists());
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1, "a staging folder was left behind");
+
+    // Interrupted (SIGTERM) while it writes: the copy is abandoned and its folder removed.
+    let cut = dir.path().join("cut");
+    let stopped = tokio::task::spawn_blocking(move || interrupted_bundle(&app.db, &run, &cut)).await.expect("ran");
+    assert!(stopped.contains("interrupted"), "{stopped}");
+    assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1, "an interrupted copy left a folder behind");
+}
+
+/// Starts `mirage runs bundle RUN -o OUT`, sends SIGTERM as soon as its staging folder
+/// appears, and returns what it said on stderr. A copy that finished before the signal
+/// arrived is removed and started again (a few times).
+fn interrupted_bundle(db: &std::path::Path, run: &str, out: &std::path::Path) -> String {
+    let parent = out.parent().expect("parent");
+    for _ in 0..5 {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mirage"))
+            .arg("--db")
+            .arg(db)
+            .args(["runs", "bundle", run, "-o"])
+            .arg(out)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let staging = || {
+            std::fs::read_dir(parent)
+                .expect("dir")
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().contains(".partial-"))
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !staging() && child.try_wait().expect("wait").is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let status =
+            std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
+        let o = child.wait_with_output().expect("output");
+        if o.status.success() {
+            // It finished first: try again.
+            std::fs::remove_dir_all(out).expect("remove the finished copy");
+            continue;
+        }
+        assert!(status.success(), "the signal was sent");
+        return String::from_utf8_lossy(&o.stderr).into_owned();
+    }
+    panic!("the copy always finished before it could be interrupted");
 }
 
 #[tokio::test]

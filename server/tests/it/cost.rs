@@ -61,7 +61,7 @@ async fn unreported_usage_is_unknown_and_a_trial_failed_at_once_still_counts() {
     let text = String::from_utf8_lossy(&show.stdout);
     let line = |start: &str| text.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start} in {text}"));
     let silent = line("cost silent (agent): 2 trials, 0 prompt + 0 completion tokens, cost unknown");
-    assert!(silent.contains("steps is unknown"), "{silent}");
+    assert!(silent.contains("calls is unknown"), "{silent}");
     // Both flaky trials count (the refused one had nothing to pay for); the line's tokens
     // are checked against the answered trial's below.
     let flaky_line = line("cost flaky (agent): 2 trials, ").to_string();
@@ -98,6 +98,65 @@ async fn unreported_usage_is_unknown_and_a_trial_failed_at_once_still_counts() {
     let flaky_cost = cost_of("flaky");
     assert_eq!(flaky_cost["n"], 2, "the failed trial is in the mean: {flaky_cost}");
     assert!((flaky_cost["mean"].as_f64().expect("mean") - one / 2.0).abs() < 1e-12, "{flaky_cost}");
+}
+
+/// The agent's appeal turn is one of its calls, and a counterfactual replay's own turns are
+/// calls of the run: every request the endpoint answered is in the run's cost rows.
+#[tokio::test]
+async fn appeals_and_replays_are_counted_as_agent_calls() {
+    let model = ScriptedServer::responding(std::time::Duration::ZERO, investigator).await;
+    let app = crate::support::TestApp::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("mirage.toml");
+    let endpoint = format!(
+        "[endpoints.priced]\nbase_url = \"{}\"\nmodel = \"tiny\"\nprice = {{ prompt = 1, completion = 1 }}\n",
+        model.base_url
+    );
+    std::fs::write(&config, endpoint).expect("config");
+    let out = dir.path().join("t.jsonl");
+    let args = [
+        "run",
+        "--agent",
+        "priced",
+        "--tasks",
+        "shop-example-01",
+        "--levels",
+        "L3",
+        "--appeal",
+        "--replay",
+        "clean-level:1",
+        "--config",
+        config.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+    ];
+    let o = crate::support::mirage_beside(&app.db, &args).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines = crate::support::trajectories(&out);
+    let steps: usize = lines.iter().map(|l| l["steps"].as_array().map_or(0, Vec::len)).sum();
+    let appeals = lines.iter().filter(|l| l["appeal"]["usage"]["prompt_tokens"].is_u64()).count();
+    assert!(appeals > 0, "the appeal turn reports its usage: {lines:?}");
+    let run = app.state.store.runs().await.expect("runs")[0].run_id.to_string();
+    let show = crate::support::mirage_beside(&app.db, &["runs", "show", &run]).await;
+    let text = String::from_utf8_lossy(&show.stdout);
+    let prompt_of = |start: &str| -> usize {
+        let line = text.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start} in {text}"));
+        line[start.len()..]
+            .split(" prompt")
+            .next()
+            .and_then(|n| n.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .expect("tokens")
+    };
+    // Each scripted reply reports 100 prompt tokens.
+    assert_eq!(prompt_of("cost priced (agent): "), 100 * (steps + appeals), "{text}");
+    let replayed = prompt_of("cost priced (replay): ");
+    assert!(replayed > 0, "{text}");
+    assert_eq!(
+        100 * model.requests().len(),
+        100 * (steps + appeals) + replayed,
+        "every answered call is in a row: {text}"
+    );
 }
 
 #[tokio::test]
