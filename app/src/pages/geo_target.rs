@@ -81,23 +81,7 @@ fn target(v: &GeoTargetView) -> AnyView {
             || "No detection report yet (`mirage geo score --run RUN`).".to_string(),
             judged,
         )}</p>
-        {(!v.tap.is_empty()).then(|| view! {
-            <h2>"TAP search"</h2>
-            <table class="report geo-tap">
-                <caption>{format!("{} candidates scored by the ranker (mean rank over the scoring orders; lower is better)", v.tap.len())}</caption>
-                <thead><tr><th>"node"</th><th>"parent"</th><th>"depth"</th><th>"score"</th><th>"suffix"</th></tr></thead>
-                <tbody>
-                    {v.tap.iter().map(|n| view! {
-                        <tr>
-                            <td class="num">{n.id}</td>
-                            <td class="num">{n.parent.map_or_else(|| "–".to_string(), |p| p.to_string())}</td>
-                            <td class="num">{n.depth}</td><td class="num">{format!("{:.1}", n.score)}</td>
-                            <td>{n.suffix.clone()}</td>
-                        </tr>
-                    }).collect_view()}
-                </tbody>
-            </table>
-        })}
+        {(!v.tap.is_empty()).then(|| tap_table(v))}
         <h2>"Orders"</h2>
         <table class="report geo-orders">
             <thead><tr><th>"order"</th><th>"target shown at"</th><th>"rank clean"</th><th>"rank edited"</th><th>"replies"</th></tr></thead>
@@ -116,6 +100,27 @@ fn target(v: &GeoTargetView) -> AnyView {
         </table>
     }
     .into_any()
+}
+
+/// The candidates a TAP search scored, node by node.
+fn tap_table(v: &GeoTargetView) -> impl IntoView {
+    view! {
+        <h2>"TAP search"</h2>
+        <table class="report geo-tap">
+            <caption>{format!("{} candidates scored by the ranker (mean rank over the scoring orders; lower is better)", v.tap.len())}</caption>
+            <thead><tr><th>"node"</th><th>"parent"</th><th>"depth"</th><th>"score"</th><th>"suffix"</th></tr></thead>
+            <tbody>
+                {v.tap.iter().map(|n| view! {
+                    <tr>
+                        <td class="num">{n.id}</td>
+                        <td class="num">{n.parent.map_or_else(|| "–".to_string(), |p| p.to_string())}</td>
+                        <td class="num">{n.depth}</td><td class="num">{format!("{:.1}", n.score)}</td>
+                        <td>{n.suffix.clone()}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
 }
 
 /// `/geo/trials/:trial`.

@@ -48,27 +48,7 @@ pub fn GradePage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || view_data.get().map(|d| match d {
                 Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(g) => {
-                    let back = format!("/runs/{}/trials/{}", g.run, g.trial_id);
-                    let title = format!("Grade the reasoning of {}", g.trial_id);
-                    view! {
-                    <p class="crumbs"><A href=back>{g.trial_id.clone()}</A></p>
-                    <h1>{title}</h1>
-                    <table class="kv"><tbody>
-                        <tr><th>"Task"</th><td>{g.task_id.clone()}</td></tr>
-                        <tr><th>"Configuration"</th><td>{g.agent.clone()}</td></tr>
-                        <tr><th>"Verdict"</th><td>{g.verdict.clone().unwrap_or_else(|| "none".into())}</td></tr>
-                        <tr><th>"Rationale"</th><td class="rationale">{g.rationale.clone()}</td></tr>
-                        <tr><th>"Facts a sound rationale rests on"</th><td>{g.gold_facts.join("; ")}</td></tr>
-                        <tr><th>"Reference explanation"</th><td>{g.justification.clone()}</td></tr>
-                        <tr><th>"Correct decision"</th><td>{g.optimal.clone()}</td></tr>
-                        <tr><th>"Graded by"</th><td data-testid="graded-by">{format!("{} {}", g.graded_by, if g.graded_by == 1 { "person" } else { "people" })}</td></tr>
-                        {g.mine.clone().map(|(v, d, n)| view! {
-                            <tr><th>"Your grade"</th><td data-testid="mine">{format!("{v:.1}, decision {d}: {n}")}</td></tr>
-                        })}
-                    </tbody></table>
-                    }.into_any()
-                }
+                Ok(g) => what_is_graded(&g),
             })}
         </Suspense>
         <form class="launch grade-form" on:submit=|ev| ev.prevent_default() aria-label="Your grade">
@@ -110,4 +90,29 @@ pub fn GradePage() -> impl IntoView {
             }}</p>
         </form>
     }
+}
+
+/// The trial a person grades: its task, configuration, verdict and rationale beside the
+/// facts, the reference explanation and the correct decision, and who graded it so far.
+fn what_is_graded(g: &crate::model::GradeView) -> AnyView {
+    let (back, trial) = (format!("/runs/{}/trials/{}", g.run, g.trial_id), g.trial_id.clone());
+    let title = format!("Grade the reasoning of {}", g.trial_id);
+    view! {
+        <p class="crumbs"><A href=back>{trial}</A></p>
+        <h1>{title}</h1>
+        <table class="kv"><tbody>
+            <tr><th>"Task"</th><td>{g.task_id.clone()}</td></tr>
+            <tr><th>"Configuration"</th><td>{g.agent.clone()}</td></tr>
+            <tr><th>"Verdict"</th><td>{g.verdict.clone().unwrap_or_else(|| "none".into())}</td></tr>
+            <tr><th>"Rationale"</th><td class="rationale">{g.rationale.clone()}</td></tr>
+            <tr><th>"Facts a sound rationale rests on"</th><td>{g.gold_facts.join("; ")}</td></tr>
+            <tr><th>"Reference explanation"</th><td>{g.justification.clone()}</td></tr>
+            <tr><th>"Correct decision"</th><td>{g.optimal.clone()}</td></tr>
+            <tr><th>"Graded by"</th><td data-testid="graded-by">{format!("{} {}", g.graded_by, if g.graded_by == 1 { "person" } else { "people" })}</td></tr>
+            {g.mine.clone().map(|(v, d, n)| view! {
+                <tr><th>"Your grade"</th><td data-testid="mine">{format!("{v:.1}, decision {d}: {n}")}</td></tr>
+            })}
+        </tbody></table>
+    }
+    .into_any()
 }

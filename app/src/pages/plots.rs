@@ -67,33 +67,60 @@ pub fn RobustnessPage() -> impl IntoView {
                             </tbody>
                         </table>
                         <h2>"Utility against cost"</h2>
-                        {match d.cost_svg.clone() {
-                            // Drawn on the server by plotters, as the plot above.
-                            Some(svg) => view! {
-                                <figure class="plot cost-plot" inner_html=svg></figure>
-                                <table class="points cost-points">
-                                    <thead><tr><th>"Configuration"</th><th>"Utility"</th>
-                                        <th title=crate::glossary::definition("cost").unwrap_or_default()>"Cost per trial (US$)"" "<a class="def" href=crate::glossary::href("cost")>"?"</a></th>
-                                        <th>"Frontier"</th></tr></thead>
-                                    <tbody>
-                                        {d.costs.iter().map(|p| view! {
-                                            <tr data-agent=p.agent.clone()>
-                                                <th scope="row">{p.agent.clone()}</th>
-                                                <EstCell est=Some(p.utility)/><EstCell est=Some(p.cost) dollars=true/>
-                                                <td>{if p.frontier { "on the frontier" } else { "" }}</td>
-                                            </tr>
-                                        }).collect_view()}
-                                    </tbody>
-                                </table>
-                            }.into_any(),
-                            None => view! {
-                                <p class="muted">"No configuration's cost is known: give the endpoints a price in the config file (baselines cost 0)."</p>
-                            }.into_any(),
-                        }}
+                        {cost_plot(d.cost_svg.clone(), &d.costs)}
                     }.into_any()
                 }
             })}
         </Transition>
+    }
+}
+
+/// Utility against cost per trial, with its points (a note when no configuration's cost is
+/// known).
+fn cost_plot(svg: Option<String>, costs: &[crate::model::CostPoint]) -> AnyView {
+    match svg {
+        // Drawn on the server by plotters, as the robustness plot.
+        Some(svg) => view! {
+            <figure class="plot cost-plot" inner_html=svg></figure>
+            <table class="points cost-points">
+                <thead><tr><th>"Configuration"</th><th>"Utility"</th>
+                    <th title=crate::glossary::definition("cost").unwrap_or_default()>"Cost per trial (US$)"" "<a class="def" href=crate::glossary::href("cost")>"?"</a></th>
+                    <th>"Frontier"</th></tr></thead>
+                <tbody>
+                    {costs.iter().map(|p| view! {
+                        <tr data-agent=p.agent.clone()>
+                            <th scope="row">{p.agent.clone()}</th>
+                            <EstCell est=Some(p.utility)/><EstCell est=Some(p.cost) dollars=true/>
+                            <td>{if p.frontier { "on the frontier" } else { "" }}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        }
+        .into_any(),
+        None => view! {
+            <p class="muted">"No configuration's cost is known: give the endpoints a price in the config file (baselines cost 0)."</p>
+        }
+        .into_any(),
+    }
+}
+
+/// One heatmap cell (level `l` × column `c`): its mean, interval, n and errors, greyed as
+/// [`heat_class`] says; a dash where the metric has no value, empty where no trial is.
+fn heat_cell(cell: Option<&crate::model::HeatCell>, l: &str, c: &str) -> AnyView {
+    let Some(cell) = cell else { return view! { <td class="heat na">""</td> }.into_any() };
+    let class = heat_class(cell);
+    match cell.est {
+        Some(e) => view! {
+            <td class=class title=format!("{l} × {c}: {:.3} [{:.3}, {:.3}], n = {}; {} of {} trials errored", e.mean, e.lo, e.hi, e.n, cell.errors, cell.trials)>
+                <span class="mean">{format!("{:.2}", e.mean)}</span>
+                <span class="ci">{format!("[{:.2}, {:.2}]", e.lo, e.hi)}</span>
+                <span class="n">{format!("n={}", e.n)}</span>
+                {(cell.errors > 0).then(|| view! { <span class="errors">{format!("{} errors", cell.errors)}</span> })}
+            </td>
+        }
+        .into_any(),
+        None => view! { <td class=class>"–"</td> }.into_any(),
     }
 }
 
@@ -170,25 +197,7 @@ pub fn HeatmapsPage() -> impl IntoView {
                                 {h.levels.iter().map(|l| view! {
                                     <tr>
                                         <th scope="row">{l.clone()}</th>
-                                        {h.columns.iter().map(|c| {
-                                            match h.cells.iter().find(|x| &x.level == l && &x.column == c) {
-                                                Some(cell) => {
-                                                    let class = heat_class(cell);
-                                                    match cell.est {
-                                                        Some(e) => view! {
-                                                            <td class=class title=format!("{l} × {c}: {:.3} [{:.3}, {:.3}], n = {}; {} of {} trials errored", e.mean, e.lo, e.hi, e.n, cell.errors, cell.trials)>
-                                                                <span class="mean">{format!("{:.2}", e.mean)}</span>
-                                                                <span class="ci">{format!("[{:.2}, {:.2}]", e.lo, e.hi)}</span>
-                                                                <span class="n">{format!("n={}", e.n)}</span>
-                                                                {(cell.errors > 0).then(|| view! { <span class="errors">{format!("{} errors", cell.errors)}</span> })}
-                                                            </td>
-                                                        }.into_any(),
-                                                        None => view! { <td class=class>"–"</td> }.into_any(),
-                                                    }
-                                                }
-                                                None => view! { <td class="heat na">""</td> }.into_any(),
-                                            }
-                                        }).collect_view()}
+                                        {h.columns.iter().map(|c| heat_cell(h.cells.iter().find(|x| &x.level == l && &x.column == c), l, c)).collect_view()}
                                     </tr>
                                 }).collect_view()}
                             </tbody>

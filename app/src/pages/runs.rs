@@ -248,11 +248,7 @@ pub fn RunPage() -> impl IntoView {
                             }
                         })}
                         {facts}
-                        <p class="links">
-                            <A href=format!("/leaderboard?run={}", d.summary.id)>"Leaderboard"</A>" · "
-                            <A href=format!("/robustness?run={}", d.summary.id)>"Robustness"</A>" · "
-                            <A href=format!("/heatmaps?run={}", d.summary.id)>"Heatmaps"</A>
-                        </p>
+                        {run_links(&d.summary.id)}
                         <h2>"Coverage"</h2>
                         {coverage_table(d.coverage)}
                         {cost_table(&d.costs)}
@@ -268,12 +264,7 @@ pub fn RunPage() -> impl IntoView {
                 Ok(t) => {
                     let pages = t.total.div_ceil(t.page_size).max(1);
                     view! {
-                        <table class="trials">
-                            <thead><tr><th>"Trial"</th><th>"Task"</th><th>"Agent"</th><th>"Level"</th><th>"Condition"</th><th>"Seed"</th><th>"State"</th><th>"Verdict"</th><th>"Decision"</th></tr></thead>
-                            <tbody>
-                                {t.rows.into_iter().map(|r| trial_row(r, &id.get_untracked(), &filters.get_untracked())).collect_view()}
-                            </tbody>
-                        </table>
+                        {trials_table(t.rows, &id.get_untracked(), &filters.get_untracked())}
                         <nav class="pager" aria-label="Trial pages">
                             {(t.page > 0).then(|| view! { <A href=href(t.page - 1)>"← previous"</A> })}
                             <span>{format!(" page {} of {pages} ({} trials) ", t.page + 1, t.total)}</span>
@@ -283,6 +274,29 @@ pub fn RunPage() -> impl IntoView {
                 }
             })}
         </Transition>
+    }
+}
+
+/// The run's pages beyond this one.
+fn run_links(run: &str) -> impl IntoView + use<> {
+    view! {
+        <p class="links">
+            <A href=format!("/leaderboard?run={run}")>"Leaderboard"</A>" · "
+            <A href=format!("/robustness?run={run}")>"Robustness"</A>" · "
+            <A href=format!("/heatmaps?run={run}")>"Heatmaps"</A>
+        </p>
+    }
+}
+
+/// A page of the run's trials, each linking to its trajectory within the filters.
+fn trials_table(rows: Vec<crate::model::TrialSummary>, run: &str, filters: &TrialQuery) -> impl IntoView + use<> {
+    view! {
+        <table class="trials">
+            <thead><tr><th>"Trial"</th><th>"Task"</th><th>"Agent"</th><th>"Level"</th><th>"Condition"</th><th>"Seed"</th><th>"State"</th><th>"Verdict"</th><th>"Decision"</th></tr></thead>
+            <tbody>
+                {rows.into_iter().map(|r| trial_row(r, run, filters)).collect_view()}
+            </tbody>
+        </table>
     }
 }
 

@@ -208,26 +208,15 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
     let panels = mirage_metrics.then(|| {
         (timeline(&v, base), verdict_table(&v), tap_tree(&v.tap), gold_graph(&v, base), claims_list(&v, base))
     });
-    let task_badge = if !v.trial.foreign {
-        view! { <A href=format!("/tasks/{}", v.trial.task_id)>{v.trial.task_id.clone()}</A> }.into_any()
-    } else {
-        view! { <code class="badge">{v.trial.task_id.clone()}</code> }.into_any()
-    };
     let harness = v.origin.as_ref().map(|o| harness_record(o, &v.run));
+    let badges = badges(&v);
 
     view! {
         <Title text=v.trial.id.to_string()/>
         <p class="crumbs"><A href=format!("/runs/{}", v.run)>{v.run.clone()}</A>" / trial"</p>
         <h1>{v.trial.id.clone()}</h1>
         {around}
-        <p class="badges">
-            <span class="badge">{v.trial.agent.clone()}</span>
-            <span class="badge">{v.trial.level.clone()}</span>
-            <span class="badge">{v.trial.condition.clone()}</span>
-            <span class="badge">{format!("seed {}", v.trial.seed)}</span>
-            <span class=format!("badge state-{}", v.trial.state)>{v.trial.state.clone()}</span>
-            {task_badge}
-        </p>
+        {badges}
         {v.trial.error.clone().map(|e| view! { <p class="error" role="alert">{format!("Error: {e}")}</p> })}
         {harness}
         {harness_timeline}
@@ -274,6 +263,28 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
             {turns.into_iter().map(|(t, marks)| view! { <Turn turn=t selected=selected marks=marks/> }).collect_view()}
         </div>
     }
+}
+
+/// The trial's cell (agent, level, condition, seed), its state and its task (a link to a
+/// Mirage task; an imported sample's own id as it came).
+fn badges(v: &TrajectoryView) -> AnyView {
+    let task = v.trial.task_id.clone();
+    let task_badge = if !v.trial.foreign {
+        view! { <A href=format!("/tasks/{task}")>{task.clone()}</A> }.into_any()
+    } else {
+        view! { <code class="badge">{task}</code> }.into_any()
+    };
+    view! {
+        <p class="badges">
+            <span class="badge">{v.trial.agent.clone()}</span>
+            <span class="badge">{v.trial.level.clone()}</span>
+            <span class="badge">{v.trial.condition.clone()}</span>
+            <span class="badge">{format!("seed {}", v.trial.seed)}</span>
+            <span class=format!("badge state-{}", v.trial.state)>{v.trial.state.clone()}</span>
+            {task_badge}
+        </p>
+    }
+    .into_any()
 }
 
 /// The claims of the rationale and thoughts, each checked against what the agent was shown.

@@ -61,6 +61,35 @@ pub(super) async fn eval_cmd(
     eval(chosen, &rankers, method, protocol, resamples, seed, json).await
 }
 
+/// Every target of `lists` edited by the offline writer `method` and ranked by `ranker`.
+async fn offline_targets(
+    lists: &[List],
+    ranker: &dyn rank::Ranker,
+    method: &str,
+    protocol: &Protocol,
+    ppl: &crate::geo::detect::PplModel,
+) -> anyhow::Result<Vec<Scored>> {
+    let mut scored = Vec::new();
+    for list in lists {
+        for (t, item) in list.items.iter().enumerate() {
+            let edited = writers::write(method, &item.name, &list.noun, &item.text).expect("checked writer");
+            let (result, _) = evaluate(ranker, protocol, list, t, &edited).await?;
+            scored.push(Scored {
+                dataset: list.dataset.clone(),
+                list: list.key(),
+                target: t + 1,
+                result,
+                failed_orders: 0,
+                kvr: crate::geo::kvr(&edited),
+                ppl_r: ppl.ratio(&edited, &item.text, list),
+                search: None,
+                text_key: String::new(),
+            });
+        }
+    }
+    Ok(scored)
+}
+
 pub(super) async fn eval(
     lists: &[List],
     rankers: &[Box<dyn rank::Ranker>],
@@ -75,26 +104,7 @@ pub(super) async fn eval(
     let ppl = crate::geo::detect::PplModel::new(lists);
     for ranker in rankers {
         for method in methods {
-            let mut scored = Vec::new();
-            for list in lists {
-                for (t, item) in list.items.iter().enumerate() {
-                    let edited = writers::write(method, &item.name, &list.noun, &item.text).expect("checked writer");
-                    let (result, _) = evaluate(ranker.as_ref(), protocol, list, t, &edited).await?;
-                    let kvr = crate::geo::kvr(&edited);
-                    let ppl_r = ppl.ratio(&edited, &item.text, list);
-                    scored.push(Scored {
-                        dataset: list.dataset.clone(),
-                        list: list.key(),
-                        target: t + 1,
-                        result,
-                        failed_orders: 0,
-                        kvr,
-                        ppl_r,
-                        search: None,
-                        text_key: String::new(),
-                    });
-                }
-            }
+            let scored = offline_targets(lists, ranker.as_ref(), method, protocol, &ppl).await?;
             let summary = summarise(&scored, resamples, seed).context("no targets")?;
             rows.push((ranker.name().to_string(), method.clone(), summary));
             for (dataset, _) in DATASETS {

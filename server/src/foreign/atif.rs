@@ -252,10 +252,7 @@ fn one(
     let verdict =
         turned.verdict.take().or_else(|| mirage.as_ref().and_then(|m| m.verdict.clone()).filter(|_| task.is_some()));
     let model = t.agent.model_name.clone();
-    let agent = match &model {
-        Some(m) => format!("{}/{m}", t.agent.name),
-        None => t.agent.name.clone(),
-    };
+    let agent = model.as_ref().map_or_else(|| t.agent.name.clone(), |m| format!("{}/{m}", t.agent.name));
     // A trajectory Mirage exported says its cell; any other is a raw, clean first seed.
     let (level, condition, seed) = mirage.as_ref().map_or_else(
         || (crate::manip::Level::L0.as_str().to_string(), "raw".to_string(), 0),
@@ -288,20 +285,30 @@ fn one(
     for (key, sub) in embedded {
         one(file, path, sub, Some(&sample), &key, world, mapping, visit, files)?;
     }
-    // Subagents in files of their own, beside this one (a URL is not followed).
     for (key, r) in subagents {
-        let Some(rel) = r.trajectory_path.filter(|p| !p.contains("://")) else { continue };
-        let sub_path = path.parent().unwrap_or(Path::new(".")).join(&rel);
-        if !sub_path.is_file() {
-            continue;
-        }
-        let sub_file = sub_path.display().to_string();
-        let bytes = std::fs::read(&sub_path).map_err(|e| anyhow::anyhow!("{place}: subagent file {sub_file}: {e}"))?;
-        let sub: Trajectory = super::inspect::parse(&sub_file, &bytes)?;
+        let Some((sub_file, sub_path, sub)) = subagent_file(&place, path, r.trajectory_path)? else { continue };
         files.push(sub_path.clone());
         one(&sub_file, &sub_path, sub, Some(&sample), &key, world, mapping, visit, files)?;
     }
     Ok(())
+}
+
+/// A subagent's trajectory in a file of its own beside `path`, read: (its name, its path,
+/// the trajectory). A URL is not followed, and a file that is not there is skipped.
+fn subagent_file(
+    place: &str,
+    path: &Path,
+    rel: Option<String>,
+) -> anyhow::Result<Option<(String, std::path::PathBuf, Trajectory)>> {
+    let Some(rel) = rel.filter(|p| !p.contains("://")) else { return Ok(None) };
+    let sub_path = path.parent().unwrap_or(Path::new(".")).join(&rel);
+    if !sub_path.is_file() {
+        return Ok(None);
+    }
+    let sub_file = sub_path.display().to_string();
+    let bytes = std::fs::read(&sub_path).map_err(|e| anyhow::anyhow!("{place}: subagent file {sub_file}: {e}"))?;
+    let sub: Trajectory = super::inspect::parse(&sub_file, &bytes)?;
+    Ok(Some((sub_file, sub_path, sub)))
 }
 
 /// The subagent trajectories embedded in a trajectory, by key, and the sample ids of every
@@ -470,17 +477,7 @@ pub fn trajectory_of(trial: &TrialRow, steps: &[Step], origin: Option<&Origin>) 
                 step["observation"] = json!({"results": [{"source_call_id": call_id, "content": next.observation}]});
             }
         }
-        let mut extra = json!({"mirage_url": s.url});
-        if !s.spans.is_empty() {
-            extra["mirage_spans"] = json!(s.spans);
-        }
-        if s.latency_ms > 0 {
-            extra["mirage_latency_ms"] = json!(s.latency_ms);
-        }
-        if let Some(status) = s.status {
-            extra["mirage_status"] = json!(status);
-        }
-        step["extra"] = extra;
+        step["extra"] = step_extra(s);
         if let Some(u) = s.usage {
             step["metrics"] = json!({"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens});
         }
@@ -501,14 +498,7 @@ pub fn trajectory_of(trial: &TrialRow, steps: &[Step], origin: Option<&Origin>) 
     if let Some(o) = origin {
         extra["mirage_origin"] = serde_json::to_value(o).unwrap_or(Value::Null);
     }
-    let (name, model) = match trial.agent.split_once('/') {
-        Some((a, m)) if origin.is_some_and(|o| o.harness == "atif") => (a.to_string(), Some(m.to_string())),
-        _ => (trial.agent.clone(), None),
-    };
-    let mut agent = json!({"name": name, "version": env!("CARGO_PKG_VERSION")});
-    if let Some(m) = model {
-        agent["model_name"] = json!(m);
-    }
+    let agent = agent_of(trial, origin);
     let mut root = json!({
         "schema_version": VERSION,
         "session_id": trial.run_id,
@@ -521,6 +511,36 @@ pub fn trajectory_of(trial: &TrialRow, steps: &[Step], origin: Option<&Origin>) 
         root["final_metrics"] = json!({"total_prompt_tokens": prompt, "total_completion_tokens": completion, "total_steps": steps.len() + 1});
     }
     root
+}
+
+/// What Mirage keeps of a step that ATIF has no field for: its URL, manipulated spans,
+/// latency and HTTP status.
+fn step_extra(s: &Step) -> Value {
+    let mut extra = json!({"mirage_url": s.url});
+    if !s.spans.is_empty() {
+        extra["mirage_spans"] = json!(s.spans);
+    }
+    if s.latency_ms > 0 {
+        extra["mirage_latency_ms"] = json!(s.latency_ms);
+    }
+    if let Some(status) = s.status {
+        extra["mirage_status"] = json!(status);
+    }
+    extra
+}
+
+/// The ATIF agent of a trial: a trajectory that came from ATIF gets back its name and model
+/// (joined as `NAME/MODEL` when it was imported); any other is named by its configuration.
+fn agent_of(trial: &TrialRow, origin: Option<&Origin>) -> Value {
+    let (name, model) = match trial.agent.split_once('/') {
+        Some((a, m)) if origin.is_some_and(|o| o.harness == "atif") => (a.to_string(), Some(m.to_string())),
+        _ => (trial.agent.clone(), None),
+    };
+    let mut agent = json!({"name": name, "version": env!("CARGO_PKG_VERSION")});
+    if let Some(m) = model {
+        agent["model_name"] = json!(m);
+    }
+    agent
 }
 
 #[cfg(test)]

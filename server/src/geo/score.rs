@@ -467,18 +467,24 @@ fn detection_row<'t>(
         ppl_flagged: m(8),
         nrg_after_ppl: m(9),
         ppl_r: (!ratios.is_empty()).then(|| equal_mean(&ratios)),
-        filters: FILTERS
-            .iter()
-            .zip(&effects)
-            .filter_map(|(name, [flagged, kept, passed])| {
-                let b = |obs: &[Obs]| bootstrap(obs, RESAMPLES, 0);
-                Some(FilterEffect {
-                    filter: (*name).to_string(),
-                    flagged: b(flagged)?,
-                    nrg_after: b(kept)?,
-                    promoted_and_passed: b(passed)?,
-                })
-            })
-            .collect(),
+        filters: filter_effects(&effects),
     })
+}
+
+/// Each filter's effect with its interval, from its per-target (flagged, NRG kept,
+/// promoted and passed) observations, in the order of [`FILTERS`].
+fn filter_effects(effects: &[[Vec<Obs>; 3]; 4]) -> Vec<FilterEffect> {
+    FILTERS
+        .iter()
+        .zip(effects)
+        .filter_map(|(name, [flagged, kept, passed])| {
+            let b = |obs: &[Obs]| bootstrap(obs, RESAMPLES, 0);
+            Some(FilterEffect {
+                filter: (*name).to_string(),
+                flagged: b(flagged)?,
+                nrg_after: b(kept)?,
+                promoted_and_passed: b(passed)?,
+            })
+        })
+        .collect()
 }

@@ -246,29 +246,7 @@ async fn export_leaderboard(state: &AppState, name: &str, q: &ExportQuery) -> Re
                 })
                 .collect::<Vec<_>>(),
         )?,
-        // Each grader against people; below the minimum the value cells stay empty.
-        "checks" => csv_text(
-            &["metric", "grader", "against", "statistic", "n", "value", "lo", "hi", "too_few"].map(String::from),
-            &board
-                .checks
-                .iter()
-                .map(|c| {
-                    let v = c.value.filter(|_| c.enough);
-                    let f = |x: Option<f64>| x.map(|x| format!("{x:.4}")).unwrap_or_default();
-                    vec![
-                        c.metric.clone(),
-                        c.grader.clone(),
-                        c.against.clone(),
-                        c.statistic.clone(),
-                        c.n.to_string(),
-                        f(v.map(|v| v.mean)),
-                        f(v.map(|v| v.lo)),
-                        f(v.map(|v| v.hi)),
-                        (!c.enough).to_string(),
-                    ]
-                })
-                .collect::<Vec<_>>(),
-        )?,
+        "checks" => checks_csv(&board.checks)?,
         other => {
             return Err(HttpError::Invalid(format!(
                 "table: {other:?} is not one of rows, breakdown, pairs, agreement, checks"
@@ -276,6 +254,32 @@ async fn export_leaderboard(state: &AppState, name: &str, q: &ExportQuery) -> Re
         }
     };
     Ok(attachment(&file, "text/csv; charset=utf-8", text))
+}
+
+/// Each grader against people, as CSV; below the minimum the value cells stay empty.
+fn checks_csv(checks: &[app::model::GraderCheck]) -> Result<String, HttpError> {
+    let rows: Vec<Vec<String>> = checks
+        .iter()
+        .map(|c| {
+            let v = c.value.filter(|_| c.enough);
+            let f = |x: Option<f64>| x.map(|x| format!("{x:.4}")).unwrap_or_default();
+            vec![
+                c.metric.clone(),
+                c.grader.clone(),
+                c.against.clone(),
+                c.statistic.clone(),
+                c.n.to_string(),
+                f(v.map(|v| v.mean)),
+                f(v.map(|v| v.lo)),
+                f(v.map(|v| v.hi)),
+                (!c.enough).to_string(),
+            ]
+        })
+        .collect();
+    csv_text(
+        &["metric", "grader", "against", "statistic", "n", "value", "lo", "hi", "too_few"].map(String::from),
+        &rows,
+    )
 }
 
 /// `robustness.svg|csv|json`: the robustness–utility points of a level.

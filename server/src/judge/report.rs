@@ -266,21 +266,7 @@ pub fn report(scores: &[TrialScore], run: &str, options: &Options, slice: &Slice
     let condition_slice = Slice { condition: slice.condition.clone(), level: "all".to_string() };
     let at_condition: Vec<TrialScore> = scores.iter().filter(|s| holds(&condition_slice, s)).cloned().collect();
     let manipulation = rows(&at_condition, run, &["agent", "level"], &PAIRED, options)?;
-    let agents: BTreeSet<&str> = at_condition.iter().map(|s| s.agent.as_str()).collect();
-    let sampling = agents
-        .iter()
-        .map(|a| {
-            let clean: Vec<&TrialScore> =
-                at_condition.iter().filter(|s| s.agent == *a && crate::manip::Level::is_clean(&s.level)).collect();
-            let seed = options.seed ^ a.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
-            Sampling {
-                agent: (*a).to_string(),
-                noise_floor: super::twins::noise_floor(&clean, options.resamples, seed),
-                pass_k: super::twins::pass_k(&clean),
-            }
-        })
-        .filter(|s| s.noise_floor.is_some() || !s.pass_k.is_empty())
-        .collect();
+    let sampling = sampling(&at_condition, options);
     let at_level: Vec<TrialScore> = scores.iter().filter(|s| holds(&level_slice, s)).cloned().collect();
     let with_appeal: Vec<TrialScore> = scores.iter().filter(|s| s.appeal.is_some()).cloned().collect();
     let has_rates = |r: &Row| r.metrics.values().any(Option::is_some);
@@ -289,20 +275,7 @@ pub fn report(scores: &[TrialScore], run: &str, options: &Options, slice: &Slice
         rows(&with_appeal, run, &["agent", "domain"], &APPEALS, options)?.into_iter().filter(has_rates).collect();
     let rsn_judges: BTreeSet<String> = sliced.iter().filter_map(|s| s.rsn_judge.clone()).collect();
     let rsn_fallback = rsn_judges.contains(super::rsn::COVERAGE);
-    let contradiction = groups(
-        &sliced,
-        run,
-        &Options { by: vec!["agent".into(), "contradiction".into()], metrics: MAIN.to_vec(), ..options.clone() },
-    )?
-    .into_iter()
-    .map(|g| ContradictionRow {
-        agent: g.key.get("agent").cloned().unwrap_or_default(),
-        contradiction: g.key.get("contradiction").cloned().unwrap_or_default(),
-        trials: g.trials,
-        errors: g.errors,
-        metrics: g.metrics,
-    })
-    .collect();
+    let contradiction = contradiction_rows(&sliced, run, options)?;
     let mut not_reproduced = Vec::new();
     if rsn_fallback {
         not_reproduced.push(
@@ -338,6 +311,43 @@ pub fn report(scores: &[TrialScore], run: &str, options: &Options, slice: &Slice
         checks: super::validity::label_checks(scores),
         not_reproduced,
     })
+}
+
+/// Each configuration's run-to-run noise and pass@k on the clean trials of `at_condition`
+/// (configurations with neither are left out).
+fn sampling(at_condition: &[TrialScore], options: &Options) -> Vec<Sampling> {
+    let agents: BTreeSet<&str> = at_condition.iter().map(|s| s.agent.as_str()).collect();
+    agents
+        .iter()
+        .map(|a| {
+            let clean: Vec<&TrialScore> =
+                at_condition.iter().filter(|s| s.agent == *a && crate::manip::Level::is_clean(&s.level)).collect();
+            let seed = options.seed ^ a.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+            Sampling {
+                agent: (*a).to_string(),
+                noise_floor: super::twins::noise_floor(&clean, options.resamples, seed),
+                pass_k: super::twins::pass_k(&clean),
+            }
+        })
+        .filter(|s| s.noise_floor.is_some() || !s.pass_k.is_empty())
+        .collect()
+}
+
+/// The main metrics by configuration, split by whether the task's surface contradicts its
+/// hidden evidence.
+fn contradiction_rows(sliced: &[TrialScore], run: &str, options: &Options) -> anyhow::Result<Vec<ContradictionRow>> {
+    let by = vec!["agent".into(), "contradiction".into()];
+    let groups = groups(sliced, run, &Options { by, metrics: MAIN.to_vec(), ..options.clone() })?;
+    Ok(groups
+        .into_iter()
+        .map(|g| ContradictionRow {
+            agent: g.key.get("agent").cloned().unwrap_or_default(),
+            contradiction: g.key.get("contradiction").cloned().unwrap_or_default(),
+            trials: g.trials,
+            errors: g.errors,
+            metrics: g.metrics,
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -256,19 +256,7 @@ async fn tap_text(
     // stored in the next free place beside it: runs that ranked the old one still read it.
     let found = crate::geo::texts::lookup(store, &key, list, target).await?;
     if let Some(t) = found.current.filter(|t| !measured_nothing(t)) {
-        // A text searched under other scoring orders is another method's: not reused.
-        let apart = serde_json::from_str::<serde_json::Value>(&t.meta)
-            .ok()
-            .and_then(|m| m.get("apart")?.as_bool())
-            .unwrap_or(false);
-        if apart != exec.spec.tap.apart {
-            anyhow::bail!(
-                "{key} of {} was searched with scoring orders {} the evaluation orders; this run draws them {}",
-                list.instance_key(target + 1),
-                if apart { "apart from" } else { "among" },
-                if exec.spec.tap.apart { "apart" } else { "as GEO-Bench does" }
-            );
-        }
+        check_orders(&t, exec.spec.tap.apart, &key, &list.instance_key(target + 1))?;
         return Ok(t);
     }
     let write_key = found.next;
@@ -320,6 +308,23 @@ async fn tap_text(
     };
     store.put_geo_texts(std::slice::from_ref(&text)).await?;
     Ok(store.geo_text(&write_key, &list.dataset, &list.category, index).await?.unwrap_or(text))
+}
+
+/// Refuses to reuse a TAP text searched under other scoring orders than this run's (`apart`
+/// from the evaluation orders, or drawn among them): it is another method's text.
+fn check_orders(t: &crate::db::GeoText, apart: bool, key: &str, instance: &str) -> anyhow::Result<()> {
+    let searched_apart = serde_json::from_str::<serde_json::Value>(&t.meta)
+        .ok()
+        .and_then(|m| m.get("apart")?.as_bool())
+        .unwrap_or(false);
+    if searched_apart != apart {
+        anyhow::bail!(
+            "{key} of {instance} was searched with scoring orders {} the evaluation orders; this run draws them {}",
+            if searched_apart { "apart from" } else { "among" },
+            if apart { "apart" } else { "as GEO-Bench does" }
+        );
+    }
+    Ok(())
 }
 
 /// A cross-encoder trial: one pass scoring the clean list and the list with the edited

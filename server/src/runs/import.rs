@@ -10,8 +10,34 @@ use crate::agent::Step;
 use crate::db::RunStatus;
 use crate::db::{NewTrial, Store, TrialEnd, now_ms};
 use crate::env::World;
-use crate::judge::read_trajectories;
+use crate::judge::{Trajectory, read_trajectories};
 use app::model::RunId;
+
+/// A trajectory's steps as Mirage's own, numbered in order (`place` names the line).
+fn replayable_steps(t: &Trajectory, place: &str) -> anyhow::Result<Vec<Step>> {
+    let mut steps = Vec::new();
+    for (i, s) in t.steps.iter().enumerate() {
+        let mut value = serde_json::to_value(s)?;
+        value["t"] = serde_json::json!(i);
+        let step: Step = serde_json::from_value(value)
+            .with_context(|| format!("{place}: steps[{i}] is not an action Mirage can replay"))?;
+        steps.push(step);
+    }
+    Ok(steps)
+}
+
+/// How an imported trajectory ended: its error, or its verdict and appeal.
+fn end_of(t: &Trajectory) -> TrialEnd {
+    if t.status == "error" {
+        TrialEnd::Error(t.error.clone().unwrap_or_else(|| "error (no reason given)".into()))
+    } else {
+        TrialEnd::Done {
+            verdict: t.verdict.as_ref().map(|v| v.action.clone()),
+            rationale: t.verdict.as_ref().map(|v| v.rationale.clone()),
+            appeal: t.appeal.as_ref().map(ToString::to_string),
+        }
+    }
+}
 
 /// Reads a trajectory file (every line validated against the schema, problems named by file,
 /// line and field), checks that its tasks are in the corpus, and stores it as a finished run.
@@ -48,14 +74,7 @@ pub async fn import_run(
                 t.seed
             );
         }
-        let mut steps = Vec::new();
-        for (i, s) in t.steps.iter().enumerate() {
-            let mut value = serde_json::to_value(s)?;
-            value["t"] = serde_json::json!(i);
-            let step: Step = serde_json::from_value(value)
-                .with_context(|| format!("{file}:{line}: steps[{i}] is not an action Mirage can replay"))?;
-            steps.push(step);
-        }
+        let steps = replayable_steps(t, &format!("{file}:{line}"))?;
         trials.push(NewTrial {
             task_id: t.task_id.clone(),
             agent: if t.agent.is_empty() { "imported".to_string() } else { t.agent.clone() },
@@ -63,16 +82,7 @@ pub async fn import_run(
             condition: t.condition.clone(),
             seed: t.seed,
         });
-        let end = if t.status == "error" {
-            TrialEnd::Error(t.error.clone().unwrap_or_else(|| "error (no reason given)".into()))
-        } else {
-            TrialEnd::Done {
-                verdict: t.verdict.as_ref().map(|v| v.action.clone()),
-                rationale: t.verdict.as_ref().map(|v| v.rationale.clone()),
-                appeal: t.appeal.as_ref().map(ToString::to_string),
-            }
-        };
-        steps_of.push((steps, end));
+        steps_of.push((steps, end_of(t)));
     }
     let set =
         |f: &dyn Fn(&NewTrial) -> &str| trials.iter().map(f).collect::<BTreeSet<_>>().into_iter().collect::<Vec<_>>();

@@ -24,8 +24,8 @@ use tantivy::schema::{FAST, Field, IndexRecordOption, STORED, STRING, Schema, TE
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{Index, IndexReader, IndexWriter, TantivyDocument, Term, doc};
 
-use crate::agent::Action;
-use crate::db::Store;
+use crate::agent::{Action, Step};
+use crate::db::{Store, TrialRow};
 use crate::env::World;
 use crate::runs::export::parse_steps;
 
@@ -152,14 +152,7 @@ impl TrajectoryIndex {
         store: &dyn Store,
         dir: Option<&Path>,
     ) -> anyhow::Result<TrajectoryIndex> {
-        let store_id = match store.meta(STORE_ID_KEY).await? {
-            Some(id) => id,
-            None => {
-                let id = format!("{:016x}", rand::random::<u64>());
-                store.set_meta(STORE_ID_KEY, &id).await?;
-                id
-            }
-        };
+        let store_id = store_id(store).await?;
         let (schema, fields) = build_schema();
         let (index, payload) = match dir {
             None => (Index::create_in_ram(schema), Payload::default()),
@@ -201,16 +194,7 @@ impl TrajectoryIndex {
         commit(&mut writer, &payload)?;
         let reader = index.reader()?;
         reader.reload()?;
-        // Observations already indexed, from their hash column.
-        let mut seen_observations = HashSet::new();
-        for segment in reader.searcher().segment_readers() {
-            let column = segment.fast_fields().u64("obs")?;
-            for d in segment.doc_ids_alive() {
-                if let Some(h) = column.first(d) {
-                    seen_observations.insert(h);
-                }
-            }
-        }
+        let seen_observations = seen_observations(&reader)?;
         Ok(TrajectoryIndex {
             index,
             reader,
@@ -262,29 +246,7 @@ impl TrajectoryIndex {
                     continue;
                 }
                 let steps = parse_steps(&store.steps(&trial.trial_id).await?)?;
-                let f = self.fields;
-                let base = |kind: &str, turn: usize, text: &str| {
-                    doc!(
-                        f.kind => kind, f.task => trial.task_id.as_str(), f.run => trial.run_id.as_str(),
-                        f.trial => trial.trial_id.as_str(), f.turn => turn as u64, f.text => text
-                    )
-                };
-                for s in &steps {
-                    if !s.thought.trim().is_empty() {
-                        docs.push(base("thought", s.t, &s.thought));
-                    }
-                    let h = hash_of(&s.observation);
-                    if progress.seen_observations.insert(h) {
-                        let mut d = base("observation", s.t, &s.observation);
-                        d.add_u64(f.obs, h);
-                        docs.push(d);
-                    }
-                    if let Action::Verdict { rationale, .. } | Action::Answer { text: rationale } = &s.action
-                        && !rationale.trim().is_empty()
-                    {
-                        docs.push(base("rationale", s.t, rationale));
-                    }
-                }
+                docs.extend(self.documents_of(trial, &steps, &mut progress.seen_observations));
                 progress.trials += 1;
                 added += 1;
             }
@@ -318,6 +280,36 @@ impl TrajectoryIndex {
             tokio::task::spawn_blocking(move || me.reader.reload()).await??;
         }
         Ok(added)
+    }
+
+    /// A trial's documents: each turn's thought and rationale, and each observation not
+    /// indexed before (by its hash, added to `seen`).
+    fn documents_of(&self, trial: &TrialRow, steps: &[Step], seen: &mut HashSet<u64>) -> Vec<TantivyDocument> {
+        let f = self.fields;
+        let base = |kind: &str, turn: usize, text: &str| {
+            doc!(
+                f.kind => kind, f.task => trial.task_id.as_str(), f.run => trial.run_id.as_str(),
+                f.trial => trial.trial_id.as_str(), f.turn => turn as u64, f.text => text
+            )
+        };
+        let mut docs = Vec::new();
+        for s in steps {
+            if !s.thought.trim().is_empty() {
+                docs.push(base("thought", s.t, &s.thought));
+            }
+            let h = hash_of(&s.observation);
+            if seen.insert(h) {
+                let mut d = base("observation", s.t, &s.observation);
+                d.add_u64(f.obs, h);
+                docs.push(d);
+            }
+            if let Action::Verdict { rationale, .. } | Action::Answer { text: rationale } = &s.action
+                && !rationale.trim().is_empty()
+            {
+                docs.push(base("rationale", s.t, rationale.as_str()));
+            }
+        }
+        docs
     }
 
     /// The best `limit` documents for a query, optionally of one kind. Query syntax errors
@@ -404,4 +396,25 @@ async fn clear(dir: &Path) -> anyhow::Result<()> {
     }
     let e = last.map_or_else(String::new, |e| e.to_string());
     Err(anyhow::anyhow!("clearing the search index {}: {e}", dir.display()))
+}
+
+/// The store's own id, made once and kept in the store: an index folder names the store it
+/// was built from, so that another database's index is not reused.
+async fn store_id(store: &dyn Store) -> anyhow::Result<String> {
+    if let Some(id) = store.meta(STORE_ID_KEY).await? {
+        return Ok(id);
+    }
+    let id = format!("{:016x}", rand::random::<u64>());
+    store.set_meta(STORE_ID_KEY, &id).await?;
+    Ok(id)
+}
+
+/// The observations already indexed, from their hash column.
+fn seen_observations(reader: &tantivy::IndexReader) -> anyhow::Result<HashSet<u64>> {
+    let mut seen = HashSet::new();
+    for segment in reader.searcher().segment_readers() {
+        let column = segment.fast_fields().u64("obs")?;
+        seen.extend(segment.doc_ids_alive().filter_map(|d| column.first(d)));
+    }
+    Ok(seen)
 }
