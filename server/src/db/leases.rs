@@ -115,6 +115,13 @@ impl LeaseStore for SqlStore {
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
         let result: StoreResult<u64> = async {
+            // The failed attempt's stored score would otherwise stand for the retry.
+            sqlx::query(
+                "delete from trial_score where trial_id in (select trial_id from trial where run_id = $1 and state = 'error')",
+            )
+            .bind(run_id.as_str())
+            .execute(&mut *tx)
+            .await?;
             let n = sqlx::query(
                 "update trial set state = 'queued', error = null, worker = null, lease_until = null, run_after = null,
                         attempts = 0, finished_at = null, updated_at = $2

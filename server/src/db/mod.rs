@@ -49,7 +49,7 @@ pub use scores::{
     DecisionClass, Flag, JudgeUse, LabelEvent, LabelKind, LabelLock, ReasoningGrade, ScoreStore, StoredScore,
 };
 pub use sql::SqlStore;
-pub use steps::{ModelCalls, ModelUse, StepStore, TokenUse, split_steps};
+pub use steps::{ModelCalls, ModelUse, StepStore, TokenUse, UNPARSEABLE, split_steps};
 
 /// Failures callers act on; everything else is an infrastructure error.
 #[derive(Debug, thiserror::Error)]

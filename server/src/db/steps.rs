@@ -48,6 +48,11 @@ pub struct ModelUse {
     pub completion_tokens: i64,
 }
 
+/// What the reason of a trial (or appeal) that failed on unreadable replies says (the
+/// agent's error reads so): those replies were answered and paid for, but their usage was
+/// not kept, so the cost is unknown.
+pub const UNPARSEABLE: &str = "model output could not be parsed";
+
 /// One configuration's reported tokens in a run.
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct TokenUse {
@@ -57,6 +62,8 @@ pub struct TokenUse {
     pub trials: i64,
     /// The agent's recorded calls: its steps and its appeal turns.
     pub steps: i64,
+    /// Trials that failed on replies that could not be read (paid for, usage not kept).
+    pub unmetered: i64,
     /// Calls that reported their usage.
     pub reported: i64,
     pub prompt_tokens: i64,
@@ -77,7 +84,8 @@ impl StepStore for SqlStore {
         };
         let sql = format!(
             "select t.agent, count(distinct t.trial_id) as trials, count(s.trial_id) as steps, \
-             count({p}) as reported, \
+             count({p}) as reported, count(distinct case when t.state = 'error' and t.error like '%{UNPARSEABLE}%' \
+             then t.trial_id end) as unmetered, \
              cast(coalesce(sum({p}), 0) as bigint) as prompt_tokens, \
              cast(coalesce(sum({c}), 0) as bigint) as completion_tokens \
              from trial t left join (select trial_id, body from trial_step union all \

@@ -18,7 +18,7 @@ pub enum Pricing {
 /// Attaches each trial's cost: 0 for a baseline, tokens × price for a priced endpoint whose
 /// steps reported their usage, none otherwise (unknown, not free). A baseline's tokens are 0.
 pub fn attach(scores: &mut [TrialScore], pricing: impl Fn(&str) -> Pricing) {
-    for s in scores {
+    for s in scores.iter_mut() {
         s.cost_usd = match pricing(&s.agent) {
             Pricing::Baseline => {
                 s.agent_tokens.get_or_insert_with(Default::default);
@@ -27,6 +27,14 @@ pub fn attach(scores: &mut [TrialScore], pricing: impl Fn(&str) -> Pricing) {
             Pricing::Priced(price) => s.agent_tokens.map(|u| price.of(u)),
             Pricing::Unpriced => None,
         };
+    }
+    // A configuration some of whose trials cost an unknown amount has an unknown cost: a
+    // mean over the known ones alone would be biased (the unknown ones are not a random
+    // share), so none of its trials carries a cost.
+    let unknown: std::collections::HashSet<String> =
+        scores.iter().filter(|s| s.cost_usd.is_none()).map(|s| s.agent.clone()).collect();
+    for s in scores.iter_mut().filter(|s| unknown.contains(&s.agent)) {
+        s.cost_usd = None;
     }
 }
 
@@ -60,17 +68,26 @@ mod tests {
     fn baselines_cost_nothing_and_unknown_prices_stay_unknown() {
         let mut scores = vec![
             trial("surface", None),
+            trial("k", Some((1_000_000, 100_000))),
             trial("m", Some((1_000_000, 100_000))),
             trial("m", None),
             trial("u", Some((5, 5))),
         ];
+        let price = Pricing::Priced(Price { prompt: 0.5, completion: 2.0 });
         attach(&mut scores, |a| match a {
             "surface" => Pricing::Baseline,
-            "m" => Pricing::Priced(Price { prompt: 0.5, completion: 2.0 }),
+            "k" | "m" => price,
             _ => Pricing::Unpriced,
         });
         let costs: Vec<Option<f64>> = scores.iter().map(|s| s.cost_usd).collect();
-        assert_eq!(costs, [Some(0.0), Some(0.7), None, None]);
+        // One trial of unknown cost makes its configuration's cost unknown, not a mean of the rest.
+        assert_eq!(costs, [Some(0.0), Some(0.7), None, None, None]);
         assert_eq!(scores[0].agent_tokens, Some(Usage::default()), "a baseline used no tokens");
+    }
+
+    #[test]
+    fn an_unreadable_reply_is_named_as_the_store_looks_for_it() {
+        let e = crate::agent::AgentError::Unparseable { attempts: 2, last: "x".into() };
+        assert!(e.to_string().contains(crate::db::UNPARSEABLE), "{e}");
     }
 }

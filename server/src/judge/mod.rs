@@ -270,6 +270,10 @@ fn tokens_of(traj: &Trajectory) -> Option<crate::llm::Usage> {
     // stays in the mean). A step without usage makes the trial's tokens unknown, never
     // fewer: a baseline's steps have none, and its cost is 0 by rule (`cost::attach`). An
     // appeal turn is one more call of the agent's, counted the same way.
+    // Replies that could not be read were paid for, but their usage was not kept.
+    if traj.error.as_deref().is_some_and(|e| e.contains(crate::db::UNPARSEABLE)) {
+        return None;
+    }
     let usage_of = |v: Option<&Value>| serde_json::from_value::<crate::llm::Usage>(v?.clone()).ok();
     let calls = traj.steps.iter().map(|s| s.extra.get("usage")).chain(traj.appeal.iter().map(|a| a.get("usage")));
     calls.map(usage_of).try_fold(crate::llm::Usage::default(), |total, call| crate::llm::Usage::sum(Some(total), call))

@@ -503,14 +503,14 @@ fn read_completion(text: &str) -> Result<Completion, String> {
         .and_then(|f| f.get("arguments"))
         .and_then(Value::as_str);
     let content = tool_args.or_else(|| message.get("content").and_then(Value::as_str)).unwrap_or_default().to_string();
-    // A reply without usage (or with neither count) leaves the call's cost unknown, not 0.
-    let usage =
-        v.get("usage").filter(|u| u.get("prompt_tokens").or_else(|| u.get("completion_tokens")).is_some()).map(|u| {
-            Usage {
-                prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-                completion_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
-            }
-        });
+    // A reply without usage (or with no count given as a number) leaves the call's cost
+    // unknown, not 0.
+    let counted =
+        |u: &&Value| [u.get("prompt_tokens"), u.get("completion_tokens")].into_iter().flatten().any(Value::is_u64);
+    let usage = v.get("usage").filter(counted).map(|u| Usage {
+        prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+        completion_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+    });
     let finish_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
     Ok(Completion { content, usage, finish_reason })
 }
@@ -551,6 +551,9 @@ mod tests {
         let bare =
             parse_completion(r#"{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}"#).expect("ok");
         assert_eq!(bare.usage, None, "no usage is unknown, not 0");
+        let nulls =
+            r#"{"choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":null,"completion_tokens":"7"}}"#;
+        assert_eq!(parse_completion(nulls).expect("ok").usage, None, "counts that are not numbers are unknown");
         let c = parse_completion(r#"{"choices":[{"message":{"content":null,"tool_calls":[{"function":{"name":"act","arguments":"{\"a\":1}"}}]}}]}"#).expect("ok");
         assert_eq!(c.content, "{\"a\":1}");
         assert!(parse_completion("not json").expect_err("bad").contains("malformed JSON"));

@@ -27,6 +27,7 @@ pub async fn replay_use(store: &dyn Store, run: &RunId) -> anyhow::Result<Vec<To
             agent,
             trials: 0,
             steps: 0,
+            unmetered: 0,
             reported: 0,
             prompt_tokens: 0,
             completion_tokens: 0,
@@ -72,6 +73,14 @@ pub fn cost_rows(
         let usage = usage_of(u.prompt_tokens, u.completion_tokens);
         let (cost_usd, pricing) = match pricing(&u.agent, &spec.endpoints) {
             Pricing::Baseline => (Some(0.0), "baseline: no model calls".to_string()),
+            Pricing::Priced(p) if u.unmetered > 0 => (
+                None,
+                format!(
+                    "${} / ${} per million tokens; {} trials failed on replies that could not be read (paid for, \
+                     their usage not kept)",
+                    p.prompt, p.completion, u.unmetered
+                ),
+            ),
             Pricing::Priced(p) if u.reported < u.steps => (
                 None,
                 format!(

@@ -428,7 +428,8 @@ fn failed_appeal(task: &Task, verdict: &str, error: &str) -> String {
         response_rationale: String::new(),
         outcome: "failed".to_string(),
         error: Some(error.to_string()),
-        usage: None,
+        // A refused call cost nothing; unreadable replies were paid for, uncounted.
+        usage: (!error.contains(crate::db::UNPARSEABLE)).then(crate::llm::Usage::default),
     };
     serde_json::to_string(&record).unwrap_or_else(|_| r#"{"outcome":"failed"}"#.to_string())
 }

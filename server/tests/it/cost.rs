@@ -38,6 +38,8 @@ async fn unreported_usage_is_unknown_and_a_trial_failed_at_once_still_counts() {
         if b.to_string().contains(&refused) { Reply::Status(500, None) } else { investigator(b) }
     })
     .await;
+    // Replies no agent can read: answered and paid for, so the trials' cost is unknown.
+    let garbled = ScriptedServer::responding(std::time::Duration::ZERO, |_| Reply::Text("no JSON here".into())).await;
     let app = crate::support::TestApp::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("mirage.toml");
@@ -45,14 +47,15 @@ async fn unreported_usage_is_unknown_and_a_trial_failed_at_once_still_counts() {
         &config,
         format!(
             "[endpoints.silent]\nbase_url = \"{}\"\nmodel = \"tiny\"\nprice = {{ prompt = 1, completion = 1 }}\n\n\
-             [endpoints.flaky]\nbase_url = \"{}\"\nmodel = \"tiny\"\nmax_retries = 0\nprice = {{ prompt = 1, completion = 1 }}\n",
-            unmetered.base_url, flaky.base_url
+             [endpoints.flaky]\nbase_url = \"{}\"\nmodel = \"tiny\"\nmax_retries = 0\nprice = {{ prompt = 1, completion = 1 }}\n\n\
+             [endpoints.garbled]\nbase_url = \"{}\"\nmodel = \"tiny\"\nprice = {{ prompt = 1, completion = 1 }}\n",
+            unmetered.base_url, flaky.base_url, garbled.base_url
         ),
     )
     .expect("config");
     let ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
     let cfg = config.to_str().expect("utf-8");
-    let args = ["run", "--agent", "silent,flaky", "--tasks", &ids.join(","), "--config", cfg];
+    let args = ["run", "--agent", "silent,flaky,garbled", "--tasks", &ids.join(","), "--config", cfg];
     // One trial fails, so the command says so; the run is stored all the same.
     crate::support::mirage_beside(&app.db, &args).await;
     let run = app.state.store.runs().await.expect("runs")[0].run_id.to_string();
@@ -65,6 +68,8 @@ async fn unreported_usage_is_unknown_and_a_trial_failed_at_once_still_counts() {
     // Both flaky trials count (the refused one had nothing to pay for); the line's tokens
     // are checked against the answered trial's below.
     let flaky_line = line("cost flaky (agent): 2 trials, ").to_string();
+    let garbled_line = line("cost garbled (agent): 2 trials, ");
+    assert!(garbled_line.contains("cost unknown") && garbled_line.contains("could not be read"), "{garbled_line}");
 
     let o = crate::support::mirage_beside(&app.db, &["score", "--run", &run, "--json", "--resamples", "20"]).await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -72,7 +77,7 @@ async fn unreported_usage_is_unknown_and_a_trial_failed_at_once_still_counts() {
     let mut answered = None;
     for t in scored["trials"].as_array().expect("trials") {
         match (t["agent"].as_str(), t["task_id"] == tasks[1].id.as_str()) {
-            (Some("silent"), _) => assert!(t["agent_tokens"].is_null() && t["cost_usd"].is_null(), "{t}"),
+            (Some("silent" | "garbled"), _) => assert!(t["agent_tokens"].is_null() && t["cost_usd"].is_null(), "{t}"),
             (Some("flaky"), true) => {
                 assert_eq!(
                     (&t["agent_tokens"]["prompt_tokens"], &t["cost_usd"]),
