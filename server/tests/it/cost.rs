@@ -71,8 +71,7 @@ async fn unreported_usage_is_unknown_and_a_trial_failed_at_once_still_counts() {
     let garbled_line = line("cost garbled (agent): 2 trials, ");
     assert!(garbled_line.contains("cost unknown") && garbled_line.contains("could not be read"), "{garbled_line}");
 
-    let o = crate::support::mirage_beside(&app.db, &["score", "--run", &run, "--json", "--resamples", "20"]).await;
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = crate::support::mirage_ok(&app.db, &["score", "--run", &run, "--json", "--resamples", "20"]).await;
     let scored: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     let mut answered = None;
     for t in scored["trials"].as_array().expect("trials") {
@@ -135,8 +134,7 @@ async fn appeals_and_replays_are_counted_as_agent_calls() {
         "--out",
         out.to_str().expect("utf-8"),
     ];
-    let o = crate::support::mirage_beside(&app.db, &args).await;
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::mirage_ok(&app.db, &args).await;
     let lines = crate::support::trajectories(&out);
     let steps: usize = lines.iter().map(|l| l["steps"].as_array().map_or(0, Vec::len)).sum();
     let appeals = lines.iter().filter(|l| l["appeal"]["usage"]["prompt_tokens"].is_u64()).count();
@@ -197,8 +195,7 @@ async fn cost_is_reported_tokens_times_the_configured_price() {
         "--out",
         out.to_str().expect("utf-8"),
     ];
-    let o = crate::support::mirage_beside(&app.db, &args).await;
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::mirage_ok(&app.db, &args).await;
     let run = crate::support::trajectories(&out)[0]["trial_id"].as_str().expect("id").to_string();
     let run = app.state.store.trial(&TrialId::from(&run)).await.expect("trial").run_id;
 
@@ -301,8 +298,7 @@ async fn the_judges_tokens_are_counted_per_trial_even_from_the_cache() {
         let what = what.map(ToString::to_string);
         async move {
             let args = [what[0].as_str(), what[1].as_str(), "--json", "--resamples", "20", "--config", &cfg];
-            let o = crate::support::mirage_beside(&db, &[&["score"][..], &args[..]].concat()).await;
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let o = crate::support::mirage_ok(&db, &[&["score"][..], &args[..]].concat()).await;
             serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("json")
         }
     };
@@ -357,8 +353,7 @@ async fn the_judges_tokens_are_counted_per_trial_even_from_the_cache() {
 
     // Read again with no judge configured (as a page or a static copy without --config
     // would): the model judge's stored scores stand; nothing is rescored by coverage.
-    let o = crate::support::mirage_beside(&app.db, &["score", "--run", &run, "--json", "--resamples", "20"]).await;
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = crate::support::mirage_ok(&app.db, &["score", "--run", &run, "--json", "--resamples", "20"]).await;
     let unjudged: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     for (a, b) in trials.iter().zip(unjudged["trials"].as_array().expect("trials")) {
         assert_eq!((&a["judge_version"], &a["acc_rsn"]), (&b["judge_version"], &b["acc_rsn"]), "{b}");
@@ -407,8 +402,7 @@ async fn the_attackers_and_the_defenses_tokens_are_counted_per_trial() {
             "--config",
             cfg,
         ];
-        let o = crate::support::mirage_beside(&app.db, &args).await;
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        crate::support::mirage_ok(&app.db, &args).await;
         let run = app.state.store.runs().await.expect("runs")[0].run_id.clone();
         let show = crate::support::mirage_beside(&app.db, &["runs", "show", &run]).await;
         String::from_utf8_lossy(&show.stdout).to_string()

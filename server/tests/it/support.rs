@@ -183,6 +183,13 @@ pub async fn mirage_beside(db: &std::path::Path, args: &[&str]) -> std::process:
         .expect("the command ran")
 }
 
+/// [`mirage_beside`] for a command that must succeed (its stderr is shown when it fails).
+pub async fn mirage_ok(db: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let o = mirage_beside(db, args).await;
+    assert!(o.status.success(), "mirage {}: {}", args.join(" "), String::from_utf8_lossy(&o.stderr));
+    o
+}
+
 /// A new, empty PostgreSQL database on the test server named by `MIRAGE_TEST_POSTGRES_URL`
 /// (scripts/test.sh starts one); `None` when the variable is not set.
 pub async fn fresh_postgres_url() -> Option<String> {
