@@ -65,23 +65,9 @@ async fn main() {
     // 1. Overhead per step.
     let (store, world) = fresh(&dir, "overhead.db").await;
     let spec = |agents: Vec<String>, tasks: &str, endpoints| RunSpec {
-        tasks: tasks.to_string(),
         agents,
-        levels: vec!["L0".into()],
-        conditions: vec!["raw".into()],
-        seeds: vec![0],
         endpoints,
-        appeal: false,
-        strategy: None,
-        tap: Default::default(),
-        attacker: None,
-        judge: None,
-        agent_prompt: server::agent::llm::PROMPT_VERSION.to_string(),
-        geo: None,
-        replay: Vec::new(),
-        clean_twins: 0,
-        annotators: server::judge::aggregate::DEFAULT_ANNOTATORS,
-        concurrency: None,
+        ..RunSpec::basic(tasks, &[], &["L0"], &["raw"], vec![0])
     };
     let explorer = spec(vec!["explorer".into()], "all", Default::default());
     let run = create_run(store.as_ref(), &world, &explorer, "bench").await.expect("run");

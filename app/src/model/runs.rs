@@ -108,6 +108,9 @@ pub struct RunDetail {
     pub corpus_version: String,
     /// The model agents' system prompt version the run used.
     pub agent_prompt: String,
+    /// The agent protocol's version (the action grammar of pages, prompt and episode API).
+    #[serde(default)]
+    pub agent_protocol: String,
     /// Judge versions of the stored scores (empty until the run is scored).
     pub judges: Vec<String>,
     pub coverage: Vec<CoverageCell>,

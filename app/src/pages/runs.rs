@@ -345,6 +345,7 @@ fn run_facts(d: &crate::model::RunDetail) -> impl IntoView + use<> {
             <tr><th>"Strategy"</th><td>{d.strategy.clone().unwrap_or_else(|| "drawn per trial".into())}</td></tr>
             <tr><th>"Corpus version"</th><td><code>{d.corpus_version.clone()}</code></td></tr>
             <tr><th>"Agent prompt"</th><td><code>{d.agent_prompt.clone()}</code></td></tr>
+            <tr><th>"Agent protocol"</th><td><code>{d.agent_protocol.clone()}</code></td></tr>
             <tr><th>"Agent setup"</th><td><ul class="setup">
                 {d.agent_setup.iter().map(|(a, s)| view! { <li><b>{a.clone()}</b>": "{s.clone()}</li> }).collect_view()}
             </ul></td></tr>

@@ -126,8 +126,13 @@ impl<'w> Browser<'w> {
 
     async fn render(&mut self) -> Observation {
         let (path, pattern) = self.trail.last().cloned().unwrap_or_else(|| ("/".to_string(), None));
-        let chrome =
-            EpisodeChrome { id: "trial", actions: self.domain.actions(), closed: false, overlay: self.overlay };
+        let chrome = EpisodeChrome {
+            id: "trial",
+            actions: self.domain.actions(),
+            closed: false,
+            overlay: self.overlay,
+            over_http: false,
+        };
         let page = if domain_of(&path) == Some(self.domain) {
             render_path(self.world, &path, pattern.as_deref(), Some(chrome))
         } else {
@@ -162,7 +167,8 @@ impl<'w> Browser<'w> {
     }
 
     fn step(&mut self, action: &Action, current: &Observation) {
-        match action {
+        // A link number written where an address is expected is that link (the protocol).
+        match &super::protocol::canonical(action.clone()) {
             Action::Goto { url } => self.trail.push((normalise(url), None)),
             Action::Click { link } => match link.checked_sub(1).and_then(|i| current.links.get(i)) {
                 Some((_, url)) => self.trail.push((normalise(url), None)),

@@ -195,15 +195,12 @@ impl Site for LiveSite {
                 text.push_str(&format!("[{}] {label} -> {u}\n", i + 1));
             }
         }
-        text.push_str(&format!(
-            "\nActions:\n- goto <link number or URL>\n- verdict <ACTION> with a rationale, ACTION one of: {}\n",
-            self.domain.actions().join(", ")
-        ));
+        text.push_str(&crate::agent::protocol::footer(self.domain, false, None));
         Observation { url: crate::corpus::urls::normalise(url.as_str()), status, text, links, spans: vec![] }
     }
 
     fn apply(&mut self, action: &Action, current: &Observation) {
-        let target = match action {
+        let target = match &crate::agent::protocol::canonical(action.clone()) {
             Action::Goto { url } => Some(url.clone()),
             Action::Click { link } => match link.checked_sub(1).and_then(|i| current.links.get(i)) {
                 Some((_, url)) => Some(url.clone()),

@@ -45,35 +45,12 @@ impl LlmAgent {
     }
 }
 
-/// The JSON Schema of one reply on a site whose verdicts are `verdicts` (sent as the tool's
-/// parameters in tool-calling mode and as the response format in JSON mode).
-pub fn reply_schema(verdicts: &[&str]) -> Value {
-    json!({
-        "type": "object",
-        "required": ["thought", "action"],
-        "properties": {
-            "thought": {"type": "string"},
-            "action": {
-                "type": "object",
-                "required": ["type"],
-                "properties": {
-                    "type": {"enum": ["goto", "click", "search", "back", "verdict"]},
-                    "url": {"type": "string"},
-                    "link": {"type": "integer"},
-                    "query": {"type": "string"},
-                    "verdict": {"enum": verdicts},
-                    "rationale": {"type": "string"}
-                }
-            }
-        }
-    })
-}
-
 /// The version of the system prompt below; runs record it (`RunSpec::agent_prompt`).
 /// Version 1 told every condition that pages may mislead and other pages may change the
 /// answer: an investigation hint. Version 2 is neutral (the task, the observation format,
-/// the actions); only the Hint and Evidence-anchored tickets hint.
-pub const PROMPT_VERSION: &str = "agent-prompt-2";
+/// the actions); only the Hint and Evidence-anchored tickets hint. Version 3 lists the
+/// actions exactly as every page does (the agent protocol, [`super::protocol`]).
+pub const PROMPT_VERSION: &str = "agent-prompt-3";
 
 fn system_prompt(ctx: &TrialContext<'_>, budget: usize) -> String {
     format!(
@@ -81,15 +58,10 @@ fn system_prompt(ctx: &TrialContext<'_>, budget: usize) -> String {
          links.\n\n\
          Reply with exactly one JSON object and nothing else:\n\
          {{\"thought\": \"what you learned and what to do next\", \"action\": ACTION}}\n\
-         where ACTION is one of\n\
-         {{\"type\": \"click\", \"link\": N}}  (follow link number N of the current page)\n\
-         {{\"type\": \"goto\", \"url\": \"/path/on/this/site\"}}\n\
-         {{\"type\": \"search\", \"query\": \"words\"}}  (wiki only)\n\
-         {{\"type\": \"back\"}}\n\
-         {{\"type\": \"verdict\", \"verdict\": \"ACTION_NAME\", \"rationale\": \"why you decide so\"}}\n\
-         Valid verdicts: {actions}. You have at most {budget} steps; the verdict ends the case.",
+         where ACTION is one of these (every page ends with the same list):\n{actions}\
+         You have at most {budget} steps; the verdict ends the case.",
         site = ctx.domain.as_str(),
-        actions = ctx.domain.actions().join(", "),
+        actions = super::protocol::action_list(ctx.domain, false),
     )
 }
 
@@ -152,66 +124,12 @@ fn first_object(text: &str) -> Option<&str> {
     None
 }
 
-fn field<'a>(v: &'a Value, names: &[&str]) -> Option<&'a Value> {
-    names.iter().find_map(|n| v.get(*n))
-}
-
-fn string(v: Option<&Value>) -> Option<String> {
-    match v? {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-/// Reads a reply into a thought and an action. Tolerates prose around the JSON, code
-/// fences, the action's fields at the top level, action names in any case, and link
-/// numbers given as strings.
+/// Reads a reply into a thought and an action (the agent protocol's reading, see
+/// [`super::protocol::read_action`]). Tolerates prose around the JSON and code fences.
 pub fn parse_reply(text: &str) -> Result<(String, Action), String> {
     let raw = first_object(text).ok_or("no JSON object in the reply")?;
     let v: Value = serde_json::from_str(raw).map_err(|e| format!("invalid JSON: {e}"))?;
-    let thought = string(field(&v, &["thought", "reasoning", "think"])).unwrap_or_default();
-    let action = match v.get("action") {
-        Some(Value::Object(_)) => v["action"].clone(),
-        Some(Value::String(kind)) => {
-            let mut a = v.clone();
-            a["type"] = json!(kind);
-            a
-        }
-        _ => v.clone(),
-    };
-    let kind = string(field(&action, &["type", "name", "action"])).ok_or("the action has no type")?.to_lowercase();
-    let action = match kind.as_str() {
-        "goto" | "go" | "open" | "visit" | "navigate" => {
-            Action::Goto { url: string(field(&action, &["url", "href", "path"])).ok_or("goto needs a url")? }
-        }
-        "click" | "follow" => {
-            let link = string(field(&action, &["link", "number", "index", "id"])).ok_or("click needs a link number")?;
-            Action::Click {
-                link: link
-                    .trim()
-                    .trim_start_matches('[')
-                    .trim_end_matches(']')
-                    .parse()
-                    .map_err(|_| format!("link {link:?} is not a number"))?,
-            }
-        }
-        "search" => {
-            Action::Search { query: string(field(&action, &["query", "q", "words"])).ok_or("search needs a query")? }
-        }
-        "back" => Action::Back,
-        "verdict" | "decide" | "decision" | "submit" => Action::Verdict {
-            verdict: string(field(&action, &["verdict", "decision", "value"]))
-                .ok_or("verdict needs a verdict")?
-                .trim()
-                .to_uppercase(),
-            rationale: string(field(&action, &["rationale", "reason", "justification"]))
-                .or_else(|| string(field(&v, &["rationale"])))
-                .unwrap_or_default(),
-        },
-        other => return Err(format!("unknown action type {other:?}")),
-    };
-    Ok((thought, action))
+    super::protocol::read_action(&v)
 }
 
 #[async_trait]
@@ -251,7 +169,7 @@ impl Agent for LlmAgent {
 impl LlmAgent {
     /// One decision from the model, with repair requests for unusable replies.
     async fn ask(&self, ctx: &TrialContext<'_>, mut messages: Vec<Message>) -> Result<Decision, AgentError> {
-        let schema = reply_schema(ctx.domain.actions());
+        let schema = super::protocol::reply_schema(ctx.domain.actions());
         let mut usage = Some(crate::llm::Usage::default());
         let mut last = String::new();
         for attempt in 0..=self.repair_retries {
@@ -296,7 +214,11 @@ mod tests {
         for hint in ["mislead", "investigat", "the evidence", "other pages", "careful", "incomplete", "before decid"] {
             assert!(!prompt.contains(hint), "the neutral prompt says {hint:?}: {prompt}");
         }
-        assert!(prompt.contains("valid verdicts") && prompt.contains("\"click\""));
+        assert!(prompt.contains("action one of") && prompt.contains("\"click\""));
+        assert!(
+            prompt.contains(&super::super::protocol::action_list(task.domain, false).to_lowercase()),
+            "the list every page ends with"
+        );
     }
 
     #[test]
@@ -313,5 +235,8 @@ mod tests {
         assert!(parse_reply("I think we should deny.").is_err());
         assert!(parse_reply(r#"{"action":{"type":"dance"}}"#).expect_err("bad").contains("unknown action"));
         assert!(parse_reply(r#"{"action":{"type":"click","link":"two"}}"#).is_err());
+        // The page's own grammar: a link number where an address is expected.
+        let (_, a) = parse_reply(r#"{"thought":"open it","action":{"type":"goto","url":"2"}}"#).expect("ok");
+        assert_eq!(a, Action::Click { link: 2 });
     }
 }

@@ -10,6 +10,7 @@ pub mod credulous;
 pub mod episode;
 pub mod live;
 pub mod llm;
+pub mod protocol;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -92,7 +93,11 @@ pub struct Step {
     /// recorded). Only a page that answered 2xx earns investigation credit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    /// The page as the agent read it. Empty (and left out of the JSON) for a step imported
+    /// without one: the scorer then renders the page from the task.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub observation: String,
+    #[serde(default)]
     pub thought: String,
     pub action: Action,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -122,8 +122,13 @@ async fn preview(
     }
     urls.dedup();
     for url in urls {
-        let chrome =
-            EpisodeChrome { id: "preview", actions: task.domain.actions(), closed: false, overlay: Some(&overlay) };
+        let chrome = EpisodeChrome {
+            id: "preview",
+            actions: task.domain.actions(),
+            closed: false,
+            overlay: Some(&overlay),
+            over_http: false,
+        };
         let page = render_path(&world, url, None, Some(chrome));
         let mut text = page.text.clone();
         let mut spans = page.spans.clone();

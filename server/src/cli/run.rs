@@ -13,12 +13,14 @@ use app::model::RunId;
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// Agent configurations, comma-separated or repeated: a baseline (surface, explorer,
-    /// oracle, credulous), an endpoint named in the config file, or `llm` with --base-url
-    /// and --model; add +keyword, +perplexity or +judge for a defense.
+    /// oracle, credulous), an endpoint named in the config file, `llm` with --base-url and
+    /// --model, or `external:NAME` for an agent of your own that drives the sites over HTTP
+    /// (its trials wait for episodes from `POST /api/runs/RUN/episodes` on `mirage serve`);
+    /// add +keyword, +perplexity or +judge to a model or baseline for a defense.
     #[arg(long = "agent", value_delimiter = ',', required_unless_present = "resume")]
     pub agents: Vec<String>,
-    /// TOML file with `[endpoints.NAME]` tables (base_url, model, api_key_env, temperature,
-    /// seed, max_tokens, timeout_secs, max_retries, tool_calling).
+    /// TOML file with `[endpoints.NAME]` tables and `[roles]` (the book's configuration
+    /// chapter lists every setting of an endpoint).
     #[arg(long, env = "MIRAGE_CONFIG")]
     pub config: Option<PathBuf>,
     /// For `--agent llm`: the endpoint's base URL up to /v1.
@@ -83,6 +85,10 @@ pub struct RunArgs {
     /// one in every number (an operator's adjudication settles it at once).
     #[arg(long, default_value_t = crate::judge::aggregate::DEFAULT_ANNOTATORS as u64, value_parser = clap::value_parser!(u64).range(1..=20))]
     pub annotators: u64,
+    /// For `external:NAME` agents: seconds an episode holds its trial without a request
+    /// before the trial goes back to the queue (default 1800).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub episode_lease: Option<u64>,
     /// Only plan the run and print its id; `mirage worker` processes execute it.
     #[arg(long, conflicts_with = "resume")]
     pub detach: bool,
@@ -180,6 +186,8 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
                 attacker,
                 judge,
                 agent_prompt: crate::agent::llm::PROMPT_VERSION.to_string(),
+                agent_protocol: crate::agent::protocol::PROTOCOL_VERSION.to_string(),
+                episode_lease_secs: args.episode_lease,
                 geo: None,
                 clean_twins: 0,
                 annotators: usize::try_from(args.annotators).unwrap_or(1),
@@ -410,6 +418,13 @@ pub(super) async fn follow(
         p.queued + p.running,
         started.elapsed().as_secs_f64()
     );
+    if p.outside > 0 {
+        println!(
+            "run {run_id}: {} trials of outside agents wait for their episodes: with `mirage serve` on this database, \
+             POST /api/runs/{run_id}/episodes hands them out one at a time",
+            p.outside
+        );
+    }
     if p.error > 0 {
         eprintln!(
             "run {run_id}: once the cause of its errors is fixed, `{command} --resume {run_id} --retry-errors` \
@@ -450,7 +465,7 @@ pub(super) async fn worker(store: Arc<dyn Store>, args: WorkerArgs) -> anyhow::R
                 continue;
             }
             let p = store.progress(&run.run_id).await?;
-            if p.queued == 0 && p.running == 0 {
+            if p.executable_left() == 0 {
                 continue;
             }
             // Tasks may have been imported since the last pass.

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::{SqlStore, StoreError, StoreResult, now_ms};
+use app::model::TrialId;
 
 /// An investigation episode as stored.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
@@ -20,41 +21,63 @@ pub struct Episode {
     pub verdict: Option<String>,
     pub rationale: Option<String>,
     pub created_at: i64,
+    /// The trial of a run this episode carries out (handed out by `POST /api/runs/<run>/episodes`);
+    /// `None` for a standalone episode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial_id: Option<TrialId>,
+}
+
+impl Episode {
+    /// The name under which the episode's agent holds its trial's lease.
+    pub fn holder(&self) -> String {
+        format!("episode:{}", self.episode_id)
+    }
 }
 
 /// One entry of an episode's action log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct EpisodeEvent {
     pub seq: i64,
-    /// `visit`, `search` or `verdict`.
+    /// `visit`, `search`, `back` or `verdict`.
     pub kind: String,
     pub url: Option<String>,
     pub detail: Option<String>,
     pub created_at: i64,
+    /// The agent's thought, when the step came as an action posted to `act`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought: Option<String>,
+    /// The action as posted to `act` (JSON), which led to this page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+}
+
+/// An entry to append to an episode's action log.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NewEvent<'a> {
+    pub kind: &'a str,
+    pub url: Option<&'a str>,
+    pub detail: Option<&'a str>,
+    pub thought: Option<&'a str>,
+    pub action: Option<&'a str>,
 }
 
 /// Episodes and their action logs.
 #[async_trait]
 pub trait EpisodeStore: Send + Sync {
-    /// Opens an episode on a stored task.
+    /// Opens an episode on a stored task. `carrying`: the episode's id and the trial it
+    /// carries out, when a run handed it out (a standalone episode gets a fresh id).
     async fn create_episode(
         &self,
         task_id: &str,
-        level: &str,
-        condition: &str,
+        (level, condition): (&str, &str),
         strategy: Option<&str>,
         seed: i64,
+        carrying: Option<(&str, &TrialId)>,
     ) -> StoreResult<Episode>;
     /// One episode; `NotFound` when there is none.
     async fn episode(&self, episode_id: &str) -> StoreResult<Episode>;
     /// Appends to the action log; returns the event's sequence number (1-based).
-    async fn append_event(
-        &self,
-        episode_id: &str,
-        kind: &str,
-        url: Option<&str>,
-        detail: Option<&str>,
-    ) -> StoreResult<i64>;
+    async fn append_event(&self, episode_id: &str, event: NewEvent<'_>) -> StoreResult<i64>;
     /// Records the verdict and closes the episode. `Ok(false)` when it was already closed
     /// (nothing changes: a verdict is final).
     async fn finish_episode(&self, episode_id: &str, verdict: &str, rationale: &str) -> StoreResult<bool>;
@@ -67,16 +90,16 @@ impl EpisodeStore for SqlStore {
     async fn create_episode(
         &self,
         task_id: &str,
-        level: &str,
-        condition: &str,
+        (level, condition): (&str, &str),
         strategy: Option<&str>,
         seed: i64,
+        carrying: Option<(&str, &TrialId)>,
     ) -> StoreResult<Episode> {
-        let id = uuid::Uuid::new_v4().simple().to_string();
+        let id = carrying.map_or_else(|| uuid::Uuid::new_v4().simple().to_string(), |(id, _)| id.to_string());
         let now = now_ms();
         sqlx::query(
-            "insert into episode (episode_id, task_id, level, condition, strategy, seed, status, created_at, updated_at)
-             values ($1, $2, $3, $4, $6, $7, 'open', $5, $5)",
+            "insert into episode (episode_id, task_id, level, condition, strategy, seed, status, created_at, updated_at, trial_id)
+             values ($1, $2, $3, $4, $6, $7, 'open', $5, $5, $8)",
         )
         .bind(&id)
         .bind(task_id)
@@ -85,6 +108,7 @@ impl EpisodeStore for SqlStore {
         .bind(now)
         .bind(strategy)
         .bind(seed)
+        .bind(carrying.map(|(_, trial)| trial.as_str()))
         .execute(&self.pool)
         .await?;
         self.episode(&id).await
@@ -92,7 +116,7 @@ impl EpisodeStore for SqlStore {
 
     async fn episode(&self, episode_id: &str) -> StoreResult<Episode> {
         sqlx::query_as(
-            "select episode_id, task_id, level, condition, strategy, seed, status, verdict, rationale, created_at
+            "select episode_id, task_id, level, condition, strategy, seed, status, verdict, rationale, created_at, trial_id
              from episode where episode_id = $1",
         )
         .bind(episode_id)
@@ -101,26 +125,22 @@ impl EpisodeStore for SqlStore {
         .ok_or_else(|| StoreError::NotFound(format!("episode {episode_id}")))
     }
 
-    async fn append_event(
-        &self,
-        episode_id: &str,
-        kind: &str,
-        url: Option<&str>,
-        detail: Option<&str>,
-    ) -> StoreResult<i64> {
+    async fn append_event(&self, episode_id: &str, event: NewEvent<'_>) -> StoreResult<i64> {
         let now = now_ms();
         // The sequence number is computed inside the insert, so concurrent appends to one
         // episode cannot pick the same number without the unique constraint noticing.
         Ok(sqlx::query_scalar(
-            "insert into episode_event (episode_id, seq, kind, url, detail, created_at, updated_at)
-             select $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5, $5 from episode_event where episode_id = $1
+            "insert into episode_event (episode_id, seq, kind, url, detail, created_at, updated_at, thought, action)
+             select $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5, $5, $6, $7 from episode_event where episode_id = $1
              returning seq",
         )
         .bind(episode_id)
-        .bind(kind)
-        .bind(url)
-        .bind(detail)
+        .bind(event.kind)
+        .bind(event.url)
+        .bind(event.detail)
         .bind(now)
+        .bind(event.thought)
+        .bind(event.action)
         .fetch_one(&self.pool)
         .await?)
     }
@@ -141,7 +161,7 @@ impl EpisodeStore for SqlStore {
 
     async fn episode_events(&self, episode_id: &str) -> StoreResult<Vec<EpisodeEvent>> {
         Ok(sqlx::query_as(
-            "select seq, kind, url, detail, created_at from episode_event where episode_id = $1 order by seq",
+            "select seq, kind, url, detail, created_at, thought, action from episode_event where episode_id = $1 order by seq",
         )
         .bind(episode_id)
         .fetch_all(&self.pool)

@@ -3,17 +3,59 @@
 
 use async_trait::async_trait;
 
-use super::runs::{BACKOFF_MS, MAX_ATTEMPTS, TRIAL_COLUMNS, TrialRow};
+use super::runs::{BACKOFF_MS, MAX_ATTEMPTS, TRIAL_COLUMNS, TrialEnd, TrialRow, finish_query};
 use super::sql::finish;
 use super::{SqlStore, StoreResult, now_ms};
 use app::model::{RunId, TrialId};
 
+/// The agents whose trials a claim takes: Mirage executes every trial but those of outside
+/// agents (`external:NAME`), which episodes hand out over HTTP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// Trials a worker of this process runs.
+    Executed,
+    /// Trials of outside agents, for an episode.
+    External,
+    /// Any trial (an import stores trials of any name).
+    Any,
+}
+
+impl Claim {
+    fn condition(self) -> &'static str {
+        match self {
+            Claim::Executed => "and agent not like 'external:%'",
+            Claim::External => "and agent like 'external:%'",
+            Claim::Any => "",
+        }
+    }
+}
+
 /// Claims, heartbeats, releases and expiry of trial leases.
 #[async_trait]
 pub trait LeaseStore: Send + Sync {
-    /// Claims the next queued trial of the run for `worker` until `lease_until` (ms), in one
-    /// short statement. `None` when nothing is queued.
-    async fn claim_trial(&self, run_id: &RunId, worker: &str, lease_until: i64) -> StoreResult<Option<TrialRow>>;
+    /// Claims the next queued trial of the run (of the kind `which` takes) for `worker`
+    /// until `lease_until` (ms), in one short statement. `None` when nothing is queued.
+    async fn claim_trial_of(
+        &self,
+        run_id: &RunId,
+        worker: &str,
+        lease_until: i64,
+        which: Claim,
+    ) -> StoreResult<Option<TrialRow>>;
+    /// [`LeaseStore::claim_trial_of`] for a worker: the next trial Mirage executes.
+    async fn claim_trial(&self, run_id: &RunId, worker: &str, lease_until: i64) -> StoreResult<Option<TrialRow>> {
+        self.claim_trial_of(run_id, worker, lease_until, Claim::Executed).await
+    }
+    /// Finalises a running trial held by `worker` with all its steps at once (JSON bodies, in
+    /// order), in one transaction: steps stored for the trial before are replaced. `false`
+    /// (and nothing written) when it was not running under this worker.
+    async fn finish_with_steps(
+        &self,
+        trial_id: &TrialId,
+        worker: &str,
+        steps: &[String],
+        end: &TrialEnd,
+    ) -> StoreResult<bool>;
     /// Extends the lease; `false` when the trial is no longer this worker's.
     async fn heartbeat(&self, trial_id: &TrialId, worker: &str, lease_until: i64) -> StoreResult<bool>;
     /// Puts running trials whose lease expired before `now` back in the queue, claimable
@@ -33,17 +75,24 @@ pub trait LeaseStore: Send + Sync {
 
 #[async_trait]
 impl LeaseStore for SqlStore {
-    async fn claim_trial(&self, run_id: &RunId, worker: &str, lease_until: i64) -> StoreResult<Option<TrialRow>> {
+    async fn claim_trial_of(
+        &self,
+        run_id: &RunId,
+        worker: &str,
+        lease_until: i64,
+        which: Claim,
+    ) -> StoreResult<Option<TrialRow>> {
         // One short statement; nothing is held while the trial runs. PostgreSQL skips rows
         // another worker is claiming at the same moment; SQLite serialises writers anyway.
         let lock = if self.postgres { "for update skip locked" } else { "" };
         let sql = format!(
             "update trial set state = 'running', attempts = attempts + 1, lease_until = $3, worker = $2,
                     started_at = coalesce(started_at, $4), updated_at = $4
-              where trial_id = (select trial_id from trial where run_id = $1 and state = 'queued'
+              where trial_id = (select trial_id from trial where run_id = $1 and state = 'queued' {which}
                                   and (run_after is null or run_after <= $4) order by ordinal limit 1 {lock})
                 and state = 'queued'
-             returning {TRIAL_COLUMNS}"
+             returning {TRIAL_COLUMNS}",
+            which = which.condition()
         );
         Ok(sqlx::query_as(&sql)
             .bind(run_id.as_str())
@@ -52,6 +101,37 @@ impl LeaseStore for SqlStore {
             .bind(now_ms())
             .fetch_optional(&self.pool)
             .await?)
+    }
+
+    async fn finish_with_steps(
+        &self,
+        trial_id: &TrialId,
+        worker: &str,
+        steps: &[String],
+        end: &TrialEnd,
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let result: StoreResult<bool> = async {
+            if finish_query(trial_id, worker, end).execute(&mut *tx).await?.rows_affected() != 1 {
+                return Ok(false);
+            }
+            sqlx::query("delete from trial_step where trial_id = $1").bind(trial_id.as_str()).execute(&mut *tx).await?;
+            let now = now_ms();
+            for (t, body) in steps.iter().enumerate() {
+                sqlx::query(
+                    "insert into trial_step (trial_id, t, body, created_at, updated_at) values ($1, $2, $3, $4, $4)",
+                )
+                .bind(trial_id.as_str())
+                .bind(i64::try_from(t).unwrap_or(i64::MAX))
+                .bind(body)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            }
+            Ok(true)
+        }
+        .await;
+        finish(tx, result).await
     }
 
     async fn heartbeat(&self, trial_id: &TrialId, worker: &str, lease_until: i64) -> StoreResult<bool> {

@@ -35,10 +35,10 @@ use anyhow::Context;
 pub use accounts::{Account, AccountStore, Credentials};
 pub use cache::CacheStore;
 pub use corpus::{CorpusStore, seed_if_empty};
-pub use episodes::{Episode, EpisodeEvent, EpisodeStore};
+pub use episodes::{Episode, EpisodeEvent, EpisodeStore, NewEvent};
 pub use geo::{GeoStore, GeoText};
 pub use imports::{FinishedTrial, ImportStore};
-pub use leases::LeaseStore;
+pub use leases::{Claim, LeaseStore};
 pub use overview::{OverviewStore, RunOverview};
 pub use replays::{ReplayRow, ReplayStore};
 pub use runs::{

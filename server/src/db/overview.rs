@@ -85,6 +85,7 @@ impl OverviewStore for SqlStore {
                     done: r.done,
                     error: r.error,
                     cancelled: r.cancelled,
+                    outside: 0,
                 },
                 recent: r.recent,
             })

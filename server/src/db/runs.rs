@@ -121,9 +121,18 @@ pub struct Progress {
     pub done: i64,
     pub error: i64,
     pub cancelled: i64,
+    /// Of the queued and running ones, the trials of outside agents (`external:NAME`), which
+    /// wait for episodes over HTTP rather than for a worker.
+    #[serde(default)]
+    pub outside: i64,
 }
 
 impl Progress {
+    /// Queued or running trials that a worker of Mirage executes.
+    pub fn executable_left(&self) -> i64 {
+        self.queued + self.running - self.outside
+    }
+
     /// Trials that reached a final state.
     pub fn finished(&self) -> i64 {
         self.done + self.error + self.cancelled
@@ -156,6 +165,7 @@ pub struct CoverageRow {
 struct StateCount {
     #[sqlx(try_from = "String")]
     state: TrialState,
+    outside: i64,
     n: i64,
 }
 
@@ -242,6 +252,33 @@ pub trait RunStore: Send + Sync {
 pub const MAX_ATTEMPTS: i64 = 3;
 /// Wait before a requeued trial may be claimed again, per attempt it has had (ms).
 pub const BACKOFF_MS: i64 = 1_000;
+
+/// The statement that finalises a running trial held by `worker` (see `finish_trial`).
+pub(super) fn finish_query<'q>(
+    trial_id: &'q TrialId,
+    worker: &'q str,
+    end: &'q TrialEnd,
+) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>> {
+    let (state, verdict, rationale, error, appeal) = match end {
+        TrialEnd::Done { verdict, rationale, appeal } => {
+            (TrialState::Done, verdict.as_deref(), rationale.as_deref(), None, appeal.as_deref())
+        }
+        TrialEnd::Error(reason) => (TrialState::Error, None, None, Some(reason.as_str()), None),
+        TrialEnd::Cancelled => (TrialState::Cancelled, None, None, None, None),
+    };
+    sqlx::query(
+        "update trial set state = $3, verdict = $4, rationale = $5, error = $6, appeal = $8, lease_until = null, finished_at = $7, updated_at = $7
+          where trial_id = $1 and worker = $2 and state = 'running'",
+    )
+    .bind(trial_id.as_str())
+    .bind(worker)
+    .bind(state.as_str())
+    .bind(verdict)
+    .bind(rationale)
+    .bind(error)
+    .bind(now_ms())
+    .bind(appeal)
+}
 
 const RUN_COLUMNS: &str = "run_id, spec, status, corpus_version, trials_total, created_at";
 pub(super) const TRIAL_COLUMNS: &str = "trial_id, run_id, ordinal, task_id, agent, level, condition, seed, state, attempts, worker, verdict, rationale, error, appeal";
@@ -342,13 +379,19 @@ impl RunStore for SqlStore {
 
     async fn progress(&self, run_id: &RunId) -> StoreResult<Progress> {
         let rows: Vec<StateCount> =
-            sqlx::query_as("select state, count(*) as n from trial where run_id = $1 group by state")
-                .bind(run_id.as_str())
-                .fetch_all(&self.pool)
-                .await?;
+            sqlx::query_as(
+                "select state, cast(case when agent like 'external:%' then 1 else 0 end as bigint) as outside, count(*) as n
+                   from trial where run_id = $1 group by state, case when agent like 'external:%' then 1 else 0 end",
+            )
+            .bind(run_id.as_str())
+            .fetch_all(&self.pool)
+            .await?;
         let mut p = Progress::default();
         for r in rows {
             p.add(r.state, r.n);
+            if r.outside == 1 && matches!(r.state, TrialState::Queued | TrialState::Running) {
+                p.outside += r.n;
+            }
         }
         Ok(p)
     }
@@ -412,29 +455,7 @@ impl RunStore for SqlStore {
     }
 
     async fn finish_trial(&self, trial_id: &TrialId, worker: &str, end: &TrialEnd) -> StoreResult<bool> {
-        let (state, verdict, rationale, error, appeal) = match end {
-            TrialEnd::Done { verdict, rationale, appeal } => {
-                (TrialState::Done, verdict.as_deref(), rationale.as_deref(), None, appeal.as_deref())
-            }
-            TrialEnd::Error(reason) => (TrialState::Error, None, None, Some(reason.as_str()), None),
-            TrialEnd::Cancelled => (TrialState::Cancelled, None, None, None, None),
-        };
-        let now = now_ms();
-        let r = sqlx::query(
-            "update trial set state = $3, verdict = $4, rationale = $5, error = $6, appeal = $8, lease_until = null, finished_at = $7, updated_at = $7
-              where trial_id = $1 and worker = $2 and state = 'running'",
-        )
-        .bind(trial_id.as_str())
-        .bind(worker)
-        .bind(state.as_str())
-        .bind(verdict)
-        .bind(rationale)
-        .bind(error)
-        .bind(now)
-        .bind(appeal)
-        .execute(&self.pool)
-        .await?;
-        Ok(r.rows_affected() == 1)
+        Ok(finish_query(trial_id, worker, end).execute(&self.pool).await?.rows_affected() == 1)
     }
 
     async fn finished_after(&self, after: (i64, &str), limit: i64) -> StoreResult<Vec<(TrialRow, i64)>> {

@@ -25,6 +25,10 @@ pub struct EpisodeChrome<'a> {
     pub actions: &'static [&'static str],
     pub closed: bool,
     pub overlay: Option<&'a super::Overlay>,
+    /// Served over HTTP to an outside agent: the text observation prints addresses under
+    /// the episode's prefix and says where actions are posted. The built-in loop's pages
+    /// print site paths.
+    pub over_http: bool,
 }
 
 impl View<'_> {
@@ -159,7 +163,13 @@ fn verdict_form(domain: Domain, ep: &EpisodeChrome<'_>) -> Markup {
 /// The text observation: title, path, readable body, numbered links and, inside an
 /// episode, the actions the agent may take.
 pub fn observation(view: &View<'_>) -> String {
-    let mut out = format!("[{}] {}\nURL: {}\n\n", site_name(view.domain), view.title, view.path);
+    // Over HTTP an episode's addresses are printed under its prefix, so that a link followed
+    // as printed stays inside the episode.
+    let shown = |url: &str| match &view.episode {
+        Some(ep) if ep.over_http => view.href(url).unwrap_or_else(|| url.to_string()),
+        _ => url.to_string(),
+    };
+    let mut out = format!("[{}] {}\nURL: {}\n\n", site_name(view.domain), view.title, shown(view.path));
     for block in parse(view.text) {
         match block {
             Block::Heading(h) => out.push_str(&format!("\n## {h}\n")),
@@ -175,19 +185,11 @@ pub fn observation(view: &View<'_>) -> String {
     if !view.links.is_empty() {
         out.push_str("\nLinks:\n");
         for (i, (label, url)) in view.links.iter().enumerate() {
-            out.push_str(&format!("[{}] {label} -> {url}\n", i + 1));
+            out.push_str(&format!("[{}] {label} -> {}\n", i + 1, shown(url)));
         }
     }
     if let Some(ep) = &view.episode {
-        out.push_str("\nActions:\n- goto <link number or URL>\n");
-        if view.domain == Domain::Wiki {
-            out.push_str("- search <words>\n");
-        }
-        if ep.closed {
-            out.push_str("- (verdict already recorded; the episode is closed)\n");
-        } else {
-            out.push_str(&format!("- verdict <ACTION> with a rationale, ACTION one of: {}\n", ep.actions.join(", ")));
-        }
+        out.push_str(&crate::agent::protocol::footer(view.domain, ep.closed, ep.over_http.then_some(ep.id)));
     }
     out
 }
@@ -232,10 +234,28 @@ mod tests {
     #[test]
     fn observation_numbers_links_and_lists_actions_in_episodes() {
         let mut v = view("hello");
-        v.episode = Some(EpisodeChrome { id: "e1", actions: &["APPROVE", "DENY"], closed: false, overlay: None });
+        v.episode = Some(EpisodeChrome {
+            id: "e1",
+            actions: &["APPROVE", "DENY"],
+            closed: false,
+            overlay: None,
+            over_http: false,
+        });
         let obs = observation(&v);
         assert!(obs.contains("[1] L -> /shop/y"));
+        assert!(obs.contains(r#"{"type": "click", "link": N}"#) && !obs.contains("/ep/e1"));
         assert!(obs.contains("ACTION one of: APPROVE, DENY"));
         assert!(html(&v).contains("href=\"/ep/e1/shop/y\""));
+        // Over HTTP the printed addresses stay inside the episode.
+        v.episode = Some(EpisodeChrome {
+            id: "e1",
+            actions: &["APPROVE", "DENY"],
+            closed: false,
+            overlay: None,
+            over_http: true,
+        });
+        let obs = observation(&v);
+        assert!(obs.contains("URL: /ep/e1/shop/x") && obs.contains("[1] L -> /ep/e1/shop/y"), "{obs}");
+        assert!(obs.contains("POST one of these objects to /ep/e1/act"));
     }
 }

@@ -63,7 +63,14 @@ fn new_token() -> String {
 fn is_public(path: &str) -> bool {
     const PREFIXES: [&str; 9] =
         ["/login", "/logout", "/healthz", "/pkg/", "/shop", "/forum", "/wiki", "/ep/", "/api/episodes"];
-    path == "/favicon.ico" || PREFIXES.iter().any(|p| path.starts_with(p))
+    path == "/favicon.ico" || PREFIXES.iter().any(|p| path.starts_with(p)) || is_run_episodes(path)
+}
+
+/// `/api/runs/<run>/episodes`, where an outside agent takes the trials of a run.
+fn is_run_episodes(path: &str) -> bool {
+    path.strip_prefix("/api/runs/")
+        .and_then(|rest| rest.strip_suffix("/episodes"))
+        .is_some_and(|run| !run.is_empty() && !run.contains('/'))
 }
 
 /// The header a script that is not a browser sends on writes in place of `Origin`.
@@ -71,7 +78,7 @@ pub const CLIENT_HEADER: &str = "x-mirage-client";
 
 /// Paths of the agents' episode API, which takes writes from clients that name no origin.
 fn is_agent_api(path: &str) -> bool {
-    path == "/api/episodes" || path.starts_with("/ep/")
+    path == "/api/episodes" || path.starts_with("/ep/") || is_run_episodes(path)
 }
 
 /// The host name of a `Host` value or of a URL's authority, without port, lower-cased

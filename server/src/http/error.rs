@@ -22,6 +22,9 @@ pub enum HttpError {
     /// 409.
     #[error("{0}")]
     Conflict(String),
+    /// 410: an episode that no longer holds its trial.
+    #[error("{0}")]
+    Gone(String),
     /// 401.
     #[error("{0}")]
     Unauthorized(String),
@@ -48,6 +51,7 @@ impl HttpError {
             HttpError::NotFound(_) => StatusCode::NOT_FOUND,
             HttpError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             HttpError::Conflict(_) => StatusCode::CONFLICT,
+            HttpError::Gone(_) => StatusCode::GONE,
             HttpError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             HttpError::Forbidden(_) => StatusCode::FORBIDDEN,
             HttpError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
@@ -94,6 +98,7 @@ impl IntoResponse for HttpError {
             HttpError::NotFound(m)
             | HttpError::Invalid(m)
             | HttpError::Conflict(m)
+            | HttpError::Gone(m)
             | HttpError::Unauthorized(m)
             | HttpError::Forbidden(m)
             | HttpError::TooMany(m) => m,

@@ -14,7 +14,7 @@ use crate::corpus::Domain;
 use crate::corpus::urls::normalise;
 use crate::db::Episode;
 use crate::env::render::EpisodeChrome;
-use crate::env::site::{Rendered, domain_of, listing, render_path};
+use crate::env::site::{Rendered, render_path};
 use crate::state::AppState;
 
 /// Query parameters a site page understands.
@@ -51,44 +51,90 @@ pub async fn in_episode(
     Path((id, rest)): Path<(String, String)>,
     Query(query): Query<PageQuery>,
 ) -> Result<Response, HttpError> {
-    // Each page is logged: a client's pages are budgeted like its episodes.
-    let client = crate::state::client_key(peer.map(|p| p.0.0));
+    page_budget(&state, peer.map(|p| p.0.0))?;
+    let text = query.format.as_deref() == Some("text");
+    let (episode, task) = open_episode(&state, &id).await?;
+    let path = format!("/{rest}");
+    let kind = if query.pattern.is_some() && normalise(&path) == "/wiki/search" { "search" } else { "visit" };
+    let rendered =
+        visit(&state, (&episode, &task), Visit { kind, path: &path, pattern: query.pattern.as_deref() }, None).await?;
+    Ok(respond(rendered, text))
+}
+
+/// Each page of an episode is logged: a client's pages are budgeted like its episodes.
+pub fn page_budget(state: &AppState, peer: Option<std::net::SocketAddr>) -> Result<(), HttpError> {
+    let client = crate::state::client_key(peer);
     let budget = state.config.server.episode_pages_per_minute;
     if !state.guard.allow(crate::state::Budget::EpisodePages, &client, budget) {
         return Err(HttpError::TooMany(format!(
             "client {client} fetched {budget} episode pages in the last minute (the [server] episode_pages_per_minute setting); try again later"
         )));
     }
-    let text = query.format.as_deref() == Some("text");
-    let episode = state.store.episode(&id).await?;
+    Ok(())
+}
+
+/// An episode and its task; an episode that carries out a run's trial renews its lease here,
+/// and one that lost it (idle past the lease, or its run cancelled) is gone.
+pub async fn open_episode(
+    state: &AppState,
+    id: &str,
+) -> Result<(Episode, std::sync::Arc<crate::corpus::Task>), HttpError> {
+    let episode = state.store.episode(id).await?;
     let task = state
         .world
         .task(&episode.task_id)
-        .ok_or_else(|| HttpError::NotFound("the episode's task is no longer stored".into()))?;
-    let path = format!("/{rest}");
-    let overlay = crate::manip::overlay_for(task, &episode.level, episode.strategy.as_deref(), episode.seed)
-        .map_err(|e| HttpError::internal("building the episode's manipulation", e))?;
-    let mut chrome = chrome(&episode, task.domain);
-    chrome.overlay = Some(&overlay);
-    let rendered = if domain_of(&path) == Some(task.domain) {
-        render_path(&state.world, &path, query.pattern.as_deref(), Some(chrome))
-    } else {
-        let intro = "This address is outside the site of this episode.";
-        listing(task.domain, &path, "Page not found", intro, vec![], Some(chrome), 404)
-    };
-    let (kind, url, detail) = match query.pattern.as_deref() {
-        Some(p) if normalise(&path) == "/wiki/search" => ("search", path.clone(), Some(p.to_string())),
-        _ => ("visit", path.clone(), None),
-    };
+        .ok_or_else(|| HttpError::NotFound("the episode's task is no longer stored".into()))?
+        .clone();
+    if episode.status == "open"
+        && !crate::runs::external::renew(state.store.as_ref(), &episode)
+            .await
+            .map_err(|e| HttpError::internal("renewing an episode's lease", e))?
+    {
+        return Err(HttpError::Gone(format!(
+            "episode {id} no longer holds its trial: it was idle past its lease, or its run was cancelled; \
+             take a new episode from the run"
+        )));
+    }
+    Ok((episode, task))
+}
+
+/// A page an episode moves to.
+pub struct Visit<'a> {
+    /// `visit`, `search` or `back`.
+    pub kind: &'a str,
+    pub path: &'a str,
+    pub pattern: Option<&'a str>,
+}
+
+/// Renders a page of an episode and logs it (with the thought and the action that led there,
+/// when it came through `act`). A page the log does not record is never served.
+pub async fn visit(
+    state: &AppState,
+    (episode, task): (&Episode, &crate::corpus::Task),
+    to: Visit<'_>,
+    posted: Option<(&str, &crate::agent::Action)>,
+) -> Result<Rendered, HttpError> {
+    let rendered = crate::runs::external::page(&state.world, task, episode, to.path, to.pattern)
+        .map_err(|e| HttpError::internal("rendering an episode's page", e))?;
     let status = rendered.status.to_string();
-    let detail = detail.map_or(status.clone(), |d| format!("{status} {d}"));
-    // A page the log does not record must not be served: the trajectory would lie.
+    let detail = to.pattern.map_or(status.clone(), |p| format!("{status} {p}"));
+    let action = posted
+        .map(|(_, a)| serde_json::to_string(a))
+        .transpose()
+        .map_err(|e| HttpError::internal("logging an action", e))?;
+    let event = crate::db::NewEvent {
+        kind: to.kind,
+        url: Some(to.path),
+        detail: Some(&detail),
+        thought: posted.map(|(t, _)| t),
+        action: action.as_deref(),
+    };
     state
         .store
-        .append_event(&id, kind, Some(&url), Some(&detail))
+        .append_event(&episode.episode_id, event)
         .await
         .map_err(|e| HttpError::internal("logging a page visit", e))?;
-    Ok(respond(rendered, text))
+    Ok(rendered)
 }
 
 /// The verdict tools shown on every page of an episode.
@@ -98,5 +144,6 @@ pub fn chrome(episode: &Episode, domain: Domain) -> EpisodeChrome<'_> {
         actions: domain.actions(),
         closed: episode.status != "open",
         overlay: None,
+        over_http: true,
     }
 }

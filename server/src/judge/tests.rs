@@ -375,8 +375,13 @@ fn a_forged_observation_of_a_real_page_verifies_nothing_and_is_noted() {
     let overlay = crate::manip::overlay_for(&task, "L3", None, 1).expect("overlay");
     let note = "Note: there is no link number 9 on this page\n\n";
     let shown = |url: &str| {
-        let chrome =
-            EpisodeChrome { id: "trial", actions: task.domain.actions(), closed: false, overlay: Some(&overlay) };
+        let chrome = EpisodeChrome {
+            id: "trial",
+            actions: task.domain.actions(),
+            closed: false,
+            overlay: Some(&overlay),
+            over_http: false,
+        };
         let page = render_path(world(), url, None, Some(chrome));
         let spans: Vec<SpanMark> = page
             .spans

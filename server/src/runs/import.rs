@@ -6,24 +6,47 @@ use std::collections::{BTreeSet, HashSet};
 use anyhow::{Context, bail};
 
 use super::RunSpec;
-use crate::agent::Step;
+use crate::agent::{Action, Step};
 use crate::db::RunStatus;
 use crate::db::{NewTrial, Store, TrialEnd, now_ms};
 use crate::env::World;
 use crate::judge::{Trajectory, read_trajectories};
 use app::model::RunId;
 
-/// A trajectory's steps as Mirage's own, numbered in order (`place` names the line).
+/// A trajectory's steps as Mirage's own, numbered in order (`place` names the line). Every
+/// line `mirage score` accepts is accepted: a step without an observation keeps none (the
+/// scorer renders the page from the task), one without a thought has an empty one, one
+/// without an action moved to the next step's page (the last one gave the trajectory's
+/// verdict), and an action Mirage cannot replay is kept as a foreign tool call.
 fn replayable_steps(t: &Trajectory, place: &str) -> anyhow::Result<Vec<Step>> {
     let mut steps = Vec::new();
     for (i, s) in t.steps.iter().enumerate() {
         let mut value = serde_json::to_value(s)?;
         value["t"] = serde_json::json!(i);
-        let step: Step = serde_json::from_value(value)
-            .with_context(|| format!("{place}: steps[{i}] is not an action Mirage can replay"))?;
+        value["action"] = serde_json::to_value(action_of(t, i))?;
+        let step: Step =
+            serde_json::from_value(value).with_context(|| format!("{place}: steps[{i}] cannot be stored"))?;
         steps.push(step);
     }
     Ok(steps)
+}
+
+/// The action of step `i` of a trajectory, as Mirage stores it (see [`replayable_steps`]).
+fn action_of(t: &Trajectory, i: usize) -> Action {
+    match &t.steps[i].action {
+        Some(v) => serde_json::from_value(v.clone())
+            .ok()
+            .or_else(|| crate::agent::protocol::read_action(&serde_json::json!({ "action": v })).ok().map(|(_, a)| a))
+            .unwrap_or_else(|| Action::Tool {
+                name: v.get("type").and_then(serde_json::Value::as_str).unwrap_or("unknown").to_string(),
+                arguments: v.clone(),
+            }),
+        None => match (t.steps.get(i + 1), &t.verdict) {
+            (Some(next), _) => Action::Goto { url: next.url.clone() },
+            (None, Some(v)) => Action::Verdict { verdict: v.action.clone(), rationale: v.rationale.clone() },
+            (None, None) => Action::Answer { text: String::new() },
+        },
+    }
 }
 
 /// How an imported trajectory ended: its error, or its verdict and appeal.
@@ -97,7 +120,8 @@ pub async fn import_run(
     store.create_run(&run_id, &serde_json::to_string(&spec)?, corpus_version, &trials).await?;
     let worker = "import";
     for (steps, end) in &steps_of {
-        let Some(trial) = store.claim_trial(&run_id, worker, now_ms() + 600_000).await? else {
+        let Some(trial) = store.claim_trial_of(&run_id, worker, now_ms() + 600_000, crate::db::Claim::Any).await?
+        else {
             bail!("run {run_id}: fewer trials were stored than read");
         };
         for s in steps {

@@ -9,6 +9,7 @@
 pub mod adaptive;
 mod cost;
 pub mod export;
+pub mod external;
 pub mod geo;
 pub mod harness;
 pub mod import;
@@ -31,6 +32,7 @@ use std::collections::BTreeMap;
 use crate::agent::Agent;
 use crate::agent::baselines::{Explorer, Oracle, Surface};
 use crate::agent::llm::{LlmAgent, PROMPT_VERSION};
+use crate::agent::protocol::PROTOCOL_VERSION;
 use crate::corpus::model::CONDITIONS;
 use crate::corpus::{Domain, Task};
 use crate::db::{NewTrial, Store, now_ms};
@@ -73,6 +75,14 @@ pub struct RunSpec {
     /// before the field existed used version 1.
     #[serde(default = "first_prompt")]
     pub agent_prompt: String,
+    /// The agent protocol's version (the action grammar of pages, prompt, schema and episode
+    /// API), stamped when the run is created. Runs from before the field used version 0.
+    #[serde(default = "first_protocol")]
+    pub agent_protocol: String,
+    /// How long an outside agent's episode holds its trial without a request, in seconds
+    /// (default [`external::DEFAULT_LEASE_SECS`]); past it the trial goes back to the queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub episode_lease_secs: Option<u64>,
     /// A GEO ranking run: its trials rank lists of items instead of
     /// running agents through tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -126,6 +136,10 @@ fn first_prompt() -> String {
     "agent-prompt-1".to_string()
 }
 
+fn first_protocol() -> String {
+    "agent-protocol-0".to_string()
+}
+
 impl RunSpec {
     /// A spec with these tasks, configurations, levels, conditions and seeds, and nothing
     /// else (no endpoints, appeal, strategy, attacker or judge; the default L4 search).
@@ -144,6 +158,8 @@ impl RunSpec {
             attacker: None,
             judge: None,
             agent_prompt: PROMPT_VERSION.to_string(),
+            agent_protocol: PROTOCOL_VERSION.to_string(),
+            episode_lease_secs: None,
             geo: None,
             replay: Vec::new(),
             clean_twins: 0,
@@ -205,6 +221,9 @@ pub fn split_config(name: &str) -> anyhow::Result<(&str, Option<&str>)> {
 /// Builds the agent for a configuration name: a baseline, or a model endpoint of the spec
 /// (a `+defense` suffix is handled by the caller; see [`split_config`]).
 pub fn agent_for(name: &str, endpoints: &BTreeMap<String, EndpointSpec>) -> anyhow::Result<Arc<dyn Agent>> {
+    if external::is_external(name) {
+        bail!("agent: {name} is an outside agent; its trials are handed out as episodes over HTTP, not run here");
+    }
     let (name, _) = split_config(name)?;
     Ok(match name {
         "surface" => Arc::new(Surface),
@@ -284,6 +303,10 @@ pub fn select_tasks<'w>(world: &'w World, filter: &str) -> Result<Vec<&'w Arc<Ta
 pub fn plan(world: &World, spec: &RunSpec) -> Result<Vec<NewTrial>, PlanError> {
     for agent in &spec.agents {
         let agents = |e: anyhow::Error| PlanError::new(SpecField::Agents, format!("{e:#}"));
+        if external::is_external(agent) {
+            external::check(agent, spec).map_err(agents)?;
+            continue;
+        }
         agent_for(agent, &spec.endpoints).map_err(agents)?;
         if split_config(agent).map_err(agents)?.1 == Some("judge") && spec.judge.is_none() {
             return Err(PlanError::new(
@@ -353,6 +376,10 @@ pub fn plan(world: &World, spec: &RunSpec) -> Result<Vec<NewTrial>, PlanError> {
 /// in its context, the most tokens per reply, the step budget and the temperature; for a
 /// baseline, its step budget.
 pub fn agent_setup(name: &str, endpoints: &BTreeMap<String, EndpointSpec>) -> String {
+    if external::is_external(name) {
+        return "outside agent: drives the sites over HTTP, one episode per trial; nothing of it runs in Mirage"
+            .to_string();
+    }
     let base = split_config(name).map_or(name, |(n, _)| n);
     match endpoints.get(base) {
         Some(e) => format!(
@@ -395,6 +422,7 @@ pub async fn create_run(
     let run_id = new_run_id();
     let spec = RunSpec {
         agent_prompt: PROMPT_VERSION.to_string(),
+        agent_protocol: PROTOCOL_VERSION.to_string(),
         clean_twins: twins_added(world, spec)?,
         levels: spec.planned_levels(),
         ..spec.clone()
@@ -494,7 +522,7 @@ mod tests {
 
     #[test]
     fn eta_follows_the_recent_rate() {
-        let counts = Progress { queued: 90, running: 10, done: 20, error: 0, cancelled: 0 };
+        let counts = Progress { queued: 90, running: 10, done: 20, ..Progress::default() };
         let r = ProgressReport::new(120, counts, 20);
         assert!((r.per_minute - 20.0).abs() < 1e-9);
         assert_eq!(r.eta_secs.map(|s| s.round()), Some(300.0));

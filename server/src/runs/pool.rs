@@ -83,7 +83,7 @@ pub async fn execute(
     let spec = spec_of(store.as_ref(), run_id).await?;
     let mut agents: HashMap<String, Arc<dyn Agent>> = HashMap::new();
     if spec.geo.is_none() {
-        for name in &spec.agents {
+        for name in spec.agents.iter().filter(|a| !super::external::is_external(a)) {
             agents.insert(name.clone(), agent_for(name, &spec.endpoints)?);
         }
     }
@@ -125,7 +125,7 @@ async fn run_pool(
         None => None,
     };
     let mut defenses: HashMap<String, Arc<dyn crate::detect::Defense>> = HashMap::new();
-    for name in spec.agents.iter().filter(|_| geo.is_none()) {
+    for name in spec.agents.iter().filter(|a| geo.is_none() && !super::external::is_external(a)) {
         if let (_, Some(defense)) = split_config(name)?
             && !defenses.contains_key(defense)
         {
@@ -237,8 +237,8 @@ async fn work(shared: &Shared, run_id: &RunId, worker: &str) -> anyhow::Result<(
             if store.requeue_expired(run_id, now_ms()).await? > 0 {
                 continue;
             }
-            let p = store.progress(run_id).await?;
-            if p.running == 0 && p.queued == 0 {
+            // Trials of outside agents wait for episodes over HTTP, not for this pool.
+            if store.progress(run_id).await?.executable_left() == 0 {
                 return Ok(());
             }
             // Others hold trials (or a dead process's leases have yet to expire): wait.

@@ -69,7 +69,7 @@ impl Executor {
         for run in self.store.runs().await?.into_iter().filter(|r| r.status == RunStatus::Active) {
             let requeued = self.store.requeue_expired(&run.run_id, now_ms()).await?;
             let p = self.store.progress(&run.run_id).await?;
-            if p.queued + p.running > 0 {
+            if p.executable_left() > 0 {
                 tracing::info!(run = %run.run_id, queued = p.queued, running = p.running, requeued, "resuming a run");
                 // At the pace it was launched with, where the run says.
                 let pace = crate::runs::concurrency_of(&run.spec).unwrap_or(concurrency);

@@ -144,6 +144,8 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
         attacker: config.attacker().map(|(_, s)| s.clone()),
         judge: config.judge().map(|(_, s)| s.clone()),
         agent_prompt: crate::agent::llm::PROMPT_VERSION.to_string(),
+        agent_protocol: crate::agent::protocol::PROTOCOL_VERSION.to_string(),
+        episode_lease_secs: None,
         geo: None,
         replay,
         clean_twins: 0,
@@ -386,6 +388,7 @@ impl app::ssr::Runs for RunsService {
             appeal: spec.appeal,
             strategy: spec.strategy,
             agent_prompt: spec.agent_prompt,
+            agent_protocol: spec.agent_protocol,
             corpus_version,
             judges,
             coverage: cells

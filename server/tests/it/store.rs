@@ -3,7 +3,7 @@
 
 use app::model::{RunId, TrialId};
 use server::corpus::generate::corpus;
-use server::db::{Account, CorpusStore, Credentials, LabelKind, SqlStore, Store, StoreError, TrialState};
+use server::db::{Account, CorpusStore, Credentials, LabelKind, NewEvent, SqlStore, Store, StoreError, TrialState};
 
 async fn exercise(store: &dyn Store) {
     let tasks: Vec<_> = corpus().into_iter().take(5).collect();
@@ -23,10 +23,25 @@ async fn exercise(store: &dyn Store) {
     store.set_meta("k", "2").await.expect("set again");
     assert_eq!(store.meta("k").await.expect("meta").as_deref(), Some("2"));
 
-    let ep = store.create_episode(&tasks[0].id, "L0", "raw", None, 0).await.expect("episode");
+    let ep = store.create_episode(&tasks[0].id, ("L0", "raw"), None, 0, None).await.expect("episode");
     assert_eq!(ep.status, "open");
-    assert_eq!(store.append_event(&ep.episode_id, "visit", Some("/a"), None).await.expect("event"), 1);
-    assert_eq!(store.append_event(&ep.episode_id, "visit", Some("/b"), Some("200")).await.expect("event"), 2);
+    assert_eq!(
+        store
+            .append_event(&ep.episode_id, NewEvent { kind: "visit", url: Some("/a"), ..NewEvent::default() })
+            .await
+            .expect("event"),
+        1
+    );
+    assert_eq!(
+        store
+            .append_event(
+                &ep.episode_id,
+                NewEvent { kind: "visit", url: Some("/b"), detail: Some("200"), ..NewEvent::default() }
+            )
+            .await
+            .expect("event"),
+        2
+    );
     assert!(store.finish_episode(&ep.episode_id, "DENY", "because").await.expect("finish"));
     assert!(!store.finish_episode(&ep.episode_id, "APPROVE", "again").await.expect("finish"));
     let ep = store.episode(&ep.episode_id).await.expect("episode");

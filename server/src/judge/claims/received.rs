@@ -75,8 +75,7 @@ fn cut_spans<'a>(text: &'a str, spans: &[SpanMark]) -> Cow<'a, str> {
 
 /// A line of the action list a site appends to every page of an episode.
 fn is_action(line: &str) -> bool {
-    let l = line.trim();
-    l.is_empty() || ["- goto ", "- search ", "- verdict ", "- (verdict "].iter().any(|p| l.starts_with(p))
+    crate::agent::protocol::is_footer_line(line)
 }
 
 fn collapse(s: &str) -> String {
