@@ -23,11 +23,13 @@ if ! wasm-bindgen --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION\$"; th
   cargo install wasm-bindgen-cli --version "=$WASM_BINDGEN_VERSION"
 fi
 
+# The book in docs/, served by the dashboard at /book/ (about a minute to build mdBook
+# once; no search or server features).
+if ! mdbook --version 2>/dev/null | grep -q "v0\.4\."; then
+  cargo install mdbook --version "~0.4" --no-default-features --locked
+fi
+
 if [ "${1:-}" = test ]; then
-  # The book in docs/ (about a minute to build mdBook once; no search or server features).
-  if ! mdbook --version 2>/dev/null | grep -q "v0\.4\."; then
-    cargo install mdbook --version "~0.4" --no-default-features --locked
-  fi
   command -v chromium >/dev/null || apt_install chromium
   command -v initdb >/dev/null || [ -x /usr/lib/postgresql/15/bin/initdb ] || apt_install postgresql
   command -v npm >/dev/null || apt_install nodejs npm

@@ -67,6 +67,12 @@ pub async fn plan_power(form: NewRun) -> Result<crate::model::Power, AppError> {
     .await
 }
 
+/// The model endpoints configured on this server (name, model), for the launch form.
+#[server(endpoint = "configured_endpoints")]
+pub async fn configured_endpoints() -> Result<Vec<(String, String)>, AppError> {
+    crate::ssr::respond(async move { crate::ssr::services()?.runs.endpoints().await }).await
+}
+
 /// Cancels a run.
 #[server(endpoint = "cancel_run")]
 pub async fn cancel_run(id: String) -> Result<(), AppError> {

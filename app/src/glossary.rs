@@ -15,7 +15,11 @@ pub const DEFINITIONS: &[(&str, &str, &str)] = &[
         "Acc_inv",
         "Investigation accuracy: the share of the task's evidence pages the agent opened in its first 25 steps (pages that do not exist earn nothing).",
     ),
-    ("e_inv", "E_inv", "Investigation efficiency: evidence pages opened per step taken."),
+    (
+        "e_inv",
+        "E_inv",
+        "Investigation efficiency: each of the first 25 steps earns 1 when it opens a new evidence page (0.5 for the start page's first credit), discounted by 0.95 per step, over the same sum for the ideal order; 1 for a perfect order.",
+    ),
     (
         "acc_rsn",
         "Acc_rsn",

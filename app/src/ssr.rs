@@ -38,6 +38,9 @@ pub trait Runs: Send + Sync {
     async fn power(&self, form: NewRun) -> Result<crate::model::Power, AppError>;
     /// Cancels a run's unfinished trials.
     async fn cancel(&self, id: RunId) -> Result<(), AppError>;
+    /// The model endpoints configured on this server, by name, with their model: what the
+    /// launch form's agent configurations may name besides the baselines.
+    async fn endpoints(&self) -> Result<Vec<(String, String)>, AppError>;
     /// One trial turn by turn (a page of turns), with its score and labels.
     async fn trajectory(
         &self,

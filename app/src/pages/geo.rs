@@ -462,6 +462,22 @@ pub fn GeoPage() -> impl IntoView {
         <h1>"GEO ranking"</h1>
         <Transition fallback=|| view! { <p>"Reading the run's ranks and computing intervals…"</p> }>
             {move || data.get().map(|d| match d {
+                // No run asked for and none finished yet: nothing is missing, there is just
+                // nothing to show.
+                Err(crate::error::AppError::NotFound(_)) if run.get().is_none() => {
+                    // The server function answered 404 for the missing run; the page is not.
+                    #[cfg(feature = "ssr")]
+                    if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
+                        resp.set_status(http::StatusCode::OK);
+                    }
+                    view! {
+                    <p class="empty" data-testid="geo-empty">
+                        "No GEO ranking run has finished trials yet. Start one with "
+                        <code>"mirage geo run --ranker NAME"</code>
+                        " (the book's GEO ranking chapter explains the rankers, datasets and methods); its leaderboard appears here."
+                    </p>
+                }.into_any()
+                }
                 Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
                 Ok(v) => board(&v, method.get()),
             })}

@@ -78,6 +78,15 @@ fn power_view(p: &Power) -> impl IntoView {
     }
 }
 
+/// What the launch form says about the server's configured model endpoints.
+fn configured_note(endpoints: &[(String, String)]) -> String {
+    if endpoints.is_empty() {
+        return "No model endpoint is configured on this server (start it with --config FILE to add some).".to_string();
+    }
+    let names: Vec<String> = endpoints.iter().map(|(name, model)| format!("{name} (model {model})")).collect();
+    format!("Configured endpoints: {}.", names.join(", "))
+}
+
 /// The launch form: invalid input is explained next to its field.
 #[component]
 fn LaunchForm() -> impl IntoView {
@@ -118,6 +127,7 @@ fn LaunchForm() -> impl IntoView {
         start.dispatch(StartRun { form: form() });
     };
     let power = ServerAction::<PlanPower>::new();
+    let endpoints = Resource::new(|| (), |()| crate::api::configured_endpoints());
     view! {
         <form class="launch" on:submit=submit aria-label="Launch a run">
             <h2>"Launch a run"</h2>
@@ -125,7 +135,10 @@ fn LaunchForm() -> impl IntoView {
                 <Field label="Tasks" name="tasks" value=tasks error=err("tasks")
                     help="all, a site (shop, forum, wiki), a category or task ids"/>
                 <Field label="Agent configurations" name="agents" value=agents error=err("agents")
-                    help="surface, explorer, oracle, credulous, configured endpoints; add +keyword, +perplexity or +judge for a defense"/>
+                    help="surface, explorer, oracle, credulous, a configured endpoint, or external:NAME for your own agent over HTTP; add +keyword, +perplexity or +judge for a defense"/>
+                <Suspense fallback=|| ()>
+                    <p class="muted configured" data-testid="configured-endpoints">{move || endpoints.get().map(|r| configured_note(&r.unwrap_or_default()))}</p>
+                </Suspense>
                 <Field label="Levels" name="levels" value=levels error=err("levels")
                     help="L0 (clean) to L4 (adaptive search); L0 is added when missing, so that every manipulated trial has a clean twin"/>
                 <p class="twins" aria-live="polite">{move || twins_note(&levels.get())}</p>

@@ -516,7 +516,7 @@ pub async fn book(State(state): State<AppState>) -> Response {
                         "The book lives in " code { "docs/" } " of the repository (Markdown you can read as it is). "
                         "To serve it here, install mdBook and build it beside the dashboard's files:"
                     }
-                    pre { "scripts/setup.sh test     # installs mdBook among the test tools\nscripts/build-site.sh     # builds the dashboard's files and the book" }
+                    pre { "scripts/setup.sh          # installs mdBook (scripts/serve.sh runs it)\nscripts/build-site.sh     # builds the dashboard's files and the book" }
                 }
             }
         }

@@ -443,6 +443,10 @@ impl app::ssr::Runs for RunsService {
         Ok(crate::runs::power::of_plan(&self.world, &trials, &std::collections::BTreeMap::new(), None, None))
     }
 
+    async fn endpoints(&self) -> Result<Vec<(String, String)>, AppError> {
+        Ok(self.config.endpoints.iter().map(|(name, e)| (name.clone(), e.model.clone())).collect())
+    }
+
     async fn cancel(&self, id: RunId) -> Result<(), AppError> {
         self.store.run(&id).await.map_err(|e| not_found_or_internal(e, &format!("run {id}")))?;
         self.store.cancel_run(&id).await.map_err(internal)

@@ -235,3 +235,19 @@ async fn an_idle_episode_gives_its_trial_back_and_a_trial_that_keeps_losing_it_f
     assert!(trials[0].error.as_deref().unwrap_or_default().contains("3 attempts"), "{:?}", trials[0].error);
     assert_eq!(app.state.store.run(&run_id).await.expect("run").status, server::db::RunStatus::Done);
 }
+
+#[tokio::test]
+async fn a_default_server_names_its_endpoints_on_the_launch_form_and_has_a_geo_page_before_any_geo_run() {
+    let mut config = server::config::Config::default();
+    config.endpoints.insert("mine".into(), EndpointSpec::new("http://127.0.0.1:9/v1", "my-model"));
+    let app = TestApp::start_with(config).await;
+    let (status, page) = app.text("/runs").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("Configured endpoints: mine (model my-model)."), "the launch form lists them");
+    assert!(page.contains("external:NAME"), "and says how to name an outside agent");
+    let (status, page) = app.text("/geo").await;
+    assert_eq!(status, 200, "no GEO run is nothing missing");
+    assert!(page.contains("No GEO ranking run has finished trials yet"), "{page}");
+    let bare = TestApp::start().await;
+    assert!(bare.text("/runs").await.1.contains("No model endpoint is configured on this server"));
+}
