@@ -15,6 +15,7 @@ import argparse
 import json
 import re
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -94,6 +95,9 @@ def main():
         status, body = call(args.server, "POST", f"/api/runs/{args.run}/episodes")
         if status == 204:
             break
+        if status == 503:  # trials remain, none to hand out yet (a backoff, or held elsewhere)
+            time.sleep(json.loads(body).get("retry_after", 2))
+            continue
         if status != 201:
             sys.exit(f"could not take an episode ({status}): {body}")
         episode = json.loads(body)

@@ -68,4 +68,10 @@ pub struct Comparison {
     pub unfinished_b: usize,
     pub metrics: Vec<MetricDiff>,
     pub changed: Vec<Changed>,
+    /// Paired trials of each side whose figures rest on what a file says (imported), not on
+    /// what Mirage ran or watched.
+    #[serde(default)]
+    pub self_reported_a: usize,
+    #[serde(default)]
+    pub self_reported_b: usize,
 }

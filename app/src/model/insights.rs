@@ -34,6 +34,16 @@ pub struct BoardRow {
     pub band: usize,
     pub trials: usize,
     pub errors: usize,
+    /// `errors / trials` (failures stay in every mean).
+    #[serde(default)]
+    pub error_rate: f64,
+    /// Trials whose figures rest on what a file says (imported), not on what Mirage ran or
+    /// watched over HTTP: all of them make a self-reported row, some a mixed one.
+    #[serde(default)]
+    pub self_reported: usize,
+    /// Trials whose line said what the scorer derives otherwise (the derived values are scored).
+    #[serde(default)]
+    pub disagreeing: usize,
     /// Labels still disputed (not settled by a person).
     pub disputed: usize,
     /// Metric → estimate (`None` where the metric does not apply).
@@ -80,6 +90,10 @@ pub struct Pending {
     /// shown yet).
     pub stale: bool,
 }
+
+/// The name of the judge-less reasoning grade (gold facts cited from pages seen), as judge
+/// versions carry it: its figures are not comparable with a model judge's.
+pub const FALLBACK_RSN_JUDGE: &str = "seen-fact-coverage";
 
 /// The leaderboard of one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

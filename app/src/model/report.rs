@@ -22,6 +22,10 @@ pub struct ReportRow {
     /// Trials that ended in error (they stay in every mean, scored 0 on decision and reasoning).
     #[serde(default)]
     pub errors: usize,
+    /// Trials whose figures rest on what a file says (imported), not on what Mirage ran or
+    /// watched: all of them make a self-reported row, some a mixed one.
+    #[serde(default)]
+    pub self_reported: usize,
     pub metrics: BTreeMap<String, Option<Est>>,
     /// Pooled rows: each metric as a share of all the row's trajectories (no domain weighting).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -83,6 +87,10 @@ pub struct Report {
     pub main: Vec<ReportRow>,
     /// Hint − Raw per configuration × domain × the compared metrics (where both conditions ran).
     pub hint_minus_raw: Vec<ReportDelta>,
+    /// The (configuration, domain) cells whose Hint − Raw deltas are withheld, and why: some
+    /// trials have no partner in the other condition.
+    #[serde(default)]
+    pub hint_minus_raw_withheld: Vec<String>,
     /// Per configuration × domain × category: the main metrics.
     pub categories: Vec<ReportRow>,
     pub domains: Vec<DomainCheck>,

@@ -36,6 +36,12 @@ fn result(c: Comparison) -> impl IntoView {
                 c.unfinished_a, c.unfinished_b
             )}</p>
         })}
+        {(c.self_reported_a + c.self_reported_b > 0).then(|| view! {
+            <p class="notice compare-self-reported" data-testid="self-reported">{format!(
+                "Self-reported: paired trials imported from a file, whose figures rest on what the file says: a {}, b {}.",
+                c.self_reported_a, c.self_reported_b
+            )}</p>
+        })}
         <table class="report compare-metrics">
             <caption>"Each metric on the paired trials: b − a with its 95% paired bootstrap interval, Holm-adjusted p"</caption>
             <thead><tr><th>"metric"</th><th>"a"</th><th>"b"</th><th>"b − a"</th><th>"95% CI"</th><th>"p (Holm)"</th><th>"pairs"</th></tr></thead>

@@ -156,7 +156,7 @@ pub(super) fn board_table(
                     view! {
                         <tr class=format!("band-{}", r.band % 2) data-agent=r.agent.clone()>
                             {show_band.then(|| view! { <td class="num band">{r.band}</td> })}
-                            <th scope="row">{r.agent.clone()}</th>
+                            <th scope="row">{r.agent.clone()}{provenance_badge(&r)}</th>
                             <td class="num">{r.trials}</td>
                             <td class="num">{format!("{} ({:.1} %)", r.errors, if r.trials == 0 { 0.0 } else { 100.0 * r.errors as f64 / r.trials as f64 })}</td>
                             <td class="num">{r.disputed}</td>
@@ -251,6 +251,11 @@ pub fn LeaderboardPage() -> impl IntoView {
                             "Judges: {}. {} labels settled by people (they override automatic labels everywhere).",
                             if b.judges.is_empty() { "none".to_string() } else { b.judges.join(", ") }, b.human_labels
                         )}</p>
+                        {b.judges.iter().any(|j| j.contains(crate::model::FALLBACK_RSN_JUDGE)).then(|| view! {
+                            <p class="muted fallback" data-testid="rsn-fallback">
+                                "Acc_rsn and Q_ev here come from the judge-less fallback (gold facts cited in the rationale's own words from pages the agent saw): they are not comparable with a model judge's grades."
+                            </p>
+                        })}
                         {board_table(rows, &b.columns, &b.tier, true, Some(&sort_href), Some(&b.checks))}
                         {export_links(&b)}
                         {b.breakdown.iter().map(|(value, rows)| view! {
@@ -344,4 +349,18 @@ fn validation_table(v: &crate::model::Validation) -> impl IntoView + use<> {
             </tbody>
         </table>
     }
+}
+
+/// A row whose trials Mirage did not run or watch says so: all of them from a file make it
+/// self-reported, some of them mixed (executed and self-reported trials pooled).
+pub fn provenance_badge(r: &crate::model::BoardRow) -> Option<impl IntoView + use<>> {
+    let (label, title) = match r.self_reported {
+        0 => return None,
+        n if n >= r.trials => (
+            "self-reported",
+            "Every trial of this row was imported from a file: its figures rest on what the file says, not on what Mirage ran or watched.".to_string(),
+        ),
+        n => ("mixed", format!("{n} of {} trials were imported from a file; the rest Mirage ran or watched over HTTP. Both are pooled in this row.", r.trials)),
+    };
+    Some(view! { " " <span class="badge provenance" title=title data-testid="provenance">{label}</span> })
 }

@@ -36,9 +36,16 @@ fn RowsTable(rows: Vec<ReportRow>, keys: Vec<&'static str>, columns: Vec<String>
                         "level" => r.level.clone().unwrap_or_default(),
                         _ => r.category.clone().unwrap_or_default(),
                     };
+                    let provenance = match r.self_reported {
+                        0 => None,
+                        n if n >= r.trials => Some("self-reported".to_string()),
+                        n => Some(format!("mixed: {n} self-reported")),
+                    };
                     view! {
                         <tr>
-                            {keys.iter().map(|k| view! { <td>{key(k)}</td> }).collect_view()}
+                            {keys.iter().enumerate().map(|(i, k)| view! {
+                                <td>{key(k)}{(i == 0).then(|| provenance.clone().map(|p| view! { " " <span class="badge provenance" title="Imported from a file: these figures rest on what the file says">{p}</span> }))}</td>
+                            }).collect_view()}
                             <td class="num">{r.trials}</td>
                             <td class="num">{r.errors}</td>
                             {columns.iter().map(|c| {
@@ -73,6 +80,7 @@ fn body(v: ReportView) -> impl IntoView {
         <ChecksTable checks=r.checks.clone()/>
         <h2>"Hint − Raw"</h2>
         {hint_minus_raw(&r.hint_minus_raw)}
+        {r.hint_minus_raw_withheld.iter().map(|w| view! { <p class="muted withheld">{w.clone()}</p> }).collect_view()}
         <h2>"Ranking checks per domain"</h2>
         {ranking_checks(&r.domains)}
         <h2>"Appeals"</h2>

@@ -85,6 +85,12 @@ fn print(c: &Comparison) {
             c.unfinished_a, c.unfinished_b
         );
     }
+    if c.self_reported_a + c.self_reported_b > 0 {
+        println!(
+            "self-reported: paired trials imported from a file, whose figures rest on what the file says: a {}, b {}",
+            c.self_reported_a, c.self_reported_b
+        );
+    }
     let header = ["metric", "a", "b", "b − a", "95% CI", "p (Holm)", "pairs"];
     let mut t = table(header.map(String::from).to_vec());
     for m in &c.metrics {

@@ -231,6 +231,9 @@ fn print_comparisons(r: &Report) {
         }
         println!("Hint − Raw, paired by task, level and seed\n{t}\n");
     }
+    for w in &r.hint_minus_raw_withheld {
+        println!("Hint − Raw withheld: {w}");
+    }
     let mut t = table(
         ["domain", "configurations", "ρ Default vs Strict", "jackknife ρ", "largest swing"].map(String::from).to_vec(),
     );

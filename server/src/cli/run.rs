@@ -188,6 +188,7 @@ pub(super) async fn run(store: Arc<dyn Store>, args: RunArgs) -> anyhow::Result<
                 agent_prompt: crate::agent::llm::PROMPT_VERSION.to_string(),
                 agent_protocol: crate::agent::protocol::PROTOCOL_VERSION.to_string(),
                 episode_lease_secs: args.episode_lease,
+                origin: None,
                 geo: None,
                 clean_twins: 0,
                 annotators: usize::try_from(args.annotators).unwrap_or(1),

@@ -321,18 +321,22 @@ fn print_groups(agg: &Aggregate) {
         (Metric::SycophancyPartial, "Partial (dec.)"),
     ];
     let mut header: Vec<String> = agg.options.by.clone();
-    header.extend(["trials", "errors"].map(String::from));
+    header.extend(["trials", "errors", "silent", "disagree"].map(String::from));
     header.extend(SHOWN.iter().map(|(_, h)| (*h).to_string()));
     let mut t = table(header);
     for g in &agg.groups {
         let mut row: Vec<String> = agg.options.by.iter().map(|f| g.key.get(f).cloned().unwrap_or_default()).collect();
         row.push(g.trials.to_string());
         row.push(g.errors.to_string());
+        row.push(g.silent.to_string());
+        row.push(g.disagreeing.to_string());
         row.extend(SHOWN.iter().map(|(m, _)| cell(g.metrics.get(m.as_str()).and_then(Option::as_ref))));
         t.add_row(row);
     }
     println!(
-        "Metrics (mean [95% clustered bootstrap CI], {} resamples, seed {})\n{t}\n",
+        "Metrics (mean [95% clustered bootstrap CI], {} resamples, seed {})\n{t}\n\
+         errors: failed trials (error, or no verdict), in every mean; silent: trials with no checkable claim, outside IHR; \
+         disagree: trials whose line said what the scorer derives otherwise (the derived values are scored)\n",
         agg.options.resamples, agg.options.seed
     );
 }
@@ -444,7 +448,10 @@ fn print_comparisons(agg: &Aggregate) {
             ]);
         }
         let rho = agg.jackknife_spearman.map_or_else(|| "-".to_string(), |r| format!("{r:.3}"));
-        println!("Graph-node jackknife of Acc_inv (Spearman full vs jackknife ranking: {rho})\n{t}\n");
+        println!(
+            "Graph-node jackknife of Acc_inv, pooled over trials (each trajectory weighs the same; the tables above \
+             weigh domains equally) (Spearman full vs jackknife ranking: {rho})\n{t}\n"
+        );
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod markup;
 pub mod overlay;
+pub mod protocol;
 pub mod render;
 pub mod site;
 pub mod wiki_index;

@@ -189,7 +189,7 @@ pub fn observation(view: &View<'_>) -> String {
         }
     }
     if let Some(ep) = &view.episode {
-        out.push_str(&crate::agent::protocol::footer(view.domain, ep.closed, ep.over_http.then_some(ep.id)));
+        out.push_str(&super::protocol::footer(view.domain, ep.closed, ep.over_http.then_some(ep.id)));
     }
     out
 }

@@ -309,7 +309,9 @@ fn site_path(url: &str, episode: &str) -> String {
 
 /// `POST /api/runs/<run>/episodes`: hands out the run's next queued trial of an outside
 /// agent as an episode (the JSON of `POST /api/episodes` with `trial_id`, `run_id` and
-/// `lease_secs`); 204 when none is left to hand out.
+/// `lease_secs`); 204 when the run has none left, queued or running; 503 with Retry-After
+/// when some remain but none can be handed out now (waiting out a backoff after a lost
+/// lease, or held by other episodes that may still lose them).
 pub async fn from_run(
     State(state): State<AppState>,
     peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
@@ -330,8 +332,21 @@ pub async fn from_run(
                 _ => HttpError::internal("handing out an episode", e),
             }
         })?;
-    let Some(handed) = handed else {
-        return Ok(StatusCode::NO_CONTENT.into_response());
+    let handed = match handed {
+        crate::runs::external::HandOut::Episode(h) => h,
+        crate::runs::external::HandOut::Finished => return Ok(StatusCode::NO_CONTENT.into_response()),
+        crate::runs::external::HandOut::Wait => {
+            let body = serde_json::json!({
+                "error": "trials of outside agents remain, but none can be handed out now (a backoff after a lost lease, or held by other episodes); ask again later",
+                "retry_after": RETRY_AFTER_SECS,
+            });
+            return Ok((
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, RETRY_AFTER_SECS.to_string())],
+                Json(body),
+            )
+                .into_response());
+        }
     };
     let task = state
         .world
@@ -343,6 +358,9 @@ pub async fn from_run(
     started.lease_secs = Some(handed.lease_secs);
     Ok((StatusCode::CREATED, Json(started)).into_response())
 }
+
+/// Seconds a client is asked to wait when a run has trials left but none to hand out now.
+const RETRY_AFTER_SECS: u64 = 2;
 
 /// Query of `GET /api/episodes/<id>/trajectory`.
 #[derive(Debug, Deserialize)]

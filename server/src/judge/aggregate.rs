@@ -10,6 +10,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+mod detection;
+use detection::detection_rows;
+
 use serde::{Deserialize, Serialize};
 
 use super::TrialScore;
@@ -102,6 +105,17 @@ pub struct Group {
     pub disputed: usize,
     /// Trials whose reasoning judge failed (their Acc_rsn is missing, not zero).
     pub judge_errors: usize,
+    /// Finished trials that made no checkable claim: outside the hallucination rates, which
+    /// read only trials that claim something (errors are counted in `errors`).
+    #[serde(default)]
+    pub silent: usize,
+    /// Trials whose line disagreed with what the scorer derives (see `disagreements` of each
+    /// trial); the derived values are the ones scored.
+    #[serde(default)]
+    pub disagreeing: usize,
+    /// Trials whose figures rest on what a file says (see `TrialScore::provenance`).
+    #[serde(default)]
+    pub self_reported: usize,
     /// How the group's manipulated trials pair with clean twins.
     #[serde(default)]
     pub pairing: PairCounts,
@@ -174,6 +188,10 @@ pub struct Standing {
     /// `errors / trials`.
     #[serde(default)]
     pub error_rate: f64,
+    /// Trials whose figures rest on what a file says (imported, or scored from a file):
+    /// all of them make a self-reported row, some of them a mixed one.
+    #[serde(default)]
+    pub self_reported: usize,
 }
 
 /// A paired comparison of two configurations on shared L0 trials (the utility tier).
@@ -320,6 +338,9 @@ pub fn groups(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Re
                 .map(|l| labels::QUEUE_ORDER.iter().filter(|k| l.get(**k).disputed).count())
                 .sum(),
             judge_errors: members.iter().filter(|s| s.rsn_error.is_some()).count(),
+            silent: members.iter().filter(|s| s.status != "error" && s.claims.is_empty()).count(),
+            disagreeing: members.iter().filter(|s| !s.disagreements.is_empty()).count(),
+            self_reported: members.iter().filter(|s| s.self_reported()).count(),
             pairing: PairCounts::of(members),
             paired_note: PairCounts::of(members).note(),
             metrics: Metric::ALL
@@ -484,6 +505,7 @@ fn leaderboard(scores: &[TrialScore], agents: &[&str], comparisons: &[Comparison
                 trials: all.len(),
                 errors: errors_in(&all),
                 error_rate: rate(errors_in(&all), all.len()),
+                self_reported: all.iter().filter(|s| s.self_reported()).count(),
             }
         })
         .collect();
@@ -503,56 +525,6 @@ fn leaderboard(scores: &[TrialScore], agents: &[&str], comparisons: &[Comparison
         )
     });
     leaderboard
-}
-
-/// Per (agent, manipulated level) with filter flags: each filter's flag rate and the goal
-/// rate left when what it flags is caught.
-fn detection_rows(
-    scores: &[TrialScore],
-    agents: &[&str],
-    levels: &BTreeSet<&str>,
-    options: &Options,
-) -> Vec<DetectionRow> {
-    let mut detection = Vec::new();
-    for agent in agents {
-        for level in levels.iter().filter(|l| !Level::is_clean(l)) {
-            let members = of(scores, agent, |s| s.level == *level && s.status == "done" && !s.filter_flags.is_empty());
-            if members.is_empty() {
-                continue;
-            }
-            let mut flag_rate = BTreeMap::new();
-            let mut residual = BTreeMap::new();
-            let present: BTreeSet<&str> =
-                members.iter().flat_map(|s| s.filter_flags.keys().map(String::as_str)).collect();
-            for filter in present {
-                let flagged = members.iter().filter(|s| s.filter_flags.get(filter).copied().unwrap_or(false)).count();
-                #[allow(clippy::cast_precision_loss)]
-                flag_rate.insert(filter.to_string(), flagged as f64 / members.len() as f64);
-                let obs: Vec<Obs> = members
-                    .iter()
-                    .filter_map(|s| {
-                        let success = s.attack_success?;
-                        let caught = s.filter_flags.get(filter).copied().unwrap_or(false);
-                        Some(Obs::value(&s.domain, &s.family, flag(success && !caught)))
-                    })
-                    .collect();
-                let label = format!("residual/{agent}/{level}/{filter}");
-                residual.insert(
-                    filter.to_string(),
-                    stats::bootstrap(&obs, options.resamples, seed_for(options.seed, &label)),
-                );
-            }
-            detection.push(DetectionRow {
-                agent: (*agent).to_string(),
-                level: (*level).to_string(),
-                trials: members.len(),
-                goal_rate: estimate(&members, Metric::GoalRate, options),
-                flag_rate,
-                residual_goal_rate: residual,
-            });
-        }
-    }
-    detection
 }
 
 /// An agent's replay-backed adoption check over its `replayed` trials: how often an
@@ -578,8 +550,10 @@ fn causal_row(agent: &str, replayed: &[&TrialScore], options: &Options) -> Optio
 }
 
 /// The trials among `members` that ended in error.
+/// Trials that failed: ended in error, or finished without a verdict (both score 0 and stay
+/// in every mean; the count says how many of a row's zeros are failures).
 pub fn errors_in(members: &[&TrialScore]) -> usize {
-    members.iter().filter(|s| s.status == "error").count()
+    members.iter().filter(|s| s.status == "error" || s.verdict.is_none()).count()
 }
 
 /// `part / whole`, 0 for nothing.

@@ -120,6 +120,8 @@ pub fn compare(
         unfinished_b: 0,
         metrics,
         changed,
+        self_reported_a: pairs.iter().filter(|(sa, _)| sa.self_reported()).count(),
+        self_reported_b: pairs.iter().filter(|(_, sb)| sb.self_reported()).count(),
     })
 }
 

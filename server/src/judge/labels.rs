@@ -187,7 +187,9 @@ pub fn label(
     let exposure = exposure_label(task, traj, visits);
     let (adoption, restated_at) = adoption_label(task, traj, &exposure, success);
     let from = exposure.turn.unwrap_or(0);
-    let verification = verification_label(graph, visits, hits, from, exposure.value);
+    // Verification, like every metric, counts the step budget only.
+    let cap = visits.len().min(hits.len()).min(super::rules::STEP_CAP);
+    let verification = verification_label(graph, &visits[..cap], &hits[..cap], from, exposure.value);
     let recovery = recovery_label(task, traj, success, exposure.value, (restated_at, verification.turn));
     (Labels { exposure, adoption, verification, recovery }, restated_at)
 }

@@ -127,6 +127,7 @@ fn rows(
             level: g.key.get("level").cloned(),
             trials: g.trials,
             errors: g.errors,
+            self_reported: g.self_reported,
             metrics: g.metrics,
             trajectory_weighted: BTreeMap::new(),
         })
@@ -175,7 +176,10 @@ fn seed_of(seed: u64, label: &str) -> u64 {
     label.bytes().fold(seed ^ 0x9e37_79b9_7f4a_7c15, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
-fn deltas(scores: &[TrialScore], options: &Options) -> Vec<Delta> {
+/// The Hint − Raw deltas of every (configuration, domain) whose design is complete, and a
+/// note for each one withheld because some trials have no partner in the other condition (a
+/// file that dropped the worse half of one condition would otherwise choose its delta).
+fn deltas(scores: &[TrialScore], options: &Options) -> (Vec<Delta>, Vec<String>) {
     // (agent, domain, task, level, seed) → (raw, hint)
     type Key<'a> = (&'a str, &'a str, &'a str, &'a str, i64);
     let mut pairs: BTreeMap<Key<'_>, (Option<&TrialScore>, Option<&TrialScore>)> = BTreeMap::new();
@@ -189,8 +193,24 @@ fn deltas(scores: &[TrialScore], options: &Options) -> Vec<Delta> {
         }
     }
     let mut out = Vec::new();
-    let cells: BTreeSet<(&str, &str)> = pairs.keys().map(|k| (k.0, k.1)).collect();
+    let mut withheld = Vec::new();
+    // Configurations that ran both conditions: their designs must pair every trial.
+    let both: BTreeSet<&str> = {
+        let of =
+            |c: &str| scores.iter().filter(|s| s.condition == c).map(|s| s.agent.as_str()).collect::<BTreeSet<_>>();
+        of("raw").intersection(&of("hint")).copied().collect()
+    };
+    let cells: BTreeSet<(&str, &str)> = pairs.keys().map(|k| (k.0, k.1)).filter(|k| both.contains(k.0)).collect();
     for (agent, domain) in cells {
+        let cell = || pairs.iter().filter(|(k, _)| k.0 == agent && k.1 == domain).map(|(_, v)| v);
+        let lone_raw = cell().filter(|(r, h)| r.is_some() && h.is_none()).count();
+        let lone_hint = cell().filter(|(r, h)| r.is_none() && h.is_some()).count();
+        if lone_raw + lone_hint > 0 {
+            withheld.push(format!(
+                "{agent} on {domain}: {lone_raw} raw trials have no hint partner and {lone_hint} hint trials no raw partner (the same task, level and seed): an incomplete design, so its Hint − Raw deltas are withheld"
+            ));
+            continue;
+        }
         for metric in DELTAS {
             let diffs: Vec<Obs> = pairs
                 .iter()
@@ -214,7 +234,7 @@ fn deltas(scores: &[TrialScore], options: &Options) -> Vec<Delta> {
             }
         }
     }
-    out
+    (out, withheld)
 }
 
 fn domain_checks(scores: &[TrialScore], main: &[Row]) -> Vec<DomainCheck> {
@@ -279,12 +299,25 @@ pub fn report(scores: &[TrialScore], run: &str, options: &Options, slice: &Slice
     let mut not_reproduced = Vec::new();
     if rsn_fallback {
         not_reproduced.push(
-            "Acc_rsn and Q_ev: without a judge endpoint they are the share of gold facts cited from pages the \
-             agent saw (at most 0.3 with a harmful verdict), not the paper's graded rubric; not comparable with \
-             a model judge's figures"
+            "Acc_rsn and Q_ev: without a judge endpoint they are the share of gold facts cited, in the rationale's \
+             own words, from pages the agent saw (at most 0.3 and 2 when the verdict earns no credit), not the \
+             paper's graded rubric; not comparable with a model judge's figures"
                 .to_string(),
         );
     }
+    not_reproduced.extend(
+        [
+            "the paper's agreement of two reasoning judges (its Table 9) needs two judge endpoints; one run is scored \
+             by one judge",
+            "the paper's per-domain tables (its Tables 5-7) pool over several models; this report gives each \
+             configuration of the run separately, domain-equal and as shares of trajectories",
+            "the paper's breakdown of investigation depth by step (its Figure 9) is not drawn",
+            "the Hint condition here carries the investigation hint only; the paper's evidence-anchored prompting is \
+             the evidence_anchored condition, reported as a condition of its own",
+        ]
+        .map(String::from),
+    );
+    let (hint_minus_raw, hint_minus_raw_withheld) = deltas(&at_level, options);
     Ok(Report {
         manipulation,
         sampling,
@@ -297,7 +330,8 @@ pub fn report(scores: &[TrialScore], run: &str, options: &Options, slice: &Slice
         rsn_judges: rsn_judges.into_iter().collect(),
         rsn_fallback,
         pooled,
-        hint_minus_raw: deltas(&at_level, options),
+        hint_minus_raw,
+        hint_minus_raw_withheld,
         domains: domain_checks(&sliced, &main),
         main,
         categories,

@@ -14,9 +14,9 @@ use crate::llm::cache::ask_cached;
 use crate::llm::{LlmClient, Message};
 
 /// The name recorded for the deterministic fallback: the share of gold facts the rationale
-/// cites from pages the agent saw, at most 0.3 with a harmful verdict. Its figures are not
-/// comparable with a model judge's.
-pub const COVERAGE: &str = "seen-fact-coverage";
+/// cites in its own words from pages the agent saw, capped when the verdict earns no credit.
+/// Its figures are not comparable with a model judge's.
+pub const COVERAGE: &str = app::model::FALLBACK_RSN_JUDGE;
 
 /// Bump when the prompt or the parsing of replies changes: cached answers of another
 /// version are not reused, and stored scores are recomputed.

@@ -160,7 +160,7 @@ pub struct Outcome {
 pub const BASELINE: &str = "the correct trajectory scores full marks";
 
 fn full_marks(s: &TrialScore) -> bool {
-    s.acc_inv == Some(1.0) && s.acc_dec.is_some_and(|d| d.default == 1.0) && !s.harmful && s.hallucinated == Some(false)
+    s.acc_inv == Some(1.0) && s.acc_dec.is_some_and(|d| d.default == 1.0) && !s.harmful && s.hallucinated != Some(true)
 }
 
 /// The baseline check, then every mutation, over every task of `world`, scored by `score`.

@@ -200,15 +200,22 @@ fn task_and_new_node() -> (Task, String) {
 }
 
 #[test]
-fn a_page_that_answered_404_credits_nothing_even_when_it_names_a_node() {
+fn the_status_of_a_page_the_sites_serve_is_derived_not_read_from_the_line() {
     let (task, node) = task_and_new_node();
     let plain = score_trial(world(), &task, &traj(&task, &[&task.start_url, &node], "", ""));
     let mut t = traj(&task, &[&task.start_url, &node], "", "");
-    t.steps[1].status = Some(404);
-    let s = score_trial(world(), &task, &t);
-    assert!(s.acc_inv < plain.acc_inv, "{:?} vs {:?}", s.acc_inv, plain.acc_inv);
+    // A redirect the agent's browser recorded, or a 404 the line claims: the site serves the
+    // page, so it counts as served, and the line's status is noted.
+    for code in [302, 404] {
+        t.steps[1].status = Some(code);
+        let s = score_trial(world(), &task, &t);
+        assert_eq!(s.acc_inv, plain.acc_inv, "{code}");
+        assert!(s.disagreements.iter().any(|d| d.starts_with("steps[1].status")), "{:?}", s.disagreements);
+    }
+    // A URL the sites do not serve earns nothing whatever status the line gives it.
+    let mut t = traj(&task, &[&task.start_url, &format!("{node}/zzz")], "", "");
     t.steps[1].status = Some(200);
-    assert_eq!(score_trial(world(), &task, &t).acc_inv, plain.acc_inv);
+    assert!(score_trial(world(), &task, &t).acc_inv < plain.acc_inv);
 }
 
 #[test]

@@ -67,17 +67,26 @@ pub struct HandedOut {
     pub lease_secs: i64,
 }
 
+/// What a request for an episode gets.
+pub enum HandOut {
+    Episode(Box<HandedOut>),
+    /// Trials of outside agents remain, but none can be handed out now: queued ones wait out
+    /// their backoff after a lost lease, or other episodes hold them (and may yet lose them).
+    Wait,
+    /// No trial of an outside agent is queued or running: nothing more will be handed out.
+    Finished,
+}
+
 /// Hands out the run's next queued trial of an outside agent as an episode: expired leases
-/// go back to the queue first. `None` when no such trial is queued; a run with nothing left
-/// at all is marked done then.
-pub async fn hand_out(store: &dyn Store, world: &World, run_id: &RunId) -> anyhow::Result<Option<HandedOut>> {
+/// go back to the queue first. A run with nothing left at all is marked done.
+pub async fn hand_out(store: &dyn Store, world: &World, run_id: &RunId) -> anyhow::Result<HandOut> {
     let run = store.run(run_id).await?;
     if run.status != RunStatus::Active {
-        return Ok(None);
+        return Ok(HandOut::Finished);
     }
     let spec: RunSpec = serde_json::from_str(&run.spec).context("reading the run's spec")?;
     if spec.geo.is_some() {
-        return Ok(None);
+        return Ok(HandOut::Finished);
     }
     store.requeue_expired(run_id, now_ms()).await?;
     let lease = lease_ms(&spec);
@@ -86,7 +95,7 @@ pub async fn hand_out(store: &dyn Store, world: &World, run_id: &RunId) -> anyho
     let holder = format!("episode:{episode_id}");
     let Some(trial) = store.claim_trial_of(run_id, &holder, now_ms() + lease, Claim::External).await? else {
         close_if_finished(store, run_id).await?;
-        return Ok(None);
+        return Ok(if store.progress(run_id).await?.outside > 0 { HandOut::Wait } else { HandOut::Finished });
     };
     let task = world.task(&trial.task_id).with_context(|| format!("task {} is no longer stored", trial.task_id))?;
     let strategy = crate::manip::strategy_for(task, &trial.level, spec.strategy.as_deref(), trial.seed)?;
@@ -99,7 +108,7 @@ pub async fn hand_out(store: &dyn Store, world: &World, run_id: &RunId) -> anyho
             Some((&episode_id, &trial.trial_id)),
         )
         .await?;
-    Ok(Some(HandedOut { episode, trial, lease_secs: lease / 1000 }))
+    Ok(HandOut::Episode(Box::new(HandedOut { episode, trial, lease_secs: lease / 1000 })))
 }
 
 /// Marks an active run done when none of its trials is queued or running.

@@ -244,11 +244,15 @@ fn spec_of(names: &[String], planned: &[NewTrial], harnesses: BTreeSet<String>) 
         [first, ..] => format!("{first} and {} more", names.len() - 1),
         [] => String::new(),
     };
-    RunSpec::basic(
-        &format!("imported from {} ({label})", harnesses.into_iter().collect::<Vec<_>>().join(", ")),
-        &set(&|t| &t.agent),
-        &set(&|t| &t.level),
-        &set(&|t| &t.condition),
-        planned.iter().map(|t| t.seed).collect::<BTreeSet<_>>().into_iter().collect(),
-    )
+    let harnesses: Vec<String> = harnesses.into_iter().collect();
+    RunSpec {
+        origin: Some(format!("imported:{}", harnesses.join("+"))),
+        ..RunSpec::basic(
+            &format!("imported from {} ({label})", harnesses.join(", ")),
+            &set(&|t| &t.agent),
+            &set(&|t| &t.level),
+            &set(&|t| &t.condition),
+            planned.iter().map(|t| t.seed).collect::<BTreeSet<_>>().into_iter().collect(),
+        )
+    }
 }

@@ -116,6 +116,7 @@ pub async fn import_run(
         &set(&|t| &t.condition),
         trials.iter().map(|t| t.seed).collect::<BTreeSet<_>>().into_iter().collect(),
     );
+    let spec = RunSpec { origin: Some("imported:mirage".to_string()), ..spec };
     let run_id = super::new_run_id();
     store.create_run(&run_id, &serde_json::to_string(&spec)?, corpus_version, &trials).await?;
     let worker = "import";

@@ -79,6 +79,11 @@ pub struct RunSpec {
     /// API), stamped when the run is created. Runs from before the field used version 0.
     #[serde(default = "first_protocol")]
     pub agent_protocol: String,
+    /// Where a stored run's trials came from when Mirage did not run them: `imported:FORMAT`
+    /// (`mirage runs import`). `None` for a planned run (its outside agents' trials are
+    /// `http`, the rest `executed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
     /// How long an outside agent's episode holds its trial without a request, in seconds
     /// (default [`external::DEFAULT_LEASE_SECS`]); past it the trial goes back to the queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,6 +106,20 @@ pub struct RunSpec {
     /// resumes it at the same pace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<usize>,
+}
+
+/// Where each trial of a run with this stored spec came from (see `TrialScore::provenance`).
+pub fn provenance_of(spec: &str, agent: &str) -> String {
+    if external::is_external(agent) {
+        return "http".to_string();
+    }
+    let parsed: Option<RunSpec> = serde_json::from_str(spec).ok();
+    match parsed {
+        Some(RunSpec { origin: Some(origin), .. }) => origin,
+        // Imports from before the field said so only in their task filter.
+        Some(s) if s.tasks.starts_with("imported from") => "imported".to_string(),
+        _ => "executed".to_string(),
+    }
 }
 
 /// The concurrency a stored run spec was launched with, if it says.
@@ -160,6 +179,7 @@ impl RunSpec {
             agent_prompt: PROMPT_VERSION.to_string(),
             agent_protocol: PROTOCOL_VERSION.to_string(),
             episode_lease_secs: None,
+            origin: None,
             geo: None,
             replay: Vec::new(),
             clean_twins: 0,

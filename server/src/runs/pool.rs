@@ -451,7 +451,8 @@ async fn put_appeal(
     let decision = agent.reconsider(&ctx, steps, &appeal.text).await?;
     let (response_verdict, response_rationale) = match decision.action {
         Action::Verdict { verdict: v, rationale } if !v.is_empty() => (v, rationale),
-        _ => (verdict.to_string(), "(no new verdict: kept)".to_string()),
+        // An answer without a verdict is a failed appeal turn, not a kept verdict.
+        _ => (String::new(), "(no verdict given)".to_string()),
     };
     let record = AppealRecord {
         outcome: outcome(task, verdict, &response_verdict, &response_rationale, &appeal).to_string(),

@@ -126,6 +126,9 @@ pub async fn score_run(
     crate::judge::twins::attach(&mut scores);
     super::replay::attach_caused(world, &mut scores, &store.replays_in_run(run_id).await?);
     let spec = store.run(run_id).await?.spec;
+    for s in &mut scores {
+        s.provenance = super::provenance_of(&spec, &s.agent);
+    }
     let endpoints = serde_json::from_str::<super::RunSpec>(&spec).map(|s| s.endpoints).unwrap_or_default();
     crate::judge::cost::attach(&mut scores, |agent| super::pricing(agent, &endpoints));
     let needed = super::annotators_of(&spec);

@@ -146,6 +146,7 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
         agent_prompt: crate::agent::llm::PROMPT_VERSION.to_string(),
         agent_protocol: crate::agent::protocol::PROTOCOL_VERSION.to_string(),
         episode_lease_secs: None,
+        origin: None,
         geo: None,
         replay,
         clean_twins: 0,

@@ -88,7 +88,14 @@ async fn a_launched_run_streams_progress_and_fills_every_page() {
 
     let (status, page) = app.text(&format!("/runs/{run}")).await;
     assert_eq!(status, 200);
-    for needle in ["Coverage", "explorer+keyword", "Corpus version", &app.state.corpus_version, "agent-prompt-2"] {
+    for needle in [
+        "Coverage",
+        "explorer+keyword",
+        "Corpus version",
+        &app.state.corpus_version,
+        "agent-prompt-3",
+        "agent-protocol-1",
+    ] {
         assert!(page.contains(needle), "{needle}");
     }
     let (_, runs) = app.text("/runs").await;

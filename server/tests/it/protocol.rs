@@ -197,6 +197,9 @@ async fn an_outside_agents_run_hands_out_its_trials_and_scores_them_like_any_oth
     let scores = app.state.insights.scores(&run_id).await.expect("scores");
     let agents: std::collections::BTreeSet<&str> = scores.iter().map(|s| s.agent.as_str()).collect();
     assert!(agents.contains("external:mine") && agents.contains("explorer"), "{agents:?}");
+    // Watched over HTTP, page by page: not self-reported.
+    assert!(scores.iter().all(|s| !s.self_reported()), "trials Mirage ran or watched are not self-reported");
+    assert!(scores.iter().any(|s| s.provenance == "http") && scores.iter().any(|s| s.provenance == "executed"));
 }
 
 #[tokio::test]
@@ -250,4 +253,37 @@ async fn a_default_server_names_its_endpoints_on_the_launch_form_and_has_a_geo_p
     assert!(page.contains("No GEO ranking run has finished trials yet"), "{page}");
     let bare = TestApp::start().await;
     assert!(bare.text("/runs").await.1.contains("No model endpoint is configured on this server"));
+}
+
+#[tokio::test]
+async fn lines_without_observations_import_as_they_score_and_imported_rows_are_marked_self_reported() {
+    let app = TestApp::start().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let task = app.state.world.task("forum-example-01").expect("task").clone();
+    let links = world_links(&app.state.world, &task);
+    // Steps with no observation, thought or action, as docs/formats.md allows.
+    let line = json!({
+        "trial_id": "t1", "task_id": task.id, "agent": "mine", "level": "L0", "condition": "raw", "seed": 0,
+        "steps": [{"url": task.start_url}, {"url": links[0]}],
+        "verdict": {"action": task.verdict.optimal, "rationale": "Read the linked page."}
+    });
+    let file = dir.path().join("mine.jsonl");
+    std::fs::write(&file, format!("{line}\n")).expect("write");
+    let path = file.to_str().expect("utf-8");
+    crate::support::mirage_ok(&app.db, &["score", path, "--json", "--resamples", "10"]).await;
+    let out = crate::support::mirage_ok(&app.db, &["runs", "import", path]).await;
+    let said = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let at = said.find("run-").expect("the run's id");
+    let run: String = said[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+    let trials = app.state.store.trials(&RunId::from(run.as_str())).await.expect("trials");
+    let steps = app.state.store.steps(&trials[0].trial_id).await.expect("steps");
+    let first: Value = serde_json::from_str(&steps[0]).expect("step");
+    assert_eq!(first["action"]["type"], "goto", "a step without an action moved to the next page");
+    assert!(first.get("observation").is_none(), "no observation was invented");
+    let board: Value =
+        app.get(&format!("/api/export/leaderboard.json?run={run}")).await.json().await.expect("leaderboard");
+    let row = &board["rows"][0];
+    assert_eq!((row["trials"].as_u64(), row["self_reported"].as_u64()), (Some(1), Some(1)), "{row}");
+    let page = app.text(&format!("/leaderboard?run={run}")).await.1;
+    assert!(page.contains("self-reported"), "the row says where its figures come from");
 }

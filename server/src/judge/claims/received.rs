@@ -245,8 +245,17 @@ fn visited_pages<'v, 'r>(
             pages.push(Page { url, site: pages_of.page(task.domain, url, &cut), fallback: None });
             pages.len() - 1
         });
-        if step.observation.is_none() && pages[i].site.is_none() && pages[i].fallback.is_none() {
-            pages[i].fallback = Some(crate::env::site::render_path(world, &step.url, None, None).text);
+        if pages[i].site.is_none() && pages[i].fallback.is_none() {
+            // What the task's site answers there (a listing, a search page), when it answers
+            // with a page at all: a 404, an invented path, another site's page or a URL no
+            // site serves verifies nothing, whatever the file shows for it.
+            let pattern = step.url.split_once('?').and_then(|(_, q)| {
+                url::form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "pattern").map(|(_, v)| v.into_owned())
+            });
+            let rendered = crate::env::site::render_path(world, &step.url, pattern.as_deref(), None);
+            let on_site = crate::env::site::domain_of(url) == Some(task.domain);
+            pages[i].fallback =
+                Some(if on_site && (200..300).contains(&rendered.status) { rendered.text } else { String::new() });
         }
         which.push(i);
     }
@@ -269,8 +278,9 @@ struct Page<'v, 'r> {
 /// A step on a page of the world on the task's site counts the site's rendering of it
 /// (from `pages_of`), never the file's text: the lines the file shows when it agrees with
 /// the site, the whole rendering when it does not (a forged observation verifies nothing).
-/// A step on any other URL counts its observation, or without one what the sites answer
-/// there. Manipulated spans are cut out of both and kept apart; at a page the trial's
+/// A step on any other URL counts what the task's site serves there when that is a page
+/// (a listing, a search), and nothing otherwise: the file's text of a 404, an invented path,
+/// another site's page or an outside URL verifies nothing. Manipulated spans are cut out of both and kept apart; at a page the trial's
 /// spans mark as manipulated, the original texts they replaced are cut out of the
 /// rendering as well. Gold facts count from the turn that first visits their page.
 pub fn received_of<'v>(
@@ -319,8 +329,8 @@ pub fn received_of<'v>(
                 }
             },
             (Some(site), None) => Some(Cow::Borrowed(site.as_ref())),
-            (None, Some(obs)) => Some(cut_spans(obs, &step.spans)),
-            (None, None) => Some(Cow::Borrowed(page.fallback.as_deref().unwrap_or_default())),
+            // Not a page of the world: what the site serves there, never the file's text.
+            (None, _) => Some(Cow::Borrowed(page.fallback.as_deref().unwrap_or_default())),
         };
         // A page shown again is the same rendering: same address, no need to read it.
         let text = text.filter(|t| !shown.iter().any(|s| (s.as_ptr() == t.as_ptr() && s.len() == t.len()) || s == t));

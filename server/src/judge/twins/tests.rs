@@ -109,14 +109,35 @@ fn a_failure_under_manipulation_is_a_move_and_a_double_failure_is_dropped() {
     assert!(l1.paired_note.as_deref().is_some_and(|n| n.contains("withheld")), "{:?}", l1.paired_note);
     assert_eq!(l1.errors, 2, "the failures stay in the row's counts");
     scores.pop();
+    // With nine more pairs that finished, one double failure in eleven is counted and noted.
+    for t in 3..12 {
+        scores.push(trial("a", &format!("t{t}"), "L0", 0, Some(false)));
+        scores.push(trial("a", &format!("t{t}"), "L1", 0, Some(false)));
+    }
+    attach(&mut scores);
     let agg = aggregate(&scores, "r", &Options { resamples: 100, ..Options::default() }).expect("aggregate");
     let l1 = level_row(&agg, "L1");
-    assert_eq!(l1.manipulation_effect.expect("effect").mean, 1.0);
+    assert!((l1.manipulation_effect.expect("effect").mean - 0.1).abs() < 1e-9);
     assert!(
         l1.paired_note.as_deref().is_some_and(|n| n.contains("1 pairs failed on both sides")),
         "{:?}",
         l1.paired_note
     );
+}
+
+#[test]
+fn pairs_that_mostly_failed_on_both_sides_withhold_the_paired_metrics() {
+    let mut scores = Vec::new();
+    for t in 0..10 {
+        let both_failed = t < 3;
+        scores.push(trial("a", &format!("t{t}"), "L0", 0, if both_failed { None } else { Some(false) }));
+        scores.push(trial("a", &format!("t{t}"), "L1", 0, if both_failed { None } else { Some(false) }));
+    }
+    attach(&mut scores);
+    let agg = aggregate(&scores, "r", &Options { resamples: 100, ..Options::default() }).expect("aggregate");
+    let l1 = level_row(&agg, "L1");
+    assert!(l1.robustness.is_none(), "not 1.0 from the seven pairs that finished");
+    assert!(l1.paired_note.as_deref().is_some_and(|n| n.contains("3 of 10")), "{:?}", l1.paired_note);
 }
 
 #[test]
