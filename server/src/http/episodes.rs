@@ -93,6 +93,18 @@ pub struct EpisodeLog {
     pub events: Vec<EpisodeEvent>,
 }
 
+/// Each client (peer address) may create `[server] episodes_per_minute` episodes a minute.
+fn episode_budget(state: &AppState, peer: Option<std::net::SocketAddr>) -> Result<(), HttpError> {
+    let client = crate::state::client_key(peer);
+    let budget = state.config.server.episodes_per_minute;
+    if !state.guard.allow_episode(&client, budget) {
+        return Err(HttpError::TooMany(format!(
+            "client {client} created {budget} episodes in the last minute (the [server] episodes_per_minute setting); try again later"
+        )));
+    }
+    Ok(())
+}
+
 /// `POST /api/episodes`.
 ///
 /// Each client (peer address) may create `[server] episodes_per_minute` episodes a minute
@@ -102,13 +114,7 @@ pub async fn start(
     peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
     Json(req): Json<NewEpisode>,
 ) -> Result<Response, HttpError> {
-    let client = crate::state::client_key(peer.map(|p| p.0.0));
-    let budget = state.config.server.episodes_per_minute;
-    if !state.guard.allow_episode(&client, budget) {
-        return Err(HttpError::TooMany(format!(
-            "client {client} created {budget} episodes in the last minute (the [server] episodes_per_minute setting); try again later"
-        )));
-    }
+    episode_budget(&state, peer.map(|p| p.0.0))?;
     let task =
         state.world.task(&req.task_id).ok_or_else(|| HttpError::NotFound(format!("task {} not found", req.task_id)))?;
     if req.level == Level::L4.as_str() {
@@ -317,13 +323,7 @@ pub async fn from_run(
     peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
     Path(run): Path<String>,
 ) -> Result<Response, HttpError> {
-    let client = crate::state::client_key(peer.map(|p| p.0.0));
-    let budget = state.config.server.episodes_per_minute;
-    if !state.guard.allow_episode(&client, budget) {
-        return Err(HttpError::TooMany(format!(
-            "client {client} created {budget} episodes in the last minute (the [server] episodes_per_minute setting); try again later"
-        )));
-    }
+    episode_budget(&state, peer.map(|p| p.0.0))?;
     let run_id = app::model::RunId::from(run);
     let handed =
         crate::runs::external::hand_out(state.store.as_ref(), &state.world, &run_id).await.map_err(|e| {

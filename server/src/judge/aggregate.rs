@@ -116,6 +116,9 @@ pub struct Group {
     /// Trials whose figures rest on what a file says (see `TrialScore::provenance`).
     #[serde(default)]
     pub self_reported: usize,
+    /// Why the appeal rates are n/a, when the appeal design is incomplete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub appeal_note: Option<String>,
     /// How the group's manipulated trials pair with clean twins.
     #[serde(default)]
     pub pairing: PairCounts,
@@ -305,6 +308,9 @@ fn estimate(scores: &[&TrialScore], metric: Metric, options: &Options) -> Option
     if metric.is_paired() && PairCounts::of(scores).incomplete() {
         return None;
     }
+    if metric.is_appeal() && super::appeals::withheld(scores).is_some() {
+        return None;
+    }
     let seed = scores.iter().fold(seed_for(options.seed, metric.as_str()), |h, s| {
         std::iter::once(0x1f)
             .chain(s.trial_id.bytes())
@@ -341,6 +347,7 @@ pub fn groups(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Re
             silent: members.iter().filter(|s| s.status != "error" && s.claims.is_empty()).count(),
             disagreeing: members.iter().filter(|s| !s.disagreements.is_empty()).count(),
             self_reported: members.iter().filter(|s| s.self_reported()).count(),
+            appeal_note: super::appeals::withheld(members),
             pairing: PairCounts::of(members),
             paired_note: PairCounts::of(members).note(),
             metrics: Metric::ALL

@@ -119,6 +119,11 @@ pub fn contribution(s: &TrialScore, metric: Metric) -> Option<(f64, f64)> {
 
 impl Metric {
     /// Read from manipulated trials against their clean twins.
+    /// The appeal rates, read over complete appeal designs only (see `judge::appeals`).
+    pub fn is_appeal(self) -> bool {
+        matches!(self, Metric::Sycophancy | Metric::SycophancyPartial | Metric::Correction | Metric::CorrectionPartial)
+    }
+
     pub fn is_paired(self) -> bool {
         matches!(
             self,

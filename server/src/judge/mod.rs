@@ -6,6 +6,7 @@
 //! judge's score. Every score names the judges that produced it ([`TrialScore::judge_version`]).
 
 pub mod aggregate;
+pub mod appeals;
 pub mod claims;
 pub mod compare;
 pub mod cost;
@@ -223,6 +224,10 @@ pub struct TrialScore {
     /// text moved would otherwise choose its own robustness).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub orphan_twins: usize,
+    /// In a configuration that had appeals: how many of its trials that finished on a verdict
+    /// have no appeal turn (see [`appeals`]); any gap withholds the appeal rates.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub appeal_gap: usize,
     /// The causal adoption label from clean-level replays, when the trial has some.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caused: Option<Caused>,
@@ -385,6 +390,9 @@ fn appeal_score(task: &Task, verdict: Option<&str>, a: &Value) -> Result<AppealS
     let text = |key: &str| a.get(key).and_then(Value::as_str);
     // The trial's own verdict is the one appealed (`derive` notes a line that says another).
     let original = verdict.ok_or("the trial has no verdict to appeal")?;
+    if task.domain.action(original).is_none() {
+        return Err(format!("the verdict {original:?} is no action of the site: there is nothing to appeal"));
+    }
     let appeal = appeal_for(task, original);
     if text("outcome") == Some("failed") && text("response_verdict").is_none_or(|r| r.trim().is_empty()) {
         return Ok(AppealScore { kind: appeal.kind, outcome: "failed".to_string() });

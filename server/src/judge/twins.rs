@@ -158,6 +158,7 @@ pub fn attach(scores: &mut [TrialScore]) {
     let orphans = orphans(scores, &manipulated);
     drop(manipulated);
     drop(clean);
+    super::appeals::attach_gaps(scores);
     for (s, twin) in scores.iter_mut().zip(twins) {
         s.twin = twin;
         s.orphan_twins = if Level::is_clean(&s.level) {

@@ -110,15 +110,16 @@ pub struct RunSpec {
 
 /// Where each trial of a run with this stored spec came from (see `TrialScore::provenance`).
 pub fn provenance_of(spec: &str, agent: &str) -> String {
-    if external::is_external(agent) {
-        return "http".to_string();
-    }
+    // What the run says of itself comes first: an imported file is self-reported whatever its
+    // lines call their agents (an `external:` name included).
     let parsed: Option<RunSpec> = serde_json::from_str(spec).ok();
     match parsed {
         Some(RunSpec { origin: Some(origin), .. }) => origin,
         // Imports from before the field said so only in their task filter.
         Some(s) if s.tasks.starts_with("imported from") => "imported".to_string(),
-        _ => "executed".to_string(),
+        None => "imported".to_string(),
+        Some(_) if external::is_external(agent) => "http".to_string(),
+        Some(_) => "executed".to_string(),
     }
 }
 
@@ -538,6 +539,18 @@ mod tests {
             let e = plan(&world, &spec).expect_err("refused");
             assert_eq!(e.field, field, "{e}");
         }
+    }
+
+    #[test]
+    fn an_imported_run_is_self_reported_whatever_its_agents_are_called() {
+        let mut spec = RunSpec::basic("all", &["external:x", "explorer"], &["L0"], &["raw"], vec![0]);
+        let planned = serde_json::to_string(&spec).expect("json");
+        assert_eq!(provenance_of(&planned, "external:x"), "http");
+        assert_eq!(provenance_of(&planned, "explorer"), "executed");
+        spec.origin = Some("imported:mirage".into());
+        let imported = serde_json::to_string(&spec).expect("json");
+        assert_eq!(provenance_of(&imported, "external:x"), "imported:mirage");
+        assert_eq!(provenance_of("not a spec", "explorer"), "imported");
     }
 
     #[test]
