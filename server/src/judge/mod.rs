@@ -488,8 +488,11 @@ fn score_with(
     let (received, mismatch) = claims::received_of(pages, task, traj, ticket, &visits);
     // Without a model judge: facts the rationale states in its own words (pasted runs of
     // what the agent received left out), capped when the verdict earns no decision credit.
+    // Only a rationale that cites a seen fact can lose credit to the paste check: the others
+    // skip it (it hashes every run of ten words the agent received).
+    let cites = seen_fact_coverage(task, rationale, &seen).is_some_and(|c| c > 0.0);
     let facts: Vec<&str> = task.gold_facts.iter().map(|f| f.text.as_str()).collect();
-    let own = received.reasoning_text(rationale, &facts);
+    let own = if cites { received.reasoning_text(rationale, &facts) } else { std::borrow::Cow::Borrowed(rationale) };
     let no_credit = dec.default <= 0.0;
     score.acc_rsn = if rationale.trim().is_empty() {
         Some(0.0)

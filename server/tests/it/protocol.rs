@@ -287,3 +287,8 @@ async fn lines_without_observations_import_as_they_score_and_imported_rows_are_m
     let page = app.text(&format!("/leaderboard?run={run}")).await.1;
     assert!(page.contains("self-reported"), "the row says where its figures come from");
 }
+
+#[test]
+fn the_dashboard_names_the_judge_less_grade_as_the_scorer_does() {
+    assert_eq!(server::judge::rsn::COVERAGE, app::model::FALLBACK_RSN_JUDGE);
+}
