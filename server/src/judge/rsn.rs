@@ -16,7 +16,7 @@ use crate::llm::{LlmClient, Message};
 /// The name recorded for the deterministic fallback: the share of gold facts the rationale
 /// cites in its own words from pages the agent saw, capped when the verdict earns no credit.
 /// Its figures are not comparable with a model judge's.
-/// The dashboard spells it `app::model::FALLBACK_RSN_JUDGE` (a test ties the two).
+/// The dashboard spells it the same (its `FALLBACK_RSN_JUDGE`; a test ties the two).
 pub const COVERAGE: &str = "seen-fact-coverage";
 
 /// Bump when the prompt or the parsing of replies changes: cached answers of another

@@ -256,7 +256,7 @@ fn dropping_the_worse_hint_trials_withholds_the_hint_minus_raw_delta() {
         }
     }
     let options = Options { resamples: 100, ..Options::default() };
-    let slice = app::model::ReportSlice { condition: "all".into(), level: "L0".into() };
+    let slice = crate::judge::report::Slice { condition: "all".into(), level: "L0".into() };
     let report = crate::judge::report::report(&scores, "r", &options, &slice).expect("report");
     assert!(report.hint_minus_raw.is_empty(), "{:?}", report.hint_minus_raw);
     assert!(report.hint_minus_raw_withheld.iter().any(|w| w.contains("10 raw trials have no hint partner")));
