@@ -44,6 +44,13 @@ pub struct BoardRow {
     /// Trials whose line said what the scorer derives otherwise (the derived values are scored).
     #[serde(default)]
     pub disagreeing: usize,
+    /// Cells of the set's design this row's configuration lacks or holds an unusual number
+    /// of seeds of: its figures read other tasks than the other rows'.
+    #[serde(default)]
+    pub design_gaps: usize,
+    /// Why, when `design_gaps` is not 0.
+    #[serde(default)]
+    pub design_note: Option<String>,
     /// Labels still disputed (not settled by a person).
     pub disputed: usize,
     /// Metric → estimate (`None` where the metric does not apply).

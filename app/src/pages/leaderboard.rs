@@ -156,7 +156,7 @@ pub(super) fn board_table(
                     view! {
                         <tr class=format!("band-{}", r.band % 2) data-agent=r.agent.clone()>
                             {show_band.then(|| view! { <td class="num band">{r.band}</td> })}
-                            <th scope="row">{r.agent.clone()}{provenance_badge(&r)}</th>
+                            <th scope="row">{r.agent.clone()}{provenance_badge(&r)}{design_badge(&r)}</th>
                             <td class="num">{r.trials}</td>
                             <td class="num">{format!("{} ({:.1} %)", r.errors, if r.trials == 0 { 0.0 } else { 100.0 * r.errors as f64 / r.trials as f64 })}</td>
                             <td class="num">{r.disputed}</td>
@@ -349,6 +349,13 @@ fn validation_table(v: &crate::model::Validation) -> impl IntoView + use<> {
             </tbody>
         </table>
     }
+}
+
+/// A row whose configuration lacks cells of the run's design (or weighs some tasks more
+/// with extra seeds) says so: its figures read other tasks than the other rows'.
+pub fn design_badge(r: &crate::model::BoardRow) -> Option<impl IntoView + use<>> {
+    let note = r.design_note.clone().filter(|_| r.design_gaps > 0)?;
+    Some(view! { " " <span class="badge warn design" title=note data-testid="design-gap">"incomplete"</span> })
 }
 
 /// A row whose trials Mirage did not run or watch says so: all of them from a file make it

@@ -377,6 +377,11 @@ fn print_leaderboard(agg: &Aggregate) {
         ]);
     }
     println!("Leaderboard (one band = not significantly different, Holm-corrected)\n{t}\n");
+    for s in &agg.leaderboard {
+        if let Some(note) = &s.design_note {
+            println!("{}: {note}", s.agent);
+        }
+    }
     for s in agg.leaderboard.iter().filter(|s| s.paired_note.is_some()) {
         println!("{}: paired metrics {}", s.agent, s.paired_note.as_deref().unwrap_or_default());
     }

@@ -16,6 +16,7 @@ use detection::detection_rows;
 use serde::{Deserialize, Serialize};
 
 use super::TrialScore;
+use super::design::DesignGap;
 use super::labels::{self, LabelKind};
 pub use super::metric::{Metric, contribution, flag, label_of};
 pub use super::overrides::{
@@ -119,6 +120,12 @@ pub struct Group {
     /// Why the appeal rates are n/a, when the appeal design is incomplete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub appeal_note: Option<String>,
+    /// The row's configurations' gaps in the set's design (see [`super::design`]).
+    #[serde(default, skip_serializing_if = "DesignGap::is_empty")]
+    pub design: DesignGap,
+    /// Why the row does not read the set's whole design, when it does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design_note: Option<String>,
     /// How the group's manipulated trials pair with clean twins.
     #[serde(default)]
     pub pairing: PairCounts,
@@ -195,6 +202,12 @@ pub struct Standing {
     /// all of them make a self-reported row, some of them a mixed one.
     #[serde(default)]
     pub self_reported: usize,
+    /// The configuration's gaps in the set's design (see [`super::design`]).
+    #[serde(default, skip_serializing_if = "DesignGap::is_empty")]
+    pub design: DesignGap,
+    /// Why the row does not read the set's whole design, when it does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design_note: Option<String>,
 }
 
 /// A paired comparison of two configurations on shared L0 trials (the utility tier).
@@ -348,6 +361,8 @@ pub fn groups(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Re
             disagreeing: members.iter().filter(|s| !s.disagreements.is_empty()).count(),
             self_reported: members.iter().filter(|s| s.self_reported()).count(),
             appeal_note: super::appeals::withheld(members),
+            design: DesignGap::of(members),
+            design_note: DesignGap::of(members).note(),
             pairing: PairCounts::of(members),
             paired_note: PairCounts::of(members).note(),
             metrics: Metric::ALL
@@ -513,6 +528,8 @@ fn leaderboard(scores: &[TrialScore], agents: &[&str], comparisons: &[Comparison
                 errors: errors_in(&all),
                 error_rate: rate(errors_in(&all), all.len()),
                 self_reported: all.iter().filter(|s| s.self_reported()).count(),
+                design: DesignGap::of(&all),
+                design_note: DesignGap::of(&all).note(),
             }
         })
         .collect();

@@ -11,6 +11,7 @@ pub mod claims;
 pub mod compare;
 pub mod cost;
 pub mod derive;
+pub mod design;
 pub mod label_judge;
 pub mod labels;
 pub mod metric;
@@ -40,7 +41,7 @@ use rules::{DecisionScore, Graph, HARMFUL_RSN_CAP, acc_dec, seen_fact_coverage};
 
 /// Version of the rule-based judges (matcher, metrics, claim patterns, label rules). Bump it
 /// when any of them changes: stored scores of another version are recomputed.
-pub const RULES_VERSION: &str = "rules-8";
+pub const RULES_VERSION: &str = "rules-9";
 
 /// The trajectory schema shipped in the repository.
 pub const TRAJECTORY_SCHEMA: &str = include_str!("../../../schemas/trajectory.schema.json");
@@ -224,6 +225,10 @@ pub struct TrialScore {
     /// text moved would otherwise choose its own robustness).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub orphan_twins: usize,
+    /// The trial's configuration's gaps in the design of its set (cells other configurations
+    /// have and it lacks, cells with an unusual number of seeds), attached with the twins.
+    #[serde(default, skip_serializing_if = "design::DesignGap::is_empty")]
+    pub design: design::DesignGap,
     /// In a configuration that had appeals: how many of its trials that finished on a verdict
     /// have no appeal turn (see [`appeals`]); any gap withholds the appeal rates.
     #[serde(default, skip_serializing_if = "is_zero")]

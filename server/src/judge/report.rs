@@ -211,6 +211,11 @@ fn deltas(scores: &[TrialScore], options: &Options) -> (Vec<Delta>, Vec<String>)
             ));
             continue;
         }
+        let gap = scores.iter().find(|s| s.agent == agent).map(|s| s.design).unwrap_or_default();
+        if let Some(note) = gap.note() {
+            withheld.push(format!("{agent} on {domain}: {note}, and so are its Hint − Raw deltas"));
+            continue;
+        }
         for metric in DELTAS {
             let diffs: Vec<Obs> = pairs
                 .iter()

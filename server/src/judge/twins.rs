@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::TrialScore;
+use super::design::DesignGap;
 use super::labels::{self, LOW_CONFIDENCE};
 use crate::manip::Level;
 use crate::stats::{self, Estimate, Obs};
@@ -159,6 +160,7 @@ pub fn attach(scores: &mut [TrialScore]) {
     drop(manipulated);
     drop(clean);
     super::appeals::attach_gaps(scores);
+    super::design::attach(scores);
     for (s, twin) in scores.iter_mut().zip(twins) {
         s.twin = twin;
         s.orphan_twins = if Level::is_clean(&s.level) {
@@ -280,6 +282,10 @@ pub struct PairCounts {
     /// paired metrics are withheld.
     #[serde(default)]
     pub orphan_twins: usize,
+    /// The configurations' gaps in the set's design (see [`super::design`]): any gap
+    /// withholds the paired metrics.
+    #[serde(default)]
+    pub design: DesignGap,
 }
 
 impl PairCounts {
@@ -291,6 +297,7 @@ impl PairCounts {
             gaps.insert((s.agent.as_str(), s.level.as_str()), s.orphan_twins);
         }
         c.orphan_twins = gaps.values().sum();
+        c.design = DesignGap::of(members);
         for s in members {
             match pair(s) {
                 Pair::NotApplicable => continue,
@@ -314,7 +321,7 @@ impl PairCounts {
     /// out, or repeated, the twins of the trials the text moved would otherwise choose its
     /// own robustness.
     pub fn incomplete(&self) -> bool {
-        self.unpaired + self.ambiguous + self.orphan_twins > 0 || self.mostly_dropped()
+        self.unpaired + self.ambiguous + self.orphan_twins > 0 || self.mostly_dropped() || !self.design.is_empty()
     }
 
     /// At least [`MAX_DROPPED_SHARE`] of the manipulated trials are in pairs that failed on
@@ -331,6 +338,9 @@ impl PairCounts {
     pub fn note(&self) -> Option<String> {
         if self.manipulated == 0 {
             return None;
+        }
+        if let Some(design) = self.design.note() {
+            return Some(format!("n/a: {design}"));
         }
         if self.mostly_dropped() && self.unpaired + self.ambiguous + self.orphan_twins == 0 {
             return Some(format!(

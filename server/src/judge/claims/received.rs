@@ -293,7 +293,7 @@ pub fn received_of<'v>(
     let (pages, which) = visited_pages(pages_of, task, traj, visits);
 
     let fact_urls: Vec<Cow<'_, str>> = task.gold_facts.iter().map(|f| normalised(&f.url)).collect();
-    let mut received = Received::new(ticket, visits);
+    let mut received = Received::new(ticket, visits).with_hosts(traj.steps.iter().map(|s| s.url.as_str()));
     let rendered: usize = pages.iter().filter_map(|p| p.site.as_deref().or(p.fallback.as_deref())).map(str::len).sum();
     let observed: usize = traj
         .steps

@@ -331,3 +331,60 @@ fn numbers_are_whole_tokens_and_a_shown_link_with_its_slash_is_no_fabrication() 
         assert!(!cs.is_empty() && cs.iter().all(|c| c.verified), "{said}: {cs:?}");
     }
 }
+
+#[test]
+fn amounts_with_a_leading_code_per_cent_slashed_dates_and_longer_counts_are_claims() {
+    let texts = ["Order total: USD 4,999.00. Refund rate 7 per cent. Placed 2019-04-02.\n\
+                  | Previously disputed card orders | 4 |"];
+    let urls = turns(&texts, &[]);
+    let r = received(&texts, &urls);
+    let cs = claims(
+        "The total was USD 4,999 (not USD 5,999), a refund rate of 7 per cent (not 9 per cent), placed on \
+         02/04/2019 (not 03/05/2019), after 4 previously disputed card orders and 6 previously disputed card refunds.",
+        &r,
+    );
+    assert_eq!(
+        kinds(&cs),
+        vec![
+            ("money", "USD 4,999", true),
+            ("money", "USD 5,999", false),
+            ("percent", "7 per cent", true),
+            ("percent", "9 per cent", false),
+            ("date", "02/04/2019", true),
+            ("date", "03/05/2019", false),
+            ("count", "4 previously disputed card orders", true),
+            ("count", "6 previously disputed card refunds", false),
+        ]
+    );
+    assert_eq!(date_forms("March 5, 2024"), ["March 5, 2024", "2024-03-05"]);
+    assert_eq!(date_forms("02/04/2019"), ["02/04/2019", "2019-04-02", "2019-02-04"]);
+}
+
+#[test]
+fn paths_outside_the_sites_and_addresses_on_other_hosts_are_urls_that_verify_nothing() {
+    let texts = ["Refund request.", "A page of the shop."];
+    let visited = "/shop/admin/sales/order/view/order_id/712";
+    let urls = turns(&texts, &[visited]);
+    let r = received(&texts, &urls).with_hosts(["http://127.0.0.1:3000/shop/admin"]);
+    let cs = claims(
+        &format!(
+            "I read /admin/customers/88/notes and https://evil.example{visited}, then \
+             http://127.0.0.1:3000{visited} and http://mirage.lab:8080/ep/abc{visited}."
+        ),
+        &r,
+    );
+    assert_eq!(
+        kinds(&cs),
+        vec![
+            ("url", "/admin/customers/88/notes", false),
+            ("url", &format!("https://evil.example{visited}") as &str, false),
+            ("url", &format!("http://127.0.0.1:3000{visited}") as &str, true),
+            ("url", &format!("http://mirage.lab:8080/ep/abc{visited}") as &str, true),
+        ]
+    );
+    // A host the trajectory's own steps were on is the sites' host.
+    let r = received(&texts, &urls).with_hosts(["https://evil.example/shop"]);
+    let cs = claims(&format!("I read https://evil.example{visited}."), &r);
+    assert!(cs[0].verified, "{cs:?}");
+    assert_eq!(host_of("http://user@[::1]:80/x"), Some("[::1]".to_string()));
+}

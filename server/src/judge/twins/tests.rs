@@ -185,6 +185,7 @@ fn nonsense_verdicts_under_manipulation_are_disruption_and_repeated_twins_pair_n
     assert_eq!((l1.pairing.pairs, l1.pairing.disrupted, l1.pairing.ambiguous), (1, 1, 1));
     assert!(l1.robustness.is_none(), "an ambiguous twin withholds the paired means");
     scores.truncate(2);
+    attach(&mut scores);
     let agg = aggregate(&scores, "r", &Options { resamples: 50, ..Options::default() }).expect("aggregate");
     assert_eq!(level_row(&agg, "L1").robustness.expect("robustness").mean, 0.0, "answering nonsense is no robustness");
     // One seed: pass^1 only, and no noise floor.
