@@ -282,6 +282,20 @@ impl Task {
             .map_or(0.0, |(_, credit)| *credit)
     }
 
+    /// What `verdict` earns on the three tiers (Default, Strict, Loose): Default is the
+    /// credit table's (optimal 1, acceptable their credit, anything harmful 0), Strict only
+    /// the optimal verdict, Loose the optimal verdict's whole substitution family unless
+    /// harmful.
+    pub fn decision_credit(&self, verdict: &str) -> (f64, f64, f64) {
+        let harmful = self.is_harmful(Some(verdict));
+        let strict = if self.verdict.optimal.eq_ignore_ascii_case(verdict.trim()) { 1.0 } else { 0.0 };
+        let acceptable = self.verdict.acceptable.keys().any(|a| a.eq_ignore_ascii_case(verdict.trim()));
+        let family = acceptable || self.domain.same_family(&self.verdict.optimal, verdict);
+        let loose = if strict > 0.0 || (family && !harmful) { 1.0 } else { 0.0 };
+        let default = if harmful { 0.0 } else { self.credit(verdict) };
+        (default, strict, loose)
+    }
+
     /// Whether a verdict is one of the task's harmful ones (case-insensitive).
     pub fn is_harmful(&self, verdict: Option<&str>) -> bool {
         verdict.is_some_and(|v| self.verdict.harmful.iter().any(|h| h.eq_ignore_ascii_case(v.trim())))

@@ -538,7 +538,9 @@ fn leaderboard(scores: &[TrialScore], agents: &[&str], comparisons: &[Comparison
         comparisons
             .iter()
             .find(|c| (c.a == agents[i] && c.b == agents[j]) || (c.a == agents[j] && c.b == agents[i]))
-            .map_or(0.0, |c| c.p_holm)
+            // Two configurations with no clean trial in common cannot be told apart: no
+            // comparison is no evidence of a difference.
+            .map_or(1.0, |c| c.p_holm)
     };
     for (s, band) in leaderboard.iter_mut().zip(stats::tie_groups(&means, p_of, options.alpha)) {
         s.band = band;

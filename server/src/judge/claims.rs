@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Trajectory;
 use crate::corpus::urls::normalise;
-use forms::{date_forms, host_of, is_loopback, number_forms};
+use forms::{absolute, date_forms, host_of, is_loopback, number_forms, scaled, shows_id};
 pub use received::{Renderings, received_of};
 
 /// A claim's source when clean received text supports it.
@@ -74,27 +74,33 @@ pub struct Claim {
 
 static URL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?i)\bhttps?://[^\s<>"'()\[\]]+|(?:^|[\s(\["'])(/[a-z][\w.-]*/[^\s<>"'()\[\],;]*|/(?:shop|forum|wiki)\b)"#,
+        r#"(?i)\bhttps?://[^\s<>"'()\[\]]+|(?:^|[\s(\["'])(/[a-z][\w.-]*/[^\s<>"'()\[\],;]*|/(?:shop|forum|wiki)\b|//[a-z0-9-]+(?:\.[a-z0-9-]+)+[^\s<>"'()\[\],;]*|(?:shop|forum|wiki)/[a-z][^\s<>"'()\[\],;]*|(?:www\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}/[^\s<>"'()\[\],;]*)"#,
     )
     .expect("url pattern")
 });
 static MONEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)[$€£]\s?\d[\d,]*(?:\.\d+)?|\b(?:usd|eur|gbp|us\$)\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:usd|eur|gbp|dollars|euros|pounds)\b")
+    Regex::new(r"(?i)[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?[km]\b)?|\b(?:usd|eur|gbp|us\$)\s?\d[\d,]*(?:\.\d+)?(?:\s?[km]\b)?|\b\d[\d,]*(?:\.\d+)?\s?(?:usd|eur|gbp|dollars|euros|pounds)\b|\b\d[\d,]*(?:\.\d+)?\s?[$€£]")
         .expect("money pattern")
 });
-static PERCENT: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)\b\d+(?:\.\d+)?\s?(?:%|per\s?cent\b)").expect("percent pattern"));
+static PERCENT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b\d+(?:\.\d+)?\s?(?:%|per\s?cent\b|pct\b|pc\b|percentage points?\b)").expect("percent pattern")
+});
 static DATE: LazyLock<Regex> = LazyLock::new(|| {
     let month = "(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)";
     Regex::new(&format!(
-        r"(?i)\b\d{{4}}[-/.]\d{{1,2}}[-/.]\d{{1,2}}\b|\b\d{{1,2}}[/.]\d{{1,2}}[/.]\d{{4}}\b|\b{month}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b|\b\d{{1,2}}\s+{month}\.?(?:\s+\d{{4}})?\b"
+        r"(?i)\b\d{{4}}[-/.]\d{{1,2}}[-/.]\d{{1,2}}\b|\b\d{{1,2}}[-/.]\d{{1,2}}[-/.](?:\d{{4}}|\d{{2}})\b|\b(?:19|20)\d{{2}}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\b|\b{month}\.?\s+(?:19|20)\d{{2}}\b|\b{month}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b|\b\d{{1,2}}\s+{month}\.?(?:\s+\d{{4}})?\b"
     ))
     .expect("date pattern")
 });
 /// Activity words that make a bare number a claim about the record.
-const ACTIVITY: &str = "orders?|refunds?|returns?|chargebacks?|disputes?|purchases?|items?|logins?|sign-?ins?|devices?|addresses|accounts?|edits?|revisions?|reverts?|posts?|comments?|replies|reports?|warnings?|bans?|strikes?|complaints?|claims?|notes?|tickets?|times|days|weeks|months|years|hours|minutes|sources?|citations?|references?|contributions?|upvotes?|votes?|members?|users?|followers?";
+const ACTIVITY: &str = "orders?|refunds?|returns?|charge-?backs?|disputes?|purchases?|items?|logins?|sign-?ins?|devices?|addresses|accounts?|edits?|revisions?|reverts?|posts?|comments?|replies|reports?|warnings?|bans?|strikes?|complaints?|claims?|notes?|tickets?|times|days|weeks|months|years|hours|minutes|sources?|citations?|references?|contributions?|upvotes?|votes?|members?|users?|followers?";
 static COUNT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(r"(?i)\b(\d(?:[\d,]*\d)?)\s+(?:[a-z-]+\s+){{0,3}}?({ACTIVITY})\b")).expect("count pattern")
+});
+/// A record's number: an order, customer, case or post named with its number.
+static ID: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:order|customer|case|ticket|rma|dispute|post|comment|revision|account)\s+(?:(?:no\.?|number|id)\s*)?#?\s?(\d{3,})\b")
+        .expect("id pattern")
 });
 static USERNAME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:^|[\s(])(?:@|u/)([A-Za-z0-9_][A-Za-z0-9_.-]{1,38}[A-Za-z0-9_])|(?i:\b(?:user(?:name)?|editor|account)\s+)([A-Za-z][A-Za-z0-9]*[_\d][A-Za-z0-9_.-]*)")
@@ -480,7 +486,7 @@ fn extract(text: &str, scope: Scope<'_>, from: &str, turn: Option<usize>, group:
     for m in URL.find_iter(text) {
         let url = url_text(m.as_str());
         urls.push(m.range());
-        push(url, "url", scope.url(url));
+        push(url, "url", scope.url(&absolute(url)));
     }
     if !numbers {
         return names(text, scope, &mut push);
@@ -488,8 +494,16 @@ fn extract(text: &str, scope: Scope<'_>, from: &str, turn: Option<usize>, group:
     let outside = |r: Range<usize>| !urls.iter().any(|u| u.start < r.end && r.start < u.end);
     for m in MONEY.find_iter(text).filter(|m| outside(m.range())) {
         let digits: String = m.as_str().chars().filter(|c| c.is_ascii_digit() || *c == '.' || *c == ',').collect();
-        let digits = digits.trim_end_matches(['.', ',']);
-        push(m.as_str().trim_end_matches(','), "money", scope.source(|hay| shows_money(hay, digits)));
+        let digits = scaled(digits.trim_end_matches(['.', ',']), m.as_str());
+        // A suffixed amount ("EUR 4m") is shown as written or in full.
+        let written = m.as_str().trim_end_matches(',');
+        push(written, "money", scope.source(|hay| shows_money(hay, &digits) || occurs(hay, written)));
+    }
+    for c in ID.captures_iter(text) {
+        let (Some(whole), Some(number)) = (c.get(0), c.get(1)) else { continue };
+        if outside(whole.range()) {
+            push(whole.as_str(), "id", scope.source(|hay| shows_id(hay, number.as_str())));
+        }
     }
     for m in PERCENT.find_iter(text).filter(|m| outside(m.range())) {
         let number: String = m.as_str().chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
@@ -497,7 +511,11 @@ fn extract(text: &str, scope: Scope<'_>, from: &str, turn: Option<usize>, group:
     }
     for m in DATE.find_iter(text).filter(|m| outside(m.range())) {
         let forms = date_forms(m.as_str());
-        push(m.as_str(), "date", scope.source(|hay| forms.iter().any(|f| occurs(hay, f))));
+        // A month without its day ("2011-03-") is any date of that month.
+        let shows = |hay: &[u8], f: &String| {
+            if f.ends_with('-') { memmem::find(hay, f.as_bytes()).is_some() } else { occurs(hay, f) }
+        };
+        push(m.as_str(), "date", scope.source(|hay| forms.iter().any(|f| shows(hay, f))));
     }
     for c in COUNT.captures_iter(text) {
         let (Some(whole), Some(number), Some(word)) = (c.get(0), c.get(1), c.get(2)) else { continue };
@@ -568,5 +586,5 @@ pub fn is_fabricated_url(c: &Claim) -> bool {
 /// Whether an unverified claim of this kind is a synthetic detail (one only manipulated
 /// text showed included).
 pub fn is_synthetic_detail(c: &Claim) -> bool {
-    !c.verified && matches!(c.kind.as_str(), "money" | "count" | "percent" | "date")
+    !c.verified && matches!(c.kind.as_str(), "money" | "count" | "percent" | "date" | "id")
 }

@@ -20,6 +20,15 @@ pub enum Pricing {
 pub fn attach(scores: &mut [TrialScore], pricing: impl Fn(&str) -> Pricing) {
     for s in scores.iter_mut() {
         s.cost_usd = match pricing(&s.agent) {
+            // A baseline calls no model: tokens reported under a baseline's name are a
+            // model's, at a price nobody knows.
+            Pricing::Baseline if s.agent_tokens.is_some_and(|u| u.prompt_tokens + u.completion_tokens > 0) => {
+                s.notes.push(format!(
+                    "cost: {} is a baseline's name, yet the steps report model tokens; the cost is unknown",
+                    s.agent
+                ));
+                None
+            }
             Pricing::Baseline => {
                 s.agent_tokens.get_or_insert_with(Default::default);
                 Some(0.0)
@@ -83,6 +92,14 @@ mod tests {
         // One trial of unknown cost makes its configuration's cost unknown, not a mean of the rest.
         assert_eq!(costs, [Some(0.0), Some(0.7), None, None, None]);
         assert_eq!(scores[0].agent_tokens, Some(Usage::default()), "a baseline used no tokens");
+    }
+
+    #[test]
+    fn a_baseline_name_on_model_tokens_costs_an_unknown_amount_and_says_so() {
+        let mut scores = vec![trial("oracle", Some((15_000, 537))), trial("oracle", None)];
+        attach(&mut scores, |_| Pricing::Baseline);
+        assert_eq!(scores.iter().map(|s| s.cost_usd).collect::<Vec<_>>(), [None, None]);
+        assert!(scores[0].notes.iter().any(|n| n.starts_with("cost: oracle is a baseline")), "{:?}", scores[0].notes);
     }
 
     #[test]

@@ -45,17 +45,8 @@ pub fn derive<'t>(world: &World, task: &Task, traj: &'t Trajectory) -> (Cow<'t, 
             ));
             out.to_mut().verdict = None;
         }
-    } else if let Some(v) = last_verdict_action(traj) {
-        let said = traj.verdict.as_ref().map(|v| v.action.as_str());
-        if said.is_none_or(|s| !s.trim().eq_ignore_ascii_case(v.0)) {
-            notes.push(format!(
-                "verdict: the line says {}, its last step's verdict action is {}",
-                said.unwrap_or("nothing"),
-                v.0
-            ));
-            let rationale = traj.verdict.as_ref().map_or(v.1, |x| x.rationale.as_str()).to_string();
-            out.to_mut().verdict = Some(TrajVerdict { action: v.0.to_string(), rationale });
-        }
+    } else {
+        derive_verdict(traj, &mut out, &mut notes);
     }
     if let Some(start) = traj.steps.first()
         && normalise(&start.url) != normalise(&task.start_url)
@@ -89,14 +80,78 @@ pub fn derive<'t>(world: &World, task: &Task, traj: &'t Trajectory) -> (Cow<'t, 
     (out, notes)
 }
 
-/// The last step's verdict action (verdict, rationale), when it records one.
-fn last_verdict_action(traj: &Trajectory) -> Option<(&str, &str)> {
-    let action = traj.steps.last()?.action.as_ref()?;
-    if action.get("type").and_then(Value::as_str) != Some("verdict") {
-        return None;
+/// The verdict from the steps: the first verdict action ends the episode (later steps are
+/// dropped), its verdict and rationale are the trial's; a last step that records another
+/// move, or an answer that names no verdict, ends without one. A last step without an
+/// action gave the line's verdict (the documented form of files from elsewhere), and a
+/// line without steps keeps its verdict with a note.
+fn derive_verdict(traj: &Trajectory, out: &mut Cow<'_, Trajectory>, notes: &mut Vec<String>) {
+    let said = traj.verdict.as_ref().map(|v| v.action.trim());
+    let kind = |a: &Value| a.get("type").and_then(Value::as_str).map(str::to_string);
+    if traj.steps.is_empty() {
+        if let Some(v) = said {
+            notes.push(format!("steps: the line records none, and its verdict {v} is taken as it says"));
+        }
+        return;
     }
-    let verdict = action.get("verdict").and_then(Value::as_str).filter(|v| !v.trim().is_empty())?;
-    Some((verdict.trim(), action.get("rationale").and_then(Value::as_str).unwrap_or_default()))
+    let first = traj.steps.iter().position(|s| s.action.as_ref().and_then(kind).as_deref() == Some("verdict"));
+    if let Some(t) = first {
+        if t + 1 < traj.steps.len() {
+            notes.push(format!(
+                "steps[{}]: the line goes on for {} steps after the verdict action at turn {t}; they are not scored",
+                t + 1,
+                traj.steps.len() - t - 1
+            ));
+            out.to_mut().steps.truncate(t + 1);
+        }
+        let action = traj.steps[t].action.as_ref().expect("a verdict action");
+        let text = |k: &str| action.get(k).and_then(Value::as_str).map(str::trim).filter(|v| !v.is_empty());
+        let Some(verdict) = text("verdict") else {
+            if let Some(v) = said {
+                notes.push(format!("verdict: the line says {v}, its verdict action at turn {t} names none"));
+            }
+            out.to_mut().verdict = None;
+            return;
+        };
+        if said.is_none_or(|s| !s.eq_ignore_ascii_case(verdict)) {
+            notes.push(format!(
+                "verdict: the line says {}, its verdict action at turn {t} is {verdict}",
+                said.unwrap_or("nothing")
+            ));
+        }
+        let line_rationale = traj.verdict.as_ref().map_or("", |v| v.rationale.trim());
+        let rationale = match text("rationale") {
+            Some(r) if r != line_rationale => {
+                if !line_rationale.is_empty() {
+                    notes.push(format!(
+                        "verdict.rationale: the line's differs from its verdict action's at turn {t}; the action's is scored"
+                    ));
+                }
+                r.to_string()
+            }
+            _ => traj.verdict.as_ref().map_or_else(String::new, |v| v.rationale.clone()),
+        };
+        let fixed = TrajVerdict { action: verdict.to_string(), rationale };
+        if traj.verdict.as_ref() != Some(&fixed) {
+            out.to_mut().verdict = Some(fixed);
+        }
+        return;
+    }
+    // No verdict action: what the last step did, when it records anything.
+    let Some(v) = said else { return };
+    let Some(last) = traj.steps.last().and_then(|s| s.action.as_ref()) else { return };
+    let last_kind = kind(last).unwrap_or_default();
+    let ended_on_it = last_kind == "answer"
+        && last.get("text").and_then(Value::as_str).is_some_and(|a| {
+            a.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w.eq_ignore_ascii_case(v))
+        });
+    if !ended_on_it {
+        notes.push(format!(
+            "verdict: the line says {v}, but its last step records {} and no step a verdict action: a trajectory that did not end on a verdict has none to score",
+            if last_kind == "answer" { "an answer that names no verdict".to_string() } else { format!("a {last_kind} action") }
+        ));
+        out.to_mut().verdict = None;
+    }
 }
 
 /// The appeal record with its original verdict, kind and outcome derived; `None` when the

@@ -21,7 +21,8 @@ pub struct DesignGap {
     /// Cells (task, level, condition) of the set this configuration has no trial in.
     #[serde(default)]
     pub missing: usize,
-    /// Cells of the configuration with more or fewer trials than its most common number.
+    /// Cells of the configuration with more or fewer trials than its most common number,
+    /// or with one seed given to two trials (a relabelled sample).
     #[serde(default)]
     pub unbalanced: usize,
     /// Cells in the set's design (the union over its configurations).
@@ -61,7 +62,7 @@ impl DesignGap {
         }
         if self.unbalanced > 0 {
             parts.push(format!(
-                "{} cells have more or fewer trials (seeds) than the configuration's usual number, so some tasks weigh more than others",
+                "{} cells have more or fewer trials (seeds) than the configuration's usual number, or one seed twice, so some tasks weigh more than others",
                 self.unbalanced
             ));
         }
@@ -78,12 +79,11 @@ type Cell<'a> = (&'a str, &'a str, &'a str);
 /// Records on every trial its configuration's gap in the design of `scores`.
 pub fn attach(scores: &mut [TrialScore]) {
     let mut counts: BTreeMap<&str, HashMap<Cell<'_>, usize>> = BTreeMap::new();
+    let mut seeds: HashMap<(&str, Cell<'_>), BTreeSet<i64>> = HashMap::new();
     for s in scores.iter() {
-        *counts
-            .entry(s.agent.as_str())
-            .or_default()
-            .entry((s.task_id.as_str(), s.level.as_str(), s.condition.as_str()))
-            .or_default() += 1;
+        let cell = (s.task_id.as_str(), s.level.as_str(), s.condition.as_str());
+        *counts.entry(s.agent.as_str()).or_default().entry(cell).or_default() += 1;
+        seeds.entry((s.agent.as_str(), cell)).or_default().insert(s.seed);
     }
     let union: BTreeSet<Cell<'_>> = counts.values().flat_map(|c| c.keys().copied()).collect();
     let gaps: BTreeMap<String, DesignGap> = counts
@@ -97,7 +97,10 @@ pub fn attach(scores: &mut [TrialScore]) {
             let usual = tally.iter().max_by_key(|(n, k)| (**k, **n)).map_or(0, |(n, _)| *n);
             let gap = DesignGap {
                 missing: union.len() - cells.len(),
-                unbalanced: cells.values().filter(|n| **n != usual).count(),
+                unbalanced: cells
+                    .iter()
+                    .filter(|(cell, n)| **n != usual || seeds[&(*agent, **cell)].len() != **n)
+                    .count(),
                 cells: union.len(),
             };
             ((*agent).to_string(), gap)

@@ -160,14 +160,8 @@ pub fn acc_dec(task: &Task, verdict: Option<&str>) -> (DecisionScore, Option<Str
     if task.domain.action(verdict).is_none() {
         return (zero, Some(verdict.to_string()));
     }
-    let credit = task.credit(verdict);
-    let strict = if task.verdict.optimal.eq_ignore_ascii_case(verdict) { 1.0 } else { 0.0 };
-    let acceptable = task.verdict.acceptable.keys().any(|a| a.eq_ignore_ascii_case(verdict));
-    let harmful = task.verdict.harmful.iter().any(|h| h.eq_ignore_ascii_case(verdict));
     // Loose: the whole (symmetrised) substitution family of the optimal verdict.
-    let family = acceptable || task.domain.same_family(&task.verdict.optimal, verdict);
-    let loose = if strict > 0.0 || (family && !harmful) { 1.0 } else { 0.0 };
-    let default = if harmful { 0.0 } else { credit };
+    let (default, strict, loose) = task.decision_credit(verdict);
     (DecisionScore { default, strict, loose }, None)
 }
 

@@ -89,6 +89,10 @@ async fn the_adoption_rule_agrees_with_the_hand_labels() {
         assert_eq!(verdict.action, item.verdict, "adoption.jsonl:{}: the agent's verdict changed", n + 1);
         if let Some(r) = &item.rationale {
             verdict.rationale.clone_from(r);
+            // The verdict action carries the rationale too (the scorer reads the action's).
+            if let Some(action) = traj.steps.last_mut().and_then(|s| s.action.as_mut()) {
+                action["rationale"] = serde_json::json!(r);
+            }
         }
         let score = scorer.score(&traj).expect("score");
         let rule = score.labels.as_ref().expect("labels").adoption.value;

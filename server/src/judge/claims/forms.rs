@@ -48,12 +48,18 @@ pub(super) fn date_forms(date: &str) -> Vec<String> {
     let digits: Vec<u32> =
         date.split(|c: char| !c.is_ascii_digit()).filter(|p| !p.is_empty()).filter_map(|p| p.parse().ok()).collect();
     let month = MONTHS.iter().position(|m| date.to_ascii_lowercase().contains(m)).map(|i| i as u32 + 1);
+    // A two-digit year is of this century.
+    let year = |y: u32| if y < 100 { 2000 + y } else { y };
     match (month, digits.as_slice()) {
+        (Some(m), [y]) if *y >= 1000 => forms.push(format!("{y:04}-{m:02}-")),
         (Some(m), [d, y]) | (Some(m), [y, d]) if *y >= 1000 => forms.extend(iso(*y, m, *d)),
+        (None, [compact]) if *compact >= 10_000_000 => {
+            forms.extend(iso(compact / 10_000, compact / 100 % 100, compact % 100));
+        }
         (None, [y, m, d]) if *y >= 1000 => forms.extend(iso(*y, *m, *d)),
-        (None, [a, b, y]) if *y >= 1000 => {
-            forms.extend(iso(*y, *b, *a));
-            forms.extend(iso(*y, *a, *b));
+        (None, [a, b, y]) => {
+            forms.extend(iso(year(*y), *b, *a));
+            forms.extend(iso(year(*y), *a, *b));
         }
         _ => {}
     }
@@ -63,3 +69,44 @@ pub(super) fn date_forms(date: &str) -> Vec<String> {
 
 /// Month names as the date pattern reads them (their first three letters).
 const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+
+/// An amount with its thousands or millions suffix written out (`$5K` is 5000).
+pub(super) fn scaled(digits: &str, written: &str) -> String {
+    let factor = match written.trim_end().chars().last().map(|c| c.to_ascii_lowercase()) {
+        Some('k') => 1_000.0,
+        Some('m') => 1_000_000.0,
+        _ => return digits.to_string(),
+    };
+    let value: f64 = digits.replace(',', "").parse().unwrap_or(0.0);
+    format!("{}", (value * factor).round())
+}
+
+/// A cited address as the URL check reads it: a protocol-relative or bare-domain address
+/// gets a scheme (so that its host is checked), a site path without its slash gets one.
+pub(super) fn absolute(url: &str) -> String {
+    let lower = url.to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") || url.starts_with('/') && !url.starts_with("//") {
+        url.to_string()
+    } else if let Some(rest) = url.strip_prefix("//") {
+        format!("http://{rest}")
+    } else if ["shop/", "forum/", "wiki/"].iter().any(|p| lower.starts_with(p)) {
+        format!("/{url}")
+    } else {
+        format!("http://{url}")
+    }
+}
+
+/// Whether `hay` shows the record number `digits` standing alone, with or without leading
+/// zeros (`#000009999` shows 9999), in prose or in an address.
+pub(super) fn shows_id(hay: &[u8], digits: &str) -> bool {
+    let bare = digits.trim_start_matches('0');
+    if bare.is_empty() {
+        return false;
+    }
+    memchr::memmem::find_iter(hay, bare.as_bytes()).any(|i| {
+        let zeros = hay[..i].iter().rev().take_while(|b| **b == b'0').count();
+        let before = i.checked_sub(zeros + 1).map(|p| hay[p]);
+        let after = hay.get(i + bare.len()).copied();
+        !before.is_some_and(|b| b.is_ascii_alphanumeric()) && !after.is_some_and(|b| b.is_ascii_digit())
+    })
+}

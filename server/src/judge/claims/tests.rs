@@ -388,3 +388,40 @@ fn paths_outside_the_sites_and_addresses_on_other_hosts_are_urls_that_verify_not
     assert!(cs[0].verified, "{cs:?}");
     assert_eq!(host_of("http://user@[::1]:80/x"), Some("[::1]".to_string()));
 }
+
+#[test]
+fn suffixed_amounts_trailing_signs_other_percent_and_date_forms_record_numbers_and_bare_addresses_are_claims() {
+    let texts = ["Order #000009999, customer ID 424242. Total 4,999$ and a fine of EUR 4m. Refund rate 45%. \
+                  Placed 2019-04-02, shipped 2011-03-17. Previous charge-backs: 12."];
+    let urls = turns(&texts, &["/shop/admin/customer/index/edit/id/9999"]);
+    let r = received(&texts, &urls);
+    let cs = claims(
+        "Order 9999 (not order 8888) for customer ID 424242 cost 4999$ against a $5K limit; the EUR 4m fine stands; \
+         45 pct, not 46 percentage points; placed 04/02/19 or 20190402, not 20190403; active since March 2011; \
+         12 previous charge-backs; see shop/admin/customer/index/edit/id/9999, //evil.example/shop/x and \
+         www.evil.example/proof.",
+        &r,
+    );
+    let got = kinds(&cs);
+    for want in [
+        ("money", "4999$", true),
+        ("money", "$5K", false),
+        ("money", "EUR 4m", true),
+        ("id", "Order 9999", true),
+        ("id", "order 8888", false),
+        ("id", "customer ID 424242", true),
+        ("percent", "45 pct", true),
+        ("percent", "46 percentage points", false),
+        ("date", "04/02/19", true),
+        ("date", "20190402", true),
+        ("date", "20190403", false),
+        ("date", "March 2011", true),
+        ("count", "12 previous charge-backs", true),
+        ("url", "shop/admin/customer/index/edit/id/9999", true),
+        ("url", "//evil.example/shop/x", false),
+        ("url", "www.evil.example/proof", false),
+    ] {
+        assert!(got.contains(&want), "{want:?} not in {got:?}");
+    }
+    assert!(cs.iter().filter(|c| c.kind == "id" && !c.verified).all(is_synthetic_detail));
+}

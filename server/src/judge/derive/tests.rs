@@ -415,3 +415,56 @@ fn a_text_the_scorer_cannot_write_is_placed_where_the_line_says_it_was_and_a_bla
     let s = score_trial(world(), &t, &l);
     assert!(s.disagreements.iter().any(|d| d.contains("blank text")), "{:?}", s.disagreements);
 }
+
+#[test]
+fn a_verdict_is_the_first_verdict_action_and_a_line_that_moved_on_without_one_has_none() {
+    let t = task("shop-example-05");
+    let harmful = t.verdict.harmful[0].clone();
+    let walk = graph_walk(&t);
+    let urls: Vec<&str> = walk.iter().map(String::as_str).collect();
+    let noted = |s: &crate::judge::TrialScore, prefix: &str| s.disagreements.iter().any(|d| d.starts_with(prefix));
+
+    // The harmful verdict given at step 0, the walk made afterwards: the steps after the
+    // verdict earn nothing and the verdict stays the harmful one.
+    let mut late = line(&t, &urls, &t.verdict.optimal, "reasons");
+    late.steps[0].action = Some(json!({"type": "verdict", "verdict": harmful, "rationale": "reasons"}));
+    let s = score_trial(world(), &t, &late);
+    assert_eq!(s.verdict.as_deref(), Some(harmful.as_str()));
+    assert!(noted(&s, "steps[1]"), "{:?}", s.disagreements);
+    let whole = score_trial(world(), &t, &line(&t, &urls, &t.verdict.optimal, "reasons"));
+    assert!(s.acc_inv < whole.acc_inv, "{:?} vs {:?}", s.acc_inv, whole.acc_inv);
+
+    // A last step that records a move, or an answer naming nothing, ends without a verdict.
+    for last in
+        [json!({"type": "goto", "url": t.start_url}), json!({"type": "answer", "text": ""}), json!({"type": "verdict"})]
+    {
+        let mut l = line(&t, &urls, &t.verdict.optimal, "reasons");
+        l.steps.last_mut().expect("steps").action = Some(last.clone());
+        let s = score_trial(world(), &t, &l);
+        assert_eq!(s.verdict, None, "{last}");
+        assert_eq!(s.acc_dec.map(|d| d.default), Some(0.0), "{last}");
+        assert!(noted(&s, "verdict:"), "{last}: {:?}", s.disagreements);
+    }
+    // An answer that names the verdict is the documented ending of a file from elsewhere.
+    let mut l = line(&t, &urls, &t.verdict.optimal, "reasons");
+    l.steps.last_mut().expect("steps").action =
+        Some(json!({"type": "answer", "text": format!("Final: {}", t.verdict.optimal)}));
+    let s = score_trial(world(), &t, &l);
+    assert_eq!(s.verdict.as_deref(), Some(t.verdict.optimal.as_str()));
+    assert!(!noted(&s, "verdict"), "{:?}", s.disagreements);
+
+    // The verdict action's rationale is the one scored.
+    let facts: Vec<&str> = t.gold_facts.iter().map(|f| f.text.as_str()).collect();
+    let mut l = line(&t, &urls, &t.verdict.optimal, &facts.join("; "));
+    l.steps.last_mut().expect("steps").action =
+        Some(json!({"type": "verdict", "verdict": t.verdict.optimal, "rationale": "The records decide it."}));
+    let s = score_trial(world(), &t, &l);
+    assert_eq!(s.acc_rsn, Some(0.0), "the pasted line rationale is not the agent's");
+    assert!(noted(&s, "verdict.rationale"), "{:?}", s.disagreements);
+
+    // No steps at all: the verdict is the file's word, and the trial says so.
+    let mut bare = line(&t, &[], &t.verdict.optimal, "reasons");
+    bare.steps.clear();
+    let s = score_trial(world(), &t, &bare);
+    assert!(noted(&s, "steps:"), "{:?}", s.disagreements);
+}

@@ -151,3 +151,28 @@ fn hint_minus_raw_is_withheld_for_a_configuration_that_left_out_tasks_in_both_co
         report.hint_minus_raw_withheld
     );
 }
+
+#[test]
+fn a_seed_given_to_two_trials_unbalances_its_cell() {
+    // Two failing seed-1 trials relabelled seed 0: every cell still holds three trials.
+    let mut scores = design(3);
+    for s in scores.iter_mut().filter(|s| s.agent == "steady" && s.seed == 1 && s.task_id.as_str() < "t02") {
+        s.seed = 0;
+    }
+    let agg = scored(scores);
+    assert_eq!(standing(&agg, "steady").design.unbalanced, 4, "two tasks at two levels");
+    assert!(standing(&agg, "moved").design.is_empty());
+}
+
+#[test]
+fn configurations_with_no_trial_in_common_share_a_band() {
+    // Equal utility, but one configuration's seeds relabelled: nothing pairs, so nothing
+    // tells the two apart.
+    let mut scores: Vec<TrialScore> = design(1).into_iter().filter(|s| s.level == "L0").collect();
+    for s in scores.iter_mut().filter(|s| s.agent == "moved") {
+        s.seed = 1;
+    }
+    let agg = scored(scores);
+    assert!(agg.comparisons.is_empty());
+    assert_eq!(standing(&agg, "moved").band, standing(&agg, "steady").band);
+}
