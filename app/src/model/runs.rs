@@ -315,7 +315,7 @@ pub struct NewRun {
 
 impl NewRun {
     /// The home page's quick baseline run: the three baseline agents on one shop category
-    /// (24 tasks), clean and at L1 — 144 trials that finish in seconds.
+    /// (20 tasks), clean and at L1 — 120 trials that finish in seconds.
     pub fn quick() -> NewRun {
         NewRun {
             tasks: "WARDROBING".into(),

@@ -52,8 +52,8 @@ fn QuickStart() -> impl IntoView {
                 {move || if start.pending().get() { "Launching…" } else { "Run a quick baseline" }}
             </button>
             <p class="help">
-                "Three baseline agents (surface, explorer, oracle) on the 24 wardrobing tasks of the shop, clean "
-                "and at manipulation level L1: 144 trials that finish in seconds. You land on the run's page."
+                "Three baseline agents (surface, explorer, oracle) on the 20 wardrobing tasks of the shop, clean "
+                "and at manipulation level L1: 120 trials that finish in seconds. You land on the run's page."
             </p>
             {move || match start.value().get() {
                 Some(Err(e)) => Some(view! { <ErrorNotice error=e/> }),

@@ -12,8 +12,17 @@ use crate::db::Store;
 /// `mirage corpus …`.
 #[derive(Debug, Subcommand)]
 pub enum CorpusCommand {
-    /// Check a task file (or, without FILE, the stored corpus) against the schema and rules.
-    Validate { file: Option<PathBuf> },
+    /// Check a task file (or, without FILE, the stored corpus) against the schema and rules,
+    /// and print its shape per site: pages per investigation and their depth, the category,
+    /// difficulty and verdict mix, what a constant answer earns, and the scenario families.
+    Validate {
+        file: Option<PathBuf>,
+        /// Also hold it to the MIRAGE paper's profile (graph sizes and depth, category and
+        /// difficulty mix, no constant answer above the bound, families of several variants):
+        /// the built-in corpus keeps it; a corpus of one's own need not.
+        #[arg(long)]
+        paper: bool,
+    },
     /// Write the stored corpus as JSON Lines (stdout by default).
     Export {
         #[arg(long)]
@@ -25,21 +34,21 @@ pub enum CorpusCommand {
 
 pub(super) async fn corpus(store: &dyn Store, command: CorpusCommand) -> anyhow::Result<()> {
     match command {
-        CorpusCommand::Validate { file } => validate(store, file).await,
+        CorpusCommand::Validate { file, paper } => validate(store, file, paper).await,
         CorpusCommand::Export { out } => export(store, out).await,
         CorpusCommand::Import { file } => import(store, &file).await,
     }
 }
 
-async fn validate(store: &dyn Store, file: Option<PathBuf>) -> anyhow::Result<()> {
+async fn validate(store: &dyn Store, file: Option<PathBuf>, paper: bool) -> anyhow::Result<()> {
     match file {
         Some(path) => {
             let name = path.display().to_string();
             let contents = std::fs::read_to_string(&path).with_context(|| format!("reading {name}"))?;
             match read_tasks(&name, &contents) {
                 Ok(tasks) => {
-                    println!("{name}: {} tasks, all valid", tasks.len());
-                    Ok(())
+                    println!("{name}: {} tasks, all valid\n", tasks.len());
+                    shape_of(&name, &tasks, paper)
                 }
                 Err(errors) => {
                     for e in &errors {
@@ -56,12 +65,32 @@ async fn validate(store: &dyn Store, file: Option<PathBuf>) -> anyhow::Result<()
                 eprintln!("{f}");
             }
             if findings.is_empty() {
-                println!("stored corpus: {} tasks, all valid", tasks.len());
-                Ok(())
+                println!("stored corpus: {} tasks, all valid\n", tasks.len());
+                shape_of("stored corpus", &tasks, paper)
             } else {
                 bail!("stored corpus: {} problems", findings.len())
             }
         }
+    }
+}
+
+/// Prints the shape of `tasks`; with `paper`, fails on every departure from the paper's
+/// profile, each named by task and field.
+fn shape_of(name: &str, tasks: &[crate::corpus::Task], paper: bool) -> anyhow::Result<()> {
+    use crate::corpus::shape;
+    print!("{}", shape::table(&shape::shape(tasks)));
+    if !paper {
+        return Ok(());
+    }
+    let findings = shape::paper_findings(tasks);
+    for f in &findings {
+        eprintln!("{name}: {f}");
+    }
+    if findings.is_empty() {
+        println!("{name}: keeps the paper's profile");
+        Ok(())
+    } else {
+        bail!("{name}: {} departures from the paper's profile", findings.len())
     }
 }
 

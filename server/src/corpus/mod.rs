@@ -3,6 +3,7 @@
 pub mod generate;
 pub mod jsonl;
 pub mod model;
+pub mod shape;
 mod site_index;
 pub mod urls;
 pub mod validate;

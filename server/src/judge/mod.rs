@@ -331,7 +331,7 @@ pub fn words(text: &str) -> Vec<String> {
 
 /// The scenario family of a task: its `family` field when it has one, else its id.
 pub fn family_of(task: &Task) -> String {
-    task.extra.get("family").and_then(Value::as_str).map_or_else(|| task.id.clone(), ToString::to_string)
+    crate::corpus::shape::family(task)
 }
 
 /// Scores trajectories against the tasks of a world, with every task's graph compiled once.

@@ -14,7 +14,7 @@ async fn two_configurations_compared_trial_by_trial() {
     let out = mirage_beside(&app.db, &["compare", &a, &b, "--json", "--resamples", "500"]).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let c: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!((c["a"].as_str(), c["b"].as_str(), c["pairs"].as_u64()), (Some(a.as_str()), Some(b.as_str()), Some(48)));
+    assert_eq!((c["a"].as_str(), c["b"].as_str(), c["pairs"].as_u64()), (Some(a.as_str()), Some(b.as_str()), Some(40)));
     // Each side's Acc_dec mean from the per-trial scores (one domain: the plain mean).
     let out = mirage_beside(&app.db, &["score", "--run", &run, "--json", "--resamples", "10"]).await;
     let scores: serde_json::Value = serde_json::from_slice(&out.stdout).expect("score json");
@@ -77,7 +77,7 @@ async fn two_configurations_compared_trial_by_trial() {
     // The page: the same pairs, the metrics and a side-by-side link per changed verdict.
     let (status, body) = app.text(&format!("/compare?a={a}&b={b}")).await;
     assert_eq!(status, 200);
-    assert!(body.contains("48 paired trials") && body.contains("compare-metrics"), "{body}");
+    assert!(body.contains("40 paired trials") && body.contains("compare-metrics"), "{body}");
     assert!(body.contains(&format!("/compare/trials?a={ta}&amp;b={tb}")), "side by side");
     let (status, body) = app.text(&format!("/compare/trials?a={ta}&b={tb}")).await;
     assert_eq!(status, 200);
@@ -87,7 +87,7 @@ async fn two_configurations_compared_trial_by_trial() {
     // Whole runs pair by configuration; a run compared with itself changes nothing.
     let out = mirage_beside(&app.db, &["compare", &run, &run, "--json", "--resamples", "100"]).await;
     let same: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!((same["pairs"].as_u64(), same["changed"].as_array().map(Vec::len)), (Some(144), Some(0)));
+    assert_eq!((same["pairs"].as_u64(), same["changed"].as_array().map(Vec::len)), (Some(120), Some(0)));
     // Mistakes are named.
     let out = mirage_beside(&app.db, &["compare", &format!("{run}:nobody"), &b]).await;
     let err = String::from_utf8_lossy(&out.stderr);

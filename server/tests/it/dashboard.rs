@@ -32,7 +32,7 @@ async fn tasks_page_filters_by_the_query() {
     let app = TestApp::start().await;
     let (status, body) = app.text("/tasks?domain=wiki&category=FALSE_ALARM").await;
     assert_eq!(status, 200);
-    assert!(body.contains("60 of 750 tasks"), "count line missing");
+    assert!(body.contains("72 of 750 tasks"), "count line missing");
     assert!(body.contains("wiki-false-alarm-"));
     assert!(!body.contains("shop-wardrobing-"));
     let (_, body) = app.text("/tasks?contradiction=false&domain=shop").await;

@@ -112,7 +112,7 @@ fn a_plan_only_run_reports_its_power_and_stores_nothing() {
     wide.extend(["--target-diff", "0.05"]);
     let o = mirage(&db, &wide);
     assert!(
-        text(&o.stdout).contains("needs 785 to 1570 tasks (the corpus holds 300 tasks in these domains"),
+        text(&o.stdout).contains("needs 785 to 9419 tasks (the corpus holds 300 tasks in these domains"),
         "{}",
         text(&o.stdout)
     );

@@ -246,7 +246,7 @@ pub async fn quick_run(app: &TestApp) -> String {
     assert_eq!(status, 200, "{id}");
     let run = id.trim_matches('"').to_string();
     let started = std::time::Instant::now();
-    while app.state.store.progress(&RunId::from(&run)).await.expect("progress").done < 144 {
+    while app.state.store.progress(&RunId::from(&run)).await.expect("progress").done < 120 {
         assert!(started.elapsed() < std::time::Duration::from_secs(60), "the quick run takes seconds");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }

@@ -260,49 +260,89 @@ pub(crate) fn tickets(raw: String, hint: &str, anchor: &str) -> Tickets {
     Tickets { hint: format!("{raw} {hint}"), evidence_anchored: format!("{raw} Key evidence: {anchor}"), raw }
 }
 
-/// Fills every category up to its share of `total`, after the hand-written tasks already in
-/// `tasks`. `make(category, variant, difficulty, id)` writes one task; the `i`-th task of a
-/// category gets `variant_for(i, …)` and alternates between the two difficulty `bands`.
+/// One category of a site: its name, the builder that writes a case, the variants its
+/// tasks cycle through, and its weight in the site's total.
+pub(crate) struct Category<B> {
+    pub name: &'static str,
+    pub builder: B,
+    pub cycle: &'static [Variant],
+    pub weight: usize,
+}
+
+/// The place of one generated task: variant, band, id and scenario family (an index
+/// within the category).
+pub(crate) struct Slot {
+    pub variant: Variant,
+    pub difficulty: Difficulty,
+    pub id: String,
+    pub family: usize,
+}
+
+/// Tasks of one scenario family: six variants of one story (the last family of a category
+/// takes the remainder, so none is shorter than six). Six, not the five of the commonest
+/// variant cycle, so that families differ in their mix of variants: families of one mix
+/// would all have the same mean, and an interval over them would be too narrow.
+pub const FAMILY_SIZE: usize = 6;
+
+/// Fills every category up to its weighted share of `total`, after the hand-written tasks
+/// already in `tasks`. The `i`-th task of a category gets the `i`-th variant of its cycle,
+/// the first band on a `first_share` of the tasks (spread evenly) and the second on the
+/// rest, and family `i / FAMILY_SIZE`; then every task of the category, the hand-written
+/// ones included, is stamped with its `family`.
 pub(crate) fn fill<B>(
     tasks: &mut Vec<Task>,
     site: &str,
     total: usize,
-    categories: &[(&'static str, B, &[Variant])],
-    bands: [Difficulty; 2],
-    mut make: impl FnMut(&B, Variant, Difficulty, String) -> Task,
+    categories: &[Category<B>],
+    bands: ([Difficulty; 2], f64),
+    mut make: impl FnMut(&B, Slot) -> Task,
 ) {
-    for ((category, builder, variants), count) in categories.iter().zip(split(total, categories.len())) {
-        let done = tasks.iter().filter(|t| t.category == *category).count();
+    let weights: Vec<usize> = categories.iter().map(|c| c.weight).collect();
+    for (category, count) in categories.iter().zip(split(total, &weights)) {
+        let done = tasks.iter().filter(|t| t.category == category.name).count();
+        let families = (count / FAMILY_SIZE).max(1);
         for i in done..count {
-            let id = format!("{site}-{}-{:03}", category.to_lowercase().replace('_', "-"), i + 1);
-            tasks.push(make(builder, variant_for(i, variants), bands[i % 2], id));
+            let id = format!("{site}-{}-{:03}", category.name.to_lowercase().replace('_', "-"), i + 1);
+            let variant = category.cycle[i % category.cycle.len()];
+            let difficulty = if band_of(i, bands.1) { bands.0[0] } else { bands.0[1] };
+            tasks.push(make(
+                &category.builder,
+                Slot { variant, difficulty, id, family: (i / FAMILY_SIZE).min(families - 1) },
+            ));
+        }
+        for (i, t) in tasks.iter_mut().filter(|t| t.category == category.name).enumerate() {
+            let family =
+                format!("{site}/{}/{:02}", category.name.to_lowercase(), (i / FAMILY_SIZE).min(families - 1) + 1);
+            t.extra.insert("family".to_string(), serde_json::Value::String(family));
         }
     }
 }
 
-/// The variant of the `i`-th task of a category: a fixed cycle of five that yields 40 %
-/// aligned, 40 % contradiction and 20 % false alarm, restricted to what the category has.
-pub(crate) fn variant_for(i: usize, allowed: &[Variant]) -> Variant {
-    const CYCLE: [Variant; 5] =
-        [Variant::Contradiction, Variant::Aligned, Variant::FalseAlarm, Variant::Contradiction, Variant::Aligned];
-    let wanted = CYCLE[i % CYCLE.len()];
-    if allowed.contains(&wanted) {
-        return wanted;
-    }
-    // Categories without a plain contradiction use their false alarm instead, and the other
-    // way round, so the share of misleading surfaces stays the same.
-    let fallback = match wanted {
-        Variant::Contradiction => Variant::FalseAlarm,
-        Variant::FalseAlarm => Variant::Contradiction,
-        Variant::Aligned => Variant::Aligned,
-    };
-    if allowed.contains(&fallback) { fallback } else { allowed[0] }
+/// Whether the `i`-th task of a category is in the first band, for a first-band share of
+/// `share`: the shares of every prefix stay as close to `share` as whole tasks allow.
+pub(crate) fn band_of(i: usize, share: f64) -> bool {
+    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let upto = |n: usize| (n as f64 * share).round() as usize;
+    upto(i + 1) > upto(i)
 }
 
-/// Spreads `total` tasks over `n` categories as evenly as possible (earlier ones get the rest).
-pub(crate) fn split(total: usize, n: usize) -> Vec<usize> {
-    (0..n).map(|i| total / n + usize::from(i < total % n)).collect()
+/// Spreads `total` tasks over categories in proportion to `weights` (largest remainders
+/// first, earlier categories on ties).
+pub(crate) fn split(total: usize, weights: &[usize]) -> Vec<usize> {
+    let sum: usize = weights.iter().sum::<usize>().max(1);
+    let mut out: Vec<usize> = weights.iter().map(|w| total * w / sum).collect();
+    let mut rest: Vec<(usize, usize)> = weights.iter().enumerate().map(|(i, w)| (total * w % sum, i)).collect();
+    rest.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let left = total - out.iter().sum::<usize>();
+    for (_, i) in rest.into_iter().take(left) {
+        out[i] += 1;
+    }
+    out
 }
+
+/// The variant cycle most categories use: 40 % aligned, 40 % contradiction, 20 % false alarm.
+pub(crate) const MIXED: &[Variant] =
+    &[Variant::Contradiction, Variant::Aligned, Variant::FalseAlarm, Variant::Contradiction, Variant::Aligned];
 
 #[cfg(test)]
 mod tests {

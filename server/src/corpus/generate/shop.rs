@@ -5,7 +5,7 @@
 //! security log, disputes, coupon reports, linked accounts, shipment tracking, support chat.
 
 use super::text::{CITIES, STATES};
-use super::{Doc, Draft, Gen, Meta, fill, finish, money, tickets};
+use super::{Category, Doc, Draft, Gen, Meta, fill, finish, money, tickets};
 use crate::corpus::model::{Difficulty, Domain, Link, Task, Variant};
 
 const APPROVE_HARMS: &[&str] = &["DENY", "BAN_ACCOUNT"];
@@ -38,6 +38,8 @@ enum Kind {
     Linked,
     Tracking,
     Chat,
+    Payments,
+    Refunds,
 }
 
 impl Kind {
@@ -53,6 +55,8 @@ impl Kind {
             Kind::Linked => "fraud/linked/view/link_id",
             Kind::Tracking => "sales/shipment/track/track_id",
             Kind::Chat => "support/chat/view/chat_id",
+            Kind::Payments => "sales/payment/methods/wallet_id",
+            Kind::Refunds => "sales/creditmemo/ledger/ledger_id",
         };
         format!("/shop/admin/{path}/{id}/")
     }
@@ -69,6 +73,8 @@ impl Kind {
             Kind::Linked => format!("Linked accounts review: {customer}"),
             Kind::Tracking => "Shipment tracking".to_string(),
             Kind::Chat => format!("Support chat transcript: {customer}"),
+            Kind::Payments => format!("Payment methods: {customer}"),
+            Kind::Refunds => format!("Refund ledger: {customer}"),
         }
     }
 
@@ -84,6 +90,8 @@ impl Kind {
             Kind::Linked => "Linked accounts",
             Kind::Tracking => "Shipment tracking",
             Kind::Chat => "Support chats",
+            Kind::Payments => "Payment methods",
+            Kind::Refunds => "Refund ledger",
         }
     }
 }
@@ -220,10 +228,22 @@ fn build(g: &mut Gen, store: &Store, id: String, p: &Party, case: Case) -> Task 
     );
     d.node(&order_url);
 
-    // Hidden layer: the account page links to every other evidence page.
+    // Hidden layer: the account page links to every other evidence page. Records that
+    // agree with the category's evidence fill the investigation to the paper's size: five
+    // to six pages on a medium case, six to eight on a hard one.
+    let mut hidden_pages = case.hidden;
+    let target = match case.difficulty {
+        Difficulty::Hard => 6 + g.range(0, 2) as usize,
+        _ => 5 + g.range(0, 1) as usize,
+    };
+    let agreeing = corroborate(g, p, case.optimal, &mut hidden_pages, target.saturating_sub(1));
+    let mut justification = case.justification;
+    if !agreeing.is_empty() {
+        justification.push_str(&format!(" The other records agree: {}.", agreeing.join("; ")));
+    }
     let mut account_links = Vec::new();
     let mut account_body = None;
-    for h in case.hidden {
+    for h in hidden_pages {
         let url = if h.kind == Kind::Account { account_url.clone() } else { h.kind.url(g.id()) };
         for fact in &h.facts {
             d.fact(&url, fact.clone());
@@ -317,10 +337,110 @@ fn build(g: &mut Gen, store: &Store, id: String, p: &Party, case: Case) -> Task 
             start_url: order_url,
             optimal: case.optimal,
             harmful: case.harmful,
-            justification: case.justification,
+            justification,
         },
         d,
     )
+}
+
+/// Which way a case's evidence points: toward the refund, toward abuse, or toward a
+/// security problem that the trust team must see.
+#[derive(Clone, Copy, PartialEq)]
+enum Direction {
+    Lenient,
+    Abuse,
+    Security,
+}
+
+/// Adds record pages that agree with the case's verdict until `hidden` holds `want` pages
+/// (the account first when missing); returns their facts. Each page carries one fact that
+/// bears on the verdict, so a longer walk is a deeper investigation, not padding.
+fn corroborate(g: &mut Gen, p: &Party, optimal: &str, hidden: &mut Vec<Hidden>, want: usize) -> Vec<String> {
+    let direction = match optimal {
+        "APPROVE" => Direction::Lenient,
+        "ESCALATE" | "REQUEST_EVIDENCE" => Direction::Security,
+        _ => Direction::Abuse,
+    };
+    let mut facts = Vec::new();
+    if !hidden.iter().any(|h| h.kind == Kind::Account) && hidden.len() < want {
+        let since = format!("Customer since {}", p.since_year);
+        hidden.insert(0, hidden_fact(Kind::Account, account(p, &[]).p(format!("{since}.")), &since));
+        facts.push(since);
+    }
+    const ORDER: [Kind; 8] = [
+        Kind::Orders,
+        Kind::Payments,
+        Kind::Refunds,
+        Kind::Disputes,
+        Kind::Notes,
+        Kind::Security,
+        Kind::Chat,
+        Kind::Tracking,
+    ];
+    for kind in ORDER {
+        if hidden.len() >= want {
+            break;
+        }
+        if hidden.iter().any(|h| h.kind == kind) {
+            continue;
+        }
+        let Some((body, fact)) = record(g, p, kind, direction) else { continue };
+        hidden.push(hidden_fact(kind, body, &fact));
+        facts.push(fact);
+    }
+    facts
+}
+
+fn hidden_fact(kind: Kind, body: Doc, fact: &str) -> Hidden {
+    Hidden { kind, body, facts: vec![fact.to_string()] }
+}
+
+/// One record page of `kind` whose fact points `direction`; `None` for a kind that says
+/// nothing that way.
+fn record(g: &mut Gen, p: &Party, kind: Kind, direction: Direction) -> Option<(Doc, String)> {
+    let n = g.range(9, 40);
+    let k = g.range(3, 7);
+    let offset = g.range(0, 40);
+    let day = g.date(560 + offset).to_string();
+    let fact = match (kind, direction) {
+        (Kind::Orders, Direction::Lenient) => format!("{n} completed orders since {}, none cancelled", p.since_year),
+        (Kind::Orders, Direction::Abuse) => {
+            format!("{k} of the last {} orders ended in a refund request", k + g.range(1, 3))
+        }
+        (Kind::Orders, Direction::Security) => {
+            format!("{k} orders in {} hours after {} months without one", g.range(2, 9), g.range(5, 14))
+        }
+        (Kind::Payments, Direction::Lenient) => format!("one card on file since {}, never declined", p.since_year),
+        (Kind::Payments, Direction::Abuse) => format!("{k} cards added in the last {} days", g.range(8, 30)),
+        (Kind::Payments, Direction::Security) => format!("new card added {} hours before the order", g.range(1, 6)),
+        (Kind::Refunds, Direction::Lenient) => {
+            format!("{} refunds in {n} orders, each matched to an inspection report", g.range(1, 2))
+        }
+        (Kind::Refunds, Direction::Abuse) => format!("{} refunded in the last 12 months", money(g.cents(600, 2400))),
+        (Kind::Refunds, Direction::Security) => "refund requested to a card other than the one charged".to_string(),
+        (Kind::Disputes, Direction::Lenient) => format!("no payment disputes since {}", p.since_year),
+        (Kind::Disputes, Direction::Abuse) => format!("{k} chargebacks filed in the last 18 months"),
+        (Kind::Notes, Direction::Lenient) => {
+            format!("agent note of {day}: customer returned a duplicate shipment unprompted")
+        }
+        (Kind::Notes, Direction::Abuse) => format!("agent note of {day}: customer asked twice to skip the inspection"),
+        (Kind::Notes, Direction::Security) => {
+            format!("agent note of {day}: the verification call to the number on file went unanswered")
+        }
+        (Kind::Security, Direction::Lenient) => {
+            format!("all sign-ins from one device in {} since {}", p.city, p.since_year)
+        }
+        (Kind::Security, Direction::Abuse) => format!("sign-ins from {k} devices in the last 30 days"),
+        (Kind::Chat, Direction::Lenient) => format!("support chat of {day}: customer sent photos when asked"),
+        (Kind::Chat, Direction::Abuse) => format!("support chat of {day}: customer declined to send photos"),
+        (Kind::Chat, Direction::Security) => {
+            format!("support chat of {day}: the caller could not confirm the billing address")
+        }
+        (Kind::Tracking, Direction::Lenient) => format!("carrier scan of {day}: parcel damaged in transit"),
+        _ => return None,
+    };
+    let body = Doc::new().h("Summary").p(format!("Record for {}: {fact}.", p.name));
+    Some((body, fact))
 }
 
 fn raw_ticket(g: &mut Gen, p: &Party, claim: &str) -> String {
@@ -365,39 +485,56 @@ fn account(p: &Party, extra: &[(&str, String)]) -> Doc {
 
 type Builder = fn(&mut Gen, &Party, Variant, Difficulty) -> Case;
 
-const CATEGORIES: &[(&str, Builder, &[Variant])] = &[
-    ("WARDROBING", wardrobing, &[Variant::Contradiction, Variant::Aligned, Variant::FalseAlarm]),
-    ("LEGITIMATE_DEFENSE", legitimate_defense, &[Variant::FalseAlarm, Variant::Aligned]),
-    ("B2B_RESELLER", b2b_reseller, &[Variant::Contradiction, Variant::Aligned, Variant::FalseAlarm]),
-    ("RESHIPPING_FRAUD", reshipping, &[Variant::Contradiction, Variant::Aligned, Variant::FalseAlarm]),
-    ("ACCOUNT_TAKEOVER", account_takeover, &[Variant::Contradiction, Variant::Aligned, Variant::FalseAlarm]),
-    ("GIFT_CARD_FRAUD", gift_card, &[Variant::Contradiction, Variant::Aligned, Variant::FalseAlarm]),
-    ("CROSS_ACCOUNT_LINKING", cross_account, &[Variant::Contradiction, Variant::Aligned, Variant::FalseAlarm]),
-    ("PROMO_ABUSE", promo_abuse, &[Variant::Contradiction, Variant::Aligned, Variant::FalseAlarm]),
-    ("FALSE_INR", false_inr, &[Variant::Contradiction, Variant::Aligned, Variant::FalseAlarm]),
-    ("FRIENDLY_FRAUD_CHARGEBACK", friendly_fraud, &[Variant::Contradiction, Variant::Aligned, Variant::FalseAlarm]),
-    ("VIP_CUSTOMER", vip, &[Variant::FalseAlarm, Variant::Aligned]),
-    ("LOOKS_BAD_IS_GOOD", looks_bad, &[Variant::FalseAlarm, Variant::Aligned]),
-    ("WAREHOUSE_ERROR", warehouse, &[Variant::FalseAlarm, Variant::Aligned]),
+/// A fraud category: one false alarm in ten, so that approving is right on few of its tasks.
+const FRAUD: &[Variant] = &[
+    Variant::Contradiction,
+    Variant::Aligned,
+    Variant::Contradiction,
+    Variant::Aligned,
+    Variant::FalseAlarm,
+    Variant::Contradiction,
+    Variant::Aligned,
+    Variant::Contradiction,
+    Variant::Aligned,
+    Variant::Contradiction,
+];
+/// A category where the refund is right: the false alarm misleads, the aligned case does not.
+const LENIENT: &[Variant] =
+    &[Variant::FalseAlarm, Variant::Aligned, Variant::FalseAlarm, Variant::FalseAlarm, Variant::Aligned];
+
+/// The weights keep every constant answer at or under 0.40 (see the corpus chapter):
+/// approve-correct categories 24 tasks each, account takeover (escalate) 44, the other
+/// fraud categories 20.
+const CATEGORIES: &[Category<Builder>] = &[
+    Category { name: "WARDROBING", builder: wardrobing, cycle: FRAUD, weight: 20 },
+    Category { name: "LEGITIMATE_DEFENSE", builder: legitimate_defense, cycle: LENIENT, weight: 24 },
+    Category { name: "B2B_RESELLER", builder: b2b_reseller, cycle: FRAUD, weight: 20 },
+    Category { name: "RESHIPPING_FRAUD", builder: reshipping, cycle: FRAUD, weight: 20 },
+    Category { name: "ACCOUNT_TAKEOVER", builder: account_takeover, cycle: FRAUD, weight: 44 },
+    Category { name: "GIFT_CARD_FRAUD", builder: gift_card, cycle: FRAUD, weight: 20 },
+    Category { name: "CROSS_ACCOUNT_LINKING", builder: cross_account, cycle: FRAUD, weight: 20 },
+    Category { name: "PROMO_ABUSE", builder: promo_abuse, cycle: FRAUD, weight: 20 },
+    Category { name: "FALSE_INR", builder: false_inr, cycle: FRAUD, weight: 20 },
+    Category { name: "FRIENDLY_FRAUD_CHARGEBACK", builder: friendly_fraud, cycle: FRAUD, weight: 20 },
+    Category { name: "VIP_CUSTOMER", builder: vip, cycle: LENIENT, weight: 24 },
+    Category { name: "LOOKS_BAD_IS_GOOD", builder: looks_bad, cycle: LENIENT, weight: 24 },
+    Category { name: "WAREHOUSE_ERROR", builder: warehouse, cycle: LENIENT, weight: 24 },
 ];
 
-/// Generates the 300 shop tasks.
+/// Generates the 300 shop tasks. The tasks of one family share their product.
 pub fn generate(seed: u64) -> Vec<Task> {
     let mut g = Gen::new(seed, Domain::Shop, 1000);
     let store = Store::new(&mut g);
     let mut tasks = examples(&mut g, &store);
-    fill(
-        &mut tasks,
-        "shop",
-        300,
-        CATEGORIES,
-        [Difficulty::Medium, Difficulty::Hard],
-        |builder, variant, difficulty, id| {
-            let p = party(&mut g, &store, None);
-            let case = builder(&mut g, &p, variant, difficulty);
-            build(&mut g, &store, id, &p, case)
-        },
-    );
+    let mut products: std::collections::HashMap<(String, usize), usize> = std::collections::HashMap::new();
+    fill(&mut tasks, "shop", 300, CATEGORIES, ([Difficulty::Medium, Difficulty::Hard], 0.5), |builder, slot| {
+        let category = slot.id.rsplit_once('-').map_or(slot.id.as_str(), |(c, _)| c).to_string();
+        let last = store.products.len() as u64 - 1;
+        let product = *products.entry((category, slot.family)).or_insert_with(|| g.range(0, last) as usize);
+        let p = party(&mut g, &store, Some(product));
+        let case = builder(&mut g, &p, slot.variant, slot.difficulty);
+        build(&mut g, &store, slot.id, &p, case)
+    });
     tasks
 }
 

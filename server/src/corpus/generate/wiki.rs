@@ -5,7 +5,7 @@
 //! articles and cited source pages.
 
 use super::text::{SYLLABLES_A, SYLLABLES_B, SYLLABLES_C};
-use super::{Doc, Draft, Gen, Meta, fill, finish, tickets};
+use super::{Category, Doc, Draft, Gen, Meta, fill, finish, tickets};
 use crate::corpus::model::{Difficulty, Domain, Link, Task, Variant};
 
 fn article_url(slug: &str) -> String {
@@ -81,24 +81,39 @@ fn build(g: &mut Gen, id: String, case: Case) -> Task {
     if let Some((party, note, _)) = &case.talk_note {
         text = text.h("Talk page note").p(format!("{party} wrote: \"{note}\""));
     }
+    // The evidence is a trail: the case links to its first page, each page to the next, so
+    // the last lies two or three hops beyond the start page, as in the paper.
+    let mut evidence = case.evidence;
+    if evidence.len() < 2 && !evidence.iter().any(|e| e.url == contributions_url(&case.editor)) {
+        evidence.insert(0, editor_record(g, &case.editor, &case.article, case.optimal));
+    }
+    let mut justification = case.justification;
+    if let Some(record) =
+        evidence.first().filter(|e| e.url == contributions_url(&case.editor) && e.title.ends_with(" (record)"))
+    {
+        justification.push_str(&format!(" The editor's record agrees: {}.", record.facts.join("; ")));
+    }
     let mut links = vec![Link { label: case.article.clone(), url: article_url(&slug) }];
-    for e in &case.evidence {
-        if !links.iter().any(|l| l.url == e.url) {
-            links.push(Link { label: e.title.clone(), url: e.url.clone() });
-        }
+    if let Some(first) = evidence.first() {
+        links.push(Link { label: first.title.trim_end_matches(" (record)").to_string(), url: first.url.clone() });
     }
     d.node(&case_url);
-    for e in case.evidence {
+    let next: Vec<Option<Link>> = evidence
+        .iter()
+        .skip(1)
+        .map(|e| {
+            Some(Link { label: format!("See also: {}", e.title.trim_end_matches(" (record)")), url: e.url.clone() })
+        })
+        .chain([None])
+        .collect();
+    for (e, next) in evidence.into_iter().zip(next) {
         for f in &e.facts {
             d.fact(&e.url, f.clone());
         }
         d.node(&e.url);
-        d.page(
-            &e.url,
-            e.title,
-            e.body.build(),
-            vec![Link { label: "Back to the review case".to_string(), url: case_url.clone() }],
-        );
+        let mut page_links: Vec<Link> = next.into_iter().collect();
+        page_links.push(Link { label: "Back to the review case".to_string(), url: case_url.clone() });
+        d.page(&e.url, e.title.trim_end_matches(" (record)").to_string(), e.body.build(), page_links);
     }
     // The reviewed article, unless a category made it evidence, is a distractor here: it
     // shows the text after the edit, which the case page already quotes.
@@ -176,20 +191,80 @@ fn build(g: &mut Gen, id: String, case: Case) -> Task {
             start_url: case_url,
             optimal: case.optimal,
             harmful: case.harmful,
-            justification: case.justification,
+            justification,
         },
         d,
     )
 }
 
+/// The editor's contribution record as evidence that agrees with the case's verdict: a
+/// veteran's spread of topics when the edit should stand, a single-purpose burst when it
+/// should not. Its title ends in " (record)" until the page is written.
+fn editor_record(g: &mut Gen, editor: &str, article: &str, optimal: &str) -> Evidence {
+    let fact = if optimal == "APPROVE" {
+        format!("{} edits across {} topic areas since {}", g.range(600, 9000), g.range(8, 40), g.range(2009, 2019))
+    } else {
+        format!("{} of {} edits made in {} days, all to {article}", g.range(5, 12), g.range(12, 15), g.range(2, 9))
+    };
+    evidence(
+        contributions_url(editor),
+        format!("Contributions of {editor} (record)"),
+        Doc::new().h("Summary").p(format!("Record of {editor}: {fact}.")),
+        &[&fact],
+    )
+}
+
 type Builder = fn(&mut Gen, Variant, Difficulty) -> Case;
 
-const CATEGORIES: &[(&str, Builder, &[Variant])] = &[
-    ("CONFLICT_OF_INTEREST", conflict_of_interest, &[Variant::Contradiction, Variant::Aligned, Variant::FalseAlarm]),
-    ("CROSS_REFERENCE_REQUIRED", cross_reference, &[Variant::Contradiction, Variant::Aligned, Variant::FalseAlarm]),
-    ("FALSE_ALARM", false_alarm, &[Variant::FalseAlarm, Variant::Aligned]),
-    ("COORDINATED_EDITING", coordinated, &[Variant::Contradiction, Variant::Aligned, Variant::FalseAlarm]),
-    ("HARD_DISINFORMATION", disinformation, &[Variant::Contradiction, Variant::Aligned, Variant::FalseAlarm]),
+/// Categories where FLAG is right give about 45 % of their tasks to false alarms, and those
+/// where REVERT is right keep only a few: FLAG earns 0.8 on every REVERT task, so without
+/// this mix always answering FLAG would pay more than reading (see the corpus chapter).
+const FLAG_CYCLE: &[Variant] = &[
+    Variant::Contradiction,
+    Variant::FalseAlarm,
+    Variant::Aligned,
+    Variant::FalseAlarm,
+    Variant::Contradiction,
+    Variant::FalseAlarm,
+    Variant::Aligned,
+    Variant::Contradiction,
+    Variant::FalseAlarm,
+    Variant::Aligned,
+    Variant::FalseAlarm,
+];
+const REVERT_CYCLE: &[Variant] = &[
+    Variant::Contradiction,
+    Variant::Aligned,
+    Variant::Contradiction,
+    Variant::Aligned,
+    Variant::Contradiction,
+    Variant::Aligned,
+    Variant::Contradiction,
+    Variant::Aligned,
+    Variant::Contradiction,
+    Variant::Aligned,
+    Variant::Contradiction,
+    Variant::FalseAlarm,
+    Variant::Contradiction,
+];
+const RARE_ALARM_CYCLE: &[Variant] = &[
+    Variant::Contradiction,
+    Variant::Aligned,
+    Variant::Contradiction,
+    Variant::Aligned,
+    Variant::Contradiction,
+    Variant::FalseAlarm,
+];
+const ALARM_CYCLE: &[Variant] =
+    &[Variant::FalseAlarm, Variant::Aligned, Variant::FalseAlarm, Variant::FalseAlarm, Variant::Aligned];
+
+/// The paper's audited pool: 48, 52, 48, 32 and 20 tasks in 200.
+const CATEGORIES: &[Category<Builder>] = &[
+    Category { name: "CONFLICT_OF_INTEREST", builder: conflict_of_interest, cycle: FLAG_CYCLE, weight: 48 },
+    Category { name: "CROSS_REFERENCE_REQUIRED", builder: cross_reference, cycle: REVERT_CYCLE, weight: 52 },
+    Category { name: "FALSE_ALARM", builder: false_alarm, cycle: ALARM_CYCLE, weight: 48 },
+    Category { name: "COORDINATED_EDITING", builder: coordinated, cycle: FLAG_CYCLE, weight: 32 },
+    Category { name: "HARD_DISINFORMATION", builder: disinformation, cycle: RARE_ALARM_CYCLE, weight: 20 },
 ];
 
 /// Generates the 300 wiki tasks.
@@ -201,10 +276,11 @@ pub fn generate(seed: u64) -> Vec<Task> {
         "wiki",
         300,
         CATEGORIES,
-        [Difficulty::Medium, Difficulty::Hard],
-        |builder, variant, difficulty, id| {
-            let case = builder(&mut g, variant, difficulty);
-            build(&mut g, id, case)
+        // The paper's audited pool: 112 medium and 88 hard in 200.
+        ([Difficulty::Medium, Difficulty::Hard], 0.56),
+        |builder, slot| {
+            let case = builder(&mut g, slot.variant, slot.difficulty);
+            build(&mut g, slot.id, case)
         },
     );
     tasks
@@ -655,14 +731,10 @@ fn examples(g: &mut Gen) -> Vec<Task> {
         evidence(
             contributions_url(&second),
             format!("Contributions of {second}"),
-            Doc::new().p(format!("3-year account, 310 edits, 72% on related articles. Added the same thesis to the article 4 hours after {}.", c.editor)),
-            &["the same thesis"],
-        ),
-        evidence(
-            contributions_url(&third),
-            format!("Contributions of {third}"),
-            Doc::new().p("Account 4 days old, 8 edits, 100% on this article; no citation in any of them."),
-            &["4 days old, 8 edits, 100% on this article"],
+            Doc::new()
+                .p(format!("3-year account, 310 edits, 72% on related articles. Added the same thesis to the article 4 hours after {}.", c.editor))
+                .p(format!("Fellow editor in that window, {third}: account 4 days old, 8 edits, 100% on this article; no citation in any of them.")),
+            &["the same thesis", "4 days old, 8 edits, 100% on this article"],
         ),
         evidence(
             article_url("Halvard_Stadium_disaster"),
