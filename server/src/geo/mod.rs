@@ -106,6 +106,9 @@ impl OrderRecord {
 /// missing key, the store) is not the ranker's answer and ends the trial as an error.
 pub fn endpoint_failure(e: &anyhow::Error) -> Option<String> {
     use crate::llm::LlmError;
+    if let Some(r) = e.downcast_ref::<Refusal>() {
+        return Some(r.0.clone());
+    }
     match e.downcast_ref::<LlmError>()? {
         // A wrong key or a wrong path (model) is a configuration error, not an answer: the
         // trial fails with the reason. A 403 is a refusal like a 400: content filters and
@@ -114,6 +117,19 @@ pub fn endpoint_failure(e: &anyhow::Error) -> Option<String> {
         LlmError::Exhausted { .. } | LlmError::Rejected { .. } => Some(format!("{e:#}")),
     }
 }
+
+/// A call that succeeded but names nothing usable (a content filter's stop, a truncated or
+/// empty reply), or one that failed earlier in the run: a failed call with its reason.
+#[derive(Debug)]
+pub struct Refusal(pub String);
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refusal {}
 
 /// One order of one target: the clean and the edited list ranked under the same order.
 pub async fn order_record(

@@ -180,6 +180,10 @@ pub struct ChatRanker {
     pub identity: String,
     pub client: std::sync::Arc<dyn crate::llm::LlmClient>,
     pub cache: std::sync::Arc<dyn crate::db::Store>,
+    /// The run whose calls share their failures: a request that failed in this run fails
+    /// again without a second call, so every method reads the same clean reply (or the same
+    /// failure) of a (target, order). A later run asks again.
+    pub scope: Option<String>,
 }
 
 impl ChatRanker {
@@ -204,8 +208,47 @@ impl Ranker for ChatRanker {
     async fn reply(&self, request: &RankRequest<'_>) -> anyhow::Result<String> {
         let key = Self::key(&self.identity, request);
         let source = format!("geo:{}/{}", self.model, request.prompt_version);
-        let ask = async { Ok(self.client.reply_text(request.messages).await?) };
+        let failed_key = self.scope.as_ref().map(|run| format!("{key}:failed:{run}"));
+        // Asked under the cache's one-at-a-time turn: a method waiting on the same request
+        // reads the failure the first one recorded instead of drawing another reply.
+        let ask = async {
+            if let Some(k) = &failed_key
+                && let Some(reason) = self.cache.cache_get(k).await?
+            {
+                return Err(anyhow::Error::new(super::Refusal(reason)));
+            }
+            let asked = async {
+                let c = self.client.reply_completion(request.messages).await?;
+                usable(c.content, c.finish_reason.as_deref())
+            };
+            match asked.await {
+                Ok(text) => Ok(text),
+                Err(e) => {
+                    if let (Some(k), Some(reason)) = (&failed_key, super::endpoint_failure(&e)) {
+                        self.cache.cache_put(k, &source, &reason, None).await?;
+                    }
+                    Err(e)
+                }
+            }
+        };
         crate::llm::cache::remembered(self.cache.as_ref(), &key, &source, ask).await
+    }
+}
+
+/// A reply's text when it can name anything: a reply stopped by the endpoint's content
+/// filter, cut at its token limit, or with no text is a failed call with its reason.
+fn usable(content: String, finish_reason: Option<&str>) -> anyhow::Result<String> {
+    let refused = match finish_reason {
+        Some("content_filter") => {
+            Some("the endpoint's content filter stopped the reply (finish_reason content_filter)")
+        }
+        Some("length") => Some("the reply was cut at its token limit (finish_reason length)"),
+        _ if content.trim().is_empty() => Some("the reply was empty"),
+        _ => None,
+    };
+    match refused {
+        Some(why) => Err(anyhow::Error::new(super::Refusal(why.to_string()))),
+        None => Ok(content),
     }
 }
 

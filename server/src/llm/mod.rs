@@ -216,7 +216,13 @@ pub trait LlmClient: Send + Sync {
     /// A free-text reply where an empty message is a valid answer (a ranker that lists
     /// nothing leaves every target missing; asking again at temperature 0 changes nothing).
     async fn reply_text(&self, messages: &[Message]) -> Result<String, LlmError> {
-        Ok(self.complete(messages, None).await?.content)
+        Ok(self.reply_completion(messages).await?.content)
+    }
+
+    /// The same free-text reply with its usage and `finish_reason` (a content filter's stop
+    /// or a truncation arrives as a 200 that only the finish reason tells apart).
+    async fn reply_completion(&self, messages: &[Message]) -> Result<Completion, LlmError> {
+        self.complete(messages, None).await
     }
 }
 
@@ -531,9 +537,9 @@ impl LlmClient for HttpLlm {
         self.call("chat/completions", &body, &parse_completion).await
     }
 
-    async fn reply_text(&self, messages: &[Message]) -> Result<String, LlmError> {
+    async fn reply_completion(&self, messages: &[Message]) -> Result<Completion, LlmError> {
         let body = self.body(messages, None);
-        self.call("chat/completions", &body, &|raw: &str| read_completion(raw).map(|c| c.content)).await
+        self.call("chat/completions", &body, &read_completion).await
     }
 }
 

@@ -31,6 +31,8 @@ pub enum Reply {
     Malformed(String),
     /// A 200 whose message is empty.
     Empty,
+    /// A 200 with this content (`None`: null) and this `finish_reason`.
+    Finished(Option<String>, &'static str),
     /// Never answers within any sane timeout.
     Hang,
     /// One generated token (the first listed) with these top log-probabilities.
@@ -187,6 +189,11 @@ async fn complete(State(inner): State<Arc<Inner>>, Json(body): Json<Value>) -> R
         }
         Reply::Malformed(raw) => ([("content-type", "application/json")], raw).into_response(),
         Reply::Empty => Json(message(&json!(""), None)).into_response(),
+        Reply::Finished(content, reason) => {
+            let mut body = message(&json!(content), None);
+            body["choices"][0]["finish_reason"] = json!(reason);
+            Json(body).into_response()
+        }
         Reply::TopLogprobs(top) => {
             let first = top.first().map(|(t, _)| t.clone()).unwrap_or_default();
             let listed: Vec<Value> = top.iter().map(|(t, l)| json!({"token": t, "logprob": l})).collect();

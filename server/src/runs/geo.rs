@@ -53,7 +53,7 @@ pub fn changed_lists_refusal(run_id: &RunId) -> String {
 
 impl GeoExec {
     /// Builds the rankers of a spec: offline ones by name, chat ones from their endpoints.
-    pub async fn new(spec: GeoSpec, store: &Arc<dyn Store>) -> anyhow::Result<GeoExec> {
+    pub async fn new(spec: GeoSpec, store: &Arc<dyn Store>, run_id: &RunId) -> anyhow::Result<GeoExec> {
         let lists = crate::geo::import::stored_lists(store.as_ref()).await?;
         let mut rankers: HashMap<String, Arc<dyn Ranker>> = HashMap::new();
         let mut rerankers = HashMap::new();
@@ -70,6 +70,7 @@ impl GeoExec {
                     identity: endpoint.answer_identity(),
                     client: Arc::new(HttpLlm::new(endpoint.clone()).with_context(|| format!("ranker {name}"))?),
                     cache: store.clone(),
+                    scope: Some(run_id.to_string()),
                 }),
                 (None, None) => anyhow::bail!("ranker {name} has no endpoint in the run's spec"),
             };

@@ -118,7 +118,7 @@ async fn run_pool(
 ) -> anyhow::Result<()> {
     let geo = match &spec.geo {
         Some(geo) => {
-            let mut exec = super::geo::GeoExec::new(geo.clone(), &store).await?;
+            let mut exec = super::geo::GeoExec::new(geo.clone(), &store, run_id).await?;
             exec.lists_changed = super::geo::lists_changed(store.as_ref(), run_id, &exec.lists).await?;
             Some(Arc::new(exec))
         }

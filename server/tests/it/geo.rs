@@ -1391,3 +1391,65 @@ async fn the_heat_maps_say_what_failed_instead_of_leaving_it_out() {
     let stuff = heat.split("<tr").find(|r| r.contains(">stuff<")).expect("stuff row");
     assert!(stuff.contains(&format!("n={} of 10", 10 - failed)), "{stuff}");
 }
+
+/// A flaky endpoint (every third call fails, no retries) still leaves every method on one
+/// clean reply per (target, order): a failed clean call is one failure, read by every method
+/// that shows that list. A reply stopped by a content filter (null content) or cut at its
+/// token limit arrives as HTTP 200, and is a failed call all the same.
+#[tokio::test]
+async fn a_flaky_ranker_pairs_every_method_on_one_clean_reply_and_filtered_replies_are_failed_calls() {
+    use server::llm::scripted::{Reply, ScriptedServer};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let listed = |body: &serde_json::Value| -> String {
+        shown_names(body).iter().enumerate().map(|(i, (n, _))| format!("{}. {n}\n", i + 1)).collect()
+    };
+    let flaky = ScriptedServer::responding(std::time::Duration::ZERO, move |body| {
+        if CALLS.fetch_add(1, Ordering::SeqCst).is_multiple_of(3) {
+            Reply::Status(500, None)
+        } else {
+            Reply::Text(listed(body))
+        }
+    })
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = server::db::database_url(crate::support::temp_path(&dir, "k.db").to_str().expect("utf-8")).expect("url");
+    let store: std::sync::Arc<dyn server::db::Store> =
+        std::sync::Arc::new(server::db::SqlStore::connect(&url).await.expect("connect"));
+    let endpoint =
+        |base: &str| server::llm::EndpointSpec { max_retries: 0, ..server::llm::EndpointSpec::new(base, "m") };
+    let mut geo = spec(&["stsdata"], &["flaky"], &["clean", "stuff", "strip"]);
+    geo.lists = vec!["stsdata/books".into(), "stsdata/cameras".into()];
+    geo.endpoints.insert("flaky".into(), endpoint(&flaky.base_url));
+    let run = server::runs::geo::create_geo_run(store.as_ref(), geo).await.expect("run");
+    execute(store.clone(), &run, 3).await;
+    let lists = lists().expect("lists");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run, 200, 0).await.expect("report");
+    let missing: Vec<f64> = report.rows.iter().map(|r| r.summary.missing_clean).collect();
+    assert_eq!(missing.len(), 3);
+    assert!(missing[0] > 0.1, "about a third of the clean calls failed: {missing:?}");
+    assert!(missing.iter().all(|m| *m == missing[0]), "one clean reply per (target, order): {missing:?}");
+
+    for reason in ["content_filter", "length"] {
+        let filter = ScriptedServer::responding(std::time::Duration::ZERO, move |body| {
+            if shown_names(body).iter().any(|(_, text)| text.contains("of the year")) {
+                let content = (reason == "length").then(|| "1. Ca".to_string());
+                Reply::Finished(content, reason)
+            } else {
+                let reply: String =
+                    shown_names(body).iter().enumerate().map(|(i, (n, _))| format!("{}. {n}\n", i + 1)).collect();
+                Reply::Text(reply)
+            }
+        })
+        .await;
+        let mut geo = spec(&["stsdata"], &["filtered"], &["clean", "stuff"]);
+        geo.lists = vec!["stsdata/books".into()];
+        geo.endpoints.insert("filtered".into(), endpoint(&filter.base_url));
+        let run = server::runs::geo::create_geo_run(store.as_ref(), geo).await.expect("run");
+        execute(store.clone(), &run, 2).await;
+        let report = server::geo::report::report(store.as_ref(), &lists, &run, 200, 0).await.expect("report");
+        let stuff = &report.rows.iter().find(|r| r.method == "stuff").expect("stuff").summary;
+        assert_eq!((stuff.orders, stuff.failed_orders), (100, 100), "{reason}: every stuffed reply is a failed call");
+        assert_eq!(report.failed_orders, 100, "{reason}");
+    }
+}
