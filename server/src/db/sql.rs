@@ -23,6 +23,9 @@ impl SqlStore {
         install_default_drivers();
         let sqlite = url.starts_with("sqlite:");
         let memory = url.contains(":memory:");
+        if sqlite && !memory {
+            writable(url)?;
+        }
         let mut options = AnyPoolOptions::new();
         if sqlite {
             // SQLite serialises writers anyway; an in-memory database exists per connection.
@@ -49,6 +52,36 @@ impl SqlStore {
         let migrator = if sqlite { &SQLITE_MIGRATIONS } else { &POSTGRES_MIGRATIONS };
         migrator.run(&pool).await.context("running database migrations")?;
         Ok(SqlStore { pool, postgres: !sqlite })
+    }
+}
+
+/// Fails at once, naming the file or folder and the reason, when this process cannot write
+/// the SQLite database of `url` or create its journal beside it. Otherwise SQLite opens the
+/// file read-only, cannot set up its journal, and every command waits out the pool's
+/// timeout and then reports only that the pool timed out.
+fn writable(url: &str) -> anyhow::Result<()> {
+    let rest = url.trim_start_matches("sqlite:").trim_start_matches("//");
+    let path = std::path::Path::new(rest.split('?').next().unwrap_or(rest));
+    let advice = "Mirage writes to its database on every command (migrations, the journal): run it as a user who may \
+                  write the file and its folder, or pass another --db";
+    if path.exists() {
+        std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(|e| {
+            anyhow::anyhow!("database {}: cannot be opened for writing ({e}). {advice}", path.display())
+        })?;
+    }
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let probe = folder.join(format!(".mirage-write-check-{}", std::process::id()));
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => anyhow::bail!(
+            "database {}: its folder {} does not let this user create the journal beside it ({e}). {advice}",
+            path.display(),
+            folder.display()
+        ),
     }
 }
 

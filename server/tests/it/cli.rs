@@ -216,3 +216,52 @@ fn without_accounts_serve_refuses_to_leave_loopback() {
     assert!(!status.success());
     assert!(stderr(&out).contains("refusing to listen on 0.0.0.0:0 without accounts"), "{}", stderr(&out));
 }
+
+/// A database the user may not write fails every command at once, naming the file (or its
+/// folder) and the permission, instead of waiting out the pool's timeout. As root (which
+/// may write anything) the command runs as `nobody` through `setpriv`.
+#[test]
+fn a_database_the_user_cannot_write_is_named_at_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let folder = dir.path().join("data");
+    std::fs::create_dir(&folder).expect("folder");
+    let db = folder.join("m.db");
+    let made = mirage(&db, &["runs", "list"]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    let root = std::process::Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    let run_as_other = |args: &[&str]| {
+        let mut cmd = if root {
+            let mut c = std::process::Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_mirage")]);
+            c
+        } else {
+            std::process::Command::new(env!("CARGO_BIN_EXE_mirage"))
+        };
+        cmd.arg("--db").arg(&db).args(args).env("RUST_LOG", "warn").output().expect("run mirage")
+    };
+    if root && std::process::Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("setpriv is missing: as root no file is unwritable, so there is nothing to check");
+        return;
+    }
+    let open = |p: &std::path::Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).expect("chmod")
+    };
+    open(dir.path(), 0o755);
+    open(&folder, 0o555);
+    for f in std::fs::read_dir(&folder).expect("list").flatten() {
+        open(&f.path(), 0o444);
+    }
+    let started = std::time::Instant::now();
+    let o = run_as_other(&["runs", "list"]);
+    assert!(!o.status.success());
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "no wait for a pool timeout");
+    let err = stderr(&o);
+    assert!(err.contains(&db.display().to_string()) && err.contains("ermission denied"), "{err}");
+    // Nothing stored was touched: the owner still reads it.
+    open(&folder, 0o755);
+    for f in std::fs::read_dir(&folder).expect("list").flatten() {
+        open(&f.path(), 0o644);
+    }
+    assert!(mirage(&db, &["runs", "list"]).status.success());
+}
