@@ -15,7 +15,8 @@ pub enum RunsCommand {
     List,
     /// One run: its spec and trial counts.
     Show { run: RunId },
-    /// Stop a run: queued trials are cancelled, running ones stop at their next step.
+    /// Stop a run: queued and running trials are cancelled at once (a live worker stops at its
+    /// next step; a killed worker's trial does not stay running).
     Cancel { run: RunId },
     /// The finished trials as trajectory lines (schemas/trajectory.schema.json), or as ATIF trajectories.
     Export {

@@ -197,8 +197,9 @@ pub trait RunStore: Send + Sync {
     async fn runs(&self) -> StoreResult<Vec<RunRow>>;
     /// Sets a run's status.
     async fn set_run_status(&self, run_id: &RunId, status: RunStatus) -> StoreResult<()>;
-    /// Marks the run cancelled and its queued trials cancelled; running trials see it at
-    /// their next step (the worker pool's step sink checks) and end cancelled.
+    /// Marks the run cancelled and its queued and running trials cancelled; a live worker
+    /// sees it at its next step (the worker pool's step sink checks) and stops, and its late
+    /// finish is refused.
     async fn cancel_run(&self, run_id: &RunId) -> StoreResult<()>;
     /// Trial counts of a run by state.
     async fn progress(&self, run_id: &RunId) -> StoreResult<Progress>;
@@ -368,11 +369,17 @@ impl RunStore for SqlStore {
             .bind(now)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("update trial set state = 'cancelled', finished_at = $2, updated_at = $2 where run_id = $1 and state = 'queued'")
-            .bind(run_id.as_str())
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+        // Running trials too: a live worker stops at its next step and its late finish is
+        // refused (it no longer holds the trial); a dead worker's trial would otherwise stay
+        // running for ever, since nothing requeues the trials of a cancelled run.
+        sqlx::query(
+            "update trial set state = 'cancelled', worker = null, lease_until = null, finished_at = $2, updated_at = $2
+              where run_id = $1 and state in ('queued', 'running')",
+        )
+        .bind(run_id.as_str())
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(())
     }

@@ -131,6 +131,14 @@ async fn exercise_queue(store: &dyn Store) {
     store.cancel_run(&RunId::from("r1")).await.expect("cancel");
     let p = store.progress(&RunId::from("r1")).await.expect("progress");
     assert_eq!((p.done, p.cancelled, p.queued), (1, 1, 0));
+    // A worker holds a trial and dies: the cancel ends it too (nothing would ever requeue a
+    // cancelled run's trial), and a late finish from that worker is refused.
+    store.create_run(&RunId::from("r2"), "{}", "v1", &trials[..1]).await.expect("run");
+    let c = store.claim_trial(&RunId::from("r2"), "w4", now + 60_000).await.expect("claim").expect("a trial");
+    store.cancel_run(&RunId::from("r2")).await.expect("cancel");
+    let p = store.progress(&RunId::from("r2")).await.expect("progress");
+    assert_eq!((p.cancelled, p.running), (1, 0));
+    assert!(!store.finish_trial(&c.trial_id, "w4", &end).await.expect("finish"), "the cancelled trial stays cancelled");
     assert_eq!(store.run(&RunId::from("r1")).await.expect("run").status, server::db::RunStatus::Cancelled);
     let rows = store.trials(&RunId::from("r1")).await.expect("trials");
     assert_eq!(rows[0].verdict.as_deref(), Some("APPROVE"));
