@@ -456,13 +456,20 @@ pub(super) async fn worker(store: Arc<dyn Store>, args: WorkerArgs) -> anyhow::R
         crate::db::TrialEnd::Cancelled => tracing::info!(trial.id = %trial.trial_id, "trial cancelled with its run"),
     });
     let mut world: Option<(i64, Arc<crate::env::World>)> = None;
+    // Runs this worker cannot execute (an agent it cannot build, say): named once, then left
+    // to the workers that can, instead of ending this one.
+    let mut skipped: std::collections::HashSet<RunId> = std::collections::HashSet::new();
     loop {
         let mut worked = 0;
         for run in store.runs().await? {
             if stop.is_cancelled() {
                 return Ok(());
             }
-            if run.status != RunStatus::Active || only.as_ref().is_some_and(|id| *id != run.run_id) {
+            if run.status != RunStatus::Active
+                || only.as_ref().is_some_and(|id| *id != run.run_id)
+                || crate::runs::is_import(&run.spec)
+                || skipped.contains(&run.run_id)
+            {
                 continue;
             }
             let p = store.progress(&run.run_id).await?;
@@ -480,7 +487,14 @@ pub(super) async fn worker(store: Arc<dyn Store>, args: WorkerArgs) -> anyhow::R
                 }
             };
             eprintln!("worker: run {} ({} queued)", run.run_id, p.queued);
-            execute(store.clone(), current, &run.run_id, options.clone(), on_finish.clone()).await?;
+            if let Err(e) = execute(store.clone(), current, &run.run_id, options.clone(), on_finish.clone()).await {
+                if only.is_some() {
+                    return Err(e);
+                }
+                eprintln!("worker: run {} skipped: {e:#}", run.run_id);
+                skipped.insert(run.run_id.clone());
+                continue;
+            }
             worked += 1;
         }
         if (once && worked == 0) || stop.is_cancelled() {

@@ -108,6 +108,13 @@ pub struct RunSpec {
     pub concurrency: Option<usize>,
 }
 
+/// Whether a run with this stored spec was read from a file: its trials are stored, not
+/// executed, so no worker runs them (one left half-written by an interrupted import
+/// included).
+pub fn is_import(spec: &str) -> bool {
+    provenance_of(spec, "").starts_with("imported")
+}
+
 /// Where each trial of a run with this stored spec came from (see `TrialScore::provenance`).
 pub fn provenance_of(spec: &str, agent: &str) -> String {
     // What the run says of itself comes first: an imported file is self-reported whatever its

@@ -66,7 +66,8 @@ impl Executor {
     /// a lease that has yet to expire) is executed here. Another live process on the same
     /// database may be working on it too: the queue hands each trial to one worker.
     pub async fn resume(&self, concurrency: usize) -> anyhow::Result<()> {
-        for run in self.store.runs().await?.into_iter().filter(|r| r.status == RunStatus::Active) {
+        let resumable = |r: &crate::db::RunRow| r.status == RunStatus::Active && !crate::runs::is_import(&r.spec);
+        for run in self.store.runs().await?.into_iter().filter(resumable) {
             let requeued = self.store.requeue_expired(&run.run_id, now_ms()).await?;
             let p = self.store.progress(&run.run_id).await?;
             if p.executable_left() > 0 {

@@ -542,3 +542,46 @@ async fn cancelling_a_run_stops_its_running_trials_at_their_next_step() {
     let steps = store.steps(&trials[0].trial_id).await.expect("steps");
     assert!(steps.len() <= 3, "the running trial stopped at its next step, not at the end: {} steps", steps.len());
 }
+
+/// An import interrupted half-way leaves an active run with a trial running under an agent
+/// nothing can execute; a run whose agent this worker cannot build is in the same place.
+/// Neither ends a worker: the import is never executed, the other run is named and left
+/// to workers that can, and the runnable run beside them finishes.
+#[test]
+fn a_run_no_worker_can_execute_does_not_end_the_workers() {
+    use server::db::{LeaseStore, NewTrial};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = crate::support::temp_path(&dir, "w.db");
+    let o = mirage(&db, &["run", "--agent", "oracle", "--tasks", "WARDROBING", "--detach"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let good = text(&o.stdout).trim().to_string();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let url = server::db::database_url(db.to_str().expect("utf-8")).expect("url");
+        let store = server::db::SqlStore::connect(&url).await.expect("connect");
+        let trial = |agent: &str| NewTrial {
+            task_id: "shop-wardrobing-001".into(),
+            agent: agent.into(),
+            level: "L0".into(),
+            condition: "raw".into(),
+            seed: 0,
+        };
+        let import = r#"{"agents":["giant"],"levels":["L0"],"conditions":["raw"],"seeds":[0],"tasks":"imported from giant.jsonl","origin":"imported:mirage"}"#;
+        store.create_run(&RunId::from("run-halfimported"), import, "v", &[trial("giant")]).await.expect("run");
+        // The import was killed while it held its trial: the lease has long expired.
+        let now = server::db::now_ms();
+        store.claim_trial(&RunId::from("run-halfimported"), "import", now - 1).await.expect("claim").expect("trial");
+        let other = r#"{"agents":["elsewhere"],"levels":["L0"],"conditions":["raw"],"seeds":[0],"tasks":"all"}"#;
+        store.create_run(&RunId::from("run-elsewhere"), other, "v", &[trial("elsewhere")]).await.expect("run");
+    });
+    let o = mirage(&db, &["worker", "--once"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains("run run-elsewhere skipped") && err.contains("\"elsewhere\""), "{err}");
+    assert!(!err.contains("run-halfimported"), "an import is never executed: {err}");
+    let shown = text(&mirage(&db, &["runs", "show", &good]).stdout);
+    assert!(shown.contains("trials 20: 0 queued, 0 running, 20 done"), "{shown}");
+    // Asked for by name, a run this worker cannot execute is an error.
+    let o = mirage(&db, &["worker", "--once", "--run", "run-elsewhere"]);
+    assert!(!o.status.success());
+}
