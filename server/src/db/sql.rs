@@ -59,30 +59,34 @@ impl SqlStore {
 /// the SQLite database of `url` or create its journal beside it. Otherwise SQLite opens the
 /// file read-only, cannot set up its journal, and every command waits out the pool's
 /// timeout and then reports only that the pool timed out.
+///
+/// Asked with `access(2)` (rustix), never by opening the file: closing any descriptor of a file
+/// drops every POSIX lock this process holds on it, and SQLite's locks are such locks (a
+/// second connection opened later in the process would strip the first one's).
 fn writable(url: &str) -> anyhow::Result<()> {
     let rest = url.trim_start_matches("sqlite:").trim_start_matches("//");
     let path = std::path::Path::new(rest.split('?').next().unwrap_or(rest));
     let advice = "Mirage writes to its database on every command (migrations, the journal): run it as a user who may \
                   write the file and its folder, or pass another --db";
+    use rustix::fs::{Access, access};
     if path.exists() {
-        std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(|e| {
-            anyhow::anyhow!("database {}: cannot be opened for writing ({e}). {advice}", path.display())
+        access(path, Access::READ_OK | Access::WRITE_OK).map_err(|e| {
+            anyhow::anyhow!(
+                "database {}: cannot be opened for writing ({}). {advice}",
+                path.display(),
+                std::io::Error::from(e)
+            )
         })?;
     }
     let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    let probe = folder.join(format!(".mirage-write-check-{}", std::process::id()));
-    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => anyhow::bail!(
-            "database {}: its folder {} does not let this user create the journal beside it ({e}). {advice}",
+    access(folder, Access::WRITE_OK | Access::EXEC_OK).map_err(|e| {
+        anyhow::anyhow!(
+            "database {}: its folder {} does not let this user create the journal beside it ({}). {advice}",
             path.display(),
-            folder.display()
-        ),
-    }
+            folder.display(),
+            std::io::Error::from(e)
+        )
+    })
 }
 
 /// Rows per multi-row insert: far below SQLite's 32,766 and PostgreSQL's 65,535 bound
