@@ -289,17 +289,19 @@ fn overlay_of(task: &Task, traj: &Trajectory, level: Level, notes: &mut Vec<Stri
         let known = crate::manip::strategies(level);
         let candidates: Vec<&str> =
             named.filter(|n| known.contains(n)).into_iter().chain(known.iter().copied()).collect();
-        let overlays: Vec<Overlay> = candidates
-            .iter()
-            .filter_map(|s| crate::manip::overlay_for(task, level.as_str(), Some(s), traj.seed).ok())
-            .collect();
+        let write = |s: &&str| crate::manip::overlay_for(task, level.as_str(), Some(s), traj.seed).ok();
         let observed = |o: &Overlay| {
             o.edits
                 .iter()
                 .any(|e| traj.steps.iter().any(|s| s.observation.as_deref().is_some_and(|x| x.contains(&e.text))))
         };
-        let chosen = overlays.iter().position(observed).unwrap_or(0);
-        return overlays.into_iter().nth(chosen);
+        // The named strategy first; the others are written only when its texts are not the
+        // ones the observations show (a mislabelled mark), so an honest line costs one.
+        let first = candidates.first().and_then(write);
+        if first.as_ref().is_some_and(observed) {
+            return first;
+        }
+        return candidates.iter().skip(1).filter_map(write).find(observed).or(first);
     }
     // Texts the scorer cannot write: each injection point's text as the line marks it.
     let mut edits = Vec::new();

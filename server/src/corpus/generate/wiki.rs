@@ -52,10 +52,13 @@ struct Evidence {
     title: String,
     body: Doc,
     facts: Vec<String>,
+    /// Added to agree with the category's evidence (the editor's record), not written by
+    /// the category: its facts join the justification.
+    agreeing: bool,
 }
 
 fn evidence(url: String, title: String, body: Doc, facts: &[&str]) -> Evidence {
-    Evidence { url, title, body, facts: facts.iter().map(|f| (*f).to_string()).collect() }
+    Evidence { url, title, body, facts: facts.iter().map(|f| (*f).to_string()).collect(), agreeing: false }
 }
 
 /// Builds the wiki pages of a case and wraps it into a task. Long by design: the pages
@@ -88,22 +91,18 @@ fn build(g: &mut Gen, id: String, case: Case) -> Task {
         evidence.insert(0, editor_record(g, &case.editor, &case.article, case.optimal));
     }
     let mut justification = case.justification;
-    if let Some(record) =
-        evidence.first().filter(|e| e.url == contributions_url(&case.editor) && e.title.ends_with(" (record)"))
-    {
+    if let Some(record) = evidence.first().filter(|e| e.agreeing) {
         justification.push_str(&format!(" The editor's record agrees: {}.", record.facts.join("; ")));
     }
     let mut links = vec![Link { label: case.article.clone(), url: article_url(&slug) }];
     if let Some(first) = evidence.first() {
-        links.push(Link { label: first.title.trim_end_matches(" (record)").to_string(), url: first.url.clone() });
+        links.push(Link { label: first.title.clone(), url: first.url.clone() });
     }
     d.node(&case_url);
     let next: Vec<Option<Link>> = evidence
         .iter()
         .skip(1)
-        .map(|e| {
-            Some(Link { label: format!("See also: {}", e.title.trim_end_matches(" (record)")), url: e.url.clone() })
-        })
+        .map(|e| Some(Link { label: format!("See also: {}", e.title), url: e.url.clone() }))
         .chain([None])
         .collect();
     for (e, next) in evidence.into_iter().zip(next) {
@@ -113,7 +112,7 @@ fn build(g: &mut Gen, id: String, case: Case) -> Task {
         d.node(&e.url);
         let mut page_links: Vec<Link> = next.into_iter().collect();
         page_links.push(Link { label: "Back to the review case".to_string(), url: case_url.clone() });
-        d.page(&e.url, e.title.trim_end_matches(" (record)").to_string(), e.body.build(), page_links);
+        d.page(&e.url, e.title, e.body.build(), page_links);
     }
     // The reviewed article, unless a category made it evidence, is a distractor here: it
     // shows the text after the edit, which the case page already quotes.
@@ -199,19 +198,21 @@ fn build(g: &mut Gen, id: String, case: Case) -> Task {
 
 /// The editor's contribution record as evidence that agrees with the case's verdict: a
 /// veteran's spread of topics when the edit should stand, a single-purpose burst when it
-/// should not. Its title ends in " (record)" until the page is written.
+/// should not.
 fn editor_record(g: &mut Gen, editor: &str, article: &str, optimal: &str) -> Evidence {
     let fact = if optimal == "APPROVE" {
         format!("{} edits across {} topic areas since {}", g.range(600, 9000), g.range(8, 40), g.range(2009, 2019))
     } else {
         format!("{} of {} edits made in {} days, all to {article}", g.range(5, 12), g.range(12, 15), g.range(2, 9))
     };
-    evidence(
+    let mut record = evidence(
         contributions_url(editor),
-        format!("Contributions of {editor} (record)"),
+        format!("Contributions of {editor}"),
         Doc::new().h("Summary").p(format!("Record of {editor}: {fact}.")),
         &[&fact],
-    )
+    );
+    record.agreeing = true;
+    record
 }
 
 type Builder = fn(&mut Gen, Variant, Difficulty) -> Case;
