@@ -28,6 +28,15 @@ pub fn fmt3(v: f64) -> String {
     format!("{v:.3}")
 }
 
+/// A dollar interval as printed: `[$lo, $hi]`, or `[no interval]`.
+fn dollar_bracket(e: &Est) -> String {
+    if e.no_interval {
+        "[no interval]".to_string()
+    } else {
+        format!("[{}, {}]", crate::model::dollars(e.lo), crate::model::dollars(e.hi))
+    }
+}
+
 /// A table cell with a mean, its 95 % interval and n (empty when the metric does not apply).
 #[component]
 pub fn EstCell(
@@ -38,17 +47,17 @@ pub fn EstCell(
 ) -> impl IntoView {
     match est {
         Some(e) if dollars => view! {
-            <td class="num cost" title=format!("95% CI [{}, {}], n = {}", crate::model::dollars(e.lo), crate::model::dollars(e.hi), e.n)>
+            <td class="num cost" title=format!("95% CI {}, n = {}", dollar_bracket(&e), e.n)>
                 <span class="mean">{crate::model::dollars(e.mean)}</span>
-                <span class="ci">{format!(" [{}, {}]", crate::model::dollars(e.lo), crate::model::dollars(e.hi))}</span>
+                <span class="ci">{format!(" {}", dollar_bracket(&e))}</span>
                 <span class="n">{format!(" n={}", e.n)}</span>
             </td>
         }
         .into_any(),
         Some(e) => view! {
-            <td class="num" title=format!("95% CI [{:.3}, {:.3}], n = {}", e.lo, e.hi, e.n)>
+            <td class="num" title=format!("95% CI {}, n = {}", e.bracket(3), e.n)>
                 <span class="mean">{fmt3(e.mean)}</span>
-                <span class="ci">{format!(" [{:.2}, {:.2}]", e.lo, e.hi)}</span>
+                <span class="ci">{format!(" {}", e.bracket(2))}</span>
                 <span class="n">{format!(" n={}", e.n)}</span>
             </td>
         }
@@ -254,7 +263,7 @@ pub fn ChecksTable(checks: Vec<crate::model::GraderCheck>) -> impl IntoView {
                     let value = match (&c.value, c.enough) {
                         (_, false) => format!("too few (at least {})", crate::model::MIN_AGREEMENT_N),
                         (None, true) => c.note.clone().map_or_else(|| "undefined".to_string(), |n| format!("undefined: {n}")),
-                        (Some(v), true) => format!("{} [{}, {}]", fmt3(v.mean), fmt3(v.lo), fmt3(v.hi)),
+                        (Some(v), true) => format!("{} {}", fmt3(v.mean), v.bracket(3)),
                     };
                     // Beside a value, what it rests on (part of the sample, adjudications).
                     let rests = c.value.as_ref().and(c.note.clone()).filter(|_| c.enough);

@@ -147,7 +147,7 @@ async fn main() {
 
     let board = format!("{base}/api/get_leaderboard");
     let q = |tier: &str| vec![("query[run]", run.to_string()), ("query[tier]", tier.to_string())];
-    for (tier, what) in [("default", "scores + bootstrap"), ("strict", "another tier: bootstrap only")] {
+    for (tier, what) in [("default", "scores + intervals"), ("strict", "another tier: intervals only")] {
         let (first, filled) = first_and_complete(&client, &board, &q(tier)).await;
         println!(
             "leaderboard cold ({what}): first view {:.2} s ({first}), complete after {:.1} s",

@@ -70,7 +70,7 @@ pub struct ServerSettings {
     /// index is kept in RAM and rebuilt at every start.
     #[serde(default)]
     pub search_dir: Option<std::path::PathBuf>,
-    /// How long (ms) a page waits for a cold computation (scoring new trials, a bootstrap)
+    /// How long (ms) a page waits for a cold computation (scoring new trials, an aggregate)
     /// before it answers with what is ready and a progress line, then fills in.
     #[serde(default = "default_page_wait_ms")]
     pub page_wait_ms: u64,

@@ -11,6 +11,10 @@ pub struct Diff {
     pub mean: f64,
     pub lo: f64,
     pub hi: f64,
+    /// No interval could be measured (a domain with one cluster): `lo` and `hi` repeat
+    /// the difference.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_interval: bool,
 }
 
 /// One metric on the paired trials.
@@ -28,7 +32,7 @@ pub struct MetricDiff {
     pub p: Option<f64>,
     /// Pairs that have the metric on both sides.
     pub n: usize,
-    /// The fewest scenario families (bootstrap clusters) of any domain among those pairs.
+    /// The fewest scenario families (the intervals' clusters) of any domain among those pairs.
     pub clusters: usize,
 }
 

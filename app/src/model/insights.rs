@@ -6,13 +6,28 @@ use serde::{Deserialize, Serialize};
 
 use super::RunId;
 
-/// A mean with its 95 % bootstrap interval and the observations behind it.
+/// A mean with its 95 % interval and the observations behind it.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Est {
     pub mean: f64,
     pub lo: f64,
     pub hi: f64,
     pub n: usize,
+    /// The spread could not be measured (a domain or dataset with one cluster): `lo` and
+    /// `hi` repeat the mean and are no interval.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_interval: bool,
+}
+
+impl Est {
+    /// The interval as printed: `[lo, hi]` with `digits` decimals, or `[no interval]`.
+    pub fn bracket(&self, digits: usize) -> String {
+        if self.no_interval {
+            "[no interval]".to_string()
+        } else {
+            format!("[{:.digits$}, {:.digits$}]", self.lo, self.hi)
+        }
+    }
 }
 
 /// Which numbers to show. Every field comes from the URL query.
@@ -79,12 +94,16 @@ pub struct PairView {
     pub diff: f64,
     pub lo: f64,
     pub hi: f64,
+    /// No interval could be measured (a domain with one cluster): `lo` and `hi` repeat
+    /// the difference.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_interval: bool,
     pub n: usize,
     pub p: f64,
     pub p_holm: f64,
 }
 
-/// A computation a page is waiting for (scoring a run's new trials, a bootstrap). The page
+/// A computation a page is waiting for (scoring a run's new trials, an aggregate). The page
 /// shows what is ready with this line and asks again until it is gone.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pending {
@@ -203,7 +222,7 @@ impl GraderCheck {
         match (&self.value, self.enough) {
             (_, false) => format!("{name}: n {} < {MIN_AGREEMENT_N}", self.n),
             (None, true) => format!("{name}: undefined (n {}){}", self.n, if self.note.is_some() { " †" } else { "" }),
-            (Some(v), true) => format!("{name} {:.2} [{:.2}, {:.2}] (n {})", v.mean, v.lo, v.hi, self.n),
+            (Some(v), true) => format!("{name} {:.2} {} (n {})", v.mean, v.bracket(2), self.n),
         }
     }
 }

@@ -33,7 +33,7 @@ pub struct ReportRow {
 }
 
 /// The Hint − Raw change of one metric for one configuration on one domain, over trials
-/// paired by (task, level, seed), with its clustered bootstrap interval and Wald p-value.
+/// paired by (task, level, seed), with its interval over task families and t-test p-value.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReportDelta {
     pub agent: String,
@@ -64,8 +64,6 @@ pub struct DomainCheck {
 pub struct Report {
     pub run: RunId,
     pub trials: usize,
-    pub resamples: usize,
-    pub seed: u64,
     /// The trials behind the main and category tables and the Hint − Raw deltas' level.
     #[serde(default)]
     pub slice: ReportSlice,

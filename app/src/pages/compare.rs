@@ -43,7 +43,7 @@ fn result(c: Comparison) -> impl IntoView {
             )}</p>
         })}
         <table class="report compare-metrics">
-            <caption>"Each metric on the paired trials: b − a with its 95% paired bootstrap interval, Holm-adjusted p"</caption>
+            <caption>"Each metric on the paired trials: b − a with its 95% paired interval, Holm-adjusted p"</caption>
             <thead><tr><th>"metric"</th><th>"a"</th><th>"b"</th><th>"b − a"</th><th>"95% CI"</th><th>"p (Holm)"</th><th>"pairs"</th></tr></thead>
             <tbody>
                 {c.metrics.into_iter().map(|m| view! {
@@ -51,7 +51,7 @@ fn result(c: Comparison) -> impl IntoView {
                         <td title=crate::glossary::definition(&m.metric).unwrap_or_default()>{m.metric.clone()}</td>
                         <td class="num">{fmt3(m.a)}</td><td class="num">{fmt3(m.b)}</td>
                         <td class="num">{signed(m.diff.mean)}</td>
-                        <td class="num">{format!("[{}, {}]", signed(m.diff.lo), signed(m.diff.hi))}</td>
+                        <td class="num">{if m.diff.no_interval { "no interval".to_string() } else { format!("[{}, {}]", signed(m.diff.lo), signed(m.diff.hi)) }}</td>
                         <td class="num">{m.p.map_or_else(|| format!("– ({} families)", m.clusters), |p| format!("{p:.4}"))}</td><td class="num">{m.n}</td>
                     </tr>
                 }).collect_view()}

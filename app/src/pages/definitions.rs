@@ -12,7 +12,7 @@ pub fn DefinitionsPage() -> impl IntoView {
     view! {
         <Title text="Definitions"/>
         <h1>"Definitions"</h1>
-        <p class="muted">"What each column of the leaderboard, the plots, the heatmaps and the report means. Every rate keeps failed trials in its denominator; intervals are 95 % clustered-bootstrap percentile intervals."</p>
+        <p class="muted">"What each column of the leaderboard, the plots, the heatmaps and the report means. Every rate keeps failed trials in its denominator; intervals are 95 % intervals over task families (t on the design's degrees of freedom; Korn–Graubard for rates), with their measured coverage in the book."</p>
         <dl class="definitions">
             {DEFINITIONS.iter().map(|(key, name, text)| view! {
                 <dt id=*key>{*name}" "<code>{*key}</code></dt>

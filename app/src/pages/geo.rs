@@ -41,7 +41,7 @@ fn NrgCell(
         Some(e) => view! {
             <td class=nrg_class(e.mean)>
                 {fmt3(e.mean)}{failed.then_some(" †")}{(incomplete > 0).then_some(" ‡")}
-                <span class="ci">{format!("[{:.2}, {:.2}]", e.lo, e.hi)}</span>
+                <span class="ci">{e.bracket(2)}</span>
                 <span class="n">{if incomplete > 0 { format!("n={} of {}", e.n, e.n + incomplete) } else { format!("n={}", e.n) }}</span>
             </td>
         }
@@ -215,7 +215,7 @@ fn notices(v: &GeoView) -> AnyView {
     view! {
         <p class="muted">{format!(
             "{} trials ({} errors, {} unfinished); K = {} orders per target; prompt {}. Each cell: the equal-dataset \
-             mean with its 95% list-cluster bootstrap interval and n. Methods in one band do not differ significantly \
+             mean with its 95% interval over lists and n. Methods in one band do not differ significantly \
              in NRG under that ranker (paired Wald tests, Holm).",
             v.trials, v.errors, v.unfinished, v.k, v.prompt_version
         )}</p>

@@ -112,9 +112,9 @@ fn heat_cell(cell: Option<&crate::model::HeatCell>, l: &str, c: &str) -> AnyView
     let class = heat_class(cell);
     match cell.est {
         Some(e) => view! {
-            <td class=class title=format!("{l} × {c}: {:.3} [{:.3}, {:.3}], n = {}; {} of {} trials errored", e.mean, e.lo, e.hi, e.n, cell.errors, cell.trials)>
+            <td class=class title=format!("{l} × {c}: {:.3} {}, n = {}; {} of {} trials errored", e.mean, e.bracket(3), e.n, cell.errors, cell.trials)>
                 <span class="mean">{format!("{:.2}", e.mean)}</span>
-                <span class="ci">{format!("[{:.2}, {:.2}]", e.lo, e.hi)}</span>
+                <span class="ci">{e.bracket(2)}</span>
                 <span class="n">{format!("n={}", e.n)}</span>
                 {(cell.errors > 0).then(|| view! { <span class="errors">{format!("{} errors", cell.errors)}</span> })}
             </td>

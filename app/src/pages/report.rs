@@ -67,8 +67,8 @@ fn body(v: ReportView) -> impl IntoView {
     view! {
         <div class="controls"><RunPicker runs=v.runs.clone() current=r.run.clone() href=picker/></div>
         <p class="muted">{format!(
-            "{} trials. Each cell: mean, 95% clustered bootstrap interval ({} resamples, seed {}), n.",
-            r.trials, r.resamples, r.seed
+            "{} trials. Each cell: mean, 95% interval over task families, n.",
+            r.trials
         )}</p>
         <RowsTable rows=r.main.clone() keys=vec!["agent", "domain"] columns=v.columns.clone()
             caption=format!(

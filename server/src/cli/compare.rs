@@ -21,12 +21,6 @@ pub struct CompareArgs {
     /// Print the comparison as one JSON object.
     #[arg(long)]
     pub json: bool,
-    /// Bootstrap resamples per interval.
-    #[arg(long, default_value_t = crate::stats::RESAMPLES)]
-    pub resamples: usize,
-    /// Bootstrap seed (same seed, same intervals).
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
     /// Config file with `[roles] judge` (the reasoning judge behind Acc_rsn and Q_ev).
     #[arg(long, env = "MIRAGE_CONFIG")]
     pub config: Option<PathBuf>,
@@ -52,10 +46,7 @@ pub(super) async fn run(store: Arc<dyn Store>, args: CompareArgs) -> anyhow::Res
     let (a, b) = (side(&store, &args.a, &judge).await?, side(&store, &args.b, &judge).await?);
     let with_agent = !args.a.contains(':') && !args.b.contains(':');
     let (ra, rb): (Vec<&TrialScore>, Vec<&TrialScore>) = (a.iter().collect(), b.iter().collect());
-    if args.resamples < 100 {
-        anyhow::bail!("--resamples: {} is too few for an interval (at least 100)", args.resamples);
-    }
-    let mut c = compare((&args.a, &ra), (&args.b, &rb), with_agent, args.resamples, args.seed)?;
+    let mut c = compare((&args.a, &ra), (&args.b, &rb), with_agent)?;
     for (name, slot) in [(&args.a, &mut c.unfinished_a), (&args.b, &mut c.unfinished_b)] {
         let (run, config) = name.split_once(':').map_or((name.as_str(), None), |(r, c)| (r, Some(c)));
         *slot = crate::services::compare::unfinished(store.as_ref(), &run.into(), config).await?;
@@ -99,7 +90,11 @@ fn print(c: &Comparison) {
             format!("{:.3}", m.a),
             format!("{:.3}", m.b),
             format!("{:+.3}", m.diff.mean),
-            format!("[{:+.3}, {:+.3}]", m.diff.lo, m.diff.hi),
+            if m.diff.no_interval {
+                "no interval".to_string()
+            } else {
+                format!("[{:+.3}, {:+.3}]", m.diff.lo, m.diff.hi)
+            },
             m.p.map_or_else(|| format!("– ({} families)", m.clusters), |p| format!("{p:.4}")),
             m.n.to_string(),
         ]);

@@ -85,10 +85,6 @@ pub enum GeoCommand {
         /// comparisons and Spearman's ρ).
         #[arg(long, value_delimiter = ',', default_value = "method")]
         by: Vec<String>,
-        #[arg(long, default_value_t = 5_000)]
-        resamples: usize,
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
         /// Methods, comma-separated, forming each ranker's Holm family and the set Spearman's
         /// ρ is taken over. Default: Holm over every pair under each ranker, and ρ over every
         /// method but the baselines clean, stuff and strip.
@@ -121,7 +117,7 @@ pub enum GeoCommand {
     },
     /// Evaluate offline rankers and writers on the datasets, in this process (nothing is
     /// stored): per (ranker, method) the equal-dataset NRG, S@0.1 and P@0.1 with 95 %
-    /// list-cluster bootstrap intervals, and per dataset.
+    /// intervals over lists, and per dataset.
     Eval {
         /// Offline rankers, comma-separated: bm25, position.
         #[arg(long, value_delimiter = ',', default_value = "bm25")]
@@ -134,10 +130,6 @@ pub enum GeoCommand {
         dataset: Vec<String>,
         #[command(flatten)]
         protocol: ProtocolArgs,
-        #[arg(long, default_value_t = 5_000)]
-        resamples: usize,
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
         #[arg(long)]
         json: bool,
     },
@@ -283,12 +275,10 @@ pub async fn geo(command: GeoCommand, db: &str) -> anyhow::Result<()> {
     };
     match command {
         GeoCommand::Run(args) => run(open().await?, *args).await,
-        GeoCommand::Report { run, by, resamples, seed, family, weighting, json } => {
+        GeoCommand::Report { run, by, family, weighting, json } => {
             let store = open().await?;
             let lists = crate::geo::import::stored_lists(store.as_ref()).await?;
-            let report =
-                crate::geo::report::report_with(store.as_ref(), &lists, &run, resamples, seed, &family, weighting)
-                    .await?;
+            let report = crate::geo::report::report_with(store.as_ref(), &lists, &run, &family, weighting).await?;
             print_report(&report, &by, json)
         }
         GeoCommand::Datasets { json } => datasets(&lists, json),
@@ -301,9 +291,9 @@ pub async fn geo(command: GeoCommand, db: &str) -> anyhow::Result<()> {
             let store = open().await?;
             import(store.as_ref(), &file, variant.as_deref(), adopt_originals).await
         }
-        GeoCommand::Eval { ranker, method, dataset, protocol, resamples, seed, json } => {
+        GeoCommand::Eval { ranker, method, dataset, protocol, json } => {
             let protocol = protocol.protocol()?;
-            eval_cmd(&chosen(&lists, &dataset)?, &ranker, &method, &protocol, resamples, seed, json).await
+            eval_cmd(&chosen(&lists, &dataset)?, &ranker, &method, &protocol, json).await
         }
     }
 }

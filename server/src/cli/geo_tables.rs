@@ -45,8 +45,6 @@ pub(super) async fn eval_cmd(
     ranker: &[String],
     method: &[String],
     protocol: &Protocol,
-    resamples: usize,
-    seed: u64,
     json: bool,
 ) -> anyhow::Result<()> {
     let rankers: Vec<Box<dyn rank::Ranker>> = ranker
@@ -58,7 +56,7 @@ pub(super) async fn eval_cmd(
             bail!("--method: {m:?} is not an offline writer ({})", writers::WRITERS.join(", "));
         }
     }
-    eval(chosen, &rankers, method, protocol, resamples, seed, json).await
+    eval(chosen, &rankers, method, protocol, json).await
 }
 
 /// Every target of `lists` edited by the offline writer `method` and ranked by `ranker`.
@@ -95,8 +93,6 @@ pub(super) async fn eval(
     rankers: &[Box<dyn rank::Ranker>],
     methods: &[String],
     protocol: &Protocol,
-    resamples: usize,
-    seed: u64,
     json: bool,
 ) -> anyhow::Result<()> {
     let mut rows = Vec::new();
@@ -105,17 +101,23 @@ pub(super) async fn eval(
     for ranker in rankers {
         for method in methods {
             let scored = offline_targets(lists, ranker.as_ref(), method, protocol, &ppl).await?;
-            let summary = summarise(&scored, resamples, seed).context("no targets")?;
+            let summary = summarise(&scored).context("no targets")?;
             rows.push((ranker.name().to_string(), method.clone(), summary));
             for (dataset, _) in DATASETS {
                 let mine: Vec<Scored> = scored.iter().filter(|s| s.dataset == dataset).cloned().collect();
-                if let Some(s) = summarise(&mine, resamples, seed) {
+                if let Some(s) = summarise(&mine) {
                     by_dataset.push((ranker.name().to_string(), method.clone(), dataset, s));
                 }
             }
         }
     }
-    let interval = |e: &crate::stats::Estimate| json!({"mean": e.mean, "lo": e.lo, "hi": e.hi});
+    let interval = |e: &crate::stats::Estimate| {
+        if e.no_interval {
+            json!({"mean": e.mean, "lo": null, "hi": null, "no_interval": true})
+        } else {
+            json!({"mean": e.mean, "lo": e.lo, "hi": e.hi})
+        }
+    };
     if json {
         let row = |r: &str, m: &str, s: &crate::geo::Summary| {
             json!({"ranker": r, "method": m, "n": s.n, "nrg": interval(&s.nrg), "s_at_0_1": interval(&s.s_at_0_1),
@@ -173,7 +175,7 @@ pub(super) fn print_report(report: &crate::geo::report::Report, by: &[String], j
 }
 
 fn cell(e: &crate::stats::Estimate) -> String {
-    format!("{:.3} [{:.3}, {:.3}]", e.mean, e.lo, e.hi)
+    format!("{:.3} {}", e.mean, e.bracket(3))
 }
 
 /// A figure that counts failed ranker calls (as replies naming nothing) is marked †.

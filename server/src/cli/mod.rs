@@ -64,7 +64,7 @@ pub enum Command {
     Report(Box<report::ReportArgs>),
     /// Two runs, or two configurations (`RUN:CONFIG`), trial by trial: trials paired by
     /// task, condition, level and seed, each metric's difference b − a with a paired
-    /// bootstrap interval and Holm-adjusted p, and the verdicts that changed.
+    /// interval and Holm-adjusted p, and the verdicts that changed.
     Compare(Box<compare::CompareArgs>),
     /// Manipulation levels: see what an interested party's text becomes.
     Manip {

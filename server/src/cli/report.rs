@@ -20,12 +20,6 @@ pub struct ReportArgs {
     /// Print the report as one JSON object (the same as the dashboard's report.json).
     #[arg(long)]
     pub json: bool,
-    /// Bootstrap resamples per interval.
-    #[arg(long, default_value_t = crate::stats::RESAMPLES)]
-    pub resamples: usize,
-    /// Bootstrap seed (same seed, same intervals).
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
     /// The ticket condition of the main and category tables (`raw`, `hint`,
     /// `evidence_anchored`, or `all`).
     #[arg(long, default_value = "raw")]
@@ -55,7 +49,7 @@ pub(super) async fn run(store: Arc<dyn Store>, args: ReportArgs) -> anyhow::Resu
     let config = Config::load(args.config.as_deref())?;
     let judge = ModelJudge::from_config(&config, store.clone())?;
     let scores = run_scores(&store, &args.run, &judge).await?;
-    let options = Options { resamples: args.resamples.max(1), seed: args.seed, ..Options::default() };
+    let options = Options::default();
     let mut r = report(&scores, &args.run, &options, &slice)?;
     let grades = store.grades(&args.run).await?;
     r.checks.extend(crate::judge::validity::grade_checks(&crate::judge::validation::validate(&scores, &grades)));
@@ -101,10 +95,7 @@ fn rows_table(rows: &[Row], keys: &[&str], metrics: &[Metric]) -> comfy_table::T
 
 /// `mirage report` on a terminal: the paper's tables in order.
 fn print_report(r: &Report) {
-    println!(
-        "Report of run {} ({} trials; mean [95% clustered bootstrap CI], {} resamples, seed {})\n",
-        r.run, r.trials, r.resamples, r.seed
-    );
+    println!("Report of run {} ({} trials; mean [95% interval over task families])\n", r.run, r.trials);
     println!(
         "Tables of condition {}, level {}: {} trials (errors stay in every mean, scored 0 on Acc_dec and Acc_rsn)\n",
         r.slice.condition, r.slice.level, r.slice_trials

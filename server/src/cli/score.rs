@@ -38,12 +38,6 @@ pub struct ScoreArgs {
     /// Group the table by these fields: run, agent, level, condition, domain, category.
     #[arg(long, value_delimiter = ',', default_value = "agent")]
     pub by: Vec<String>,
-    /// Bootstrap resamples per interval.
-    #[arg(long, default_value_t = crate::stats::RESAMPLES)]
-    pub resamples: usize,
-    /// Bootstrap seed (same seed, same intervals).
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
     /// Config file with `[endpoints.NAME]` and `[roles]` (the judge role scores reasoning).
     #[arg(long, env = "MIRAGE_CONFIG")]
     pub config: Option<PathBuf>,
@@ -91,8 +85,7 @@ pub(super) async fn score(store: Arc<dyn Store>, args: ScoreArgs) -> anyhow::Res
         config.set_judge(name)?;
     }
     let judge = ModelJudge::from_config(&config, store.clone())?;
-    let options =
-        Options { by: args.by.clone(), resamples: args.resamples.max(1), seed: args.seed, ..Options::default() };
+    let options = Options { by: args.by.clone(), ..Options::default() };
     let (scores, source) = match &args.run {
         Some(run) => (run_scores(&store, run, &judge).await?, run.to_string()),
         None => {
@@ -257,7 +250,7 @@ async fn score_file(
 }
 
 pub(super) fn cell(e: Option<&Estimate>) -> String {
-    e.map_or_else(|| "-".to_string(), |e| format!("{:.2} [{:.2}, {:.2}]", e.mean, e.lo, e.hi))
+    e.map_or_else(|| "-".to_string(), |e| format!("{:.2} {}", e.mean, e.bracket(2)))
 }
 
 /// Pairs counted, with the disrupted, dropped and unpaired trials when there are any.
@@ -334,10 +327,9 @@ fn print_groups(agg: &Aggregate) {
         t.add_row(row);
     }
     println!(
-        "Metrics (mean [95% clustered bootstrap CI], {} resamples, seed {})\n{t}\n\
+        "Metrics (mean [95% interval over task families])\n{t}\n\
          errors: failed trials (error, or no verdict), in every mean; silent: trials with no checkable claim, outside IHR; \
-         disagree: trials whose line said what the scorer derives otherwise (the derived values are scored)\n",
-        agg.options.resamples, agg.options.seed
+         disagree: trials whose line said what the scorer derives otherwise (the derived values are scored)\n"
     );
 }
 

@@ -258,8 +258,8 @@ pub fn silent(results: &std::collections::BTreeMap<(String, String), Vec<Scored>
     (rankers.collect(), rows)
 }
 
-/// The datasets among `scored` whose targets all come from a single list: no list-cluster
-/// bootstrap can show their spread, and no paired test is possible there.
+/// The datasets among `scored` whose targets all come from a single list: no interval over
+/// lists can show their spread, and no paired test is possible there.
 pub fn single_list_datasets<'a>(scored: impl Iterator<Item = &'a Scored>) -> Vec<String> {
     let mut lists_of: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
         std::collections::BTreeMap::new();
@@ -288,7 +288,7 @@ pub fn kvr(text: &str) -> bool {
 }
 
 /// The headline figures of a set of targets: each the equal-dataset mean with a 95 %
-/// list-cluster bootstrap interval stratified by dataset.
+/// interval over lists, stratified by dataset (`crate::stats::interval_weighted`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
     pub n: usize,
@@ -335,24 +335,23 @@ pub enum Weighting {
     Target,
 }
 
-/// The summary of `scored` (at least one target), with `resamples` bootstrap replicates.
-pub fn summarise(scored: &[Scored], resamples: usize, seed: u64) -> Option<Summary> {
-    summarise_weighted(scored, crate::stats::Weight::Domain, resamples, seed)
+/// The summary of `scored` (at least one target).
+pub fn summarise(scored: &[Scored]) -> Option<Summary> {
+    summarise_weighted(scored, crate::stats::Weight::Domain)
 }
 
 /// [`summarise`] with datasets weighted as `weight` says (`Pooled`: each target counts
 /// equally); lists are resampled within their dataset either way.
-pub fn summarise_weighted(
-    scored: &[Scored],
-    weight: crate::stats::Weight,
-    resamples: usize,
-    seed: u64,
-) -> Option<Summary> {
-    use crate::stats::{Obs, Weight, bootstrap_weighted};
+pub fn summarise_weighted(scored: &[Scored], weight: crate::stats::Weight) -> Option<Summary> {
+    use crate::stats::{Obs, Weight, interval_weighted, rate_interval_weighted};
     let flag = |b: bool| if b { 1.0 } else { 0.0 };
     let est = |f: &dyn Fn(&Scored) -> f64| {
         let obs: Vec<Obs> = scored.iter().map(|s| Obs::value(&s.dataset, &s.list, f(s))).collect();
-        bootstrap_weighted(&obs, weight, resamples, seed)
+        interval_weighted(&obs, weight)
+    };
+    let rate = |f: &dyn Fn(&Scored) -> bool| {
+        let obs: Vec<Obs> = scored.iter().map(|s| Obs::value(&s.dataset, &s.list, flag(f(s)))).collect();
+        rate_interval_weighted(&obs, weight)
     };
     let pooled = weight == Weight::Pooled;
     Some(Summary {
@@ -361,16 +360,16 @@ pub fn summarise_weighted(
         failed_orders: scored.iter().map(|s| s.failed_orders).sum(),
         failed_targets: scored.iter().filter(|s| s.failed_orders > 0).count(),
         nrg: est(&|s| s.result.nrg)?,
-        s_at_0_1: est(&|s| flag(s.result.s_at_0_1))?,
-        p_at_0_1: est(&|s| flag(s.result.p_at_0_1))?,
-        s_at_0_2: est(&|s| flag(s.result.s_at_0_2))?,
-        p_at_0_2: est(&|s| flag(s.result.p_at_0_2))?,
+        s_at_0_1: rate(&|s| s.result.s_at_0_1)?,
+        p_at_0_1: rate(&|s| s.result.p_at_0_1)?,
+        s_at_0_2: rate(&|s| s.result.s_at_0_2)?,
+        p_at_0_2: rate(&|s| s.result.p_at_0_2)?,
         missing: est(&|s| s.result.missing_a)?.mean,
         missing_clean: est(&|s| s.result.missing_b)?.mean,
         nrg_target_weighted: scored.iter().map(|s| s.result.nrg).sum::<f64>() / scored.len() as f64,
-        kvr: est(&|s| flag(s.kvr))?,
+        kvr: rate(&|s| s.kvr)?,
         nrg_after_keyword: est(&|s| if s.kvr { 0.0 } else { s.result.nrg })?,
-        promoted_and_passed: est(&|s| flag(s.result.p_at_0_1 && !s.kvr))?,
+        promoted_and_passed: rate(&|s| s.result.p_at_0_1 && !s.kvr)?,
         ppl_r: {
             let mut by: std::collections::BTreeMap<&str, (f64, f64)> = std::collections::BTreeMap::new();
             for (d, r) in

@@ -1,6 +1,6 @@
 //! A stored GEO run's results: every finished trial's target result from its stored
-//! orders, and per (ranker, method) the equal-dataset summaries with list-cluster bootstrap
-//! intervals, per dataset, paired comparisons of the methods under each ranker (Wald, Holm
+//! orders, and per (ranker, method) the equal-dataset summaries with 95 % intervals over
+//! lists, per dataset, paired comparisons of the methods under each ranker (t tests, Holm
 //! over the family, tie bands on NRG) and Spearman's ρ between rankers over the methods'
 //! mean NRG.
 
@@ -215,14 +215,8 @@ pub const BASELINES: [&str; 3] = ["clean", "stuff", "strip"];
 pub use app::model::GeoIncomplete as Incomplete;
 
 /// The report of a stored run, over the default family.
-pub async fn report(
-    store: &dyn Store,
-    lists: &[List],
-    run_id: &RunId,
-    resamples: usize,
-    seed: u64,
-) -> anyhow::Result<Report> {
-    report_with(store, lists, run_id, resamples, seed, &[], Weighting::Dataset).await
+pub async fn report(store: &dyn Store, lists: &[List], run_id: &RunId) -> anyhow::Result<Report> {
+    report_with(store, lists, run_id, &[], Weighting::Dataset).await
 }
 
 /// The report of a stored run with Holm's families and Spearman's ρ over `family` (empty:
@@ -231,8 +225,6 @@ pub async fn report_with(
     store: &dyn Store,
     lists: &[List],
     run_id: &RunId,
-    resamples: usize,
-    seed: u64,
     family: &[String],
     weighting: Weighting,
 ) -> anyhow::Result<Report> {
@@ -252,11 +244,11 @@ pub async fn report_with(
         (family.to_vec(), family.to_vec())
     };
     let declared = family.to_vec();
-    // The bootstraps are CPU work: on a blocking thread, off the async workers.
+    // The summaries are CPU work: on a blocking thread, off the async workers.
     let run_id = run_id.clone();
     tokio::task::spawn_blocking(move || {
         let sets = (holm_family.as_slice(), rho_methods.as_slice());
-        let mut r = summarise_run(&run_id, &geo, &results, &tally, sets, weighting, (resamples, seed))?;
+        let mut r = summarise_run(&run_id, &geo, &results, &tally, sets, weighting)?;
         r.family = declared;
         r.weighting = weighting;
         Ok(r)
@@ -272,14 +264,13 @@ fn summarise_run(
     tally: &Tally,
     (family, rho_methods): (&[String], &[String]),
     weighting: Weighting,
-    (resamples, seed): (usize, u64),
 ) -> anyhow::Result<Report> {
     // Weighting by target pools the datasets into one mean; lists are still resampled
     // within their dataset (a stratified interval either way).
     let weight = if weighting == Weighting::Target { Weight::Pooled } else { Weight::Domain };
-    let (mut rows, datasets) = variant_rows(results, tally, &geo.datasets, weight, (resamples, seed));
+    let (mut rows, datasets) = variant_rows(results, tally, &geo.datasets, weight);
     let rankers: BTreeSet<&String> = results.keys().map(|(r, _)| r).collect();
-    let mut pairs = paired_comparisons(results, tally, &rankers, weight, (resamples, seed));
+    let mut pairs = paired_comparisons(results, tally, &rankers, weight);
     holm_and_bands(&mut pairs, &mut rows, &rankers, family);
     // Spearman between rankers, and between datasets under each ranker, over the family's
     // methods both ran.
@@ -345,18 +336,17 @@ fn variant_rows(
     tally: &Tally,
     datasets_of_run: &[String],
     weight: Weight,
-    (resamples, seed): (usize, u64),
 ) -> (Vec<Row>, Vec<DatasetRow>) {
     let mut rows = Vec::new();
     let mut datasets = Vec::new();
     for ((ranker, method), scored) in results {
-        let Some(summary) = summarise_weighted(scored, weight, resamples, seed) else { continue };
+        let Some(summary) = summarise_weighted(scored, weight) else { continue };
         let incomplete = tally.by_variant.get(&(ranker.clone(), method.clone())).map_or(0, |v| v.errors + v.unfinished);
         let tap = tap_stats(scored);
         rows.push(Row { ranker: ranker.clone(), method: method.clone(), summary, band: 0, tap, incomplete });
         for dataset in datasets_of_run {
             let mine: Vec<Scored> = scored.iter().filter(|s| &s.dataset == dataset).cloned().collect();
-            if let Some(summary) = summarise(&mine, resamples, seed) {
+            if let Some(summary) = summarise(&mine) {
                 let counts = tally.by_dataset.get(&(ranker.clone(), method.clone())).and_then(|d| d.get(dataset));
                 let incomplete = counts.map_or(0, |(trials, scored)| trials - scored);
                 let (ranker, method, dataset) = (ranker.clone(), method.clone(), dataset.clone());
@@ -373,7 +363,6 @@ fn paired_comparisons(
     tally: &Tally,
     rankers: &BTreeSet<&String>,
     weight: Weight,
-    (resamples, seed): (usize, u64),
 ) -> Vec<Pair> {
     let mut pairs = Vec::new();
     for ranker in rankers {
@@ -392,7 +381,7 @@ fn paired_comparisons(
                 let incomplete = |m: &String| {
                     tally.by_variant.get(&((*ranker).clone(), m.clone())).is_some_and(|v| v.errors + v.unfinished > 0)
                 };
-                if let Some(p) = paired_weighted(&diffs, weight, resamples, seed) {
+                if let Some(p) = paired_weighted(&diffs, weight) {
                     pairs.push(Pair {
                         ranker: (*ranker).clone(),
                         a: (*a).clone(),

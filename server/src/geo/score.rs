@@ -23,7 +23,7 @@ use super::judge::JudgeMode;
 use crate::db::Store;
 use crate::detect::{Calibration, EndpointPerplexity, realised};
 use crate::llm::HttpLlm;
-use crate::stats::{Estimate, Obs, bootstrap};
+use crate::stats::{Estimate, Obs, interval, rate_interval};
 use app::model::RunId;
 
 /// The either-filter's default rate on originals.
@@ -101,8 +101,7 @@ pub struct DetectionRow {
 
 /// What one filter does to a (ranker, method): the share of edits it flags, the NRG left
 /// when a flagged edit gains nothing, and the share of edits that reach P@0.1 and pass it;
-/// each an equal-dataset mean with a 95 % list-cluster bootstrap interval stratified by
-/// dataset ([`RESAMPLES`] resamples, seed 0).
+/// each an equal-dataset mean with a 95 % interval over lists, stratified by dataset.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FilterEffect {
     /// `keyword`, `judge`, `either` (keyword or judge) or `perplexity`.
@@ -111,9 +110,6 @@ pub struct FilterEffect {
     pub nrg_after: Estimate,
     pub promoted_and_passed: Estimate,
 }
-
-/// Bootstrap resamples of the filters' intervals.
-pub const RESAMPLES: usize = 5_000;
 
 /// The filters in report order.
 pub const FILTERS: [&str; 4] = ["keyword", "judge", "either", "perplexity"];
@@ -478,12 +474,11 @@ fn filter_effects(effects: &[[Vec<Obs>; 3]; 4]) -> Vec<FilterEffect> {
         .iter()
         .zip(effects)
         .filter_map(|(name, [flagged, kept, passed])| {
-            let b = |obs: &[Obs]| bootstrap(obs, RESAMPLES, 0);
             Some(FilterEffect {
                 filter: (*name).to_string(),
-                flagged: b(flagged)?,
-                nrg_after: b(kept)?,
-                promoted_and_passed: b(passed)?,
+                flagged: rate_interval(flagged)?,
+                nrg_after: interval(kept)?,
+                promoted_and_passed: rate_interval(passed)?,
             })
         })
         .collect()

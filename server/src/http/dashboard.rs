@@ -128,6 +128,8 @@ fn digits_of(column: &str) -> usize {
 /// An estimate's four cells (mean, interval, n) to `digits` decimals.
 fn est_cells(e: Option<&Est>, digits: usize) -> [String; 4] {
     match e {
+        // No interval: the bounds stay empty rather than repeat the mean.
+        Some(e) if e.no_interval => [format!("{:.digits$}", e.mean), String::new(), String::new(), e.n.to_string()],
         Some(e) => [
             format!("{:.digits$}", e.mean),
             format!("{:.digits$}", e.lo),
@@ -224,8 +226,8 @@ async fn export_leaderboard(state: &AppState, name: &str, q: &ExportQuery) -> Re
                         p.a.clone(),
                         p.b.clone(),
                         format!("{:.4}", p.diff),
-                        format!("{:.4}", p.lo),
-                        format!("{:.4}", p.hi),
+                        if p.no_interval { String::new() } else { format!("{:.4}", p.lo) },
+                        if p.no_interval { String::new() } else { format!("{:.4}", p.hi) },
                         p.n.to_string(),
                         format!("{:.6}", p.p),
                         format!("{:.6}", p.p_holm),

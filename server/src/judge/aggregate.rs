@@ -1,4 +1,4 @@
-//! Aggregates of trial scores: means with clustered bootstrap intervals by any grouping,
+//! Aggregates of trial scores: means with intervals over task families by any grouping,
 //! utility / robustness / attack success per configuration and level, paired comparisons
 //! with Holm's correction, tie groups for the leaderboard, and the graph-node jackknife.
 //!
@@ -43,11 +43,6 @@ fn field(s: &TrialScore, run: &str, name: &str) -> String {
     }
 }
 
-/// A stable seed per (base seed, label) so that results do not depend on report order.
-fn seed_for(seed: u64, label: &str) -> u64 {
-    label.bytes().fold(seed ^ 0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
-
 fn observations<'a>(scores: impl Iterator<Item = &'a TrialScore>, metric: Metric) -> Vec<Obs> {
     scores
         .filter_map(|s| {
@@ -62,8 +57,6 @@ fn observations<'a>(scores: impl Iterator<Item = &'a TrialScore>, metric: Metric
 pub struct Options {
     /// Group fields (see [`GROUP_FIELDS`]).
     pub by: Vec<String>,
-    pub resamples: usize,
-    pub seed: u64,
     /// Significance level for tie groups.
     pub alpha: f64,
     /// The decision-accuracy tier behind utility, comparisons and tie groups: `acc_dec`
@@ -82,14 +75,7 @@ fn default_utility() -> Metric {
 
 impl Default for Options {
     fn default() -> Self {
-        Options {
-            by: vec!["agent".to_string()],
-            resamples: stats::RESAMPLES,
-            seed: 0,
-            alpha: 0.05,
-            utility: default_utility(),
-            metrics: Vec::new(),
-        }
+        Options { by: vec!["agent".to_string()], alpha: 0.05, utility: default_utility(), metrics: Vec::new() }
     }
 }
 
@@ -314,22 +300,17 @@ pub struct DetectionRow {
     pub residual_goal_rate: BTreeMap<String, Option<Estimate>>,
 }
 
-/// The bootstrap estimate of a metric over some trials. The resampling seed is derived from
-/// the base seed, the metric and the trials themselves, so one set of trials gets the same
-/// interval wherever it appears (a table row, a level row, the leaderboard).
-fn estimate(scores: &[&TrialScore], metric: Metric, options: &Options) -> Option<Estimate> {
+/// The mean of a metric over some trials with its 95 % interval over task families (the
+/// same trials give the same interval wherever they appear).
+fn estimate(scores: &[&TrialScore], metric: Metric) -> Option<Estimate> {
     if metric.is_paired() && PairCounts::of(scores).incomplete() {
         return None;
     }
     if metric.is_appeal() && super::appeals::withheld(scores).is_some() {
         return None;
     }
-    let seed = scores.iter().fold(seed_for(options.seed, metric.as_str()), |h, s| {
-        std::iter::once(0x1f)
-            .chain(s.trial_id.bytes())
-            .fold(h, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-    });
-    stats::bootstrap(&observations(scores.iter().copied(), metric), options.resamples, seed)
+    let obs = observations(scores.iter().copied(), metric);
+    if metric.is_rate() { stats::rate_interval(&obs) } else { stats::interval(&obs) }
 }
 
 /// The grouped table alone: one row per value of `options.by` with the metrics of
@@ -368,7 +349,7 @@ pub fn groups(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Re
             metrics: Metric::ALL
                 .iter()
                 .filter(|m| options.metrics.is_empty() || options.metrics.contains(m))
-                .map(|&m| (m.as_str().to_string(), estimate(members, m, options)))
+                .map(|&m| (m.as_str().to_string(), estimate(members, m)))
                 .collect(),
         })
         .collect())
@@ -405,16 +386,15 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
             super::overrides::agreement(kind, &items)
         })
         .collect();
-    let detection =
-        if options.metrics.is_empty() { detection_rows(scores, &agents, &levels_seen, options) } else { Vec::new() };
+    let detection = if options.metrics.is_empty() { detection_rows(scores, &agents, &levels_seen) } else { Vec::new() };
     Ok(Aggregate {
-        causal: agents.iter().filter_map(|a| causal_row(a, &of(scores, a, |s| s.caused.is_some()), options)).collect(),
+        causal: agents.iter().filter_map(|a| causal_row(a, &of(scores, a, |s| s.caused.is_some()))).collect(),
         detection,
         options: options.clone(),
         trials: scores.len(),
         errors: scores.iter().filter(|s| s.status == "error").count(),
         groups: rows,
-        levels: level_rows(scores, &agents, &levels_seen, options),
+        levels: level_rows(scores, &agents, &levels_seen),
         leaderboard,
         comparisons,
         jackknife,
@@ -432,7 +412,7 @@ fn of<'s>(scores: &'s [TrialScore], agent: &str, pred: impl Fn(&TrialScore) -> b
 }
 
 /// Each (agent, level)'s row.
-fn level_rows(scores: &[TrialScore], agents: &[&str], levels: &BTreeSet<&str>, options: &Options) -> Vec<LevelRow> {
+fn level_rows(scores: &[TrialScore], agents: &[&str], levels: &BTreeSet<&str>) -> Vec<LevelRow> {
     let mut rows = Vec::new();
     for agent in agents {
         for level in levels {
@@ -441,7 +421,7 @@ fn level_rows(scores: &[TrialScore], agents: &[&str], levels: &BTreeSet<&str>, o
                 continue;
             }
             let pairing = PairCounts::of(&members);
-            let m = |metric| estimate(&members, metric, options);
+            let m = |metric| estimate(&members, metric);
             rows.push(LevelRow {
                 agent: (*agent).to_string(),
                 level: (*level).to_string(),
@@ -487,9 +467,7 @@ fn comparisons(scores: &[TrialScore], agents: &[&str], options: &Options) -> Vec
                     Some(Obs::value(&sa.domain, &sa.family, va - vb))
                 })
                 .collect();
-            if let Some(paired) =
-                stats::paired(&diffs, options.resamples, seed_for(options.seed, &format!("pair/{a}/{b}")))
-            {
+            if let Some(paired) = stats::paired(&diffs) {
                 comparisons.push(Comparison { a: (*a).to_string(), b: (*b).to_string(), paired, p_holm: 1.0 });
             }
         }
@@ -509,11 +487,11 @@ fn leaderboard(scores: &[TrialScore], agents: &[&str], comparisons: &[Comparison
             let all = of(scores, a, |_| true);
             let manipulated = of(scores, a, |s| !Level::is_clean(&s.level));
             let clean = of(scores, a, |s| Level::is_clean(&s.level));
-            let m = |metric| estimate(&manipulated, metric, options);
+            let m = |metric| estimate(&manipulated, metric);
             let pairing = PairCounts::of(&manipulated);
             Standing {
                 agent: (*a).to_string(),
-                utility: estimate(&clean, options.utility, options),
+                utility: estimate(&clean, options.utility),
                 robustness: m(Metric::Robustness),
                 goal_rate: m(Metric::GoalRate),
                 manipulation_effect: m(Metric::ManipulationEffect),
@@ -521,7 +499,7 @@ fn leaderboard(scores: &[TrialScore], agents: &[&str], comparisons: &[Comparison
                 harm_flip: m(Metric::HarmFlip),
                 pairing,
                 paired_note: pairing.note(),
-                noise_floor: noise_floor(&clean, options.resamples, seed_for(options.seed, &format!("noise/{a}"))),
+                noise_floor: noise_floor(&clean),
                 pass_k: pass_k(&clean),
                 band: 0,
                 trials: all.len(),
@@ -555,23 +533,23 @@ fn leaderboard(scores: &[TrialScore], agents: &[&str], comparisons: &[Comparison
 
 /// An agent's replay-backed adoption check over its `replayed` trials: how often an
 /// adoption label is causal (precision) and a causal trial is labelled (recall).
-fn causal_row(agent: &str, replayed: &[&TrialScore], options: &Options) -> Option<CausalRow> {
+fn causal_row(agent: &str, replayed: &[&TrialScore]) -> Option<CausalRow> {
     if replayed.is_empty() {
         return None;
     }
     let adopted = |s: &TrialScore| label_of(s, LabelKind::Adoption).is_some_and(|l| l.value);
     let caused = |s: &TrialScore| s.caused.as_ref().is_some_and(|c| c.value);
-    let share = |given: &dyn Fn(&TrialScore) -> bool, hit: &dyn Fn(&TrialScore) -> bool, label: &str| {
+    let share = |given: &dyn Fn(&TrialScore) -> bool, hit: &dyn Fn(&TrialScore) -> bool| {
         let obs: Vec<Obs> =
             replayed.iter().filter(|s| given(s)).map(|s| Obs::value(&s.domain, &s.family, flag(hit(s)))).collect();
-        stats::bootstrap(&obs, options.resamples, seed_for(options.seed, &format!("{label}/{agent}")))
+        stats::rate_interval(&obs)
     };
     Some(CausalRow {
         agent: agent.to_string(),
         replayed: replayed.len(),
         caused: replayed.iter().filter(|s| caused(s)).count(),
-        precision: share(&adopted, &caused, "precision"),
-        recall: share(&caused, &adopted, "recall"),
+        precision: share(&adopted, &caused),
+        recall: share(&caused, &adopted),
     })
 }
 

@@ -2,7 +2,7 @@
 //! condition, level, seed) — and by configuration when whole runs with the same
 //! configurations are compared — and each per-trial metric's difference b − a is the
 //! equal-domain mean over the pairs where both trials have the metric, with a paired
-//! bootstrap interval clustered by scenario family and a Holm-adjusted p over the metrics.
+//! interval over scenario families and a Holm-adjusted p over the metrics.
 //! A trial that ended in error stays paired and scores as the metric says (0 on Acc_dec).
 //! The difference equals b's mean minus a's mean over the same pairs.
 
@@ -74,8 +74,6 @@ pub fn compare(
     (a_name, a): (&str, &[&TrialScore]),
     (b_name, b): (&str, &[&TrialScore]),
     with_agent: bool,
-    resamples: usize,
-    seed: u64,
 ) -> anyhow::Result<Comparison> {
     let (ka, kb) = (keyed(a, with_agent, a_name)?, keyed(b, with_agent, b_name)?);
     let pairs: Vec<(&TrialScore, &TrialScore)> =
@@ -93,9 +91,8 @@ pub fn compare(
     }
     let mut metrics = Vec::new();
     let (mut ps, mut family) = (Vec::new(), Vec::new());
-    for (i, metric) in COMPARED.into_iter().enumerate() {
-        let seed = seed.wrapping_add(u64::try_from(i).unwrap_or(0));
-        let Some((diff, holm_p)) = metric_diff(metric, &pairs, resamples, seed) else { continue };
+    for metric in COMPARED {
+        let Some((diff, holm_p)) = metric_diff(metric, &pairs) else { continue };
         if let Some(p) = holm_p {
             ps.push(p);
             family.push(metrics.len());
@@ -128,12 +125,7 @@ pub fn compare(
 /// One metric's paired difference over the pairs where both trials count for it, with the
 /// unadjusted p to correct with the others (`None` when it stays out of the Holm family:
 /// fewer than two clusters in a domain, or a difference that never varies).
-fn metric_diff(
-    metric: Metric,
-    pairs: &[(&TrialScore, &TrialScore)],
-    resamples: usize,
-    seed: u64,
-) -> Option<(MetricDiff, Option<f64>)> {
+fn metric_diff(metric: Metric, pairs: &[(&TrialScore, &TrialScore)]) -> Option<(MetricDiff, Option<f64>)> {
     let (mut xa, mut xb, mut diffs) = (Vec::new(), Vec::new(), Vec::new());
     for (sa, sb) in pairs {
         let (Some((va, 1.0)), Some((vb, 1.0))) = (contribution(sa, metric), contribution(sb, metric)) else {
@@ -148,7 +140,7 @@ fn metric_diff(
         families.entry(d.domain.as_str()).or_default().insert(d.cluster.as_str());
     }
     let clusters = families.values().map(std::collections::BTreeSet::len).min().unwrap_or(0);
-    let (ea, eb, p) = (stats::mean(&xa)?, stats::mean(&xb)?, stats::paired(&diffs, resamples, seed)?);
+    let (ea, eb, p) = (stats::mean(&xa)?, stats::mean(&xb)?, stats::paired(&diffs)?);
     let tested = clusters >= 2;
     // A difference that is the same on every pair (no spread) can never be significant: p is
     // 1 and, as Tarone's rule allows for tests that cannot reach significance, it does not
@@ -158,7 +150,7 @@ fn metric_diff(
         metric: metric.as_str().to_string(),
         a: ea,
         b: eb,
-        diff: Diff { mean: p.diff.mean, lo: p.diff.lo, hi: p.diff.hi },
+        diff: Diff { mean: p.diff.mean, lo: p.diff.lo, hi: p.diff.hi, no_interval: p.diff.no_interval },
         p: tested.then_some(if varies { p.p } else { 1.0 }),
         n: diffs.len(),
         clusters,

@@ -124,6 +124,31 @@ impl Metric {
         matches!(self, Metric::Sycophancy | Metric::SycophancyPartial | Metric::Correction | Metric::CorrectionPartial)
     }
 
+    /// A share of trials, claims or pairs (whole counts over whole counts): its interval
+    /// is a proportion's. Scores, differences and ratios that can leave [0, 1]
+    /// (susceptibility, robustness) are not.
+    pub fn is_rate(self) -> bool {
+        matches!(
+            self,
+            Metric::Hallucination
+                | Metric::ClaimHallucination
+                | Metric::FabricatedUrl
+                | Metric::SyntheticDetail
+                | Metric::Exposure
+                | Metric::Adoption
+                | Metric::Caused
+                | Metric::Verification
+                | Metric::Recovery
+                | Metric::GoalRate
+                | Metric::FlipRate
+                | Metric::HarmFlip
+                | Metric::Sycophancy
+                | Metric::SycophancyPartial
+                | Metric::Correction
+                | Metric::CorrectionPartial
+        )
+    }
+
     pub fn is_paired(self) -> bool {
         matches!(
             self,

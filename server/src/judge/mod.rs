@@ -165,7 +165,7 @@ pub struct TrialScore {
     pub seed: i64,
     pub domain: String,
     pub category: String,
-    /// The scenario family: trials of one family are one bootstrap cluster.
+    /// The scenario family: trials of one family are one cluster of the intervals.
     pub family: String,
     /// The task's surface points to a wrong verdict.
     #[serde(default)]

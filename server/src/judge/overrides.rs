@@ -6,8 +6,6 @@
 
 use std::collections::BTreeMap;
 
-use rand::SeedableRng;
-use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
 
 use super::TrialScore;
@@ -129,13 +127,9 @@ pub struct Agreement {
     pub note: Option<String>,
 }
 
-/// Resamples of the κ interval (items are few; the interval is cheap).
-const KAPPA_RESAMPLES: usize = 2_000;
-
 /// κ, its interval and raw agreement over `items`, each item one or more (a, b) pairs
 /// (several when more than two annotators labelled it); items are resampled whole.
 pub fn agreement(kind: LabelKind, items: &[Vec<(bool, bool)>]) -> Agreement {
-    use rand::Rng;
     let pairs: Vec<(bool, bool)> = items.iter().flatten().copied().collect();
     let n = pairs.len();
     #[allow(clippy::cast_precision_loss)]
@@ -161,23 +155,14 @@ pub fn agreement(kind: LabelKind, items: &[Vec<(bool, bool)>]) -> Agreement {
                 raw.unwrap_or(0.0)
             ))
         }
+        _ if items.len() < stats::KAPPA_INTERVAL_ITEMS => Some(format!(
+            "κ has no interval below {} items: at ten, an interval covers about 90 % of the time, not 95 %",
+            stats::KAPPA_INTERVAL_ITEMS
+        )),
         _ => None,
     };
-    let (mut lo, mut hi) = (None, None);
-    if kappa.is_some() && items.len() > 1 {
-        let mut rng = StdRng::seed_from_u64(0x006b_6170_7061 ^ n as u64);
-        let mut draws: Vec<f64> = (0..KAPPA_RESAMPLES)
-            .filter_map(|_| {
-                let sample: Vec<(bool, bool)> =
-                    (0..items.len()).flat_map(|_| items[rng.random_range(0..items.len())].iter().copied()).collect();
-                stats::cohen_kappa(&sample)
-            })
-            .collect();
-        draws.sort_by(f64::total_cmp);
-        if !draws.is_empty() {
-            (lo, hi) = (Some(stats::quantile(&draws, 0.025)), Some(stats::quantile(&draws, 0.975)));
-        }
-    }
+    let interval = kappa.and_then(|_| stats::kappa_interval(items, 0x006b_6170_7061 ^ n as u64));
+    let (lo, hi) = (interval.map(|i| i.0), interval.map(|i| i.1));
     Agreement { kind, n, kappa, lo, hi, raw, note }
 }
 
@@ -326,6 +311,11 @@ mod tests {
         let same = agreement(LabelKind::Recovery, &vec![vec![(false, false)]; 11]);
         assert!(same.kappa.is_none() && same.raw == Some(1.0));
         assert!(same.note.as_deref().is_some_and(|n| n.contains("every label was no")), "{same:?}");
+        // Twelve items: κ, but no interval (none covers 95 % at so few), and the note says so.
+        let few: Vec<Vec<(bool, bool)>> = (0..12).map(|i| vec![(i % 2 == 0, i % 3 != 0)]).collect();
+        let few = agreement(LabelKind::Recovery, &few);
+        assert!(few.kappa.is_some() && few.lo.is_none() && few.hi.is_none(), "{few:?}");
+        assert!(few.note.as_deref().is_some_and(|n| n.contains("no interval below 20 items")), "{few:?}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! it), Hint − Raw deltas with paired intervals, per-category tables, the agreement of the
 //! Default and Strict decision rankings per domain, the graph-node jackknife per domain, and
 //! the appeal rates per domain and pooled, with their outcome counts. Pooled rates come both
-//! domain-equal (the bootstrap's weighting) and trajectory-weighted (shares of trajectories). Pure: scores in, a serialisable [`Report`] out; `mirage
+//! domain-equal (the intervals' weighting) and trajectory-weighted (shares of trajectories). Pure: scores in, a serialisable [`Report`] out; `mirage
 //! report` prints it and the dashboard's `/report` page shows the same numbers.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -171,15 +171,10 @@ fn appeal_counts(scores: &[TrialScore]) -> Vec<AppealCount> {
         .collect()
 }
 
-/// A stable seed per label, so that a delta's interval does not depend on report order.
-fn seed_of(seed: u64, label: &str) -> u64 {
-    label.bytes().fold(seed ^ 0x9e37_79b9_7f4a_7c15, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
-
 /// The Hint − Raw deltas of every (configuration, domain) whose design is complete, and a
 /// note for each one withheld because some trials have no partner in the other condition (a
 /// file that dropped the worse half of one condition would otherwise choose its delta).
-fn deltas(scores: &[TrialScore], options: &Options) -> (Vec<Delta>, Vec<String>) {
+fn deltas(scores: &[TrialScore]) -> (Vec<Delta>, Vec<String>) {
     // (agent, domain, task, level, seed) → (raw, hint)
     type Key<'a> = (&'a str, &'a str, &'a str, &'a str, i64);
     let mut pairs: BTreeMap<Key<'_>, (Option<&TrialScore>, Option<&TrialScore>)> = BTreeMap::new();
@@ -227,8 +222,7 @@ fn deltas(scores: &[TrialScore], options: &Options) -> (Vec<Delta>, Vec<String>)
                     Some(Obs::value(&raw.domain, &raw.family, h - r))
                 })
                 .collect();
-            let label = format!("{agent}/{domain}/{}", metric.as_str());
-            if let Some(p) = stats::paired(&diffs, options.resamples, seed_of(options.seed, &label)) {
+            if let Some(p) = stats::paired(&diffs) {
                 out.push(Delta {
                     agent: agent.to_string(),
                     domain: domain.to_string(),
@@ -278,8 +272,7 @@ fn domain_checks(scores: &[TrialScore], main: &[Row]) -> Vec<DomainCheck> {
         .collect()
 }
 
-/// The report of one run's scores. `options` gives the bootstrap resamples and seed;
-/// `slice` the trials of the main and category tables (the paper's: Raw, L0). The Hint − Raw
+/// The report of one run's scores. `options` gives the decision tier and groups; `slice` the trials of the main and category tables (the paper's: Raw, L0). The Hint − Raw
 /// deltas pair trials at the slice's level; the appeal tables count every trial with an appeal.
 pub fn report(scores: &[TrialScore], run: &str, options: &Options, slice: &Slice) -> anyhow::Result<Report> {
     let sliced: Vec<TrialScore> = scores.iter().filter(|s| holds(slice, s)).cloned().collect();
@@ -291,7 +284,7 @@ pub fn report(scores: &[TrialScore], run: &str, options: &Options, slice: &Slice
     let condition_slice = Slice { condition: slice.condition.clone(), level: "all".to_string() };
     let at_condition: Vec<TrialScore> = scores.iter().filter(|s| holds(&condition_slice, s)).cloned().collect();
     let manipulation = rows(&at_condition, run, &["agent", "level"], &PAIRED, options)?;
-    let sampling = sampling(&at_condition, options);
+    let sampling = sampling(&at_condition);
     let at_level: Vec<TrialScore> = scores.iter().filter(|s| holds(&level_slice, s)).cloned().collect();
     let with_appeal: Vec<TrialScore> = scores.iter().filter(|s| s.appeal.is_some()).cloned().collect();
     let has_rates = |r: &Row| r.metrics.values().any(Option::is_some);
@@ -322,14 +315,12 @@ pub fn report(scores: &[TrialScore], run: &str, options: &Options, slice: &Slice
         ]
         .map(String::from),
     );
-    let (hint_minus_raw, hint_minus_raw_withheld) = deltas(&at_level, options);
+    let (hint_minus_raw, hint_minus_raw_withheld) = deltas(&at_level);
     Ok(Report {
         manipulation,
         sampling,
         run: run.to_string().into(),
         trials: scores.len(),
-        resamples: options.resamples,
-        seed: options.seed,
         slice: slice.clone(),
         slice_trials: sliced.len(),
         rsn_judges: rsn_judges.into_iter().collect(),
@@ -354,17 +345,16 @@ pub fn report(scores: &[TrialScore], run: &str, options: &Options, slice: &Slice
 
 /// Each configuration's run-to-run noise and pass@k on the clean trials of `at_condition`
 /// (configurations with neither are left out).
-fn sampling(at_condition: &[TrialScore], options: &Options) -> Vec<Sampling> {
+fn sampling(at_condition: &[TrialScore]) -> Vec<Sampling> {
     let agents: BTreeSet<&str> = at_condition.iter().map(|s| s.agent.as_str()).collect();
     agents
         .iter()
         .map(|a| {
             let clean: Vec<&TrialScore> =
                 at_condition.iter().filter(|s| s.agent == *a && crate::manip::Level::is_clean(&s.level)).collect();
-            let seed = options.seed ^ a.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
             Sampling {
                 agent: (*a).to_string(),
-                noise_floor: super::twins::noise_floor(&clean, options.resamples, seed),
+                noise_floor: super::twins::noise_floor(&clean),
                 pass_k: super::twins::pass_k(&clean),
             }
         })
@@ -415,7 +405,7 @@ mod tests {
                 scores.push(score(agent, t, "hint", dec, strict));
             }
         }
-        let options = Options { resamples: 200, ..Options::default() };
+        let options = Options::default();
         let r =
             report(&scores, "run", &options, &Slice { condition: "all".into(), level: "all".into() }).expect("report");
         assert_eq!(r.main.len(), 3);
@@ -443,7 +433,7 @@ mod tests {
         }
         scores[0].status = "error".into();
         scores[0].acc_dec = Some(crate::judge::rules::DecisionScore { default: 0.0, strict: 0.0, loose: 0.0 });
-        let options = Options { resamples: 100, ..Options::default() };
+        let options = Options::default();
         let r = report(&scores, "run", &options, &Slice::default()).expect("report");
         assert_eq!((r.slice_trials, r.main[0].trials, r.main[0].errors), (4, 4, 1));
         assert_eq!(r.main[0].metrics["acc_dec"].map(|e| e.mean), Some(0.75), "the error counts as 0");

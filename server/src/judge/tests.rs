@@ -120,7 +120,7 @@ fn errored_trials_stay_in_every_denominator_with_no_credit_for_a_decision() {
         }
         scores.push(score_trial(world(), t, &line));
     }
-    let options = aggregate::Options { resamples: 50, ..aggregate::Options::default() };
+    let options = aggregate::Options::default();
     let agg = aggregate::aggregate(&scores, "r", &options).expect("aggregate");
     let row = &agg.groups[0];
     assert_eq!((row.trials, row.errors), (20, 10));

@@ -412,7 +412,7 @@ pub const MIN_MOVABLE: usize = 10;
 /// (task, condition) whose verdicts differ, a failure being a verdict of its own; one
 /// observation per cell (the share of its sample pairs that differ), clustered like any other.
 /// `None` when no cell has two samples.
-pub fn noise_floor(clean: &[&TrialScore], resamples: usize, seed: u64) -> Option<Estimate> {
+pub fn noise_floor(clean: &[&TrialScore]) -> Option<Estimate> {
     let cells = samples_by_cell(clean);
     let said = |s: &TrialScore| if failed(s) { None } else { s.verdict.as_deref().map(str::to_ascii_lowercase) };
     let obs: Vec<Obs> = cells
@@ -430,7 +430,7 @@ pub fn noise_floor(clean: &[&TrialScore], resamples: usize, seed: u64) -> Option
             Obs::value(&c[0].domain, &c[0].family, differ as f64 / pairs as f64)
         })
         .collect();
-    stats::bootstrap(&obs, resamples, seed)
+    stats::interval(&obs)
 }
 
 /// The samples of each clean cell (task, condition): one trial per seed, the first a file

@@ -35,7 +35,7 @@ pub fn grade_checks(validation: &Validation) -> Vec<GraderCheck> {
         against: against.to_string(),
         statistic: statistic.to_string(),
         n,
-        value: Option::zip(value, ci).map(|(mean, (lo, hi))| Estimate { mean, lo, hi, n }),
+        value: Option::zip(value, ci).map(|(mean, (lo, hi))| Estimate { mean, lo, hi, n, no_interval: false }),
         enough: n >= MIN_AGREEMENT_N,
         note: None,
     };
@@ -205,7 +205,7 @@ fn kind_checks(scores: &[TrialScore], kind: LabelKind) -> Vec<GraderCheck> {
             } else {
                 (stats::quantile(&got, 0.025).min(mean), stats::quantile(&got, 0.975).max(mean))
             };
-            Estimate { mean, lo, hi, n }
+            Estimate { mean, lo, hi, n, no_interval: false }
         });
         let mut said = Vec::from_iter(note.take());
         if estimate.is_some() {

@@ -106,6 +106,7 @@ pub fn pair_view(c: &Comparison) -> PairView {
         diff: c.paired.diff.mean,
         lo: c.paired.diff.lo,
         hi: c.paired.diff.hi,
+        no_interval: c.paired.diff.no_interval,
         n: c.paired.diff.n,
         p: c.paired.p,
         p_holm: c.p_holm,

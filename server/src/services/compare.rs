@@ -22,9 +22,6 @@ pub async fn unfinished(
         .count())
 }
 
-/// Bootstrap resamples of the page's intervals (as on the command line).
-const RESAMPLES: usize = crate::stats::RESAMPLES;
-
 #[async_trait::async_trait]
 impl app::ssr::Compare for InsightsService {
     async fn compare(&self, a: String, b: String) -> Result<Comparison, AppError> {
@@ -61,7 +58,7 @@ impl app::ssr::Compare for InsightsService {
         let mut c = tokio::task::spawn_blocking(move || {
             let (ra, rb): (Vec<&TrialScore>, Vec<&TrialScore>) =
                 (scores[0].iter().collect(), scores[1].iter().collect());
-            crate::judge::compare::compare((&names.0, &ra), (&names.1, &rb), with_agent, RESAMPLES, 0).map_err(|e| {
+            crate::judge::compare::compare((&names.0, &ra), (&names.1, &rb), with_agent).map_err(|e| {
                 // The message starts with the side it is about.
                 let field = if e.to_string().starts_with(&format!("{}:", names.0)) { "a" } else { "b" };
                 invalid(field, format!("{e:#}"))

@@ -19,9 +19,6 @@ use crate::geo::score::{Detection, text_digest};
 use crate::geo::{OrderRecord, result_of};
 use crate::runs::geo::is_geo;
 
-/// Bootstrap replicates of the dashboard's intervals (as `mirage geo report`).
-pub const RESAMPLES: usize = 5_000;
-
 /// The GEO port.
 pub struct GeoService {
     pub store: Arc<dyn Store>,
@@ -64,7 +61,7 @@ fn detection_scatter(d: &Detection, r: &Report) -> anyhow::Result<String> {
                     nrg.mean, nrg.lo, nrg.hi, nrg.n, x.judge_flagged
                 ),
                 label,
-                x: app::model::Est { mean: auroc, lo: auroc, hi: auroc, n: x.n },
+                x: app::model::Est { mean: auroc, lo: auroc, hi: auroc, n: x.n, no_interval: true },
                 y: nrg,
                 accent: x.nrg_after_judge > 0.0,
             })
@@ -225,7 +222,7 @@ impl GeoService {
             return Ok(r.clone());
         }
         let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(internal)?;
-        let fresh = Arc::new(report(self.store.as_ref(), &lists, run, RESAMPLES, 0).await.map_err(internal)?);
+        let fresh = Arc::new(report(self.store.as_ref(), &lists, run).await.map_err(internal)?);
         self.cache.lock().map_err(internal)?.insert(run.clone(), (key, fresh.clone()));
         Ok(fresh)
     }

@@ -2,7 +2,7 @@
 //!
 //! Scores and aggregates are cached in memory, keyed by the run's finished-trial count and
 //! the newest label event: a finished trial or a person's label invalidates them, nothing
-//! else recomputes a bootstrap on a page view. A page never waits long for a cold cache:
+//! else recomputes an aggregate on a page view. A page never waits long for a cold cache:
 //! the computation runs as a background job ([`Jobs`]) and the page shows the numbers from
 //! before (or none) with the job's progress until it is done.
 
@@ -175,7 +175,7 @@ impl InsightsService {
         self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// What a page waiting on `run` is told: the scoring's progress, or the bootstrap.
+    /// What a page waiting on `run` is told: the scoring's progress, or the aggregate.
     fn pending(&self, run: &RunId, stale: bool) -> Pending {
         let progress = self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(run).copied();
         let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
@@ -183,7 +183,7 @@ impl InsightsService {
             Some((done, total)) => {
                 Pending { what: "Scoring the run's trials".into(), done: count(done), total: count(total), stale }
             }
-            None => Pending { what: "Computing the intervals (bootstrap)".into(), done: 0, total: 0, stale },
+            None => Pending { what: "Computing the intervals".into(), done: 0, total: 0, stale },
         }
     }
 
@@ -279,7 +279,7 @@ impl InsightsService {
         let scores = self.scores_at(run, key).await?;
         let options = Options { by: ck.1.clone(), utility, metrics: ck.3.clone(), ..Options::default() };
         let run_id = run.clone();
-        // The bootstrap is CPU work: keep it off the async workers.
+        // The aggregate is CPU work: keep it off the async workers.
         let agg = tokio::task::spawn_blocking(move || aggregate(&scores, &run_id, &options))
             .await
             .map_err(internal)?
@@ -328,7 +328,7 @@ impl InsightsService {
         }
         let scores = self.scores_at(run, key).await?;
         let run_id = run.clone();
-        // The bootstrap is CPU work: keep it off the async workers.
+        // The aggregate is CPU work: keep it off the async workers.
         let view = tokio::task::spawn_blocking(move || report_view(&scores, &run_id)).await.map_err(internal)??;
         let view = Arc::new(view);
         self.lock().reports.insert(run.clone(), (key, view.clone()));

@@ -1,4 +1,4 @@
-//! Cold computations behind pages (scoring a run's new trials, a bootstrap) run as
+//! Cold computations behind pages (scoring a run's new trials, an aggregate) run as
 //! background jobs. A page waits a moment for its job, then answers with what is ready and
 //! a progress line; the browser asks again and finds the result in the cache. Two pages
 //! asking for the same thing share one job.

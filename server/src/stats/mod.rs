@@ -1,16 +1,18 @@
-//! Statistics (docs/scoring.md): a clustered bootstrap with equal weight per domain,
-//! paired comparisons with Wald p-values and Holm's correction, tie groups for ranks, and
-//! Spearman's rank correlation. Pure and seeded: the same inputs give the same numbers.
+//! Statistics (docs/scoring.md): design-based intervals of clustered means with equal
+//! weight per domain (t on the design's degrees of freedom; Korn and Graubard's for
+//! proportions), paired comparisons with t p-values and Holm's correction, tie groups for
+//! ranks, and Spearman's rank correlation. Pure: the same inputs give the same numbers.
+//! Their coverage is measured by `cargo run --release -p server --example coverage`.
 
 use std::collections::BTreeMap;
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-use statrs::distribution::{ContinuousCDF, Normal};
+use statrs::distribution::{Beta, ContinuousCDF, Normal, StudentsT};
 
-/// Resamples per interval unless told otherwise.
-pub const RESAMPLES: usize = 5_000;
+pub mod coverage;
+
+/// Resamples of a bootstrap interval (κ's) unless told otherwise.
+pub const RESAMPLES: usize = 2_000;
 
 /// One observation: a ratio `num / den` (den = 1 for a per-trial value) in a cluster of a
 /// domain. Ratios let claim-level rates weigh trials by their number of claims.
@@ -47,66 +49,158 @@ pub enum Weight {
 struct Clusters {
     domains: Vec<Vec<(f64, f64)>>,
     weight: Weight,
+    /// Every observation a share of whole counts (0 ≤ num ≤ den, both whole numbers): the
+    /// interval is then a proportion's (Korn and Graubard's), never outside [0, 1].
+    proportion: bool,
+    /// Observations behind the clusters (the whole counts of a proportion: Σ den).
+    trials: f64,
+}
+
+/// The spread of an estimate over its clusters.
+struct Spread {
+    /// Standard error (stratified delete-one-cluster jackknife).
+    se: f64,
+    /// The design's degrees of freedom of `se` (see [`Clusters::spread`]).
+    df: f64,
+    /// Every domain had at least two clusters, so `se` is an estimate at all.
+    known: bool,
 }
 
 impl Clusters {
-    fn weighted(obs: &[Obs], weight: Weight) -> Clusters {
-        Clusters { weight, ..Clusters::of(obs) }
-    }
-
-    fn of(obs: &[Obs]) -> Clusters {
+    /// `obs` as clusters; `rate`: the mean is a share, whose interval is a proportion's when
+    /// every observation is whole counts (otherwise the t interval).
+    fn of(obs: &[Obs], weight: Weight, rate: bool) -> Clusters {
         let mut by: BTreeMap<&str, BTreeMap<&str, (f64, f64)>> = BTreeMap::new();
+        let mut proportion = true;
+        let mut trials = 0.0;
         for o in obs {
             let c = by.entry(&o.domain).or_default().entry(&o.cluster).or_insert((0.0, 0.0));
             c.0 += o.num;
             c.1 += o.den;
+            trials += o.den;
+            proportion &= o.num >= 0.0 && o.num <= o.den && o.num.fract() == 0.0 && o.den.fract() == 0.0;
         }
-        Clusters { domains: by.into_values().map(|m| m.into_values().collect()).collect(), weight: Weight::Domain }
+        let domains: Vec<Vec<(f64, f64)>> = by
+            .into_values()
+            .map(|m| m.into_values().collect::<Vec<_>>())
+            .filter(|cs: &Vec<(f64, f64)>| cs.iter().map(|c| c.1).sum::<f64>() > 0.0)
+            .collect();
+        Clusters { domains, weight, proportion: rate && proportion, trials }
     }
 
     /// Equal-weight mean over domains of each domain's ratio of sums (pooled: one ratio).
     fn estimate(&self) -> Option<f64> {
+        if self.domains.is_empty() {
+            return None;
+        }
         if self.weight == Weight::Pooled {
             let (n, d) = self.domains.iter().flatten().fold((0.0, 0.0), |a, c| (a.0 + c.0, a.1 + c.1));
-            return (d > 0.0).then(|| n / d);
+            return Some(n / d);
         }
-        let means: Vec<f64> = self
-            .domains
-            .iter()
-            .filter_map(|cs| {
-                let (n, d) = cs.iter().fold((0.0, 0.0), |a, c| (a.0 + c.0, a.1 + c.1));
-                (d > 0.0).then(|| n / d)
-            })
-            .collect();
+        let ratio = |cs: &Vec<(f64, f64)>| {
+            let (n, d) = cs.iter().fold((0.0, 0.0), |a, c| (a.0 + c.0, a.1 + c.1));
+            n / d
+        };
         #[allow(clippy::cast_precision_loss)]
-        (!means.is_empty()).then(|| means.iter().sum::<f64>() / means.len() as f64)
+        Some(self.domains.iter().map(ratio).sum::<f64>() / self.domains.len() as f64)
     }
 
-    /// One bootstrap replicate: clusters resampled with replacement within each domain.
-    fn replicate(&self, rng: &mut ChaCha8Rng) -> Option<f64> {
-        let mut total = 0.0;
-        let mut k = 0usize;
-        let (mut all_n, mut all_d) = (0.0, 0.0);
-        for cs in &self.domains {
-            let (mut n, mut d) = (0.0, 0.0);
-            for _ in 0..cs.len() {
-                let c = cs[rng.random_range(0..cs.len())];
-                n += c.0;
-                d += c.1;
-            }
-            all_n += n;
-            all_d += d;
-            if d > 0.0 {
-                total += n / d;
-                k += 1;
-            }
-        }
-        if self.weight == Weight::Pooled {
-            return (all_d > 0.0).then(|| all_n / all_d);
-        }
+    /// The design-based spread of [`Clusters::estimate`]: each domain a stratum, its clusters
+    /// a sample of like clusters, its variance the delete-one-cluster jackknife's, and the
+    /// degrees of freedom Satterthwaite's for the strata's weights (G − 1 for one domain).
+    fn spread(&self, estimate: f64) -> Spread {
         #[allow(clippy::cast_precision_loss)]
-        (k > 0).then(|| total / k as f64)
+        let k = self.domains.len() as f64;
+        let total_den: f64 = self.domains.iter().flatten().map(|c| c.1).sum();
+        let mut parts = Vec::with_capacity(self.domains.len());
+        let mut known = true;
+        for cs in &self.domains {
+            #[allow(clippy::cast_precision_loss)]
+            let g = cs.len() as f64;
+            if cs.len() < 2 {
+                known = false;
+                continue;
+            }
+            let (n, d) = cs.iter().fold((0.0, 0.0), |a, c| (a.0 + c.0, a.1 + c.1));
+            // The ratio a residual is taken about, the weight of the domain's ratio in the
+            // estimate, and the denominator a left-out cluster is taken from.
+            let (ratio, weight, whole) = match self.weight {
+                Weight::Domain => (n / d, 1.0 / k, d),
+                Weight::Pooled => (estimate, 1.0, total_den),
+            };
+            // Delete-one-cluster jackknife: leaving cluster c out moves the estimate by
+            // −weight · (n_c − R·d_c) / (whole − d_c). For a mean of equal clusters this is
+            // the usual G / (G − 1)-corrected variance; for a ratio it also carries how much
+            // the cluster weighed in the denominator.
+            let moves: Vec<f64> = cs
+                .iter()
+                .map(|c| {
+                    let rest = if whole - c.1 > 0.0 { whole - c.1 } else { whole * (g - 1.0) / g };
+                    -weight * (c.0 - ratio * c.1) / rest
+                })
+                .collect();
+            let mean = moves.iter().sum::<f64>() / g;
+            let ss: f64 = moves.iter().map(|v| (v - mean).powi(2)).sum();
+            // The domain's share of the estimate.
+            let share = match self.weight {
+                Weight::Domain => 1.0 / k,
+                Weight::Pooled => d / total_den,
+            };
+            parts.push(((g - 1.0) / g * ss, g - 1.0, share * share / g));
+        }
+        let var: f64 = parts.iter().map(|p| p.0).sum();
+        // Satterthwaite's formula over the strata's weights with equal variances: it depends
+        // on the design alone. Fed the estimated variances instead, it swings to one degree
+        // of freedom at two clusters a domain and covers 99 % there (measured).
+        let (a, b): (f64, f64) = parts.iter().fold((0.0, 0.0), |(a, b), p| (a + p.2, b + p.2 * p.2 / p.1));
+        let df = if b > 0.0 { a * a / b } else { 1.0 };
+        Spread { se: var.max(0.0).sqrt(), df: df.max(1.0), known: known && !parts.is_empty() }
     }
+
+    /// The 95 % interval of `estimate`: a t interval on the design's degrees of freedom,
+    /// or for a proportion the Clopper–Pearson interval at the design's effective sample
+    /// size (Korn and Graubard 1998), which stays inside [0, 1] and is not empty at 0 or 1.
+    fn interval(&self, estimate: f64, spread: &Spread) -> (f64, f64) {
+        if !spread.known {
+            return (estimate, estimate);
+        }
+        if self.proportion && self.trials >= 1.0 {
+            return korn_graubard(estimate, spread, self.trials);
+        }
+        let t = t975(spread.df);
+        (estimate - t * spread.se, estimate + t * spread.se)
+    }
+}
+
+/// The 97.5th percentile of Student's t on `df` degrees of freedom (the normal's above
+/// a million).
+pub fn t975(df: f64) -> f64 {
+    if !df.is_finite() || df > 1e6 {
+        return Z95;
+    }
+    StudentsT::new(0.0, 1.0, df.max(1.0)).map_or(Z95, |t| t.inverse_cdf(0.975))
+}
+
+/// The interval of a proportion `p` from a clustered design, after Korn and Graubard
+/// (1998): the design's effective sample size p(1 − p) / se², shrunk by the ratio of t
+/// quantiles for its degrees of freedom and never above the `n` observations, carries a
+/// Jeffreys interval (Beta(x + ½, n − x + ½) quantiles; 0 and 1 at the ends). Jeffreys'
+/// rather than Clopper–Pearson's, which covers 99 % at a few small clusters (measured).
+fn korn_graubard(p: f64, spread: &Spread, n: f64) -> (f64, f64) {
+    let p = p.clamp(0.0, 1.0);
+    let effective = if spread.se > 0.0 && p > 0.0 && p < 1.0 {
+        let raw = p * (1.0 - p) / (spread.se * spread.se);
+        let shrink = (t975(n - 1.0) / t975(spread.df)).powi(2);
+        (raw * shrink).min(n)
+    } else {
+        n
+    }
+    .max(1.0);
+    let x = p * effective;
+    let jeffreys = |q: f64| Beta::new(x + 0.5, effective - x + 0.5).map_or(p, |d| d.inverse_cdf(q));
+    let lo = if x <= 0.0 { 0.0 } else { jeffreys(0.025) };
+    let hi = if x >= effective { 1.0 } else { jeffreys(0.975) };
+    (lo.min(p), hi.max(p))
 }
 
 /// The `q` quantile of sorted values, linearly interpolated.
@@ -121,76 +215,92 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     if i + 1 < sorted.len() { sorted[i] + frac * (sorted[i + 1] - sorted[i]) } else { sorted[i] }
 }
 
-fn replicates(clusters: &Clusters, resamples: usize, seed: u64) -> Vec<f64> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut reps: Vec<f64> = (0..resamples).filter_map(|_| clusters.replicate(&mut rng)).collect();
-    reps.sort_by(f64::total_cmp);
-    reps
-}
-
 /// The equal-domain-weight mean alone (each domain's ratio of sums, then their mean).
 pub fn mean(obs: &[Obs]) -> Option<f64> {
-    Clusters::of(obs).estimate()
+    Clusters::of(obs, Weight::Domain, false).estimate()
 }
 
-/// The equal-domain-weight mean with a 95 % clustered-bootstrap percentile interval.
-/// `None` without observations.
-pub fn bootstrap(obs: &[Obs], resamples: usize, seed: u64) -> Option<Estimate> {
-    bootstrap_weighted(obs, Weight::Domain, resamples, seed)
+/// The equal-domain-weight mean of a score with its 95 % interval (clusters within domains;
+/// see [`interval_weighted`]). `None` without observations.
+pub fn interval(obs: &[Obs]) -> Option<Estimate> {
+    interval_weighted(obs, Weight::Domain)
 }
 
-/// [`bootstrap`] with domains weighted as `weight` says; resampling stays stratified by
-/// domain.
-pub fn bootstrap_weighted(obs: &[Obs], weight: Weight, resamples: usize, seed: u64) -> Option<Estimate> {
-    let clusters = Clusters::weighted(obs, weight);
+/// The mean of a score with domains weighted as `weight` says and its 95 % interval, the
+/// domains strata and their clusters the units sampled: a t interval on the design's
+/// degrees of freedom. A domain with one cluster has no spread to measure: the estimate
+/// then says `no_interval`.
+pub fn interval_weighted(obs: &[Obs], weight: Weight) -> Option<Estimate> {
+    estimate(&Clusters::of(obs, weight, false), obs.len())
+}
+
+/// The equal-domain-weight share of a rate (observations of whole counts: yes/no trials,
+/// false claims of claims) with its 95 % interval (see [`rate_interval_weighted`]).
+pub fn rate_interval(obs: &[Obs]) -> Option<Estimate> {
+    rate_interval_weighted(obs, Weight::Domain)
+}
+
+/// [`interval_weighted`] for a rate: Korn and Graubard's interval of a proportion when
+/// every observation is whole counts (0 ≤ num ≤ den), which stays inside [0, 1] and is not
+/// empty at 0 or 1; the t interval otherwise.
+pub fn rate_interval_weighted(obs: &[Obs], weight: Weight) -> Option<Estimate> {
+    estimate(&Clusters::of(obs, weight, true), obs.len())
+}
+
+fn estimate(clusters: &Clusters, n: usize) -> Option<Estimate> {
     let mean = clusters.estimate()?;
-    let reps = replicates(&clusters, resamples, seed);
-    Some(Estimate { mean, lo: quantile(&reps, 0.025), hi: quantile(&reps, 0.975), n: obs.len() })
+    let spread = clusters.spread(mean);
+    let (lo, hi) = clusters.interval(mean, &spread);
+    Some(Estimate { mean, lo, hi, n, no_interval: !spread.known })
 }
 
 /// A paired comparison of two configurations on their shared trials.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Paired {
-    /// Mean difference (a − b) with its bootstrap interval.
+    /// Mean difference (a − b) with its 95 % interval.
     pub diff: Estimate,
-    /// Bootstrap standard error of the difference.
+    /// Standard error of the difference (clusters within domains).
     pub se: f64,
-    /// Two-sided p-value of the Wald statistic diff / se.
+    /// Two-sided p-value of diff / se on Student's t with the design's degrees of freedom.
     pub p: f64,
 }
 
 /// Compares paired observations: `diffs` holds a − b per shared trial. Where a domain has
-/// fewer than two clusters its spread cannot be resampled (every replicate repeats it), so
-/// no test is possible: p is 1 rather than the 0 a zero standard error would give.
-pub fn paired(diffs: &[Obs], resamples: usize, seed: u64) -> Option<Paired> {
-    paired_weighted(diffs, Weight::Domain, resamples, seed)
+/// fewer than two clusters its spread cannot be measured, so no test is possible: p is 1
+/// and the difference says `no_interval`.
+pub fn paired(diffs: &[Obs]) -> Option<Paired> {
+    paired_weighted(diffs, Weight::Domain)
 }
 
-/// [`paired`] with domains weighted as `weight` says (resampled within each domain).
-pub fn paired_weighted(diffs: &[Obs], weight: Weight, resamples: usize, seed: u64) -> Option<Paired> {
-    let clusters = Clusters::weighted(diffs, weight);
+/// [`paired`] with domains weighted as `weight` says.
+pub fn paired_weighted(diffs: &[Obs], weight: Weight) -> Option<Paired> {
+    let clusters = Clusters::of(diffs, weight, false);
     let mean = clusters.estimate()?;
-    let reps = replicates(&clusters, resamples, seed);
-    #[allow(clippy::cast_precision_loss)]
-    let k = reps.len().max(2) as f64;
-    let m = reps.iter().sum::<f64>() / k;
-    let se = (reps.iter().map(|r| (r - m).powi(2)).sum::<f64>() / (k - 1.0)).sqrt();
-    let p = if clusters.domains.iter().any(|d| d.len() < 2) { 1.0 } else { wald_p(mean, se) };
-    Some(Paired {
-        diff: Estimate { mean, lo: quantile(&reps, 0.025), hi: quantile(&reps, 0.975), n: diffs.len() },
-        se,
-        p,
-    })
+    let spread = clusters.spread(mean);
+    let (lo, hi) = clusters.interval(mean, &spread);
+    let p = if spread.known { t_p(mean, spread.se, spread.df) } else { 1.0 };
+    Some(Paired { diff: Estimate { mean, lo, hi, n: diffs.len(), no_interval: !spread.known }, se: spread.se, p })
+}
+
+/// Two-sided p-value of estimate / se on Student's t with `df` degrees of freedom. A zero
+/// standard error gives p = 1 for a zero estimate and p = 0 otherwise.
+pub fn t_p(estimate: f64, se: f64, df: f64) -> f64 {
+    if se <= 0.0 || !se.is_finite() {
+        return if estimate == 0.0 { 1.0 } else { 0.0 };
+    }
+    let z = (estimate / se).abs();
+    let tail = if df.is_finite() && df <= 1e6 {
+        StudentsT::new(0.0, 1.0, df.max(1.0)).map_or_else(|_| Normal::standard().cdf(z), |t| t.cdf(z))
+    } else {
+        Normal::standard().cdf(z)
+    };
+    (2.0 * (1.0 - tail)).clamp(0.0, 1.0)
 }
 
 /// Two-sided p-value of z = estimate / se under the standard normal. A zero standard error
 /// gives p = 1 for a zero estimate and p = 0 otherwise.
 pub fn wald_p(estimate: f64, se: f64) -> f64 {
-    if se <= 0.0 || !se.is_finite() {
-        return if estimate == 0.0 { 1.0 } else { 0.0 };
-    }
-    let normal = Normal::standard();
-    (2.0 * (1.0 - normal.cdf((estimate / se).abs()))).clamp(0.0, 1.0)
+    t_p(estimate, se, f64::INFINITY)
 }
 
 /// Holm's step-down adjustment of p-values (returned in the input order).
@@ -244,6 +354,40 @@ pub fn spearman(a: &[f64], b: &[f64]) -> Option<f64> {
     let va: f64 = ra.iter().map(|x| (x - ma).powi(2)).sum();
     let vb: f64 = rb.iter().map(|y| (y - mb).powi(2)).sum();
     (va > 0.0 && vb > 0.0).then(|| cov / (va * vb).sqrt())
+}
+
+/// Items below which κ has no interval: at ten items both this interval and the
+/// percentile bootstrap cover about 90 % (measured by the coverage harness).
+pub const KAPPA_INTERVAL_ITEMS: usize = 20;
+
+/// The 95 % interval of Cohen's κ over `items` (each one or more (a, b) pairs, resampled
+/// whole): κ ± t(n − 1) · the bootstrap standard error · √(n / (n − 1)) over [`RESAMPLES`]
+/// draws seeded by `seed`, kept inside [−1, 1]. `None` below [`KAPPA_INTERVAL_ITEMS`]
+/// items (no interval of κ keeps its promise there) or when no resample has a defined κ.
+pub fn kappa_interval(items: &[Vec<(bool, bool)>], seed: u64) -> Option<(f64, f64)> {
+    use rand::{Rng, SeedableRng};
+    if items.len() < KAPPA_INTERVAL_ITEMS {
+        return None;
+    }
+    let pairs: Vec<(bool, bool)> = items.iter().flatten().copied().collect();
+    let kappa = cohen_kappa(&pairs)?;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let draws: Vec<f64> = (0..RESAMPLES)
+        .filter_map(|_| {
+            let sample: Vec<(bool, bool)> =
+                (0..items.len()).flat_map(|_| items[rng.random_range(0..items.len())].iter().copied()).collect();
+            cohen_kappa(&sample)
+        })
+        .collect();
+    if draws.len() < 2 {
+        return None;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let (k, n) = (draws.len() as f64, items.len() as f64);
+    let m = draws.iter().sum::<f64>() / k;
+    let se = (draws.iter().map(|d| (d - m).powi(2)).sum::<f64>() / (k - 1.0)).sqrt() * (n / (n - 1.0)).sqrt();
+    let half = t975(n - 1.0) * se;
+    Some(((kappa - half).max(-1.0), (kappa + half).min(1.0)))
 }
 
 /// Cohen's κ for two raters' yes/no labels of the same items; `None` without items or
@@ -344,171 +488,4 @@ pub fn tie_groups(means: &[f64], adjusted_p: impl Fn(usize, usize) -> f64, alpha
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Pooled weighting counts every observation once, and still resamples within each
-    /// domain: a domain's share of the replicate never changes, so two constant domains
-    /// give a zero-width interval (a single pooled stratum would not).
-    #[test]
-    fn pooled_weighting_is_the_observation_mean_resampled_by_domain() {
-        let mut obs: Vec<Obs> = (0..2).map(|i| Obs::value("a", &format!("a{i}"), 1.0)).collect();
-        obs.extend((0..4).map(|i| Obs::value("b", &format!("b{i}"), 0.0)));
-        let domain = bootstrap(&obs, 500, 1).expect("estimate");
-        assert_eq!(domain.mean, 0.5);
-        let pooled = bootstrap_weighted(&obs, Weight::Pooled, 500, 1).expect("estimate");
-        assert!((pooled.mean - 1.0 / 3.0).abs() < 1e-12 && pooled.lo == pooled.mean && pooled.hi == pooled.mean);
-        let one: Vec<Obs> = obs.iter().map(|o| Obs { domain: "all".into(), ..o.clone() }).collect();
-        let unstratified = bootstrap(&one, 500, 1).expect("estimate");
-        assert!(unstratified.hi - unstratified.lo > 0.2, "{unstratified:?}");
-    }
-
-    fn close(a: f64, b: f64, tol: f64) -> bool {
-        (a - b).abs() <= tol
-    }
-
-    #[test]
-    fn a_constant_has_a_degenerate_interval() {
-        let obs: Vec<Obs> = (0..50).map(|i| Obs::value(["shop", "wiki"][i % 2], &format!("c{i}"), 0.7)).collect();
-        let e = bootstrap(&obs, 1000, 1).expect("estimate");
-        assert!(close(e.mean, 0.7, 1e-12) && close(e.lo, 0.7, 1e-12) && close(e.hi, 0.7, 1e-12), "{e:?}");
-    }
-
-    #[test]
-    fn a_large_sample_mean_lies_within_its_standard_error() {
-        // 4,000 independent Bernoulli(0.3) trials in one domain: the interval should be
-        // about ±1.96 standard errors around the sample mean.
-        let mut rng = ChaCha8Rng::seed_from_u64(7);
-        let obs: Vec<Obs> = (0..4000)
-            .map(|i| Obs::value("shop", &format!("c{i}"), if rng.random_bool(0.3) { 1.0 } else { 0.0 }))
-            .collect();
-        let e = bootstrap(&obs, 2000, 3).expect("estimate");
-        let se = (0.3f64 * 0.7 / 4000.0).sqrt();
-        assert!(close(e.mean, 0.3, 3.0 * se), "{e:?}");
-        assert!(close(e.hi - e.lo, 2.0 * 1.96 * se, 0.25 * se * 3.92), "width {} vs {}", e.hi - e.lo, 3.92 * se);
-        assert!(e.lo < e.mean && e.mean < e.hi);
-    }
-
-    #[test]
-    fn domains_weigh_equally() {
-        let mut obs: Vec<Obs> = (0..90).map(|i| Obs::value("shop", &format!("s{i}"), 1.0)).collect();
-        obs.extend((0..10).map(|i| Obs::value("wiki", &format!("w{i}"), 0.0)));
-        assert!(close(bootstrap(&obs, 100, 1).expect("estimate").mean, 0.5, 1e-12));
-    }
-
-    #[test]
-    fn clusters_are_resampled_whole() {
-        // Two clusters of very different size: a trial-level bootstrap would be far
-        // narrower than resampling the two clusters.
-        let mut obs: Vec<Obs> = (0..100).map(|_| Obs::value("shop", "a", 1.0)).collect();
-        obs.extend((0..100).map(|_| Obs::value("shop", "b", 0.0)));
-        let e = bootstrap(&obs, 2000, 5).expect("estimate");
-        assert!(e.lo == 0.0 && e.hi == 1.0, "{e:?}");
-    }
-
-    #[test]
-    fn same_seed_same_interval() {
-        let obs: Vec<Obs> = (0..30).map(|i| Obs::value("forum", &format!("c{}", i % 7), f64::from(i % 3))).collect();
-        assert_eq!(bootstrap(&obs, 500, 42), bootstrap(&obs, 500, 42));
-        assert_ne!(bootstrap(&obs, 500, 42), bootstrap(&obs, 500, 43));
-    }
-
-    #[test]
-    fn holm_matches_hand_computed_values() {
-        // Sorted p: 0.01, 0.02, 0.03, 0.04 with m = 4 → 0.04, 0.06, 0.06 (monotone), 0.06 …
-        let adjusted = holm(&[0.03, 0.01, 0.04, 0.02]);
-        let expected = [0.06, 0.04, 0.06, 0.06];
-        for (a, e) in adjusted.iter().zip(expected) {
-            assert!(close(*a, e, 1e-12), "{adjusted:?}");
-        }
-        let capped = holm(&[0.5, 0.9]);
-        assert!(close(capped[0], 1.0, 1e-12) && close(capped[1], 1.0, 1e-12), "{capped:?}");
-    }
-
-    #[test]
-    fn wald_p_values() {
-        assert!(close(wald_p(1.96, 1.0), 0.05, 1e-3));
-        assert!(close(wald_p(0.0, 1.0), 1.0, 1e-12));
-        assert_eq!(wald_p(0.0, 0.0), 1.0);
-        assert_eq!(wald_p(0.1, 0.0), 0.0);
-    }
-
-    #[test]
-    fn paired_differences_detect_a_shift() {
-        let diffs: Vec<Obs> =
-            (0..200).map(|i| Obs::value("wiki", &format!("c{i}"), if i % 4 == 0 { 0.0 } else { 1.0 })).collect();
-        let p = paired(&diffs, 1000, 9).expect("paired");
-        assert!(close(p.diff.mean, 0.75, 1e-12) && p.p < 1e-6, "{p:?}");
-        let none: Vec<Obs> =
-            (0..200).map(|i| Obs::value("wiki", &format!("c{i}"), f64::from(i % 2) * 2.0 - 1.0)).collect();
-        assert!(paired(&none, 1000, 9).expect("paired").p > 0.5);
-    }
-
-    #[test]
-    fn spearman_and_ranks() {
-        assert_eq!(ranks(&[3.0, 1.0, 3.0, 2.0]), vec![3.5, 1.0, 3.5, 2.0]);
-        assert!(close(spearman(&[1.0, 2.0, 3.0], &[10.0, 20.0, 30.0]).expect("rho"), 1.0, 1e-12));
-        assert!(close(spearman(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]).expect("rho"), -1.0, 1e-12));
-        // Hand-computed: ranks a = 1,2,3,4,5; b = 2,1,4,3,5 → d² = 1+1+1+1+0 = 4 → 1 − 6·4/120 = 0.8.
-        assert!(close(spearman(&[1.0, 2.0, 3.0, 4.0, 5.0], &[2.0, 1.0, 4.0, 3.0, 5.0]).expect("rho"), 0.8, 1e-12));
-        assert_eq!(spearman(&[1.0, 1.0], &[1.0, 2.0]), None);
-        assert_eq!(spearman(&[1.0, 2.0], &[5.0, 9.0]), None, "two points carry no ranking evidence");
-    }
-
-    #[test]
-    fn kappa_matches_a_hand_computed_table() {
-        // 20 yes/yes, 5 yes/no, 10 no/yes, 15 no/no: po = 0.7, pe = 0.5·0.6 + 0.5·0.4 = 0.5 → κ = 0.4.
-        let mut pairs = vec![(true, true); 20];
-        pairs.extend(vec![(true, false); 5]);
-        pairs.extend(vec![(false, true); 10]);
-        pairs.extend(vec![(false, false); 15]);
-        assert!(close(cohen_kappa(&pairs).expect("kappa"), 0.4, 1e-12));
-        assert_eq!(cohen_kappa(&[(true, true), (true, true)]), None);
-        assert_eq!(cohen_kappa(&[]), None);
-    }
-
-    #[test]
-    fn tie_groups_follow_significance_from_the_leader() {
-        // a > b > c > d; a~b not significant, a vs c significant, c~d not.
-        let means = [0.9, 0.85, 0.5, 0.45];
-        let p = |i: usize, j: usize| {
-            let (i, j) = (i.min(j), i.max(j));
-            match (i, j) {
-                (0, 1) | (2, 3) => 0.4,
-                _ => 0.001,
-            }
-        };
-        assert_eq!(tie_groups(&means, p, 0.05), vec![1, 1, 2, 2]);
-    }
-
-    #[test]
-    fn wilson_and_fisher_intervals_match_published_values() {
-        // Wilson: 8 of 10 gives [0.490, 0.943] (Newcombe 1998, method 3).
-        let (lo, hi) = wilson(8, 10).expect("interval");
-        assert!(close(lo, 0.4902, 1e-4) && close(hi, 0.9433, 1e-4), "{lo} {hi}");
-        let (lo, hi) = wilson(0, 10).expect("interval");
-        assert!(close(lo, 0.0, 1e-12) && close(hi, 0.2775, 1e-4), "{lo} {hi}");
-        assert_eq!(wilson(0, 0), None);
-        // Fisher: r = 0.5 over 28 pairs, z = 0.5493 ± 1.96 / 5 gives [0.156, 0.736].
-        let (lo, hi) = pearson_interval(0.5, 28).expect("interval");
-        assert!(close(lo, 0.1562, 1e-3) && close(hi, 0.7362, 1e-3), "{lo} {hi}");
-        assert_eq!(pearson_interval(0.5, 3), None);
-        let (lo, hi) = pearson_interval(1.0, 10).expect("interval");
-        assert!(lo > 0.99 && hi <= 1.0);
-    }
-
-    #[test]
-    fn kappa_over_classes_and_pearson() {
-        // Two raters, three classes: 4 of 6 agree; chance from the margins.
-        let pairs = [(0, 0), (1, 1), (2, 2), (2, 2), (0, 1), (1, 2)];
-        let k = cohen_kappa_classes(&pairs).expect("kappa");
-        let expected = (2.0 / 6.0) * (1.0 / 6.0) + (2.0 / 6.0) * (2.0 / 6.0) + (2.0 / 6.0) * (3.0 / 6.0);
-        assert!((k - (4.0 / 6.0 - expected) / (1.0 - expected)).abs() < 1e-12, "{k}");
-        assert_eq!(cohen_kappa_classes(&[(3, 3)]), None, "one pair: chance agreement is perfect");
-        assert_eq!(cohen_kappa(&[(true, true), (false, false)]), Some(1.0));
-        let r = pearson(&[(1.0, 2.0), (2.0, 4.0), (3.0, 6.5)]).expect("r");
-        assert!(r > 0.99 && r <= 1.0, "{r}");
-        assert_eq!(pearson(&[(1.0, 1.0)]), None);
-        assert_eq!(pearson(&[(1.0, 1.0), (2.0, 1.0)]), None, "no variance");
-    }
-}
+mod tests;

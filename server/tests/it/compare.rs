@@ -11,12 +11,12 @@ async fn two_configurations_compared_trial_by_trial() {
     let app = TestApp::start().await;
     let run = quick_run(&app).await;
     let (a, b) = (format!("{run}:surface"), format!("{run}:explorer"));
-    let out = mirage_beside(&app.db, &["compare", &a, &b, "--json", "--resamples", "500"]).await;
+    let out = mirage_beside(&app.db, &["compare", &a, &b, "--json"]).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let c: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!((c["a"].as_str(), c["b"].as_str(), c["pairs"].as_u64()), (Some(a.as_str()), Some(b.as_str()), Some(40)));
     // Each side's Acc_dec mean from the per-trial scores (one domain: the plain mean).
-    let out = mirage_beside(&app.db, &["score", "--run", &run, "--json", "--resamples", "10"]).await;
+    let out = mirage_beside(&app.db, &["score", "--run", &run, "--json"]).await;
     let scores: serde_json::Value = serde_json::from_slice(&out.stdout).expect("score json");
     let mean = |agent: &str| {
         let xs: Vec<f64> = scores["trials"]
@@ -85,7 +85,7 @@ async fn two_configurations_compared_trial_by_trial() {
     assert!(body.contains("diverges"), "the first turn whose actions differ is marked");
 
     // Whole runs pair by configuration; a run compared with itself changes nothing.
-    let out = mirage_beside(&app.db, &["compare", &run, &run, "--json", "--resamples", "100"]).await;
+    let out = mirage_beside(&app.db, &["compare", &run, &run, "--json"]).await;
     let same: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!((same["pairs"].as_u64(), same["changed"].as_array().map(Vec::len)), (Some(120), Some(0)));
     // Mistakes are named.
@@ -100,8 +100,6 @@ async fn two_configurations_compared_trial_by_trial() {
     assert!(status == 404 && body.contains("run-nothere"), "{status} {body}");
     let (_, body) = app.text(&format!("/compare?a=run-nothere&b={b}")).await;
     assert!(body.contains("run-nothere"), "the page names the run");
-    let out = mirage_beside(&app.db, &["compare", &a, &b, "--resamples", "1"]).await;
-    assert!(String::from_utf8_lossy(&out.stderr).contains("too few for an interval"));
 
     // One task: one scenario family, no spread to resample — no test, not p = 0.
     let one = mirage_beside(

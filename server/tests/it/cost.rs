@@ -71,7 +71,7 @@ async fn unreported_usage_is_unknown_and_a_trial_failed_at_once_still_counts() {
     let garbled_line = line("cost garbled (agent): 2 trials, ");
     assert!(garbled_line.contains("cost unknown") && garbled_line.contains("could not be read"), "{garbled_line}");
 
-    let o = crate::support::mirage_ok(&app.db, &["score", "--run", &run, "--json", "--resamples", "20"]).await;
+    let o = crate::support::mirage_ok(&app.db, &["score", "--run", &run, "--json"]).await;
     let scored: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     let mut answered = None;
     for t in scored["trials"].as_array().expect("trials") {
@@ -297,7 +297,7 @@ async fn the_judges_tokens_are_counted_per_trial_even_from_the_cache() {
         let (db, cfg) = (app.db.clone(), cfg.to_string());
         let what = what.map(ToString::to_string);
         async move {
-            let args = [what[0].as_str(), what[1].as_str(), "--json", "--resamples", "20", "--config", &cfg];
+            let args = [what[0].as_str(), what[1].as_str(), "--json", "--config", &cfg];
             let o = crate::support::mirage_ok(&db, &[&["score"][..], &args[..]].concat()).await;
             serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("json")
         }
@@ -353,7 +353,7 @@ async fn the_judges_tokens_are_counted_per_trial_even_from_the_cache() {
 
     // Read again with no judge configured (as a page or a static copy without --config
     // would): the model judge's stored scores stand; nothing is rescored by coverage.
-    let o = crate::support::mirage_ok(&app.db, &["score", "--run", &run, "--json", "--resamples", "20"]).await;
+    let o = crate::support::mirage_ok(&app.db, &["score", "--run", &run, "--json"]).await;
     let unjudged: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     for (a, b) in trials.iter().zip(unjudged["trials"].as_array().expect("trials")) {
         assert_eq!((&a["judge_version"], &a["acc_rsn"]), (&b["judge_version"], &b["acc_rsn"]), "{b}");

@@ -85,7 +85,7 @@ fn the_geo_commands() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("index 11 is outside 1..=10 of stsdata/books"));
 
-    let args = ["geo", "eval", "--dataset", "stsdata,cseo", "--method", "stuff", "--resamples", "200", "--json"];
+    let args = ["geo", "eval", "--dataset", "stsdata,cseo", "--method", "stuff", "--json"];
     let out = crate::support::mirage(&db, &args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
@@ -220,7 +220,7 @@ async fn a_durable_geo_run_on_sqlite_and_postgres() {
                 }
             }
         }
-        let report = server::geo::report::report(store.as_ref(), &lists, &run, 500, 0).await.expect("report");
+        let report = server::geo::report::report(store.as_ref(), &lists, &run).await.expect("report");
         for row in report.rows.iter().filter(|r| r.method == "clean") {
             // The clean text is the original: PPL-R 1, and KVR is the originals' keyword rate
             // (stsdata 0 of 30, cseo 12 of 60: an equal-dataset 0.1).
@@ -250,10 +250,9 @@ async fn a_durable_geo_run_on_sqlite_and_postgres() {
         // A declared family adjusts its own pairs only; a pair outside it is not adjusted
         // (no p (Holm) at all, rather than a 1 that reads as "not significant").
         let family = ["clean".to_string(), "stuff".to_string()];
-        let declared =
-            server::geo::report::report_with(store.as_ref(), &lists, &run, 100, 0, &family, Default::default())
-                .await
-                .expect("report");
+        let declared = server::geo::report::report_with(store.as_ref(), &lists, &run, &family, Default::default())
+            .await
+            .expect("report");
         for p in declared.pairs.iter().filter(|p| p.ranker == "bm25") {
             let inside = family.contains(&p.a) && family.contains(&p.b);
             assert_eq!(p.p_holm.is_some(), inside, "{} − {}", p.a, p.b);
@@ -298,7 +297,7 @@ async fn chat_replies_are_cached_and_shared_across_methods() {
     execute(store.clone(), &again, 1).await;
     assert_eq!(server.requests().len(), distinct + 300, "a rerun is answered from the cache");
 
-    let report = server::geo::report::report(store.as_ref(), &lists, &again, 200, 0).await.expect("report");
+    let report = server::geo::report::report(store.as_ref(), &lists, &again).await.expect("report");
     let stuffed = report.rows.iter().find(|r| r.method == "stuff").expect("stuff");
     assert_eq!(stuffed.summary.missing, 1.0, "the model never names a stuffed target");
     let clean = report.rows.iter().find(|r| r.method == "clean").expect("clean");
@@ -318,7 +317,7 @@ async fn chat_replies_are_cached_and_shared_across_methods() {
     execute(store.clone(), &run, 1).await;
     let p = store.progress(&run).await.expect("progress");
     assert_eq!((p.done, p.error), (10, 0), "ten targets of one list, none failed");
-    let report = server::geo::report::report(store.as_ref(), &lists, &run, 200, 0).await.expect("report");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run).await.expect("report");
     assert_eq!((report.rows[0].summary.missing, report.rows[0].summary.nrg.mean), (1.0, 0.0));
 }
 
@@ -364,7 +363,7 @@ async fn errored_trials_are_named_and_retried_on_request() {
     let run = server::runs::geo::create_geo_run(store.as_ref(), geo).await.expect("run");
     execute(store.clone(), &run, 2).await;
     assert_eq!(store.progress(&run).await.expect("progress").error, 10, "every stuffed trial of stsdata failed");
-    let report = server::geo::report::report(store.as_ref(), &lists, &run, 100, 0).await.expect("report");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run).await.expect("report");
     let stuff = report.rows.iter().find(|r| r.method == "stuff").expect("the row stays");
     assert_eq!((stuff.summary.n, stuff.incomplete), (10, 10));
     let listed = report.incomplete.iter().find(|e| e.method == "stuff").expect("listed");
@@ -387,7 +386,7 @@ async fn errored_trials_are_named_and_retried_on_request() {
     let p = store.progress(&run).await.expect("progress");
     assert_eq!((p.done, p.error), (40, 0));
     assert_eq!(store.run(&run).await.expect("run").status, server::db::RunStatus::Done);
-    let report = server::geo::report::report(store.as_ref(), &lists, &run, 100, 0).await.expect("report");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run).await.expect("report");
     assert!(report.incomplete.is_empty(), "{:?}", report.incomplete);
 }
 
@@ -412,7 +411,7 @@ async fn a_refused_call_counts_as_missing_and_the_trial_stays_in_the_means() {
     let p = store.progress(&run).await.expect("progress");
     assert_eq!((p.done, p.error), (20, 0), "refusals end no trial");
     let lists = lists().expect("lists");
-    let report = server::geo::report::report(store.as_ref(), &lists, &run, 200, 0).await.expect("report");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run).await.expect("report");
     let row = |m: &str| &report.rows.iter().find(|r| r.method == m).expect("row").summary;
     let (clean, stuff) = (row("clean"), row("stuff"));
     assert_eq!((clean.n, clean.failed_orders, clean.nrg.mean), (10, 0, 0.0));
@@ -430,10 +429,10 @@ async fn a_refused_call_counts_as_missing_and_the_trial_stays_in_the_means() {
     let mut changed = lists.clone();
     let at = |l: &[server::geo::data::List], key: &str| l.iter().position(|l| l.key() == key).expect("list");
     changed[at(&lists, "stsdata|cameras")].items[0].text.push_str(" (an adopted original)");
-    let other = server::geo::report::report(store.as_ref(), &changed, &run, 100, 0).await.expect("report");
+    let other = server::geo::report::report(store.as_ref(), &changed, &run).await.expect("report");
     assert!(!other.lists_changed, "a list the run never ranked changed");
     changed[at(&lists, "stsdata|books")].items[0].text.push_str(" (an adopted original)");
-    let other = server::geo::report::report(store.as_ref(), &changed, &run, 100, 0).await.expect("report");
+    let other = server::geo::report::report(store.as_ref(), &changed, &run).await.expect("report");
     assert!(other.lists_changed);
     let out = crate::support::mirage(&path, &["geo", "report", "--run", &run, "--by", "method,dataset"]);
     let text = String::from_utf8_lossy(&out.stdout);
@@ -451,7 +450,7 @@ async fn a_refused_call_counts_as_missing_and_the_trial_stays_in_the_means() {
     execute(store.clone(), &run, 2).await;
     let p = store.progress(&run).await.expect("progress");
     assert!(p.error > 0 && p.error < 10, "some stuffed trials end in error: {}", p.error);
-    let report = server::geo::report::report(store.as_ref(), &lists, &run, 200, 0).await.expect("report");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run).await.expect("report");
     let listed = report.incomplete.iter().find(|e| e.method == "stuff").expect("the row with errors is listed");
     assert_eq!((listed.trials, listed.errors, listed.scored), (10, p.error as usize, 10 - p.error as usize));
     assert!(report.incomplete.iter().all(|e| e.method == "stuff"), "clean has no error: {:?}", report.incomplete);
@@ -581,7 +580,7 @@ async fn builtin_rewrites_are_stored_once_and_reused_across_rankers() {
     );
 
     let lists = lists().expect("lists");
-    let report = server::geo::report::report(store.as_ref(), &lists, &run, 300, 0).await.expect("report");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run).await.expect("report");
     let guided = report.rows.iter().find(|r| r.method == "cseo:llm_guidance").expect("row");
     assert!(guided.summary.nrg.mean > 0.2, "the noun in the summary moves BM25: {}", guided.summary.nrg.mean);
     for r in &report.rows {
@@ -720,16 +719,13 @@ fn importing_geobench_texts() {
     let out = text(&o);
     assert!(out.contains("40 trials"), "10 imported targets + 30 clean ones: {out}");
     let run = out.split_whitespace().find(|w| w.starts_with("run-")).expect("run id").trim_end_matches(':').to_string();
-    let o = crate::support::mirage(&db, &["geo", "report", "--run", &run, "--json", "--resamples", "100"]);
+    let o = crate::support::mirage(&db, &["geo", "report", "--run", &run, "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     let row =
         v["rows"].as_array().expect("rows").iter().find(|r| r["method"] == "import:raf__opt").expect("row").clone();
     assert_eq!(row["n"], 10);
     assert!(row["nrg"]["mean"].as_f64().expect("nrg") > 0.0, "repeating the noun moves BM25 up");
-    let o = crate::support::mirage(
-        &db,
-        &["geo", "report", "--run", &run, "--by", "method,dataset,ranker,pairs", "--resamples", "100"],
-    );
+    let o = crate::support::mirage(&db, &["geo", "report", "--run", &run, "--by", "method,dataset,ranker,pairs"]);
     let out = text(&o);
     assert!(o.status.success(), "{out}");
     assert!(out.contains("NRG under bm25") && !out.contains("Spearman"), "one ranker, one dataset: {out}");
@@ -756,7 +752,7 @@ fn bands_stay_within_a_declared_family_and_single_list_datasets_are_named() {
         out.split_whitespace().find(|w| w.starts_with("run-")).expect("run id").trim_end_matches(':').to_string()
     };
     let report = |run: &str, json: bool| {
-        let mut args = vec!["geo", "report", "--run", run, "--resamples", "200", "--family", "stuff,strip"];
+        let mut args = vec!["geo", "report", "--run", run, "--family", "stuff,strip"];
         if json {
             args.push("--json");
         }
@@ -936,7 +932,7 @@ async fn tap_searches_against_the_trials_ranker_and_its_texts_transfer() {
         assert!(!nodes.is_empty() && nodes.len() <= 72, "{}: {} nodes", trial.trial_id, nodes.len());
     }
     let lists = lists().expect("lists");
-    let report = server::geo::report::report(store.as_ref(), &lists, &run, 200, 0).await.expect("report");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run).await.expect("report");
     assert!(report.rows[0].summary.nrg.mean > 0.2, "TAP moves BM25: {}", report.rows[0].summary.nrg.mean);
     // The searches' statistics: every target searched, the nodes stored for it counted.
     let tap = report.rows[0].tap.as_ref().expect("search statistics");
@@ -977,7 +973,7 @@ async fn tap_searches_against_the_trials_ranker_and_its_texts_transfer() {
         .await
         .expect("run");
     execute(store.clone(), &transfer, 4).await;
-    let report = server::geo::report::report(store.as_ref(), &lists, &transfer, 200, 0).await.expect("report");
+    let report = server::geo::report::report(store.as_ref(), &lists, &transfer).await.expect("report");
     assert_eq!((report.rows[0].method.as_str(), report.rows[0].summary.n), ("tap>bm25", 30));
     assert_eq!(report.rows[0].summary.nrg.mean, 0.0);
     let missing =
@@ -1011,7 +1007,7 @@ async fn a_dead_tap_search_is_searched_again_beside_the_text_a_run_ranked() {
     let first = server::runs::geo::create_geo_run(store.as_ref(), geo.clone()).await.expect("run");
     execute(store.clone(), &first, 4).await;
     let lists = lists().expect("lists");
-    let before = server::geo::report::report(store.as_ref(), &lists, &first, 100, 0).await.expect("report");
+    let before = server::geo::report::report(store.as_ref(), &lists, &first).await.expect("report");
     let tap = before.rows[0].tap.as_ref().expect("search statistics");
     assert_eq!((tap.failed_searches, tap.dead_searches, tap.calls), (10, 10, tap.failed_calls));
     let out = crate::support::mirage_beside(&path, &["geo", "report", "--run", &first]).await;
@@ -1024,11 +1020,11 @@ async fn a_dead_tap_search_is_searched_again_beside_the_text_a_run_ranked() {
     for trial in store.trials(&second).await.expect("trials") {
         assert!(!store.tap_nodes(&trial.trial_id).await.expect("nodes").is_empty(), "searched again");
     }
-    let after = server::geo::report::report(store.as_ref(), &lists, &second, 100, 0).await.expect("report");
+    let after = server::geo::report::report(store.as_ref(), &lists, &second).await.expect("report");
     assert_eq!(after.rows[0].tap.as_ref().expect("stats").failed_calls, 0);
     let key = server::geo::plan::text_key(&geo, "tap", "chat");
     assert_eq!(store.geo_texts(&key).await.expect("texts").len(), 10, "the dead texts stay where they were");
-    let again = server::geo::report::report(store.as_ref(), &lists, &first, 100, 0).await.expect("report");
+    let again = server::geo::report::report(store.as_ref(), &lists, &first).await.expect("report");
     assert_eq!(
         serde_json::to_value(&again).expect("json"),
         serde_json::to_value(&before).expect("json"),
@@ -1075,12 +1071,11 @@ async fn the_logprob_judge_scores_a_run() {
     execute(store.clone(), &run, 4).await;
     let lists = lists().expect("lists");
     // By default ρ leaves the baselines out: nothing is left to rank here.
-    let report = server::geo::report::report(store.as_ref(), &lists, &run, 100, 0).await.expect("report");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run).await.expect("report");
     assert!(report.rho_methods.is_empty() && report.spearman_datasets.iter().all(|r| r.rho.is_none()));
     // Spearman between the two datasets under bm25, over the two methods declared.
     let family = ["clean".to_string(), "stuff".to_string()];
-    let report_as =
-        |weighting| server::geo::report::report_with(store.as_ref(), &lists, &run, 100, 0, &family, weighting);
+    let report_as = |weighting| server::geo::report::report_with(store.as_ref(), &lists, &run, &family, weighting);
     let report = report_as(server::geo::report::Weighting::Dataset).await.expect("report");
     // Weighted by target: the row's mean is the plain mean over targets, with an interval,
     // and per-dataset rows stay per dataset.
@@ -1095,7 +1090,7 @@ async fn the_logprob_judge_scores_a_run() {
     assert_eq!((rho[0].ranker.as_deref(), rho[0].a.as_str(), rho[0].b.as_str()), (Some("bm25"), "stsdata", "cseo"));
     assert_eq!((rho[0].methods, rho[0].rho), (2, None), "two methods give ±1 whatever they are: no ρ");
     let tap = ["tap".to_string()];
-    let err = server::geo::report::report_with(store.as_ref(), &lists, &run, 100, 0, &tap, Default::default())
+    let err = server::geo::report::report_with(store.as_ref(), &lists, &run, &tap, Default::default())
         .await
         .expect_err("a method the run lacks");
     assert!(err.to_string().contains("\"tap\" is not a method of run"), "{err}");
@@ -1288,7 +1283,7 @@ async fn a_cross_encoder_ranks_in_one_pass() {
     assert_eq!(ce.requests().len(), 33);
     assert!(ce.requests().iter().all(|b| b["query"].as_str().is_some_and(|q| q.starts_with("I am looking for a "))));
     let lists = lists().expect("lists");
-    let report = server::geo::report::report(store.as_ref(), &lists, &run, 200, 0).await.expect("report");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run).await.expect("report");
     let clean = report.rows.iter().find(|r| r.method == "clean").expect("clean");
     let stuffed = report.rows.iter().find(|r| r.method == "stuff").expect("stuff");
     assert_eq!(clean.summary.nrg.mean, 0.0);
@@ -1317,7 +1312,7 @@ fn a_ranker_that_never_answers_fails_the_command() {
     assert!(!o.status.success(), "{out}");
     assert!(out.contains("every order ranked by down (100 orders) had a call fail after its retries"), "{out}");
     let run = out.split_whitespace().find(|w| w.starts_with("run-")).expect("run id").trim_end_matches(':');
-    let o = crate::support::mirage(&db, &["geo", "report", "--run", run, "--json", "--resamples", "100"]);
+    let o = crate::support::mirage(&db, &["geo", "report", "--run", run, "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!((v["failed_orders"].as_u64(), v["rows"][0]["n"].as_u64()), (Some(100), Some(10)), "{v}");
     // A wrong key (401 on the stuffed lists only) is a configuration error: those trials
@@ -1424,7 +1419,7 @@ async fn a_flaky_ranker_pairs_every_method_on_one_clean_reply_and_filtered_repli
     let run = server::runs::geo::create_geo_run(store.as_ref(), geo).await.expect("run");
     execute(store.clone(), &run, 3).await;
     let lists = lists().expect("lists");
-    let report = server::geo::report::report(store.as_ref(), &lists, &run, 200, 0).await.expect("report");
+    let report = server::geo::report::report(store.as_ref(), &lists, &run).await.expect("report");
     let missing: Vec<f64> = report.rows.iter().map(|r| r.summary.missing_clean).collect();
     assert_eq!(missing.len(), 3);
     assert!(missing[0] > 0.1, "about a third of the clean calls failed: {missing:?}");
@@ -1447,7 +1442,7 @@ async fn a_flaky_ranker_pairs_every_method_on_one_clean_reply_and_filtered_repli
         geo.endpoints.insert("filtered".into(), endpoint(&filter.base_url));
         let run = server::runs::geo::create_geo_run(store.as_ref(), geo).await.expect("run");
         execute(store.clone(), &run, 2).await;
-        let report = server::geo::report::report(store.as_ref(), &lists, &run, 200, 0).await.expect("report");
+        let report = server::geo::report::report(store.as_ref(), &lists, &run).await.expect("report");
         let stuff = &report.rows.iter().find(|r| r.method == "stuff").expect("stuff").summary;
         assert_eq!((stuff.orders, stuff.failed_orders), (100, 100), "{reason}: every stuffed reply is a failed call");
         assert_eq!(report.failed_orders, 100, "{reason}");

@@ -14,7 +14,7 @@ fn run_id(out: &str) -> String {
 }
 
 fn report(db: &std::path::Path, run: &str) -> serde_json::Value {
-    let o = crate::support::mirage(db, &["geo", "report", "--run", run, "--json", "--resamples", "100"]);
+    let o = crate::support::mirage(db, &["geo", "report", "--run", run, "--json"]);
     assert!(o.status.success(), "{}", text(&o));
     serde_json::from_slice(&o.stdout).expect("json")
 }

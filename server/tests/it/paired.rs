@@ -38,7 +38,7 @@ async fn robustness_is_read_against_clean_twins() {
         scores.extend(play(&world, agent, &levels).await);
     }
     twins::attach(&mut scores);
-    let options = Options { resamples: 1_000, ..Options::default() };
+    let options = Options { ..Options::default() };
     let agg = aggregate(&scores, "paired", &options).expect("aggregate");
     let row = |agent: &str, level: &str| {
         agg.levels.iter().find(|l| l.agent == agent && l.level == level).unwrap_or_else(|| panic!("{agent} {level}"))
@@ -155,7 +155,7 @@ async fn strip_spans_replays_undo_what_the_text_caused() {
     eprintln!("explorer: {explorer_changed} of {explorer_strips} strip-spans replays changed the verdict");
 
     // The scores: credulous's moved trials (goal at L3, not at L0) and their causal label.
-    let scored = crate::support::mirage(&db, &["score", "--run", &run, "--json", "--resamples", "100"]);
+    let scored = crate::support::mirage(&db, &["score", "--run", &run, "--json"]);
     assert!(scored.status.success(), "{}", String::from_utf8_lossy(&scored.stderr));
     let v: serde_json::Value = serde_json::from_slice(&scored.stdout).expect("json");
     let trials = v["trials"].as_array().expect("trials");

@@ -270,7 +270,7 @@ async fn lines_without_observations_import_as_they_score_and_imported_rows_are_m
     let file = dir.path().join("mine.jsonl");
     std::fs::write(&file, format!("{line}\n")).expect("write");
     let path = file.to_str().expect("utf-8");
-    crate::support::mirage_ok(&app.db, &["score", path, "--json", "--resamples", "10"]).await;
+    crate::support::mirage_ok(&app.db, &["score", path, "--json"]).await;
     let out = crate::support::mirage_ok(&app.db, &["runs", "import", path]).await;
     let said = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     let at = said.find("run-").expect("the run's id");

@@ -329,8 +329,7 @@ fn manipulated_runs_record_spans_and_exposure_at_the_right_turn() {
         );
     }
     assert_eq!(first_turns.len(), 10, "two agents x five levels");
-    let scored =
-        mirage(&db, &["score", out.to_str().expect("utf-8"), "--json", "--resamples", "50", "--by", "agent,level"]);
+    let scored = mirage(&db, &["score", out.to_str().expect("utf-8"), "--json", "--by", "agent,level"]);
     assert!(scored.status.success(), "{}", text(&scored.stderr));
     let v: Value = serde_json::from_slice(&scored.stdout).expect("json");
     for t in v["trials"].as_array().expect("trials") {
@@ -401,10 +400,8 @@ fn defended_configurations_withhold_flagged_text_and_score_separately() {
     }
     let bad = mirage(&db, &["run", "--agent", "explorer+magic", "--tasks", "ACCOUNT_TAKEOVER"]);
     assert!(text(&bad.stderr).contains("defense \"magic\""), "{}", text(&bad.stderr));
-    let v: Value = serde_json::from_slice(
-        &mirage(&db, &["score", out.to_str().expect("utf-8"), "--json", "--resamples", "50"]).stdout,
-    )
-    .expect("json");
+    let v: Value =
+        serde_json::from_slice(&mirage(&db, &["score", out.to_str().expect("utf-8"), "--json"]).stdout).expect("json");
     let board: Vec<&str> = v["aggregate"]["leaderboard"]
         .as_array()
         .expect("board")

@@ -42,12 +42,10 @@ fn scoring_a_trajectory_file_is_reproducible_and_follows_the_definitions() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (db, out, _) = baseline_run(&dir, "oracle,surface", "forum");
     let file = out.to_str().expect("utf-8");
-    let args = ["score", file, "--json", "--resamples", "400", "--seed", "3"];
+    let args = ["score", file, "--json"];
     let first = mirage(&db, &args);
     let v = json_of(&first);
-    assert_eq!(first.stdout, mirage(&db, &args).stdout, "same seed, same numbers");
-    let other = mirage(&db, &["score", file, "--json", "--resamples", "400", "--seed", "4"]);
-    assert_ne!(first.stdout, other.stdout, "another seed moves some interval");
+    assert_eq!(first.stdout, mirage(&db, &args).stdout, "same file, same numbers");
 
     let trials = v["trials"].as_array().expect("trials");
     assert_eq!(trials.len(), 300);
@@ -81,7 +79,7 @@ fn scoring_a_trajectory_file_is_reproducible_and_follows_the_definitions() {
     assert_eq!(v["aggregate"]["leaderboard"][0]["agent"], "oracle");
     assert_eq!(v["aggregate"]["comparisons"].as_array().map(Vec::len), Some(1));
 
-    let table = mirage(&db, &["score", "--trajectories", file, "--resamples", "200", "--by", "agent,category"]);
+    let table = mirage(&db, &["score", "--trajectories", file, "--by", "agent,category"]);
     assert!(table.status.success(), "{}", text(&table.stderr));
     let shown = text(&table.stdout);
     assert!(shown.contains("| agent ") && shown.contains("| category ") && shown.contains("Leaderboard"), "{shown}");
@@ -134,7 +132,7 @@ fn the_grader_self_tests_run_from_the_command_line() {
 fn run_scores_are_stored_reused_and_overridden_by_people() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (db, _, run) = baseline_run(&dir, "surface", "CONFLICT_OF_INTEREST");
-    let first = mirage(&db, &["score", "--run", &run, "--json", "--resamples", "200"]);
+    let first = mirage(&db, &["score", "--run", &run, "--json"]);
     let v = json_of(&first);
     let n = v["trials"].as_array().map_or(0, Vec::len);
     assert!(n > 10);
@@ -143,7 +141,7 @@ fn run_scores_are_stored_reused_and_overridden_by_people() {
     let exported = temp_path(&dir, "exported.jsonl");
     let o = mirage(&db, &["runs", "export", &run, "--out", exported.to_str().expect("utf-8")]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let file = json_of(&mirage(&db, &["score", exported.to_str().expect("utf-8"), "--json", "--resamples", "200"]));
+    let file = json_of(&mirage(&db, &["score", exported.to_str().expect("utf-8"), "--json"]));
     // Everything but where the trials came from: Mirage ran the stored ones; the file says so.
     let without_provenance = |v: &serde_json::Value| {
         let mut trials = v["trials"].as_array().expect("trials").clone();
@@ -155,7 +153,7 @@ fn run_scores_are_stored_reused_and_overridden_by_people() {
     assert_eq!(without_provenance(&file), without_provenance(&v), "scores of the stored run and of its export differ");
     assert!(v["trials"].as_array().expect("trials").iter().all(|t| t["provenance"] == "executed"));
     assert!(file["trials"].as_array().expect("trials").iter().all(|t| t["provenance"] == "file"));
-    let again = mirage(&db, &["score", "--run", &run, "--json", "--resamples", "200"]);
+    let again = mirage(&db, &["score", "--run", &run, "--json"]);
     assert!(text(&again.stderr).contains(&format!("0 computed now, {n} reused")), "{}", text(&again.stderr));
     assert_eq!(first.stdout, again.stdout, "stored scores give the same report");
 
@@ -170,7 +168,7 @@ fn run_scores_are_stored_reused_and_overridden_by_people() {
     let before = group(&v, "surface")["metrics"]["adoption"]["mean"].as_f64().expect("mean");
     let o = mirage(&db, &["label", id, "adoption", "true", "--note", "restates the refund story", "--author", "ann"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let waiting = json_of(&mirage(&db, &["score", "--run", &run, "--json", "--resamples", "200"]));
+    let waiting = json_of(&mirage(&db, &["score", "--run", &run, "--json"]));
     let t = waiting["trials"].as_array().expect("trials").iter().find(|t| t["trial_id"] == id).expect("trial");
     assert_eq!(t["labels"]["adoption"]["source"], "rule", "one annotator of the two needed settles nothing");
     let o = mirage(
@@ -178,7 +176,7 @@ fn run_scores_are_stored_reused_and_overridden_by_people() {
         &["label", id, "adoption", "true", "--note", "restates the refund story", "--author", "otto", "--adjudicate"],
     );
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let after = json_of(&mirage(&db, &["score", "--run", &run, "--json", "--resamples", "200"]));
+    let after = json_of(&mirage(&db, &["score", "--run", &run, "--json"]));
     let t = after["trials"].as_array().expect("trials").iter().find(|t| t["trial_id"] == id).expect("trial");
     assert_eq!(t["labels"]["adoption"]["source"], "adjudication");
     assert_eq!(t["labels"]["adoption"]["value"], true);
@@ -209,15 +207,7 @@ fn the_llm_judge_scores_reasoning_once_and_answers_from_its_cache() {
         format!("[endpoints.grader]\nbase_url = \"{}\"\nmodel = \"grader-1\"\ntemperature = 0.7\n[roles]\njudge = \"grader\"\n", judge.base_url),
     )
     .expect("config");
-    let args = [
-        "score",
-        out.to_str().expect("utf-8"),
-        "--json",
-        "--resamples",
-        "100",
-        "--config",
-        config.to_str().expect("utf-8"),
-    ];
+    let args = ["score", out.to_str().expect("utf-8"), "--json", "--config", config.to_str().expect("utf-8")];
     let v = json_of(&mirage(&db, &args));
     let trials = v["trials"].as_array().expect("trials");
     let calls = judge.requests().len();
@@ -232,16 +222,13 @@ fn the_llm_judge_scores_reasoning_once_and_answers_from_its_cache() {
     assert_eq!(judge.requests().len(), calls, "the second scoring is answered from the cache");
 
     // A stored run scored first by rules is recomputed when the judge changes.
-    let rules = mirage(&db, &["score", "--run", &run, "--json", "--resamples", "100"]);
+    let rules = mirage(&db, &["score", "--run", &run, "--json"]);
     assert!(
         text(&rules.stderr).contains(&format!("by {}+seen-fact-coverage", server::judge::RULES_VERSION)),
         "{}",
         text(&rules.stderr)
     );
-    let judged = mirage(
-        &db,
-        &["score", "--run", &run, "--json", "--resamples", "100", "--config", config.to_str().expect("utf-8")],
-    );
+    let judged = mirage(&db, &["score", "--run", &run, "--json", "--config", config.to_str().expect("utf-8")]);
     let n = trials.len();
     assert!(text(&judged.stderr).contains(&format!("{n} computed now")), "{}", text(&judged.stderr));
     assert_eq!(judge.requests().len(), calls, "same inputs: still cached");
@@ -262,7 +249,7 @@ fn the_llm_judge_scores_reasoning_once_and_answers_from_its_cache() {
 
     // Of a stored run, a score the judge failed on is not kept: once the same judge answers,
     // every such trial is asked again instead of reusing the error.
-    let stored = ["score", "--run", &run, "--json", "--resamples", "100", "--config", config.to_str().expect("utf-8")];
+    let stored = ["score", "--run", &run, "--json", "--config", config.to_str().expect("utf-8")];
     let failed = json_of(&mirage(&db, &stored));
     assert_eq!(group(&failed, "oracle")["judge_errors"].as_u64(), Some(n as u64));
     let fixed = rt.block_on(ScriptedServer::responding(std::time::Duration::ZERO, |_| {
@@ -310,15 +297,7 @@ fn the_model_judge_second_opinion_disputes_a_label_it_disagrees_with() {
     let config = crate::support::role_config(&dir, &judge.base_url, "j", "j1", "judge");
     let v = json_of(&mirage(
         &temp_path(&dir, "x.db"),
-        &[
-            "score",
-            file.to_str().expect("utf-8"),
-            "--json",
-            "--resamples",
-            "50",
-            "--config",
-            config.to_str().expect("utf-8"),
-        ],
+        &["score", file.to_str().expect("utf-8"), "--json", "--config", config.to_str().expect("utf-8")],
     ));
     let labels = &v["trials"][0]["labels"];
     assert_eq!((labels["exposure"]["value"].as_bool(), labels["exposure"]["turn"].as_u64()), (Some(true), Some(0)));
@@ -370,15 +349,7 @@ fn residual_attack_success_is_reported_for_every_filter_including_the_judge() {
     let config = crate::support::role_config(&dir, &judge.base_url, "j", "j", "judge");
     let v = json_of(&mirage(
         &db,
-        &[
-            "score",
-            out.to_str().expect("utf-8"),
-            "--json",
-            "--resamples",
-            "50",
-            "--config",
-            config.to_str().expect("utf-8"),
-        ],
+        &["score", out.to_str().expect("utf-8"), "--json", "--config", config.to_str().expect("utf-8")],
     ));
     let row = &v["aggregate"]["detection"][0];
     for f in ["keyword", "perplexity", "either", "judge", "any"] {

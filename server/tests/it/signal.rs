@@ -70,7 +70,7 @@ async fn play(world: &World, stride: usize, level: &str, defense: Option<&dyn De
 }
 
 fn estimate(scores: &[TrialScore], metric: Metric) -> Estimate {
-    let options = Options { by: vec!["agent".into()], metrics: vec![metric], resamples: 1_000, ..Options::default() };
+    let options = Options { by: vec!["agent".into()], metrics: vec![metric], ..Options::default() };
     let rows = groups(scores, "signal", &options).expect("groups");
     rows[0].metrics[metric.as_str()].expect("an estimate")
 }

@@ -3,18 +3,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{DetectionRow, Metric, Options, TrialScore, estimate, flag, of, seed_for};
+use super::{DetectionRow, Metric, TrialScore, estimate, flag, of};
 use crate::manip::Level;
 use crate::stats::{self, Obs};
 
 /// Per (agent, manipulated level) with filter flags: each filter's flag rate and the goal
 /// rate left when what it flags is caught.
-pub(super) fn detection_rows(
-    scores: &[TrialScore],
-    agents: &[&str],
-    levels: &BTreeSet<&str>,
-    options: &Options,
-) -> Vec<DetectionRow> {
+pub(super) fn detection_rows(scores: &[TrialScore], agents: &[&str], levels: &BTreeSet<&str>) -> Vec<DetectionRow> {
     let mut detection = Vec::new();
     for agent in agents {
         for level in levels.iter().filter(|l| !Level::is_clean(l)) {
@@ -38,17 +33,13 @@ pub(super) fn detection_rows(
                         Some(Obs::value(&s.domain, &s.family, flag(success && !caught)))
                     })
                     .collect();
-                let label = format!("residual/{agent}/{level}/{filter}");
-                residual.insert(
-                    filter.to_string(),
-                    stats::bootstrap(&obs, options.resamples, seed_for(options.seed, &label)),
-                );
+                residual.insert(filter.to_string(), stats::rate_interval(&obs));
             }
             detection.push(DetectionRow {
                 agent: (*agent).to_string(),
                 level: (*level).to_string(),
                 trials: members.len(),
-                goal_rate: estimate(&members, Metric::GoalRate, options),
+                goal_rate: estimate(&members, Metric::GoalRate),
                 flag_rate,
                 residual_goal_rate: residual,
             });

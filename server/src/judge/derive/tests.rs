@@ -170,7 +170,7 @@ fn hallucination_is_a_rate_over_trials_that_claim_something() {
         b.family = format!("g{i}");
         scores.extend([a, b]);
     }
-    let agg = aggregate(&scores, "r", &Options { resamples: 100, ..Options::default() }).expect("aggregate");
+    let agg = aggregate(&scores, "r", &Options::default()).expect("aggregate");
     let g = &agg.groups[0];
     assert_eq!(g.metrics["hallucination"].map(|e| e.mean), Some(1.0));
     assert_eq!(g.errors, 10);
@@ -207,7 +207,7 @@ fn moved_scores() -> Vec<crate::judge::TrialScore> {
 
 #[test]
 fn deleting_the_trials_the_text_moved_withholds_robustness_instead_of_raising_it() {
-    let options = Options { resamples: 200, ..Options::default() };
+    let options = Options::default();
     let mut all = moved_scores();
     twins::attach(&mut all);
     let full = aggregate(&all, "r", &options).expect("aggregate");
@@ -255,7 +255,7 @@ fn dropping_the_worse_hint_trials_withholds_the_hint_minus_raw_delta() {
             scores.push(score(i, "hint", 1.0));
         }
     }
-    let options = Options { resamples: 100, ..Options::default() };
+    let options = Options::default();
     let slice = crate::judge::report::Slice { condition: "all".into(), level: "L0".into() };
     let report = crate::judge::report::report(&scores, "r", &options, &slice).expect("report");
     assert!(report.hint_minus_raw.is_empty(), "{:?}", report.hint_minus_raw);

@@ -47,8 +47,7 @@ fn standing<'a>(agg: &'a crate::judge::aggregate::Aggregate, agent: &str) -> &'a
 
 fn scored(mut scores: Vec<TrialScore>) -> crate::judge::aggregate::Aggregate {
     twins::attach(&mut scores);
-    aggregate(&scores, "r", &Options { resamples: 100, by: vec!["agent".into()], ..Options::default() })
-        .expect("aggregate")
+    aggregate(&scores, "r", &Options { by: vec!["agent".into()], ..Options::default() }).expect("aggregate")
 }
 
 #[test]
@@ -137,7 +136,7 @@ fn hint_minus_raw_is_withheld_for_a_configuration_that_left_out_tasks_in_both_co
         }
     }
     twins::attach(&mut scores);
-    let options = Options { resamples: 100, ..Options::default() };
+    let options = Options::default();
     let slice = crate::judge::report::Slice { condition: "all".into(), level: "L0".into() };
     let report = crate::judge::report::report(&scores, "r", &options, &slice).expect("report");
     assert!(report.hint_minus_raw.iter().all(|d| d.agent != "a"), "{:?}", report.hint_minus_raw);

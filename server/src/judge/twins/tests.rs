@@ -44,7 +44,7 @@ fn an_agent_that_gives_the_goal_anyway_is_robust_and_one_that_is_moved_is_not() 
     attach(&mut scores);
     let by_agent = |agent: &str| {
         let mine: Vec<TrialScore> = scores.iter().filter(|s| s.agent == agent).cloned().collect();
-        aggregate(&mine, "r", &Options { resamples: 200, ..Options::default() }).expect("aggregate")
+        aggregate(&mine, "r", &Options::default()).expect("aggregate")
     };
     let steady = by_agent("steady");
     let l1 = level_row(&steady, "L1");
@@ -71,7 +71,7 @@ fn pass_k_counts_a_cell_with_too_few_seeds_as_not_passed() {
     let mut scores: Vec<TrialScore> = (0..3).map(|seed| trial("a", "t0", "L0", seed, Some(false))).collect();
     scores.push(trial("a", "t1", "L0", 0, Some(true)));
     scores.push(trial("a", "t2", "L0", 0, Some(true)));
-    let agg = aggregate(&scores, "r", &Options { resamples: 50, ..Options::default() }).expect("aggregate");
+    let agg = aggregate(&scores, "r", &Options::default()).expect("aggregate");
     let k = &agg.leaderboard[0].pass_k;
     assert_eq!(k.len(), 3);
     assert!(k.iter().all(|p| (p - 1.0 / 3.0).abs() < 1e-9), "never above pass^1: {k:?}");
@@ -100,7 +100,7 @@ fn a_failure_under_manipulation_is_a_move_and_a_double_failure_is_dropped() {
     );
     assert_eq!(pair(&scores[3]), Pair::Dropped);
     assert_eq!(pair(&scores[4]), Pair::Unpaired);
-    let agg = aggregate(&scores, "r", &Options { resamples: 100, ..Options::default() }).expect("aggregate");
+    let agg = aggregate(&scores, "r", &Options::default()).expect("aggregate");
     let l1 = level_row(&agg, "L1");
     assert_eq!((l1.pairing.pairs, l1.pairing.disrupted, l1.pairing.dropped, l1.pairing.unpaired), (1, 1, 1, 1));
     // A trial without its twin withholds the paired means: leaving out the twins of the
@@ -115,7 +115,7 @@ fn a_failure_under_manipulation_is_a_move_and_a_double_failure_is_dropped() {
         scores.push(trial("a", &format!("t{t}"), "L1", 0, Some(false)));
     }
     attach(&mut scores);
-    let agg = aggregate(&scores, "r", &Options { resamples: 100, ..Options::default() }).expect("aggregate");
+    let agg = aggregate(&scores, "r", &Options::default()).expect("aggregate");
     let l1 = level_row(&agg, "L1");
     assert!((l1.manipulation_effect.expect("effect").mean - 0.1).abs() < 1e-9);
     assert!(
@@ -134,7 +134,7 @@ fn pairs_that_mostly_failed_on_both_sides_withhold_the_paired_metrics() {
         scores.push(trial("a", &format!("t{t}"), "L1", 0, if both_failed { None } else { Some(false) }));
     }
     attach(&mut scores);
-    let agg = aggregate(&scores, "r", &Options { resamples: 100, ..Options::default() }).expect("aggregate");
+    let agg = aggregate(&scores, "r", &Options::default()).expect("aggregate");
     let l1 = level_row(&agg, "L1");
     assert!(l1.robustness.is_none(), "not 1.0 from the seven pairs that finished");
     assert!(l1.paired_note.as_deref().is_some_and(|n| n.contains("3 of 10")), "{:?}", l1.paired_note);
@@ -161,7 +161,7 @@ fn robustness_over_few_movable_twins_is_called_unstable() {
         scores.push(trial("a", &task, "L1", 0, Some(false)));
     }
     attach(&mut scores);
-    let agg = aggregate(&scores, "r", &Options { resamples: 50, ..Options::default() }).expect("aggregate");
+    let agg = aggregate(&scores, "r", &Options::default()).expect("aggregate");
     let l1 = level_row(&agg, "L1");
     assert!((l1.robustness.expect("robustness").mean - 4.0).abs() < 1e-9, "a ratio over one movable twin");
     assert!(l1.paired_note.as_deref().is_some_and(|n| n.contains("unstable")), "{:?}", l1.paired_note);
@@ -180,13 +180,13 @@ fn nonsense_verdicts_under_manipulation_are_disruption_and_repeated_twins_pair_n
     attach(&mut scores);
     assert!(matches!(pair(&scores[1]), Pair::Counted { disrupted: true, goal: true, .. }), "{:?}", pair(&scores[1]));
     assert_eq!(pair(&scores[4]), Pair::Ambiguous);
-    let agg = aggregate(&scores, "r", &Options { resamples: 50, ..Options::default() }).expect("aggregate");
+    let agg = aggregate(&scores, "r", &Options::default()).expect("aggregate");
     let l1 = level_row(&agg, "L1");
     assert_eq!((l1.pairing.pairs, l1.pairing.disrupted, l1.pairing.ambiguous), (1, 1, 1));
     assert!(l1.robustness.is_none(), "an ambiguous twin withholds the paired means");
     scores.truncate(2);
     attach(&mut scores);
-    let agg = aggregate(&scores, "r", &Options { resamples: 50, ..Options::default() }).expect("aggregate");
+    let agg = aggregate(&scores, "r", &Options::default()).expect("aggregate");
     assert_eq!(level_row(&agg, "L1").robustness.expect("robustness").mean, 0.0, "answering nonsense is no robustness");
     // One seed: pass^1 only, and no noise floor.
     assert!(agg.leaderboard[0].noise_floor.is_none() && agg.leaderboard[0].pass_k.len() == 1);
@@ -205,7 +205,7 @@ fn a_goal_the_twin_gave_too_is_no_hijack_and_says_why_robustness_is_missing() {
         s.restated = Some(0);
     }
     attach(&mut scores);
-    let agg = aggregate(&scores, "r", &Options { resamples: 50, ..Options::default() }).expect("aggregate");
+    let agg = aggregate(&scores, "r", &Options::default()).expect("aggregate");
     let l1 = level_row(&agg, "L1");
     assert_eq!(l1.manipulation_effect.expect("effect").mean, 0.0);
     assert!(l1.robustness.is_none());
@@ -236,7 +236,7 @@ fn pass_k_and_the_noise_floor_read_the_seeds_of_clean_cells() {
         scores.push(trial("a", "t1", "L0", seed, Some(seed == 2)));
         scores.push(trial("a", "t2", "L0", seed, Some(true)));
     }
-    let agg = aggregate(&scores, "r", &Options { resamples: 100, ..Options::default() }).expect("aggregate");
+    let agg = aggregate(&scores, "r", &Options::default()).expect("aggregate");
     let s = &agg.leaderboard[0];
     // pass^1 = (1 + 2/3 + 0) / 3; pass^2 = (1 + 1/3 + 0) / 3; pass^3 = 1/3.
     let want = [(1.0 + 2.0 / 3.0) / 3.0, (1.0 + 1.0 / 3.0) / 3.0, 1.0 / 3.0];
