@@ -32,9 +32,18 @@ pub struct GeoRow {
     pub nrg_target_weighted: f64,
     /// PPL-R under the built-in 4-gram model (equal-dataset mean of ratios).
     pub ppl_r: Option<f64>,
-    /// Trials of the row that ended in error or are unfinished: in no mean (marked ‡).
+    /// Targets the row lacks (marked ‡ and "n of N"): its trials in error or unfinished,
+    /// or targets the widest row under its ranker has and it does not.
     #[serde(default)]
     pub incomplete: usize,
+    /// Replies read, and those read by the fallback; `mostly_fallback` (marked §): over
+    /// half of the clean or of the edited replies were.
+    #[serde(default)]
+    pub replies: usize,
+    #[serde(default)]
+    pub fallback_replies: usize,
+    #[serde(default)]
+    pub mostly_fallback: bool,
     /// For TAP: how its searches went.
     #[serde(default)]
     pub tap: Option<GeoTapStats>,

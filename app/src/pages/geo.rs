@@ -250,6 +250,11 @@ fn notices(v: &GeoView) -> AnyView {
                 v.failed_orders, v.failed_trials
             )}</p>
         })}
+        {v.rows.iter().any(|r| r.mostly_fallback).then(|| view! {
+            <p class="notice geo-fallback">"§ More than half of the row's clean or edited replies ranked nothing on a numbered line and were \
+                read by where names are first mentioned (a refusal that names a product reads as ranking it first): \
+                its figures rest on that reading."</p>
+        })}
         {(!v.incomplete.is_empty()).then(|| view! {
             <ul class="notice geo-incomplete">
                 {v.incomplete.iter().map(|e| view! {
@@ -295,7 +300,10 @@ fn methods_table(v: &GeoView) -> AnyView {
                             <td>{r.ranker.clone()}</td><td>{r.group.clone()}</td>
                             <td>{r.method.clone()}
                                 {(r.failed_orders > 0 || r.tap.as_ref().is_some_and(|t| t.failed_calls > 0)).then_some(" †")}
-                                {(r.incomplete > 0).then_some(" ‡")}</td>
+                                {(r.incomplete > 0).then_some(" ‡")}
+                                {r.mostly_fallback.then(|| view! {
+                                    <span title=format!("{} of {} replies named no product on a numbered line and were read by first mention", r.fallback_replies, r.replies)>" §"</span>
+                                })}</td>
                             <td class="num">{if r.band == 0 { "—".to_string() } else { r.band.to_string() }}</td>
                             <EstCell est=Some(r.nrg)/><EstCell est=Some(r.s_at_0_1)/><EstCell est=Some(r.p_at_0_1)/>
                             <EstCell est=Some(r.kvr)/><EstCell est=Some(r.nrg_after_keyword)/>

@@ -71,13 +71,16 @@ async fn offline_targets(
     for list in lists {
         for (t, item) in list.items.iter().enumerate() {
             let edited = writers::write(method, &item.name, &list.noun, &item.text).expect("checked writer");
-            let (result, _) = evaluate(ranker, protocol, list, t, &edited).await?;
+            let (result, records) = evaluate(ranker, protocol, list, t, &edited).await?;
+            let names: Vec<String> = list.items.iter().map(|i| i.name.clone()).collect();
+            let readings = crate::geo::readings(&records, &names, protocol.parser);
             scored.push(Scored {
                 dataset: list.dataset.clone(),
                 list: list.key(),
                 target: t + 1,
                 result,
                 failed_orders: 0,
+                readings,
                 kvr: crate::geo::kvr(&edited),
                 ppl_r: ppl.ratio(&edited, &item.text, list),
                 search: None,
@@ -253,6 +256,7 @@ fn print_methods(report: &crate::geo::report::Report) {
         "PPL-R",
         "missing (clean, edited)",
         "failed calls",
+        "read by fallback",
     ];
     let mut t = table(header.map(String::from).to_vec());
     for r in &report.rows {
@@ -260,10 +264,11 @@ fn print_methods(report: &crate::geo::report::Report) {
         t.add_row(vec![
             r.ranker.clone(),
             format!(
-                "{}{}{}",
+                "{}{}{}{}",
                 r.method,
                 if r.tap.as_ref().is_some_and(|t| t.failed_calls > 0) { " †" } else { "" },
-                if r.incomplete > 0 { " ‡" } else { "" }
+                if r.incomplete > 0 { " ‡" } else { "" },
+                if s.mostly_fallback() { " §" } else { "" }
             ),
             if r.band == 0 { "—".to_string() } else { r.band.to_string() },
             if r.incomplete > 0 { format!("{} of {}", s.n, s.n + r.incomplete) } else { s.n.to_string() },
@@ -275,6 +280,7 @@ fn print_methods(report: &crate::geo::report::Report) {
             s.ppl_r.map_or_else(|| "-".to_string(), |r| format!("{r:.3}")),
             format!("{:.3}, {:.3}", s.missing_clean, s.missing),
             failed(s),
+            format!("{} of {}", s.fallback_replies, s.replies),
         ]);
     }
     // A row none of whose targets was scored stays in the table, said as such.
@@ -285,6 +291,17 @@ fn print_methods(report: &crate::geo::report::Report) {
         t.add_row(row);
     }
     println!("{t}");
+    for r in &report.rows {
+        if let Some(n) = &r.narrower {
+            println!("‡ {} under {}: {n}", r.method, r.ranker);
+        }
+    }
+    if report.rows.iter().any(|r| r.summary.mostly_fallback()) {
+        println!(
+            "§ more than half of the row's clean or edited replies ranked nothing on a numbered line and were read by \
+             where names are first mentioned (a refusal naming a product reads as ranking it first)"
+        );
+    }
     for r in &report.rows {
         if let Some(tap) = &r.tap {
             println!("{}", tap.describe(&r.ranker, &r.method));

@@ -192,6 +192,48 @@ pub fn target_orders(protocol: &Protocol, list: &List, target: usize) -> Vec<Vec
     order::orderings(list.items.len(), protocol.k, seed, protocol.orders)
 }
 
+/// How a target's replies were read: replies read (failed calls are not) and those read by
+/// the fallback, in all and on the edited side.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Readings {
+    pub replies: usize,
+    pub fallback: usize,
+    pub edited: usize,
+    pub fallback_edited: usize,
+}
+
+/// How the replies of a target's order records were read.
+pub fn readings(records: &[OrderRecord], names: &[String], parser: parse::Parser) -> Readings {
+    let mut out = Readings::default();
+    for r in records {
+        for (reply, failure, edited) in
+            [(&r.clean_reply, &r.clean_failure, false), (&r.edited_reply, &r.edited_failure, true)]
+        {
+            if failure.is_some() {
+                continue;
+            }
+            let fallback = usize::from(parse::by_fallback(reply, names, parser));
+            out.replies += 1;
+            out.fallback += fallback;
+            if edited {
+                out.edited += 1;
+                out.fallback_edited += fallback;
+            }
+        }
+    }
+    out
+}
+
+impl Summary {
+    /// Whether the figures rest mostly on replies read by the fallback: more than half of
+    /// the clean or of the edited replies.
+    pub fn mostly_fallback(&self) -> bool {
+        let (clean, fallback_clean) =
+            (self.replies - self.edited_replies, self.fallback_replies - self.fallback_edited);
+        self.fallback_edited * 2 > self.edited_replies || fallback_clean * 2 > clean
+    }
+}
+
 /// The target's result from its order records.
 pub fn result_of(records: &[OrderRecord], len: usize, agg: Agg) -> TargetResult {
     let ranks_b = records.iter().map(|r| r.clean_rank).collect();
@@ -225,6 +267,9 @@ pub struct Scored {
     /// Orders in which a ranker call failed (either side); the target counts as missing there.
     #[serde(default)]
     pub failed_orders: usize,
+    /// Replies read and those read by the fallback (see [`Summary::fallback_replies`]).
+    #[serde(default)]
+    pub readings: Readings,
     /// Whether the edited text holds a listed keyword or phrase (GEO-Bench matching).
     pub kvr: bool,
     /// ppl(edited) / ppl(original) under the built-in 4-gram model, when defined.
@@ -301,6 +346,17 @@ pub struct Summary {
     /// Targets with at least one failed order.
     #[serde(default)]
     pub failed_targets: usize,
+    /// Replies read (clean and edited, failed calls left out) and those read by the
+    /// fallback (no numbered line ranked a name: names ranked by first mention); the same
+    /// two counts for the edited side alone.
+    #[serde(default)]
+    pub replies: usize,
+    #[serde(default)]
+    pub fallback_replies: usize,
+    #[serde(default)]
+    pub edited_replies: usize,
+    #[serde(default)]
+    pub fallback_edited: usize,
     pub nrg: Estimate,
     pub s_at_0_1: Estimate,
     pub p_at_0_1: Estimate,
@@ -359,6 +415,10 @@ pub fn summarise_weighted(scored: &[Scored], weight: crate::stats::Weight) -> Op
         orders: scored.iter().map(|s| s.result.ranks_a.len()).sum(),
         failed_orders: scored.iter().map(|s| s.failed_orders).sum(),
         failed_targets: scored.iter().filter(|s| s.failed_orders > 0).count(),
+        replies: scored.iter().map(|s| s.readings.replies).sum(),
+        fallback_replies: scored.iter().map(|s| s.readings.fallback).sum(),
+        edited_replies: scored.iter().map(|s| s.readings.edited).sum(),
+        fallback_edited: scored.iter().map(|s| s.readings.fallback_edited).sum(),
         nrg: est(&|s| s.result.nrg)?,
         s_at_0_1: rate(&|s| s.result.s_at_0_1)?,
         p_at_0_1: rate(&|s| s.result.p_at_0_1)?,

@@ -2,10 +2,14 @@
 //! ([`Parser::GeoBench`], for comparability); [`Parser::Fixed`] adds two fixes.
 //!
 //! Names and reply are normalised (lowercase; `* _ \` " ' “ ” ‘ ’` deleted; whitespace
-//! collapsed). Numbered lines (`1. …`, `2) …`, `**3. …`) are walked in order: the longest
-//! name a line contains gets the next rank (the printed number is ignored); a line whose
-//! longest name is already ranked is a duplicate and consumes nothing (fix 1: GEO-Bench
-//! falls through to a shorter name, so a repeated `document10` line ranks `document1`).
+//! collapsed). Numbered lines (`1. …`, `2) …`, `**3. …`) are walked in order: GEO-Bench
+//! gives the next rank to the longest name a line contains that is not ranked yet (the
+//! printed number is ignored). The fixed reading gives it to the name the line is about —
+//! the one starting earliest at the start of a word (then earliest anywhere; the longest
+//! among those starting there) — and a line whose name is already ranked is a duplicate
+//! that consumes nothing (fix 1: GEO-Bench falls through to a shorter name, so a repeated
+//! `document10` line ranks `document1`; and a line about Beta that mentions a longer,
+//! already ranked competitor is still Beta's, where taking the longest name would drop it).
 //! Only when no numbered line ranked anything, names are ranked by their first occurrence
 //! in the whole reply, longest first with each found occurrence masked (fix 2: GEO-Bench
 //! does not mask, so `document1` is found inside `document10`). A name never found is
@@ -65,6 +69,20 @@ fn find_word(hay: &str, needle: &str, from: usize) -> Option<usize> {
     None
 }
 
+/// Where `needle` first occurs in `hay` at the start of a word (`true`), or else first
+/// occurs at all (`false`).
+fn first_at(hay: &str, needle: &str) -> Option<(bool, usize)> {
+    let first = hay.find(needle)?;
+    let mut at = first;
+    while let Some(pos) = hay.get(at..).and_then(|h| h.find(needle)).map(|p| p + at) {
+        if hay[..pos].chars().next_back().is_none_or(|c| !c.is_alphanumeric()) {
+            return Some((true, pos));
+        }
+        at = pos + hay[pos..].chars().next().map_or(1, char::len_utf8);
+    }
+    Some((false, first))
+}
+
 static NUMBERED: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\s*(?:\*\*)?(\d+)[.)]\s*(.+?)\s*$").expect("numbered-line pattern"));
 
@@ -111,6 +129,13 @@ impl Readings {
     }
 }
 
+/// Whether `reply` was read by the fallback: it says something, but no numbered line of it
+/// ranked a name, so names were ranked by where they first occur (a prose refusal that
+/// names a product reads as ranking it first).
+pub fn by_fallback(reply: &str, names: &[String], parser: Parser) -> bool {
+    !reply.trim().is_empty() && read(reply, names, parser).1.iter().all(Option::is_none)
+}
+
 /// The ranks, and the name each numbered line ranked.
 fn read(reply: &str, names: &[String], parser: Parser) -> (Vec<Option<usize>>, Vec<Option<usize>>) {
     let norm: Vec<String> = names.iter().map(|n| normalise(n)).collect();
@@ -125,7 +150,14 @@ fn read(reply: &str, names: &[String], parser: Parser) -> (Vec<Option<usize>>, V
         let body = normalise(&caps[2]);
         let mut contained = by_length.iter().copied().filter(|&i| !norm[i].is_empty() && body.contains(&norm[i]));
         let pick = match parser {
-            Parser::Fixed => contained.next().filter(|&i| out[i].is_none()),
+            Parser::Fixed => by_length
+                .iter()
+                .filter(|&&i| !norm[i].is_empty())
+                .filter_map(|&i| first_at(&body, &norm[i]).map(|(word, pos)| ((!word, pos), i)))
+                // Word starts first, then earliest; by_length order breaks ties by length.
+                .min_by_key(|&(key, _)| key)
+                .map(|(_, i)| i)
+                .filter(|&i| out[i].is_none()),
             Parser::GeoBench => contained.find(|&i| out[i].is_none()),
             Parser::Strict => by_length
                 .iter()
@@ -282,6 +314,32 @@ mod tests {
         let prose = "Our suggestion: Bridge first, then GE";
         assert_eq!(differ(prose, &n, 0), (0, 1));
         assert_eq!(ranked("We like ge and Bridgestone", &list, s), pairs(&[("GE", 1)]), "fallback: whole words");
+    }
+
+    /// A line about Beta that mentions a longer, already ranked competitor stays Beta's in
+    /// the fixed reading (taking the longest name dropped every such line); GEO-Bench's
+    /// reading falls through to Beta here too, since the longer name is taken.
+    #[test]
+    fn the_fixed_reading_ranks_the_name_a_line_is_about() {
+        let list = ["Beta", "Alpha Deluxe", "Gamma"];
+        let reply = "1. Alpha Deluxe\n2. Beta, cheaper than Alpha Deluxe\n3. Gamma (lighter than Alpha Deluxe)";
+        let all = pairs(&[("Alpha Deluxe", 1), ("Beta", 2), ("Gamma", 3)]);
+        assert_eq!(ranked(reply, &list, Parser::Fixed), all);
+        assert_eq!(ranked(reply, &list, Parser::GeoBench), all);
+        // A name inside another word yields to one at a word's start: "Algae" holds LG.
+        let list = ["LG", "Bridge"];
+        assert_eq!(ranked("1. Algae Bridge\n2. LG", &list, Parser::Fixed), pairs(&[("Bridge", 1), ("LG", 2)]));
+        // A duplicate line still consumes nothing.
+        assert_eq!(ranked("1. document10\n2. document10 again\n3. Alpha", &DOCS, Parser::Fixed)[1].0, "Alpha");
+    }
+
+    #[test]
+    fn replies_read_by_the_fallback_are_known() {
+        let n = names(&["Beta", "Alpha Deluxe"]);
+        assert!(by_fallback("I cannot rank these; Beta is a fine product.", &n, Parser::Fixed));
+        assert!(!by_fallback("1. Beta\n2. Alpha Deluxe", &n, Parser::Fixed));
+        assert!(!by_fallback("   ", &n, Parser::Fixed), "an empty reply is a failed call, not a reading");
+        assert!(by_fallback("1. Neither of them", &n, Parser::GeoBench), "numbered lines that rank nothing");
     }
 
     #[test]

@@ -31,10 +31,16 @@ pub struct Row {
     /// For TAP: how its searches went.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tap: Option<TapStats>,
-    /// Trials of the row that ended in error or are unfinished: in no mean (marked ‡; the
-    /// report's incomplete list names the datasets left out).
+    /// Targets the row lacks (marked ‡, "n of N"): trials that ended in error or are
+    /// unfinished (the report's incomplete list names the datasets left out), or targets
+    /// the widest row under the same ranker has and this one was never planned on (an
+    /// imported variant with texts for a few targets).
     #[serde(default)]
     pub incomplete: usize,
+    /// How a row narrower than the widest under its ranker falls short, in words
+    /// (`3 of 28 targets, 1 of 2 datasets, 1 of 7 lists`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub narrower: Option<String>,
 }
 
 /// How a TAP variant's searches went (see [`app::model::GeoTapStats`]).
@@ -343,7 +349,9 @@ fn variant_rows(
         let Some(summary) = summarise_weighted(scored, weight) else { continue };
         let incomplete = tally.by_variant.get(&(ranker.clone(), method.clone())).map_or(0, |v| v.errors + v.unfinished);
         let tap = tap_stats(scored);
-        rows.push(Row { ranker: ranker.clone(), method: method.clone(), summary, band: 0, tap, incomplete });
+        let row =
+            Row { ranker: ranker.clone(), method: method.clone(), summary, band: 0, tap, incomplete, narrower: None };
+        rows.push(row);
         for dataset in datasets_of_run {
             let mine: Vec<Scored> = scored.iter().filter(|s| &s.dataset == dataset).cloned().collect();
             if let Some(summary) = summarise(&mine) {
@@ -354,7 +362,46 @@ fn variant_rows(
             }
         }
     }
+    mark_narrower(&mut rows, &mut datasets, results);
     (rows, datasets)
+}
+
+/// Marks every row over fewer targets than the widest row under its ranker (and every
+/// dataset row over fewer than the widest of its ranker and dataset): its `incomplete`
+/// becomes the difference, so tables say "n of N" and ‡, and `narrower` says what it lacks.
+fn mark_narrower(rows: &mut [Row], datasets: &mut [DatasetRow], results: &BTreeMap<(String, String), Vec<Scored>>) {
+    let shape = |scored: &[Scored]| {
+        let sets: (BTreeSet<&str>, BTreeSet<&str>) =
+            (scored.iter().map(|s| s.dataset.as_str()).collect(), scored.iter().map(|s| s.list.as_str()).collect());
+        (sets.0.len(), sets.1.len())
+    };
+    let mut widest: BTreeMap<&str, (usize, usize, usize)> = BTreeMap::new();
+    for r in rows.iter() {
+        let (d, l) = results.get(&(r.ranker.clone(), r.method.clone())).map_or((0, 0), |s| shape(s));
+        let w = widest.entry(r.ranker.as_str()).or_default();
+        *w = (w.0.max(r.summary.n + r.incomplete), w.1.max(d), w.2.max(l));
+    }
+    let widest: BTreeMap<String, (usize, usize, usize)> = widest.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    for r in rows.iter_mut() {
+        let (n, d, l) = widest[&r.ranker];
+        let (mine_d, mine_l) = results.get(&(r.ranker.clone(), r.method.clone())).map_or((0, 0), |s| shape(s));
+        if r.summary.n + r.incomplete < n {
+            r.incomplete = n - r.summary.n;
+            r.narrower = Some(format!(
+                "{} of {n} targets, {mine_d} of {d} datasets, {mine_l} of {l} lists: fewer than the widest row under {}",
+                r.summary.n, r.ranker
+            ));
+        }
+    }
+    let mut widest: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for r in datasets.iter() {
+        let w = widest.entry((r.ranker.clone(), r.dataset.clone())).or_default();
+        *w = (*w).max(r.summary.n + r.incomplete);
+    }
+    for r in datasets.iter_mut() {
+        let n = widest[&(r.ranker.clone(), r.dataset.clone())];
+        r.incomplete = r.incomplete.max(n - r.summary.n);
+    }
 }
 
 /// Paired comparisons of every two methods under each ranker, on the targets both scored.

@@ -149,6 +149,7 @@ pub async fn results(
                 tally.readings.add(reply, &names, target, geo.protocol.parser, other);
             }
         }
+        let readings = super::readings(records, &names, geo.protocol.parser);
         let text_key = ranked_key(trial);
         let key = (text_key.clone(), list.dataset.clone(), list.category.clone(), i64::try_from(target + 1)?);
         let (kvr, ppl_r, search) =
@@ -159,6 +160,7 @@ pub async fn results(
             target: target + 1,
             result: result_of(records, list.items.len(), geo.protocol.agg),
             failed_orders: records.iter().filter(|r| r.failed()).count(),
+            readings,
             kvr,
             ppl_r,
             search,

@@ -407,6 +407,8 @@ async fn export_geo(state: &AppState, name: &str, q: &ExportQuery) -> Result<Res
             "nrg_target_weighted",
             "ppl_r_ngram",
             "incomplete_trials",
+            "replies",
+            "fallback_replies",
             "tap_dead_searches",
         ]
         .map(String::from),
@@ -436,6 +438,8 @@ async fn export_geo(state: &AppState, name: &str, q: &ExportQuery) -> Result<Res
                 // Trials in error or unfinished (‡: the figures are over the others), and
                 // TAP searches that measured nothing.
                 r.incomplete.to_string(),
+                r.replies.to_string(),
+                r.fallback_replies.to_string(),
                 r.tap.as_ref().map(|t| t.dead_searches.to_string()).unwrap_or_default(),
             ]);
             let j = view

@@ -431,6 +431,9 @@ fn geo_row(row: &crate::geo::report::Row) -> GeoRow {
         nrg_target_weighted: s.nrg_target_weighted,
         ppl_r: s.ppl_r,
         incomplete: row.incomplete,
+        replies: s.replies,
+        fallback_replies: s.fallback_replies,
+        mostly_fallback: s.mostly_fallback(),
         tap: row.tap.clone(),
     }
 }

@@ -725,6 +725,14 @@ fn importing_geobench_texts() {
         v["rows"].as_array().expect("rows").iter().find(|r| r["method"] == "import:raf__opt").expect("row").clone();
     assert_eq!(row["n"], 10);
     assert!(row["nrg"]["mean"].as_f64().expect("nrg") > 0.0, "repeating the noun moves BM25 up");
+    // Ten targets of one list beside clean's thirty of three: "10 of 30", ‡, and no interval
+    // (one list is one cluster: its spread is unknown, not zero).
+    assert_eq!(row["incomplete"], 20, "{row}");
+    assert_eq!(row["narrower"], "10 of 30 targets, 1 of 1 datasets, 1 of 3 lists: fewer than the widest row under bm25");
+    assert_eq!(row["nrg"]["no_interval"], true, "{row}");
+    let o = crate::support::mirage(&db, &["geo", "report", "--run", &run]);
+    let out = text(&o);
+    assert!(out.contains("import:raf__opt ‡") && out.contains("10 of 30") && out.contains("[no interval]"), "{out}");
     let o = crate::support::mirage(&db, &["geo", "report", "--run", &run, "--by", "method,dataset,ranker,pairs"]);
     let out = text(&o);
     assert!(o.status.success(), "{out}");
@@ -1447,4 +1455,27 @@ async fn a_flaky_ranker_pairs_every_method_on_one_clean_reply_and_filtered_repli
         assert_eq!((stuff.orders, stuff.failed_orders), (100, 100), "{reason}: every stuffed reply is a failed call");
         assert_eq!(report.failed_orders, 100, "{reason}");
     }
+
+    // A prose refusal that names the stuffed product reads, by first mention, as ranking it
+    // first: the replies so read are counted and the row is marked.
+    let prose = ScriptedServer::responding(std::time::Duration::ZERO, move |body| {
+        let shown = shown_names(body);
+        match shown.iter().find(|(_, text)| text.contains("of the year")) {
+            Some((name, _)) => Reply::Text(format!("I won't rank promotional copy such as {name}'s.")),
+            None => Reply::Text(shown.iter().enumerate().map(|(i, (n, _))| format!("{}. {n}\n", i + 1)).collect()),
+        }
+    })
+    .await;
+    let mut geo = spec(&["stsdata"], &["prose"], &["clean", "stuff"]);
+    geo.lists = vec!["stsdata/books".into()];
+    geo.endpoints.insert("prose".into(), endpoint(&prose.base_url));
+    let run = server::runs::geo::create_geo_run(store.as_ref(), geo).await.expect("run");
+    execute(store.clone(), &run, 2).await;
+    let report = server::geo::report::report(store.as_ref(), &lists, &run).await.expect("report");
+    let row = |m: &str| &report.rows.iter().find(|r| r.method == m).expect("row").summary;
+    let stuff = row("stuff");
+    assert_eq!((stuff.replies, stuff.fallback_replies, stuff.edited_replies), (200, 100, 100), "every edited reply");
+    assert!(stuff.mostly_fallback() && stuff.nrg.mean > 0.4, "marked, and the first mention reads as a gain");
+    assert_eq!((row("clean").replies, row("clean").fallback_replies), (200, 0));
+    assert!(!row("clean").mostly_fallback());
 }
