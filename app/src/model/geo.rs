@@ -142,8 +142,15 @@ pub struct GeoTapStats {
 impl GeoTapStats {
     /// The report's line about a row's searches (failed calls marked †).
     pub fn describe(&self, ranker: &str, method: &str) -> String {
+        // A transfer row (`tap>A` under another ranker) ranks texts searched on A: the
+        // searches are A's, only the evaluation is this ranker's.
+        let searched_on = method.strip_prefix("tap>").unwrap_or(ranker);
         let still = self.still_first.map_or_else(String::new, |f| {
-            format!(", of which {:.0} % are still first on the evaluation orders", 100.0 * f)
+            if searched_on == ranker {
+                format!(", of which {:.0} % are still first on the evaluation orders", 100.0 * f)
+            } else {
+                format!(", of which {:.0} % are first under {ranker} on the evaluation orders", 100.0 * f)
+            }
         });
         let failed = if self.failed_calls == 0 {
             String::new()
@@ -165,10 +172,14 @@ impl GeoTapStats {
                 }
             )
         };
+        let searches = if searched_on == ranker {
+            format!("{} searches", self.searched)
+        } else {
+            format!("the texts of {} searches on {searched_on}", self.searched)
+        };
         format!(
-            "{ranker} / {method}: {} searches, {:.1} nodes each on average, {:.0} % reached rank 1 on the search's \
-             orders{still}{failed}",
-            self.searched,
+            "{ranker} / {method}: {searches}, {:.1} nodes each on average, {:.0} % reached rank 1 on {searched_on}'s \
+             search orders{still}{failed}",
             self.nodes,
             100.0 * self.reached
         )

@@ -203,6 +203,7 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
         {method.map(|m| targets_table(v, &m))}
         <p class="downloads">"Download: "
             <a href=format!("/api/export/geo.csv{q}") download="">"rows (CSV)"</a>" · "
+            <a href=format!("/api/export/geo-long.csv{q}") download="">"method × dataset × metric (CSV, GEO-Bench's shape)"</a>" · "
             <a href=format!("/api/export/geo.json{q}") download="">"report (JSON)"</a>
         </p>
     }

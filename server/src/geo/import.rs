@@ -39,6 +39,9 @@ struct Row {
     target_idx: usize,
     #[serde(default)]
     target_name: String,
+    /// The list's length as GEO-Bench ranked it.
+    #[serde(rename = "L", default)]
+    list_len: Option<usize>,
     orig_text: String,
     #[serde(default)]
     adv_suffix: String,
@@ -62,6 +65,10 @@ pub struct Import {
     pub rebuilt: usize,
     pub variant: String,
 }
+
+/// The longest text a row may hold (GEO-Bench's descriptions run to a few thousand
+/// characters): a longer one is refused with its line rather than ranked for minutes.
+pub const MAX_TEXT_BYTES: usize = 64 * 1024;
 
 /// The 1-based line of the file on which the record found at `offset` starts (the reader may
 /// leave the end of the previous line, such as CRLF's `\n`, before it).
@@ -115,6 +122,20 @@ pub fn read(lists: &[List], file: &str, bytes: &[u8], name: &str, adopt: bool) -
         if row.adv_text.trim().is_empty() {
             bail!("{file}:{line}: adv_text is empty");
         }
+        for (field, text) in
+            [("orig_text", &row.orig_text), ("adv_text", &row.adv_text), ("adv_suffix", &row.adv_suffix)]
+        {
+            if text.len() > MAX_TEXT_BYTES {
+                bail!("{file}:{line}: {field} is {} bytes, over the limit of {MAX_TEXT_BYTES}", text.len());
+            }
+        }
+        // A suffix row's text is its original and then the suffix; one that is not was
+        // mislabelled (or its columns shifted), and its kind would be wrong.
+        if !row.adv_suffix.trim().is_empty()
+            && one_line(&row.adv_text) != one_line(&format!("{} {}", row.orig_text, row.adv_suffix))
+        {
+            bail!("{file}:{line}: adv_text is not orig_text followed by adv_suffix, as a suffix row's must be");
+        }
         let differs = one_line(&row.orig_text) != one_line(&item.text);
         if differs {
             *out.mismatches.entry(list.key()).or_insert(0) += 1;
@@ -159,8 +180,16 @@ fn target_of<'a>(
     if row.target_idx == 0 || row.target_idx > list.items.len() {
         bail!("{at}: target_idx {} is outside 1..={} of {}", row.target_idx, list.items.len(), list.key());
     }
+    if let Some(l) = row.list_len
+        && l != list.items.len()
+    {
+        bail!("{at}: L is {l}, but {} has {} items", list.key(), list.items.len());
+    }
     let item = &list.items[row.target_idx - 1];
-    if !row.target_name.is_empty() && row.target_name.trim() != item.name {
+    if row.target_name.trim().is_empty() {
+        bail!("{at}: target_name is empty (item {} of {} is {:?})", row.target_idx, list.key(), item.name);
+    }
+    if row.target_name.trim() != item.name {
         bail!(
             "{at}: target_name {:?} is not item {} of {} ({:?})",
             row.target_name,
@@ -174,8 +203,7 @@ fn target_of<'a>(
 
 /// The original a row's text was made from and the edited text: GEO-Bench's own when
 /// `rebuild` is false (adopted, or its original matches the stored one), else a suffix
-/// rebuilt on the stored description. A rewrite cannot be rebuilt, nor a suffix that is not
-/// simply appended to its original.
+/// rebuilt on the stored description. A rewrite cannot be rebuilt.
 fn edited(row: &Row, item: &Item, list: &str, rebuild: bool, at: &str) -> anyhow::Result<(String, String)> {
     if !rebuild {
         return Ok((row.orig_text.clone(), row.adv_text.clone()));
@@ -187,15 +215,8 @@ fn edited(row: &Row, item: &Item, list: &str, rebuild: bool, at: &str) -> anyhow
             row.target_idx
         );
     }
-    // Rebuilding is only faithful where the row's own text is its original and then the
-    // suffix; a suffix placed otherwise cannot be carried to another original.
-    if one_line(&row.adv_text) != one_line(&format!("{} {}", row.orig_text, row.adv_suffix)) {
-        bail!(
-            "{at}: {list} target {}: adv_text is not orig_text followed by adv_suffix, so it cannot be rebuilt on \
-             the stored description (which differs from orig_text); pass --adopt-originals to rank it as given",
-            row.target_idx
-        );
-    }
+    // `read` has checked that the row's text is its original and then the suffix, so the
+    // suffix carries to the stored description.
     Ok((item.text.clone(), format!("{} {}", item.text, row.adv_suffix).trim().to_string()))
 }
 
@@ -302,6 +323,19 @@ mod tests {
             (format!("{HEAD}m,stsdata,books,11,x,10,o,,a,r,p\n"), "raf.csv:2: target_idx 11 is outside"),
             (format!("{HEAD}m,stsdata,nope,1,x,10,o,,a,r,p\n"), "raf.csv:2: no list stsdata/nope"),
             (format!("{HEAD}m,stsdata,books,1,Wrong Name,10,o,,a,r,p\n"), "raf.csv:2: target_name \"Wrong Name\""),
+            (format!("{HEAD}m,stsdata,books,1,,10,o,,a,r,p\n"), "raf.csv:2: target_name is empty"),
+            (
+                format!("{HEAD}m,stsdata,books,1,{name},7,o,,a,r,p\n"),
+                "raf.csv:2: L is 7, but stsdata|books has 10 items",
+            ),
+            (
+                format!("{HEAD}m,stsdata,books,1,{name},10,o,sfx,a,r,p\n"),
+                "raf.csv:2: adv_text is not orig_text followed",
+            ),
+            (
+                format!("{HEAD}m,stsdata,books,1,{name},10,o,,{},r,p\n", "a".repeat(MAX_TEXT_BYTES + 1)),
+                "raf.csv:2: adv_text is 65537 bytes, over the limit",
+            ),
             ("just,some\n1,2\n".to_string(), "raf.csv:2: not a row of a GEO-Bench instance file"),
             // A quoted field over two lines: the next row starts on line 4 of the file.
             (
@@ -338,9 +372,11 @@ mod tests {
         assert_eq!(adopted.originals[0].adv_text, "Older text");
         // A suffix placed other than after its original cannot be carried to another one.
         let placed = format!("{HEAD}t,stsdata,books,1,{},10,Older text,buy now,buy now Older text,best,p\n", a.name);
-        let err = format!("{:#}", read(&lists, "t.csv", placed.as_bytes(), "t", false).unwrap_err());
-        assert!(err.contains("t.csv:2: stsdata|books target 1: adv_text is not orig_text followed by"), "{err}");
-        assert!(read(&lists, "t.csv", placed.as_bytes(), "t", true).is_ok(), "adopted, it is ranked as given");
+        // It is no suffix row at all: refused, adopted or not.
+        for adopt in [false, true] {
+            let err = format!("{:#}", read(&lists, "t.csv", placed.as_bytes(), "t", adopt).unwrap_err());
+            assert!(err.contains("t.csv:2: adv_text is not orig_text followed by adv_suffix"), "{err}");
+        }
         // A name's texts never change once stored: another file under the same name is refused.
         let stored = got.texts.clone();
         assert_eq!(check_unchanged(&stored, &got.texts, "x").expect("the same texts"), 1);

@@ -61,7 +61,8 @@ impl std::fmt::Display for JudgeMode {
     }
 }
 
-/// The judge's score of one text in either mode.
+/// The judge's score of one text in either mode. The judge reads the text as rankers and
+/// PPL-R do, flattened to one line: an edit of whitespace alone is invisible to all three.
 pub async fn judge_as(
     mode: JudgeMode,
     prompt: &Template,
@@ -70,6 +71,7 @@ pub async fn judge_as(
     cache: &dyn Store,
     text: &str,
 ) -> anyhow::Result<JudgeScore> {
+    let text = &super::prompt::one_line(text);
     match mode {
         JudgeMode::Logprobs => judge(prompt, client, model, cache, text).await,
         JudgeMode::Verbalized => judge_verbalized(prompt, client, model, cache, text).await,

@@ -92,6 +92,11 @@ pub struct OrderRecord {
     /// orders stored before keys were recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_key: Option<String>,
+    /// The tokens this order's ranker calls used, when the endpoint reported them (a reply
+    /// read from the cache costs nothing again; offline rankers make no calls). `mirage
+    /// runs show` and the run page sum it per ranker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::llm::Usage>,
 }
 
 impl OrderRecord {
@@ -142,15 +147,45 @@ pub async fn order_record(
 ) -> anyhow::Result<OrderRecord> {
     let mut edited_items = list.items.clone();
     edited_items[target].text = edited.to_string();
-    let names: Vec<String> = list.items.iter().map(|i| i.name.clone()).collect();
-    let mut replies = Vec::with_capacity(2);
     // An edit that changes nothing shows the clean list again: its reply is the clean
     // reply (or its failure), never a second draw.
     let unchanged = edited == list.items[target].text;
     let lists: &[&Vec<data::Item>] = if unchanged { &[&list.items] } else { &[&list.items, &edited_items] };
+    let (replies, spent) = crate::llm::cache::metered(ask_each(ranker, protocol, list, target, lists, &order)).await;
+    let mut replies = replies?;
+    if unchanged {
+        replies.push(replies[0].clone());
+    }
+    let (edited_reply, edited_rank, edited_failure) = replies.pop().expect("edited");
+    let (clean_reply, clean_rank, clean_failure) = replies.pop().expect("clean");
+    let calls = spent.ranker;
+    Ok(OrderRecord {
+        order,
+        clean_reply,
+        edited_reply,
+        clean_rank,
+        edited_rank,
+        clean_failure,
+        edited_failure,
+        text_key: None,
+        usage: if calls.calls > 0 { calls.known() } else { None },
+    })
+}
+
+/// Each of `lists` ranked under `order`: (reply, the target's rank, why the call failed).
+async fn ask_each(
+    ranker: &dyn Ranker,
+    protocol: &Protocol,
+    list: &List,
+    target: usize,
+    lists: &[&Vec<data::Item>],
+    order: &[usize],
+) -> anyhow::Result<Vec<(String, usize, Option<String>)>> {
+    let names: Vec<String> = list.items.iter().map(|i| i.name.clone()).collect();
+    let mut replies = Vec::with_capacity(2);
     for items in lists.iter().copied() {
         let messages = if ranker.reads_prompt() {
-            protocol.prompt.messages(&list.noun, items, &order, protocol.system_role)
+            protocol.prompt.messages(&list.noun, items, order, protocol.system_role)
         } else {
             Vec::new()
         };
@@ -169,21 +204,7 @@ pub async fn order_record(
         let (rank, _) = parse::target_rank(&reply, &names, target, protocol.parser);
         replies.push((reply, rank, failure));
     }
-    if unchanged {
-        replies.push(replies[0].clone());
-    }
-    let (edited_reply, edited_rank, edited_failure) = replies.pop().expect("edited");
-    let (clean_reply, clean_rank, clean_failure) = replies.pop().expect("clean");
-    Ok(OrderRecord {
-        order,
-        clean_reply,
-        edited_reply,
-        clean_rank,
-        edited_rank,
-        clean_failure,
-        edited_failure,
-        text_key: None,
-    })
+    Ok(replies)
 }
 
 /// The K orders of a target under a protocol.

@@ -162,7 +162,11 @@ impl Ranker for Bm25 {
     }
     async fn reply(&self, request: &RankRequest<'_>) -> anyhow::Result<String> {
         let docs: Vec<String> = request.shown.iter().map(|i| format!("{}: {}", i.name, one_line(&i.text))).collect();
-        let scores = bm25(request.noun, &docs);
+        // Scoring is CPU work that grows with the texts: on a blocking thread, so that the
+        // trial's lease keeps being renewed while it runs (a worker that stalled past its
+        // lease would see another take the trial over and rank the same order twice).
+        let noun = request.noun.to_string();
+        let (scores, docs) = tokio::task::spawn_blocking(move || (bm25(&noun, &docs), docs)).await?;
         let mut order: Vec<usize> = (0..docs.len()).collect();
         // A stable sort keeps presented order among ties.
         order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
@@ -219,6 +223,7 @@ impl Ranker for ChatRanker {
             }
             let asked = async {
                 let c = self.client.reply_completion(request.messages).await?;
+                crate::llm::cache::charge(crate::llm::cache::Asker::Ranker, c.usage);
                 usable(c.content, c.finish_reason.as_deref())
             };
             match asked.await {
@@ -300,6 +305,35 @@ mod tests {
         }
         assert_eq!(tokens("The Coffee-Machines of 2024, é_x"), ["coffee", "machine", "2024", "é", "x"]);
         assert_eq!(tokens("It will work with it"), ["work"], "the whole stopword list");
+    }
+
+    /// Scoring a long text leaves the runtime free: a task beside it (the lease's renewal)
+    /// keeps running while BM25 works.
+    #[tokio::test]
+    async fn bm25_scores_off_the_runtime() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let ticker = {
+            let ticks = ticks.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                    ticks.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        tokio::task::yield_now().await;
+        let long = "laptop bag sleeve charger ".repeat(80_000);
+        let items = [Item { name: "A".into(), text: long }, Item { name: "B".into(), text: "a laptop".into() }];
+        let started = std::time::Instant::now();
+        let before = ticks.load(Ordering::SeqCst);
+        Bm25.reply(&RankRequest { noun: "laptop", shown: items.iter().collect(), messages: &[], prompt_version: "t" })
+            .await
+            .expect("reply");
+        let (ticked, took) = (ticks.load(Ordering::SeqCst) - before, started.elapsed());
+        ticker.abort();
+        assert!(ticked > 0 || took < std::time::Duration::from_millis(20), "{ticked} ticks in {took:?}");
     }
 
     #[tokio::test]

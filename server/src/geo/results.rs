@@ -149,7 +149,12 @@ pub async fn results(
                 tally.readings.add(reply, &names, target, geo.protocol.parser, other);
             }
         }
-        let readings = super::readings(records, &names, geo.protocol.parser);
+        // A cross-encoder's replies are scores, not text to read.
+        let readings = if geo.rerankers.contains_key(&trial.agent) {
+            super::Readings::default()
+        } else {
+            super::readings(records, &names, geo.protocol.parser)
+        };
         let text_key = ranked_key(trial);
         let key = (text_key.clone(), list.dataset.clone(), list.category.clone(), i64::try_from(target + 1)?);
         let (kvr, ppl_r, search) =

@@ -184,7 +184,8 @@ where
 }
 
 /// `GET /api/export/{name}`: `leaderboard.csv|json`, `robustness.svg|csv|json`,
-/// `heatmap.csv|json`, `report.csv|json`, `geo.csv|json`, with the page's query parameters.
+/// `heatmap.csv|json`, `report.csv|json`, `geo.csv|json`, `geo-long.csv`, with the page's
+/// query parameters.
 pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Query(q): Query<ExportQuery>) -> Response {
     let result = match name.as_str() {
         "leaderboard.json" | "leaderboard.csv" => export_leaderboard(&state, &name, &q).await,
@@ -192,6 +193,7 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
         "report.csv" | "report.json" => export_report(&state, &name, &q).await,
         "heatmap.csv" | "heatmap.json" => export_heatmap(&state, &name, &q).await,
         "geo.csv" | "geo.json" => export_geo(&state, &name, &q).await,
+        "geo-long.csv" => export_geo_long(&state, &q).await,
         other => Err(HttpError::NotFound(format!("no export named {other:?}"))),
     };
     result.unwrap_or_else(IntoResponse::into_response)
@@ -383,6 +385,49 @@ async fn export_heatmap(state: &AppState, name: &str, q: &ExportQuery) -> Result
         .collect();
     let file = format!("heatmap-{}-{}-{}.csv", h.run, h.metric, h.by);
     Ok(attachment(&file, "text/csv; charset=utf-8", csv_text(&head, &rows)?))
+}
+
+/// `geo-long.csv`: the GEO report in GEO-Bench's long shape, one line per ranker × method ×
+/// dataset × metric (dataset `all`: the equal-dataset row), with the interval where the
+/// figure has one and the row's missing targets (`incomplete`, as ‡ marks them).
+async fn export_geo_long(state: &AppState, q: &ExportQuery) -> Result<Response, HttpError> {
+    use app::ssr::Geo as _;
+    let view = state.geo.board(q.run.clone(), None, None, None).await.map_err(HttpError::from)?;
+    let report = state.geo.report(&view.run).await.map_err(HttpError::from)?;
+    let head = ["ranker", "method", "dataset", "metric", "mean", "lo", "hi", "n", "incomplete"].map(String::from);
+    let mut rows = Vec::new();
+    let overall = report.rows.iter().map(|r| (&r.ranker, &r.method, "all", &r.summary, r.incomplete));
+    let per = report.datasets.iter().map(|r| (&r.ranker, &r.method, r.dataset.as_str(), &r.summary, r.incomplete));
+    for (ranker, method, dataset, s, incomplete) in overall.chain(per) {
+        let mut line = |metric: &str, cells: [String; 4]| {
+            let mut l = vec![ranker.clone(), method.clone(), dataset.to_string(), metric.to_string()];
+            l.extend(cells);
+            l.push(incomplete.to_string());
+            rows.push(l);
+        };
+        let estimates = [
+            ("nrg", &s.nrg),
+            ("s_at_0_1", &s.s_at_0_1),
+            ("p_at_0_1", &s.p_at_0_1),
+            ("s_at_0_2", &s.s_at_0_2),
+            ("p_at_0_2", &s.p_at_0_2),
+            ("kvr", &s.kvr),
+            ("nrg_after_keyword", &s.nrg_after_keyword),
+            ("promoted_and_passed", &s.promoted_and_passed),
+        ];
+        for (metric, e) in estimates {
+            line(metric, est_cells(Some(e), 4));
+        }
+        let n = s.n.to_string();
+        let plain = |v: f64| [format!("{v:.4}"), String::new(), String::new(), n.clone()];
+        line("missing", plain(s.missing));
+        line("missing_clean", plain(s.missing_clean));
+        line("nrg_target_weighted", plain(s.nrg_target_weighted));
+        if let Some(p) = s.ppl_r {
+            line("ppl_r_ngram", plain(p));
+        }
+    }
+    Ok(attachment(&format!("geo-long-{}.csv", view.run), "text/csv; charset=utf-8", csv_text(&head, &rows)?))
 }
 
 /// `geo.csv|json`: the GEO report's rows, with the newest detection report's columns.

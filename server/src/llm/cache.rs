@@ -44,6 +44,9 @@ pub enum Asker {
     Judge,
     /// The attacker writing an interested party's text.
     Attacker,
+    /// A GEO ranker: charged for the calls it makes, not for replies read from the cache
+    /// (the clean list's reply is asked once and shared by every method).
+    Ranker,
 }
 
 /// What a [`metered`] future's cached model calls cost, by who asked.
@@ -51,6 +54,7 @@ pub enum Asker {
 pub struct Spending {
     pub judge: Spent,
     pub attacker: Spent,
+    pub ranker: Spent,
 }
 
 /// A meter to run work under ([`Meter::run`]) and read afterwards, also when the work
@@ -89,12 +93,14 @@ pub async fn unmetered<T>(work: impl std::future::Future<Output = T>) -> T {
     metered(work).await.0
 }
 
-fn charge(asker: Asker, usage: Option<Usage>) {
+/// Counts one call of `asker` that cost `usage` (unknown: `None`) on the meter in scope.
+pub fn charge(asker: Asker, usage: Option<Usage>) {
     let _ = METER.try_with(|m| {
         let mut spending = m.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match asker {
             Asker::Judge => spending.judge.add(usage),
             Asker::Attacker => spending.attacker.add(usage),
+            Asker::Ranker => spending.ranker.add(usage),
         }
     });
 }

@@ -391,6 +391,7 @@ async fn rerank_trial(
         clean_failure,
         edited_failure,
         text_key: Some(text.method.clone()),
+        usage: None,
     };
     store.append_step(&trial.trial_id, 0, &serde_json::to_string(&record)?).await?;
     Ok(())

@@ -296,6 +296,19 @@ async fn chat_replies_are_cached_and_shared_across_methods() {
     let again = server::runs::geo::create_geo_run(store.as_ref(), geo).await.expect("run");
     execute(store.clone(), &again, 1).await;
     assert_eq!(server.requests().len(), distinct + 300, "a rerun is answered from the cache");
+    // The tokens each call reported are kept with its order (what `runs show` sums); a
+    // rerun read from the cache spent nothing.
+    let spent = |run: &str| {
+        let store = store.clone();
+        let run = RunId::from(run);
+        async move {
+            let uses = store.token_use(&run).await.expect("tokens");
+            uses.iter().map(|u| (u.prompt_tokens, u.completion_tokens)).fold((0, 0), |a, u| (a.0 + u.0, a.1 + u.1))
+        }
+    };
+    let calls = i64::try_from(distinct + 300).expect("calls");
+    assert_eq!(spent(&run).await, (100 * calls, 20 * calls), "every call's reported usage");
+    assert_eq!(spent(&again).await, (0, 0), "answers read from the cache cost nothing again");
 
     let report = server::geo::report::report(store.as_ref(), &lists, &again).await.expect("report");
     let stuffed = report.rows.iter().find(|r| r.method == "stuff").expect("stuff");
@@ -728,7 +741,10 @@ fn importing_geobench_texts() {
     // Ten targets of one list beside clean's thirty of three: "10 of 30", ‡, and no interval
     // (one list is one cluster: its spread is unknown, not zero).
     assert_eq!(row["incomplete"], 20, "{row}");
-    assert_eq!(row["narrower"], "10 of 30 targets, 1 of 1 datasets, 1 of 3 lists: fewer than the widest row under bm25");
+    assert_eq!(
+        row["narrower"],
+        "10 of 30 targets, 1 of 1 datasets, 1 of 3 lists: fewer than the widest row under bm25"
+    );
     assert_eq!(row["nrg"]["no_interval"], true, "{row}");
     let o = crate::support::mirage(&db, &["geo", "report", "--run", &run]);
     let out = text(&o);
@@ -844,6 +860,17 @@ async fn the_geo_pages_show_a_run_and_escape_what_rankers_say() {
         let ratio: f64 = record.expect("row")[column].parse().expect("a ratio in every row");
         assert!(ratio > 0.0, "{csv}");
     }
+    // The long shape: a line per ranker × method × dataset × metric, the datasets' KVR too.
+    let long = app.client.get(format!("{}/api/export/geo-long.csv?run={run}", app.base)).send().await.expect("csv");
+    assert_eq!(long.status(), 200);
+    let long = long.text().await.expect("text");
+    assert!(long.starts_with("ranker,method,dataset,metric,mean,lo,hi,n,incomplete\n"), "{long}");
+    let mut reader = csv::Reader::from_reader(long.as_bytes());
+    let lines: Vec<csv::StringRecord> = reader.records().map(|r| r.expect("line")).collect();
+    let datasets: std::collections::BTreeSet<&str> = lines.iter().map(|l| &l[2]).collect();
+    assert!(datasets.contains("all") && datasets.len() > 1, "{datasets:?}");
+    assert!(lines.iter().any(|l| &l[2] != "all" && &l[3] == "kvr"), "per-dataset KVR");
+    assert!(lines.iter().any(|l| &l[2] != "all" && &l[3] == "ppl_r_ngram"), "per-dataset PPL-R");
     let json: serde_json::Value = app
         .client
         .get(format!("{}/api/export/geo.json?run={run}", app.base))
@@ -984,6 +1011,14 @@ async fn tap_searches_against_the_trials_ranker_and_its_texts_transfer() {
     let report = server::geo::report::report(store.as_ref(), &lists, &transfer).await.expect("report");
     assert_eq!((report.rows[0].method.as_str(), report.rows[0].summary.n), ("tap>bm25", 30));
     assert_eq!(report.rows[0].summary.nrg.mean, 0.0);
+    // Its search line is BM25's searches, evaluated under the position ranker.
+    let line = report.rows[0].tap.as_ref().expect("searches").describe("position", "tap>bm25");
+    assert!(
+        line.starts_with("position / tap>bm25: the texts of 30 searches on bm25,")
+            && line.contains("reached rank 1 on bm25's search orders")
+            && !line.contains("still first"),
+        "{line}"
+    );
     let missing =
         server::runs::geo::create_geo_run(store.as_ref(), spec(&["cseo"], &["position"], &["tap>bm25"])).await;
     let Err(e) = missing else { panic!("planned without texts") };
