@@ -94,12 +94,12 @@ pub fn scatter_svg(dots: &[Dot], axes: &Axes<'_>) -> anyhow::Result<String> {
         let bar = RGBColor(90, 90, 90);
         for p in dots {
             let (x, y) = (p.x.mean, p.y.mean);
-            chart
-                .draw_series([
-                    PathElement::new(vec![(p.x.lo, y), (p.x.hi, y)], bar.stroke_width(1)),
-                    PathElement::new(vec![(x, p.y.lo), (x, p.y.hi)], bar.stroke_width(1)),
-                ])
-                .map_err(|x| e(&x))?;
+            // A figure without an interval gets no bar (not a zero-length one).
+            let bars = [
+                (!p.x.no_interval).then(|| PathElement::new(vec![(p.x.lo, y), (p.x.hi, y)], bar.stroke_width(1))),
+                (!p.y.no_interval).then(|| PathElement::new(vec![(x, p.y.lo), (x, p.y.hi)], bar.stroke_width(1))),
+            ];
+            chart.draw_series(bars.into_iter().flatten()).map_err(|x| e(&x))?;
         }
         let accent = RGBColor(196, 62, 28);
         if let Some(legend) = axes.accent_line {
@@ -158,13 +158,11 @@ pub fn adequacy_svg(domain: &str, points: &[(String, Est, Est)]) -> anyhow::Resu
             y: *default,
             accent: default.mean - strict.mean > 1e-9,
             title: format!(
-                "{agent} on {domain}: Strict {:.3} [{:.3}, {:.3}], Default {:.3} [{:.3}, {:.3}], lift {:+.3}",
+                "{agent} on {domain}: Strict {:.3} {}, Default {:.3} {}, lift {:+.3}",
                 strict.mean,
-                strict.lo,
-                strict.hi,
+                strict.bracket(3),
                 default.mean,
-                default.lo,
-                default.hi,
+                default.bracket(3),
                 default.mean - strict.mean
             ),
         })
@@ -193,15 +191,13 @@ pub fn pareto_svg(points: &[ParetoPoint], caption: &str) -> anyhow::Result<Strin
             y: p.robustness,
             accent: p.frontier,
             title: format!(
-                "{}: utility {:.3} [{:.3}, {:.3}] (n={}), robustness {:.3} [{:.3}, {:.3}] (n={}){}",
+                "{}: utility {:.3} {} (n={}), robustness {:.3} {} (n={}){}",
                 p.agent,
                 p.utility.mean,
-                p.utility.lo,
-                p.utility.hi,
+                p.utility.bracket(3),
                 p.utility.n,
                 p.robustness.mean,
-                p.robustness.lo,
-                p.robustness.hi,
+                p.robustness.bracket(3),
                 p.robustness.n,
                 if p.frontier { ", on the frontier" } else { "" }
             ),
@@ -241,14 +237,16 @@ pub fn cost_svg(points: &[app::model::CostPoint], caption: &str) -> anyhow::Resu
             y: p.utility,
             accent: p.frontier,
             title: format!(
-                "{}: {} per trial [{}, {}], utility {:.3} [{:.3}, {:.3}]{}",
+                "{}: {} per trial {}, utility {:.3} {}{}",
                 p.agent,
                 app::model::dollars(p.cost.mean),
-                app::model::dollars(p.cost.lo),
-                app::model::dollars(p.cost.hi),
+                if p.cost.no_interval {
+                    "[no interval]".to_string()
+                } else {
+                    format!("[{}, {}]", app::model::dollars(p.cost.lo), app::model::dollars(p.cost.hi))
+                },
                 p.utility.mean,
-                p.utility.lo,
-                p.utility.hi,
+                p.utility.bracket(3),
                 if p.frontier { ", on the frontier" } else { "" }
             ),
         })

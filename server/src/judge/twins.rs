@@ -426,11 +426,13 @@ pub fn noise_floor(clean: &[&TrialScore]) -> Option<Estimate> {
                     differ += usize::from(said(a) != said(b));
                 }
             }
+            // A share of the cell's pairs of samples (whole counts: a rate, whose interval
+            // stays inside [0, 1]); every cell of a run has as many samples as seeds.
             #[allow(clippy::cast_precision_loss)]
-            Obs::value(&c[0].domain, &c[0].family, differ as f64 / pairs as f64)
+            Obs { domain: c[0].domain.clone(), cluster: c[0].family.clone(), num: differ as f64, den: pairs as f64 }
         })
         .collect();
-    stats::interval(&obs)
+    stats::rate_interval(&obs)
 }
 
 /// The samples of each clean cell (task, condition): one trial per seed, the first a file

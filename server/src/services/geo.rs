@@ -57,8 +57,11 @@ fn detection_scatter(d: &Detection, r: &Report) -> anyhow::Result<String> {
             let label = if rankers.len() > 1 { format!("{} @ {}", x.method, x.ranker) } else { x.method.clone() };
             Some(crate::charts::Dot {
                 title: format!(
-                    "{label}: NRG {:.3} [{:.3}, {:.3}] (n={}), judge AUROC {auroc:.3}, flagged {:.3}",
-                    nrg.mean, nrg.lo, nrg.hi, nrg.n, x.judge_flagged
+                    "{label}: NRG {:.3} {} (n={}), judge AUROC {auroc:.3}, flagged {:.3}",
+                    nrg.mean,
+                    nrg.bracket(3),
+                    nrg.n,
+                    x.judge_flagged
                 ),
                 label,
                 x: app::model::Est { mean: auroc, lo: auroc, hi: auroc, n: x.n, no_interval: true },

@@ -502,7 +502,7 @@ impl app::ssr::Insights for InsightsService {
                     level: g.key.get("level").cloned().unwrap_or_default(),
                     column: g.key.get(by.as_str()).cloned().unwrap_or_default(),
                     est: e,
-                    underpowered: e.is_none_or(|e| e.n < MIN_N || e.hi - e.lo > MAX_WIDTH),
+                    underpowered: e.is_none_or(|e| e.n < MIN_N || e.no_interval || e.hi - e.lo > MAX_WIDTH),
                     trials: g.trials,
                     errors: g.errors,
                 }

@@ -34,11 +34,17 @@ fn a_constant_score_has_a_degenerate_interval_and_a_constant_share_does_not() {
     let obs: Vec<Obs> = (0..50).map(|i| Obs::value(["shop", "wiki"][i % 2], &format!("c{i}"), 0.7)).collect();
     let e = interval(&obs).expect("estimate");
     assert!(close(e.mean, 0.7, 1e-12) && close(e.lo, 0.7, 1e-12) && close(e.hi, 0.7, 1e-12), "{e:?}");
-    // Twenty trials that all failed: a rate of 0 is not known to be exactly 0. The upper
-    // bound is Jeffreys' at n = 20 (the 97.5th percentile of Beta(0.5, 20.5), 0.1165).
+    // Twenty trials in four families that all failed: a rate of 0 is not known to be
+    // exactly 0. The upper bound is Jeffreys' at the effective n = 20 · (t19 / t3)² = 8.65
+    // (the 97.5th percentile of Beta(0.5, 9.15), 0.2457).
     let zero: Vec<Obs> = (0..20).map(|i| Obs::value("shop", &format!("c{}", i % 4), 0.0)).collect();
     let e = rate_interval(&zero).expect("estimate");
-    assert!(e.mean == 0.0 && e.lo == 0.0 && close(e.hi, 0.1165, 1e-3), "{e:?}");
+    assert!(e.mean == 0.0 && e.lo == 0.0 && close(e.hi, 0.2457, 1e-3), "{e:?}");
+    // Twenty independent trials (twenty families): 1 − 0.025^(1/20)-like, Jeffreys at 20
+    // · (t19 / t19)² = 20 (0.1165).
+    let apart: Vec<Obs> = (0..20).map(|i| Obs::value("shop", &format!("c{i}"), 0.0)).collect();
+    let e = rate_interval(&apart).expect("estimate");
+    assert!(close(e.hi, 0.1165, 1e-3), "{e:?}");
     // The same zeros as a score (an NRG that never moved) have no spread at all.
     let e = interval(&zero).expect("estimate");
     assert!(e.lo == 0.0 && e.hi == 0.0, "{e:?}");
@@ -199,4 +205,19 @@ fn kappa_over_classes_and_pearson() {
     assert!(r > 0.99 && r <= 1.0, "{r}");
     assert_eq!(pearson(&[(1.0, 1.0)]), None);
     assert_eq!(pearson(&[(1.0, 1.0), (2.0, 1.0)]), None, "no variance");
+}
+
+/// Clusters with nothing in the denominator (robustness pairs whose twin gave the goal) are
+/// sampled, but a spread needs two that weigh: one informative family is no interval.
+#[test]
+fn clusters_without_a_denominator_do_not_make_a_spread() {
+    let one = [
+        Obs { domain: "shop".into(), cluster: "a".into(), num: 3.0, den: 4.0 },
+        Obs { domain: "shop".into(), cluster: "b".into(), num: 1.0, den: 0.0 },
+    ];
+    let e = interval(&one).expect("estimate");
+    assert!(e.no_interval && close(e.mean, 1.0, 1e-12), "{e:?}");
+    let two = [one[0].clone(), one[1].clone(), Obs { domain: "shop".into(), cluster: "c".into(), num: 1.0, den: 3.0 }];
+    let e = interval(&two).expect("estimate");
+    assert!(!e.no_interval && e.lo < e.mean && e.mean < e.hi && e.hi.is_finite(), "{e:?}");
 }
