@@ -8,12 +8,15 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Beta, Distribution, Normal};
+use rand_distr::{Beta, Distribution};
 
-use super::{
-    Obs, Weight, cohen_kappa, holm, interval_weighted, kappa_interval, paired, paired_weighted, pearson,
-    pearson_interval, rate_interval_weighted, wilson,
-};
+mod agreement;
+mod geo;
+
+use agreement::{kappa_row, pearson_row, wilson_row};
+use geo::{nrg_row, nrg_row_with, success_row};
+
+use super::{Obs, Weight, holm, interval_weighted, paired, paired_weighted, rate_interval_weighted};
 
 /// What a row measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -389,192 +392,8 @@ fn holm_row(replicates: usize) -> Row {
     row
 }
 
-/// NRG per target, lists as clusters within datasets: each list promotes its marked
-/// target with a probability drawn uniformly, a promotion gaining 0.5 (truth 0.25).
-fn nrg_row(lists: &[usize], replicates: usize) -> Row {
-    let mut rng = ChaCha8Rng::seed_from_u64(0x006e_7267 ^ lists.iter().sum::<usize>() as u64);
-    let shape: Vec<String> = lists.iter().map(ToString::to_string).collect();
-    let mut row = row(
-        "NRG, lists as clusters",
-        "geo report rows",
-        format!("lists {} × 5 targets, promotion p ~ U(0, 1), truth 0.25", shape.join("/")),
-        Measure::Coverage,
-    );
-    for _ in 0..replicates {
-        let mut obs = Vec::new();
-        for (di, &g) in lists.iter().enumerate() {
-            for l in 0..g {
-                let p: f64 = rng.random();
-                for _ in 0..5 {
-                    let gain = if rng.random_bool(p) { 0.5 } else { 0.0 };
-                    obs.push(Obs::value(&format!("d{di}"), &format!("l{l}"), gain));
-                }
-            }
-        }
-        tally(&mut row, interval_weighted(&obs, Weight::Domain).map(|e| (e.no_interval, e.lo, e.hi)), 0.25);
-    }
-    row
-}
-
-/// S@k / P@k per target: a success with a list's own probability (mean 0.3).
-fn success_row(lists: &[usize], replicates: usize) -> Row {
-    let mut rng = ChaCha8Rng::seed_from_u64(0x0073_406b ^ lists.iter().sum::<usize>() as u64);
-    let shape: Vec<String> = lists.iter().map(ToString::to_string).collect();
-    let mut row = row(
-        "S@k and P@k, lists as clusters",
-        "geo report rows",
-        format!("lists {} × 5 targets, ICC 0.2, truth 0.3", shape.join("/")),
-        Measure::Coverage,
-    );
-    let d = Design { clusters: lists.to_vec(), size: (5, 5), icc: 0.2 };
-    for _ in 0..replicates {
-        let mut obs = Vec::new();
-        for (di, &g) in lists.iter().enumerate() {
-            for l in 0..g {
-                let p = d.cluster_rate(0.3, &mut rng);
-                for _ in 0..5 {
-                    obs.push(Obs::value(&format!("d{di}"), &format!("l{l}"), f64::from(u8::from(rng.random_bool(p)))));
-                }
-            }
-        }
-        tally(&mut row, rate_interval_weighted(&obs, Weight::Domain).map(|e| (e.no_interval, e.lo, e.hi)), 0.3);
-    }
-    row
-}
-
-/// Cohen's κ of two annotators over `n` items: a latent yes (share 0.4) that each annotator
-/// reads correctly with a probability chosen so the population κ is `target`.
-fn kappa_row(n: usize, target: f64, replicates: usize) -> Row {
-    // Both annotators right with probability a on each item, independently: with prevalence
-    // π, P(yes) = π a + (1 − π)(1 − a) = q for each, agreement a² + (1 − a)², chance
-    // q² + (1 − q)². The a giving `target` is found by bisection.
-    let pi = 0.4;
-    let kappa_of = |a: f64| {
-        let q = pi * a + (1.0 - pi) * (1.0 - a);
-        let po = pi * (a * a + (1.0 - a) * (1.0 - a)) + (1.0 - pi) * (a * a + (1.0 - a) * (1.0 - a));
-        let pe = q * q + (1.0 - q) * (1.0 - q);
-        (po - pe) / (1.0 - pe)
-    };
-    let (mut lo, mut hi) = (0.5, 1.0);
-    for _ in 0..60 {
-        let mid = f64::midpoint(lo, hi);
-        if kappa_of(mid) < target { lo = mid } else { hi = mid }
-    }
-    let a = f64::midpoint(lo, hi);
-    let truth = kappa_of(a);
-    let mut rng = ChaCha8Rng::seed_from_u64(0x006b_6170_7061 ^ n as u64);
-    let mut row = row(
-        "Cohen's κ (items resampled)",
-        "labelling queue, grader checks",
-        format!("{n} items, prevalence 0.4, truth κ {truth:.2}"),
-        Measure::Coverage,
-    );
-    for _ in 0..replicates {
-        let items: Vec<Vec<(bool, bool)>> = (0..n)
-            .map(|_| {
-                let truth = rng.random_bool(pi);
-                let read = |rng: &mut ChaCha8Rng| if rng.random_bool(a) { truth } else { !truth };
-                vec![(read(&mut rng), read(&mut rng))]
-            })
-            .collect();
-        let pairs: Vec<(bool, bool)> = items.iter().flatten().copied().collect();
-        let interval = cohen_kappa(&pairs).and_then(|_| kappa_interval(&items, n as u64));
-        tally(&mut row, interval.map(|(lo, hi)| (false, lo, hi)), truth);
-    }
-    row
-}
-
-/// Wilson's interval of a share of `n` yes/no outcomes.
-fn wilson_row(n: usize, p: f64, replicates: usize) -> Row {
-    let mut rng = ChaCha8Rng::seed_from_u64(0x7769_6c73 ^ n as u64);
-    let mut row = row(
-        "Wilson interval of a small share",
-        "grader checks (decision agreement)",
-        format!("{n} items, truth {p}"),
-        Measure::Coverage,
-    );
-    for _ in 0..replicates {
-        let hits = (0..n).filter(|_| rng.random_bool(p)).count();
-        tally(&mut row, wilson(hits, n).map(|(lo, hi)| (false, lo, hi)), p);
-    }
-    row
-}
-
-/// Fisher's z interval of Pearson's r over `n` bivariate-normal pairs.
-fn pearson_row(n: usize, rho: f64, replicates: usize) -> Row {
-    let mut rng = ChaCha8Rng::seed_from_u64(0x7065_6172 ^ n as u64);
-    let normal = Normal::new(0.0, 1.0).unwrap_or_else(|_| unreachable!("unit normal"));
-    let mut row = row(
-        "Pearson's r (Fisher's z)",
-        "grader checks (scores)",
-        format!("{n} pairs, bivariate normal, truth ρ {rho}"),
-        Measure::Coverage,
-    );
-    for _ in 0..replicates {
-        let pairs: Vec<(f64, f64)> = (0..n)
-            .map(|_| {
-                let (x, e): (f64, f64) = (normal.sample(&mut rng), normal.sample(&mut rng));
-                (x, rho * x + (1.0 - rho * rho).sqrt() * e)
-            })
-            .collect();
-        let interval = pearson(&pairs).and_then(|r| pearson_interval(r, n));
-        tally(&mut row, interval.map(|(lo, hi)| (false, lo, hi)), rho);
-    }
-    row
-}
-
 fn row(kind: &'static str, used: &'static str, design: String, measure: Measure) -> Row {
     Row { kind, used, design, measure, replicates: 0, hits: 0, without: 0, shortfall: Shortfall::None }
-}
-
-/// NRG with each dataset's promotion probability drawn from U(0, `upper`), weighted as
-/// `weight` says. Datasets that vary unalike make the design's degrees of freedom too many:
-/// such a row is a known shortfall.
-fn nrg_row_with(lists: &[usize], weight: Weight, upper: &[f64], replicates: usize) -> Row {
-    let mut rng = ChaCha8Rng::seed_from_u64(0x006e_7277 ^ lists.iter().sum::<usize>() as u64 ^ upper[0].to_bits());
-    let shape: Vec<String> = lists.iter().map(ToString::to_string).collect();
-    let uppers: Vec<String> = upper.iter().map(ToString::to_string).collect();
-    // The truth: each dataset's mean gain is 0.5 · upper / 2.
-    let means: Vec<f64> = upper.iter().map(|u| 0.25 * u).collect();
-    #[allow(clippy::cast_precision_loss)]
-    let truth = match weight {
-        Weight::Domain => means.iter().sum::<f64>() / means.len() as f64,
-        Weight::Pooled => {
-            lists.iter().zip(&means).map(|(&g, m)| g as f64 * m).sum::<f64>() / lists.iter().sum::<usize>() as f64
-        }
-    };
-    let alike = upper.iter().all(|u| *u == upper[0]);
-    let (kind, used) = match weight {
-        Weight::Domain => ("NRG, lists as clusters", "geo report rows"),
-        Weight::Pooled => ("NRG weighted by target", "geo report --weighting target"),
-    };
-    let mut row = row(
-        kind,
-        used,
-        format!(
-            "lists {} × 5 targets, promotion p ~ U(0, u), u = {}, truth {truth:.4}",
-            shape.join("/"),
-            uppers.join("/")
-        ),
-        Measure::Coverage,
-    );
-    if !alike {
-        row.shortfall = Shortfall::Under;
-    }
-    for _ in 0..replicates {
-        let mut obs = Vec::new();
-        for (di, &g) in lists.iter().enumerate() {
-            for l in 0..g {
-                let p: f64 = rng.random::<f64>() * upper[di];
-                for _ in 0..5 {
-                    let gain = if rng.random_bool(p) { 0.5 } else { 0.0 };
-                    obs.push(Obs::value(&format!("d{di}"), &format!("l{l}"), gain));
-                }
-            }
-        }
-        tally(&mut row, interval_weighted(&obs, weight).map(|e| (e.no_interval, e.lo, e.hi)), truth);
-    }
-    row
 }
 
 /// A rate over four families of very unequal size (5 to 60 trials).
