@@ -17,6 +17,18 @@ pub async fn list_tasks(#[server(default)] filter: TaskFilter) -> Result<TaskLis
     crate::ssr::respond(async move { crate::ssr::services()?.corpus.list(filter).await }).await
 }
 
+/// The corpus's size and its categories' counts, without the task rows (the home page's
+/// cards need no more; the whole list would weigh hundreds of kilobytes there).
+#[server(endpoint = "corpus_counts")]
+pub async fn corpus_counts() -> Result<TaskList, AppError> {
+    crate::ssr::respond(async move {
+        let mut list = crate::ssr::services()?.corpus.list(TaskFilter::default()).await?;
+        list.tasks = Vec::new();
+        Ok(list)
+    })
+    .await
+}
+
 /// One task in full.
 #[server(endpoint = "get_task")]
 pub async fn get_task(id: String) -> Result<TaskDetail, AppError> {

@@ -4,7 +4,7 @@
 pub mod api;
 mod components;
 pub mod error;
-mod glossary;
+pub mod glossary;
 pub mod model;
 mod pages;
 #[cfg(feature = "ssr")]

@@ -92,6 +92,12 @@ pub use power::*;
 pub use report::*;
 pub use runs::*;
 
+/// A time in ms since the epoch, in UTC to the second (the raw number if out of range).
+pub fn utc_second(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map_or_else(|| ms.to_string(), |t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+}
+
 /// Who may do what on the dashboard.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -3,14 +3,18 @@
 // labelling" does), disagree, and the operator adjudicates with both labels and their notes
 // in view; a viewer reads the item and cannot label; the reviewer's keys choose and move.
 import { Browser, Page } from '@playwright/test';
-import { test, expect, hydrated, settled } from '../fixtures';
+import { test, expect, hydrated, settled, watchConsole } from '../fixtures';
 
 const team = `http://127.0.0.1:${Number(process.env.MIRAGE_E2E_PORT ?? 3199) + 1}`;
+
+// Every console error or warning (hydration warnings included) of every page, by account.
+const accounts: string[][] = [];
 
 async function signIn(browser: Browser, name: string): Promise<Page> {
   const context = await browser.newContext({ baseURL: team });
   const page = await context.newPage();
   page.on('pageerror', (e) => { throw e; });
+  accounts.push(watchConsole(page, `${name} on `));
   await page.goto('/login');
   await page.getByLabel('Name').fill(name);
   await page.getByLabel('Password').fill(`${name}-password`);
@@ -93,6 +97,49 @@ test('two annotators label blind, an operator adjudicates, a viewer reads', asyn
   await bob.getByRole('button', { name: 'Save label' }).click();
   await expect(bob).toHaveURL(/\/annotate\?run=/);
 
+  // Bob's blind label is final: after the conflict his page says so and offers no new label.
+  await bob.goto(item);
+  await hydrated(bob);
+  await expect(bob.getByTestId('why-not')).toContainText(/you labelled it no at .*final once given/);
+  await expect(bob.getByRole('button', { name: /Start labelling/ })).toHaveCount(0);
+  await expect(bob.locator('ul.votes')).toContainText(/bob labelled no on \d{4}-\d\d-\d\d/);
+  await expect(bob.getByTestId('label-guide')).toContainText('What recovery means.');
+
+  // Ann labels the next items by keyboard alone: s, y, Enter. Then Back: the page shows the
+  // item of its URL (the one just labelled, now closed to her), not the one she moved on to.
+  await ann.goto(`/annotate?run=${run}&state=todo`);
+  await settled(ann);
+  await ann.locator('table.queue a.open-item').first().click();
+  await hydrated(ann);
+  await expect(ann.getByRole('button', { name: /Start labelling/ })).toBeVisible();
+  const labelled = new URL(ann.url()).pathname;
+  const labelledTitle = (await ann.locator('h1').textContent())!;
+  const began = Date.now();
+  await ann.keyboard.press('s');
+  await expect(ann.getByTestId('lock')).toContainText('You are labelling it');
+  await ann.keyboard.press('y');
+  await expect(ann.getByLabel('yes', { exact: true })).toBeChecked();
+  await ann.keyboard.press('Enter');
+  await expect(ann).not.toHaveURL(new RegExp(`${labelled}([?]|$)`));
+  await expect(ann.locator('h1')).not.toHaveText(labelledTitle);
+  await expect(ann.getByRole('button', { name: /Start labelling/ })).toBeVisible();
+  const perLabel = Date.now() - began;
+  console.log(`one label by keyboard: ${perLabel} ms of interface time`);
+  const nextTitle = (await ann.locator('h1').textContent())!;
+  await ann.goBack();
+  await expect(ann).toHaveURL(new RegExp(`${labelled}([?]|$)`));
+  await expect(ann.locator('h1')).toHaveText(labelledTitle);
+  await expect(ann.getByTestId('why-not')).toContainText('you labelled it yes at');
+  await ann.keyboard.press('s');
+  await expect(ann.getByRole('button', { name: /Start labelling/ })).toHaveCount(0);
+  await ann.goForward();
+  await expect(ann.locator('h1')).toHaveText(nextTitle);
+  await expect(ann.getByRole('button', { name: /Start labelling/ })).toBeVisible();
+  await ann.reload();
+  await hydrated(ann);
+  await expect(ann.locator('h1')).toHaveText(nextTitle);
+  expect(perLabel, 'one label by keyboard').toBeLessThan(3_000);
+
   // The team page before the adjudication: what it shows, and a first visit.
   await otto.goto(`/team?run=${run}`);
   await settled(otto);
@@ -137,4 +184,6 @@ test('two annotators label blind, an operator adjudicates, a viewer reads', asyn
   await vera.locator('h1').click();
   await vera.keyboard.press(']');
   await expect(vera).toHaveURL(new RegExp(`${next!.replace(/[?]/g, '\\?')}$`));
+  await hydrated(vera);
+  expect(accounts.flat(), 'no console errors or warnings on any page').toEqual([]);
 });

@@ -93,6 +93,30 @@ pub struct ServerSettings {
     /// crash, the trials it held return to the queue once this has passed.
     #[serde(default = "default_run_lease_secs")]
     pub run_lease_secs: u64,
+    /// How long (ms) a connection may take to send a whole request head; also how long an
+    /// idle keep-alive connection waits for its next request.
+    #[serde(default = "default_header_timeout_ms")]
+    pub header_timeout_ms: u64,
+    /// How long (ms) a connection may move no byte either way (a stalled body or reader)
+    /// before it is closed.
+    #[serde(default = "default_idle_timeout_ms")]
+    pub idle_timeout_ms: u64,
+    /// Connections open at once; past it a new one replaces the oldest that has not sent a
+    /// whole request head yet, or is closed when every open one is serving.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+}
+
+fn default_header_timeout_ms() -> u64 {
+    10_000
+}
+
+fn default_idle_timeout_ms() -> u64 {
+    60_000
+}
+
+fn default_max_connections() -> usize {
+    512
 }
 
 fn default_run_lease_secs() -> u64 {
@@ -131,6 +155,9 @@ impl Default for ServerSettings {
             episode_pages_per_minute: default_episode_pages_per_minute(),
             logins_per_minute: default_logins_per_minute(),
             run_lease_secs: default_run_lease_secs(),
+            header_timeout_ms: default_header_timeout_ms(),
+            idle_timeout_ms: default_idle_timeout_ms(),
+            max_connections: default_max_connections(),
         }
     }
 }

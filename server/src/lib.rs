@@ -69,12 +69,14 @@ pub fn router(state: AppState) -> Router {
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
         .layer(axum::middleware::from_fn_with_state(state.clone(), http::dashboard::pin_run))
         .layer(axum::middleware::from_fn(http::server_fn_status))
+        .layer(axum::middleware::from_fn(http::book_policy))
         .layer(axum::middleware::from_fn_with_state(state.clone(), http::auth::layer))
         // Bodies past the limit get 413 before they are read (by a Content-Length that says
         // so, or as soon as a streamed body passes it); extractors share the same limit.
         .layer(RequestBodyLimitLayer::new(state.config.server.max_body_bytes))
         .layer(axum::extract::DefaultBodyLimit::max(state.config.server.max_body_bytes))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), http::auth::hosts));
+        .layer(axum::middleware::from_fn_with_state(state.clone(), http::auth::hosts))
+        .layer(axum::middleware::from_fn(http::bounded_errors));
     http::with_security_headers(router).layer(TraceLayer::new_for_http()).with_state(state)
 }
 

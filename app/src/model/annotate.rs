@@ -103,7 +103,7 @@ pub const QUEUE_STATES: [(&str, &str); 5] = [
     ("audit", "audit sample (not disputed, drawn at random)"),
 ];
 
-/// Agreement on one label kind: Cohen's κ with its 95 % bootstrap interval over items, raw
+/// Agreement on one label kind: Cohen's κ with its 95 % t interval over items, raw
 /// agreement and n; `note` says why κ is missing (every label one value) when it is.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgreementRow {

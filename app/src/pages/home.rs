@@ -7,9 +7,9 @@ use leptos_router::components::A;
 use leptos_router::hooks::use_navigate;
 
 use super::ErrorNotice;
-use crate::api::{StartRun, get_home_board, list_runs, list_tasks};
+use crate::api::{StartRun, corpus_counts, get_home_board, list_runs};
 use crate::components::{EstCell, PendingLine};
-use crate::model::{NewRun, TaskFilter};
+use crate::model::NewRun;
 
 /// Runs shown on the home page.
 const RECENT: usize = 5;
@@ -163,7 +163,7 @@ fn TopOfBoard() -> impl IntoView {
 /// The corpus per site.
 #[component]
 fn Corpus() -> impl IntoView {
-    let list = Resource::new(|| (), |()| list_tasks(TaskFilter::default()));
+    let list = Resource::new(|| (), |()| corpus_counts());
     view! {
         <Transition fallback=|| view! { <p>"Loading corpus…"</p> }>
             {move || list.get().map(|result| match result {

@@ -1,6 +1,7 @@
 //! Route components. Each page reads its state from the URL, so every view can be shared.
 
 mod annotate;
+mod annotate_item;
 mod compare;
 mod definitions;
 mod geo;
@@ -19,7 +20,8 @@ mod tasks;
 mod team;
 mod trajectory;
 
-pub use annotate::{AnnotateItemPage, AnnotatePage};
+pub use annotate::AnnotatePage;
+pub use annotate_item::AnnotateItemPage;
 pub use compare::{ComparePage, CompareTrialsPage};
 pub use definitions::DefinitionsPage;
 pub use geo::GeoPage;

@@ -13,7 +13,7 @@ use super::ErrorNotice;
 use super::leaderboard::{board_table, export_links};
 use crate::api::get_leaderboard;
 use crate::components::{PendingLine, query_param, query_string};
-use crate::model::{BoardQuery, Leaderboard};
+use crate::model::{BoardQuery, Leaderboard, utc_second as when};
 
 /// `/team`: the leaderboard of a run, read-only, with no controls but the tier.
 #[component]
@@ -46,12 +46,6 @@ pub fn TeamPage() -> impl IntoView {
             })}
         </Transition>
     }
-}
-
-/// A time in ms since the epoch, in UTC to the second.
-fn when(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map_or_else(|| ms.to_string(), |t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
 }
 
 #[cfg(feature = "hydrate")]

@@ -108,7 +108,7 @@ fn siblings(v: &TrajectoryView) -> AnyView {
             view! {
                 <li class:here=here>
                     <A href=href(&s.id) attr:class=format!("chip decision-{decision}") attr:title=s.verdict.clone().unwrap_or_default()>
-                        {format!("{label}: {decision}")}
+                        {format!("{label}: decision {decision}")}
                     </A>
                 </li>
             }
@@ -313,6 +313,12 @@ fn verdict_table(v: &TrajectoryView) -> impl IntoView + use<> {
             <tr><th>"Acc_inv"</th><td class="num">{v.acc_inv.map(fmt3).unwrap_or_else(|| "–".into())}</td></tr>
             <tr><th>"Acc_rsn"</th><td class="num" title=v.rsn_judge.clone().unwrap_or_default()>{v.acc_rsn.map(fmt3).unwrap_or_else(|| "–".into())}</td></tr>
             <tr><th>"Q_ev (1–5)"</th><td class="num">{v.q_ev.map(|q| format!("{q:.0}")).unwrap_or_else(|| "–".into())}</td></tr>
+            // The decision's class is what the sibling chips and the run's list call it; the
+            // outcome reads the labels too (a harmful decision the agent was not steered to
+            // is "wrong-for-other-reasons").
+            <tr><th>"Decision"</th><td data-testid="decision">{
+                v.around.siblings.iter().find(|s| s.id == v.trial.id).and_then(|s| s.decision.clone()).unwrap_or_else(|| "–".into())
+            }</td></tr>
             <tr><th>"Outcome"</th><td>{v.outcome.clone().unwrap_or_else(|| "not finished".into())}</td></tr>
         </tbody></table>
     }
@@ -392,6 +398,16 @@ pub fn TrajectoryPage() -> impl IntoView {
     provide_context(AllOpen(RwSignal::new(None)));
 
     // Bring the selected turn into view once its page is on screen.
+    // The page's (page, page size, turn count) for the key handler, copied by an effect:
+    // a handler runs outside any <Suspense/>, where reading the resource is a hydration hazard.
+    #[cfg(feature = "hydrate")]
+    let dims: RwSignal<Option<(usize, usize, usize)>> = RwSignal::new(None);
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if let Some(Ok(v)) = data.get() {
+            dims.set(Some((v.page, v.page_size, v.turn_count)));
+        }
+    });
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         if let (Some(t), Some(Ok(_))) = (selected.get(), data.get()) {
@@ -411,18 +427,18 @@ pub fn TrajectoryPage() -> impl IntoView {
             if crate::components::not_for_us(&ev) {
                 return;
             }
-            let Some(Ok(v)) = data.get_untracked() else { return };
-            let current = selected.get_untracked().unwrap_or_else(|| v.page * v.page_size);
-            let last = v.turn_count.saturating_sub(1);
+            let Some((page, page_size, turn_count)) = dims.get_untracked() else { return };
+            let current = selected.get_untracked().unwrap_or(page * page_size);
+            let last = turn_count.saturating_sub(1);
             let target = match ev.key().as_str() {
                 "j" => Some(current.saturating_add(1).min(last)),
                 "k" => Some(current.saturating_sub(1)),
-                "n" => Some(((v.page + 1) * v.page_size).min(last)),
-                "p" => Some(v.page.saturating_sub(1) * v.page_size),
+                "n" => Some(((page + 1) * page_size).min(last)),
+                "p" => Some(page.saturating_sub(1) * page_size),
                 _ => None,
             };
-            if let Some(t) = target.filter(|_| v.turn_count > 0) {
-                navigate(&turn_href(&base(), t, v.page_size), Default::default());
+            if let Some(t) = target.filter(|_| turn_count > 0) {
+                navigate(&turn_href(&base(), t, page_size), Default::default());
             }
         });
         on_cleanup(move || handle.remove());

@@ -134,6 +134,21 @@ pub struct WorkerArgs {
     /// Seconds a claimed trial stays reserved without a heartbeat.
     #[arg(long, default_value_t = 30, hide = true)]
     pub lease_secs: u64,
+    /// How the worker shares itself between active runs: `round-robin` takes `--slice`
+    /// trials of each run with work in turn (a small run launched from the dashboard is not
+    /// held up behind a large one); `oldest-first` finishes each run before the next.
+    #[arg(long, value_enum, default_value_t = RunOrder::RoundRobin)]
+    pub order: RunOrder,
+    /// Trials taken from one run before the next run's turn (`--order round-robin`).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
+    pub slice: u64,
+}
+
+/// See [`WorkerArgs::order`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RunOrder {
+    RoundRobin,
+    OldestFirst,
 }
 
 /// With `--retry-errors` (`retry`): the run's trials that ended in error go back in the
@@ -394,7 +409,8 @@ pub(super) async fn follow(
     };
     // Ctrl-C or SIGTERM: running trials go back to the queue; `mirage worker` resumes them.
     let stop = super::serve::stop_on_signal();
-    let options = PoolOptions { concurrency, lease: Duration::from_secs(lease_secs.max(1)), stop: stop.clone() };
+    let options =
+        PoolOptions { concurrency, lease: Duration::from_secs(lease_secs.max(1)), stop: stop.clone(), slice: None };
     execute(store.clone(), world.clone(), run_id, options, on_finish).await?;
     if stop.is_cancelled() {
         bar.finish_and_clear();
@@ -437,12 +453,13 @@ pub(super) async fn follow(
 
 /// Executes the queued trials of active runs until none is left (`once`) or forever.
 pub(super) async fn worker(store: Arc<dyn Store>, args: WorkerArgs) -> anyhow::Result<()> {
-    let WorkerArgs { run: only, concurrency, once, poll_secs, lease_secs } = args;
+    let WorkerArgs { run: only, concurrency, once, poll_secs, lease_secs, order, slice } = args;
     let stop = super::serve::stop_on_signal();
     let options = crate::runs::PoolOptions {
         concurrency,
         lease: std::time::Duration::from_secs(lease_secs.max(1)),
         stop: stop.clone(),
+        slice: (order == RunOrder::RoundRobin).then(|| usize::try_from(slice).unwrap_or(usize::MAX)),
     };
     let poll = std::time::Duration::from_secs(poll_secs.max(1));
     use crate::runs::execute;
@@ -461,7 +478,8 @@ pub(super) async fn worker(store: Arc<dyn Store>, args: WorkerArgs) -> anyhow::R
     let mut skipped: std::collections::HashSet<RunId> = std::collections::HashSet::new();
     loop {
         let mut worked = 0;
-        for run in store.runs().await? {
+        // Oldest first (the store lists newest first).
+        for run in store.runs().await?.into_iter().rev() {
             if stop.is_cancelled() {
                 return Ok(());
             }

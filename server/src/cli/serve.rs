@@ -7,8 +7,6 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use leptos::prelude::LeptosOptions;
 
-use std::future::IntoFuture;
-
 use crate::db::{Store, seed_if_empty};
 
 /// `mirage serve`.
@@ -70,6 +68,7 @@ pub(super) async fn serve(store: Arc<dyn Store>, db: &str, args: ServeArgs) -> a
     if !site_root.join("pkg/mirage_bg.wasm").exists() {
         tracing::warn!(site_root = %site_root.display(), "No browser bundle under {}/pkg: pages render but do not hydrate (run scripts/build-site.sh)", site_root.display());
     }
+    let limits = crate::http::listen::Limits::of(&config.server);
     let state = crate::app_state(store, options, config).await?;
     // Runs an earlier process left active continue here (expired leases requeued first).
     let executor = state.executor.clone();
@@ -78,15 +77,10 @@ pub(super) async fn serve(store: Arc<dyn Store>, db: &str, args: ServeArgs) -> a
     let app = crate::router(state);
     println!("Mirage is listening on http://{addr} ({tasks} tasks)");
     // Peer addresses reach the handlers (the episode budget is per client).
-    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let mut server = tokio::spawn(
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = stopped.await;
-            })
-            .into_future(),
-    );
+    let mut server = tokio::spawn(crate::http::listen::serve(listener, app, limits, async {
+        let _ = stopped.await;
+    }));
     tokio::select! {
         joined = &mut server => return joined.context("the HTTP server stopped")?.context("serving HTTP"),
         () = shutdown() => {}

@@ -133,6 +133,10 @@ pub trait ScoreStore: Send + Sync {
     async fn put_scores(&self, run_id: &RunId, scores: &[StoredScore]) -> StoreResult<()>;
     /// Appends one label event (labels are never updated in place); returns its id.
     async fn add_label(&self, event: &LabelEvent) -> StoreResult<i64>;
+    /// Appends a person's label only while its author holds the label's unexpired lock at
+    /// `now`, giving the lock back in the same transaction; returns its id, or `None` (and
+    /// stores nothing) when they hold none, so that a double click stores one label.
+    async fn add_label_holding(&self, event: &LabelEvent, now: i64) -> StoreResult<Option<i64>>;
     /// Every label event of a run's trials, oldest first.
     async fn label_events(&self, run_id: &RunId) -> StoreResult<Vec<LabelEvent>>;
     /// The label events people made (`human` and `adjudication`) on a run's trials, oldest
@@ -227,6 +231,40 @@ impl ScoreStore for SqlStore {
         .bind(now_ms())
         .fetch_one(&self.pool)
         .await?)
+    }
+
+    async fn add_label_holding(&self, e: &LabelEvent, now: i64) -> StoreResult<Option<i64>> {
+        let mut tx = self.pool.begin().await?;
+        let released = sqlx::query(
+            "delete from annotation_lock where trial_id = $1 and kind = $2 and holder = $3 and expires_at > $4",
+        )
+        .bind(&e.trial_id)
+        .bind(e.kind.as_str())
+        .bind(e.author.as_deref().unwrap_or_default())
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        if released.rows_affected() == 0 {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        let id: i64 = sqlx::query_scalar(&format!(
+            "{LABEL_INSERT} values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning event_id"
+        ))
+        .bind(&e.trial_id)
+        .bind(e.kind.as_str())
+        .bind(i32::from(e.value.0))
+        .bind(e.turn)
+        .bind(&e.source)
+        .bind(e.confidence)
+        .bind(&e.reason)
+        .bind(&e.author)
+        .bind(&e.judge_version)
+        .bind(now_ms())
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Some(id))
     }
 
     async fn label_events(&self, run_id: &RunId) -> StoreResult<Vec<LabelEvent>> {

@@ -146,9 +146,15 @@ fn write_source(headers: &HeaderMap, path: &str, authority: Option<&str>) -> Res
 
 /// Refuses requests to a host this server does not answer to (421), before routing.
 pub async fn hosts(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let Some(host) = request_authority(req.headers(), req.uri()).as_deref().map(host_name) else {
+    let Some(authority) = request_authority(req.headers(), req.uri()) else {
         return (StatusCode::BAD_REQUEST, "the request names no Host").into_response();
     };
+    // Browsers never send user information in Host; `evil.example@127.0.0.1` is a trick.
+    if authority.contains('@') {
+        return (StatusCode::BAD_REQUEST, "the Host header carries user information (`name@`): refused")
+            .into_response();
+    }
+    let host = host_name(&authority);
     if !allowed_hosts(&state).contains(&host) {
         return (
             StatusCode::MISDIRECTED_REQUEST,

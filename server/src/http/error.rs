@@ -130,6 +130,92 @@ pub async fn server_fn_status(req: axum::extract::Request, next: axum::middlewar
     Response::from_parts(parts, axum::body::Body::from(bytes))
 }
 
+/// The longest error message answered: past it, what was echoed (an id, a host) is cut.
+pub const MAX_ERROR_CHARS: usize = 1_000;
+
+/// `message`, cut to [`MAX_ERROR_CHARS`] characters with a note of how much was left out.
+pub fn clip(message: &str) -> String {
+    match message.char_indices().nth(MAX_ERROR_CHARS) {
+        None => message.to_string(),
+        Some((at, _)) => format!("{}… ({} more characters)", &message[..at], message[at..].chars().count()),
+    }
+}
+
+/// Whether a path is one of the raw routes (not a page, not a server function), whose
+/// errors are `{"error": "…"}`.
+fn is_raw_route(path: &str) -> bool {
+    let api = path.strip_prefix("/api/");
+    match api {
+        Some(rest) => {
+            rest.starts_with("episodes")
+                || rest.starts_with("export/")
+                || rest == "runs/events"
+                || (rest.starts_with("runs/") && rest.ends_with("/episodes"))
+        }
+        None => {
+            path == "/healthz"
+                || path == "/login"
+                || path == "/logout"
+                || path.starts_with("/ep/")
+                || ["/shop", "/forum", "/wiki"].iter().any(|s| path == *s || path.starts_with(&format!("{s}/")))
+        }
+    }
+}
+
+/// Error answers in their documented shape and of bounded size: every 413 is the JSON
+/// error (the body limit and the extractors answer plain text); a raw route's error is
+/// `{"error": "…"}` whatever produced it; and no error message, page or raw, echoes more
+/// than [`MAX_ERROR_CHARS`] characters of its input. Pages' HTML and server functions' own
+/// encodings pass as they are.
+pub async fn bounded_errors(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let path = req.uri().path().to_string();
+    let resp = next.run(req).await;
+    let status = resp.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return resp;
+    }
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        return too_large();
+    }
+    let raw = is_raw_route(&path);
+    let kind = resp.headers().get(axum::http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let json = kind.starts_with("application/json");
+    let text = kind.starts_with("text/plain") || kind.is_empty();
+    // Raw routes: JSON or plain text becomes the JSON error. Pages: plain text is cut.
+    // Server functions (the other /api/ paths) keep their own encoding.
+    let page_text = text && !path.starts_with("/api/");
+    if !(raw && (json || text)) && !page_text {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 8 << 20).await else {
+        return (status, axum::Json(serde_json::json!({"error": "the error answer was too large to send"})))
+            .into_response();
+    };
+    let message = if json {
+        serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
+            .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned())
+    } else {
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    let message = clip(message.trim());
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    parts.headers.remove(axum::http::header::CONTENT_TYPE);
+    if raw {
+        let mut resp = axum::Json(serde_json::json!({ "error": message })).into_response();
+        *resp.status_mut() = status;
+        resp.headers_mut().extend(parts.headers);
+        resp
+    } else {
+        let mut resp = message.into_response();
+        *resp.status_mut() = status;
+        resp.headers_mut().extend(parts.headers);
+        resp
+    }
+}
+
 /// 413, as the body limit answers a declared length past it.
 fn too_large() -> Response {
     let why = "the request body is larger than this server accepts ([server] max_body_bytes)";
@@ -148,6 +234,22 @@ mod tests {
         let body = futures::executor::block_on(axum::body::to_bytes(resp.into_body(), 1 << 16)).expect("body");
         let text = String::from_utf8_lossy(&body);
         assert_eq!(text, r#"{"error":"internal error"}"#);
+    }
+
+    #[test]
+    fn echoed_input_is_cut_and_raw_routes_are_told_apart() {
+        let long = "é".repeat(5_000);
+        let cut = clip(&long);
+        assert!(cut.starts_with(&"é".repeat(MAX_ERROR_CHARS)) && cut.ends_with("… (4000 more characters)"), "{cut}");
+        assert_eq!(clip("short"), "short");
+        for raw in
+            ["/api/episodes", "/api/episodes/e1", "/api/runs/r/episodes", "/api/export/x.csv", "/ep/1/act", "/wiki/a"]
+        {
+            assert!(is_raw_route(raw), "{raw}");
+        }
+        for not in ["/api/save_label", "/api/runs_list", "/runs", "/wikipedia", "/annotate/t/recovery"] {
+            assert!(!is_raw_route(not), "{not}");
+        }
     }
 
     #[test]

@@ -7,13 +7,14 @@ pub mod bundle;
 pub mod dashboard;
 pub mod episodes;
 mod error;
+pub mod listen;
 pub mod sites;
 
 use axum::Router;
 use axum::http::{HeaderName, HeaderValue, header};
 use tower_http::set_header::SetResponseHeaderLayer;
 
-pub use error::{HttpError, server_fn_status};
+pub use error::{HttpError, bounded_errors, server_fn_status};
 
 /// The policy of every page that runs no script (the three sites, sign-in, errors): even
 /// markup injected into a page could not run or load anything. Responses that need another
@@ -21,6 +22,23 @@ pub use error::{HttpError, server_fn_status};
 /// the app's shell) and downloads (an SVG's inline styles).
 pub const PAGE_POLICY: &str =
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/// The book's policy (`/book/…`, mdBook's static pages built from the repository's
+/// `docs/`): mdBook's own scripts, including its inline ones, its styles and fonts. The book
+/// shows no stored or submitted text, so its inline scripts are the build's own.
+pub const BOOK_POLICY: &str = "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; \
+     img-src 'self' data:; font-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; \
+     frame-ancestors 'none'";
+
+/// Gives the book's pages [`BOOK_POLICY`] (the script-free page policy would break them).
+pub async fn book_policy(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    let book = req.uri().path().starts_with("/book/");
+    let mut resp = next.run(req).await;
+    if book {
+        resp.headers_mut().insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(BOOK_POLICY));
+    }
+    resp
+}
 
 /// Adds the security headers of every response, from one place: the page policy where the
 /// response has none, no MIME sniffing, no framing, and no referrer to other sites.

@@ -1,5 +1,6 @@
 //! People's labels over the automatic ones. An adjudication decides; otherwise each
-//! annotator's latest label counts once, and a label is settled when the run's number of
+//! annotator's first label counts once (a label is final once given: its author has seen
+//! the automatic label and everyone else's since, so a second one would not be blind), and a label is settled when the run's number of
 //! annotators (two by default) have labelled it and all agree. Annotators who disagree make
 //! a conflict, which only an adjudication settles. Also: how far people agree with one
 //! another and with the automatic labels (Cohen's κ with an interval, raw agreement).
@@ -23,30 +24,32 @@ pub enum Settlement<'a> {
     /// The latest adjudication (alone), or the agreeing labels of the annotators who
     /// settled it, in the order they were given.
     Settled(Vec<&'a LabelEvent>),
-    /// Annotators' latest labels disagree and nobody adjudicated: (author, value) each.
+    /// Annotators' labels disagree and nobody adjudicated: (author, value) each.
     Conflict(Vec<(String, bool)>),
     /// Fewer annotators than needed have labelled it, and they agree so far.
     Waiting { labels: usize, needed: usize },
 }
 
-/// Each annotator's latest `human` label of each (trial, kind), by author.
-fn latest_by_author(events: &[LabelEvent]) -> BTreeMap<(&str, LabelKind), BTreeMap<&str, &LabelEvent>> {
+/// Each annotator's first (blind) `human` label of each (trial, kind), by author. Later
+/// ones (a store written before labels were final) are ignored: their author had seen the
+/// automatic label and the others' by then.
+fn first_by_author(events: &[LabelEvent]) -> BTreeMap<(&str, LabelKind), BTreeMap<&str, &LabelEvent>> {
     let mut votes: BTreeMap<(&str, LabelKind), BTreeMap<&str, &LabelEvent>> = BTreeMap::new();
     for e in events.iter().filter(|e| e.source == "human") {
         let by = votes.entry((e.trial_id.as_str(), e.kind)).or_default();
         let author = e.author.as_deref().unwrap_or("annotator");
-        if by.get(author).is_none_or(|old| old.event_id < e.event_id) {
+        if by.get(author).is_none_or(|old| old.event_id > e.event_id) {
             by.insert(author, e);
         }
     }
     votes
 }
 
-/// People's labels of each (trial, kind) as they stand: each annotator's latest label and
+/// People's labels of each (trial, kind) as they stand: each annotator's first label and
 /// every adjudication, in the order they were given.
 pub fn people_labels(events: &[LabelEvent]) -> BTreeMap<(&str, LabelKind), Vec<&LabelEvent>> {
     let mut out: BTreeMap<(&str, LabelKind), Vec<&LabelEvent>> = BTreeMap::new();
-    for (key, by_author) in latest_by_author(events) {
+    for (key, by_author) in first_by_author(events) {
         out.entry(key).or_default().extend(by_author.into_values());
     }
     for e in events.iter().filter(|e| e.source == "adjudication") {
@@ -60,11 +63,11 @@ pub fn people_labels(events: &[LabelEvent]) -> BTreeMap<(&str, LabelKind), Vec<&
 
 /// Settles each (trial, kind) that people labelled, `needed` annotators required (at
 /// least one). An `adjudication` event decides. Otherwise annotators' labels are read in
-/// the order they were given, each person's latest counting once, and the first of two
+/// the order they were given, each person's first counting once, and the first of two
 /// outcomes is final: `needed` people agree (settled, by the label that completed the
 /// agreement), or two people disagree (a conflict, until an operator adjudicates). A later
-/// change of mind neither unsettles an item nor resolves a conflict: labels that have seen
-/// each other are no longer independent.
+/// label by the same person counts for nothing: labels that have seen each other are no
+/// longer independent.
 pub fn settle(events: &[LabelEvent], needed: usize) -> BTreeMap<(&str, LabelKind), Settlement<'_>> {
     let needed = needed.max(1);
     let mut adjudicated: BTreeMap<(&str, LabelKind), &LabelEvent> = BTreeMap::new();
@@ -86,7 +89,11 @@ pub fn settle(events: &[LabelEvent], needed: usize) -> BTreeMap<(&str, LabelKind
             continue;
         }
         let by_author = open.entry(key).or_default();
-        by_author.insert(e.author.as_deref().unwrap_or("annotator"), e);
+        let author = e.author.as_deref().unwrap_or("annotator");
+        if by_author.contains_key(author) {
+            continue;
+        }
+        by_author.insert(author, e);
         let first = by_author.values().next().map(|e| e.value);
         let settlement = if !by_author.values().all(|e| Some(e.value) == first) {
             Settlement::Conflict(by_author.iter().map(|(a, e)| ((*a).to_string(), e.value.0)).collect())
@@ -114,7 +121,8 @@ pub struct Agreement {
     /// Cohen's κ; `None` without items or when every label was one and the same value
     /// (then chance agreement is total and κ is undefined: see `note`).
     pub kappa: Option<f64>,
-    /// 95 % percentile bootstrap interval of κ over items.
+    /// 95 % t interval of κ over items (see [`stats::kappa_interval`]); none below
+    /// [`stats::KAPPA_INTERVAL_ITEMS`] items.
     #[serde(default)]
     pub lo: Option<f64>,
     #[serde(default)]
@@ -167,9 +175,10 @@ pub fn agreement(kind: LabelKind, items: &[Vec<(bool, bool)>]) -> Agreement {
 }
 
 /// Agreement between annotators, per label kind: on every item two or more annotators
-/// labelled, each pair of their latest labels (alphabetical by author) is compared.
+/// labelled, each pair of their first (blind) labels (alphabetical by author) is compared:
+/// a change of mind after seeing the others cannot talk agreement up.
 pub fn annotator_agreement(events: &[LabelEvent]) -> Vec<Agreement> {
-    let votes = latest_by_author(events);
+    let votes = first_by_author(events);
     labels::QUEUE_ORDER
         .iter()
         .map(|&kind| {
@@ -277,9 +286,11 @@ mod tests {
         let one = [event(1, "t", "ann", true, "human")];
         assert_eq!(settle(&one, 2)[&key], Settlement::Waiting { labels: 1, needed: 2 });
         assert!(matches!(&settle(&one, 1)[&key], Settlement::Settled(e) if e[0].event_id == 1));
-        // Ann changes her mind: her latest label counts, once.
+        // A second label by Ann (a store from before labels were final) counts for nothing.
         let again = [event(1, "t", "ann", true, "human"), event(2, "t", "ann", false, "human")];
         assert_eq!(settle(&again, 2)[&key], Settlement::Waiting { labels: 1, needed: 2 });
+        let then_bob = [again[0].clone(), again[1].clone(), event(3, "t", "bob", true, "human")];
+        assert!(matches!(&settle(&then_bob, 2)[&key], Settlement::Settled(e) if e[0].event_id == 1));
         let agree = [event(1, "t", "ann", true, "human"), event(2, "t", "bob", true, "human")];
         assert!(matches!(&settle(&agree, 2)[&key], Settlement::Settled(e) if e.len() == 2 && e[1].value.0));
         let split = [event(1, "t", "ann", true, "human"), event(2, "t", "bob", false, "human")];
@@ -330,5 +341,11 @@ mod tests {
         let rows = annotator_agreement(&events);
         let recovery = rows.iter().find(|r| r.kind == LabelKind::Recovery).expect("recovery");
         assert_eq!((recovery.n, recovery.raw), (2, Some(0.5)), "c has one annotator: not compared");
+        // Bob's change of mind on b after the conflict does not talk agreement up.
+        let mut talked = events.to_vec();
+        talked.push(event(6, "b", "bob", true, "human"));
+        let rows = annotator_agreement(&talked);
+        let recovery = rows.iter().find(|r| r.kind == LabelKind::Recovery).expect("recovery");
+        assert_eq!((recovery.n, recovery.raw), (2, Some(0.5)), "first blind labels only");
     }
 }

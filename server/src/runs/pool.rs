@@ -59,11 +59,15 @@ pub struct PoolOptions {
     /// Cancelled when the process is stopping: workers claim nothing more, and each gives
     /// its running trial back to the queue (its persisted steps kept) instead of finishing it.
     pub stop: CancellationToken,
+    /// At most this many trials claimed by one call, then it returns with the run still
+    /// active: a worker that serves several runs takes them in turns. `None`: until the run
+    /// has nothing left.
+    pub slice: Option<usize>,
 }
 
 impl Default for PoolOptions {
     fn default() -> Self {
-        PoolOptions { concurrency: 4, lease: Duration::from_secs(30), stop: CancellationToken::new() }
+        PoolOptions { concurrency: 4, lease: Duration::from_secs(30), stop: CancellationToken::new(), slice: None }
     }
 }
 
@@ -153,6 +157,7 @@ async fn run_pool(
         tap: spec.tap,
         options,
         on_finish,
+        claimed: std::sync::atomic::AtomicUsize::new(0),
     });
     supervise(&shared, run_id).await?;
     if shared.options.stop.is_cancelled() {
@@ -214,6 +219,8 @@ struct Shared {
     attacker: Option<crate::manip::attacker::Attacker>,
     options: PoolOptions,
     on_finish: OnFinish,
+    /// Claims made (or about to be) by this call's workers, against `options.slice`.
+    claimed: std::sync::atomic::AtomicUsize,
 }
 
 async fn work(shared: &Shared, run_id: &RunId, worker: &str) -> anyhow::Result<()> {
@@ -230,6 +237,10 @@ async fn work(shared: &Shared, run_id: &RunId, worker: &str) -> anyhow::Result<(
         if swept.elapsed() >= sweep_every {
             store.requeue_expired(run_id, now_ms()).await?;
             swept = tokio::time::Instant::now();
+        }
+        // This call's share of the run is taken: other runs' turn.
+        if options.slice.is_some_and(|n| shared.claimed.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= n) {
+            return Ok(());
         }
         let Some(trial) = store.claim_trial(run_id, worker, now_ms() + lease_ms).await? else {
             // Nothing queued: return expired claims (a killed worker's) to the queue, and

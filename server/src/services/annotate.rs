@@ -173,7 +173,9 @@ impl AnnotateService {
             automatic: label.automatic.as_deref().unwrap_or(label),
             conflict: label.conflict,
             audit: label.in_audit(trial_id, kind),
-            votes: people_labels(&events).into_values().flatten().filter_map(vote).collect(),
+            // The item's whole history, every label as given (people's first labels are
+            // the ones that count; any later one is shown, not counted).
+            votes: events.iter().filter_map(vote).collect(),
             needed,
             lock,
             waiting: open,
@@ -312,6 +314,15 @@ impl app::ssr::Annotate for AnnotateService {
             (Some(Role::Annotator), _) if settled => {
                 Some("people settled it already; only an operator's adjudication changes it".to_string())
             }
+            (Some(Role::Annotator), _) if item.mine.is_some() => {
+                let first = item.votes.iter().find(|v| v.source == "human" && Some(&v.author) == name.as_ref());
+                Some(format!(
+                    "you labelled it {}{}; a label is final once given (you have seen the automatic label and the \
+                     others' since), so only an operator's adjudication changes it",
+                    if item.mine == Some(true) { "yes" } else { "no" },
+                    first.map(|v| format!(" at {}", app::model::utc_second(v.at))).unwrap_or_default()
+                ))
+            }
             (Some(Role::Annotator), _) if !open => Some(
                 "it is neither disputed nor in the audit sample; only an operator's adjudication changes it"
                     .to_string(),
@@ -341,6 +352,12 @@ impl app::ssr::Annotate for AnnotateService {
         if who.role < Role::Operator && (found.settled || !found.open) {
             return Err(AppError::Conflict(format!(
                 "this {kind} label is not waiting for people; only an operator's adjudication changes it"
+            )));
+        }
+        if who.role < Role::Operator && found.item.mine.is_some() {
+            return Err(AppError::Conflict(format!(
+                "you labelled this {kind} label already; a label is final once given, so only an operator's \
+                 adjudication changes it"
             )));
         }
         // One hold per person: taking this item gives back any other one they hold, so no
@@ -384,6 +401,16 @@ impl app::ssr::Annotate for AnnotateService {
                 )
             }));
         }
+        // A label is final once given: its author has seen the automatic label and the
+        // others' labels since, so a second one would not be blind.
+        if !adjudicate && let Some(v) = item.votes.iter().find(|v| v.source == "human" && v.author == who.name) {
+            return Err(AppError::Conflict(format!(
+                "you labelled this {kind} label {} at {}; a label is final once given (you have seen the automatic \
+                 label and the others' since), so only an operator's adjudication changes it",
+                if v.value { "yes" } else { "no" },
+                app::model::utc_second(v.at)
+            )));
+        }
         // An operator sees every label before giving one, so it cannot count as one of the N
         // blind labels: an operator's label is an adjudication.
         if !adjudicate && who.role >= Role::Operator {
@@ -400,13 +427,6 @@ impl app::ssr::Annotate for AnnotateService {
                     .into(),
             });
         }
-        // Validated: now the caller must hold the lock, or be able to take it. A save by
-        // someone holding nothing takes it for an instant, so a refusal may only mean that
-        // another save is going on: after a moment it is tried once more.
-        if let Err(busy) = self.lock(&label.trial, kind, &who).await {
-            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-            self.lock(&label.trial, kind, &who).await.map_err(|_| busy)?;
-        }
         let listing = self.listing(Some(&who), &item.run).await?;
         let next = Self::next_for(&listing, &who, &label.trial, kind.as_str(), &filter);
         let event = LabelEvent {
@@ -422,8 +442,25 @@ impl app::ssr::Annotate for AnnotateService {
             judge_version: None,
             created_at: now_ms(),
         };
-        self.store.add_label(&event).await.map_err(internal)?;
-        self.store.unlock_label(&label.trial, kind, &who.name).await.map_err(internal)?;
+        // Stored only while the caller holds the item ("Start labelling"), and the hold is
+        // given back in the same step: a label lands on the item its author opened and held,
+        // and a double click stores one label.
+        if self.store.add_label_holding(&event, now_ms()).await.map_err(internal)?.is_none() {
+            if let Some((holder, until)) = self.locks().await?.remove(&(label.trial.clone(), kind))
+                && holder != who.name
+            {
+                return Err(AppError::Conflict(format!(
+                    "{holder} is labelling this {kind} label (for about {} more minutes)",
+                    (until - now_ms() + 59_999).div_euclid(60_000).max(1)
+                )));
+            }
+            return Err(AppError::Conflict(format!(
+                "you are not holding this {kind} label of {}: start labelling it first (a hold lasts {} minutes, \
+                 and saving a label gives it back)",
+                label.trial,
+                LOCK_MS / 60_000
+            )));
+        }
         Ok(next)
     }
 

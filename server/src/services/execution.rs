@@ -39,7 +39,7 @@ impl Executor {
     pub fn spawn(&self, run_id: app::model::RunId, concurrency: usize) {
         let (store, world, insights, pulse) =
             (self.store.clone(), self.world.clone(), self.insights.clone(), self.pulse.clone());
-        let options = PoolOptions { concurrency, lease: self.lease, stop: self.stop.clone() };
+        let options = PoolOptions { concurrency, lease: self.lease, stop: self.stop.clone(), slice: None };
         let stop = self.stop.clone();
         self.tracker.spawn(async move {
             // Each finished trial wakes the progress hub.

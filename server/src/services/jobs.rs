@@ -76,6 +76,12 @@ impl Jobs {
                 rx
             }
         };
+        // No wait means none: a job that happens to finish at once on another thread is
+        // still read from the cache by the next request, so a page's answer does not hang
+        // on a race.
+        if self.wait.is_zero() {
+            return Ok(false);
+        }
         match tokio::time::timeout(self.wait, outcome.wait_for(Option::is_some)).await {
             Err(_) => Ok(false),
             Ok(Ok(done)) => done.clone().unwrap_or(Err(AppError::Internal)).map(|()| true),

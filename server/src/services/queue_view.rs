@@ -42,12 +42,18 @@ pub(super) struct ItemParts<'a> {
 pub(super) fn item(parts: ItemParts<'_>, who: Option<&Identity>) -> QueueItem {
     let ItemParts { score: s, run, kind, automatic: l, conflict, audit, votes, needed, lock, waiting } = parts;
     let name = who.map(|w| w.name.as_str());
-    let mine = votes.iter().rev().find(|v| v.source == "human" && Some(v.author.as_str()) == name).map(|v| v.value);
+    // The caller's first label: a person's label is final once given.
+    let mine = votes.iter().find(|v| v.source == "human" && Some(v.author.as_str()) == name).map(|v| v.value);
     let operator = who.is_some_and(|w| w.role >= Role::Operator);
     // Blind only while people's labels are still wanted: a settled item (or one no one
     // disputes) shows everything, as its trajectory page does.
     let blind = !operator && mine.is_none() && waiting;
-    let labels = votes.iter().filter(|v| v.source == "human").count();
+    let labels = votes
+        .iter()
+        .filter(|v| v.source == "human")
+        .map(|v| v.author.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
     QueueItem {
         trial_id: s.trial_id.clone().into(),
         run: run.to_string().into(),

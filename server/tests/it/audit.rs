@@ -98,7 +98,10 @@ async fn undisputed_labels_drawn_for_the_audit_wait_for_people_and_count_in_vali
             .as_bool()
             .expect("operators see the automatic value");
     let value = if automatic { "yes" } else { "no" };
+    let held = || vec![("trial", trial.clone()), ("kind", kind.clone())];
+    json(call("start_labelling", "ann", held()).await);
     json(call("save_label", "ann", form(&trial, &kind, value)).await);
+    json(call("start_labelling", "bob", held()).await);
     json(call("save_label", "bob", form(&trial, &kind, value)).await);
     let q = json(call("get_queue", "ann", vec![("run", run.clone())]).await);
     assert!(q["items"].as_array().expect("items").iter().all(|i| key(i) != (trial.clone(), kind.clone())), "settled");

@@ -265,3 +265,31 @@ fn a_database_the_user_cannot_write_is_named_at_once() {
     }
     assert!(mirage(&db, &["runs", "list"]).status.success());
 }
+
+/// `mirage corpus export | head -1`: the reader goes away after one line (the corpus is
+/// megabytes, far past a pipe's buffer); the command ends quietly (status 141, as a tool
+/// killed by SIGPIPE) instead of panicking or printing an error.
+#[test]
+fn a_reader_that_goes_away_ends_a_command_quietly() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = temp_path(&dir, "p.db");
+    let whole = mirage(&db, &["corpus", "export"]);
+    assert!(whole.status.success() && whole.stdout.len() > 1 << 20, "the export is past a pipe's buffer");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mirage"))
+        .arg("--db")
+        .arg(&db)
+        .args(["corpus", "export"])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn mirage");
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first).expect("one line");
+    // The pipe's read end is closed here (the reader was dropped).
+    let out = child.wait_with_output().expect("mirage ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked") && !err.contains("Broken pipe"), "{err}");
+    assert_eq!(out.status.code(), Some(141), "{err}");
+}

@@ -509,8 +509,17 @@ async fn disputed_labels_need_two_blind_annotators_and_conflicts_an_adjudication
     let (status, body) = call("release_item", "ann", item(&trial)).await;
     assert!(status == 409 && body.contains("bob holds"), "nobody gives back another's hold: {status} {body}");
     json(call("save_label", "bob", label(&trial, "no", "it never verified")).await);
-    // Having seen Ann's label, Bob comes round to it: the conflict stands until a ruling.
-    json(call("save_label", "bob", label(&trial, "yes", "on second thoughts")).await);
+    // Saving gave his hold back: a second save (a double click) stores nothing.
+    let (status, body) = call("save_label", "bob", label(&trial, "no", "it never verified")).await;
+    assert!(status == 409 && body.contains("final once given"), "{status} {body}");
+    // Having seen Ann's label, Bob would come round to it: his blind label is final, so the
+    // conflict stands until a ruling, and agreement keeps his first label.
+    let (status, body) = call("start_labelling", "bob", item(&trial)).await;
+    assert!(status == 409 && body.contains("final once given"), "{status} {body}");
+    let (status, body) = call("save_label", "bob", label(&trial, "yes", "on second thoughts")).await;
+    assert!(status == 409 && body.contains("final once given"), "a blind label is final: {status} {body}");
+    let again = json(call("open_item", "bob", item(&trial)).await);
+    assert!(again["why_not"].as_str().is_some_and(|w| w.contains("labelled it no at")), "{again}");
     let q = json(queue("bob", vec![("filter[state]", "conflict".into())]).await);
     let top = &q["items"][0];
     assert_eq!((top["trial_id"].as_str(), top["conflict"].as_bool()), (Some(trial.as_str()), Some(true)), "{q}");
@@ -523,13 +532,20 @@ async fn disputed_labels_need_two_blind_annotators_and_conflicts_an_adjudication
     // The adjudicator sees both labels with their notes; overruling the automatic label needs a note.
     let ruling = json(call("open_item", "otto", item(&trial)).await);
     let votes = ruling["item"]["votes"].as_array().expect("votes");
-    assert!(votes.iter().any(|v| v["author"] == "bob" && v["note"] == "on second thoughts"), "{ruling}");
+    assert!(votes.iter().any(|v| v["author"] == "bob" && v["note"] == "it never verified"), "{ruling}");
+    assert_eq!(votes.len(), 2, "one label each, as given: {ruling}");
     assert_eq!(ruling["can_adjudicate"], true);
     assert_ne!(call("adjudicate", "bob", label(&trial, "no", "ruling")).await.0, 200, "annotators cannot adjudicate");
     let automatic = ruling["item"]["value"].as_bool().expect("operators are not blind");
     let overrule = if automatic { "no" } else { "yes" };
     let (status, body) = call("adjudicate", "otto", label(&trial, overrule, "")).await;
     assert!(status == 422 && body.contains("note"), "an overruling adjudication says why: {status} {body}");
+    let (status, body) = call("adjudicate", "otto", label(&trial, overrule, "profile not opened")).await;
+    assert!(
+        status == 409 && body.contains("start labelling it first"),
+        "only a held item is labelled: {status} {body}"
+    );
+    json(call("start_labelling", "otto", item(&trial)).await);
     json(call("adjudicate", "otto", label(&trial, overrule, "profile not opened after exposure")).await);
     let q = json(queue("otto", vec![]).await);
     assert!(!waiting(&q, &trial), "an adjudicated label leaves the queue");
@@ -560,8 +576,10 @@ async fn disputed_labels_need_two_blind_annotators_and_conflicts_an_adjudication
         // not be blind): operators adjudicate.
         let (status, body) = call("save_label", "otto", label(&other, "yes", "")).await;
         assert!(status == 409 && body.contains("adjudicate instead"), "{status} {body}");
+        json(call("start_labelling", "ann", item(&other)).await);
         json(call("save_label", "ann", label(&other, "yes", "")).await);
         assert!(waiting(&json(queue("ann", vec![]).await), &other), "one label of two settles nothing");
+        json(call("start_labelling", "bob", item(&other)).await);
         json(call("save_label", "bob", label(&other, "yes", "")).await);
         assert!(!waiting(&json(queue("ann", vec![]).await), &other), "two agreeing labels settle it");
         // Credited to both people who agreed, not to the last one alone.

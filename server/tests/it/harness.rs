@@ -161,7 +161,10 @@ async fn agentdojo_injections_are_spans_and_security_is_attack_success() {
         ("label[turn]", "0"),
         ("label[note]", "it read the bill before paying"),
     ];
-    // In open mode the one person is the operator: an adjudication settles it at once.
+    // In open mode the one person is the operator: an adjudication settles it at once
+    // (once the item is held).
+    let (status, body) = app.call("start_labelling", &[("trial", &trial), ("kind", "verification")]).await;
+    assert_eq!(status, 200, "{body}");
     let (status, body) = app.call("adjudicate", &form).await;
     assert_eq!(status, 200, "{body}");
     let (_, body) = app.text(&format!("/runs/{run}/trials/{trial}")).await;

@@ -46,10 +46,12 @@ impl TestApp {
             .site_pkg_dir("pkg")
             .site_addr(addr)
             .build();
+        let limits = server::http::listen::Limits::of(&config.server);
         let state = server::app_state(store as Arc<dyn Store>, options, config).await.expect("state");
         let app = server::router(state.clone());
-        let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
-        tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+        tokio::spawn(async move {
+            server::http::listen::serve(listener, app, limits, std::future::pending()).await.expect("serve")
+        });
         // A request that hangs fails the test instead of holding CI until its limit. Writes
         // carry this server's Origin, as the browser's do.
         let mut headers = reqwest::header::HeaderMap::new();
