@@ -33,6 +33,7 @@ if [ "${1:-}" = test ]; then
   command -v chromium >/dev/null || apt_install chromium
   command -v initdb >/dev/null || [ -x /usr/lib/postgresql/15/bin/initdb ] || apt_install postgresql
   command -v npm >/dev/null || apt_install nodejs npm
+  command -v curl >/dev/null || apt_install curl   # the soak launches a run over HTTP
   if [ ! -d e2e/node_modules/@playwright/test ]; then
     (cd e2e && npm ci --no-audit --no-fund --silent)
   fi

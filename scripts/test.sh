@@ -30,6 +30,11 @@ cargo build -p server --bin mirage
 cargo test --workspace 2>&1 | tee -a "$log"
 (cd e2e && npx playwright test) 2>&1 | tee -a "$log"
 
+# The kill -9 soak (see the book's security chapter), three minutes on each store.
+scripts/soak.sh --seconds 180
+"$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres mirage_soak
+scripts/soak.sh --seconds 180 --db "postgres://postgres@127.0.0.1:$pg_port/mirage_soak"
+
 # One closing line over both runners (the pipes above keep `set -e` semantics via pipefail).
 passed=$(grep -oE '([0-9]+) passed' "$log" | awk '{s+=$1} END {print s+0}')
 failed=$(grep -oE '([0-9]+) failed' "$log" | awk '{s+=$1} END {print s+0}')

@@ -105,6 +105,22 @@ pub struct ServerSettings {
     /// whole request head yet, or is closed when every open one is serving.
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
+    /// Pages one episode's log keeps; past it the episode's pages are refused (409) until
+    /// it records its verdict.
+    #[serde(default = "default_episode_max_events")]
+    pub episode_max_events: u32,
+    /// Days a standalone episode (one that carries no trial of a run) is kept after it was
+    /// opened or finished; `serve` deletes older ones with their logs at start and hourly.
+    #[serde(default = "default_episode_retention_days")]
+    pub episode_retention_days: u32,
+}
+
+fn default_episode_max_events() -> u32 {
+    5_000
+}
+
+fn default_episode_retention_days() -> u32 {
+    30
 }
 
 fn default_header_timeout_ms() -> u64 {
@@ -158,6 +174,8 @@ impl Default for ServerSettings {
             header_timeout_ms: default_header_timeout_ms(),
             idle_timeout_ms: default_idle_timeout_ms(),
             max_connections: default_max_connections(),
+            episode_max_events: default_episode_max_events(),
+            episode_retention_days: default_episode_retention_days(),
         }
     }
 }

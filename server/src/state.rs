@@ -51,13 +51,29 @@ pub enum Budget {
     LoginAccount,
 }
 
-/// Shared checks of the access layer: a short-lived cache of whether accounts exist, and
-/// sliding one-minute windows of what each client (or account) spent.
+/// Shared checks of the access layer: a short-lived cache of whether accounts exist,
+/// sliding one-minute windows of what each client (or account) spent, and the password
+/// checks under way.
 #[derive(Default)]
 pub struct Guard {
     accounts: std::sync::Mutex<Option<(std::time::Instant, bool)>>,
     budgets:
         std::sync::Mutex<std::collections::HashMap<(Budget, String), std::collections::VecDeque<tokio::time::Instant>>>,
+    /// Per client, the turn to check a password: one check at a time per client.
+    checking: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Password checks at once, server-wide (see [`PASSWORD_CHECKS_AT_ONCE`]).
+    checks: PasswordChecks,
+}
+
+/// Password checks (argon2, up to seconds of CPU each in a debug build) run at once.
+pub const PASSWORD_CHECKS_AT_ONCE: usize = 2;
+
+struct PasswordChecks(tokio::sync::Semaphore);
+
+impl Default for PasswordChecks {
+    fn default() -> PasswordChecks {
+        PasswordChecks(tokio::sync::Semaphore::new(PASSWORD_CHECKS_AT_ONCE))
+    }
 }
 
 /// The key a client's budgets are kept under: a whole network where one party holds many
@@ -80,6 +96,25 @@ pub fn client_key(peer: Option<std::net::SocketAddr>) -> String {
 }
 
 impl Guard {
+    /// Waits for `client`'s turn to check a password, and for a free check server-wide:
+    /// whatever it sends, one client's sign-ins cost at most one check at a time.
+    pub async fn password_turn(
+        &self,
+        client: &str,
+    ) -> Option<(tokio::sync::OwnedMutexGuard<()>, tokio::sync::SemaphorePermit<'_>)> {
+        let mine = self
+            .checking
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(client.to_string())
+            .or_default()
+            .clone();
+        let turn = mine.lock_owned().await;
+        // `None` only were the semaphore closed, which nothing does.
+        let slot = self.checks.0.acquire().await.ok()?;
+        Some((turn, slot))
+    }
+
     /// Whether accounts exist. A "yes" is reused for [`ACCOUNTS_TTL`]; a "no" is never
     /// reused, so the first account added closes the open dashboard at once (a stale "yes"
     /// only asks someone to sign in).
@@ -181,5 +216,23 @@ mod tests {
         assert!(guard.has_users(&store).await.expect("asked"), "a no is not reused");
         crate::db::AccountStore::remove_user(&store, "ann").await.expect("removed");
         assert!(guard.has_users(&store).await.expect("cached"), "a yes is reused for a while");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn password_checks_take_turns_per_client_and_share_a_few_slots() {
+        use std::time::Duration;
+        let guard = Guard::default();
+        let first = guard.password_turn("10.0.0.1").await.expect("turn");
+        let wait = |client: &'static str| {
+            let guard = &guard;
+            async move { tokio::time::timeout(Duration::from_secs(5), guard.password_turn(client)).await.ok().flatten() }
+        };
+        assert!(wait("10.0.0.1").await.is_none(), "a client's second check waits for its first");
+        let other = wait("10.0.0.2").await.expect("another client checks meanwhile");
+        assert!(wait("10.0.0.3").await.is_none(), "two checks at once, server-wide");
+        drop(first);
+        assert!(wait("10.0.0.3").await.is_some(), "a slot freed is taken");
+        drop(other);
+        assert!(wait("10.0.0.1").await.is_some(), "the client's turn came back");
     }
 }

@@ -1,4 +1,4 @@
-//! `mirage runs list|show|cancel|export|import`.
+//! `mirage runs list|show|cancel|check|export|import|bundle`.
 
 use std::path::PathBuf;
 
@@ -18,6 +18,13 @@ pub enum RunsCommand {
     /// Stop a run: queued and running trials are cancelled at once (a live worker stops at its
     /// next step; a killed worker's trial does not stay running).
     Cancel { run: RunId },
+    /// Check runs as stored: a finished run has no queued or running trial, every finished
+    /// trial's steps run 0, 1, 2, … without a gap, and an executed trial that is done ends on
+    /// its one verdict. Prints the figures; fails naming every problem.
+    Check {
+        #[arg(required = true)]
+        runs: Vec<RunId>,
+    },
     /// The finished trials as trajectory lines (schemas/trajectory.schema.json), or as ATIF trajectories.
     Export {
         run: RunId,
@@ -66,6 +73,12 @@ pub enum RunsCommand {
         /// not compressed, its size).
         #[arg(long, default_value_t = 256)]
         max_file_mib: u64,
+        /// Refuse a trajectory with a step larger than this many MiB as stored (JSON).
+        #[arg(long, default_value_t = 4)]
+        max_step_mib: u64,
+        /// Refuse a trajectory whose steps take more than this many MiB as stored in all.
+        #[arg(long, default_value_t = 64)]
+        max_trajectory_mib: u64,
     },
 }
 
@@ -93,12 +106,26 @@ pub(super) async fn runs(shared: std::sync::Arc<dyn Store>, command: RunsCommand
             }
         }
         RunsCommand::Show { run } => show(store, &run).await?,
+        RunsCommand::Check { runs } => {
+            let mut problems = 0;
+            for run in &runs {
+                problems += check(store, run).await?;
+            }
+            if problems > 0 {
+                bail!("{problems} problems in {} runs", runs.len());
+            }
+        }
         RunsCommand::Cancel { run } => {
             store.cancel_run(&run).await?;
             println!("run {run} cancelled");
         }
-        RunsCommand::Import { files, format, map, max_entry_mib, max_file_mib } => {
-            let limits = crate::foreign::Limits { entry_bytes: max_entry_mib << 20, file_bytes: max_file_mib << 20 };
+        RunsCommand::Import { files, format, map, max_entry_mib, max_file_mib, max_step_mib, max_trajectory_mib } => {
+            let limits = crate::foreign::Limits {
+                entry_bytes: max_entry_mib << 20,
+                file_bytes: max_file_mib << 20,
+                step_bytes: max_step_mib << 20,
+                trajectory_bytes: max_trajectory_mib << 20,
+            };
             import(store, &files, format, map.as_deref(), limits).await?;
         }
         RunsCommand::Bundle { run, out, config } => bundle(shared.clone(), &run, &out, config.as_deref()).await?,
@@ -122,6 +149,55 @@ pub(super) async fn runs(shared: std::sync::Arc<dyn Store>, command: RunsCommand
         }
     }
     Ok(())
+}
+
+/// `mirage runs check`: one run's problems printed on stderr, its figures on stdout;
+/// returns how many problems.
+async fn check(store: &dyn Store, run: &RunId) -> anyhow::Result<usize> {
+    use crate::agent::Action;
+    use crate::db::{RunStatus, TrialState};
+    let row = store.run(run).await?;
+    let executed = !crate::runs::is_import(&row.spec);
+    let trials = store.trials(run).await?;
+    let mut problems = Vec::new();
+    let (mut steps, mut retried) = (0usize, 0usize);
+    for t in &trials {
+        let unfinished = matches!(t.state, TrialState::Queued | TrialState::Running);
+        if unfinished && row.status != RunStatus::Active {
+            problems.push(format!("trial {} is {} in a run that is {}", t.trial_id, t.state, row.status));
+        }
+        retried += usize::from(t.attempts > 1);
+        let bodies = store.steps(&t.trial_id).await?;
+        let parsed = crate::runs::export::parse_steps(&bodies)
+            .with_context(|| format!("trial {}: a stored step does not parse", t.trial_id))?;
+        steps += parsed.len();
+        if let Some((i, s)) = parsed.iter().enumerate().find(|(i, s)| s.t != *i) {
+            problems.push(format!("trial {}: step {i} is stored as step {} (a gap or a duplicate)", t.trial_id, s.t));
+        }
+        let verdicts = parsed.iter().filter(|s| matches!(s.action, Action::Verdict { .. })).count();
+        let last_is_verdict = parsed.last().is_some_and(|s| matches!(s.action, Action::Verdict { .. }));
+        if executed && t.state == TrialState::Done && t.verdict.is_some() && (verdicts != 1 || !last_is_verdict) {
+            problems
+                .push(format!("trial {}: done with {verdicts} verdict steps (one, the last, expected)", t.trial_id));
+        }
+    }
+    let count = |s: TrialState| trials.iter().filter(|t| t.state == s).count();
+    println!(
+        "run {run} ({}): {} trials ({} done, {} errors, {} cancelled, {} queued, {} running), {steps} steps, {retried} \
+         trials claimed more than once, {} problems",
+        row.status,
+        trials.len(),
+        count(TrialState::Done),
+        count(TrialState::Error),
+        count(TrialState::Cancelled),
+        count(TrialState::Queued),
+        count(TrialState::Running),
+        problems.len()
+    );
+    for p in &problems {
+        eprintln!("run {run}: {p}");
+    }
+    Ok(problems.len())
 }
 
 /// `mirage runs show`: the run's spec, progress, throughput and cost per role.
@@ -203,7 +279,7 @@ async fn import(
     let (run, n) = if let ([file], [crate::foreign::Format::Mirage]) = (expanded.as_slice(), formats.as_slice()) {
         let name = file.display().to_string();
         let contents = std::fs::read_to_string(file).with_context(|| format!("reading {name}"))?;
-        crate::runs::import::import_run(store, &world, &name, &contents, &version).await?
+        crate::runs::import::import_run(store, &world, &name, &contents, (&version, limits)).await?
     } else {
         crate::runs::harness::import_files(store, &world, &expanded, format, (&mapping, limits), &version).await?
     };

@@ -57,6 +57,7 @@ pub(super) async fn serve(store: Arc<dyn Store>, db: &str, args: ServeArgs) -> a
         );
     }
     seed_if_empty(store.as_ref()).await?;
+    prune_episodes_hourly(store.clone(), config.server.episode_retention_days);
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
     let addr = listener.local_addr()?;
     let options = LeptosOptions::builder()
@@ -97,6 +98,22 @@ pub(super) async fn serve(store: Arc<dyn Store>, db: &str, args: ServeArgs) -> a
         Ok(joined) => joined.context("the HTTP server stopped")?.context("serving HTTP"),
         Err(_) => Ok(()),
     }
+}
+
+/// Deletes standalone episodes older than the retention now and every hour after.
+fn prune_episodes_hourly(store: Arc<dyn Store>, days: u32) {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            every.tick().await;
+            let before = crate::db::now_ms() - i64::from(days) * 24 * 3600 * 1000;
+            match store.prune_episodes(before).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(episodes = n, days, "deleted standalone episodes past their retention"),
+                Err(e) => tracing::warn!("deleting old episodes: {e}"),
+            }
+        }
+    });
 }
 
 /// How long a stopping server waits for its runs to give their trials back.

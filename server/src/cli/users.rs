@@ -43,6 +43,9 @@ pub(super) async fn user(store: &dyn Store, command: UserCommand) -> anyhow::Res
             if password.chars().count() < 8 {
                 bail!("password: use at least 8 characters (MIRAGE_PASSWORD or the first line of standard input)");
             }
+            if password.len() > crate::http::auth::MAX_PASSWORD_BYTES {
+                bail!("password: use at most {} bytes", crate::http::auth::MAX_PASSWORD_BYTES);
+            }
             let hash = crate::http::auth::hash_password(&password)?;
             let new = store.put_user(&name, &hash, &role).await?;
             println!("{} {name} ({role})", if new { "added" } else { "updated" });

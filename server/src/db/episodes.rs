@@ -76,8 +76,12 @@ pub trait EpisodeStore: Send + Sync {
     ) -> StoreResult<Episode>;
     /// One episode; `NotFound` when there is none.
     async fn episode(&self, episode_id: &str) -> StoreResult<Episode>;
-    /// Appends to the action log; returns the event's sequence number (1-based).
-    async fn append_event(&self, episode_id: &str, event: NewEvent<'_>) -> StoreResult<i64>;
+    /// Appends to the action log; returns the event's sequence number (1-based), or `None`
+    /// (nothing appended) when the log holds `cap` events already.
+    async fn append_event(&self, episode_id: &str, event: NewEvent<'_>, cap: i64) -> StoreResult<Option<i64>>;
+    /// Deletes standalone episodes (those carrying no trial of a run) last touched before
+    /// `before` (ms), with their logs; returns how many.
+    async fn prune_episodes(&self, before: i64) -> StoreResult<u64>;
     /// Records the verdict and closes the episode. `Ok(false)` when it was already closed
     /// (nothing changes: a verdict is final).
     async fn finish_episode(&self, episode_id: &str, verdict: &str, rationale: &str) -> StoreResult<bool>;
@@ -125,13 +129,15 @@ impl EpisodeStore for SqlStore {
         .ok_or_else(|| StoreError::NotFound(format!("episode {episode_id}")))
     }
 
-    async fn append_event(&self, episode_id: &str, event: NewEvent<'_>) -> StoreResult<i64> {
+    async fn append_event(&self, episode_id: &str, event: NewEvent<'_>, cap: i64) -> StoreResult<Option<i64>> {
         let now = now_ms();
         // The sequence number is computed inside the insert, so concurrent appends to one
-        // episode cannot pick the same number without the unique constraint noticing.
+        // episode cannot pick the same number without the unique constraint noticing; a log
+        // at its cap gets no row.
         Ok(sqlx::query_scalar(
             "insert into episode_event (episode_id, seq, kind, url, detail, created_at, updated_at, thought, action)
              select $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5, $5, $6, $7 from episode_event where episode_id = $1
+             having coalesce(max(seq), 0) < $8
              returning seq",
         )
         .bind(episode_id)
@@ -141,8 +147,25 @@ impl EpisodeStore for SqlStore {
         .bind(now)
         .bind(event.thought)
         .bind(event.action)
-        .fetch_one(&self.pool)
+        .bind(cap)
+        .fetch_optional(&self.pool)
         .await?)
+    }
+
+    async fn prune_episodes(&self, before: i64) -> StoreResult<u64> {
+        let mut tx = self.pool.begin().await?;
+        let stale = "select episode_id from episode where trial_id is null and updated_at < $1";
+        sqlx::query(&format!("delete from episode_event where episode_id in ({stale})"))
+            .bind(before)
+            .execute(&mut *tx)
+            .await?;
+        let gone = sqlx::query(&format!("delete from episode where episode_id in ({stale})"))
+            .bind(before)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok(gone)
     }
 
     async fn finish_episode(&self, episode_id: &str, verdict: &str, rationale: &str) -> StoreResult<bool> {

@@ -295,17 +295,51 @@ mod tests {
     }
 }
 
-/// How much an imported file may inflate to: a compressed `.eval` entry is read no further
-/// than `entry_bytes`, and all entries of one file together no further than `file_bytes`.
-/// A file past either is refused, naming the entry, before anything is stored.
+/// How much an import may hold: a compressed `.eval` entry is read no further than
+/// `entry_bytes`, and all entries of one file together no further than `file_bytes`; one
+/// stored step (as JSON) may not pass `step_bytes`, nor one trajectory's steps together
+/// `trajectory_bytes`. An import past any is refused, naming the place, before anything is
+/// stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     pub entry_bytes: u64,
     pub file_bytes: u64,
+    pub step_bytes: u64,
+    pub trajectory_bytes: u64,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { entry_bytes: 64 << 20, file_bytes: 256 << 20 }
+        Limits { entry_bytes: 64 << 20, file_bytes: 256 << 20, step_bytes: 4 << 20, trajectory_bytes: 64 << 20 }
+    }
+}
+
+impl Limits {
+    /// Refuses a trajectory with a step, or steps in all, past the limits (sizes as stored,
+    /// JSON), naming `place` and the step.
+    pub fn check_steps(&self, place: &str, steps: &[Step]) -> anyhow::Result<()> {
+        let mut total = 0u64;
+        for s in steps {
+            let size = serde_json::to_vec(s).map(|v| v.len() as u64)?;
+            if size > self.step_bytes {
+                anyhow::bail!(
+                    "{place}: step {} is {:.1} MiB as stored, past {} MiB, the limit per step (--max-step-mib); \
+                     nothing was imported",
+                    s.t,
+                    size as f64 / f64::from(1u32 << 20),
+                    self.step_bytes >> 20
+                );
+            }
+            total += size;
+        }
+        if total > self.trajectory_bytes {
+            anyhow::bail!(
+                "{place}: its steps are {} MiB as stored, past {} MiB, the limit per trajectory \
+                 (--max-trajectory-mib); nothing was imported",
+                total >> 20,
+                self.trajectory_bytes >> 20
+            );
+        }
+        Ok(())
     }
 }

@@ -39,6 +39,9 @@ pub const COOKIE: &str = "mirage_session";
 /// How long a session lasts on the server (the cookie itself ends with the browser session).
 const SESSION_MS: i64 = 12 * 60 * 60 * 1000;
 
+/// Longer passwords are refused unchecked (no account has one: `user add` refuses them).
+pub const MAX_PASSWORD_BYTES: usize = 1_024;
+
 /// An argon2id hash of a password, in PHC string form.
 pub fn hash_password(password: &str) -> anyhow::Result<String> {
     let salt = SaltString::generate(&mut OsRng);
@@ -299,6 +302,14 @@ pub async fn login(
         let why = "Too many sign-in attempts from here or on this name: wait a minute.";
         return (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, "60")], login_page(&next, Some(why)))
             .into_response();
+    }
+    // A password check costs up to seconds of CPU: one at a time per client, and a few at
+    // once server-wide, so that no client's attempts take more than their share.
+    let Some(_turn) = state.guard.password_turn(&client).await else {
+        return HttpError::internal("checking a password", anyhow::anyhow!("the check slots closed")).into_response();
+    };
+    if form.password.len() > MAX_PASSWORD_BYTES {
+        return (StatusCode::UNAUTHORIZED, login_page(&next, Some("Unknown name or wrong password."))).into_response();
     }
     let user = match state.store.user(&form.name).await {
         Ok(u) => u,

@@ -223,7 +223,8 @@ async fn decide(
     }
     let detail = serde_json::json!({ "action": action, "rationale": rationale }).to_string();
     let event = crate::db::NewEvent { kind: "verdict", detail: Some(&detail), thought, ..Default::default() };
-    state.store.append_event(id, event).await?;
+    // The verdict is always logged, past the cap too.
+    state.store.append_event(id, event, i64::MAX).await?;
     Ok(action)
 }
 

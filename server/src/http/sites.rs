@@ -129,11 +129,19 @@ pub async fn visit(
         thought: posted.map(|(t, _)| t),
         action: action.as_deref(),
     };
-    state
+    let cap = i64::from(state.config.server.episode_max_events);
+    let logged = state
         .store
-        .append_event(&episode.episode_id, event)
+        .append_event(&episode.episode_id, event, cap)
         .await
         .map_err(|e| HttpError::internal("logging a page visit", e))?;
+    if logged.is_none() {
+        return Err(HttpError::Conflict(format!(
+            "episode {} has logged {cap} pages, the most one episode keeps (the [server] episode_max_events \
+             setting): record its verdict",
+            episode.episode_id
+        )));
+    }
     Ok(rendered)
 }
 

@@ -175,6 +175,7 @@ impl Reading {
                         t.seed
                     );
                 }
+                self.limits.check_steps(&s.place, &s.steps)?;
                 harnesses.insert(s.origin.harness.clone());
                 planned.push(s.trial);
                 Ok(())

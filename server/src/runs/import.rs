@@ -70,7 +70,7 @@ pub async fn import_run(
     world: &World,
     file: &str,
     contents: &str,
-    corpus_version: &str,
+    (corpus_version, limits): (&str, crate::foreign::Limits),
 ) -> anyhow::Result<(RunId, usize)> {
     let lines = read_trajectories(file, contents).map_err(|errors| {
         let shown: Vec<String> = errors.iter().take(20).map(ToString::to_string).collect();
@@ -98,6 +98,7 @@ pub async fn import_run(
             );
         }
         let steps = replayable_steps(t, &format!("{file}:{line}"))?;
+        limits.check_steps(&format!("{file}:{line}"), &steps)?;
         trials.push(NewTrial {
             task_id: t.task_id.clone(),
             agent: if t.agent.is_empty() { "imported".to_string() } else { t.agent.clone() },

@@ -291,7 +291,7 @@ async fn hostile_text_is_escaped_on_every_page_that_shows_it() {
         &app.state.world,
         "hostile.jsonl",
         &line,
-        &app.state.corpus_version,
+        (&app.state.corpus_version, Default::default()),
     )
     .await
     .expect("import");
@@ -974,7 +974,7 @@ async fn long_trajectories_come_a_page_of_turns_at_a_time() {
         &app.state.world,
         "long.jsonl",
         &line,
-        &app.state.corpus_version,
+        (&app.state.corpus_version, Default::default()),
     )
     .await
     .expect("import");

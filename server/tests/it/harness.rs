@@ -347,3 +347,41 @@ async fn any_run_goes_out_as_atif_and_comes_back_as_itself() {
     let o = cli(&app.db, &["runs", "export", &run, "--format", "atif"]).await;
     assert_eq!(text(&o.stdout).lines().count(), original.len());
 }
+
+/// A step larger than the per-step limit, or a trajectory past the per-trajectory limit, is
+/// refused naming the file, line and step, before anything is stored.
+#[tokio::test]
+async fn steps_and_trajectories_past_their_limits_are_refused_naming_them() {
+    let app = TestApp::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let line = |steps: Vec<String>| {
+        let steps: Vec<serde_json::Value> = steps
+            .into_iter()
+            .map(|o| {
+                serde_json::json!({"url": "/shop/admin/dashboard", "observation": o, "thought": "reading",
+                    "action": {"type": "goto", "url": "/shop/admin/dashboard"}, "latency_ms": 1})
+            })
+            .collect();
+        serde_json::json!({"trial_id": "big", "task_id": "shop-example-01", "agent": "walker", "level": "L0",
+            "condition": "raw", "seed": 0, "status": "done", "steps": steps,
+            "verdict": {"action": "APPROVE", "rationale": "read"}})
+        .to_string()
+    };
+    let before = app.state.store.runs().await.expect("runs").len();
+    let giant = temp_path(&dir, "giant.jsonl");
+    std::fs::write(&giant, line(vec!["small".into(), "x".repeat(3 << 20)])).expect("write");
+    let o = cli(&app.db, &["runs", "import", giant.to_str().expect("utf-8"), "--max-step-mib", "2"]).await;
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(err.contains("giant.jsonl:1: step 1 is 3.0 MiB") && err.contains("--max-step-mib"), "{err}");
+    let long = temp_path(&dir, "long.jsonl");
+    std::fs::write(&long, line(vec!["y".repeat(700 << 10); 4])).expect("write");
+    let o = cli(&app.db, &["runs", "import", long.to_str().expect("utf-8"), "--max-trajectory-mib", "2"]).await;
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(err.contains("long.jsonl:1: its steps are") && err.contains("--max-trajectory-mib"), "{err}");
+    assert_eq!(app.state.store.runs().await.expect("runs").len(), before, "nothing was stored");
+    // Within the limits (the defaults), the same trajectory is imported.
+    let o = cli(&app.db, &["runs", "import", long.to_str().expect("utf-8")]).await;
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}

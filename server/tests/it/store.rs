@@ -27,21 +27,25 @@ async fn exercise(store: &dyn Store) {
     assert_eq!(ep.status, "open");
     assert_eq!(
         store
-            .append_event(&ep.episode_id, NewEvent { kind: "visit", url: Some("/a"), ..NewEvent::default() })
+            .append_event(&ep.episode_id, NewEvent { kind: "visit", url: Some("/a"), ..NewEvent::default() }, 2)
             .await
             .expect("event"),
-        1
+        Some(1)
     );
     assert_eq!(
         store
             .append_event(
                 &ep.episode_id,
-                NewEvent { kind: "visit", url: Some("/b"), detail: Some("200"), ..NewEvent::default() }
+                NewEvent { kind: "visit", url: Some("/b"), detail: Some("200"), ..NewEvent::default() },
+                2
             )
             .await
             .expect("event"),
-        2
+        Some(2)
     );
+    // The log is at its cap of two: a third page is not logged.
+    let third = NewEvent { kind: "visit", url: Some("/c"), ..NewEvent::default() };
+    assert_eq!(store.append_event(&ep.episode_id, third, 2).await.expect("event"), None);
     assert!(store.finish_episode(&ep.episode_id, "DENY", "because").await.expect("finish"));
     assert!(!store.finish_episode(&ep.episode_id, "APPROVE", "again").await.expect("finish"));
     let ep = store.episode(&ep.episode_id).await.expect("episode");
@@ -49,6 +53,11 @@ async fn exercise(store: &dyn Store) {
     let events = store.episode_events(&ep.episode_id).await.expect("events");
     assert_eq!(events.iter().map(|e| e.url.clone().unwrap_or_default()).collect::<Vec<_>>(), ["/a", "/b"]);
     assert!(matches!(store.episode("missing").await, Err(StoreError::NotFound(_))));
+    // Retention: a standalone episode last touched before the cut goes, with its log.
+    assert_eq!(store.prune_episodes(0).await.expect("prune"), 0, "nothing is that old");
+    assert_eq!(store.prune_episodes(server::db::now_ms() + 1).await.expect("prune"), 1);
+    assert!(matches!(store.episode(&ep.episode_id).await, Err(StoreError::NotFound(_))));
+    assert!(store.episode_events(&ep.episode_id).await.expect("events").is_empty());
 }
 
 #[tokio::test]
