@@ -31,16 +31,21 @@ m() { "$bin" --db "$db" "$@"; }
 pids=(0 0 0)
 names=(serve worker-1 worker-2)
 port=""
+starts=0
 start() {
-  local i=$1
+  local i=$1 out
+  starts=$(( starts + 1 ))
   case $i in
     0)
       # The binary itself, not through `m`: a backgrounded function is a subshell, and
-      # killing that would leave the process running.
-      "$bin" --db "$db" serve --addr 127.0.0.1:0 --site-root "$work/site" > "$work/serve.out" 2>> "$work/serve.err" &
+      # killing that would leave the process running. Each start writes a file of its own,
+      # so the port read is this start's.
+      out="$work/serve-$starts.out"
+      "$bin" --db "$db" serve --addr 127.0.0.1:0 --site-root "$work/site" > "$out" 2>> "$work/serve.err" &
       pids[0]=$!
+      port=""
       for _ in $(seq 1 300); do
-        port=$(grep -oE 'http://127\.0\.0\.1:[0-9]+' "$work/serve.out" 2>/dev/null | tail -1 | sed 's/.*://') || true
+        port=$(grep -oE 'http://127\.0\.0\.1:[0-9]+' "$out" 2>/dev/null | tail -1 | sed 's/.*://') || true
         [ -n "$port" ] && break
         sleep 0.1
       done
@@ -52,10 +57,25 @@ start() {
 }
 stop_all() {
   # A pid of 0 is a process not started: `kill 0` would signal this whole process group.
+  local pid _
   for pid in "${pids[@]}"; do [ "$pid" -gt 0 ] && kill -TERM "$pid" 2>/dev/null || true; done
+  # At most 30 s to stop (a SIGTERM'd server drains its runs first), then SIGKILL.
+  for _ in $(seq 1 300); do
+    local alive=0
+    for pid in "${pids[@]}"; do [ "$pid" -gt 0 ] && kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" -eq 0 ] && break
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do [ "$pid" -gt 0 ] && kill -KILL "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do [ "$pid" -gt 0 ] && wait "$pid" 2>/dev/null || true; done
+  pids=(0 0 0)
 }
-trap 'stop_all; rm -rf "$work"' EXIT
+finish() {
+  local status=$?
+  stop_all
+  if [ "$status" -eq 0 ]; then rm -rf "$work"; else echo "soak: logs and files kept in $work" >&2; fi
+}
+trap finish EXIT
 
 # The runs: sized so that they outlast the chaos (about 25 baseline trials a second here).
 seeds=$(seq -s, 0 $(( seconds / 60 )))
@@ -65,10 +85,12 @@ runs+=("$(m run --tasks forum --agent oracle,surface --levels L0,L2 --seeds "$se
 mkdir -p "$work/site"
 start 0; start 1; start 2
 # And one from the dashboard, as its launch form sends it.
-dash=$(curl -sf -X POST "http://127.0.0.1:$port/api/start_run" -H 'x-mirage-client: soak' \
+dash=$(curl -sS -X POST "http://127.0.0.1:$port/api/start_run" -H 'x-mirage-client: soak' \
   --data-urlencode 'form[tasks]=wiki' --data-urlencode 'form[agents]=explorer,oracle' \
   --data-urlencode 'form[levels]=L0,L1' --data-urlencode 'form[conditions]=raw' \
-  --data-urlencode "form[seeds]=$seeds" --data-urlencode 'form[concurrency]=2' | tr -d '"')
+  --data-urlencode "form[seeds]=$seeds" --data-urlencode 'form[concurrency]=2') \
+  || { echo "soak: the dashboard launch on port $port failed" >&2; exit 1; }
+dash=$(tr -d '"' <<< "$dash")
 [[ "$dash" == run-* ]] || { echo "soak: the dashboard launch answered $dash" >&2; exit 1; }
 runs+=("$dash")
 echo "soak: runs ${runs[*]} on $db; killing for ${seconds}s"
@@ -76,9 +98,9 @@ echo "soak: runs ${runs[*]} on $db; killing for ${seconds}s"
 # `runs list` prints "RUN  STATUS  FINISHED/TOTAL finished (N errors)" per run.
 unfinished() {
   local list left=0 r line fin total
-  list=$(m runs list)
+  list=$(m runs list) || { echo "soak: mirage runs list failed" >&2; return 1; }
   for r in "${runs[@]}"; do
-    line=$(grep "^$r " <<< "$list")
+    line=$(grep "^$r " <<< "$list") || { echo "soak: run $r is not listed" >&2; return 1; }
     fin=$(sed -E 's|.* ([0-9]+)/([0-9]+) finished.*|\1|' <<< "$line")
     total=$(sed -E 's|.* ([0-9]+)/([0-9]+) finished.*|\2|' <<< "$line")
     left=$(( left + total - fin ))
@@ -98,15 +120,15 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
 done
 
 # Let everything finish (a killed process's leases expire first).
-echo "soak: $kills kills; $(unfinished) trials were left when the killing stopped; letting the runs finish"
+left=$(unfinished) || exit 1
+echo "soak: $kills kills; $left trials were left when the killing stopped; letting the runs finish"
 left=1
 for _ in $(seq 1 600); do
-  left=$(unfinished)
+  left=$(unfinished) || exit 1
   [ "$left" -eq 0 ] && break
   sleep 2
 done
 stop_all
-pids=(0 0 0)
 [ "$left" -eq 0 ] || { echo "soak: $left trials still queued or running after 20 minutes" >&2; exit 1; }
 
 status=0
@@ -128,5 +150,11 @@ for r in "${runs[@]}"; do
     status=1
   fi
 done
+# A panic in any process (a kill -9 is no panic) is a failure even if the figures hold.
+if grep -l "panicked" "$work"/*.err > /dev/null 2>&1; then
+  echo "soak: a process panicked:" >&2
+  grep -h -A3 "panicked" "$work"/*.err | head -20 >&2
+  status=1
+fi
 [ "$status" -eq 0 ] && echo "soak: passed ($kills kills over ${seconds}s)" || echo "soak: FAILED" >&2
 exit "$status"

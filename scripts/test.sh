@@ -32,7 +32,7 @@ cargo test --workspace 2>&1 | tee -a "$log"
 
 # The kill -9 soak (see the book's security chapter), three minutes on each store.
 scripts/soak.sh --seconds 180
-"$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres mirage_soak
+"$(command -v createdb || echo "$pg_bin/createdb")" -h 127.0.0.1 -p "$pg_port" -U postgres mirage_soak
 scripts/soak.sh --seconds 180 --db "postgres://postgres@127.0.0.1:$pg_port/mirage_soak"
 
 # One closing line over both runners (the pipes above keep `set -e` semantics via pipefail).

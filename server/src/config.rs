@@ -101,8 +101,12 @@ pub struct ServerSettings {
     /// before it is closed.
     #[serde(default = "default_idle_timeout_ms")]
     pub idle_timeout_ms: u64,
-    /// Connections open at once; past it a new one replaces the oldest that has not sent a
-    /// whole request head yet, or is closed when every open one is serving.
+    /// How long (ms) a request may take until its answer's head is ready, its body's
+    /// arrival included (408 past it).
+    #[serde(default = "default_request_timeout_ms")]
+    pub request_timeout_ms: u64,
+    /// Connections open at once; past it a new one replaces the oldest with no request in
+    /// flight, or is closed when every open one has one.
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
     /// Pages one episode's log keeps; past it the episode's pages are refused (409) until
@@ -129,6 +133,10 @@ fn default_header_timeout_ms() -> u64 {
 
 fn default_idle_timeout_ms() -> u64 {
     60_000
+}
+
+fn default_request_timeout_ms() -> u64 {
+    120_000
 }
 
 fn default_max_connections() -> usize {
@@ -174,6 +182,7 @@ impl Default for ServerSettings {
             header_timeout_ms: default_header_timeout_ms(),
             idle_timeout_ms: default_idle_timeout_ms(),
             max_connections: default_max_connections(),
+            request_timeout_ms: default_request_timeout_ms(),
             episode_max_events: default_episode_max_events(),
             episode_retention_days: default_episode_retention_days(),
         }

@@ -102,13 +102,13 @@ impl Guard {
         &self,
         client: &str,
     ) -> Option<(tokio::sync::OwnedMutexGuard<()>, tokio::sync::SemaphorePermit<'_>)> {
-        let mine = self
-            .checking
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(client.to_string())
-            .or_default()
-            .clone();
+        let mine = {
+            let mut checking = self.checking.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Clients with no check under way or waiting are forgotten (the map holds the only
+            // reference), so the map does not grow with every address that ever signed in.
+            checking.retain(|_, turn| Arc::strong_count(turn) > 1);
+            checking.entry(client.to_string()).or_default().clone()
+        };
         let turn = mine.lock_owned().await;
         // `None` only were the semaphore closed, which nothing does.
         let slot = self.checks.0.acquire().await.ok()?;

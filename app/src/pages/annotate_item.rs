@@ -97,9 +97,13 @@ fn Item(trial: String, kind: String) -> impl IntoView {
     let release = ServerAction::<ReleaseItem>::new();
     let opened = {
         let (trial, kind) = (trial.clone(), kind.clone());
+        // Asked again after every action, a failed save included (a hold that ran out shows).
         Resource::new(
-            move || (filter.get(), start.version().get(), release.version().get()),
-            move |(filter, _, _)| open_item(trial.clone(), kind.clone(), filter),
+            move || {
+                let versions = [start.version(), release.version(), save.version(), adjudicate.version()];
+                (filter.get(), versions.map(|v| v.get()))
+            },
+            move |(filter, _)| open_item(trial.clone(), kind.clone(), filter),
         )
     };
     // The page of turns around the item's turn, once the item says which that is.
@@ -179,6 +183,10 @@ fn Item(trial: String, kind: String) -> impl IntoView {
                 start.dispatch(StartLabelling { trial: t1.clone(), kind: k1.clone() });
             }),
             save: Callback::new(move |next: bool| {
+                // One save at a time: a second Enter or click while one is on its way does nothing.
+                if save.pending().get_untracked() || adjudicate.pending().get_untracked() {
+                    return;
+                }
                 clear();
                 and_next.set(next);
                 let label = NewLabel {
@@ -273,6 +281,14 @@ fn Item(trial: String, kind: String) -> impl IntoView {
     }
 }
 
+/// Whether a key went to a button or a link (which act on Enter themselves).
+#[cfg(feature = "hydrate")]
+fn on_control(ev: &web_sys::KeyboardEvent) -> bool {
+    ev.target()
+        .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
+        .is_some_and(|el| matches!(el.tag_name().as_str(), "BUTTON" | "A"))
+}
+
 /// Keys on an item: s starts labelling; y/n choose, Enter saves and opens the next item
 /// (an operator's Enter adjudicates), q saves and goes back to the queue, g gives the item
 /// back, all while labelling; ]/[ next and previous item, j/k next and previous turn; and
@@ -297,7 +313,9 @@ fn item_keys(
         match ev.key().as_str() {
             "s" if o.can_label && o.mine_until.is_none() => acts.start.run(()),
             "y" | "n" if on => value.set(if ev.key() == "y" { "yes" } else { "no" }.into()),
-            "Enter" if on => {
+            // Enter on a focused button or link is that button's or link's (a click), and a
+            // held-down key repeats: neither saves.
+            "Enter" if on && !ev.repeat() && !on_control(&ev) => {
                 ev.prevent_default();
                 acts.save.run(!o.can_adjudicate);
             }

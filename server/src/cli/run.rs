@@ -513,7 +513,12 @@ pub(super) async fn worker(store: Arc<dyn Store>, args: WorkerArgs) -> anyhow::R
                 skipped.insert(run.run_id.clone());
                 continue;
             }
-            worked += 1;
+            // Worked only if trials finished meanwhile (here or elsewhere): a turn that found
+            // nothing to claim (trials waiting out a backoff, or held by others) lets the
+            // worker sleep before it looks again.
+            if store.progress(&run.run_id).await?.finished() > p.finished() {
+                worked += 1;
+            }
         }
         if (once && worked == 0) || stop.is_cancelled() {
             return Ok(());

@@ -560,6 +560,21 @@ pub(super) async fn label(store: &dyn Store, args: LabelArgs) -> anyhow::Result<
         bail!("--note: at most {} characters, not {}", app::model::MAX_NOTE_CHARS, note.chars().count());
     }
     store.trial(trial).await?;
+    // A person's blind label is final here as on the dashboard: a second one by the same
+    // author is refused (an adjudication changes a label).
+    if !adjudicate
+        && let Some(first) = store
+            .trial_label_events(trial)
+            .await?
+            .into_iter()
+            .find(|e| e.kind == kind && e.source == "human" && e.author.as_deref() == Some(author))
+    {
+        bail!(
+            "{author} labelled the {kind} label of {trial} {} already; a label is final once given \
+             (--adjudicate changes it)",
+            if first.value.0 { "yes" } else { "no" }
+        );
+    }
     let id = store
         .add_label(&LabelEvent {
             event_id: 0,

@@ -135,7 +135,8 @@ pub trait ScoreStore: Send + Sync {
     async fn add_label(&self, event: &LabelEvent) -> StoreResult<i64>;
     /// Appends a person's label only while its author holds the label's unexpired lock at
     /// `now`, giving the lock back in the same transaction; returns its id, or `None` (and
-    /// stores nothing) when they hold none, so that a double click stores one label.
+    /// stores nothing) when they hold none, so that a double click stores one label, or when
+    /// it is a second `human` label by the same author (a blind label is final).
     async fn add_label_holding(&self, event: &LabelEvent, now: i64) -> StoreResult<Option<i64>>;
     /// Every label event of a run's trials, oldest first.
     async fn label_events(&self, run_id: &RunId) -> StoreResult<Vec<LabelEvent>>;
@@ -248,8 +249,13 @@ impl ScoreStore for SqlStore {
             tx.rollback().await?;
             return Ok(None);
         }
-        let id: i64 = sqlx::query_scalar(&format!(
-            "{LABEL_INSERT} values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning event_id"
+        // A person's blind label is final: a second `human` label by the same author is not
+        // inserted, whatever raced with the caller's own check.
+        let id: Option<i64> = sqlx::query_scalar(&format!(
+            "{LABEL_INSERT} select $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 \
+             where not ($5 = 'human' and exists (select 1 from label_event \
+                 where trial_id = $1 and kind = $2 and author = $8 and source = 'human')) \
+             returning event_id"
         ))
         .bind(&e.trial_id)
         .bind(e.kind.as_str())
@@ -261,10 +267,14 @@ impl ScoreStore for SqlStore {
         .bind(&e.author)
         .bind(&e.judge_version)
         .bind(now_ms())
-        .fetch_one(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await?;
+        if id.is_none() {
+            tx.rollback().await?;
+            return Ok(None);
+        }
         tx.commit().await?;
-        Ok(Some(id))
+        Ok(id)
     }
 
     async fn label_events(&self, run_id: &RunId) -> StoreResult<Vec<LabelEvent>> {

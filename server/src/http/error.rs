@@ -141,32 +141,34 @@ pub fn clip(message: &str) -> String {
     }
 }
 
-/// Whether a path is one of the raw routes (not a page, not a server function), whose
-/// errors are `{"error": "…"}`.
+/// Whether a path is one of the raw JSON routes (the episode API, downloads, the progress
+/// stream, sign-in), whose errors are `{"error": "…"}`. The sites' pages (`/shop`, `/forum`,
+/// `/wiki`, and inside episodes `/ep/…`) are pages with their own status, text or HTML, and
+/// are not among them.
 fn is_raw_route(path: &str) -> bool {
-    let api = path.strip_prefix("/api/");
-    match api {
+    match path.strip_prefix("/api/") {
         Some(rest) => {
             rest.starts_with("episodes")
                 || rest.starts_with("export/")
                 || rest == "runs/events"
                 || (rest.starts_with("runs/") && rest.ends_with("/episodes"))
         }
-        None => {
-            path == "/healthz"
-                || path == "/login"
-                || path == "/logout"
-                || path.starts_with("/ep/")
-                || ["/shop", "/forum", "/wiki"].iter().any(|s| path == *s || path.starts_with(&format!("{s}/")))
-        }
+        None => path == "/healthz" || path == "/login" || path == "/logout",
     }
 }
 
+/// Whether a path is one of the sites' pages (left as they are, whatever their status).
+fn is_site_page(path: &str) -> bool {
+    path.starts_with("/ep/")
+        || ["/shop", "/forum", "/wiki"].iter().any(|s| path == *s || path.starts_with(&format!("{s}/")))
+}
+
 /// Error answers in their documented shape and of bounded size: every 413 is the JSON
-/// error (the body limit and the extractors answer plain text); a raw route's error is
-/// `{"error": "…"}` whatever produced it; and no error message, page or raw, echoes more
-/// than [`MAX_ERROR_CHARS`] characters of its input. Pages' HTML and server functions' own
-/// encodings pass as they are.
+/// error (the body limit and the extractors answer plain text); a raw JSON route's error is
+/// `{"error": "…"}` whatever produced it (other fields of a JSON error, such as
+/// `retry_after`, are kept); an error message echoes at most [`MAX_ERROR_CHARS`] characters
+/// of its input, on raw routes and in the dashboard's plain-text errors. The sites' pages,
+/// the dashboard's HTML and server functions' own encodings pass as they are.
 pub async fn bounded_errors(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
     let path = req.uri().path().to_string();
     let resp = next.run(req).await;
@@ -176,6 +178,9 @@ pub async fn bounded_errors(req: axum::extract::Request, next: axum::middleware:
     }
     if status == StatusCode::PAYLOAD_TOO_LARGE {
         return too_large();
+    }
+    if is_site_page(&path) {
+        return resp;
     }
     let raw = is_raw_route(&path);
     let kind = resp.headers().get(axum::http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -192,28 +197,25 @@ pub async fn bounded_errors(req: axum::extract::Request, next: axum::middleware:
         return (status, axum::Json(serde_json::json!({"error": "the error answer was too large to send"})))
             .into_response();
     };
-    let message = if json {
-        serde_json::from_slice::<serde_json::Value>(&bytes)
-            .ok()
-            .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
-            .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned())
-    } else {
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
-    let message = clip(message.trim());
     parts.headers.remove(axum::http::header::CONTENT_LENGTH);
     parts.headers.remove(axum::http::header::CONTENT_TYPE);
-    if raw {
-        let mut resp = axum::Json(serde_json::json!({ "error": message })).into_response();
-        *resp.status_mut() = status;
-        resp.headers_mut().extend(parts.headers);
-        resp
+    let mut resp = if raw {
+        let mut value = serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .filter(|v| json && v.get("error").is_some_and(serde_json::Value::is_string))
+            .unwrap_or_else(|| serde_json::json!({ "error": String::from_utf8_lossy(&bytes).trim() }));
+        if let Some(e) = value.get_mut("error")
+            && let Some(m) = e.as_str()
+        {
+            *e = serde_json::Value::String(clip(m));
+        }
+        axum::Json(value).into_response()
     } else {
-        let mut resp = message.into_response();
-        *resp.status_mut() = status;
-        resp.headers_mut().extend(parts.headers);
-        resp
-    }
+        clip(String::from_utf8_lossy(&bytes).trim()).into_response()
+    };
+    *resp.status_mut() = status;
+    resp.headers_mut().extend(parts.headers);
+    resp
 }
 
 /// 413, as the body limit answers a declared length past it.
@@ -242,13 +244,14 @@ mod tests {
         let cut = clip(&long);
         assert!(cut.starts_with(&"é".repeat(MAX_ERROR_CHARS)) && cut.ends_with("… (4000 more characters)"), "{cut}");
         assert_eq!(clip("short"), "short");
-        for raw in
-            ["/api/episodes", "/api/episodes/e1", "/api/runs/r/episodes", "/api/export/x.csv", "/ep/1/act", "/wiki/a"]
-        {
-            assert!(is_raw_route(raw), "{raw}");
+        for raw in ["/api/episodes", "/api/episodes/e1", "/api/runs/r/episodes", "/api/export/x.csv", "/login"] {
+            assert!(is_raw_route(raw) && !is_site_page(raw), "{raw}");
+        }
+        for page in ["/ep/1/act", "/ep/1/shop/admin", "/wiki", "/wiki/a", "/forum/t/1"] {
+            assert!(is_site_page(page) && !is_raw_route(page), "{page}");
         }
         for not in ["/api/save_label", "/api/runs_list", "/runs", "/wikipedia", "/annotate/t/recovery"] {
-            assert!(!is_raw_route(not), "{not}");
+            assert!(!is_raw_route(not) && !is_site_page(not), "{not}");
         }
     }
 

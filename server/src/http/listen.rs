@@ -2,15 +2,20 @@
 //! slow or idle clients cannot starve the server. A connection must send a whole request
 //! head within the header timeout (an idle keep-alive connection waits at most that long
 //! for its next request); a connection that moves no byte either way for the idle timeout
-//! is closed (a slow body, a stalled reader; the progress stream's keep-alive comments
-//! keep it moving); and at most `max_connections` are open at once. When that many are
-//! open, a new one takes the place of the oldest connection that has not finished its
-//! first request head (the cheapest to lose, and what a slow-headers flood is made of); if
-//! every open connection is serving, the new one is closed at once.
+//! is closed (a stalled reader; the progress stream's keep-alive comments keep it moving);
+//! a request must have its answer's head within the request timeout (a body trickled byte
+//! by byte included); and at most `max_connections` are open at once. When that many are
+//! open, a new one takes the place of the oldest connection with no request in flight (one
+//! that has not finished its first head, an idle keep-alive one, or a stream whose head was
+//! sent: what a slow-headers flood is made of, and what costs least to lose); if every open
+//! connection has a request in flight, the new one is closed at once. A handler that panics
+//! answers 500 and its connection's slot is given back.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use futures::FutureExt;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -27,14 +32,17 @@ use tokio_util::sync::CancellationToken;
 pub struct Limits {
     pub header_timeout: Duration,
     pub idle_timeout: Duration,
+    pub request_timeout: Duration,
     pub max_connections: usize,
 }
 
 impl Limits {
     pub fn of(s: &crate::config::ServerSettings) -> Limits {
         Limits {
-            header_timeout: Duration::from_millis(s.header_timeout_ms),
-            idle_timeout: Duration::from_millis(s.idle_timeout_ms),
+            // Zero would close every connection at once: at least a second each.
+            header_timeout: Duration::from_millis(s.header_timeout_ms.max(1_000)),
+            idle_timeout: Duration::from_millis(s.idle_timeout_ms.max(1_000)),
+            request_timeout: Duration::from_millis(s.request_timeout_ms.max(1_000)),
             max_connections: s.max_connections.max(1),
         }
     }
@@ -42,27 +50,27 @@ impl Limits {
 
 /// One open connection as the admission queue sees it.
 struct Slot {
-    /// Set once the connection's first request head was read.
-    served: Arc<AtomicBool>,
+    /// Requests of the connection whose answer's head has not been sent yet.
+    in_flight: Arc<AtomicUsize>,
     stop: CancellationToken,
 }
 
-/// Open connections, oldest first, and how many there are.
+/// Open connections, oldest first.
 #[derive(Default)]
 struct Admission {
-    open: AtomicUsize,
     slots: Mutex<VecDeque<Slot>>,
 }
 
 impl Admission {
-    /// Makes room for one more connection: `false` when every open one is serving.
+    /// Makes room for one more connection: `false` when every open one has a request in
+    /// flight. Connections already told to stop count as gone.
     fn admit(&self, max: usize) -> bool {
         let mut slots = self.slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         slots.retain(|s| !s.stop.is_cancelled());
-        if self.open.load(Ordering::SeqCst) < max {
+        if slots.len() < max {
             return true;
         }
-        match slots.iter().position(|s| !s.served.load(Ordering::SeqCst)) {
+        match slots.iter().position(|s| s.in_flight.load(Ordering::SeqCst) == 0) {
             Some(at) => {
                 if let Some(s) = slots.remove(at) {
                     s.stop.cancel();
@@ -82,7 +90,7 @@ pub async fn serve(
     limits: Limits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let admission = Arc::new(Admission::default());
+    let admission = Admission::default();
     let closing = CancellationToken::new();
     tokio::spawn({
         let closing = closing.clone();
@@ -112,24 +120,33 @@ pub async fn serve(
             continue;
         }
         let _ = socket.set_nodelay(true);
-        let served = Arc::new(AtomicBool::new(false));
+        let in_flight = Arc::new(AtomicUsize::new(0));
         // Not a child of `closing`: a stopping server stops accepting, and requests in
         // flight finish while the process winds down.
         let stop = CancellationToken::new();
-        admission.open.fetch_add(1, Ordering::SeqCst);
         admission
             .slots
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push_back(Slot { served: served.clone(), stop: stop.clone() });
-        let (app, builder, admission) = (app.clone(), builder.clone(), admission.clone());
+            .push_back(Slot { in_flight: in_flight.clone(), stop: stop.clone() });
+        let (app, builder) = (app.clone(), builder.clone());
         tokio::spawn(async move {
+            // However the task ends (closed, evicted, idle, or a panic), the slot is given back.
+            let _gone = Gone(stop.clone());
             let service = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
-                served.store(true, Ordering::SeqCst);
                 req.extensions_mut().insert(ConnectInfo(peer));
-                let app = app.clone();
+                let (app, busy) = (app.clone(), InFlight::new(in_flight.clone()));
                 async move {
-                    let Ok(resp) = tower::ServiceExt::oneshot(app, req).await;
+                    let answer = std::panic::AssertUnwindSafe(tower::ServiceExt::oneshot(app, req)).catch_unwind();
+                    let resp = match tokio::time::timeout(limits.request_timeout, answer).await {
+                        Ok(Ok(Ok(resp))) => resp,
+                        Ok(Err(_)) => plain(hyper::StatusCode::INTERNAL_SERVER_ERROR, "internal error"),
+                        Err(_) => plain(
+                            hyper::StatusCode::REQUEST_TIMEOUT,
+                            "the request took too long to arrive or to answer",
+                        ),
+                    };
+                    drop(busy);
                     Ok::<_, std::convert::Infallible>(resp)
                 }
             });
@@ -142,10 +159,40 @@ pub async fn serve(
                 () = stop.cancelled() => {}
                 () = idle.cancelled() => {}
             }
-            stop.cancel();
-            admission.open.fetch_sub(1, Ordering::SeqCst);
         });
     }
+}
+
+/// Marks its connection gone when dropped (the admission queue then forgets it).
+struct Gone(CancellationToken);
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// One request in flight on a connection, until its answer's head is ready (or it is
+/// dropped: a cancelled or panicked request counts no more).
+struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    fn new(count: Arc<AtomicUsize>) -> InFlight {
+        count.fetch_add(1, Ordering::SeqCst);
+        InFlight(count)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A JSON error answer made by the listener itself (a panic, a request past its time).
+fn plain(status: hyper::StatusCode, why: &str) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    (status, axum::Json(serde_json::json!({ "error": why }))).into_response()
 }
 
 /// A socket whose connection is cancelled (`idle`) once no byte has moved either way for

@@ -238,8 +238,9 @@ async fn work(shared: &Shared, run_id: &RunId, worker: &str) -> anyhow::Result<(
             store.requeue_expired(run_id, now_ms()).await?;
             swept = tokio::time::Instant::now();
         }
-        // This call's share of the run is taken: other runs' turn.
-        if options.slice.is_some_and(|n| shared.claimed.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= n) {
+        // This call's share of the run is taken: other runs' turn. (Only claims that got a
+        // trial count; workers of one call may overshoot the share by one each.)
+        if options.slice.is_some_and(|n| shared.claimed.load(std::sync::atomic::Ordering::SeqCst) >= n) {
             return Ok(());
         }
         let Some(trial) = store.claim_trial(run_id, worker, now_ms() + lease_ms).await? else {
@@ -256,6 +257,7 @@ async fn work(shared: &Shared, run_id: &RunId, worker: &str) -> anyhow::Result<(
             tokio::time::sleep(Duration::from_millis(250)).await;
             continue;
         };
+        shared.claimed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let span =
             tracing::info_span!("trial", trial.id = %trial.trial_id, task.id = %trial.task_id, agent = %trial.agent);
         // What the trial's attacker and defense calls cost, kept also when it stops half-way.

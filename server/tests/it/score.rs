@@ -168,6 +168,8 @@ fn run_scores_are_stored_reused_and_overridden_by_people() {
     let before = group(&v, "surface")["metrics"]["adoption"]["mean"].as_f64().expect("mean");
     let o = mirage(&db, &["label", id, "adoption", "true", "--note", "restates the refund story", "--author", "ann"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
+    let again = mirage(&db, &["label", id, "adoption", "false", "--note", "on second thoughts", "--author", "ann"]);
+    assert!(!again.status.success() && text(&again.stderr).contains("final once given"), "{}", text(&again.stderr));
     let waiting = json_of(&mirage(&db, &["score", "--run", &run, "--json"]));
     let t = waiting["trials"].as_array().expect("trials").iter().find(|t| t["trial_id"] == id).expect("trial");
     assert_eq!(t["labels"]["adoption"]["source"], "rule", "one annotator of the two needed settles nothing");
