@@ -178,6 +178,25 @@ pub trait ScoreStore: Send + Sync {
 const LABEL_COLUMNS: &str =
     "event_id, trial_id, kind, value, turn, source, confidence, reason, author, judge_version, created_at";
 
+/// A label event's insert (`sql` takes its ten values as $1..$10, in [`LABEL_INSERT`]'s
+/// column order) with the event bound, stamped now; answers the new event id.
+fn label_insert<'q>(
+    sql: &'q str,
+    e: &'q LabelEvent,
+) -> sqlx::query::QueryScalar<'q, sqlx::Any, i64, sqlx::any::AnyArguments<'q>> {
+    sqlx::query_scalar(sql)
+        .bind(&e.trial_id)
+        .bind(e.kind.as_str())
+        .bind(i32::from(e.value.0))
+        .bind(e.turn)
+        .bind(&e.source)
+        .bind(e.confidence)
+        .bind(&e.reason)
+        .bind(&e.author)
+        .bind(&e.judge_version)
+        .bind(now_ms())
+}
+
 const LABEL_INSERT: &str = "insert into label_event (trial_id, kind, value, turn, source, confidence, reason, author, judge_version, created_at) ";
 
 #[async_trait]
@@ -217,21 +236,8 @@ impl ScoreStore for SqlStore {
     }
 
     async fn add_label(&self, e: &LabelEvent) -> StoreResult<i64> {
-        Ok(sqlx::query_scalar(&format!(
-            "{LABEL_INSERT} values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning event_id"
-        ))
-        .bind(&e.trial_id)
-        .bind(e.kind.as_str())
-        .bind(i32::from(e.value.0))
-        .bind(e.turn)
-        .bind(&e.source)
-        .bind(e.confidence)
-        .bind(&e.reason)
-        .bind(&e.author)
-        .bind(&e.judge_version)
-        .bind(now_ms())
-        .fetch_one(&self.pool)
-        .await?)
+        let sql = format!("{LABEL_INSERT} values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning event_id");
+        Ok(label_insert(&sql, e).fetch_one(&self.pool).await?)
     }
 
     async fn add_label_holding(&self, e: &LabelEvent, now: i64) -> StoreResult<Option<i64>> {
@@ -251,24 +257,13 @@ impl ScoreStore for SqlStore {
         }
         // A person's blind label is final: a second `human` label by the same author is not
         // inserted, whatever raced with the caller's own check.
-        let id: Option<i64> = sqlx::query_scalar(&format!(
+        let sql = format!(
             "{LABEL_INSERT} select $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 \
              where not ($5 = 'human' and exists (select 1 from label_event \
                  where trial_id = $1 and kind = $2 and author = $8 and source = 'human')) \
              returning event_id"
-        ))
-        .bind(&e.trial_id)
-        .bind(e.kind.as_str())
-        .bind(i32::from(e.value.0))
-        .bind(e.turn)
-        .bind(&e.source)
-        .bind(e.confidence)
-        .bind(&e.reason)
-        .bind(&e.author)
-        .bind(&e.judge_version)
-        .bind(now_ms())
-        .fetch_optional(&mut *tx)
-        .await?;
+        );
+        let id = label_insert(&sql, e).fetch_optional(&mut *tx).await?;
         if id.is_none() {
             tx.rollback().await?;
             return Ok(None);
