@@ -40,16 +40,16 @@ impl ImportStore for SqlStore {
         let mut tx = self.pool.begin().await?;
         let result: StoreResult<()> = async {
             for t in batch {
-                let (state, verdict, rationale, error) = match &t.end {
-                    TrialEnd::Done { verdict, rationale, .. } => {
-                        (TrialState::Done, verdict.as_deref(), rationale.as_deref(), None)
+                let (state, verdict, rationale, error, appeal) = match &t.end {
+                    TrialEnd::Done { verdict, rationale, appeal } => {
+                        (TrialState::Done, verdict.as_deref(), rationale.as_deref(), None, appeal.as_deref())
                     }
-                    TrialEnd::Error(reason) => (TrialState::Error, None, None, Some(reason.as_str())),
-                    TrialEnd::Cancelled => (TrialState::Cancelled, None, None, None),
+                    TrialEnd::Error(reason) => (TrialState::Error, None, None, Some(reason.as_str()), None),
+                    TrialEnd::Cancelled => (TrialState::Cancelled, None, None, None, None),
                 };
                 let r = sqlx::query(
-                    "update trial set state = $3, verdict = $4, rationale = $5, error = $6, attempts = 1, worker = 'import',
-                            started_at = $7, finished_at = $7, updated_at = $7
+                    "update trial set state = $3, verdict = $4, rationale = $5, error = $6, appeal = $8, attempts = 1,
+                            worker = 'import', started_at = $7, finished_at = $7, updated_at = $7
                       where trial_id = $1 and run_id = $2 and state = 'queued'",
                 )
                 .bind(t.trial_id.as_str())
@@ -59,6 +59,7 @@ impl ImportStore for SqlStore {
                 .bind(rationale)
                 .bind(error)
                 .bind(now)
+                .bind(appeal)
                 .execute(&mut *tx)
                 .await?;
                 if r.rows_affected() != 1 {
@@ -83,7 +84,9 @@ impl ImportStore for SqlStore {
             }
             let origins: Vec<(&str, &str, &str)> = batch
                 .iter()
-                .filter_map(|t| t.origin.as_ref().map(|(sample, body)| (t.trial_id.as_str(), sample.as_str(), body.as_str())))
+                .filter_map(|t| {
+                    t.origin.as_ref().map(|(sample, body)| (t.trial_id.as_str(), sample.as_str(), body.as_str()))
+                })
                 .collect();
             for chunk in origins.chunks(BULK_ROWS) {
                 let mut b: QueryBuilder<'_, Any> =
@@ -94,6 +97,14 @@ impl ImportStore for SqlStore {
                 let (sql, args) = numbered(&mut b, self.postgres)?;
                 sqlx::query_with(&sql, args).execute(&mut *tx).await?;
             }
+            // The run's row says when its importer last stored something: a row of an active
+            // import left unwritten for long was left by an importer that died (see
+            // `runs::settle_interrupted_imports`).
+            sqlx::query("update run set updated_at = $2 where run_id = $1")
+                .bind(run_id.as_str())
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
             Ok(())
         }
         .await;

@@ -9,5 +9,5 @@ pub mod site;
 pub mod wiki_index;
 mod world;
 
-pub use overlay::{Overlay, Span, segments};
+pub use overlay::{Overlay, Span, clip, segments, segments_clipped};
 pub use world::{Resolved, World};

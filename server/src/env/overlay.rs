@@ -110,6 +110,37 @@ pub fn segments(text: &str, spans: &[Span]) -> Vec<Segment> {
     out
 }
 
+/// The first `max` bytes of a text (cut back to a character boundary) and how many bytes
+/// were left out.
+pub fn clip(text: &str, max: usize) -> (&str, usize) {
+    if text.len() <= max {
+        return (text, 0);
+    }
+    let cut = (0..=max).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+    (&text[..cut], text.len() - cut)
+}
+
+/// [`segments`] of at most the first `max` bytes of the text, a span that runs past the cut
+/// marked up to it, and a last plain segment saying how much was left out.
+pub fn segments_clipped(text: &str, spans: &[Span], max: usize) -> Vec<Segment> {
+    let (head, left) = clip(text, max);
+    if left == 0 {
+        return segments(text, spans);
+    }
+    let cut = head.len();
+    let spans: Vec<Span> = spans
+        .iter()
+        .filter(|s| s.start.is_some_and(|start| start < cut))
+        .map(|s| Span { end: s.end.map(|e| e.min(cut)), ..s.clone() })
+        .collect();
+    let mut out = segments(head, &spans);
+    out.push(Segment {
+        text: format!("\n[… {left} more bytes not shown; `mirage runs export` writes the whole step]"),
+        injection: None,
+    });
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +156,26 @@ mod tests {
         let parts: Vec<(&str, bool)> = s.iter().map(|x| (x.text.as_str(), x.injection.is_some())).collect();
         assert_eq!(parts, vec![("ab", false), ("€", true), ("cdef", false)]);
         assert_eq!(segments("", &[]).len(), 1);
+    }
+
+    #[test]
+    fn a_clipped_page_keeps_its_marks_up_to_the_cut_and_says_what_it_left_out() {
+        let span = |start, end| Span {
+            id: "s".into(),
+            injection: "note".into(),
+            text: String::new(),
+            start: Some(start),
+            end: Some(end),
+        };
+        let text = "abcdéfghij";
+        assert_eq!(clip(text, 4), ("abcd", 7), "é is two bytes");
+        assert_eq!(clip(text, 5), ("abcd", 7), "never inside a character");
+        assert_eq!(clip(text, 100), (text, 0));
+        let out = segments_clipped(text, &[span(2, 9), span(9, 10)], 6);
+        assert_eq!(out[0].text, "ab");
+        assert_eq!((out[1].text.as_str(), out[1].injection.as_deref()), ("cdé", Some("note")));
+        assert_eq!(out.len(), 3, "the span after the cut is gone: {out:?}");
+        assert!(out[2].text.contains("5 more bytes not shown") && out[2].injection.is_none());
+        assert_eq!(segments_clipped(text, &[span(2, 9)], 100), segments(text, &[span(2, 9)]));
     }
 }

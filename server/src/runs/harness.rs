@@ -13,8 +13,11 @@ use crate::env::World;
 use crate::foreign::{Format, Imported, Mapping, agentdojo, atif, detect, inspect};
 use app::model::{RunId, TrialId};
 
-/// Trials stored per transaction.
-const BATCH: usize = 500;
+/// At most this many samples are stored in one transaction, ...
+pub(super) const BATCH: usize = 500;
+/// ... and at most about this many bytes of steps, so that a file of large trajectories is
+/// held a few at a time.
+pub(super) const BATCH_BYTES: usize = 32 << 20;
 
 /// The files to read: the paths given, directories walked for `.json`, `.jsonl` and
 /// `.eval` files (in name order).
@@ -195,7 +198,7 @@ impl Reading {
         total: usize,
     ) -> anyhow::Result<(usize, anyhow::Result<()>)> {
         let ids: Vec<TrialId> = store.trials(run_id).await?.into_iter().map(|t| t.trial_id).collect();
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<anyhow::Result<FinishedTrial>>(BATCH * 2);
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<anyhow::Result<FinishedTrial>>(16);
         let reader = tokio::task::spawn_blocking(move || {
             let mut ids = ids.into_iter();
             let result = read_all(&self.files, (&self.world, &self.mapping, self.limits), &mut |s: Imported| {
@@ -212,12 +215,16 @@ impl Reading {
         let mut stored = 0;
         let mut batch = Vec::with_capacity(BATCH);
         let outcome: anyhow::Result<()> = async {
+            let mut bytes = 0;
             while let Some(item) = rx.recv().await {
-                batch.push(item?);
-                if batch.len() == BATCH {
+                let item = item?;
+                bytes += item.steps.iter().map(String::len).sum::<usize>();
+                batch.push(item);
+                if batch.len() == BATCH || bytes >= BATCH_BYTES {
                     store.store_finished(run_id, &batch).await?;
                     stored += batch.len();
                     batch.clear();
+                    bytes = 0;
                 }
             }
             if !batch.is_empty() {

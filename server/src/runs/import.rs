@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use super::RunSpec;
 use crate::agent::{Action, Step};
 use crate::db::RunStatus;
-use crate::db::{NewTrial, Store, TrialEnd, now_ms};
+use crate::db::{FinishedTrial, NewTrial, Store, TrialEnd};
 use crate::env::World;
 use crate::judge::{Trajectory, read_trajectories};
 use app::model::RunId;
@@ -120,17 +120,51 @@ pub async fn import_run(
     let spec = RunSpec { origin: Some("imported:mirage".to_string()), ..spec };
     let run_id = super::new_run_id();
     store.create_run(&run_id, &serde_json::to_string(&spec)?, corpus_version, &trials).await?;
-    let worker = "import";
-    for (steps, end) in &steps_of {
-        let Some(trial) = store.claim_trial_of(&run_id, worker, now_ms() + 600_000, crate::db::Claim::Any).await?
-        else {
-            bail!("run {run_id}: fewer trials were stored than read");
-        };
-        for s in steps {
-            store.append_step(&trial.trial_id, i64::try_from(s.t)?, &serde_json::to_string(s)?).await?;
+    // Stored a batch at a time, like other harnesses' files: every batch in one transaction,
+    // each writing the run's row, so a run left by an interrupted import can be told.
+    let ids = store.trial_keys(&run_id).await?;
+    if ids.len() != steps_of.len() {
+        bail!("run {run_id}: {} trials were stored for {} trajectories", ids.len(), steps_of.len());
+    }
+    let mut batch = Vec::new();
+    let mut bytes = 0;
+    for (key, (steps, end)) in ids.into_iter().zip(steps_of) {
+        let steps = steps.iter().map(serde_json::to_string).collect::<Result<Vec<_>, _>>()?;
+        bytes += steps.iter().map(String::len).sum::<usize>();
+        batch.push(FinishedTrial { trial_id: key.trial_id, steps, end, origin: None });
+        if batch.len() == super::harness::BATCH || bytes >= super::harness::BATCH_BYTES {
+            store.store_finished(&run_id, &batch).await?;
+            batch.clear();
+            bytes = 0;
         }
-        store.finish_trial(&trial.trial_id, worker, end).await?;
+    }
+    if !batch.is_empty() {
+        store.store_finished(&run_id, &batch).await?;
     }
     store.set_run_status(&run_id, RunStatus::Done).await?;
     Ok((run_id, trials.len()))
+}
+
+/// How long an import may store nothing before its run counts as left by an interrupted
+/// import: an importer stores a batch (at most 500 trials or 32 MiB of steps) every few
+/// seconds.
+pub const IMPORT_IDLE_MS: i64 = 10 * 60 * 1000;
+
+/// Cancels every imported run that is still active but that no importer has written for
+/// [`IMPORT_IDLE_MS`]: its importer was killed, so the run would otherwise stay active and
+/// half-stored for ever. Its stored trials stay, the rest are cancelled, and the run says
+/// cancelled; importing the files again gives a whole run. Returns the runs so settled.
+pub async fn settle_interrupted_imports(store: &dyn Store, now: i64) -> anyhow::Result<Vec<RunId>> {
+    let mut settled = Vec::new();
+    for run in store.idle_active_runs(now - IMPORT_IDLE_MS).await? {
+        if super::is_import(&run.spec) {
+            store.cancel_run(&run.run_id).await?;
+            tracing::warn!(
+                run = %run.run_id,
+                "an import stopped before it finished (nothing stored for 10 minutes): the run is cancelled; import its files again"
+            );
+            settled.push(run.run_id);
+        }
+    }
+    Ok(settled)
 }

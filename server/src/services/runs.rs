@@ -200,14 +200,23 @@ fn graph_view(world: &World, task: &crate::corpus::Task, steps: &[Step]) -> Vec<
 }
 
 /// One turn as the trajectory page shows it, manipulated spans marked in the observation.
+/// At most this many bytes of one turn's page, and of its thought, go to a browser.
+const TURN_TEXT_MAX: usize = 64 << 10;
+/// A trial whose steps hold more text than this is not read for a page at all.
+const SERVED_STEPS_MAX: i64 = 64 << 20;
+
 fn turn_view(s: &Step) -> TurnView {
+    let thought = match crate::env::clip(&s.thought, TURN_TEXT_MAX) {
+        (all, 0) => all.to_string(),
+        (head, left) => format!("{head}\n[… {left} more bytes not shown]"),
+    };
     TurnView {
         t: s.t,
-        thought: s.thought.clone(),
+        thought,
         action: s.action.describe(),
         url: (!s.url.is_empty()).then(|| s.url.clone()),
         status: None,
-        observation: crate::env::segments(&s.observation, &s.spans),
+        observation: crate::env::segments_clipped(&s.observation, &s.spans, TURN_TEXT_MAX),
         tokens: s.usage.map(|u| u.prompt_tokens + u.completion_tokens),
         latency_ms: (s.latency_ms > 0).then_some(s.latency_ms),
     }
@@ -467,6 +476,19 @@ impl app::ssr::Runs for RunsService {
         let task = self.world.task(&trial.task_id);
         if task.is_none() && origin.is_none() {
             return Err(AppError::NotFound(format!("task {}", trial.task_id)));
+        }
+        // Steps are read whole (the score and the graph need them all): a trial stored before
+        // imports were bounded could hold more than a page should ever make the server read.
+        let size = self.store.steps_length(&trial_id).await.map_err(internal)?;
+        if size > SERVED_STEPS_MAX {
+            return Err(AppError::Invalid {
+                field: "trial".into(),
+                message: format!(
+                    "{trial_id}'s steps hold {} MiB of text, more than the 64 MiB a page reads; `mirage runs export {}` writes it whole",
+                    size >> 20,
+                    trial.run_id
+                ),
+            });
         }
         let steps = parse_steps(&self.store.steps(&trial_id).await.map_err(internal)?).map_err(internal)?;
         let score = score_of(self.store.as_ref(), &self.world, &trial, &steps).await?;

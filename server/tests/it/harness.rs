@@ -384,4 +384,20 @@ async fn steps_and_trajectories_past_their_limits_are_refused_naming_them() {
     // Within the limits (the defaults), the same trajectory is imported.
     let o = cli(&app.db, &["runs", "import", long.to_str().expect("utf-8")]).await;
     assert!(o.status.success(), "{}", text(&o.stderr));
+
+    // Its page sends at most 64 KiB of each turn's page text, and says what it left out.
+    let run = RunId::from(text(&o.stdout).trim());
+    let trial = app.state.store.trials(&run).await.expect("trials").remove(0).trial_id;
+    let (status, body) = app.call("get_trajectory", &[("trial", trial.as_str()), ("page", "0")]).await;
+    assert_eq!(status, 200, "{}", &body[..body.len().min(500)]);
+    assert!(body.len() < 400 << 10, "four turns of 700 KiB sent as {} KiB", body.len() >> 10);
+    let v: serde_json::Value = serde_json::from_str(&body).expect("view");
+    let shown: String =
+        v["turns"][0]["observation"].as_array().expect("segments").iter().filter_map(|s| s["text"].as_str()).collect();
+    assert!(shown.starts_with("yyyy") && shown.contains(&format!("{} more bytes not shown", (700 << 10) - (64 << 10))));
+    // A trial stored before imports had limits, past what a page may read: refused, named.
+    app.state.store.append_step(&trial, 4, &"z".repeat(65 << 20)).await.expect("a giant legacy step");
+    let (status, body) = app.call("get_trajectory", &[("trial", trial.as_str()), ("page", "0")]).await;
+    assert_eq!(status, 422, "{}", &body[..body.len().min(500)]);
+    assert!(body.len() < 2000 && body.contains("mirage runs export"), "{body}");
 }

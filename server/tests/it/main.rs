@@ -17,6 +17,7 @@ mod fairness;
 mod geo;
 mod geo_originals;
 mod harness;
+mod interrupted;
 mod layout;
 mod live;
 mod llm;
