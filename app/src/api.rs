@@ -152,14 +152,21 @@ pub async fn get_home_board() -> Result<Option<Leaderboard>, AppError> {
 
 /// The robustness–utility plot of a run.
 #[server(endpoint = "get_robustness")]
-pub async fn get_robustness(run: Option<String>, level: Option<String>) -> Result<Robustness, AppError> {
-    crate::ssr::respond(async move { crate::ssr::services()?.insights.robustness(run, level).await }).await
+pub async fn get_robustness(
+    run: Option<String>,
+    level: Option<String>,
+    #[server(default)] as_of: Option<String>,
+) -> Result<Robustness, AppError> {
+    crate::ssr::respond(async move { crate::ssr::services()?.insights.robustness(run, level, as_of).await }).await
 }
 
 /// The paper's tables of a run.
 #[server(endpoint = "get_report")]
-pub async fn get_report(#[server(default)] run: Option<String>) -> Result<crate::model::ReportView, AppError> {
-    crate::ssr::respond(async move { crate::ssr::services()?.insights.report(run).await }).await
+pub async fn get_report(
+    #[server(default)] run: Option<String>,
+    #[server(default)] as_of: Option<String>,
+) -> Result<crate::model::ReportView, AppError> {
+    crate::ssr::respond(async move { crate::ssr::services()?.insights.report(run, as_of).await }).await
 }
 
 /// A level-wise heatmap of a run.
@@ -292,6 +299,10 @@ pub async fn get_geo_target(trial: String) -> Result<crate::model::GeoTargetView
 
 /// Two runs or configurations (`RUN` or `RUN:CONFIG`) compared trial by trial.
 #[server(endpoint = "get_compare")]
-pub async fn get_compare(a: String, b: String) -> Result<crate::model::Comparison, AppError> {
-    crate::ssr::respond(async move { crate::ssr::services()?.compare.compare(a, b).await }).await
+pub async fn get_compare(
+    a: String,
+    b: String,
+    #[server(default)] as_of: Option<String>,
+) -> Result<crate::model::Comparison, AppError> {
+    crate::ssr::respond(async move { crate::ssr::services()?.compare.compare(a, b, as_of).await }).await
 }

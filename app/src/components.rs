@@ -280,3 +280,69 @@ pub fn ChecksTable(checks: Vec<crate::model::GraderCheck>) -> impl IntoView {
     }
     .into_any()
 }
+
+/// What a figure page says of the point in the label history its figures stand at: the
+/// label generation and when it was recorded, a link that pins it (and a button copying
+/// that link), and on a pinned page how many labels came later, with a link to the
+/// current figures. `href` gives the page's URL with `as_of` set (or left out for `None`).
+#[component]
+pub fn AsOfLine(as_of: crate::model::AsOf, href: Callback<Option<String>, String>) -> impl IntoView {
+    let when = as_of.at.map_or_else(|| "no label recorded yet".to_string(), crate::model::utc_second);
+    let pinned = href.run(Some(as_of.param()));
+    let current = href.run(None);
+    let copied = RwSignal::new(false);
+    // Reached by a link that names no run (the menu's), the URL gets the run shown, so that
+    // it can be shared as it is; the server does the same for a page loaded whole.
+    #[cfg(feature = "hydrate")]
+    {
+        let (here, navigate, query) =
+            (current.clone(), leptos_router::hooks::use_navigate(), leptos_router::hooks::use_query_map());
+        Effect::new(move |_| {
+            if here.contains("?run=") && query.read_untracked().get("run").is_none() {
+                navigate(&here, leptos_router::NavigateOptions { replace: true, ..Default::default() });
+            }
+        });
+    }
+    let copy = {
+        let pinned = pinned.clone();
+        move |_| {
+            #[cfg(feature = "hydrate")]
+            // The clipboard exists only on secure pages (HTTPS, or this machine): elsewhere the
+            // link beside the button is there to copy by hand.
+            if let Some(w) = web_sys::window().filter(web_sys::Window::is_secure_context) {
+                use wasm_bindgen::{JsValue, closure::Closure};
+                let url = format!("{}{pinned}", w.location().origin().unwrap_or_default());
+                // The browser may refuse (no permission): the button then says nothing new.
+                let done = Closure::once(move |_: JsValue| copied.set(true));
+                let refused = Closure::once(|_: JsValue| ());
+                let _ = w.navigator().clipboard().write_text(&url).then2(&done, &refused);
+                done.forget();
+                refused.forget();
+            }
+            #[cfg(not(feature = "hydrate"))]
+            let _ = &pinned;
+        }
+    };
+    let lead = if as_of.pinned {
+        format!("Figures as of label generation {} ({when}), fixed by this page's link.", as_of.generation)
+    } else {
+        format!("Figures as of label generation {} ({when}).", as_of.generation)
+    };
+    view! {
+        <p class="as-of muted" data-testid="as-of">
+            {lead}" "
+            <a href=pinned.clone() data-testid="as-of-link">"Link to these figures"</a>" "
+            <button type="button" class="small" on:click=copy>
+                {move || if copied.get() { "Link copied" } else { "Copy a link to these figures" }}
+            </button>
+            {as_of.pinned.then(|| match as_of.newer {
+                0 => view! { " No label was added since." }.into_any(),
+                n => view! {
+                    " "<span data-testid="as-of-newer">{format!("{n} newer label{} since", if n == 1 { "" } else { "s" })}</span>": "
+                    <a href=current.clone() data-testid="as-of-current">"see the current figures"</a>"."
+                }.into_any(),
+            })}
+            {(as_of.pinned && as_of.run_active).then_some(" The run is still under way: trials that finish later join these figures.")}
+        </p>
+    }
+}

@@ -58,17 +58,22 @@ pub trait Runs: Send + Sync {
 #[async_trait::async_trait]
 pub trait Insights: Send + Sync {
     async fn leaderboard(&self, query: BoardQuery) -> Result<Leaderboard, AppError>;
-    async fn robustness(&self, run: Option<String>, level: Option<String>) -> Result<Robustness, AppError>;
+    async fn robustness(
+        &self,
+        run: Option<String>,
+        level: Option<String>,
+        as_of: Option<String>,
+    ) -> Result<Robustness, AppError>;
     async fn heatmap(&self, query: HeatQuery) -> Result<Heatmap, AppError>;
     /// The paper's tables of a run (the newest run with finished trials by default).
-    async fn report(&self, run: Option<String>) -> Result<crate::model::ReportView, AppError>;
+    async fn report(&self, run: Option<String>, as_of: Option<String>) -> Result<crate::model::ReportView, AppError>;
 }
 
 /// Two runs or configurations compared trial by trial.
 #[async_trait::async_trait]
 pub trait Compare: Send + Sync {
     /// `a` and `b` are `RUN` or `RUN:CONFIG`; differences are b − a.
-    async fn compare(&self, a: String, b: String) -> Result<crate::model::Comparison, AppError>;
+    async fn compare(&self, a: String, b: String, as_of: Option<String>) -> Result<crate::model::Comparison, AppError>;
 }
 
 /// The annotation queue.

@@ -143,8 +143,13 @@ test('two annotators label blind, an operator adjudicates, a viewer reads', asyn
   // The team page before the adjudication: what it shows, and a first visit.
   await otto.goto(`/team?run=${run}`);
   await settled(otto);
-  await expect(otto.getByTestId('provenance')).toContainText(/as of \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC · 0 labels settled by people/);
+  await expect(otto.getByTestId('provenance')).toContainText(/computed \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC · 0 labels settled by people/);
   await expect(otto.getByTestId('since-last-visit')).toContainText('First visit');
+  // The link that pins these figures, and what they were.
+  await expect(otto.getByTestId('as-of')).toContainText(/Figures as of label generation \d+/);
+  const pinned = await otto.getByTestId('as-of-link').getAttribute('href');
+  expect(pinned).toMatch(new RegExp(`^/team\\?run=${run}.*as_of=\\d+`));
+  const boardThen = await otto.locator('table.board').first().innerText();
 
   // The operator sees both labels with their notes and settles it.
   await otto.goto(item);
@@ -170,6 +175,19 @@ test('two annotators label blind, an operator adjudicates, a viewer reads', asyn
   await otto.reload();
   await settled(otto);
   await expect(otto.getByTestId('since-last-visit')).toContainText('No figure changed since your last visit');
+
+  // The pinned link still shows the figures from before the adjudication, and says what came since.
+  await otto.goto(pinned!);
+  await settled(otto);
+  await expect(otto.getByTestId('provenance')).toContainText('0 labels settled by people');
+  expect(await otto.locator('table.board').first().innerText()).toEqual(boardThen);
+  await expect(otto.getByTestId('as-of-newer')).toHaveText('1 newer label since');
+  await otto.getByTestId('as-of-current').click();
+  await expect(otto).not.toHaveURL(/as_of=/);
+  await expect(otto.getByTestId('provenance')).toContainText('1 labels settled by people');
+  // From the menu, the leaderboard's URL names its run.
+  await otto.getByRole('link', { name: 'Leaderboard', exact: true }).click();
+  await expect(otto).toHaveURL(new RegExp(`/leaderboard\\?run=${run}`));
 
   // A viewer reads everything and is told why the form is off; ] moves to the next item.
   const vera = await signIn(browser, 'vera');

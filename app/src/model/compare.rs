@@ -78,4 +78,7 @@ pub struct Comparison {
     pub self_reported_a: usize,
     #[serde(default)]
     pub self_reported_b: usize,
+    /// The label generation the figures read.
+    #[serde(default)]
+    pub frozen: super::AsOf,
 }

@@ -30,6 +30,31 @@ impl Est {
     }
 }
 
+/// The point in the label history a figure page shows. Every person's label is an event
+/// with an increasing id, the label generation; a page asked for `as_of=G` (or a time,
+/// which means the generation recorded by then) reads the events up to G only, so a link
+/// that names it shows the same figures whatever is labelled later.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AsOf {
+    /// The newest label event the figures read (0: none yet).
+    pub generation: i64,
+    /// When that event was recorded (ms since the epoch).
+    pub at: Option<i64>,
+    /// Whether the URL fixed the generation (`as_of=`); otherwise it is the newest.
+    pub pinned: bool,
+    /// People's label events on the run's trials recorded after the generation.
+    pub newer: usize,
+    /// The run is still under way: trials finished later join the figures even when pinned.
+    pub run_active: bool,
+}
+
+impl AsOf {
+    /// The URL query value that pins these figures.
+    pub fn param(&self) -> String {
+        self.generation.to_string()
+    }
+}
+
 /// Which numbers to show. Every field comes from the URL query.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BoardQuery {
@@ -39,6 +64,9 @@ pub struct BoardQuery {
     pub tier: Option<String>,
     /// Break the table down by `domain`, `condition` or `level`.
     pub by: Option<String>,
+    /// People's labels as they stood at this label generation or time (see [`AsOf`]).
+    #[serde(default)]
+    pub as_of: Option<String>,
 }
 
 /// One configuration's row.
@@ -154,6 +182,9 @@ pub struct Leaderboard {
     /// Set while the numbers are being computed.
     #[serde(default)]
     pub pending: Option<Pending>,
+    /// The label generation the figures read.
+    #[serde(default)]
+    pub frozen: AsOf,
 }
 
 /// Below this many pairs (graded trials, labels settled by people) agreement numbers are
@@ -259,6 +290,9 @@ pub struct Robustness {
     /// That plot (none when no configuration's cost is known).
     #[serde(default)]
     pub cost_svg: Option<String>,
+    /// The label generation the figures read.
+    #[serde(default)]
+    pub frozen: AsOf,
 }
 
 /// One configuration on the utility–cost plane.
@@ -280,6 +314,9 @@ pub struct HeatQuery {
     pub metric: Option<String>,
     /// Columns: `agent`, `domain` or `category`.
     pub by: Option<String>,
+    /// People's labels as they stood at this label generation or time (see [`AsOf`]).
+    #[serde(default)]
+    pub as_of: Option<String>,
 }
 
 /// One cell of a heatmap.
@@ -312,4 +349,7 @@ pub struct Heatmap {
     /// Set while the numbers are being computed.
     #[serde(default)]
     pub pending: Option<Pending>,
+    /// The label generation the figures read.
+    #[serde(default)]
+    pub frozen: AsOf,
 }

@@ -228,4 +228,7 @@ pub struct ReportView {
     /// Set while the numbers are being computed.
     #[serde(default)]
     pub pending: Option<super::Pending>,
+    /// The label generation the figures read.
+    #[serde(default)]
+    pub frozen: super::AsOf,
 }

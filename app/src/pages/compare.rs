@@ -8,7 +8,7 @@ use leptos_router::components::A;
 
 use super::ErrorNotice;
 use crate::api::{get_compare, get_trajectory};
-use crate::components::{fmt3, query_param, query_string};
+use crate::components::{AsOfLine, fmt3, query_param, query_string};
 use crate::model::{Comparison, TrialQuery, TurnView};
 
 /// The run of a side (`RUN` or `RUN:CONFIG`).
@@ -88,12 +88,12 @@ fn result(c: Comparison) -> impl IntoView {
 /// `/compare`.
 #[component]
 pub fn ComparePage() -> impl IntoView {
-    let (a, b) = (query_param("a"), query_param("b"));
+    let (a, b, as_of) = (query_param("a"), query_param("b"), query_param("as_of"));
     let data = Resource::new(
-        move || (a.get(), b.get()),
-        |(a, b)| async move {
+        move || (a.get(), b.get(), as_of.get()),
+        |(a, b, as_of)| async move {
             match (a, b) {
-                (Some(a), Some(b)) => Some(get_compare(a, b).await),
+                (Some(a), Some(b)) => Some(get_compare(a, b, as_of).await),
                 _ => None,
             }
         },
@@ -111,7 +111,13 @@ pub fn ComparePage() -> impl IntoView {
         <Transition fallback=|| view! { <p>"Comparing…"</p> }>
             {move || data.get().map(|d| match d {
                 None => view! { <p class="muted">"Name two runs, or two configurations as RUN:CONFIG."</p> }.into_any(),
-                Some(Ok(c)) => result(c).into_any(),
+                Some(Ok(c)) => {
+                    let (sa, sb) = (c.a.clone(), c.b.clone());
+                    let pinned = Callback::new(move |x: Option<String>| {
+                        format!("/compare{}", query_string(&[("a", Some(sa.clone())), ("b", Some(sb.clone())), ("as_of", x)]))
+                    });
+                    view! { <AsOfLine as_of=c.frozen href=pinned/>{result(c)} }.into_any()
+                }
                 Some(Err(e)) => view! { <ErrorNotice error=e/> }.into_any(),
             })}
         </Transition>

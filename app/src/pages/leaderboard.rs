@@ -9,7 +9,9 @@ use leptos_router::components::A;
 
 use super::ErrorNotice;
 use crate::api::get_leaderboard;
-use crate::components::{AgreementCell, ChecksTable, EstCell, PendingLine, RunPicker, fmt3, query_param, query_string};
+use crate::components::{
+    AgreementCell, AsOfLine, ChecksTable, EstCell, PendingLine, RunPicker, fmt3, query_param, query_string,
+};
 use crate::model::{BoardQuery, BoardRow, GraderCheck, Leaderboard};
 
 const TIERS: [&str; 3] = ["default", "strict", "loose"];
@@ -174,7 +176,12 @@ pub(super) fn board_table(
 
 pub(super) fn export_links(b: &Leaderboard) -> impl IntoView {
     let q = |extra: &[(&str, Option<String>)]| {
-        let mut pairs = vec![("run", Some(b.run.to_string())), ("tier", Some(b.tier.clone())), ("by", b.by.clone())];
+        let mut pairs = vec![
+            ("run", Some(b.run.to_string())),
+            ("tier", Some(b.tier.clone())),
+            ("by", b.by.clone()),
+            ("as_of", b.frozen.pinned.then(|| b.frozen.param())),
+        ];
         pairs.extend(extra.iter().cloned());
         query_string(&pairs)
     };
@@ -199,11 +206,19 @@ pub fn LeaderboardPage() -> impl IntoView {
     let tier = query_param("tier");
     let by = query_param("by");
     let sort = query_param("sort");
-    let board = Resource::new(move || BoardQuery { run: run.get(), tier: tier.get(), by: by.get() }, get_leaderboard);
+    let as_of = query_param("as_of");
+    let board = Resource::new(
+        move || BoardQuery { run: run.get(), tier: tier.get(), by: by.get(), as_of: as_of.get() },
+        get_leaderboard,
+    );
     let show_pairs = RwSignal::new(false);
     let refetch = Callback::new(move |()| board.refetch());
+    // Every link of the page keeps the label generation it is pinned to, if any.
     let href = move |run: Option<String>, tier: Option<String>, by: Option<String>, sort: Option<String>| {
-        format!("/leaderboard{}", query_string(&[("run", run), ("tier", tier), ("by", by), ("sort", sort)]))
+        format!(
+            "/leaderboard{}",
+            query_string(&[("run", run), ("tier", tier), ("by", by), ("sort", sort), ("as_of", as_of.get_untracked())])
+        )
     };
     view! {
         <Title text="Leaderboard"/>
@@ -247,6 +262,13 @@ pub fn LeaderboardPage() -> impl IntoView {
                             </span>
                         </div>
                         <PendingLine pending=b.pending.clone() refetch=refetch/>
+                        <AsOfLine as_of=b.frozen href=Callback::new({
+                            let (r, t, g) = (r.clone(), t.clone(), g.clone());
+                            move |a: Option<String>| format!(
+                                "/leaderboard{}",
+                                query_string(&[("run", Some(r.clone())), ("tier", Some(t.clone())), ("by", g.clone()), ("as_of", a)])
+                            )
+                        })/>
                         <p class="muted">{format!(
                             "Judges: {}. {} labels settled by people (they override automatic labels everywhere).",
                             if b.judges.is_empty() { "none".to_string() } else { b.judges.join(", ") }, b.human_labels

@@ -7,7 +7,7 @@ use leptos_router::components::A;
 
 use super::ErrorNotice;
 use crate::api::{get_heatmap, get_robustness};
-use crate::components::{EstCell, PendingLine, RunPicker, query_param, query_string};
+use crate::components::{AsOfLine, EstCell, PendingLine, RunPicker, query_param, query_string};
 use crate::model::{HeatCell, HeatQuery};
 
 /// `/robustness`.
@@ -15,10 +15,17 @@ use crate::model::{HeatCell, HeatQuery};
 pub fn RobustnessPage() -> impl IntoView {
     let run = query_param("run");
     let level = query_param("level");
-    let data = Resource::new(move || (run.get(), level.get()), |(run, level)| get_robustness(run, level));
+    let as_of = query_param("as_of");
+    let data = Resource::new(
+        move || (run.get(), level.get(), as_of.get()),
+        |(run, level, as_of)| get_robustness(run, level, as_of),
+    );
     let refetch = Callback::new(move |()| data.refetch());
-    let href = |run: &str, level: &str| {
-        format!("/robustness{}", query_string(&[("run", Some(run.into())), ("level", Some(level.into()))]))
+    let href = move |run: &str, level: &str| {
+        format!(
+            "/robustness{}",
+            query_string(&[("run", Some(run.into())), ("level", Some(level.into())), ("as_of", as_of.get_untracked())])
+        )
     };
     view! {
         <Title text="Robustness"/>
@@ -29,9 +36,15 @@ pub fn RobustnessPage() -> impl IntoView {
                 Ok(d) => {
                     let lvl = d.level.clone();
                     let picker = Callback::new(move |run: String| href(&run, &lvl));
-                    let q = query_string(&[("run", Some(d.run.to_string())), ("level", Some(d.level.clone()))]);
+                    let pin = d.frozen.pinned.then(|| d.frozen.param());
+                    let q = query_string(&[("run", Some(d.run.to_string())), ("level", Some(d.level.clone())), ("as_of", pin)]);
+                    let (r, l) = (d.run.to_string(), d.level.clone());
+                    let pinned = Callback::new(move |a: Option<String>| {
+                        format!("/robustness{}", query_string(&[("run", Some(r.clone())), ("level", Some(l.clone())), ("as_of", a)]))
+                    });
                     view! {
                         <PendingLine pending=d.pending.clone() refetch=refetch/>
+                        <AsOfLine as_of=d.frozen href=pinned/>
                         <div class="controls">
                             <RunPicker runs=d.runs.clone() current=d.run.clone() href=picker/>
                             <span class="toggle" role="group" aria-label="Level">"Level: "
@@ -152,14 +165,24 @@ pub fn HeatmapsPage() -> impl IntoView {
     let run = query_param("run");
     let metric = query_param("metric");
     let by = query_param("by");
-    let data = Resource::new(move || HeatQuery { run: run.get(), metric: metric.get(), by: by.get() }, get_heatmap);
+    let as_of = query_param("as_of");
+    let data = Resource::new(
+        move || HeatQuery { run: run.get(), metric: metric.get(), by: by.get(), as_of: as_of.get() },
+        get_heatmap,
+    );
     let refetch = Callback::new(move |()| data.refetch());
-    let href = |run: &str, metric: &str, by: &str| {
+    let url = |run: &str, metric: &str, by: &str, as_of: Option<String>| {
         format!(
             "/heatmaps{}",
-            query_string(&[("run", Some(run.into())), ("metric", Some(metric.into())), ("by", Some(by.into()))])
+            query_string(&[
+                ("run", Some(run.into())),
+                ("metric", Some(metric.into())),
+                ("by", Some(by.into())),
+                ("as_of", as_of),
+            ])
         )
     };
+    let href = move |run: &str, metric: &str, by: &str| url(run, metric, by, as_of.get_untracked());
     view! {
         <Title text="Heatmaps"/>
         <h1>"Heatmaps"</h1>
@@ -169,9 +192,13 @@ pub fn HeatmapsPage() -> impl IntoView {
                 Ok(h) => {
                     let (m, b) = (h.metric.clone(), h.by.clone());
                     let picker = Callback::new(move |run: String| href(&run, &m, &b));
-                    let q = query_string(&[("run", Some(h.run.to_string())), ("metric", Some(h.metric.clone())), ("by", Some(h.by.clone()))]);
+                    let pin = h.frozen.pinned.then(|| h.frozen.param());
+                    let q = query_string(&[("run", Some(h.run.to_string())), ("metric", Some(h.metric.clone())), ("by", Some(h.by.clone())), ("as_of", pin)]);
+                    let (r, m, b) = (h.run.to_string(), h.metric.clone(), h.by.clone());
+                    let pinned = Callback::new(move |a: Option<String>| url(&r, &m, &b, a));
                     view! {
                         <PendingLine pending=h.pending.clone() refetch=refetch/>
+                        <AsOfLine as_of=h.frozen href=pinned/>
                         <div class="controls">
                             <RunPicker runs=h.runs.clone() current=h.run.clone() href=picker/>
                             <span class="toggle" role="group" aria-label="Metric">"Metric: "

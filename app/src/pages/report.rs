@@ -6,7 +6,7 @@ use leptos_meta::Title;
 
 use super::ErrorNotice;
 use crate::api::get_report;
-use crate::components::{ChecksTable, EstCell, PendingLine, RunPicker, fmt3, query_param, query_string};
+use crate::components::{AsOfLine, ChecksTable, EstCell, PendingLine, RunPicker, fmt3, query_param, query_string};
 use crate::model::{ReportRow, ReportView};
 
 fn maybe(v: Option<f64>) -> String {
@@ -62,10 +62,16 @@ fn RowsTable(rows: Vec<ReportRow>, keys: Vec<&'static str>, columns: Vec<String>
 
 fn body(v: ReportView) -> impl IntoView {
     let r = v.report;
-    let q = query_string(&[("run", Some(r.run.to_string()))]);
+    let pin = v.frozen.pinned.then(|| v.frozen.param());
+    let q = query_string(&[("run", Some(r.run.to_string())), ("as_of", pin)]);
+    let run = r.run.to_string();
+    let pinned = Callback::new(move |a: Option<String>| {
+        format!("/report{}", query_string(&[("run", Some(run.clone())), ("as_of", a)]))
+    });
     let picker = Callback::new(|run: String| format!("/report{}", query_string(&[("run", Some(run))])));
     view! {
         <div class="controls"><RunPicker runs=v.runs.clone() current=r.run.clone() href=picker/></div>
+        <AsOfLine as_of=v.frozen href=pinned/>
         <p class="muted">{format!(
             "{} trials. Each cell: mean, 95% interval over task families, n.",
             r.trials
@@ -178,7 +184,8 @@ fn ranking_checks(domains: &[crate::model::DomainCheck]) -> impl IntoView + use<
 #[component]
 pub fn ReportPage() -> impl IntoView {
     let run = query_param("run");
-    let data = Resource::new(move || run.get(), get_report);
+    let as_of = query_param("as_of");
+    let data = Resource::new(move || (run.get(), as_of.get()), |(run, as_of)| get_report(run, as_of));
     let refetch = Callback::new(move |()| data.refetch());
     view! {
         <Title text="Report"/>

@@ -12,7 +12,7 @@ use leptos_router::components::A;
 use super::ErrorNotice;
 use super::leaderboard::{board_table, export_links};
 use crate::api::get_leaderboard;
-use crate::components::{PendingLine, query_param, query_string};
+use crate::components::{AsOfLine, PendingLine, query_param, query_string};
 use crate::model::{BoardQuery, Leaderboard, utc_second as when};
 
 /// `/team`: the leaderboard of a run, read-only, with no controls but the tier.
@@ -20,7 +20,11 @@ use crate::model::{BoardQuery, Leaderboard, utc_second as when};
 pub fn TeamPage() -> impl IntoView {
     let run = query_param("run");
     let tier = query_param("tier");
-    let board = Resource::new(move || BoardQuery { run: run.get(), tier: tier.get(), by: None }, get_leaderboard);
+    let as_of = query_param("as_of");
+    let board = Resource::new(
+        move || BoardQuery { run: run.get(), tier: tier.get(), by: None, as_of: as_of.get() },
+        get_leaderboard,
+    );
     let refetch = Callback::new(move |()| board.refetch());
     view! {
         <Title text="Team leaderboard"/>
@@ -30,9 +34,16 @@ pub fn TeamPage() -> impl IntoView {
                 Ok(b) => view! {
                     <h1>{format!("Team leaderboard: {}", b.run)}</h1>
                     <PendingLine pending=b.pending.clone() refetch=refetch/>
+                    <AsOfLine as_of=b.frozen href=Callback::new({
+                        let (r, t) = (b.run.to_string(), b.tier.clone());
+                        move |a: Option<String>| format!(
+                            "/team{}",
+                            query_string(&[("run", Some(r.clone())), ("tier", Some(t.clone())), ("as_of", a)])
+                        )
+                    })/>
                     <p class="muted">{format!("Decision tier {}; bands group configurations whose utility is not significantly different.", b.tier)}</p>
                     <p class="muted" data-testid="provenance">{format!(
-                        "Run {} · as of {} · {} labels settled by people · judges {}",
+                        "Run {} · computed {} · {} labels settled by people · judges {}",
                         b.run,
                         b.as_of.map_or_else(|| "(not computed yet)".to_string(), when),
                         b.human_labels,
@@ -41,7 +52,11 @@ pub fn TeamPage() -> impl IntoView {
                     <SinceLastVisit board=b.clone()/>
                     {board_table(b.rows.clone(), &b.columns, &b.tier, true, None, Some(&b.checks))}
                     {export_links(&b)}
-                    <p><A href=format!("/leaderboard{}", query_string(&[("run", Some(b.run.to_string())), ("tier", Some(b.tier.clone()))]))>"Open the full leaderboard"</A></p>
+                    <p><A href=format!("/leaderboard{}", query_string(&[
+                        ("run", Some(b.run.to_string())),
+                        ("tier", Some(b.tier.clone())),
+                        ("as_of", b.frozen.pinned.then(|| b.frozen.param())),
+                    ]))>"Open the full leaderboard"</A></p>
                 }.into_any(),
             })}
         </Transition>

@@ -148,6 +148,10 @@ pub trait ScoreStore: Send + Sync {
     /// The id of the newest label event anywhere (0 when none): it changes whenever a label
     /// is added, so caches of aggregates key on it.
     async fn label_generation(&self) -> StoreResult<i64>;
+    /// The label generation as it stood at `at` (ms): the newest event recorded by then.
+    async fn label_generation_at(&self, at: i64) -> StoreResult<i64>;
+    /// When the label event `event_id` was recorded (ms), if there is one.
+    async fn label_event_time(&self, event_id: i64) -> StoreResult<Option<i64>>;
     /// The judge versions behind a run's stored scores.
     async fn score_judges(&self, run_id: &RunId) -> StoreResult<Vec<String>>;
     /// Per configuration, the model judge's tokens and cost over the run's stored scores
@@ -303,6 +307,20 @@ impl ScoreStore for SqlStore {
 
     async fn label_generation(&self) -> StoreResult<i64> {
         Ok(sqlx::query_scalar("select coalesce(max(event_id), 0) from label_event").fetch_one(&self.pool).await?)
+    }
+
+    async fn label_generation_at(&self, at: i64) -> StoreResult<i64> {
+        Ok(sqlx::query_scalar("select coalesce(max(event_id), 0) from label_event where created_at <= $1")
+            .bind(at)
+            .fetch_one(&self.pool)
+            .await?)
+    }
+
+    async fn label_event_time(&self, event_id: i64) -> StoreResult<Option<i64>> {
+        Ok(sqlx::query_scalar("select created_at from label_event where event_id = $1")
+            .bind(event_id)
+            .fetch_optional(&self.pool)
+            .await?)
     }
 
     async fn score_judges(&self, run_id: &RunId) -> StoreResult<Vec<String>> {

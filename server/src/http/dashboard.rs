@@ -94,6 +94,8 @@ pub struct ExportQuery {
     pub metric: Option<String>,
     /// Leaderboard tables: `rows` (default), `breakdown`, `pairs`, `agreement`, `checks`.
     pub table: Option<String>,
+    /// People's labels as they stood at this label generation or time.
+    pub as_of: Option<String>,
 }
 
 /// A download. Its policy forbids everything: an SVG opened on its own runs nothing.
@@ -203,7 +205,14 @@ pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Que
 async fn export_leaderboard(state: &AppState, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
     let insights = &state.insights;
     let board = complete(
-        || insights.leaderboard(BoardQuery { run: q.run.clone(), tier: q.tier.clone(), by: q.by.clone() }),
+        || {
+            insights.leaderboard(BoardQuery {
+                run: q.run.clone(),
+                tier: q.tier.clone(),
+                by: q.by.clone(),
+                as_of: q.as_of.clone(),
+            })
+        },
         |b| b.pending.is_some(),
     )
     .await?;
@@ -289,7 +298,8 @@ fn checks_csv(checks: &[app::model::GraderCheck]) -> Result<String, HttpError> {
 /// `robustness.svg|csv|json`: the robustness–utility points of a level.
 async fn export_robustness(state: &AppState, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
     let insights = &state.insights;
-    let r = complete(|| insights.robustness(q.run.clone(), q.level.clone()), |r| r.pending.is_some()).await?;
+    let r = complete(|| insights.robustness(q.run.clone(), q.level.clone(), q.as_of.clone()), |r| r.pending.is_some())
+        .await?;
     let stem = format!("robustness-{}-{}", r.run, r.level);
     if name.ends_with("svg") {
         return Ok(attachment(&format!("{stem}.svg"), "image/svg+xml", r.svg));
@@ -327,7 +337,7 @@ async fn export_robustness(state: &AppState, name: &str, q: &ExportQuery) -> Res
 /// `report.csv|json`: the paper's main table.
 async fn export_report(state: &AppState, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
     let insights = &state.insights;
-    let v = complete(|| insights.report(q.run.clone()), |v| v.pending.is_some()).await?;
+    let v = complete(|| insights.report(q.run.clone(), q.as_of.clone()), |v| v.pending.is_some()).await?;
     if name.ends_with("json") {
         return Ok(Json(v.report).into_response());
     }
@@ -361,7 +371,14 @@ async fn export_report(state: &AppState, name: &str, q: &ExportQuery) -> Result<
 async fn export_heatmap(state: &AppState, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
     let insights = &state.insights;
     let h = complete(
-        || insights.heatmap(HeatQuery { run: q.run.clone(), metric: q.metric.clone(), by: q.by.clone() }),
+        || {
+            insights.heatmap(HeatQuery {
+                run: q.run.clone(),
+                metric: q.metric.clone(),
+                by: q.by.clone(),
+                as_of: q.as_of.clone(),
+            })
+        },
         |h| h.pending.is_some(),
     )
     .await?;
@@ -516,9 +533,11 @@ async fn export_geo(state: &AppState, name: &str, q: &ExportQuery) -> Result<Res
     Ok(attachment(&format!("geo-{}.csv", view.run), "text/csv; charset=utf-8", csv_text(&head, &rows)?))
 }
 
-/// `GET /team` and `GET /annotate` always name their run: a bare URL is redirected to the
-/// newest run's (`?run=…`, the rest of the query kept), so a shared link keeps showing the
-/// same run after another is launched. Without any run the page says so itself.
+/// The figure pages (`/leaderboard`, `/team`, `/robustness`, `/heatmaps`, `/report`) and
+/// `/annotate` always name their run: a bare URL is redirected to the default run's
+/// (`?run=…`, the rest of the query kept; see `services::insights::default_run`), so a
+/// shared link keeps showing the same run after another is launched. Without a run with
+/// finished trials the page says so itself.
 pub async fn pin_run(
     State(state): State<AppState>,
     req: axum::extract::Request,
@@ -527,15 +546,15 @@ pub async fn pin_run(
     let path = req.uri().path();
     let query = req.uri().query().unwrap_or_default();
     let named = query.split('&').any(|p| p.strip_prefix("run=").is_some_and(|v| !v.is_empty()));
-    if req.method() != axum::http::Method::GET || !matches!(path, "/team" | "/annotate") || named {
+    let pages = ["/team", "/annotate", "/leaderboard", "/robustness", "/heatmaps", "/report"];
+    if req.method() != axum::http::Method::GET || !pages.contains(&path) || named {
         return next.run(req).await;
     }
-    let Ok(runs) = state.store.runs().await else { return next.run(req).await };
-    let Some(newest) = runs.into_iter().find(|r| crate::runs::geo::is_geo(r).is_ok_and(|geo| !geo)) else {
+    let Ok(Some(run)) = crate::services::insights::default_run(state.store.as_ref()).await else {
         return next.run(req).await;
     };
     let rest: Vec<&str> = query.split('&').filter(|p| !p.is_empty() && !p.starts_with("run=")).collect();
-    let mut to = format!("{path}?run={}", urlencoding::encode(&newest.run_id));
+    let mut to = format!("{path}?run={}", urlencoding::encode(&run));
     for p in rest {
         to.push('&');
         to.push_str(p);

@@ -119,6 +119,7 @@ pub fn compare(
         changed,
         self_reported_a: pairs.iter().filter(|(sa, _)| sa.self_reported()).count(),
         self_reported_b: pairs.iter().filter(|(_, sb)| sb.self_reported()).count(),
+        frozen: app::model::AsOf::default(),
     })
 }
 

@@ -64,6 +64,19 @@ pub async fn score_run(
     judge: &ModelJudge,
     progress: &(dyn Fn(usize, usize) + Send + Sync),
 ) -> anyhow::Result<(Vec<TrialScore>, usize)> {
+    score_run_as_of(store, world, run_id, judge, progress, None).await
+}
+
+/// [`score_run`] with people's labels as they stood at label generation `as_of` (events up
+/// to that id; all of them when `None`): the figures of a frozen link.
+pub async fn score_run_as_of(
+    store: &Arc<dyn Store>,
+    world: &Arc<World>,
+    run_id: &RunId,
+    judge: &ModelJudge,
+    progress: &(dyn Fn(usize, usize) + Send + Sync),
+    as_of: Option<i64>,
+) -> anyhow::Result<(Vec<TrialScore>, usize)> {
     super::geo::refuse_geo(store.as_ref(), run_id).await?;
     let version = judge.version();
     let mut stored: HashMap<TrialId, StoredScore> =
@@ -132,7 +145,11 @@ pub async fn score_run(
     let endpoints = serde_json::from_str::<super::RunSpec>(&spec).map(|s| s.endpoints).unwrap_or_default();
     crate::judge::cost::attach(&mut scores, |agent| super::pricing(agent, &endpoints));
     let needed = super::annotators_of(&spec);
-    apply_overrides(&mut scores, &store.people_label_events(run_id).await?, needed);
+    let mut events = store.people_label_events(run_id).await?;
+    if let Some(g) = as_of {
+        events.retain(|e| e.event_id <= g);
+    }
+    apply_overrides(&mut scores, &events, needed);
     Ok((scores, computed))
 }
 

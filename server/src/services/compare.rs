@@ -24,7 +24,7 @@ pub async fn unfinished(
 
 #[async_trait::async_trait]
 impl app::ssr::Compare for InsightsService {
-    async fn compare(&self, a: String, b: String) -> Result<Comparison, AppError> {
+    async fn compare(&self, a: String, b: String, as_of: Option<String>) -> Result<Comparison, AppError> {
         let invalid = |field: &str, message: String| AppError::Invalid { field: field.into(), message };
         let split = |side: &str| {
             let side = side.trim().to_string();
@@ -34,12 +34,15 @@ impl app::ssr::Compare for InsightsService {
             }
         };
         let (sides, mut scores) = ([split(&a), split(&b)], Vec::new());
+        let mut keys = Vec::new();
         for ((run, config, name), field) in sides.iter().zip(["a", "b"]) {
             if run.is_empty() {
                 return Err(invalid(field, "name a run (RUN) or a configuration of one (RUN:CONFIG)".into()));
             }
             self.store.run(run).await.map_err(|_| AppError::NotFound(format!("run {run}")))?;
-            let all = self.scores(run).await?;
+            let key = self.fingerprint_as_of(run, as_of.as_deref()).await?;
+            keys.push((run.clone(), key));
+            let all = self.scores_at(run, key).await?;
             let chosen: Vec<TrialScore> = match config {
                 Some(c) if !all.iter().any(|s| &s.agent == c) => {
                     return Err(invalid(field, format!("{name}: run {run} has no configuration {c:?}")));
@@ -67,6 +70,10 @@ impl app::ssr::Compare for InsightsService {
         .await
         .map_err(super::internal)??;
         (c.unfinished_a, c.unfinished_b) = (left_out[0], left_out[1]);
+        // Both sides read one generation (a time names the same one for both).
+        let mut runs: Vec<&RunId> = keys.iter().map(|(r, _)| r).collect();
+        runs.dedup();
+        c.frozen = self.as_of_view(&runs, keys[0].1).await?;
         Ok(c)
     }
 }

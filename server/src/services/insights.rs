@@ -42,22 +42,67 @@ pub const MIN_N: usize = 10;
 /// Heatmap cells whose interval is wider than this are greyed too.
 const MAX_WIDTH: f64 = 0.5;
 
-/// What a run's cached scores depend on: (finished trials, newest label event).
-pub type Fingerprint = (i64, i64);
-/// (run, group fields, utility metric, group metrics).
-type AggregateKey = (RunId, Vec<String>, Metric, Vec<Metric>);
+/// What a run's cached scores depend on: (finished trials, the label generation read,
+/// whether a URL pinned that generation). Pinned figures have cache slots of their own, so
+/// a frozen link does not push the current figures out.
+pub type Fingerprint = (i64, i64, bool);
+/// A run's cache slot: the current figures, or those of a pinned generation.
+type Slot = (RunId, bool);
+/// (run and slot, group fields, utility metric, group metrics).
+type AggregateKey = (Slot, Vec<String>, Metric, Vec<Metric>);
 
 /// The cache key of an aggregate (shared by the page path and the computing path).
-fn aggregate_key(run: &RunId, by: &[&str], utility: Metric, metrics: &[Metric]) -> AggregateKey {
-    (run.clone(), by.iter().map(ToString::to_string).collect(), utility, metrics.to_vec())
+fn aggregate_key(run: &RunId, key: Fingerprint, by: &[&str], utility: Metric, metrics: &[Metric]) -> AggregateKey {
+    ((run.clone(), key.2), by.iter().map(ToString::to_string).collect(), utility, metrics.to_vec())
+}
+
+/// An `as_of=` value: a label generation (a whole number) or a time (RFC 3339, or the
+/// `YYYY-MM-DD HH:MM:SS UTC` the pages print), as a generation or the time in ms.
+fn parse_as_of(value: &str) -> Result<Result<i64, i64>, AppError> {
+    let v = value.trim();
+    if let Ok(g) = v.parse::<i64>() {
+        return if g >= 0 { Ok(Ok(g)) } else { Err(as_of_error(v)) };
+    }
+    let time = chrono::DateTime::parse_from_rfc3339(v).map(|t| t.with_timezone(&chrono::Utc)).or_else(|_| {
+        chrono::NaiveDateTime::parse_from_str(v.trim_end_matches(" UTC"), "%Y-%m-%d %H:%M:%S").map(|t| t.and_utc())
+    });
+    time.map(|t| Err(t.timestamp_millis())).map_err(|_| as_of_error(v))
+}
+
+fn as_of_error(v: &str) -> AppError {
+    AppError::Invalid {
+        field: "as_of".into(),
+        message: format!(
+            "{:?} is neither a label generation (a whole number) nor a time such as 2026-12-05T10:21:00Z",
+            v.chars().take(100).collect::<String>()
+        ),
+    }
+}
+
+/// The first of these runs with a finished trial.
+async fn first_finished(store: &dyn Store, ids: &[RunId]) -> Result<Option<RunId>, AppError> {
+    for id in ids {
+        if store.progress(id).await.map_err(internal)?.done > 0 {
+            return Ok(Some(id.clone()));
+        }
+    }
+    Ok(None)
+}
+
+/// The run a figure or labelling page shows when its URL names none: the newest agent run
+/// with a finished trial (GEO runs have pages of their own). Every page follows this one
+/// rule, and the server puts the run into such a page's URL.
+pub async fn default_run(store: &dyn Store) -> Result<Option<RunId>, AppError> {
+    let runs = store.runs().await.map_err(internal)?;
+    first_finished(store, &crate::runs::geo::agent_runs(&runs)).await
 }
 
 #[derive(Default)]
 struct Cache {
-    scores: HashMap<RunId, (Fingerprint, Arc<Vec<TrialScore>>)>,
+    scores: HashMap<Slot, (Fingerprint, Arc<Vec<TrialScore>>)>,
     /// Each aggregate with the state it was computed at and when (ms since the epoch).
     aggregates: HashMap<AggregateKey, (Fingerprint, Arc<Aggregate>, i64)>,
-    reports: HashMap<RunId, (Fingerprint, Arc<app::model::ReportView>)>,
+    reports: HashMap<Slot, (Fingerprint, Arc<app::model::ReportView>)>,
 }
 
 /// Aggregates of runs for the dashboard pages and their exports.
@@ -118,12 +163,10 @@ impl InsightsService {
             }
             return Ok((run, ids));
         }
-        for id in &ids {
-            if self.store.progress(id).await.map_err(internal)?.done > 0 {
-                return Ok((id.clone(), ids));
-            }
+        match first_finished(self.store.as_ref(), &ids).await? {
+            Some(id) => Ok((id, ids)),
+            None => Err(AppError::NotFound("a run with finished trials (launch one on the Runs page)".into())),
         }
-        Err(AppError::NotFound("a run with finished trials (launch one on the Runs page)".into()))
     }
 
     /// The run's state as the caches see it. A request reads it once and hands it to every
@@ -131,7 +174,44 @@ impl InsightsService {
     /// count over the run's trials).
     pub async fn fingerprint(&self, run: &RunId) -> Result<Fingerprint, AppError> {
         let p = self.store.progress(run).await.map_err(internal)?;
-        Ok((p.done + p.error, self.store.label_generation().await.map_err(internal)?))
+        Ok((p.done + p.error, self.store.label_generation().await.map_err(internal)?, false))
+    }
+
+    /// [`Self::fingerprint`] at the point a page's `as_of=` names (the current one when it
+    /// names none). A generation past the newest is refused.
+    pub async fn fingerprint_as_of(&self, run: &RunId, as_of: Option<&str>) -> Result<Fingerprint, AppError> {
+        let (finished, newest, _) = self.fingerprint(run).await?;
+        let Some(value) = as_of.filter(|v| !v.trim().is_empty()) else { return Ok((finished, newest, false)) };
+        let generation = match parse_as_of(value)? {
+            Ok(g) if g > newest => {
+                return Err(AppError::Invalid {
+                    field: "as_of".into(),
+                    message: format!("label generation {g} is not recorded yet (the newest is {newest})"),
+                });
+            }
+            Ok(g) => g,
+            Err(ms) => self.store.label_generation_at(ms).await.map_err(internal)?,
+        };
+        Ok((finished, generation, true))
+    }
+
+    /// What a page says of the point its figures stand at.
+    pub async fn as_of_view(&self, runs: &[&RunId], key: Fingerprint) -> Result<app::model::AsOf, AppError> {
+        let mut view = app::model::AsOf {
+            generation: key.1,
+            at: self.store.label_event_time(key.1).await.map_err(internal)?,
+            pinned: key.2,
+            ..app::model::AsOf::default()
+        };
+        for run in runs {
+            if key.2 {
+                let events = self.store.people_label_events(run).await.map_err(internal)?;
+                view.newer += events.iter().filter(|e| e.event_id > key.1).count();
+            }
+            let status = self.store.run(run).await.map_err(internal)?.status;
+            view.run_active |= status == crate::db::RunStatus::Active;
+        }
+        Ok(view)
     }
 
     /// The run's scores with human labels applied, scoring new trials first.
@@ -141,7 +221,8 @@ impl InsightsService {
 
     /// [`Self::scores`] for a fingerprint already read.
     pub async fn scores_at(&self, run: &RunId, key: Fingerprint) -> Result<Arc<Vec<TrialScore>>, AppError> {
-        if let Some((k, s)) = self.lock().scores.get(run)
+        let slot = (run.clone(), key.2);
+        if let Some((k, s)) = self.lock().scores.get(&slot)
             && *k == key
         {
             return Ok(s.clone());
@@ -155,7 +236,7 @@ impl InsightsService {
             .clone();
         let _scoring = gate.lock().await;
         // Someone may have scored while this request waited.
-        if let Some((k, s)) = self.lock().scores.get(run)
+        if let Some((k, s)) = self.lock().scores.get(&slot)
             && *k == key
         {
             return Ok(s.clone());
@@ -164,10 +245,14 @@ impl InsightsService {
         let progress = |done: usize, total: usize| {
             running().insert(run.clone(), (done, total));
         };
-        let scored = crate::runs::score::score_run(&self.store, &self.world, run, &self.judge, &progress).await;
+        // People's labels up to the generation of the key, pinned or not: labels added while
+        // the run is scored wait for the next key.
+        let scored =
+            crate::runs::score::score_run_as_of(&self.store, &self.world, run, &self.judge, &progress, Some(key.1))
+                .await;
         running().remove(run);
         let scores = Arc::new(scored.map_err(internal)?.0);
-        self.lock().scores.insert(run.clone(), (key, scores.clone()));
+        self.lock().scores.insert(slot, (key, scores.clone()));
         Ok(scores)
     }
 
@@ -223,7 +308,7 @@ impl InsightsService {
         utility: Metric,
         metrics: &[Metric],
     ) -> Result<(Arc<Aggregate>, Option<Pending>), AppError> {
-        let ck = aggregate_key(run, by, utility, metrics);
+        let ck = aggregate_key(run, key, by, utility, metrics);
         let me = self.me.upgrade().ok_or(AppError::Internal)?;
         let (job_run, job_by, job_metrics) = (run.clone(), ck.1.clone(), ck.3.clone());
         let work = async move {
@@ -250,14 +335,16 @@ impl InsightsService {
         let me = self.me.upgrade().ok_or(AppError::Internal)?;
         let job_run = run.clone();
         let work = async move { me.scores_at(&job_run, key).await.map(|_| ()) };
+        let slot = (run.clone(), key.2);
         let cached =
-            |fresh: bool| self.lock().scores.get(run).filter(|(k, _)| !fresh || *k == key).map(|(_, s)| s.clone());
+            |fresh: bool| self.lock().scores.get(&slot).filter(|(k, _)| !fresh || *k == key).map(|(_, s)| s.clone());
         self.ready(format!("scores {run} at {key:?}"), run, cached, work, || Ok(Arc::default())).await
     }
 
-    /// The scores cached for `run` at any state (none when never computed).
-    fn scores_cached(&self, run: &RunId) -> Arc<Vec<TrialScore>> {
-        self.lock().scores.get(run).map(|(_, s)| s.clone()).unwrap_or_default()
+    /// The scores cached for `run` in the slot of `key` at any state (none when never
+    /// computed).
+    fn scores_cached(&self, run: &RunId, key: Fingerprint) -> Arc<Vec<TrialScore>> {
+        self.lock().scores.get(&(run.clone(), key.2)).map(|(_, s)| s.clone()).unwrap_or_default()
     }
 
     /// The run's aggregate grouped by `by`, with utility on `utility`, estimating `metrics`
@@ -270,7 +357,7 @@ impl InsightsService {
         utility: Metric,
         metrics: &[Metric],
     ) -> Result<Arc<Aggregate>, AppError> {
-        let ck = aggregate_key(run, by, utility, metrics);
+        let ck = aggregate_key(run, key, by, utility, metrics);
         if let Some((k, a, _)) = self.lock().aggregates.get(&ck)
             && *k == key
         {
@@ -315,13 +402,15 @@ fn report_view(scores: &[TrialScore], run: &str) -> Result<app::model::ReportVie
         adequacy_plots,
         report,
         pending: None,
+        frozen: app::model::AsOf::default(),
     })
 }
 
 impl InsightsService {
     /// The run's report at the fingerprint `key`, computed (and cached) when cold.
     async fn report_at(&self, run: &RunId, key: Fingerprint) -> Result<Arc<app::model::ReportView>, AppError> {
-        if let Some((k, v)) = self.lock().reports.get(run)
+        let slot = (run.clone(), key.2);
+        if let Some((k, v)) = self.lock().reports.get(&slot)
             && *k == key
         {
             return Ok(v.clone());
@@ -331,27 +420,29 @@ impl InsightsService {
         // The aggregate is CPU work: keep it off the async workers.
         let view = tokio::task::spawn_blocking(move || report_view(&scores, &run_id)).await.map_err(internal)??;
         let view = Arc::new(view);
-        self.lock().reports.insert(run.clone(), (key, view.clone()));
+        self.lock().reports.insert(slot, (key, view.clone()));
         Ok(view)
     }
 }
 
 #[async_trait::async_trait]
 impl app::ssr::Insights for InsightsService {
-    async fn report(&self, run: Option<String>) -> Result<app::model::ReportView, AppError> {
+    async fn report(&self, run: Option<String>, as_of: Option<String>) -> Result<app::model::ReportView, AppError> {
         let (run, runs) = self.pick(run).await?;
-        let key = self.fingerprint(&run).await?;
+        let key = self.fingerprint_as_of(&run, as_of.as_deref()).await?;
         let me = self.me.upgrade().ok_or(AppError::Internal)?;
         let job_run = run.clone();
         let work = async move { me.report_at(&job_run, key).await.map(|_| ()) };
+        let slot = (run.clone(), key.2);
         let cached =
-            |fresh: bool| self.lock().reports.get(&run).filter(|(k, _)| !fresh || *k == key).map(|(_, v)| v.clone());
+            |fresh: bool| self.lock().reports.get(&slot).filter(|(k, _)| !fresh || *k == key).map(|(_, v)| v.clone());
         let empty = || report_view(&[], &run).map(Arc::new);
         let (view, pending) = self.ready(format!("report {run} at {key:?}"), &run, cached, work, empty).await?;
-        let mut view = app::model::ReportView { runs: runs.into_iter().collect(), pending, ..(*view).clone() };
+        let frozen = self.as_of_view(&[&run], key).await?;
+        let mut view = app::model::ReportView { runs: runs.into_iter().collect(), pending, frozen, ..(*view).clone() };
         // Grades are not part of the cache key: their checks are read fresh.
         let grades = self.store.grades(&run).await.map_err(internal)?;
-        let validation = crate::judge::validation::validate(&self.scores_cached(&run), &grades);
+        let validation = crate::judge::validation::validate(&self.scores_cached(&run, key), &grades);
         view.report.checks.extend(crate::judge::validity::grade_checks(&validation));
         Ok(view)
     }
@@ -370,7 +461,7 @@ impl app::ssr::Insights for InsightsService {
         }
         let (run, runs) = self.pick(q.run.clone()).await?;
         let metrics = board_metrics(utility);
-        let key = self.fingerprint(&run).await?;
+        let key = self.fingerprint_as_of(&run, q.as_of.as_deref()).await?;
         let (agg, mut pending) = self.aggregate_ready(&run, key, &["agent"], utility, &metrics).await?;
         let rows = board_rows(&agg, utility);
         let mut breakdown = Vec::new();
@@ -383,9 +474,11 @@ impl app::ssr::Insights for InsightsService {
         // A label a person settled keeps its automatic one: exactly the pairs κ is computed on.
         let human_labels = agg.agreement.iter().map(|a| a.n).sum();
         let grades = self.store.grades(&run).await.map_err(internal)?;
-        let validation = crate::judge::validation::validate(&self.scores_cached(&run), &grades);
+        let validation = crate::judge::validation::validate(&self.scores_cached(&run, key), &grades);
         // When the figures shown were computed.
-        let as_of = self.lock().aggregates.get(&aggregate_key(&run, &["agent"], utility, &metrics)).map(|(.., at)| *at);
+        let as_of =
+            self.lock().aggregates.get(&aggregate_key(&run, key, &["agent"], utility, &metrics)).map(|(.., at)| *at);
+        let frozen = self.as_of_view(&[&run], key).await?;
         Ok(Leaderboard {
             run,
             runs: runs.into_iter().collect(),
@@ -413,12 +506,18 @@ impl app::ssr::Insights for InsightsService {
             checks: agg.checks.iter().cloned().chain(crate::judge::validity::grade_checks(&validation)).collect(),
             validation,
             pending,
+            frozen,
         })
     }
 
-    async fn robustness(&self, run: Option<String>, level: Option<String>) -> Result<Robustness, AppError> {
+    async fn robustness(
+        &self,
+        run: Option<String>,
+        level: Option<String>,
+        as_of: Option<String>,
+    ) -> Result<Robustness, AppError> {
         let (run, runs) = self.pick(run).await?;
-        let key = self.fingerprint(&run).await?;
+        let key = self.fingerprint_as_of(&run, as_of.as_deref()).await?;
         let (agg, pending) =
             self.aggregate_ready(&run, key, &["agent"], Metric::AccDec, &board_metrics(Metric::AccDec)).await?;
         let level = level.filter(|l| !l.is_empty()).unwrap_or_else(|| "pooled".into());
@@ -456,7 +555,9 @@ impl app::ssr::Insights for InsightsService {
             .then(|| crate::charts::cost_svg(&costs, &format!("{run}: utility against cost")))
             .transpose()
             .map_err(internal)?;
+        let frozen = self.as_of_view(&[&run], key).await?;
         Ok(Robustness {
+            frozen,
             run,
             runs: runs.into_iter().collect(),
             level,
@@ -484,7 +585,7 @@ impl app::ssr::Insights for InsightsService {
             });
         }
         let (run, runs) = self.pick(q.run.clone()).await?;
-        let key = self.fingerprint(&run).await?;
+        let key = self.fingerprint_as_of(&run, q.as_of.as_deref()).await?;
         let (agg, pending) =
             self.aggregate_ready(&run, key, &["level", by.as_str()], Metric::AccDec, &[metric]).await?;
         let mut levels: Vec<String> = agg.groups.iter().filter_map(|g| g.key.get("level").cloned()).collect();
@@ -508,7 +609,9 @@ impl app::ssr::Insights for InsightsService {
                 }
             })
             .collect();
+        let frozen = self.as_of_view(&[&run], key).await?;
         Ok(Heatmap {
+            frozen,
             run,
             runs: runs.into_iter().collect(),
             metric: metric.as_str().to_string(),

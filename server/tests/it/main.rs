@@ -14,6 +14,7 @@ mod docs;
 mod episodes;
 mod examples;
 mod fairness;
+mod frozen;
 mod geo;
 mod geo_originals;
 mod harness;
