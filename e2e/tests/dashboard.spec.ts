@@ -36,6 +36,13 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   await expect(power.locator('li[data-metric=acc_dec]')).toContainText('150 paired trials per comparison');
   await expect(power).toContainText('3 comparisons');
   await shoot('launch-power');
+  // While the run progresses the page asks for its coverage and trial rows every few
+  // seconds at most, not once per finished trial.
+  let refetches = 0;
+  page.on('request', (r) => {
+    if (/\/api\/(get_run|list_trials)/.test(r.url())) refetches += 1;
+  });
+  const launched = Date.now();
   await page.getByRole('button', { name: 'Launch' }).click();
   await expect(page).toHaveURL(/\/runs\/run-[0-9a-f]+$/);
   const run = page.url().split('/').pop()!;
@@ -46,6 +53,10 @@ test('launch, watch, replay, annotate, compare', async ({ page, request, shoot }
   expect(await page.evaluate(() => (window as any).__sameDocument)).toBe(true);
   await expect(page.locator('.run-progress .progress-text')).toContainText('900 of 900 finished');
   await expect(page.getByRole('heading', { name: 'Coverage' })).toBeVisible();
+  // Once done, the rows and coverage are fetched a last time and read the final counts.
+  await expect(page.locator('nav.pager')).toContainText('(900 trials)');
+  const seconds = (Date.now() - launched) / 1000;
+  expect(refetches, `${refetches} fetches of rows and coverage in ${seconds.toFixed(0)} s`).toBeLessThanOrEqual(2 * (seconds / 3 + 3));
   await shoot('run-done');
   await page.goto('/runs');
   await expect(page.locator('table.runs')).toContainText(run);

@@ -112,8 +112,14 @@ async fn main() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let app = server::router(state.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
-    let client = server::llm::client_builder().build().expect("client");
+    let limits = server::http::listen::Limits::of(&server::config::Config::default().server);
+    tokio::spawn(async move {
+        server::http::listen::serve(listener, app, limits, std::future::pending()).await.expect("serve")
+    });
+    // Writes (server functions are POSTs) carry the server's Origin, as a browser's do.
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(reqwest::header::ORIGIN, base.parse().expect("origin"));
+    let client = server::llm::client_builder().default_headers(headers).build().expect("client");
 
     // The search index follows finished trials in the background; wait until it has all.
     let started = Instant::now();

@@ -212,6 +212,11 @@ pub fn RunsPage() -> impl IntoView {
     }
 }
 
+/// How often at most an open run page asks again for its coverage and trial rows while the
+/// run progresses.
+#[cfg(feature = "hydrate")]
+const REFRESH: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// `/runs/:id`.
 #[component]
 pub fn RunPage() -> impl IntoView {
@@ -223,12 +228,37 @@ pub fn RunPage() -> impl IntoView {
         TrialQuery::with_filters(String::new(), 0, |k| query.read().get(k).filter(|v| !v.is_empty()))
     });
     let page = Memo::new(move |_| query_param("page").get().and_then(|p| p.parse::<usize>().ok()).unwrap_or(0));
-    // Trials and coverage refetch as trials finish (the stream updates the counts), so the
-    // progress line and the coverage table read the same counts.
-    let finished = Memo::new(move |_| live.0.with(|m| m.get(&id.get()).map(|p| p.counts.finished())));
-    let detail = Resource::new(move || (id.get(), finished.get()), |(id, _)| get_run(id));
+    // The stream moves the progress line with every finished trial. The coverage table and
+    // the page of trial rows follow at most every few seconds while the run progresses, and
+    // once more when it stops: a fast run does not make the page ask for them per trial.
+    let tick = RwSignal::new(0_u64);
+    #[cfg(feature = "hydrate")]
+    {
+        let finished = Memo::new(move |_| live.0.with(|m| m.get(&id.get()).map(|p| (p.counts.finished(), p.status))));
+        let waiting = StoredValue::new(false);
+        Effect::new(move |before: Option<Option<(i64, crate::model::RunState)>>| {
+            let now = finished.get();
+            let stopped = now.is_some_and(|(_, s)| s != crate::model::RunState::Active);
+            if before.is_some_and(|b| b != now) {
+                if stopped {
+                    tick.update(|t| *t += 1);
+                } else if !waiting.get_value() {
+                    waiting.set_value(true);
+                    set_timeout(
+                        move || {
+                            waiting.set_value(false);
+                            tick.update(|t| *t += 1);
+                        },
+                        REFRESH,
+                    );
+                }
+            }
+            now
+        });
+    }
+    let detail = Resource::new(move || (id.get(), tick.get()), |(id, _)| get_run(id));
     let trials = Resource::new(
-        move || (TrialQuery { run: id.get(), page: page.get(), ..filters.get() }, finished.get()),
+        move || (TrialQuery { run: id.get(), page: page.get(), ..filters.get() }, tick.get()),
         |(q, _)| list_trials(q),
     );
     let cancel = ServerAction::<CancelRun>::new();

@@ -297,6 +297,7 @@ async fn bundle(
     config: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
     let row = store.run(run).await?;
+    crate::http::bundle::check_out(out)?;
     let mut config = crate::config::Config::load(config)?;
     config.server.search_dir = None;
     // Pages wait for every number rather than showing "still computing".

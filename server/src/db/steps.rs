@@ -75,25 +75,25 @@ pub struct TokenUse {
 #[async_trait]
 impl StepStore for SqlStore {
     async fn token_use(&self, run_id: &RunId) -> StoreResult<Vec<TokenUse>> {
-        // The step body is JSON text on both databases; each reads its own way.
+        // Each trial keeps its steps' count and tokens (triggers on trial_step, migration 0018),
+        // so only the appeal turns, stored on the trial as JSON, are read here.
         let (p, c) = if self.postgres {
             (
-                "(s.body::jsonb -> 'usage' ->> 'prompt_tokens')::bigint",
-                "(s.body::jsonb -> 'usage' ->> 'completion_tokens')::bigint",
+                "(t.appeal::jsonb -> 'usage' ->> 'prompt_tokens')::bigint",
+                "(t.appeal::jsonb -> 'usage' ->> 'completion_tokens')::bigint",
             )
         } else {
-            ("json_extract(s.body, '$.usage.prompt_tokens')", "json_extract(s.body, '$.usage.completion_tokens')")
+            ("json_extract(t.appeal, '$.usage.prompt_tokens')", "json_extract(t.appeal, '$.usage.completion_tokens')")
         };
         let sql = format!(
-            "select t.agent, count(distinct t.trial_id) as trials, count(s.trial_id) as steps, \
-             count({p}) as reported, count(distinct case when t.state = 'error' and t.error like '%{UNPARSEABLE}%' \
-             then t.trial_id end) as unmetered, \
-             cast(coalesce(sum({p}), 0) as bigint) as prompt_tokens, \
-             cast(coalesce(sum({c}), 0) as bigint) as completion_tokens \
-             from trial t left join (select trial_id, body from trial_step union all \
-             select trial_id, appeal as body from trial where run_id = $1 and appeal is not null) s \
-             on s.trial_id = t.trial_id where t.run_id = $1 \
-             and (t.state in ('done', 'error') or s.trial_id is not null) \
+            "select t.agent, count(*) as trials, \
+             cast(sum(t.step_count + case when t.appeal is null then 0 else 1 end) as bigint) as steps, \
+             cast(sum(t.usage_steps + case when t.appeal is not null and {p} is not null then 1 else 0 end) as bigint) as reported, \
+             count(case when t.state = 'error' and t.error like '%{UNPARSEABLE}%' then 1 end) as unmetered, \
+             cast(sum(t.prompt_tokens + coalesce(case when t.appeal is null then 0 else {p} end, 0)) as bigint) as prompt_tokens, \
+             cast(sum(t.completion_tokens + coalesce(case when t.appeal is null then 0 else {c} end, 0)) as bigint) as completion_tokens \
+             from trial t where t.run_id = $1 \
+             and (t.state in ('done', 'error') or t.step_count > 0 or t.appeal is not null) \
              group by t.agent order by t.agent"
         );
         Ok(sqlx::query_as(&sql).bind(run_id.as_str()).fetch_all(&self.pool).await?)

@@ -69,9 +69,7 @@ pub async fn write(
     // up when it mounts the routes; an error means one is set already).
     let _ = any_spawner::Executor::init_tokio();
     let row = state.store.run(run).await.with_context(|| format!("reading run {run}"))?;
-    if out.exists() && std::fs::read_dir(out).with_context(|| format!("reading {}", out.display()))?.next().is_some() {
-        bail!("{} exists and is not empty: choose a new folder (nothing was written)", out.display());
-    }
+    check_out(out)?;
     let geo = crate::runs::geo::is_geo(&row)?;
     let trials = state.store.trials(run).await?;
     let mut queue: VecDeque<Place> = VecDeque::new();
@@ -119,6 +117,15 @@ pub async fn write(
             Err(e)
         }
     }
+}
+
+/// Refuses an output folder that exists and holds anything (`mirage runs bundle` asks
+/// before it scores the run, so a mistyped folder is named at once).
+pub fn check_out(out: &Path) -> anyhow::Result<()> {
+    if out.exists() && std::fs::read_dir(out).with_context(|| format!("reading {}", out.display()))?.next().is_some() {
+        bail!("{} exists and is not empty: choose a new folder (nothing was written)", out.display());
+    }
+    Ok(())
 }
 
 /// A fresh folder beside `out` to write into.
@@ -363,6 +370,18 @@ fn rewrite(html: &str, run: &str, geo: bool, file: &str) -> Rewritten {
     let mut links = Vec::new();
     let mut outside = 0;
     let ids: Vec<_> = doc.tree.nodes().map(|n| n.id()).collect();
+    // The run picker offers only this run: the copy holds no other. Found before the loop
+    // changes any attribute.
+    let other_runs: std::collections::HashSet<_> = doc
+        .tree
+        .nodes()
+        .filter(|n| {
+            let option = n.value().as_element().filter(|e| &*e.name.local == "option");
+            let picker = n.parent().and_then(|p| p.value().as_element().map(|e| e.attr("name") == Some("run")));
+            option.is_some_and(|o| o.attr("value") != Some(run)) && picker == Some(true)
+        })
+        .map(|n| n.id())
+        .collect();
     for id in ids {
         let in_nav = doc
             .tree
@@ -374,6 +393,7 @@ fn rewrite(html: &str, run: &str, geo: bool, file: &str) -> Rewritten {
         let tag = el.name.local.to_string();
         let rel = el.attr("rel").unwrap_or_default().to_string();
         let drop = match tag.as_str() {
+            "option" => other_runs.contains(&id),
             "script" => true,
             "link" => rel != "stylesheet",
             "form" => el.has_class("whoami", scraper::CaseSensitivity::CaseSensitive),
@@ -524,65 +544,4 @@ fn link_of(run: &str, geo: bool, href: &str) -> Link {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn places_cover_the_run_and_nothing_else() {
-        let p = |url: &str| place_of("r1", false, url).map(|p| p.file);
-        assert_eq!(p("/runs/r1").as_deref(), Some("index.html"));
-        assert_eq!(p("/runs/r1?page=2").as_deref(), Some("index-page2.html"));
-        assert_eq!(p("/runs/r1/trials/t%2F1").as_deref(), Some("trials/t~2f1.html"));
-        assert_eq!(p("/runs/r1/trials/t1?page=1").as_deref(), Some("trials/t1-page1.html"));
-        assert_eq!(p("/leaderboard?run=r1").as_deref(), Some("leaderboard.html"));
-        assert_eq!(p("/leaderboard").as_deref(), Some("leaderboard.html"));
-        assert_eq!(
-            p("/api/export/leaderboard.csv?run=r1&table=pairs").as_deref(),
-            Some("data/leaderboard-table-pairs.csv")
-        );
-        assert_eq!(p("/leaderboard?run=r2"), None, "another run");
-        assert_eq!(p("/leaderboard?run=r1&sort=acc"), None, "another view");
-        assert_eq!(p("/runs/r2/trials/t1"), None);
-        assert_eq!(p("/tasks/x"), None);
-        assert_eq!(p("/api/export/leaderboard.csv?run=r1&tier=all").as_deref(), Some("data/leaderboard-tier-all.csv"));
-        assert_eq!(
-            p("/heatmaps?run=r1&metric=acc_dec&by=agent").as_deref(),
-            Some("heatmaps-by-agent-metric-acc_dec.html")
-        );
-        assert_eq!(p("/geo?run=r1"), None, "not a GEO run");
-        assert_eq!(place_of("g", true, "/geo/trials/x").map(|p| p.file).as_deref(), Some("targets/x.html"));
-    }
-
-    #[test]
-    fn links_become_files_fragments_or_text() {
-        let to = |href: &str| match link_of("r1", false, href) {
-            Link::To(p, f) => format!("{}{f}", p.file),
-            Link::Keep => "keep".into(),
-            Link::Outside => "outside".into(),
-        };
-        assert_eq!(to("/runs/r1/trials/t1?page=0&turn=4"), "trials/t1.html#turn-4");
-        assert_eq!(to("/runs/r1/trials/t1?page=2&turn=41&outcome=harm"), "trials/t1-page2.html#turn-41");
-        assert_eq!(to("/definitions#acc_dec"), "definitions.html#acc_dec");
-        assert_eq!(to("#turn-3"), "keep");
-        assert_eq!(to("https://example.org/x"), "keep");
-        assert_eq!(to("/annotate/t1/harm"), "outside");
-        assert_eq!(to("/shop/admin/dashboard"), "outside");
-    }
-
-    #[test]
-    fn pages_lose_scripts_and_keep_text_escaped() {
-        let html = r#"<!DOCTYPE html><html><head><link rel="modulepreload" href="/pkg/mirage.js"><link rel="stylesheet" href="/pkg/mirage.css"><script>alert(1)</script></head><body><form class="whoami"><button>Sign out</button></form><a href="/runs/r1/trials/t1?turn=2">t</a><a href="/team">team</a><p>&lt;script&gt;alert(2)&lt;/script&gt;</p><form method="post" action="/x"><button>Go</button></form></body></html>"#;
-        let page = rewrite(html, "r1", false, "trials/t9.html");
-        assert!(!page.html.contains("<script"), "{}", page.html);
-        assert!(!page.html.contains("modulepreload"));
-        assert!(!page.html.contains("Sign out"));
-        assert!(page.html.contains(r#"href="../mirage.css""#));
-        assert!(page.html.contains(r#"href="../trials/t1.html#turn-2""#), "{}", page.html);
-        assert!(page.html.contains("&lt;script&gt;alert(2)&lt;/script&gt;"));
-        assert!(page.html.contains("Content-Security-Policy"));
-        assert!(!page.html.contains("action="));
-        assert!(page.html.contains("<button disabled=\"\">Go</button>"), "{}", page.html);
-        assert_eq!(page.outside, 1);
-        assert_eq!(page.links.len(), 1);
-    }
-}
+mod tests;

@@ -42,10 +42,7 @@ pub const MIN_N: usize = 10;
 /// Heatmap cells whose interval is wider than this are greyed too.
 const MAX_WIDTH: f64 = 0.5;
 
-/// What a run's cached scores depend on: (finished trials, the label generation read,
-/// whether a URL pinned that generation). Pinned figures have cache slots of their own, so
-/// a frozen link does not push the current figures out.
-pub type Fingerprint = (i64, i64, bool);
+pub use super::as_of::Fingerprint;
 /// A run's cache slot: the current figures, or those of a pinned generation.
 type Slot = (RunId, bool);
 /// (run and slot, group fields, utility metric, group metrics).
@@ -54,29 +51,6 @@ type AggregateKey = (Slot, Vec<String>, Metric, Vec<Metric>);
 /// The cache key of an aggregate (shared by the page path and the computing path).
 fn aggregate_key(run: &RunId, key: Fingerprint, by: &[&str], utility: Metric, metrics: &[Metric]) -> AggregateKey {
     ((run.clone(), key.2), by.iter().map(ToString::to_string).collect(), utility, metrics.to_vec())
-}
-
-/// An `as_of=` value: a label generation (a whole number) or a time (RFC 3339, or the
-/// `YYYY-MM-DD HH:MM:SS UTC` the pages print), as a generation or the time in ms.
-fn parse_as_of(value: &str) -> Result<Result<i64, i64>, AppError> {
-    let v = value.trim();
-    if let Ok(g) = v.parse::<i64>() {
-        return if g >= 0 { Ok(Ok(g)) } else { Err(as_of_error(v)) };
-    }
-    let time = chrono::DateTime::parse_from_rfc3339(v).map(|t| t.with_timezone(&chrono::Utc)).or_else(|_| {
-        chrono::NaiveDateTime::parse_from_str(v.trim_end_matches(" UTC"), "%Y-%m-%d %H:%M:%S").map(|t| t.and_utc())
-    });
-    time.map(|t| Err(t.timestamp_millis())).map_err(|_| as_of_error(v))
-}
-
-fn as_of_error(v: &str) -> AppError {
-    AppError::Invalid {
-        field: "as_of".into(),
-        message: format!(
-            "{:?} is neither a label generation (a whole number) nor a time such as 2026-12-05T10:21:00Z",
-            v.chars().take(100).collect::<String>()
-        ),
-    }
 }
 
 /// The first of these runs with a finished trial.
@@ -182,7 +156,7 @@ impl InsightsService {
     pub async fn fingerprint_as_of(&self, run: &RunId, as_of: Option<&str>) -> Result<Fingerprint, AppError> {
         let (finished, newest, _) = self.fingerprint(run).await?;
         let Some(value) = as_of.filter(|v| !v.trim().is_empty()) else { return Ok((finished, newest, false)) };
-        let generation = match parse_as_of(value)? {
+        let generation = match super::as_of::parse(value)? {
             Ok(g) if g > newest => {
                 return Err(AppError::Invalid {
                     field: "as_of".into(),
@@ -197,21 +171,7 @@ impl InsightsService {
 
     /// What a page says of the point its figures stand at.
     pub async fn as_of_view(&self, runs: &[&RunId], key: Fingerprint) -> Result<app::model::AsOf, AppError> {
-        let mut view = app::model::AsOf {
-            generation: key.1,
-            at: self.store.label_event_time(key.1).await.map_err(internal)?,
-            pinned: key.2,
-            ..app::model::AsOf::default()
-        };
-        for run in runs {
-            if key.2 {
-                let events = self.store.people_label_events(run).await.map_err(internal)?;
-                view.newer += events.iter().filter(|e| e.event_id > key.1).count();
-            }
-            let status = self.store.run(run).await.map_err(internal)?.status;
-            view.run_active |= status == crate::db::RunStatus::Active;
-        }
-        Ok(view)
+        super::as_of::view(self.store.as_ref(), runs, key).await
     }
 
     /// The run's scores with human labels applied, scoring new trials first.

@@ -51,16 +51,16 @@ impl Jobs {
         if let Some(e) = self.failed.lock().unwrap_or_else(PoisonError::into_inner).remove(name) {
             return Err(e);
         }
-        let mut outcome = {
+        let (mut outcome, job) = {
             let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(rx) = running.get(name) {
-                rx.clone()
+                (rx.clone(), None)
             } else {
                 let (tx, rx) = watch::channel(None);
                 running.insert(name.to_string(), rx.clone());
                 let leave = Leave { running: self.running.clone(), name: name.to_string() };
                 let failed = self.failed.clone();
-                tokio::spawn(async move {
+                let job = async move {
                     // A panic is a failure like any other (the panic hook has printed it).
                     let result =
                         std::panic::AssertUnwindSafe(work).catch_unwind().await.unwrap_or(Err(AppError::Internal));
@@ -72,10 +72,15 @@ impl Jobs {
                     }
                     drop(leave);
                     let _ = tx.send(Some(result));
-                });
-                rx
+                };
+                (rx, Some(job))
             }
         };
+        // Spawned once the list is unlocked: a runtime shutting down drops the job at once,
+        // and its `Leave` takes the lock.
+        if let Some(job) = job {
+            tokio::spawn(job);
+        }
         // No wait means none: a job that happens to finish at once on another thread is
         // still read from the cache by the next request, so a page's answer does not hang
         // on a race.

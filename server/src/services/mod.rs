@@ -1,6 +1,7 @@
 //! Implements the ports of `app::ssr` on top of the world and the store.
 
 pub mod annotate;
+pub mod as_of;
 mod board;
 pub mod compare;
 pub mod effects;

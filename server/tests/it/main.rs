@@ -33,3 +33,4 @@ mod signal;
 mod sites;
 mod store;
 mod support;
+mod tokens;

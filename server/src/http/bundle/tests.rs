@@ -1,0 +1,67 @@
+//! Tests of the bundle's places, links and rewriting.
+
+use super::*;
+
+#[test]
+fn places_cover_the_run_and_nothing_else() {
+    let p = |url: &str| place_of("r1", false, url).map(|p| p.file);
+    assert_eq!(p("/runs/r1").as_deref(), Some("index.html"));
+    assert_eq!(p("/runs/r1?page=2").as_deref(), Some("index-page2.html"));
+    assert_eq!(p("/runs/r1/trials/t%2F1").as_deref(), Some("trials/t~2f1.html"));
+    assert_eq!(p("/runs/r1/trials/t1?page=1").as_deref(), Some("trials/t1-page1.html"));
+    assert_eq!(p("/leaderboard?run=r1").as_deref(), Some("leaderboard.html"));
+    assert_eq!(p("/leaderboard").as_deref(), Some("leaderboard.html"));
+    assert_eq!(
+        p("/api/export/leaderboard.csv?run=r1&table=pairs").as_deref(),
+        Some("data/leaderboard-table-pairs.csv")
+    );
+    assert_eq!(p("/leaderboard?run=r2"), None, "another run");
+    assert_eq!(p("/leaderboard?run=r1&sort=acc"), None, "another view");
+    assert_eq!(p("/runs/r2/trials/t1"), None);
+    assert_eq!(p("/tasks/x"), None);
+    assert_eq!(p("/api/export/leaderboard.csv?run=r1&tier=all").as_deref(), Some("data/leaderboard-tier-all.csv"));
+    assert_eq!(p("/heatmaps?run=r1&metric=acc_dec&by=agent").as_deref(), Some("heatmaps-by-agent-metric-acc_dec.html"));
+    assert_eq!(p("/geo?run=r1"), None, "not a GEO run");
+    assert_eq!(place_of("g", true, "/geo/trials/x").map(|p| p.file).as_deref(), Some("targets/x.html"));
+}
+
+#[test]
+fn links_become_files_fragments_or_text() {
+    let to = |href: &str| match link_of("r1", false, href) {
+        Link::To(p, f) => format!("{}{f}", p.file),
+        Link::Keep => "keep".into(),
+        Link::Outside => "outside".into(),
+    };
+    assert_eq!(to("/runs/r1/trials/t1?page=0&turn=4"), "trials/t1.html#turn-4");
+    assert_eq!(to("/runs/r1/trials/t1?page=2&turn=41&outcome=harm"), "trials/t1-page2.html#turn-41");
+    assert_eq!(to("/definitions#acc_dec"), "definitions.html#acc_dec");
+    assert_eq!(to("#turn-3"), "keep");
+    assert_eq!(to("https://example.org/x"), "keep");
+    assert_eq!(to("/annotate/t1/harm"), "outside");
+    assert_eq!(to("/shop/admin/dashboard"), "outside");
+}
+
+#[test]
+fn pages_lose_scripts_and_keep_text_escaped() {
+    let html = r#"<!DOCTYPE html><html><head><link rel="modulepreload" href="/pkg/mirage.js"><link rel="stylesheet" href="/pkg/mirage.css"><script>alert(1)</script></head><body><form class="whoami"><button>Sign out</button></form><a href="/runs/r1/trials/t1?turn=2">t</a><a href="/team">team</a><p>&lt;script&gt;alert(2)&lt;/script&gt;</p><form method="post" action="/x"><button>Go</button></form></body></html>"#;
+    let page = rewrite(html, "r1", false, "trials/t9.html");
+    assert!(!page.html.contains("<script"), "{}", page.html);
+    assert!(!page.html.contains("modulepreload"));
+    assert!(!page.html.contains("Sign out"));
+    assert!(page.html.contains(r#"href="../mirage.css""#));
+    assert!(page.html.contains(r#"href="../trials/t1.html#turn-2""#), "{}", page.html);
+    assert!(page.html.contains("&lt;script&gt;alert(2)&lt;/script&gt;"));
+    assert!(page.html.contains("Content-Security-Policy"));
+    assert!(!page.html.contains("action="));
+    assert!(page.html.contains("<button disabled=\"\">Go</button>"), "{}", page.html);
+    assert_eq!(page.outside, 1);
+    assert_eq!(page.links.len(), 1);
+}
+
+#[test]
+fn the_run_picker_offers_only_the_run_in_the_copy() {
+    let html = r#"<html><body><label class="picker">Run <select name="run"><option value="r2">r2</option><option value="r1" selected>r1</option></select></label><select name="tier"><option value="strict">strict</option></select></body></html>"#;
+    let page = rewrite(html, "r1", false, "index.html");
+    assert!(!page.html.contains("r2"), "{}", page.html);
+    assert!(page.html.contains(r#"value="r1""#) && page.html.contains("strict"), "{}", page.html);
+}
