@@ -295,8 +295,8 @@ pub fn AsOfLine(as_of: crate::model::AsOf, href: Callback<Option<String>, String
     // it can be shared as it is; the server does the same for a page loaded whole.
     #[cfg(feature = "hydrate")]
     {
-        let (here, navigate, query) =
-            (current.clone(), leptos_router::hooks::use_navigate(), leptos_router::hooks::use_query_map());
+        let here = href.run(as_of.pinned.then(|| as_of.param()));
+        let (navigate, query) = (leptos_router::hooks::use_navigate(), leptos_router::hooks::use_query_map());
         Effect::new(move |_| {
             if here.contains("?run=") && query.read_untracked().get("run").is_none() {
                 navigate(&here, leptos_router::NavigateOptions { replace: true, ..Default::default() });

@@ -1,6 +1,7 @@
 -- Each trial's step count and the tokens its steps report (`usage`), kept by a trigger on
 -- every insert and delete of a step, so that a run's cost is a sum over its trials instead
--- of a parse of every step it stored. Filled in for the steps already stored.
+-- of a parse of every step it stored. Filled in for the steps already stored (the bodies
+-- stored so far are all JSON; a later one that is not counts as a step without usage).
 alter table trial add column step_count bigint not null default 0;
 alter table trial add column usage_steps bigint not null default 0;
 alter table trial add column prompt_tokens bigint not null default 0;
@@ -28,10 +29,16 @@ declare
     step_trial text;
 begin
     if tg_op = 'INSERT' then
-        step_body := new.body::jsonb; step_sign := 1; step_trial := new.trial_id;
+        step_sign := 1; step_trial := new.trial_id;
     else
-        step_body := old.body::jsonb; step_sign := -1; step_trial := old.trial_id;
+        step_sign := -1; step_trial := old.trial_id;
     end if;
+    -- A body that is not JSON counts as a step without usage.
+    begin
+        step_body := (case when tg_op = 'INSERT' then new.body else old.body end)::jsonb;
+    exception when others then
+        step_body := null;
+    end;
     update trial set
         step_count = step_count + step_sign,
         usage_steps = usage_steps + step_sign * (case when step_body -> 'usage' ->> 'prompt_tokens' is null then 0 else 1 end),

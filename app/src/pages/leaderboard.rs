@@ -213,12 +213,16 @@ pub fn LeaderboardPage() -> impl IntoView {
     );
     let show_pairs = RwSignal::new(false);
     let refetch = Callback::new(move |()| board.refetch());
+    let url =
+        |run: Option<String>, tier: Option<String>, by: Option<String>, sort: Option<String>, at: Option<String>| {
+            format!(
+                "/leaderboard{}",
+                query_string(&[("run", run), ("tier", tier), ("by", by), ("sort", sort), ("as_of", at)])
+            )
+        };
     // Every link of the page keeps the label generation it is pinned to, if any.
     let href = move |run: Option<String>, tier: Option<String>, by: Option<String>, sort: Option<String>| {
-        format!(
-            "/leaderboard{}",
-            query_string(&[("run", run), ("tier", tier), ("by", by), ("sort", sort), ("as_of", as_of.get_untracked())])
-        )
+        url(run, tier, by, sort, as_of.get_untracked())
     };
     view! {
         <Title text="Leaderboard"/>
@@ -263,11 +267,8 @@ pub fn LeaderboardPage() -> impl IntoView {
                         </div>
                         <PendingLine pending=b.pending.clone() refetch=refetch/>
                         <AsOfLine as_of=b.frozen href=Callback::new({
-                            let (r, t, g) = (r.clone(), t.clone(), g.clone());
-                            move |a: Option<String>| format!(
-                                "/leaderboard{}",
-                                query_string(&[("run", Some(r.clone())), ("tier", Some(t.clone())), ("by", g.clone()), ("as_of", a)])
-                            )
+                            let (r, t, g, s) = (r.clone(), t.clone(), g.clone(), sort_now.clone());
+                            move |a: Option<String>| url(Some(r.clone()), Some(t.clone()), g.clone(), s.clone(), a)
                         })/>
                         <p class="muted">{format!(
                             "Judges: {}. {} labels settled by people (they override automatic labels everywhere).",

@@ -68,7 +68,10 @@ fn body(v: ReportView) -> impl IntoView {
     let pinned = Callback::new(move |a: Option<String>| {
         format!("/report{}", query_string(&[("run", Some(run.clone())), ("as_of", a)]))
     });
-    let picker = Callback::new(|run: String| format!("/report{}", query_string(&[("run", Some(run))])));
+    let kept = v.frozen.pinned.then(|| v.frozen.param());
+    let picker = Callback::new(move |run: String| {
+        format!("/report{}", query_string(&[("run", Some(run)), ("as_of", kept.clone())]))
+    });
     view! {
         <div class="controls"><RunPicker runs=v.runs.clone() current=r.run.clone() href=picker/></div>
         <AsOfLine as_of=v.frozen href=pinned/>

@@ -49,7 +49,8 @@ pub fn TeamPage() -> impl IntoView {
                         b.human_labels,
                         if b.judges.is_empty() { "none".to_string() } else { b.judges.join(", ") }
                     )}</p>
-                    <SinceLastVisit board=b.clone()/>
+                    // A pinned page shows the past: it is not a visit to compare with.
+                    {(!b.frozen.pinned).then(|| view! { <SinceLastVisit board=b.clone()/> })}
                     {board_table(b.rows.clone(), &b.columns, &b.tier, true, None, Some(&b.checks))}
                     {export_links(&b)}
                     <p><A href=format!("/leaderboard{}", query_string(&[

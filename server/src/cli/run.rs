@@ -478,8 +478,16 @@ pub(super) async fn worker(store: Arc<dyn Store>, args: WorkerArgs) -> anyhow::R
     let mut skipped: std::collections::HashSet<RunId> = std::collections::HashSet::new();
     loop {
         let mut worked = 0;
-        for run_id in crate::runs::import::settle_interrupted_imports(&*store, crate::db::now_ms()).await? {
-            eprintln!("worker: run {run_id} was left half-stored by an interrupted import; it is now cancelled");
+        // Never a reason to stop: a failure here is named and tried again on the next pass.
+        match crate::runs::import::settle_interrupted_imports(&*store, crate::db::now_ms()).await {
+            Ok(settled) => {
+                for run_id in settled {
+                    eprintln!(
+                        "worker: run {run_id} was left half-stored by an interrupted import; it is now cancelled"
+                    );
+                }
+            }
+            Err(e) => eprintln!("worker: looking for runs left by interrupted imports: {e:#}"),
         }
         // Oldest first (the store lists newest first).
         for run in store.runs().await?.into_iter().rev() {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use sqlx::{Any, QueryBuilder};
 
-use super::runs::TrialEnd;
+use super::runs::{RunRow, TrialEnd};
 use super::sql::{BULK_ROWS, finish, numbered};
 use super::{SqlStore, StoreResult, TrialState, now_ms};
 use app::model::{RunId, TrialId};
@@ -31,14 +31,68 @@ pub trait ImportStore: Send + Sync {
     async fn origins_of(&self, trial_ids: &[TrialId]) -> StoreResult<HashMap<TrialId, String>>;
     /// The trials of a run imported from these samples (harness ids), as (sample, trial).
     async fn trials_of_samples(&self, run_id: &RunId, samples: &[String]) -> StoreResult<Vec<(String, TrialId)>>;
+    /// Active runs whose row nothing has written since `before` (ms): an importer writes the
+    /// row with every batch it stores, so an imported run among them was left by a dead one.
+    async fn idle_active_runs(&self, before: i64) -> StoreResult<Vec<RunRow>>;
+    /// [`super::RunStore::cancel_run`] only if the run is still active and its row still unwritten
+    /// since `before` (ms), checked in the same transaction; whether it was cancelled.
+    async fn cancel_if_idle(&self, run_id: &RunId, before: i64) -> StoreResult<bool>;
 }
 
 #[async_trait]
 impl ImportStore for SqlStore {
+    async fn idle_active_runs(&self, before: i64) -> StoreResult<Vec<RunRow>> {
+        Ok(sqlx::query_as(&format!(
+            "select {} from run where status = 'active' and updated_at < $1 order by created_at, run_id",
+            super::runs::RUN_COLUMNS
+        ))
+        .bind(before)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    async fn cancel_if_idle(&self, run_id: &RunId, before: i64) -> StoreResult<bool> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        let result: StoreResult<bool> = async {
+            let r = sqlx::query(
+                "update run set status = 'cancelled', updated_at = $3 where run_id = $1 and status = 'active' and updated_at < $2",
+            )
+            .bind(run_id.as_str())
+            .bind(before)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            if r.rows_affected() != 1 {
+                return Ok(false);
+            }
+            sqlx::query(
+                "update trial set state = 'cancelled', worker = null, lease_until = null, finished_at = $2, updated_at = $2
+                  where run_id = $1 and state in ('queued', 'running')",
+            )
+            .bind(run_id.as_str())
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            Ok(true)
+        }
+        .await;
+        finish(tx, result).await
+    }
+
     async fn store_finished(&self, run_id: &RunId, batch: &[FinishedTrial]) -> StoreResult<()> {
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
         let result: StoreResult<()> = async {
+            // The run's row says when its importer last stored something: a row of an active
+            // import left unwritten for long was left by an importer that died (see
+            // `runs::import::settle_interrupted_imports`). Written first, as `cancel_run`
+            // does, so that the two lock the run before its trials and never deadlock.
+            sqlx::query("update run set updated_at = $2 where run_id = $1")
+                .bind(run_id.as_str())
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
             for t in batch {
                 let (state, verdict, rationale, error, appeal) = match &t.end {
                     TrialEnd::Done { verdict, rationale, appeal } => {
@@ -97,14 +151,6 @@ impl ImportStore for SqlStore {
                 let (sql, args) = numbered(&mut b, self.postgres)?;
                 sqlx::query_with(&sql, args).execute(&mut *tx).await?;
             }
-            // The run's row says when its importer last stored something: a row of an active
-            // import left unwritten for long was left by an importer that died (see
-            // `runs::settle_interrupted_imports`).
-            sqlx::query("update run set updated_at = $2 where run_id = $1")
-                .bind(run_id.as_str())
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
             Ok(())
         }
         .await;

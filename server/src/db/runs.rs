@@ -195,9 +195,6 @@ pub trait RunStore: Send + Sync {
     async fn run(&self, run_id: &RunId) -> StoreResult<RunRow>;
     /// Runs, newest first.
     async fn runs(&self) -> StoreResult<Vec<RunRow>>;
-    /// Active runs whose row nothing has written since `before` (ms): an importer writes the
-    /// row with every batch it stores, so an imported run among them was left by a dead one.
-    async fn idle_active_runs(&self, before: i64) -> StoreResult<Vec<RunRow>>;
     /// Sets a run's status.
     async fn set_run_status(&self, run_id: &RunId, status: RunStatus) -> StoreResult<()>;
     /// Marks the run cancelled and its queued and running trials cancelled; a live worker
@@ -284,7 +281,7 @@ pub(super) fn finish_query<'q>(
     .bind(appeal)
 }
 
-const RUN_COLUMNS: &str = "run_id, spec, status, corpus_version, trials_total, created_at";
+pub(super) const RUN_COLUMNS: &str = "run_id, spec, status, corpus_version, trials_total, created_at";
 pub(super) const TRIAL_COLUMNS: &str = "trial_id, run_id, ordinal, task_id, agent, level, condition, seed, state, attempts, worker, verdict, rationale, error, appeal";
 
 #[async_trait]
@@ -351,15 +348,6 @@ impl RunStore for SqlStore {
         Ok(sqlx::query_as(&format!("select {RUN_COLUMNS} from run order by created_at desc, run_id desc"))
             .fetch_all(&self.pool)
             .await?)
-    }
-
-    async fn idle_active_runs(&self, before: i64) -> StoreResult<Vec<RunRow>> {
-        Ok(sqlx::query_as(&format!(
-            "select {RUN_COLUMNS} from run where status = 'active' and updated_at < $1 order by created_at, run_id"
-        ))
-        .bind(before)
-        .fetch_all(&self.pool)
-        .await?)
     }
 
     async fn set_run_status(&self, run_id: &RunId, status: RunStatus) -> StoreResult<()> {

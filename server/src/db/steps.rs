@@ -14,7 +14,7 @@ use app::model::{RunId, TrialId};
 pub trait StepStore: Send + Sync {
     /// Step bodies of every trial of a run in one query, by trial id, each in order.
     async fn run_steps(&self, run_id: &RunId) -> StoreResult<HashMap<TrialId, Vec<String>>>;
-    /// How many characters a trial's step bodies hold together, read without reading them.
+    /// How many bytes a trial's step bodies take together (without sending them here).
     async fn steps_length(&self, trial_id: &TrialId) -> StoreResult<i64>;
     /// These trials (absent ones left out), each with its step bodies joined in order by
     /// a record separator (see [`split_steps`]), by trial id: one row per trial, one query per thousand.
@@ -135,9 +135,10 @@ impl StepStore for SqlStore {
     }
 
     async fn steps_length(&self, trial_id: &TrialId) -> StoreResult<i64> {
-        Ok(sqlx::query_scalar(
-            "select cast(coalesce(sum(length(body)), 0) as bigint) from trial_step where trial_id = $1",
-        )
+        let bytes = if self.postgres { "octet_length(body)" } else { "length(cast(body as blob))" };
+        Ok(sqlx::query_scalar(&format!(
+            "select cast(coalesce(sum({bytes}), 0) as bigint) from trial_step where trial_id = $1"
+        ))
         .bind(trial_id.as_str())
         .fetch_one(&self.pool)
         .await?)

@@ -128,8 +128,14 @@ pub fn segments_clipped(text: &str, spans: &[Span], max: usize) -> Vec<Segment> 
         return segments(text, spans);
     }
     let cut = head.len();
+    // A span `segments` would refuse on the whole text stays refused.
+    let valid = |s: &&Span| match (s.start, s.end) {
+        (Some(a), Some(b)) => a < b && b <= text.len() && text.is_char_boundary(a) && text.is_char_boundary(b),
+        _ => false,
+    };
     let spans: Vec<Span> = spans
         .iter()
+        .filter(valid)
         .filter(|s| s.start.is_some_and(|start| start < cut))
         .map(|s| Span { end: s.end.map(|e| e.min(cut)), ..s.clone() })
         .collect();
@@ -177,5 +183,7 @@ mod tests {
         assert_eq!(out.len(), 3, "the span after the cut is gone: {out:?}");
         assert!(out[2].text.contains("5 more bytes not shown") && out[2].injection.is_none());
         assert_eq!(segments_clipped(text, &[span(2, 9)], 100), segments(text, &[span(2, 9)]));
+        let broken = segments_clipped(text, &[span(2, 99), span(5, 8)], 6);
+        assert!(broken.iter().all(|s| s.injection.is_none()), "past the end, or inside é: never marked {broken:?}");
     }
 }

@@ -237,6 +237,9 @@ impl Reading {
             Ok(())
         }
         .await;
+        // A failed batch leaves the reader blocked on a full channel: closing it lets the
+        // reader stop at its next sample.
+        drop(rx);
         reader.await.context("the reader stopped")?;
         Ok((stored, outcome))
     }

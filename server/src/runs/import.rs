@@ -126,20 +126,30 @@ pub async fn import_run(
     if ids.len() != steps_of.len() {
         bail!("run {run_id}: {} trials were stored for {} trajectories", ids.len(), steps_of.len());
     }
-    let mut batch = Vec::new();
-    let mut bytes = 0;
-    for (key, (steps, end)) in ids.into_iter().zip(steps_of) {
-        let steps = steps.iter().map(serde_json::to_string).collect::<Result<Vec<_>, _>>()?;
-        bytes += steps.iter().map(String::len).sum::<usize>();
-        batch.push(FinishedTrial { trial_id: key.trial_id, steps, end, origin: None });
-        if batch.len() == super::harness::BATCH || bytes >= super::harness::BATCH_BYTES {
-            store.store_finished(&run_id, &batch).await?;
-            batch.clear();
-            bytes = 0;
+    let stored: anyhow::Result<()> = async {
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        for (key, (steps, end)) in ids.into_iter().zip(steps_of) {
+            let steps = steps.iter().map(serde_json::to_string).collect::<Result<Vec<_>, _>>()?;
+            bytes += steps.iter().map(String::len).sum::<usize>();
+            batch.push(FinishedTrial { trial_id: key.trial_id, steps, end, origin: None });
+            if batch.len() == super::harness::BATCH || bytes >= super::harness::BATCH_BYTES {
+                store.store_finished(&run_id, &batch).await?;
+                batch.clear();
+                bytes = 0;
+            }
         }
+        if !batch.is_empty() {
+            store.store_finished(&run_id, &batch).await?;
+        }
+        Ok(())
     }
-    if !batch.is_empty() {
-        store.store_finished(&run_id, &batch).await?;
+    .await;
+    if let Err(e) = stored {
+        // The database failed, or the run was cancelled meanwhile: what was stored stays,
+        // under a run that says it is not whole.
+        store.set_run_status(&run_id, RunStatus::Cancelled).await?;
+        return Err(e.context(format!("run {run_id} was left cancelled")));
     }
     store.set_run_status(&run_id, RunStatus::Done).await?;
     Ok((run_id, trials.len()))
@@ -156,9 +166,11 @@ pub const IMPORT_IDLE_MS: i64 = 10 * 60 * 1000;
 /// cancelled; importing the files again gives a whole run. Returns the runs so settled.
 pub async fn settle_interrupted_imports(store: &dyn Store, now: i64) -> anyhow::Result<Vec<RunId>> {
     let mut settled = Vec::new();
-    for run in store.idle_active_runs(now - IMPORT_IDLE_MS).await? {
-        if super::is_import(&run.spec) {
-            store.cancel_run(&run.run_id).await?;
+    let before = now - IMPORT_IDLE_MS;
+    for run in store.idle_active_runs(before).await? {
+        // Checked again as it is cancelled: an import that stored a batch, or finished, since
+        // the list was read keeps its run.
+        if super::is_import(&run.spec) && store.cancel_if_idle(&run.run_id, before).await? {
             tracing::warn!(
                 run = %run.run_id,
                 "an import stopped before it finished (nothing stored for 10 minutes): the run is cancelled; import its files again"

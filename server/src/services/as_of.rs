@@ -21,7 +21,10 @@ pub fn parse(value: &str) -> Result<Result<i64, i64>, AppError> {
     let time = chrono::DateTime::parse_from_rfc3339(v).map(|t| t.with_timezone(&chrono::Utc)).or_else(|_| {
         chrono::NaiveDateTime::parse_from_str(v.trim_end_matches(" UTC"), "%Y-%m-%d %H:%M:%S").map(|t| t.and_utc())
     });
-    time.map(|t| Err(t.timestamp_millis())).map_err(|_| invalid(v))
+    // A time given to the second means the whole of that second: labels are recorded in ms,
+    // and the time a page prints for a label is cut to its second.
+    time.map(|t| Err(t.timestamp_millis() + if t.timestamp_subsec_millis() == 0 { 999 } else { 0 }))
+        .map_err(|_| invalid(v))
 }
 
 fn invalid(v: &str) -> AppError {
@@ -63,10 +66,11 @@ mod tests {
     fn a_generation_or_a_time_is_read_and_anything_else_names_the_field() {
         assert_eq!(parse("42"), Ok(Ok(42)));
         assert_eq!(parse(" 0 "), Ok(Ok(0)));
-        let ms = 1_764_930_060_000; // 2025-12-05 10:21:00 UTC
+        let ms = 1_764_930_060_999; // the whole of 2025-12-05 10:21:00 UTC
         assert_eq!(parse("2025-12-05T10:21:00Z"), Ok(Err(ms)));
         assert_eq!(parse("2025-12-05T11:21:00+01:00"), Ok(Err(ms)));
         assert_eq!(parse("2025-12-05 10:21:00 UTC"), Ok(Err(ms)));
+        assert_eq!(parse("2025-12-05T10:21:00.250Z"), Ok(Err(ms - 749)), "to the ms when given so");
         for bad in ["-1", "yesterday", "2025-12-05", "4.5"] {
             assert!(matches!(parse(bad), Err(AppError::Invalid { ref field, .. }) if field == "as_of"), "{bad}");
         }

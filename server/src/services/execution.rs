@@ -66,8 +66,14 @@ impl Executor {
     /// a lease that has yet to expire) is executed here. Another live process on the same
     /// database may be working on it too: the queue hands each trial to one worker.
     pub async fn resume(&self, concurrency: usize) -> anyhow::Result<()> {
-        for run_id in crate::runs::import::settle_interrupted_imports(&*self.store, now_ms()).await? {
-            tracing::warn!(run = %run_id, "cancelled a run its import left half-stored");
+        // Never a reason not to start: a failure here is named and tried again next start.
+        match crate::runs::import::settle_interrupted_imports(&*self.store, now_ms()).await {
+            Ok(settled) => {
+                for run_id in settled {
+                    tracing::warn!(run = %run_id, "cancelled a run its import left half-stored");
+                }
+            }
+            Err(e) => tracing::warn!("looking for runs left by interrupted imports: {e:#}"),
         }
         let resumable = |r: &crate::db::RunRow| r.status == RunStatus::Active && !crate::runs::is_import(&r.spec);
         for run in self.store.runs().await?.into_iter().filter(resumable) {

@@ -6,13 +6,13 @@
 //! the computation runs as a background job ([`Jobs`]) and the page shows the numbers from
 //! before (or none) with the job's progress until it is done.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use app::error::AppError;
-use app::model::{BoardQuery, Est, HeatCell, HeatQuery, Heatmap, Leaderboard, ParetoPoint, Pending, Robustness, RunId};
+use app::model::{BoardQuery, HeatCell, HeatQuery, Heatmap, Leaderboard, ParetoPoint, Pending, Robustness, RunId};
 
 use super::board::{board_metrics, board_rows, breakdown_rows, columns, pair_view};
 use super::internal;
@@ -43,14 +43,20 @@ pub const MIN_N: usize = 10;
 const MAX_WIDTH: f64 = 0.5;
 
 pub use super::as_of::Fingerprint;
-/// A run's cache slot: the current figures, or those of a pinned generation.
-type Slot = (RunId, bool);
+/// A run's cache slot: the current figures (`None`), or those of one pinned generation.
+/// At most one pinned generation of a run is kept (see [`InsightsService::keep_pinned`]).
+type Slot = (RunId, Option<i64>);
+
+/// The cache slot of `key`.
+fn slot_of(run: &RunId, key: Fingerprint) -> Slot {
+    (run.clone(), key.2.then_some(key.1))
+}
 /// (run and slot, group fields, utility metric, group metrics).
 type AggregateKey = (Slot, Vec<String>, Metric, Vec<Metric>);
 
 /// The cache key of an aggregate (shared by the page path and the computing path).
 fn aggregate_key(run: &RunId, key: Fingerprint, by: &[&str], utility: Metric, metrics: &[Metric]) -> AggregateKey {
-    ((run.clone(), key.2), by.iter().map(ToString::to_string).collect(), utility, metrics.to_vec())
+    (slot_of(run, key), by.iter().map(ToString::to_string).collect(), utility, metrics.to_vec())
 }
 
 /// The first of these runs with a finished trial.
@@ -181,7 +187,7 @@ impl InsightsService {
 
     /// [`Self::scores`] for a fingerprint already read.
     pub async fn scores_at(&self, run: &RunId, key: Fingerprint) -> Result<Arc<Vec<TrialScore>>, AppError> {
-        let slot = (run.clone(), key.2);
+        let slot = slot_of(run, key);
         if let Some((k, s)) = self.lock().scores.get(&slot)
             && *k == key
         {
@@ -212,8 +218,22 @@ impl InsightsService {
                 .await;
         running().remove(run);
         let scores = Arc::new(scored.map_err(internal)?.0);
+        self.keep_pinned(run, key);
         self.lock().scores.insert(slot, (key, scores.clone()));
         Ok(scores)
+    }
+
+    /// Before figures of a pinned generation are cached, those of the run's other pinned
+    /// generations go: links to many generations cost a scoring each, not memory.
+    fn keep_pinned(&self, run: &RunId, key: Fingerprint) {
+        if !key.2 {
+            return;
+        }
+        let other = |(r, g): &Slot| r == run && g.is_some_and(|g| g != key.1);
+        let mut cache = self.lock();
+        cache.scores.retain(|s, _| !other(s));
+        cache.aggregates.retain(|k, _| !other(&k.0));
+        cache.reports.retain(|s, _| !other(s));
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
@@ -295,7 +315,7 @@ impl InsightsService {
         let me = self.me.upgrade().ok_or(AppError::Internal)?;
         let job_run = run.clone();
         let work = async move { me.scores_at(&job_run, key).await.map(|_| ()) };
-        let slot = (run.clone(), key.2);
+        let slot = slot_of(run, key);
         let cached =
             |fresh: bool| self.lock().scores.get(&slot).filter(|(k, _)| !fresh || *k == key).map(|(_, s)| s.clone());
         self.ready(format!("scores {run} at {key:?}"), run, cached, work, || Ok(Arc::default())).await
@@ -304,7 +324,7 @@ impl InsightsService {
     /// The scores cached for `run` in the slot of `key` at any state (none when never
     /// computed).
     fn scores_cached(&self, run: &RunId, key: Fingerprint) -> Arc<Vec<TrialScore>> {
-        self.lock().scores.get(&(run.clone(), key.2)).map(|(_, s)| s.clone()).unwrap_or_default()
+        self.lock().scores.get(&slot_of(run, key)).map(|(_, s)| s.clone()).unwrap_or_default()
     }
 
     /// The run's aggregate grouped by `by`, with utility on `utility`, estimating `metrics`
@@ -337,39 +357,10 @@ impl InsightsService {
     }
 }
 
-/// The report page's data of `scores` (the same JSON as `mirage report --json`).
-fn report_view(scores: &[TrialScore], run: &str) -> Result<app::model::ReportView, AppError> {
-    use crate::judge::report::{APPEALS, MAIN, PAIRED, Slice, report};
-    let built = report(scores, run, &Options::default(), &Slice::default()).map_err(internal)?;
-    let report = built;
-    let mut by_domain: BTreeMap<String, Vec<(String, Est, Est)>> = BTreeMap::new();
-    for row in &report.main {
-        let m = |k: Metric| row.metrics.get(k.as_str()).copied().flatten();
-        if let (Some(domain), Some(strict), Some(default)) = (&row.domain, m(Metric::AccDecStrict), m(Metric::AccDec)) {
-            by_domain.entry(domain.clone()).or_default().push((row.agent.clone(), strict, default));
-        }
-    }
-    let adequacy_plots = by_domain
-        .iter()
-        .map(|(domain, points)| crate::charts::adequacy_svg(domain, points).map(|svg| (domain.clone(), svg)))
-        .collect::<anyhow::Result<Vec<_>>>()
-        .map_err(internal)?;
-    Ok(app::model::ReportView {
-        runs: Vec::new(),
-        columns: MAIN.iter().map(|m| m.as_str().to_string()).collect(),
-        appeal_columns: APPEALS.iter().map(|m| m.as_str().to_string()).collect(),
-        paired_columns: PAIRED.iter().map(|m| m.as_str().to_string()).collect(),
-        adequacy_plots,
-        report,
-        pending: None,
-        frozen: app::model::AsOf::default(),
-    })
-}
-
 impl InsightsService {
     /// The run's report at the fingerprint `key`, computed (and cached) when cold.
     async fn report_at(&self, run: &RunId, key: Fingerprint) -> Result<Arc<app::model::ReportView>, AppError> {
-        let slot = (run.clone(), key.2);
+        let slot = slot_of(run, key);
         if let Some((k, v)) = self.lock().reports.get(&slot)
             && *k == key
         {
@@ -378,7 +369,9 @@ impl InsightsService {
         let scores = self.scores_at(run, key).await?;
         let run_id = run.clone();
         // The aggregate is CPU work: keep it off the async workers.
-        let view = tokio::task::spawn_blocking(move || report_view(&scores, &run_id)).await.map_err(internal)??;
+        let view = tokio::task::spawn_blocking(move || super::board::report_view(&scores, &run_id))
+            .await
+            .map_err(internal)??;
         let view = Arc::new(view);
         self.lock().reports.insert(slot, (key, view.clone()));
         Ok(view)
@@ -393,10 +386,10 @@ impl app::ssr::Insights for InsightsService {
         let me = self.me.upgrade().ok_or(AppError::Internal)?;
         let job_run = run.clone();
         let work = async move { me.report_at(&job_run, key).await.map(|_| ()) };
-        let slot = (run.clone(), key.2);
+        let slot = slot_of(&run, key);
         let cached =
             |fresh: bool| self.lock().reports.get(&slot).filter(|(k, _)| !fresh || *k == key).map(|(_, v)| v.clone());
-        let empty = || report_view(&[], &run).map(Arc::new);
+        let empty = || super::board::report_view(&[], &run).map(Arc::new);
         let (view, pending) = self.ready(format!("report {run} at {key:?}"), &run, cached, work, empty).await?;
         let frozen = self.as_of_view(&[&run], key).await?;
         let mut view = app::model::ReportView { runs: runs.into_iter().collect(), pending, frozen, ..(*view).clone() };

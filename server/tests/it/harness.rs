@@ -396,7 +396,8 @@ async fn steps_and_trajectories_past_their_limits_are_refused_naming_them() {
         v["turns"][0]["observation"].as_array().expect("segments").iter().filter_map(|s| s["text"].as_str()).collect();
     assert!(shown.starts_with("yyyy") && shown.contains(&format!("{} more bytes not shown", (700 << 10) - (64 << 10))));
     // A trial stored before imports had limits, past what a page may read: refused, named.
-    app.state.store.append_step(&trial, 4, &"z".repeat(65 << 20)).await.expect("a giant legacy step");
+    let giant = serde_json::json!({"t": 4, "observation": "z".repeat(65 << 20)}).to_string();
+    app.state.store.append_step(&trial, 4, &giant).await.expect("a giant legacy step");
     let (status, body) = app.call("get_trajectory", &[("trial", trial.as_str()), ("page", "0")]).await;
     assert_eq!(status, 422, "{}", &body[..body.len().min(500)]);
     assert!(body.len() < 2000 && body.contains("mirage runs export"), "{body}");

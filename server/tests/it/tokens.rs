@@ -41,6 +41,8 @@ async fn exercise(store: &dyn Store) {
     // Trial 2 of a: under way, one step without usage.
     let y = store.claim_trial(&run, "w", now + 60_000).await.expect("claim").expect("trial");
     store.append_step(&y.trial_id, 0, &step(0, None)).await.expect("step");
+    // A body that is not JSON is stored, and counts as a step without usage.
+    store.append_step(&y.trial_id, 1, "not json").await.expect("a body that is not JSON");
     // The trial of b, imported whole.
     let z = store.claim_trial(&run, "w", now + 60_000).await.expect("claim").expect("trial");
     store.finish_trial(&z.trial_id, "w", &TrialEnd::Cancelled).await.expect("finish");
@@ -56,9 +58,9 @@ async fn exercise(store: &dyn Store) {
 
     let uses = store.token_use(&run).await.expect("tokens");
     let a = uses.iter().find(|u| u.agent == "a").expect("a");
-    // The finished trial's two steps kept and its appeal, and the step under way; three of
-    // them report usage.
-    assert_eq!((a.trials, a.steps, a.reported), (2, 4, 3), "{a:?}");
+    // The finished trial's two steps kept and its appeal, and the two steps under way;
+    // three of them report usage.
+    assert_eq!((a.trials, a.steps, a.reported), (2, 5, 3), "{a:?}");
     assert_eq!((a.prompt_tokens, a.completion_tokens), (100 + 7 + 40, 10 + 3 + 4), "{a:?}");
     assert!(uses.iter().all(|u| u.agent != "b"), "a cancelled trial with no step is not counted: {uses:?}");
     let imported = store.token_use(&RunId::from("imp")).await.expect("tokens");
