@@ -66,14 +66,7 @@ impl ImportStore for SqlStore {
             if r.rows_affected() != 1 {
                 return Ok(false);
             }
-            sqlx::query(
-                "update trial set state = 'cancelled', worker = null, lease_until = null, finished_at = $2, updated_at = $2
-                  where run_id = $1 and state in ('queued', 'running')",
-            )
-            .bind(run_id.as_str())
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+            super::runs::cancel_trials(&mut tx, run_id, now).await?;
             Ok(true)
         }
         .await;

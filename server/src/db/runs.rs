@@ -281,6 +281,22 @@ pub(super) fn finish_query<'q>(
     .bind(appeal)
 }
 
+/// Cancels a cancelled run's queued and running trials, in the caller's transaction.
+/// Running ones too: a live worker stops at its next step and its late finish is refused
+/// (it no longer holds the trial); a dead worker's trial would otherwise stay running for
+/// ever, since nothing requeues the trials of a cancelled run.
+pub(super) async fn cancel_trials(tx: &mut sqlx::Transaction<'_, Any>, run_id: &RunId, now: i64) -> StoreResult<()> {
+    sqlx::query(
+        "update trial set state = 'cancelled', worker = null, lease_until = null, finished_at = $2, updated_at = $2
+          where run_id = $1 and state in ('queued', 'running')",
+    )
+    .bind(run_id.as_str())
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
 pub(super) const RUN_COLUMNS: &str = "run_id, spec, status, corpus_version, trials_total, created_at";
 pub(super) const TRIAL_COLUMNS: &str = "trial_id, run_id, ordinal, task_id, agent, level, condition, seed, state, attempts, worker, verdict, rationale, error, appeal";
 
@@ -369,17 +385,7 @@ impl RunStore for SqlStore {
             .bind(now)
             .execute(&mut *tx)
             .await?;
-        // Running trials too: a live worker stops at its next step and its late finish is
-        // refused (it no longer holds the trial); a dead worker's trial would otherwise stay
-        // running for ever, since nothing requeues the trials of a cancelled run.
-        sqlx::query(
-            "update trial set state = 'cancelled', worker = null, lease_until = null, finished_at = $2, updated_at = $2
-              where run_id = $1 and state in ('queued', 'running')",
-        )
-        .bind(run_id.as_str())
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
+        cancel_trials(&mut tx, run_id, now).await?;
         tx.commit().await?;
         Ok(())
     }
