@@ -128,6 +128,12 @@ for _ in $(seq 1 600); do
   [ "$left" -eq 0 ] && break
   sleep 2
 done
+# The worker that finished a run's last trial closes the run right after (a few ms): give
+# it that moment before stopping everything, so "every run done" tests the closing itself.
+for _ in $(seq 1 20); do
+  m runs list | grep -qE "^($(IFS='|'; echo "${runs[*]}"))  active" || break
+  sleep 0.5
+done
 stop_all
 [ "$left" -eq 0 ] || { echo "soak: $left trials still queued or running after 20 minutes" >&2; exit 1; }
 

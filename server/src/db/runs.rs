@@ -197,6 +197,10 @@ pub trait RunStore: Send + Sync {
     async fn runs(&self) -> StoreResult<Vec<RunRow>>;
     /// Sets a run's status.
     async fn set_run_status(&self, run_id: &RunId, status: RunStatus) -> StoreResult<()>;
+    /// Marks an active run done when none of its trials is queued or running, in one
+    /// statement; `true` when it did. Whoever finishes a trial calls it after its commit, so
+    /// of two workers finishing a run's last two trials the later one closes the run.
+    async fn close_if_finished(&self, run_id: &RunId) -> StoreResult<bool>;
     /// Marks the run cancelled and its queued and running trials cancelled; a live worker
     /// sees it at its next step (the worker pool's step sink checks) and stops, and its late
     /// finish is refused.
@@ -374,6 +378,18 @@ impl RunStore for SqlStore {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    async fn close_if_finished(&self, run_id: &RunId) -> StoreResult<bool> {
+        let r = sqlx::query(
+            "update run set status = 'done', updated_at = $2 where run_id = $1 and status = 'active' \
+             and not exists (select 1 from trial where trial.run_id = $1 and trial.state in ('queued', 'running'))",
+        )
+        .bind(run_id.as_str())
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected() == 1)
     }
 
     async fn cancel_run(&self, run_id: &RunId) -> StoreResult<()> {

@@ -164,10 +164,7 @@ async fn run_pool(
         // Stopping: the run stays active with its trials queued, for the next start.
         return Ok(());
     }
-    let progress = store.progress(run_id).await?;
-    if progress.queued == 0 && progress.running == 0 && store.run(run_id).await?.status == RunStatus::Active {
-        store.set_run_status(run_id, RunStatus::Done).await?;
-    }
+    store.close_if_finished(run_id).await?;
     Ok(())
 }
 
@@ -275,7 +272,12 @@ async fn work(shared: &Shared, run_id: &RunId, worker: &str) -> anyhow::Result<(
         };
         record_spending(store.as_ref(), &trial.trial_id, meter.spent()).await?;
         match store.finish_trial(&trial.trial_id, worker, &end).await? {
-            true => on_finish(&trial, &end),
+            true => {
+                // The run is done the moment its last trial is, not when this pool stops: a
+                // process stopped in between would leave a finished run active.
+                store.close_if_finished(run_id).await?;
+                on_finish(&trial, &end)
+            }
             false => {
                 tracing::warn!(trial.id = %trial.trial_id, "lost the lease before finishing; another worker owns the trial")
             }

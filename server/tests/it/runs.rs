@@ -582,3 +582,24 @@ fn a_run_no_worker_can_execute_does_not_end_the_workers() {
     let o = mirage(&db, &["worker", "--once", "--run", "run-elsewhere"]);
     assert!(!o.status.success());
 }
+
+/// The run is done the moment its last trial is: a process told to stop right after (here,
+/// from the last trial's own finish) leaves no finished run active for the next start.
+#[tokio::test]
+async fn a_run_is_done_when_its_last_trial_is_even_if_the_process_stops_then() {
+    let (store, world, run, _) = planned_run(3, "oracle").await;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let finished = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let on_finish: server::runs::OnFinish = {
+        let (stop, finished) = (stop.clone(), finished.clone());
+        std::sync::Arc::new(move |_, _| {
+            if finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == 3 {
+                stop.cancel();
+            }
+        })
+    };
+    let options = server::runs::PoolOptions { concurrency: 1, stop, ..Default::default() };
+    server::runs::execute(store.clone(), world, &run, options, on_finish).await.expect("the pool stops");
+    assert_eq!(finished.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert_eq!(store.run(&run).await.expect("run").status, server::db::RunStatus::Done);
+}
