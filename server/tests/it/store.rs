@@ -150,15 +150,15 @@ async fn exercise_queue(store: &dyn Store) {
     let p = store.progress(&RunId::from("r2")).await.expect("progress");
     assert_eq!((p.cancelled, p.running), (1, 0));
     assert!(!store.close_if_finished(&RunId::from("r2")).await.expect("close"), "a cancelled run stays cancelled");
+    assert!(!store.finish_trial(&c.trial_id, "w4", &end).await.expect("finish"), "the cancelled trial stays cancelled");
     // The run whose last trial finishes is closed, once.
     store.create_run(&RunId::from("r3"), "{}", "v1", &trials[..1]).await.expect("run");
-    let c = store.claim_trial(&RunId::from("r3"), "w5", now + 60_000).await.expect("claim").expect("a trial");
+    let c3 = store.claim_trial(&RunId::from("r3"), "w5", now + 60_000).await.expect("claim").expect("a trial");
     assert!(!store.close_if_finished(&RunId::from("r3")).await.expect("close"), "a trial is running");
-    assert!(store.finish_trial(&c.trial_id, "w5", &end).await.expect("finish"));
+    assert!(store.finish_trial(&c3.trial_id, "w5", &end).await.expect("finish"));
     assert!(store.close_if_finished(&RunId::from("r3")).await.expect("close"));
     assert!(!store.close_if_finished(&RunId::from("r3")).await.expect("close"), "closing is idempotent");
     assert_eq!(store.run(&RunId::from("r3")).await.expect("run").status, server::db::RunStatus::Done);
-    assert!(!store.finish_trial(&c.trial_id, "w4", &end).await.expect("finish"), "the cancelled trial stays cancelled");
     assert_eq!(store.run(&RunId::from("r1")).await.expect("run").status, server::db::RunStatus::Cancelled);
     let rows = store.trials(&RunId::from("r1")).await.expect("trials");
     assert_eq!(rows[0].verdict.as_deref(), Some("APPROVE"));
