@@ -75,6 +75,13 @@ test('a bundled run opens from a file:// URL and links only to its own files', a
   await linksResolve();
   await shoot('trajectory');
 
+  // What the agent saw on a turn is a file of its own, shared by the turns that saw it.
+  await page.locator('p.seen-link a').first().click();
+  await expect(page).toHaveURL(/seen\/[0-9a-f]{16}\.html$/);
+  await expect(page.locator('h1')).toHaveText('What the agent saw');
+  await expect(page.locator('pre.observation')).toContainText('URL:');
+  await expect(page.locator('header.topbar nav')).toHaveCount(0);
+
   expect(elsewhere).toEqual([]);
   expect(problems).toEqual([]);
 });

@@ -40,9 +40,11 @@ pub enum RunsCommand {
     /// report, definitions and every trial's trajectory (a GEO run: its GEO page and every
     /// target), with the downloads they offer, as HTML, CSS, CSV and JSON files that open
     /// from disk (`DIR/index.html`, or `geo.html`) without a server, scripts or requests.
+    /// What an agent saw is written once per distinct text (`seen/`), linked from each turn.
     Bundle {
         run: RunId,
-        /// A new folder (or an empty one) for the copy.
+        /// A new folder (or an empty one) for the copy; a name ending in `.zip` writes one
+        /// archive instead, its files in a folder of the archive's name.
         #[arg(short, long)]
         out: PathBuf,
         /// The config the server uses (its judge scores the run if it is not scored yet).
@@ -321,13 +323,19 @@ async fn bundle(
     let summary = crate::http::bundle::write(&state, run, out, progress, super::serve::shutdown()).await?;
     bar.finish_and_clear();
     let start = if crate::runs::geo::is_geo(&row)? { "geo.html" } else { "index.html" };
+    let open = if crate::http::bundle::is_zip(out) {
+        let folder = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        format!("unpack it and open {folder}/{start}")
+    } else {
+        format!("open {}", out.join(start).display())
+    };
     println!(
-        "Wrote {} pages and {} downloads ({:.1} MB) in {:.1} s: open {}",
+        "Wrote {} pages, {} texts the agents saw and {} downloads ({:.1} MB) in {:.1} s: {open}",
         summary.pages,
+        summary.seen,
         summary.downloads,
         summary.bytes as f64 / 1e6,
         started.elapsed().as_secs_f64(),
-        out.join(start).display()
     );
     if summary.outside_links > 0 {
         println!("{} links to pages outside this run's copy are plain text.", summary.outside_links);

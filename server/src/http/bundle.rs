@@ -4,11 +4,13 @@
 //! dashboard's own renderer, so every piece of agent, task and manipulated text is
 //! escaped exactly as on the server. Scripts are removed, links to pages in the copy
 //! become relative file links, links to anything else become plain text, and the
-//! downloads those pages offer (CSV, JSON, SVG) are written beside them. The result opens
-//! from a `file://` URL and fetches nothing.
+//! downloads those pages offer (CSV, JSON, SVG) are written beside them. What an agent saw
+//! on a turn is written once per distinct text, in `seen/`, and each turn links to it: the
+//! same page seen by many trials of a task would otherwise fill most of the copy. The
+//! result opens from a `file://` URL and fetches nothing.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, bail};
 use app::model::{Identity, Role, RunId};
@@ -17,7 +19,6 @@ use axum::body::Body;
 use axum::extract::{Path as AxPath, Query, State};
 use futures::StreamExt;
 use leptos::prelude::provide_context;
-use scraper::{Html, Node};
 
 use crate::AppState;
 
@@ -48,14 +49,17 @@ struct Place {
 pub struct Summary {
     pub pages: usize,
     pub downloads: usize,
+    /// Distinct texts the agents saw, one file each in `seen/`.
+    pub seen: usize,
     pub bytes: u64,
     /// Links to dashboard pages the copy does not hold (made plain text).
     pub outside_links: usize,
 }
 
-/// Writes the bundle of `run` into `out`, which must not exist or be an empty folder.
-/// Files are written to a sibling folder first and moved into place at the end, so a
-/// failure leaves no half-written copy. `progress(done, known)` is called per file. When
+/// Writes the bundle of `run` into `out`, which must not exist or be an empty folder; an
+/// `out` ending in `.zip` is written as one archive instead, its files under a folder named
+/// like the archive. Files are written to a sibling folder first and moved (or archived)
+/// into place at the end, so a failure leaves no half-written copy. `progress(done, known)` is called per file. When
 /// `stop` resolves first (the command was interrupted), the copy is abandoned and its
 /// folder removed.
 pub async fn write(
@@ -104,6 +108,12 @@ pub async fn write(
         () = stop => Err(anyhow::anyhow!("interrupted: nothing was written to {}", out.display())),
     };
     match result {
+        Ok(mut summary) if is_zip(out) => {
+            let archived = archive(&staging, out);
+            let _ = std::fs::remove_dir_all(&staging);
+            summary.bytes = archived?;
+            Ok(summary)
+        }
         Ok(summary) => {
             if out.exists() {
                 std::fs::remove_dir(out).with_context(|| format!("replacing the empty folder {}", out.display()))?;
@@ -117,25 +127,6 @@ pub async fn write(
             Err(e)
         }
     }
-}
-
-/// Refuses an output folder that exists and holds anything (`mirage runs bundle` asks
-/// before it scores the run, so a mistyped folder is named at once).
-pub fn check_out(out: &Path) -> anyhow::Result<()> {
-    if out.exists() && std::fs::read_dir(out).with_context(|| format!("reading {}", out.display()))?.next().is_some() {
-        bail!("{} exists and is not empty: choose a new folder (nothing was written)", out.display());
-    }
-    Ok(())
-}
-
-/// A fresh folder beside `out` to write into.
-fn staging_dir(out: &Path) -> anyhow::Result<PathBuf> {
-    let name = out.file_name().and_then(|n| n.to_str()).unwrap_or("bundle");
-    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let staging = parent.join(format!(".{name}.partial-{:08x}", rand::random::<u32>()));
-    std::fs::create_dir(&staging).with_context(|| format!("creating {}", staging.display()))?;
-    Ok(staging)
 }
 
 /// Renders every queued file and the ones their links reach, wave by wave.
@@ -154,6 +145,7 @@ async fn fill(
     let parallel = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get) * 2;
     let render = Renderer::new(state);
     let mut done = 0;
+    let mut seen = BTreeSet::new();
     while !queue.is_empty() {
         let wave: Vec<Place> = queue.drain(..).collect();
         let mut made = futures::stream::iter(wave.into_iter().map(|place| {
@@ -174,12 +166,27 @@ async fn fill(
             let body = body.with_context(|| format!("rendering {} for {}", describe(&place.source), place.file))?;
             let bytes = match place.source {
                 Source::Page(_) => {
-                    let page = rewrite(&body, run, geo, &place.file);
+                    // A later page of a trajectory's turns: its first page is its path alone.
+                    let first = match &place.source {
+                        Source::Page(url) if url.contains("/trials/") && url.contains("?page=") => {
+                            url.split_once('?').and_then(|(path, _)| place_of(run, geo, path)).map(|p| p.file)
+                        }
+                        _ => None,
+                    };
+                    let page = rewrite(&body, run, geo, &place.file, first.as_deref());
                     summary.pages += 1;
                     summary.outside_links += page.outside;
                     for next in page.links {
                         if known.insert(next.file.clone()) {
                             queue.push_back(next);
+                        }
+                    }
+                    for (file, pre) in page.seen {
+                        if seen.insert(file.clone()) {
+                            let html = seen_page(run, &pre);
+                            write_file(dir, &file, html.as_bytes())?;
+                            summary.seen += 1;
+                            summary.bytes += html.len() as u64;
                         }
                     }
                     page.html
@@ -189,11 +196,7 @@ async fn fill(
                     body
                 }
             };
-            let path = dir.join(&place.file);
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-            }
-            std::fs::write(&path, &bytes).with_context(|| format!("writing {}", path.display()))?;
+            write_file(dir, &place.file, bytes.as_bytes())?;
             summary.bytes += bytes.len() as u64;
             done += 1;
             progress(done, known.len());
@@ -353,195 +356,11 @@ fn place_of(run: &str, geo: bool, url: &str) -> Option<Place> {
     }
 }
 
-/// A page made static: its HTML, the bundle files its links reach, and how many of its
-/// links pointed at pages the copy does not hold.
-struct Rewritten {
-    html: String,
-    links: Vec<Place>,
-    outside: usize,
-}
-
-/// Removes scripts and preloads, disables forms, declares the bundle's policy and points
-/// every link at its file (relative to `file`), or makes it plain text.
-fn rewrite(html: &str, run: &str, geo: bool, file: &str) -> Rewritten {
-    use html5ever::{QualName, local_name, ns};
-    let up = "../".repeat(file.matches('/').count());
-    let mut doc = Html::parse_document(html);
-    let mut links = Vec::new();
-    let mut outside = 0;
-    let ids: Vec<_> = doc.tree.nodes().map(|n| n.id()).collect();
-    // The run picker offers only this run: the copy holds no other. Found before the loop
-    // changes any attribute.
-    let other_runs: std::collections::HashSet<_> = doc
-        .tree
-        .nodes()
-        .filter(|n| {
-            let option = n.value().as_element().filter(|e| &*e.name.local == "option");
-            let picker = n.parent().and_then(|p| p.value().as_element().map(|e| e.attr("name") == Some("run")));
-            option.is_some_and(|o| o.attr("value") != Some(run)) && picker == Some(true)
-        })
-        .map(|n| n.id())
-        .collect();
-    for id in ids {
-        let in_nav = doc
-            .tree
-            .get(id)
-            .and_then(|n| n.parent())
-            .is_some_and(|p| p.value().as_element().is_some_and(|e| &*e.name.local == "nav"));
-        let Some(mut node) = doc.tree.get_mut(id) else { continue };
-        let Node::Element(el) = node.value() else { continue };
-        let tag = el.name.local.to_string();
-        let rel = el.attr("rel").unwrap_or_default().to_string();
-        let drop = match tag.as_str() {
-            "option" => other_runs.contains(&id),
-            "script" => true,
-            "link" => rel != "stylesheet",
-            "form" => el.has_class("whoami", scraper::CaseSensitivity::CaseSensitive),
-            _ => false,
-        };
-        if drop {
-            node.detach();
-            continue;
-        }
-        match tag.as_str() {
-            "link" => {
-                for (name, value) in &mut el.attrs {
-                    if &*name.local == "href" {
-                        *value = format!("{up}mirage.css").into();
-                    }
-                }
-                continue;
-            }
-            "button" | "input" | "select" | "textarea" => {
-                el.attrs.push((QualName::new(None, ns!(), local_name!("disabled")), "".into()));
-            }
-            "form" => el.attrs.retain(|(name, _)| !matches!(&*name.local, "action" | "method")),
-            _ => {}
-        }
-        let mut inert = false;
-        for (name, value) in &mut el.attrs {
-            if &*name.local != "href" {
-                continue;
-            }
-            let target = value.to_string();
-            match link_of(run, geo, &target) {
-                Link::Keep => {}
-                Link::To(place, fragment) => {
-                    *value = format!("{up}{}{fragment}", place.file).into();
-                    links.push(place);
-                }
-                Link::Outside => {
-                    tracing::debug!(href = %target, page = file, "a link outside the bundle");
-                    inert = true;
-                }
-            }
-        }
-        if inert && in_nav {
-            // The main menu keeps only what the copy holds.
-            if let Some(mut node) = doc.tree.get_mut(id) {
-                node.detach();
-            }
-            continue;
-        }
-        if inert {
-            outside += 1;
-            make_inert(el);
-        }
-    }
-    frame(&mut doc, run);
-    Rewritten { html: doc.html(), links, outside }
-}
-
-/// A link to a page the copy does not hold becomes plain text that says so.
-fn make_inert(el: &mut scraper::node::Element) {
-    use html5ever::{QualName, local_name, ns};
-    el.attrs.retain(|(name, _)| &*name.local != "href" && &*name.local != "download");
-    el.attrs.push((
-        QualName::new(None, ns!(), local_name!("title")),
-        "Not in this copy: open it on the Mirage server".into(),
-    ));
-    match el.attrs.iter_mut().find(|(name, _)| &*name.local == "class") {
-        Some((_, class)) => *class = format!("{class} outside-bundle").into(),
-        None => el.attrs.push((QualName::new(None, ns!(), local_name!("class")), "outside-bundle".into())),
-    }
-}
-
-/// Declares the bundle's content policy in the head and puts the note saying what the copy
-/// is at the top of the body.
-fn frame(doc: &mut Html, run: &str) {
-    use html5ever::{Attribute, QualName, local_name, ns};
-    let find = |doc: &Html, tag: &str| {
-        doc.tree.nodes().find(|n| n.value().as_element().is_some_and(|e| &*e.name.local == tag)).map(|n| n.id())
-    };
-    let (head, body) = (find(doc, "head"), find(doc, "body"));
-    let attr = |name: &str, value: &str| Attribute {
-        name: QualName::new(None, ns!(), html5ever::LocalName::from(name)),
-        value: value.into(),
-    };
-    if let Some(head) = head {
-        let meta = scraper::node::Element::new(
-            QualName::new(None, ns!(html), local_name!("meta")),
-            vec![attr("http-equiv", "Content-Security-Policy"), attr("content", POLICY)],
-        );
-        if let Some(mut h) = doc.tree.get_mut(head) {
-            h.prepend(Node::Element(meta));
-        }
-    }
-    if let Some(body) = body {
-        let note = scraper::node::Element::new(
-            QualName::new(None, ns!(html), local_name!("p")),
-            vec![attr("class", "bundle-note"), attr("role", "note")],
-        );
-        let text = format!(
-            "A static copy of run {run} (mirage runs bundle): the pages and downloads of this run only; \
-             links to anything else are plain text and forms are disabled."
-        );
-        if let Some(mut b) = doc.tree.get_mut(body) {
-            let mut p = b.prepend(Node::Element(note));
-            p.append(Node::Text(scraper::node::Text { text: text.as_str().into() }));
-        }
-    }
-}
-
-/// What a link in a bundled page becomes.
-enum Link {
-    /// Left as it is: a fragment on the same page, or an address outside the dashboard.
-    Keep,
-    /// A file of the copy, with the fragment to keep.
-    To(Place, String),
-    /// A dashboard page the copy does not hold.
-    Outside,
-}
-
-fn link_of(run: &str, geo: bool, href: &str) -> Link {
-    let base = url::Url::parse("http://dashboard.invalid/").expect("a valid base");
-    let Ok(target) = base.join(href) else { return Link::Outside };
-    if href.starts_with('#') || target.host_str() != Some("dashboard.invalid") || target.scheme() != "http" {
-        return Link::Keep;
-    }
-    let turn = target.query_pairs().find(|(k, _)| k == "turn").map(|(_, v)| v.into_owned());
-    let query: Vec<(String, String)> =
-        target.query_pairs().filter(|(k, _)| k != "turn").map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
-    let trajectory = target.path().contains("/trials/") && target.path().starts_with("/runs/");
-    // A trajectory link keeps only its page of turns; its list filters and turn do not
-    // change what the page holds enough to earn a file of their own.
-    let query: Vec<(String, String)> =
-        if trajectory { query.into_iter().filter(|(k, _)| k == "page").collect() } else { query };
-    let mut url = target.path().to_string();
-    if !query.is_empty() {
-        url.push('?');
-        url.push_str(&url::form_urlencoded::Serializer::new(String::new()).extend_pairs(&query).finish());
-    }
-    let fragment = match (target.fragment(), turn) {
-        (Some(f), _) => format!("#{f}"),
-        (None, Some(t)) if trajectory => format!("#turn-{t}"),
-        _ => String::new(),
-    };
-    match place_of(run, geo, &url) {
-        Some(place) => Link::To(place, fragment),
-        None => Link::Outside,
-    }
-}
-
+mod output;
+mod rewrite;
 #[cfg(test)]
 mod tests;
+
+use output::{archive, staging_dir, write_file};
+pub use output::{check_out, is_zip};
+use rewrite::{rewrite, seen_page};

@@ -57,6 +57,19 @@ fn check_pages(dir: &Path) -> Vec<(String, Html)> {
     pages
 }
 
+/// The pages of what the agent saw that a trial page's turns link to, parsed.
+fn seen_by(pages: &[(String, Html)], trial_page: &Html) -> Vec<Html> {
+    let link = Selector::parse("p.seen-link a").expect("selector");
+    trial_page
+        .select(&link)
+        .map(|a| {
+            let href = a.value().attr("href").expect("href");
+            let name = href.trim_start_matches("../");
+            pages.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no page {name}")).1.clone()
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn a_bundle_holds_every_trial_and_the_servers_numbers() {
     let app = crate::support::TestApp::start().await;
@@ -83,19 +96,26 @@ async fn a_bundle_holds_every_trial_and_the_servers_numbers() {
     }
     assert!(out.join("mirage.css").is_file());
 
-    // A trajectory page: the verdict the store holds, and the manipulated text of an L3
-    // trial marked as on the server.
+    // A trajectory page: the verdict the store holds, a link per turn to what the agent
+    // saw, and there the manipulated text of an L3 trial marked as on the server; a text
+    // seen by several turns is one file.
     let verdict = Selector::parse("[data-testid=verdict]").expect("selector");
     let marked = Selector::parse("mark.manipulated").expect("selector");
-    let mut seen_marked = false;
+    let turns = Selector::parse("article.turn").expect("selector");
+    let (mut seen_marked, mut links) = (false, 0);
     for t in &trials {
         let (_, html) = pages.iter().find(|(n, _)| *n == format!("trials/{}.html", t.trial_id)).expect("page");
         let shown: String = html.select(&verdict).next().expect("verdict cell").text().collect();
         let stored = app.state.store.trial(&t.trial_id).await.expect("trial").verdict.unwrap_or_default();
         assert!(shown.contains(&stored), "{}: shows {shown:?}, stored {stored:?}", t.trial_id);
-        seen_marked |= html.select(&marked).next().is_some();
+        let seen = seen_by(&pages, html);
+        assert_eq!(seen.len(), html.select(&turns).count(), "{}: a link per turn", t.trial_id);
+        links += seen.len();
+        seen_marked |= seen.iter().any(|page| page.select(&marked).next().is_some());
     }
     assert!(seen_marked, "no L3 trial shows its manipulated text");
+    let seen_files = names.iter().filter(|n| n.starts_with("seen/")).count();
+    assert!(seen_files > 0 && seen_files < links, "{seen_files} files for {links} turns");
 
     // The leaderboard's download is the server's own.
     let (status, served) = app.text(&format!("/api/export/leaderboard.json?run={run}&tier=default")).await;
@@ -111,6 +131,26 @@ async fn a_bundle_holds_every_trial_and_the_servers_numbers() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("is not empty") && err.contains("copy"), "{err}");
     assert_eq!(std::fs::read(out.join("index.html")).expect("index"), before);
+    // A name ending in .zip: one archive holding the same files under a folder of its name.
+    let zipped = dir.path().join("copy.zip");
+    let o =
+        crate::support::mirage_beside(&app.db, &["runs", "bundle", &run, "-o", zipped.to_str().expect("utf-8")]).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("unpack it and open copy/index.html"));
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(&zipped).expect("archive")).expect("a zip");
+    let entries: BTreeSet<String> = archive.file_names().map(|n| n.expect("an entry name").into_owned()).collect();
+    let copied: BTreeSet<String> = files(&out)
+        .iter()
+        .map(|f| format!("copy/{}", f.strip_prefix(&out).expect("inside").to_string_lossy()))
+        .collect();
+    assert_eq!(entries, copied);
+    let mut index = String::new();
+    std::io::Read::read_to_string(&mut archive.by_name("copy/index.html").expect("index"), &mut index).expect("read");
+    assert!(index.contains("Content-Security-Policy") && index.contains(&run));
+    let o =
+        crate::support::mirage_beside(&app.db, &["runs", "bundle", &run, "-o", zipped.to_str().expect("utf-8")]).await;
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("copy.zip exists"));
+    std::fs::remove_file(&zipped).expect("remove");
     // An unknown run writes nothing.
     let none = dir.path().join("none");
     let o =
@@ -199,8 +239,13 @@ async fn hostile_text_stays_text_in_a_bundle() {
 
     let pages = check_pages(&out);
     let (_, html) = pages.iter().find(|(n, _)| n.starts_with("trials/")).expect("the trial's page");
-    let marked: String =
-        html.select(&Selector::parse("mark.manipulated").expect("selector")).next().expect("mark").text().collect();
+    let seen = seen_by(&pages, html);
+    let marked: String = seen
+        .iter()
+        .find_map(|page| {
+            page.select(&Selector::parse("mark.manipulated").expect("selector")).next().map(|m| m.text().collect())
+        })
+        .expect("mark");
     assert!(marked.ends_with(payload), "the payload shows as text where it was planted: {marked}");
     for (name, html) in &pages {
         for tag in ["img", "a[href^=javascript]", "iframe"] {
