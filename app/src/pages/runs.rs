@@ -271,7 +271,6 @@ pub fn RunPage() -> impl IntoView {
         )
     };
     view! {
-        <Title text=move || id.get()/>
         <Suspense fallback=|| view! { <p>"Loading run…"</p> }>
             {move || detail.get().map(|d| match d {
                 Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
@@ -280,6 +279,10 @@ pub fn RunPage() -> impl IntoView {
                     let fallback = d.summary.progress.clone();
                     let run_id = d.summary.id.clone();
                     view! {
+                        // The title is the run's id as its data names it, not a signal: the
+                        // server reads a page's title after the render, when a page's own
+                        // signals may be gone (a `?page=` render once panicked there).
+                        <Title text=d.summary.id.to_string()/>
                         <h1>{d.summary.id.clone()}</h1>
                         <div class="run-progress">{move || view! { <ProgressLine progress=live.of(&fallback)/> }}</div>
                         {move || (operator.get() && live.of(&d.summary.progress).status == crate::model::RunState::Active).then(|| {
