@@ -87,7 +87,7 @@ pub fn ProgressLine(progress: Progress) -> impl IntoView {
     let c = progress.counts;
     let eta = progress.eta_secs.map(|s| format!(", about {:.0} s left", s.ceil())).unwrap_or_default();
     view! {
-        <div class="progress-line" data-run=progress.run_id.clone() data-status=progress.status.as_str()>
+        <div class="progress-line" data-run=progress.run_id.to_string() data-status=progress.status.as_str()>
             <progress max="100" value=format!("{:.1}", progress.percent())></progress>
             <span class="progress-text">
                 {format!(

@@ -1,7 +1,7 @@
 //! Mirage server library: the engine modules, the HTTP application and the commands.
 
 #[macro_use]
-pub mod names;
+extern crate vocab;
 
 pub mod agent;
 pub mod charts;

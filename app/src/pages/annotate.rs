@@ -165,7 +165,7 @@ pub fn AnnotatePage() -> impl IntoView {
                             q.needed
                         )}</p>
                         <form class="filters" method="get" action="/annotate" aria-label="Filter the queue">
-                            <input type="hidden" name="run" value=q.run.clone()/>
+                            <input type="hidden" name="run" value=q.run.to_string()/>
                             {choice("kind", "Label", &f.kind, plain(&q.kinds))}
                             {choice("agent", "Configuration", &f.agent, plain(&q.agents))}
                             {choice("level", "Level", &f.level, plain(&q.levels))}
@@ -212,9 +212,9 @@ fn queue_table(items: Vec<QueueItem>, filter: &QueueFilter) -> impl IntoView + u
                 {items.into_iter().map(|i| {
                     let href = crate::model::item_href(&i.trial_id, &i.kind, filter);
                     let (kind, trial_href) = (i.kind.clone(), format!("/runs/{}/trials/{}", i.run, i.trial_id));
-                    let (trial, status, automatic) = (i.trial_id.clone(), status_badges(&i), automatic_line(&i));
+                    let (trial, status, automatic) = (i.trial_id.to_string(), status_badges(&i), automatic_line(&i));
                     view! {
-                        <tr class:conflict=i.conflict data-kind=i.kind.clone() data-trial=i.trial_id.clone()>
+                        <tr class:conflict=i.conflict data-kind=i.kind.clone() data-trial=i.trial_id.to_string()>
                             <td><A href=href attr:class="open-item">{kind}</A></td>
                             <td><A href=trial_href>{trial}</A></td>
                             <td>{i.task_id.clone()}</td>

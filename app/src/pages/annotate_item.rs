@@ -370,7 +370,7 @@ fn ItemHeader(opened: Resource<Result<OpenItem, AppError>>, filter: Memo<QueueFi
                     let queue = queue_href(&i.run, &filter.get_untracked(), None);
                     let guide = crate::glossary::label_guide(&i.kind);
                     view! {
-                        <p class="crumbs"><A href=queue>"Queue"</A>" / "{i.trial_id.clone()}</p>
+                        <p class="crumbs"><A href=queue>"Queue"</A>" / "{i.trial_id.to_string()}</p>
                         <h1>{format!("Is there {} in {}?", i.kind, i.trial_id)}</h1>
                         {guide.map(|(definition, example)| view! {
                             <div class="label-guide" data-testid="label-guide">

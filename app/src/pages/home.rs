@@ -86,7 +86,7 @@ fn RecentRuns() -> impl IntoView {
                             <tbody>
                                 {list.into_iter().take(RECENT).map(|r| view! {
                                     <tr>
-                                        <td><A href=format!("/runs/{}", r.id)>{r.id.clone()}</A></td>
+                                        <td><A href=format!("/runs/{}", r.id)>{r.id.to_string()}</A></td>
                                         <td>{r.agents.join(", ")}</td>
                                         <td>{r.levels.join(", ")}</td>
                                         <td>{r.progress.status.as_str()}</td>

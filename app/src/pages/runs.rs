@@ -194,7 +194,7 @@ pub fn RunsPage() -> impl IntoView {
                                 let fallback = run.progress.clone();
                                 view! {
                                     <tr>
-                                        <td><A href=format!("/runs/{}", run.id)>{run.id.clone()}</A></td>
+                                        <td><A href=format!("/runs/{}", run.id)>{run.id.to_string()}</A></td>
                                         <td>{when(run.created_at)}</td>
                                         <td>{run.tasks}</td>
                                         <td>{run.agents.join(", ")}</td>
@@ -283,7 +283,7 @@ pub fn RunPage() -> impl IntoView {
                         // server reads a page's title after the render, when a page's own
                         // signals may be gone (a `?page=` render once panicked there).
                         <Title text=d.summary.id.to_string()/>
-                        <h1>{d.summary.id.clone()}</h1>
+                        <h1>{d.summary.id.to_string()}</h1>
                         <div class="run-progress">{move || view! { <ProgressLine progress=live.of(&fallback)/> }}</div>
                         {move || (operator.get() && live.of(&d.summary.progress).status == crate::model::RunState::Active).then(|| {
                             let run_id = run_id.clone();
@@ -440,7 +440,7 @@ fn trial_row(r: crate::model::TrialSummary, run: &str, filters: &TrialQuery) -> 
     };
     view! {
         <tr>
-            <td><A href=trial>{r.id.clone()}</A></td>
+            <td><A href=trial>{r.id.to_string()}</A></td>
             <td>{task_cell}</td>
             <td>{r.agent}</td><td>{r.level}</td><td>{r.condition}</td><td class="num">{r.seed}</td>
             <td><span class=format!("state state-{}", r.state)>{r.state.clone()}</span></td>

@@ -213,8 +213,8 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
 
     view! {
         <Title text=v.trial.id.to_string()/>
-        <p class="crumbs"><A href=format!("/runs/{}", v.run)>{v.run.clone()}</A>" / trial"</p>
-        <h1>{v.trial.id.clone()}</h1>
+        <p class="crumbs"><A href=format!("/runs/{}", v.run)>{v.run.to_string()}</A>" / trial"</p>
+        <h1>{v.trial.id.to_string()}</h1>
         {around}
         {badges}
         {v.trial.error.clone().map(|e| view! { <p class="error" role="alert">{format!("Error: {e}")}</p> })}

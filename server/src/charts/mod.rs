@@ -2,8 +2,8 @@
 //! scatter, drawn by plotters on the server. Text that
 //! came from users (configuration names) is escaped by plotters and by maud.
 
-use app::model::{Est, ParetoPoint};
 use plotters::prelude::*;
+use vocab::{Est, ParetoPoint};
 
 /// Size of the plot in pixels.
 pub const WIDTH: u32 = 720;
@@ -219,7 +219,7 @@ pub fn pareto_svg(points: &[ParetoPoint], caption: &str) -> anyhow::Result<Strin
 
 /// Marks the utility–cost frontier: no other point is as cheap or cheaper and at least as
 /// useful, and strictly better on one (HAL's accuracy–cost frontier).
-pub fn mark_cost_frontier(points: &mut [app::model::CostPoint]) {
+pub fn mark_cost_frontier(points: &mut [vocab::CostPoint]) {
     // Cheaper is better: the rule above on (−cost, utility).
     let coords: Vec<(f64, f64)> = points.iter().map(|p| (-p.cost.mean, p.utility.mean)).collect();
     for (p, on) in points.iter_mut().zip(undominated(&coords)) {
@@ -228,7 +228,7 @@ pub fn mark_cost_frontier(points: &mut [app::model::CostPoint]) {
 }
 
 /// The utility–cost plot: dollars per trial across, utility up, the frontier joined.
-pub fn cost_svg(points: &[app::model::CostPoint], caption: &str) -> anyhow::Result<String> {
+pub fn cost_svg(points: &[vocab::CostPoint], caption: &str) -> anyhow::Result<String> {
     let dots: Vec<Dot> = points
         .iter()
         .map(|p| Dot {
@@ -239,11 +239,11 @@ pub fn cost_svg(points: &[app::model::CostPoint], caption: &str) -> anyhow::Resu
             title: format!(
                 "{}: {} per trial {}, utility {:.3} {}{}",
                 p.agent,
-                app::model::dollars(p.cost.mean),
+                vocab::dollars(p.cost.mean),
                 if p.cost.no_interval {
                     "[no interval]".to_string()
                 } else {
-                    format!("[{}, {}]", app::model::dollars(p.cost.lo), app::model::dollars(p.cost.hi))
+                    format!("[{}, {}]", vocab::dollars(p.cost.lo), vocab::dollars(p.cost.hi))
                 },
                 p.utility.mean,
                 p.utility.bracket(3),
@@ -280,7 +280,7 @@ mod tests {
 
     #[test]
     fn the_cost_frontier_holds_what_nothing_cheaper_beats() {
-        let at = |agent: &str, cost: f64, utility: f64| app::model::CostPoint {
+        let at = |agent: &str, cost: f64, utility: f64| vocab::CostPoint {
             agent: agent.into(),
             utility: Est { mean: utility, lo: utility, hi: utility, n: 10, no_interval: false },
             cost: Est { mean: cost, lo: cost, hi: cost, n: 10, no_interval: false },

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::{SqlStore, StoreError, StoreResult, now_ms};
-use app::model::TrialId;
+use vocab::TrialId;
 
 /// An investigation episode as stored.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, sqlx::FromRow)]

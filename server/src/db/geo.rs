@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::{SqlStore, StoreResult, now_ms};
-use app::model::RunId;
+use vocab::RunId;
 
 /// One stored text.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, sqlx::FromRow)]

@@ -9,7 +9,7 @@ use sqlx::{Any, QueryBuilder};
 use super::runs::{RunRow, TrialEnd};
 use super::sql::{BULK_ROWS, finish, numbered};
 use super::{SqlStore, StoreResult, TrialState, now_ms};
-use app::model::{RunId, TrialId};
+use vocab::{RunId, TrialId};
 
 /// One imported trial, finished: its step bodies in order, how it ended, and its origin
 /// (the harness's id of the sample, and its record as JSON), if it came from another harness.

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use super::runs::{BACKOFF_MS, MAX_ATTEMPTS, TRIAL_COLUMNS, TrialEnd, TrialRow, finish_query};
 use super::sql::finish;
 use super::{SqlStore, StoreResult, now_ms};
-use app::model::{RunId, TrialId};
+use vocab::{RunId, TrialId};
 
 /// The agents whose trials a claim takes: Mirage executes every trial but those of outside
 /// agents (`external:NAME`), which episodes hand out over HTTP.

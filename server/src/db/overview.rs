@@ -5,7 +5,7 @@ use async_trait::async_trait;
 
 use super::runs::TRIAL_COLUMNS;
 use super::{Progress, RunRow, SqlStore, StoreResult, TrialRow};
-use app::model::RunId;
+use vocab::RunId;
 
 /// A run with its counts.
 #[derive(Clone, Debug, PartialEq)]

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::sql::is_unique_violation;
 use super::{SqlStore, StoreError, StoreResult, now_ms};
-use app::model::{RunId, TrialId};
+use vocab::{RunId, TrialId};
 
 /// A counterfactual replay of a trial (see `runs::replay`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]

@@ -7,7 +7,7 @@ use sqlx::{Any, QueryBuilder};
 
 use super::sql::{BULK_ROWS, finish, is_unique_violation, numbered};
 use super::{SqlStore, StoreError, StoreResult, now_ms};
-use app::model::{RunId, TrialId};
+use vocab::{RunId, TrialId};
 
 named_enum! {
     /// Where a trial is in its life.

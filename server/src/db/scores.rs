@@ -7,7 +7,7 @@ use sqlx::{Any, QueryBuilder};
 
 use super::sql::{BULK_ROWS, finish, numbered};
 use super::{SqlStore, StoreResult, now_ms};
-use app::model::{RunId, TrialId};
+use vocab::{RunId, TrialId};
 
 named_enum! {
     /// The four per-trial labels (docs/scoring.md).

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use super::runs::{TRIAL_COLUMNS, TrialRow};
 use super::{SqlStore, StoreResult};
-use app::model::{RunId, TrialId};
+use vocab::{RunId, TrialId};
 
 /// Bulk reads of step bodies.
 #[async_trait]

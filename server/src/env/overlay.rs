@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use app::model::Segment;
+use vocab::Segment;
 
 use crate::corpus::urls::normalise;
 

@@ -16,7 +16,7 @@ pub use super::results::{Tally, results};
 use super::{Scored, Summary, summarise, summarise_weighted};
 use crate::db::Store;
 use crate::stats::{Obs, Weight, holm, paired_weighted, spearman, tie_groups};
-use app::model::RunId;
+use vocab::RunId;
 
 /// One (ranker, method) row: its summary and its tie band among the ranker's methods.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -43,8 +43,8 @@ pub struct Row {
     pub narrower: Option<String>,
 }
 
-/// How a TAP variant's searches went (see [`app::model::GeoTapStats`]).
-pub use app::model::GeoTapStats as TapStats;
+/// How a TAP variant's searches went (see [`vocab::GeoTapStats`]).
+pub use vocab::GeoTapStats as TapStats;
 
 fn tap_stats(scored: &[Scored]) -> Option<TapStats> {
     let searches: Vec<(super::Search, f64)> = scored.iter().filter_map(|s| Some((s.search?, s.result.r_a))).collect();
@@ -81,11 +81,11 @@ pub struct DatasetRow {
 
 /// A paired comparison of two methods' NRG under one ranker, over shared targets; p (Holm)
 /// adjusted within its ranker's family, `None` for a pair outside the family.
-pub use app::model::GeoPair as Pair;
+pub use vocab::GeoPair as Pair;
 
 /// Spearman's ρ between two rankers' method means (NRG), or between two datasets' under
 /// one ranker (`ranker` set).
-pub use app::model::GeoRho as Rho;
+pub use vocab::GeoRho as Rho;
 
 /// ρ between two columns of method means over the methods both have.
 fn rho_between(
@@ -218,7 +218,7 @@ pub struct Report {
 pub const BASELINES: [&str; 3] = ["clean", "stuff", "strip"];
 
 /// A (ranker, method) with trials in no mean (ended in error or unfinished), and why.
-pub use app::model::GeoIncomplete as Incomplete;
+pub use vocab::GeoIncomplete as Incomplete;
 
 /// The report of a stored run, over the default family.
 pub async fn report(store: &dyn Store, lists: &[List], run_id: &RunId) -> anyhow::Result<Report> {

@@ -4,13 +4,13 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use anyhow::Context;
-use app::model::GeoIncomplete as Incomplete;
+use vocab::GeoIncomplete as Incomplete;
 
 use super::data::List;
 use super::plan::{GeoSpec, target_of, text_key};
 use super::{OrderRecord, Scored, result_of};
 use crate::db::{Store, TrialRow, TrialState};
-use app::model::{RunId, TrialId};
+use vocab::{RunId, TrialId};
 
 /// How many trials a run has, failed (an error state) and not yet finished, in all and per
 /// (ranker, method).

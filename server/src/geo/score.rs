@@ -24,7 +24,7 @@ use crate::db::Store;
 use crate::detect::{Calibration, EndpointPerplexity, realised};
 use crate::llm::HttpLlm;
 use crate::stats::{Estimate, Obs, interval, rate_interval};
-use app::model::RunId;
+use vocab::RunId;
 
 /// The either-filter's default rate on originals.
 pub const EITHER_FPR: f64 = 0.10;

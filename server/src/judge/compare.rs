@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::ops::Not;
 
-pub use app::model::{Changed, Comparison, Diff, MetricDiff};
+pub use vocab::{Changed, Comparison, Diff, MetricDiff};
 
 use super::TrialScore;
 use super::metric::{Metric, contribution};
@@ -119,7 +119,7 @@ pub fn compare(
         changed,
         self_reported_a: pairs.iter().filter(|(sa, _)| sa.self_reported()).count(),
         self_reported_b: pairs.iter().filter(|(_, sb)| sb.self_reported()).count(),
-        frozen: app::model::AsOf::default(),
+        frozen: vocab::AsOf::default(),
     })
 }
 

@@ -49,13 +49,13 @@ pub fn attach(scores: &mut [TrialScore], pricing: impl Fn(&str) -> Pricing) {
 
 /// Utility against cost per trial, for the configurations (grouped by agent) whose cost is
 /// known; the frontier is left for the plot to mark.
-pub fn points(agg: &super::aggregate::Aggregate) -> Vec<app::model::CostPoint> {
+pub fn points(agg: &super::aggregate::Aggregate) -> Vec<vocab::CostPoint> {
     agg.leaderboard
         .iter()
         .filter_map(|s| {
             let group = agg.groups.iter().find(|g| g.key.get("agent") == Some(&s.agent))?;
             let cost = group.metrics.get("cost")?.as_ref()?;
-            Some(app::model::CostPoint { agent: s.agent.clone(), utility: s.utility?, cost: *cost, frontier: false })
+            Some(vocab::CostPoint { agent: s.agent.clone(), utility: s.utility?, cost: *cost, frontier: false })
         })
         .collect()
 }

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-pub use app::model::{
+pub use vocab::{
     Adequacy, AppealCount, ContradictionRow, DomainCheck, DomainJackknife, Joint, Report, ReportDelta as Delta,
     ReportRow as Row, ReportSlice as Slice, Sampling,
 };

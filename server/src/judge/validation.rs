@@ -10,9 +10,9 @@ use crate::db::{DecisionClass, ReasoningGrade};
 use crate::stats;
 
 /// Below this many graded trials the numbers are shown as too few to judge agreement.
-pub use app::model::MIN_AGREEMENT_N as MIN_GRADES;
+pub use vocab::MIN_AGREEMENT_N as MIN_GRADES;
 
-pub use app::model::Validation;
+pub use vocab::Validation;
 
 /// The rubric band of an Acc_rsn: 4 for 1.0, 3 for 0.7–0.9, 2 for 0.4–0.6, 1 for 0.1–0.3,
 /// 0 for 0.0 (values are read in tenths).

@@ -13,7 +13,7 @@ use super::TrialScore;
 use super::labels::{self, LabelKind};
 use super::metric::{Metric, label_of};
 use crate::stats::{self, Estimate};
-pub use app::model::{GraderCheck, MIN_AGREEMENT_N, Validation};
+pub use vocab::{GraderCheck, MIN_AGREEMENT_N, Validation};
 
 /// What the labels are compared with.
 const SAMPLE: &str = "people's labels of a stratified sample (every disputed label they settled, and the audit \

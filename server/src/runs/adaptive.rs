@@ -21,7 +21,7 @@ use crate::env::World;
 use crate::manip::adaptive::{Node, SearchResult, TapLog, TapOptions, best, overlay_with, propose};
 use crate::manip::attacker::Attacker;
 use crate::manip::{Level, facts_of, rng_for};
-use app::model::TrialId;
+use vocab::TrialId;
 
 /// Counts an agent's calls and refuses them past the budget.
 struct Budgeted<'a> {

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use app::model::{RunId, TrialId};
+use vocab::{RunId, TrialId};
 
 use super::{BASELINES, EndpointSpec, RunSpec, split_config};
 use crate::db::{Store, TokenUse};
@@ -66,10 +66,10 @@ pub fn cost_rows(
     (uses, replays): (&[crate::db::TokenUse], &[crate::db::TokenUse]),
     others: &[crate::db::ModelUse],
     judged: &[crate::db::JudgeUse],
-) -> Vec<app::model::CostRow> {
+) -> Vec<vocab::CostRow> {
     use crate::judge::cost::Pricing;
-    let roles = uses.iter().map(|u| (app::model::CostRole::Agent, u));
-    let agents = roles.chain(replays.iter().map(|u| (app::model::CostRole::Replay, u))).map(|(role, u)| {
+    let roles = uses.iter().map(|u| (vocab::CostRole::Agent, u));
+    let agents = roles.chain(replays.iter().map(|u| (vocab::CostRole::Replay, u))).map(|(role, u)| {
         let usage = usage_of(u.prompt_tokens, u.completion_tokens);
         let (cost_usd, pricing) = match pricing(&u.agent, &spec.endpoints) {
             Pricing::Baseline => (Some(0.0), "baseline: no model calls".to_string()),
@@ -98,8 +98,8 @@ pub fn cost_rows(
     });
     let others = others.iter().filter_map(|m| {
         let (role, endpoint) = match m.role.as_str() {
-            "attacker" => (app::model::CostRole::Attacker, spec.attacker.as_ref()),
-            "defense" => (app::model::CostRole::Defense, spec.judge.as_ref()),
+            "attacker" => (vocab::CostRole::Attacker, spec.attacker.as_ref()),
+            "defense" => (vocab::CostRole::Defense, spec.judge.as_ref()),
             _ => return None,
         };
         let usage = usage_of(m.prompt_tokens, m.completion_tokens);
@@ -121,7 +121,7 @@ pub fn cost_rows(
             (Some(j.cost_usd), "the judge endpoint's price when the run was scored".to_string())
         };
         let usage = usage_of(j.prompt_tokens, j.completion_tokens);
-        cost_row(app::model::CostRole::Judge, &j.agent, j.trials, usage, (cost_usd, pricing))
+        cost_row(vocab::CostRole::Judge, &j.agent, j.trials, usage, (cost_usd, pricing))
     });
     agents.chain(others).chain(judges).collect()
 }
@@ -141,13 +141,13 @@ fn priced(p: crate::llm::Price, usage: crate::llm::Usage) -> (Option<f64>, Strin
 
 /// One row of the cost table.
 fn cost_row(
-    role: app::model::CostRole,
+    role: vocab::CostRole,
     agent: &str,
     trials: i64,
     usage: crate::llm::Usage,
     (cost_usd, pricing): (Option<f64>, String),
-) -> app::model::CostRow {
-    app::model::CostRow {
+) -> vocab::CostRow {
+    vocab::CostRow {
         role,
         agent: agent.to_string(),
         trials: usize::try_from(trials).unwrap_or(0),

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::agent::{Action, Step};
 use crate::db::TrialState;
 use crate::db::{Store, TrialRow};
-use app::model::{RunId, TrialId};
+use vocab::{RunId, TrialId};
 
 #[derive(Serialize)]
 struct StepLine<'a> {

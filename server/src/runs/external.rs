@@ -19,7 +19,7 @@ use crate::env::World;
 use crate::env::render::EpisodeChrome;
 use crate::env::site::{Rendered, domain_of, listing, render_path};
 use crate::manip::Level;
-use app::model::RunId;
+use vocab::RunId;
 
 /// The prefix of an outside agent's configuration name.
 pub const PREFIX: &str = "external:";

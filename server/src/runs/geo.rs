@@ -16,7 +16,7 @@ use crate::geo::plan::{CONDITION, GeoSpec, plan, target_of};
 use crate::geo::rank::{ChatRanker, Ranker, offline};
 use crate::geo::{OrderRecord, order_record, target_orders};
 use crate::llm::HttpLlm;
-use app::model::RunId;
+use vocab::RunId;
 
 /// What executing a GEO run's trials needs: the lists and one ranker per name.
 pub struct GeoExec {

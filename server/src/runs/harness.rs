@@ -11,7 +11,7 @@ use super::RunSpec;
 use crate::db::{FinishedTrial, NewTrial, RunStatus, Store};
 use crate::env::World;
 use crate::foreign::{Format, Imported, Mapping, agentdojo, atif, detect, inspect};
-use app::model::{RunId, TrialId};
+use vocab::{RunId, TrialId};
 
 /// At most this many samples are stored in one transaction, ...
 pub(super) const BATCH: usize = 500;

@@ -11,7 +11,7 @@ use crate::db::RunStatus;
 use crate::db::{FinishedTrial, NewTrial, Store, TrialEnd};
 use crate::env::World;
 use crate::judge::{Trajectory, read_trajectories};
-use app::model::RunId;
+use vocab::RunId;
 
 /// A trajectory's steps as Mirage's own, numbered in order (`place` names the line). Every
 /// line `mirage score` accepts is accepted: a step without an observation keeps none (the

@@ -39,7 +39,7 @@ use crate::db::{NewTrial, Store, now_ms};
 use crate::env::World;
 use crate::llm::{EndpointSpec, HttpLlm};
 use crate::manip::Level;
-use app::model::RunId;
+use vocab::RunId;
 
 /// What a run covers. Stored as JSON on the run row.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

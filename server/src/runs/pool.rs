@@ -20,7 +20,7 @@ use crate::db::{Store, StoreError, TrialEnd, TrialRow, now_ms};
 use crate::env::World;
 use crate::llm::HttpLlm;
 use crate::manip::Level;
-use app::model::{RunId, TrialId};
+use vocab::{RunId, TrialId};
 
 /// Persists each step of one trial in the store.
 struct DbSink<'a> {

@@ -39,7 +39,7 @@ const POWER: f64 = 0.8;
 /// correlated configurations can reach up to 1: the figures say it is assumed).
 const WORST_VARIANCE: f64 = 0.5;
 
-pub use app::model::{Power, PowerFigure as Figure, PowerNeeded as Needed};
+pub use vocab::{Power, PowerFigure as Figure, PowerNeeded as Needed};
 
 /// σ² and ρ of one figure read from a past run's trials.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -29,7 +29,7 @@ use crate::db::{ReplayRow, Store, TrialRow, TrialState, now_ms};
 use crate::env::World;
 use crate::env::overlay::{Edit, Overlay};
 use crate::judge::{Scorer, TrialScore};
-use app::model::{RunId, TrialId};
+use vocab::{RunId, TrialId};
 
 /// What a replay changes from its turn on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

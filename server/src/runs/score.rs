@@ -14,7 +14,7 @@ use crate::env::World;
 use crate::judge::aggregate::apply_overrides;
 use crate::judge::rsn::ModelJudge;
 use crate::judge::{Scorer, Trajectory, TrialScore, on_every_core};
-use app::model::{RunId, TrialId};
+use vocab::{RunId, TrialId};
 
 /// A trial scored on a worker: finished (its score and the score's stored body), or waiting
 /// for the model judge with its trajectory.

@@ -32,7 +32,7 @@ impl Obs {
 }
 
 /// A point estimate with its percentile interval: the wire's `Est`, shared with the dashboard.
-pub use app::model::Est as Estimate;
+pub use vocab::Est as Estimate;
 
 /// How domains weigh in a mean. Clusters are resampled within their domain either way.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

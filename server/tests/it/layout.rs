@@ -17,7 +17,7 @@ use syn::visit::Visit;
 /// The top-level modules of `server/src`, lowest layer first. A module may use modules of
 /// earlier layers only; a new module must be placed here.
 const LAYERS: &[&[&str]] = &[
-    &["corpus", "stats", "charts", "names"],
+    &["corpus", "stats", "charts"],
     &["db"],
     &["env"],
     &["llm"],
@@ -122,8 +122,8 @@ impl<'ast> Visit<'ast> for Named {
             while i < tokens.len() {
                 match &tokens[i] {
                     proc_macro2::TokenTree::Group(g) => scan(g.stream(), out),
-                    proc_macro2::TokenTree::Ident(id) if id == "crate" => {
-                        let mut path = vec!["crate".to_string()];
+                    proc_macro2::TokenTree::Ident(id) if id == "crate" || id == "app" => {
+                        let mut path = vec![id.to_string()];
                         let mut j = i + 1;
                         while let (
                             Some(proc_macro2::TokenTree::Punct(a)),
@@ -137,7 +137,10 @@ impl<'ast> Visit<'ast> for Named {
                             path.push(next.to_string());
                             j += 3;
                         }
-                        out.push(path);
+                        // `app` alone is a variable; `app::…` is the UI crate.
+                        if path[0] == "crate" || path.len() > 1 {
+                            out.push(path);
+                        }
                         i = j;
                         continue;
                     }
@@ -294,12 +297,38 @@ fn the_cycle_finder_finds_cycles() {
     assert_eq!(resolve(&rsn, &m("serde_json::Value"), &modules), None);
 }
 
+/// The UI crate (`app`) sits above the services: no module below them names it. What both
+/// halves share (ids, typed names, the values the pages show) is the `vocab` crate.
+#[test]
+fn nothing_below_the_services_uses_the_ui_crate() {
+    let src = src();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let services = layer_of("services");
+    let mut wrong = Vec::new();
+    for file in &files {
+        let Some(module) = module_of(file, &src) else { continue };
+        if layer_of(&module[0]) >= services {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("read");
+        let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let mut named = Named::default();
+        named.visit_file(&ast);
+        if let Some(path) = named.paths.iter().find(|p| p.len() > 1 && p[0] == "app") {
+            wrong.push(format!("{} names {}", file.strip_prefix(&src).expect("under src").display(), path.join("::")));
+        }
+    }
+    assert!(wrong.is_empty(), "modules below the services that use the UI crate:\n{}", wrong.join("\n"));
+}
+
 #[test]
 fn source_files_stay_short() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace").to_path_buf();
     let mut files = Vec::new();
     rust_files(&root.join("server/src"), &mut files);
     rust_files(&root.join("app/src"), &mut files);
+    rust_files(&root.join("vocab/src"), &mut files);
     let long: Vec<String> = files
         .iter()
         .filter(|f| !f.components().any(|c| c.as_os_str() == "generate"))

@@ -233,15 +233,3 @@ pub struct NewGrade {
 
 /// The longest note a label, an adjudication or a grade may carry, in characters.
 pub const MAX_NOTE_CHARS: usize = 4_000;
-
-/// `Invalid` naming the note when it is longer than [`MAX_NOTE_CHARS`].
-pub fn check_note(note: &str) -> Result<(), crate::error::AppError> {
-    let n = note.chars().count();
-    if n > MAX_NOTE_CHARS {
-        return Err(crate::error::AppError::Invalid {
-            field: "note".into(),
-            message: format!("{n} characters; a note holds at most {MAX_NOTE_CHARS}"),
-        });
-    }
-    Ok(())
-}

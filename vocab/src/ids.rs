@@ -1,7 +1,7 @@
 //! The ids that cross from the server to the pages: a run's and a trial's. Each has a type
 //! of its own, so that one cannot be passed where the other is meant; on the wire each is a
 //! plain JSON string, in the database a text column, and in a page it reads as the `str` it
-//! holds.
+//! holds (`as_str`).
 
 use serde::{Deserialize, Serialize};
 
@@ -25,7 +25,7 @@ macro_rules! id_type {
             derive_more::From,
             derive_more::Into,
         )]
-        #[cfg_attr(feature = "ssr", derive(sqlx::Type), sqlx(transparent))]
+        #[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(transparent))]
         #[serde(transparent)]
         #[as_ref(forward)]
         #[deref(forward)]
@@ -42,21 +42,6 @@ macro_rules! id_type {
         impl std::borrow::Borrow<str> for $name {
             fn borrow(&self) -> &str {
                 &self.0
-            }
-        }
-
-        // In a page, an id renders and sits in an attribute as the text it holds.
-        impl leptos::prelude::IntoRender for $name {
-            type Output = String;
-            fn into_render(self) -> String {
-                self.0
-            }
-        }
-
-        impl leptos::prelude::IntoAttributeValue for $name {
-            type Output = String;
-            fn into_attribute_value(self) -> String {
-                self.0
             }
         }
 

@@ -18,6 +18,7 @@ pub struct UnknownName {
 /// "snake_case")]`), and gives it `ALL`, `as_str`, `parse` (an [`UnknownName`] error) and
 /// `TryFrom<String>` (how the store reads it back). Names written to the database are an
 /// API: rename a variant only with a migration.
+#[macro_export]
 macro_rules! named_enum {
     ($(#[$meta:meta])* $vis:vis enum $name:ident ($what:literal) { $($(#[$vmeta:meta])* $variant:ident,)* }) => {
         #[derive(
@@ -38,8 +39,8 @@ macro_rules! named_enum {
             }
 
             /// Reads a name; an unknown one is an error that lists the names.
-            pub fn parse(name: &str) -> Result<$name, $crate::names::UnknownName> {
-                name.parse().map_err(|_| $crate::names::UnknownName {
+            pub fn parse(name: &str) -> Result<$name, $crate::UnknownName> {
+                name.parse().map_err(|_| $crate::UnknownName {
                     what: $what,
                     name: name.to_string(),
                     known: $name::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", "),
@@ -48,8 +49,8 @@ macro_rules! named_enum {
         }
 
         impl TryFrom<String> for $name {
-            type Error = $crate::names::UnknownName;
-            fn try_from(s: String) -> Result<Self, $crate::names::UnknownName> {
+            type Error = $crate::UnknownName;
+            fn try_from(s: String) -> Result<Self, $crate::UnknownName> {
                 $name::parse(&s)
             }
         }
