@@ -174,7 +174,7 @@ fn subscribe(run: Option<&str>, live: RwSignal<HashMap<String, Progress>>) {
         let Some(text) = ev.data().as_string() else { return };
         let Ok(p) = serde_json::from_str::<Progress>(&text) else { return };
         // A finished run's stream ends; without this the browser would reconnect forever.
-        if single && p.status != crate::model::RunState::Active {
+        if single && p.status != crate::model::RunStatus::Active {
             inner.close();
         }
         live.update(|m| {

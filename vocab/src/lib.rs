@@ -17,6 +17,7 @@ mod insights;
 mod power;
 mod report;
 mod runs;
+mod states;
 
 pub use annotate::*;
 pub use compare::*;
@@ -27,6 +28,7 @@ pub use names::UnknownName;
 pub use power::*;
 pub use report::*;
 pub use runs::*;
+pub use states::{RunStatus, TrialState};
 
 use serde::{Deserialize, Serialize};
 

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::RunStatus;
 use super::{RunId, TrialId};
 
 /// Trials of a run by state.
@@ -23,40 +24,11 @@ impl Counts {
     }
 }
 
-/// Where a run stands, as pages and the event stream see it (`active`, `cancelled`,
-/// `done` on the wire).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunState {
-    /// Has queued or running trials (or is waiting to be marked done).
-    #[default]
-    Active,
-    Cancelled,
-    Done,
-}
-
-impl RunState {
-    /// The wire name, also the CSS class suffix and `data-status` of progress lines.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunState::Active => "active",
-            RunState::Cancelled => "cancelled",
-            RunState::Done => "done",
-        }
-    }
-}
-
-impl std::fmt::Display for RunState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// Live progress of a run: what the runs list shows and the event stream sends.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
     pub run_id: RunId,
-    pub status: RunState,
+    pub status: RunStatus,
     pub total: i64,
     pub counts: Counts,
     /// Trials finished per minute over the last minute.

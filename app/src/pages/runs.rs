@@ -236,9 +236,9 @@ pub fn RunPage() -> impl IntoView {
     {
         let finished = Memo::new(move |_| live.0.with(|m| m.get(&id.get()).map(|p| (p.counts.finished(), p.status))));
         let waiting = StoredValue::new(false);
-        Effect::new(move |before: Option<Option<(i64, crate::model::RunState)>>| {
+        Effect::new(move |before: Option<Option<(i64, crate::model::RunStatus)>>| {
             let now = finished.get();
-            let stopped = now.is_some_and(|(_, s)| s != crate::model::RunState::Active);
+            let stopped = now.is_some_and(|(_, s)| s != crate::model::RunStatus::Active);
             if before.is_some_and(|b| b != now) {
                 if stopped {
                     tick.update(|t| *t += 1);
@@ -285,7 +285,7 @@ pub fn RunPage() -> impl IntoView {
                         <Title text=d.summary.id.to_string()/>
                         <h1>{d.summary.id.to_string()}</h1>
                         <div class="run-progress">{move || view! { <ProgressLine progress=live.of(&fallback)/> }}</div>
-                        {move || (operator.get() && live.of(&d.summary.progress).status == crate::model::RunState::Active).then(|| {
+                        {move || (operator.get() && live.of(&d.summary.progress).status == crate::model::RunStatus::Active).then(|| {
                             let run_id = run_id.clone();
                             view! {
                                 <button class="danger" on:click=move |_| { cancel.dispatch(CancelRun { id: run_id.to_string() }); }>
@@ -362,7 +362,7 @@ fn trial_filters(filters: Memo<TrialQuery>) -> impl IntoView {
         <label>"State "
             <select name="state" prop:value=field("state")>
                 <option value="">"any"</option>
-                {["queued", "running", "done", "error", "cancelled"].map(|s| view! { <option value=s>{s}</option> })}
+                {crate::model::TrialState::ALL.iter().map(|s| view! { <option value=s.as_str()>{s.as_str()}</option> }).collect_view()}
             </select>
         </label>
         <label title="right: full credit; acceptable: partial credit; harmful: a harmful verdict; wrong: anything else">"Outcome "

@@ -9,37 +9,7 @@ use super::sql::{BULK_ROWS, finish, is_unique_violation, numbered};
 use super::{SqlStore, StoreError, StoreResult, now_ms};
 use vocab::{RunId, TrialId};
 
-named_enum! {
-    /// Where a trial is in its life.
-    #[serde(rename_all = "snake_case")]
-    #[strum(serialize_all = "snake_case")]
-    pub enum TrialState("trial state") {
-        Queued,
-        Running,
-        Done,
-        Error,
-        Cancelled,
-    }
-}
-
-impl TrialState {
-    /// Done or error: the trial has a result to score (a cancelled one has none).
-    pub fn is_finished(self) -> bool {
-        matches!(self, TrialState::Done | TrialState::Error)
-    }
-}
-
-named_enum! {
-    /// Where a run is in its life.
-    #[serde(rename_all = "snake_case")]
-    #[strum(serialize_all = "snake_case")]
-    pub enum RunStatus("run status") {
-        /// Has queued or running trials (or is waiting to be marked done).
-        Active,
-        Cancelled,
-        Done,
-    }
-}
+pub use vocab::{RunStatus, TrialState};
 
 /// A trial to be planned into a run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 
 use std::convert::Infallible;
 
-use app::model::{BoardQuery, BoardRow, Est, HeatQuery, Progress, RunState};
+use app::model::{BoardQuery, BoardRow, Est, HeatQuery, Progress, RunStatus};
 use app::ssr::Insights;
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -33,7 +33,7 @@ pub async fn events(State(state): State<AppState>, Query(q): Query<EventsQuery>)
             Ok(p) => vec![p],
             Err(e) => return HttpError::from(e).into_response(),
         },
-        None => state.pulse.latest().into_iter().filter(|p| p.status == RunState::Active).collect(),
+        None => state.pulse.latest().into_iter().filter(|p| p.status == RunStatus::Active).collect(),
     };
     Sse::new(progress_stream(state.pulse.clone(), q.run, first)).keep_alive(KeepAlive::default()).into_response()
 }
@@ -53,7 +53,7 @@ fn progress_stream(
         )
     };
     let stopped = |run: &Option<app::model::RunId>, batch: &[Progress]| {
-        run.as_ref().is_some_and(|r| batch.iter().any(|p| &p.run_id == r && p.status != RunState::Active))
+        run.as_ref().is_some_and(|r| batch.iter().any(|p| &p.run_id == r && p.status != RunStatus::Active))
     };
     let done = stopped(&run, &first);
     futures::stream::once(async move { send(first) })

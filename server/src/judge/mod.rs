@@ -356,11 +356,6 @@ impl<'w> Scorer<'w> {
 
     /// Scores a trajectory; `None` when its task is not in the world. Manipulated texts the
     /// trial showed are run through the keyword and perplexity filters (at the defenses'
-    /// Scores many trajectories on every core, in order (`None` where the task is unknown).
-    pub fn score_all(&self, trajs: &[Trajectory]) -> Vec<Option<TrialScore>> {
-        on_every_core(trajs, |t| self.score(t))
-    }
-
     /// 5 % calibration), for flag rates and residual attack success.
     pub fn score(&self, traj: &Trajectory) -> Option<TrialScore> {
         use crate::detect::{CalibratedPerplexity, DEFENSE_FPR, Filter, KeywordFilter};

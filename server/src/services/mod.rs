@@ -66,15 +66,6 @@ pub fn services(parts: Parts) -> Services {
     }
 }
 
-/// A stored run's status as pages see it.
-pub fn run_state(status: crate::db::RunStatus) -> app::model::RunState {
-    match status {
-        crate::db::RunStatus::Active => app::model::RunState::Active,
-        crate::db::RunStatus::Cancelled => app::model::RunState::Cancelled,
-        crate::db::RunStatus::Done => app::model::RunState::Done,
-    }
-}
-
 /// The search port over the trajectory index.
 pub struct SearchService {
     index: Arc<crate::search::TrajectoryIndex>,

@@ -100,7 +100,7 @@ impl Pulse {
                 let c = report.counts;
                 let p = Progress {
                     run_id: o.run.run_id.clone(),
-                    status: crate::services::run_state(o.run.status),
+                    status: o.run.status,
                     total: report.total,
                     counts: Counts {
                         queued: c.queued,

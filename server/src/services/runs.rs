@@ -49,7 +49,7 @@ pub async fn progress(store: &dyn Store, run_id: &RunId) -> Result<Progress, App
     let report = crate::runs::progress_report(store, run_id).await.map_err(internal)?;
     Ok(Progress {
         run_id: run_id.to_string().into(),
-        status: crate::services::run_state(run.status),
+        status: run.status,
         total: report.total,
         counts: counts(report.counts),
         per_minute: report.per_minute,
@@ -347,7 +347,7 @@ impl app::ssr::Runs for RunsService {
             out.push(RunSummary {
                 progress: Progress {
                     run_id: o.run.run_id.clone(),
-                    status: crate::services::run_state(o.run.status),
+                    status: o.run.status,
                     total: report.total,
                     counts: counts(report.counts),
                     per_minute: report.per_minute,
