@@ -1,8 +1,5 @@
 //! Mirage server library: the engine modules, the HTTP application and the commands.
 
-#[macro_use]
-extern crate vocab;
-
 pub mod agent;
 pub mod charts;
 pub mod cli;

@@ -9,31 +9,7 @@ use super::sql::{BULK_ROWS, finish, numbered};
 use super::{SqlStore, StoreResult, now_ms};
 use vocab::{RunId, TrialId};
 
-named_enum! {
-    /// The four per-trial labels (docs/scoring.md).
-    #[serde(rename_all = "snake_case")]
-    #[strum(serialize_all = "snake_case")]
-    pub enum LabelKind("label kind") {
-        Exposure,
-        Adoption,
-        Verification,
-        Recovery,
-    }
-}
-
-named_enum! {
-    /// A person's (or the rules') call on a trial's decision.
-    #[serde(rename_all = "snake_case")]
-    #[strum(serialize_all = "snake_case")]
-    pub enum DecisionClass("decision") {
-        /// The optimal verdict.
-        Right,
-        /// A verdict that earns partial credit.
-        Acceptable,
-        /// Any other verdict, or none.
-        Wrong,
-    }
-}
+pub use vocab::{DecisionClass, LabelKind};
 
 /// A person's grade of a trial's reasoning (see migration 0008).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
