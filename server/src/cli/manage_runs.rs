@@ -18,9 +18,10 @@ pub enum RunsCommand {
     /// Stop a run: queued and running trials are cancelled at once (a live worker stops at its
     /// next step; a killed worker's trial does not stay running).
     Cancel { run: RunId },
-    /// Check runs as stored: a finished run has no queued or running trial, every finished
-    /// trial's steps run 0, 1, 2, … without a gap, and an executed trial that is done ends on
-    /// its one verdict. Prints the figures; fails naming every problem.
+    /// Check runs as stored: a finished run has no queued or running trial, an executed run
+    /// whose trials all finished is not left active, every finished trial's steps run 0, 1,
+    /// 2, … without a gap, and an executed trial that is done ends on its one verdict. Prints
+    /// the figures; fails naming every problem.
     Check {
         #[arg(required = true)]
         runs: Vec<RunId>,
@@ -184,6 +185,10 @@ async fn check(store: &dyn Store, run: &RunId) -> anyhow::Result<usize> {
         }
     }
     let count = |s: TrialState| trials.iter().filter(|t| t.state == s).count();
+    let left = count(TrialState::Queued) + count(TrialState::Running);
+    if executed && row.status == RunStatus::Active && left == 0 {
+        problems.push("every trial finished but the run is still active".to_string());
+    }
     println!(
         "run {run} ({}): {} trials ({} done, {} errors, {} cancelled, {} queued, {} running), {steps} steps, {retried} \
          trials claimed more than once, {} problems",
@@ -324,8 +329,7 @@ async fn bundle(
     bar.finish_and_clear();
     let start = if crate::runs::geo::is_geo(&row)? { "geo.html" } else { "index.html" };
     let open = if crate::http::bundle::is_zip(out) {
-        let folder = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        format!("unpack it and open {folder}/{start}")
+        format!("unpack it and open {}/{start}", crate::http::bundle::archive_folder(out))
     } else {
         format!("open {}", out.join(start).display())
     };

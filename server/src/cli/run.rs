@@ -503,6 +503,9 @@ pub(super) async fn worker(store: Arc<dyn Store>, args: WorkerArgs) -> anyhow::R
             }
             let p = store.progress(&run.run_id).await?;
             if p.executable_left() == 0 {
+                // Finished already (its last trial's process died before closing it, or an
+                // expired lease gave the trial up): done, if nothing is queued or running.
+                crate::runs::close_finished(store.as_ref(), &run.run_id).await;
                 continue;
             }
             // Tasks may have been imported since the last pass.

@@ -115,12 +115,18 @@ pub async fn write(
             Ok(summary)
         }
         Ok(summary) => {
-            if out.exists() {
-                std::fs::remove_dir(out).with_context(|| format!("replacing the empty folder {}", out.display()))?;
+            let moved = (|| {
+                if out.exists() {
+                    std::fs::remove_dir(out)
+                        .with_context(|| format!("replacing the empty folder {}", out.display()))?;
+                }
+                std::fs::rename(&staging, out)
+                    .with_context(|| format!("moving {} to {}", staging.display(), out.display()))
+            })();
+            if moved.is_err() {
+                let _ = std::fs::remove_dir_all(&staging);
             }
-            std::fs::rename(&staging, out)
-                .with_context(|| format!("moving {} to {}", staging.display(), out.display()))?;
-            Ok(summary)
+            moved.map(|()| summary)
         }
         Err(e) => {
             let _ = std::fs::remove_dir_all(&staging);
@@ -362,5 +368,5 @@ mod rewrite;
 mod tests;
 
 use output::{archive, staging_dir, write_file};
-pub use output::{check_out, is_zip};
+pub use output::{archive_folder, check_out, is_zip};
 use rewrite::{rewrite, seen_page};

@@ -94,7 +94,7 @@ pub async fn hand_out(store: &dyn Store, world: &World, run_id: &RunId) -> anyho
     let episode_id = uuid::Uuid::new_v4().simple().to_string();
     let holder = format!("episode:{episode_id}");
     let Some(trial) = store.claim_trial_of(run_id, &holder, now_ms() + lease, Claim::External).await? else {
-        store.close_if_finished(run_id).await?;
+        super::close_finished(store, run_id).await;
         return Ok(if store.progress(run_id).await?.outside > 0 { HandOut::Wait } else { HandOut::Finished });
     };
     let task = world.task(&trial.task_id).with_context(|| format!("task {} is no longer stored", trial.task_id))?;
@@ -258,7 +258,7 @@ pub async fn finish(
         TrialEnd::Done { verdict: Some(verdict.to_string()), rationale: Some(rationale.to_string()), appeal: None };
     let finished = store.finish_with_steps(trial_id, &episode.holder(), &bodies, &end).await?;
     if finished {
-        store.close_if_finished(&trial.run_id).await?;
+        super::close_finished(store, &trial.run_id).await;
     }
     Ok(finished)
 }

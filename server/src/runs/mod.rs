@@ -499,6 +499,17 @@ pub async fn progress_report(store: &dyn Store, run_id: &RunId) -> anyhow::Resul
     Ok(ProgressReport::new(run.trials_total, counts, recent))
 }
 
+/// Closes a run none of whose trials is queued or running (see `RunStore::close_if_finished`),
+/// logging an error instead of failing: closing is a backstop that the next finish, worker
+/// pass or server start tries again, and the trials it concerns are stored already.
+pub async fn close_finished(store: &dyn Store, run_id: &RunId) {
+    match store.close_if_finished(run_id).await {
+        Ok(true) => tracing::debug!(run = %run_id, "the run's last trial finished: run done"),
+        Ok(false) => {}
+        Err(e) => tracing::warn!(run = %run_id, "closing a finished run: {e:#}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

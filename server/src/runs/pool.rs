@@ -164,7 +164,7 @@ async fn run_pool(
         // Stopping: the run stays active with its trials queued, for the next start.
         return Ok(());
     }
-    store.close_if_finished(run_id).await?;
+    super::close_finished(store.as_ref(), run_id).await;
     Ok(())
 }
 
@@ -275,7 +275,7 @@ async fn work(shared: &Shared, run_id: &RunId, worker: &str) -> anyhow::Result<(
             true => {
                 // The run is done the moment its last trial is, not when this pool stops: a
                 // process stopped in between would leave a finished run active.
-                store.close_if_finished(run_id).await?;
+                super::close_finished(store.as_ref(), run_id).await;
                 on_finish(&trial, &end)
             }
             false => {

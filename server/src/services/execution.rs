@@ -84,6 +84,10 @@ impl Executor {
                 // At the pace it was launched with, where the run says.
                 let pace = crate::runs::concurrency_of(&run.spec).unwrap_or(concurrency);
                 self.spawn(run.run_id, pace);
+            } else {
+                // Every trial finished (the last one's process died before it closed the
+                // run, or an expired lease gave the trial up): the run is done.
+                crate::runs::close_finished(self.store.as_ref(), &run.run_id).await;
             }
         }
         Ok(())

@@ -167,3 +167,31 @@ fn a_server_stopped_with_sigterm_gives_its_trials_back_and_the_next_resumes_at_o
     child.wait().expect("reaped");
     finished_exactly_once(&rt, &store, &run);
 }
+
+/// A run whose trials all finished but which stayed active (its last trial's process died
+/// between the finish and the close, or an expired lease gave the trial up) is a problem
+/// `runs check` names, and the next worker pass closes it.
+#[tokio::test]
+async fn a_finished_run_left_active_is_named_and_closed_by_the_next_worker() {
+    use crate::support::{mirage, mirage_beside};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("m.db");
+    let o = mirage_beside(&db, &["run", "--tasks", "forum-example-01", "--agent", "oracle", "--levels", "L0"]).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = String::from_utf8_lossy(&o.stdout).to_string();
+    let run = said.split_whitespace().find(|w| w.starts_with("run-")).expect("a run id").trim_end_matches(':');
+    let run = RunId::from(run);
+    {
+        let store = SqlStore::connect(&database_url(db.to_str().expect("utf-8")).expect("url")).await.expect("store");
+        store.set_run_status(&run, RunStatus::Active).await.expect("left active");
+    }
+    let o = mirage_beside(&db, &["runs", "check", run.as_str()]).await;
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("every trial finished but the run is still active"));
+    let o = tokio::task::spawn_blocking(move || mirage(&db, &["worker", "--once"])).await.expect("ran");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let store = SqlStore::connect(&database_url(dir.path().join("m.db").to_str().expect("utf-8")).expect("url"))
+        .await
+        .expect("store");
+    assert_eq!(store.run(&run).await.expect("run").status, RunStatus::Done);
+}

@@ -72,10 +72,12 @@ fn module_of(file: &Path, src: &Path) -> Option<ModPath> {
     }
 }
 
-/// Every path a file names, as written.
+/// Every path a file names, as written, and the crates its `use` trees and `extern crate`
+/// items start from (a renamed or glob import of a crate is one of these).
 #[derive(Default)]
 struct Named {
     paths: Vec<Vec<String>>,
+    crates: Vec<String>,
 }
 
 impl Named {
@@ -106,7 +108,35 @@ impl<'ast> Visit<'ast> for Named {
     }
 
     fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        let mut first = &u.tree;
+        while let syn::UseTree::Group(g) = first {
+            match g.items.first() {
+                Some(t) => first = t,
+                None => break,
+            }
+        }
+        let root = match first {
+            syn::UseTree::Path(p) => Some(&p.ident),
+            syn::UseTree::Name(n) => Some(&n.ident),
+            syn::UseTree::Rename(r) => Some(&r.ident),
+            _ => None,
+        };
+        if let syn::UseTree::Group(g) = &u.tree {
+            for t in &g.items {
+                if let syn::UseTree::Path(syn::UsePath { ident, .. })
+                | syn::UseTree::Name(syn::UseName { ident })
+                | syn::UseTree::Rename(syn::UseRename { ident, .. }) = t
+                {
+                    self.crates.push(ident.to_string());
+                }
+            }
+        }
+        self.crates.extend(root.map(ToString::to_string));
         self.use_tree(&[], &u.tree);
+    }
+
+    fn visit_item_extern_crate(&mut self, e: &'ast syn::ItemExternCrate) {
+        self.crates.push(e.ident.to_string());
     }
 
     fn visit_path(&mut self, p: &'ast syn::Path) {
@@ -315,8 +345,25 @@ fn nothing_below_the_services_uses_the_ui_crate() {
         let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let mut named = Named::default();
         named.visit_file(&ast);
+        let rel = file.strip_prefix(&src).expect("under src").display().to_string();
         if let Some(path) = named.paths.iter().find(|p| p.len() > 1 && p[0] == "app") {
-            wrong.push(format!("{} names {}", file.strip_prefix(&src).expect("under src").display(), path.join("::")));
+            wrong.push(format!("{rel} names {}", path.join("::")));
+        } else if named.crates.iter().any(|c| c == "app") {
+            wrong.push(format!("{rel} imports app (renamed, globbed or as an extern crate)"));
+        }
+    }
+    // Nor may the crate root hand the UI crate down under another name.
+    let root = std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs");
+    let ast = syn::parse_file(&root).expect("lib.rs parses");
+    for item in &ast.items {
+        if let syn::Item::Use(u) = item
+            && !matches!(u.vis, syn::Visibility::Inherited)
+        {
+            let mut named = Named::default();
+            named.visit_item_use(u);
+            if named.crates.iter().any(|c| c == "app") {
+                wrong.push("lib.rs re-exports app".to_string());
+            }
         }
     }
     assert!(wrong.is_empty(), "modules below the services that use the UI crate:\n{}", wrong.join("\n"));

@@ -10,6 +10,11 @@ use super::safe;
 /// Refuses an output folder that exists and holds anything, or an archive that exists
 /// (`mirage runs bundle` asks before it scores the run, so a mistyped name is named at once).
 pub fn check_out(out: &Path) -> anyhow::Result<()> {
+    // `DIR/.` and `..` name a folder by a path it cannot be moved to: ask for its name.
+    let last = out.to_string_lossy().trim_end_matches(['/', '\\']).rsplit(['/', '\\']).next().map(str::to_string);
+    if matches!(last.as_deref(), Some("." | ".." | "") | None) {
+        bail!("{} names no folder of its own: give the copy's folder by name (nothing was written)", out.display());
+    }
     if is_zip(out) && out.exists() {
         bail!("{} exists: choose a new name (nothing was written)", out.display());
     }
@@ -24,11 +29,18 @@ pub fn is_zip(out: &Path) -> bool {
     out.extension().is_some_and(|e| e.eq_ignore_ascii_case("zip"))
 }
 
+/// The folder an archive's files sit under: the archive's name without `.zip`, made of
+/// safe characters (`bundle` when nothing is left of it).
+pub fn archive_folder(out: &Path) -> String {
+    let stem = out.file_stem().and_then(|s| s.to_str()).map(safe).unwrap_or_default();
+    if stem.is_empty() { "bundle".to_string() } else { stem }
+}
+
 /// Archives the folder `dir` as `out` (deflated, each file under a folder named like the
 /// archive), written beside it first and renamed into place. Returns the archive's size.
 pub(super) fn archive(dir: &Path, out: &Path) -> anyhow::Result<u64> {
     use std::io::Write;
-    let stem = out.file_stem().and_then(|s| s.to_str()).map_or_else(|| "bundle".to_string(), safe);
+    let stem = archive_folder(out);
     let partial = out.with_extension(format!("zip.partial-{:08x}", rand::random::<u32>()));
     let written: anyhow::Result<()> = (|| {
         let file = std::fs::File::create(&partial).with_context(|| format!("creating {}", partial.display()))?;

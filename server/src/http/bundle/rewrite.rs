@@ -259,6 +259,7 @@ pub(super) fn link_of(run: &str, geo: bool, href: &str) -> Link {
 /// The page of one text an agent saw: `pre` is the observation as the trajectory page
 /// rendered it (escaped, its manipulated spans marked), so it is copied as it is.
 pub(super) fn seen_page(run: &str, pre: &str) -> String {
+    let run = run.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
     let note = format!(
         "A static copy of run {run} (mirage runs bundle): a page as an agent of the run saw it; \
          every turn that saw the same text links here."

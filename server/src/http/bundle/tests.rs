@@ -108,3 +108,15 @@ fn a_later_page_of_turns_links_to_the_summary_on_the_first() {
     let first = rewrite(html, "r1", false, "trials/t9.html", None);
     assert!(first.html.contains("a claim"));
 }
+
+#[test]
+fn outputs_are_named_folders_and_archives_name_their_folder() {
+    for bad in [".", "..", "share/.", "share/..", "share/./"] {
+        let e = check_out(Path::new(bad)).expect_err(bad).to_string();
+        assert!(e.contains("names no folder of its own"), "{bad}: {e}");
+    }
+    assert_eq!(archive_folder(Path::new("share/my run.zip")), "my~20run");
+    assert_eq!(archive_folder(Path::new("share/....zip")), "bundle");
+    assert_eq!(archive_folder(Path::new("r.zip")), "r");
+    assert!(seen_page("r<1>", "<pre></pre>").contains("run r&lt;1&gt; "));
+}
