@@ -14,20 +14,14 @@
 //! (both times reported as "cold"); the timed requests after it hit the cache, as every page
 //! view does until a trial finishes or a person labels something.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leptos::prelude::LeptosOptions;
-use server::db::{RunStore, SqlStore, Store, database_url};
-use server::runs::{PoolOptions, RunSpec, create_run, execute};
+use server::db::RunStore;
+use server::runs::RunSpec;
+
+mod support;
 
 const SAMPLES: usize = 200;
-
-fn percentile(sorted: &[Duration], q: f64) -> f64 {
-    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
-    sorted[i].as_secs_f64() * 1000.0
-}
 
 async fn timed(client: &reqwest::Client, url: &str, form: &[(&str, String)]) -> Duration {
     let start = Instant::now();
@@ -70,7 +64,7 @@ async fn first_and_complete(
 
 fn report(name: &str, target_ms: f64, mut samples: Vec<Duration>) {
     samples.sort();
-    let (p50, p95) = (percentile(&samples, 0.5), percentile(&samples, 0.95));
+    let (p50, p95) = (support::percentile(&samples, 0.5), support::percentile(&samples, 0.95));
     let verdict = if p95 < target_ms { "met" } else { "NOT met" };
     println!(
         "{name:<12} p50 {p50:7.2} ms   p95 {p95:7.2} ms   (target p95 < {target_ms} ms: {verdict}, {} requests)",
@@ -87,13 +81,7 @@ async fn main() {
         None => 3,
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let url = database_url(dir.path().join("bench.db").to_str().expect("utf-8")).expect("url");
-    let store = Arc::new(SqlStore::connect(&url).await.expect("connect"));
-    server::db::seed_if_empty(store.as_ref()).await.expect("seed");
-    let options = LeptosOptions::builder().output_name("mirage").site_root("target/site").site_pkg_dir("pkg").build();
-    let state = server::app_state(store.clone() as Arc<dyn Store>, options, server::config::Config::default())
-        .await
-        .expect("state");
+    let (store, state) = support::seeded_state(dir.path()).await;
 
     let spec = RunSpec::basic(
         "all",
@@ -102,24 +90,8 @@ async fn main() {
         &["raw", "hint", "evidence_anchored"],
         (0..seeds).collect(),
     );
-    let run = create_run(store.as_ref(), &state.world, &spec, &state.corpus_version).await.expect("run");
-    let total = store.run(&run).await.expect("run").trials_total;
-    let started = Instant::now();
-    let pool = PoolOptions { concurrency: 32, ..PoolOptions::default() };
-    execute(store.clone(), state.world.clone(), &run, pool, Arc::new(|_, _| {})).await.expect("execute");
-    println!("{total} trials executed in {:.1} s", started.elapsed().as_secs_f64());
-
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let app = server::router(state.clone());
-    let limits = server::http::listen::Limits::of(&server::config::Config::default().server);
-    tokio::spawn(async move {
-        server::http::listen::serve(listener, app, limits, std::future::pending()).await.expect("serve")
-    });
-    // Writes (server functions are POSTs) carry the server's Origin, as a browser's do.
-    let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert(reqwest::header::ORIGIN, base.parse().expect("origin"));
-    let client = server::llm::client_builder().default_headers(headers).build().expect("client");
+    let (run, total) = support::executed_run(&store, &state, &spec).await;
+    let (base, client) = support::served(&state).await;
 
     // The search index follows finished trials in the background; wait until it has all.
     let started = Instant::now();

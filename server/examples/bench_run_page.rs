@@ -11,31 +11,21 @@
 //! (`GET /runs/RUN`, rendered on the server with its data, as a browser's first load gets
 //! it) and through the two server functions it calls, 30 times each, after one warm-up.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leptos::prelude::LeptosOptions;
-use server::db::{RunStore, SqlStore, Store, database_url};
-use server::runs::{PoolOptions, RunSpec, create_run, execute};
+use server::runs::RunSpec;
+
+mod support;
 
 const SAMPLES: usize = 30;
 
 /// A server function's URL and form.
 type Post<'a> = (&'a str, &'a [(&'a str, String)]);
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
 /// p50 and p95 of `samples` in ms.
 fn spread(mut samples: Vec<Duration>) -> (f64, f64) {
     samples.sort();
-    let at = |q: f64| {
-        #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let i = ((samples.len() - 1) as f64 * q).round() as usize;
-        ms(samples[i])
-    };
-    (at(0.5), at(0.95))
+    (support::percentile(&samples, 0.5), support::percentile(&samples, 0.95))
 }
 
 async fn time(client: &reqwest::Client, get: Option<&str>, post: Option<Post<'_>>) -> Duration {
@@ -54,13 +44,7 @@ async fn time(client: &reqwest::Client, get: Option<&str>, post: Option<Post<'_>
 #[tokio::main]
 async fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let url = database_url(dir.path().join("bench.db").to_str().expect("utf-8")).expect("url");
-    let store = Arc::new(SqlStore::connect(&url).await.expect("connect"));
-    server::db::seed_if_empty(store.as_ref()).await.expect("seed");
-    let options = LeptosOptions::builder().output_name("mirage").site_root("target/site").site_pkg_dir("pkg").build();
-    let state = server::app_state(store.clone() as Arc<dyn Store>, options, server::config::Config::default())
-        .await
-        .expect("state");
+    let (store, state) = support::seeded_state(dir.path()).await;
     let runs = [
         RunSpec::basic("forum", &["credulous", "explorer", "surface"], &["L0", "L1", "L2", "L3"], &["raw"], vec![0]),
         RunSpec::basic(
@@ -71,25 +55,10 @@ async fn main() {
             vec![0],
         ),
     ];
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let app = server::router(state.clone());
-    let limits = server::http::listen::Limits::of(&server::config::Config::default().server);
-    tokio::spawn(async move {
-        server::http::listen::serve(listener, app, limits, std::future::pending()).await.expect("serve")
-    });
-    // Writes (server functions are POSTs) carry the server's Origin, as a browser's do.
-    let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert(reqwest::header::ORIGIN, base.parse().expect("origin"));
-    let client = server::llm::client_builder().default_headers(headers).build().expect("client");
+    let (base, client) = support::served(&state).await;
 
     for spec in runs {
-        let run = create_run(store.as_ref(), &state.world, &spec, &state.corpus_version).await.expect("run");
-        let total = store.run(&run).await.expect("run").trials_total;
-        let started = Instant::now();
-        let pool = PoolOptions { concurrency: 32, ..PoolOptions::default() };
-        execute(store.clone(), state.world.clone(), &run, pool, Arc::new(|_, _| {})).await.expect("execute");
-        println!("{total} trials executed in {:.1} s", started.elapsed().as_secs_f64());
+        let (run, total) = support::executed_run(&store, &state, &spec).await;
 
         let page = format!("{base}/runs/{run}");
         let detail = [("id", run.to_string())];

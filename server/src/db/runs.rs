@@ -351,6 +351,16 @@ impl RunStore for SqlStore {
     }
 
     async fn close_if_finished(&self, run_id: &RunId) -> StoreResult<bool> {
+        // Called after every finished trial: a read (no write lock) answers the common case,
+        // a run with trials left; the update below checks again, so a race costs nothing.
+        let left: Option<i64> =
+            sqlx::query_scalar("select 1 from trial where run_id = $1 and state in ('queued', 'running') limit 1")
+                .bind(run_id.as_str())
+                .fetch_optional(&self.pool)
+                .await?;
+        if left.is_some() {
+            return Ok(false);
+        }
         let r = sqlx::query(
             "update run set status = 'done', updated_at = $2 where run_id = $1 and status = 'active' \
              and not exists (select 1 from trial where trial.run_id = $1 and trial.state in ('queued', 'running'))",

@@ -42,6 +42,8 @@ enum Source {
 struct Place {
     file: String,
     source: Source,
+    /// A later page of a trajectory's turns: the file of its first page.
+    first: Option<String>,
 }
 
 /// What `mirage runs bundle` reports.
@@ -172,14 +174,7 @@ async fn fill(
             let body = body.with_context(|| format!("rendering {} for {}", describe(&place.source), place.file))?;
             let bytes = match place.source {
                 Source::Page(_) => {
-                    // A later page of a trajectory's turns: its first page is its path alone.
-                    let first = match &place.source {
-                        Source::Page(url) if url.contains("/trials/") && url.contains("?page=") => {
-                            url.split_once('?').and_then(|(path, _)| place_of(run, geo, path)).map(|p| p.file)
-                        }
-                        _ => None,
-                    };
-                    let page = rewrite(&body, run, geo, &place.file, first.as_deref());
+                    let page = rewrite(&body, run, geo, &place.file, place.first.as_deref());
                     summary.pages += 1;
                     summary.outside_links += page.outside;
                     for next in page.links {
@@ -313,7 +308,7 @@ fn place_of(run: &str, geo: bool, url: &str) -> Option<Place> {
         .map(|s| urlencoding::decode(s).map_or_else(|_| s.to_string(), std::borrow::Cow::into_owned))
         .collect();
     let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
-    let page = |file: String, url: String| Some(Place { file, source: Source::Page(url) });
+    let page = |file: String, url: String| Some(Place { file, source: Source::Page(url), first: None });
     let numbered = |stem: String| match page_no {
         Some(n) => format!("{stem}-page{n}.html"),
         None => format!("{stem}.html"),
@@ -332,7 +327,9 @@ fn place_of(run: &str, geo: bool, url: &str) -> Option<Place> {
         }
         ["runs", r, "trials", t] if *r == run && !geo => {
             let q = page_no.map(|n| format!("?page={n}")).unwrap_or_default();
-            page(numbered(format!("trials/{}", safe(t))), format!("/runs/{run}/trials/{t}{q}"))
+            let stem = format!("trials/{}", safe(t));
+            let first = page_no.map(|_| format!("{stem}.html"));
+            page(numbered(stem), format!("/runs/{run}/trials/{t}{q}")).map(|p| Place { first, ..p })
         }
         ["geo", "trials", t] if geo && only(&[]) => {
             page(format!("targets/{}.html", safe(t)), format!("/geo/trials/{t}"))
@@ -356,6 +353,7 @@ fn place_of(run: &str, geo: bool, url: &str) -> Option<Place> {
             Some(Place {
                 file: format!("data/{}{}.{}", safe(stem), variant_of(&pairs), safe(ext)),
                 source: Source::Export { name: (*name).to_string(), query: q },
+                first: None,
             })
         }
         _ => None,

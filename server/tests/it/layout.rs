@@ -108,30 +108,17 @@ impl<'ast> Visit<'ast> for Named {
     }
 
     fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
-        let mut first = &u.tree;
-        while let syn::UseTree::Group(g) = first {
-            match g.items.first() {
-                Some(t) => first = t,
-                None => break,
+        /// The first segment of every path the tree imports (`a` of `a::b as c`, `{a, b::*}`).
+        fn roots(tree: &syn::UseTree, out: &mut Vec<String>) {
+            match tree {
+                syn::UseTree::Path(p) => out.push(p.ident.to_string()),
+                syn::UseTree::Name(n) => out.push(n.ident.to_string()),
+                syn::UseTree::Rename(r) => out.push(r.ident.to_string()),
+                syn::UseTree::Group(g) => g.items.iter().for_each(|t| roots(t, out)),
+                syn::UseTree::Glob(_) => {}
             }
         }
-        let root = match first {
-            syn::UseTree::Path(p) => Some(&p.ident),
-            syn::UseTree::Name(n) => Some(&n.ident),
-            syn::UseTree::Rename(r) => Some(&r.ident),
-            _ => None,
-        };
-        if let syn::UseTree::Group(g) = &u.tree {
-            for t in &g.items {
-                if let syn::UseTree::Path(syn::UsePath { ident, .. })
-                | syn::UseTree::Name(syn::UseName { ident })
-                | syn::UseTree::Rename(syn::UseRename { ident, .. }) = t
-                {
-                    self.crates.push(ident.to_string());
-                }
-            }
-        }
-        self.crates.extend(root.map(ToString::to_string));
+        roots(&u.tree, &mut self.crates);
         self.use_tree(&[], &u.tree);
     }
 

@@ -10,6 +10,9 @@ fn places_cover_the_run_and_nothing_else() {
     assert_eq!(p("/runs/r1?page=2").as_deref(), Some("index-page2.html"));
     assert_eq!(p("/runs/r1/trials/t%2F1").as_deref(), Some("trials/t~2f1.html"));
     assert_eq!(p("/runs/r1/trials/t1?page=1").as_deref(), Some("trials/t1-page1.html"));
+    let later = place_of("r1", false, "/runs/r1/trials/t-page3?page=2").expect("a place");
+    assert_eq!(later.first.as_deref(), Some("trials/t-page3.html"), "the first page of its own trial");
+    assert_eq!(place_of("r1", false, "/runs/r1/trials/t1").expect("a place").first, None);
     assert_eq!(p("/leaderboard?run=r1").as_deref(), Some("leaderboard.html"));
     assert_eq!(p("/leaderboard").as_deref(), Some("leaderboard.html"));
     assert_eq!(
