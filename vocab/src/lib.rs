@@ -21,6 +21,7 @@ mod power;
 mod report;
 mod runs;
 mod states;
+mod tasks;
 
 pub use annotate::*;
 pub use compare::*;
@@ -35,6 +36,7 @@ pub use power::*;
 pub use report::*;
 pub use runs::*;
 pub use states::{RunStatus, TrialState};
+pub use tasks::{Condition, GeoTarget, Harness, NotATarget, TaskRef};
 
 use serde::{Deserialize, Serialize};
 

@@ -66,6 +66,14 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+impl StoreError {
+    /// The store error somewhere in `e`'s chain of causes, found by its type: how a failure
+    /// deep in a pipeline keeps its meaning (a missing or conflicting record) at the edge.
+    pub fn within(e: &anyhow::Error) -> Option<&StoreError> {
+        e.chain().find_map(|cause| cause.downcast_ref::<StoreError>())
+    }
+}
+
 /// The whole storage interface: every concern. Implemented for anything that implements
 /// all of them (the SQL store).
 pub trait Store:

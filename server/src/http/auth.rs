@@ -196,11 +196,11 @@ pub async fn layer(State(state): State<AppState>, jar: CookieJar, mut req: Reque
                     Role::parse(&role).map(|role| Identity { name, role, open: false })
                 }
                 Ok(None) => None,
-                Err(e) => return HttpError::internal("reading the session", e).into_response(),
+                Err(e) => return HttpError::failed("reading the session", e).into_response(),
             },
             None => None,
         },
-        Err(e) => return HttpError::internal("reading accounts", e).into_response(),
+        Err(e) => return HttpError::failed("reading accounts", e).into_response(),
     };
     let path = req.uri().path().to_string();
     match identity {
@@ -306,14 +306,14 @@ pub async fn login(
     // A password check costs up to seconds of CPU: one at a time per client, and a few at
     // once server-wide, so that no client's attempts take more than their share.
     let Some(_turn) = state.guard.password_turn(&client).await else {
-        return HttpError::internal("checking a password", anyhow::anyhow!("the check slots closed")).into_response();
+        return HttpError::failed("checking a password", anyhow::anyhow!("the check slots closed")).into_response();
     };
     if form.password.len() > MAX_PASSWORD_BYTES {
         return (StatusCode::UNAUTHORIZED, login_page(&next, Some("Unknown name or wrong password."))).into_response();
     }
     let user = match state.store.user(&form.name).await {
         Ok(u) => u,
-        Err(e) => return HttpError::internal("reading accounts", e).into_response(),
+        Err(e) => return HttpError::failed("reading accounts", e).into_response(),
     };
     // argon2 takes tens of milliseconds of CPU: off the async workers. An unknown name is
     // checked against a decoy hash at the same cost.
@@ -328,7 +328,7 @@ pub async fn login(
     }
     let token = new_token();
     if let Err(e) = state.store.create_session(&token, &form.name, now_ms() + SESSION_MS).await {
-        return HttpError::internal("opening a session", e).into_response();
+        return HttpError::failed("opening a session", e).into_response();
     }
     let cookie = Cookie::build((COOKIE, token))
         .http_only(true)

@@ -112,14 +112,14 @@ fn attachment(name: &str, content_type: &str, body: String) -> Response {
 }
 
 fn csv_text(header_row: &[String], rows: &[Vec<String>]) -> Result<String, HttpError> {
-    let fail = |e: csv::Error| HttpError::internal("writing CSV", e);
+    let fail = |e: csv::Error| HttpError::failed("writing CSV", e);
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(header_row).map_err(fail)?;
     for r in rows {
         w.write_record(r).map_err(fail)?;
     }
-    let bytes = w.into_inner().map_err(|e| HttpError::internal("writing CSV", anyhow::anyhow!("{e}")))?;
-    String::from_utf8(bytes).map_err(|e| HttpError::internal("writing CSV", e))
+    let bytes = w.into_inner().map_err(|e| HttpError::failed("writing CSV", anyhow::anyhow!("{e}")))?;
+    String::from_utf8(bytes).map_err(|e| HttpError::failed("writing CSV", e))
 }
 
 /// The decimals a column's estimates are written with: dollars per trial are small.

@@ -212,7 +212,7 @@ async fn decide(
     let ended =
         crate::runs::external::finish(state.store.as_ref(), &state.world, episode, (action, rationale), thought)
             .await
-            .map_err(|e| HttpError::internal("ending the episode's trial", e))?;
+            .map_err(|e| HttpError::failed("ending the episode's trial", e))?;
     if !ended {
         return Err(HttpError::Gone(format!(
             "episode {id} no longer holds its trial (idle past its lease, or the run was cancelled); the verdict was not recorded"
@@ -263,7 +263,7 @@ pub async fn act(
     let target: (&str, String, Option<String>) = match &action {
         Action::Click { link } => {
             let page = crate::runs::external::page(&state.world, &task, &episode, here_path, here_pattern)
-                .map_err(|e| HttpError::internal("rendering an episode's page", e))?;
+                .map_err(|e| HttpError::failed("rendering an episode's page", e))?;
             let Some((_, url)) = link.checked_sub(1).and_then(|i| page.links.get(i)) else {
                 return Err(HttpError::Invalid(format!(
                     "action: there is no link number {link} on the current page ({here_path}, {} links); nothing was visited",
@@ -327,12 +327,7 @@ pub async fn from_run(
     episode_budget(&state, peer.map(|p| p.0.0))?;
     let run_id = app::model::RunId::from(run);
     let handed =
-        crate::runs::external::hand_out(state.store.as_ref(), &state.world, &run_id).await.map_err(|e| {
-            match e.downcast_ref::<crate::db::StoreError>() {
-                Some(crate::db::StoreError::NotFound(_)) => HttpError::NotFound(format!("run {run_id} not found")),
-                _ => HttpError::internal("handing out an episode", e),
-            }
-        })?;
+        crate::runs::external::hand_out(state.store.as_ref(), &state.world, &run_id).await.map_err(|e| HttpError::failed("handing out an episode", e))?;
     let handed = match handed {
         crate::runs::external::HandOut::Episode(h) => h,
         crate::runs::external::HandOut::Finished => return Ok(StatusCode::NO_CONTENT.into_response()),
@@ -387,7 +382,7 @@ pub async fn trajectory(
         .ok_or_else(|| HttpError::NotFound("the episode's task is no longer stored".into()))?;
     let events = state.store.episode_events(&id).await?;
     let steps = crate::runs::external::steps_of(&state.world, task, &episode, &events, (verdict, rationale))
-        .map_err(|e| HttpError::internal("reading an episode's steps", e))?;
+        .map_err(|e| HttpError::failed("reading an episode's steps", e))?;
     let line = serde_json::json!({
         "trial_id": format!("episode-{id}"),
         "task_id": episode.task_id,

@@ -4,6 +4,9 @@
 //! learns only that it failed.
 
 use app::error::AppError;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -40,9 +43,16 @@ pub enum HttpError {
 }
 
 impl HttpError {
-    /// An internal failure while doing `what`.
-    pub fn internal(what: &'static str, cause: impl Into<anyhow::Error>) -> HttpError {
-        HttpError::Internal { what, cause: cause.into() }
+    /// A failure while doing `what`, by the one rule: a store error anywhere in its causes
+    /// keeps its meaning (found by type: not found → 404, conflict → 409); anything else
+    /// is internal (500, the cause logged where it is answered).
+    pub fn failed(what: &'static str, cause: impl Into<anyhow::Error>) -> HttpError {
+        let cause = cause.into();
+        match StoreError::within(&cause) {
+            Some(StoreError::NotFound(thing)) => HttpError::NotFound(format!("{thing} not found")),
+            Some(StoreError::Conflict(message)) => HttpError::Conflict(message.clone()),
+            _ => HttpError::Internal { what, cause },
+        }
     }
 
     /// The status it answers with.
@@ -62,11 +72,7 @@ impl HttpError {
 
 impl From<StoreError> for HttpError {
     fn from(e: StoreError) -> HttpError {
-        match e {
-            StoreError::NotFound(what) => HttpError::NotFound(format!("{what} not found")),
-            StoreError::Conflict(message) => HttpError::Conflict(message),
-            other => HttpError::internal("storage", other),
-        }
+        HttpError::failed("storage", e)
     }
 }
 
@@ -108,26 +114,46 @@ impl IntoResponse for HttpError {
 }
 
 /// Gives a server function's error its own status when the framework answered 500 for it:
-/// arguments that do not decode are the caller's mistake (422), not the server's.
+/// arguments that do not decode are the caller's mistake (422), not the server's. A streamed
+/// (chunked) body cut off at the body limit reaches the server function as a failed read; the
+/// body's own error type (`LengthLimitError`, seen as it passes) makes that answer a 413, as
+/// a declared length past the limit gets.
 pub async fn server_fn_status(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
     let api = req.uri().path().starts_with("/api/");
+    let over_limit = Arc::new(AtomicBool::new(false));
+    let req = {
+        let seen = over_limit.clone();
+        req.map(move |body| {
+            // The cause is passed on unwrapped, so extractors still see the limit's own error.
+            axum::body::Body::new(http_body_util::BodyExt::map_err(body, move |e: axum::Error| {
+                let cause = e.into_inner();
+                if is_length_limit(&*cause) {
+                    seen.store(true, Ordering::Relaxed);
+                }
+                cause
+            }))
+        })
+    };
     let resp = next.run(req).await;
     if !api || resp.status() != StatusCode::INTERNAL_SERVER_ERROR {
         return resp;
+    }
+    if over_limit.load(Ordering::Relaxed) {
+        return too_large();
     }
     let (mut parts, body) = resp.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, 1 << 16).await else {
         return (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response();
     };
     if let Ok(e) = serde_json::from_slice::<AppError>(&bytes) {
-        // A streamed (chunked) body cut off at the limit reaches the server function as a
-        // failed read: it is the caller's body that was too large, as with a declared length.
-        if e.to_string().contains("length limit exceeded") {
-            return too_large();
-        }
         parts.status = e.status();
     }
     Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+/// Whether a body's read failed because the body limit cut it off (by the error's type).
+fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
+    std::iter::successors(Some(e), |e| e.source()).any(|e| e.is::<http_body_util::LengthLimitError>())
 }
 
 /// The longest error message answered: past it, what was echoed (an id, a host) is cut.
@@ -231,7 +257,7 @@ mod tests {
     #[test]
     fn internal_errors_answer_without_their_cause() {
         let resp =
-            HttpError::internal("reading accounts", anyhow::anyhow!("disk /secret/path is full")).into_response();
+            HttpError::failed("reading accounts", anyhow::anyhow!("disk /secret/path is full")).into_response();
         assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
         let body = futures::executor::block_on(axum::body::to_bytes(resp.into_body(), 1 << 16)).expect("body");
         let text = String::from_utf8_lossy(&body);
@@ -260,5 +286,20 @@ mod tests {
         assert_eq!(HttpError::from(StoreError::NotFound("run r".into())).status(), StatusCode::NOT_FOUND);
         assert_eq!(HttpError::from(StoreError::Conflict("taken".into())).status(), StatusCode::CONFLICT);
         assert_eq!(HttpError::from(StoreError::Corrupt("x".into())).status(), StatusCode::INTERNAL_SERVER_ERROR);
+        // Found by type under any context, never by text.
+        let deep = anyhow::Error::from(StoreError::NotFound("run r".into())).context("handing out an episode");
+        let e = HttpError::failed("handing out an episode", deep);
+        assert_eq!((e.status(), e.to_string()), (StatusCode::NOT_FOUND, "run r not found".to_string()));
+        let lookalike = HttpError::failed("reading", anyhow::anyhow!("run r not found"));
+        assert_eq!(lookalike.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    }
+
+    #[tokio::test]
+    async fn a_body_cut_off_by_the_limit_is_known_by_its_type() {
+        use http_body_util::BodyExt;
+        let limited = http_body_util::Limited::new(http_body_util::Full::new(axum::body::Bytes::from("abcdef")), 2);
+        let cut = limited.collect().await.expect_err("past the limit");
+        assert!(is_length_limit(&axum::Error::new(cut)));
+        assert!(!is_length_limit(&axum::Error::new(std::io::Error::other("length limit exceeded"))));
     }
 }

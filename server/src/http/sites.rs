@@ -88,7 +88,7 @@ pub async fn open_episode(
     if episode.status == "open"
         && !crate::runs::external::renew(state.store.as_ref(), &episode)
             .await
-            .map_err(|e| HttpError::internal("renewing an episode's lease", e))?
+            .map_err(|e| HttpError::failed("renewing an episode's lease", e))?
     {
         return Err(HttpError::Gone(format!(
             "episode {id} no longer holds its trial: it was idle past its lease, or its run was cancelled; \
@@ -115,13 +115,13 @@ pub async fn visit(
     posted: Option<(&str, &crate::agent::Action)>,
 ) -> Result<Rendered, HttpError> {
     let rendered = crate::runs::external::page(&state.world, task, episode, to.path, to.pattern)
-        .map_err(|e| HttpError::internal("rendering an episode's page", e))?;
+        .map_err(|e| HttpError::failed("rendering an episode's page", e))?;
     let status = rendered.status.to_string();
     let detail = to.pattern.map_or(status.clone(), |p| format!("{status} {p}"));
     let action = posted
         .map(|(_, a)| serde_json::to_string(a))
         .transpose()
-        .map_err(|e| HttpError::internal("logging an action", e))?;
+        .map_err(|e| HttpError::failed("logging an action", e))?;
     let event = crate::db::NewEvent {
         kind: to.kind,
         url: Some(to.path),
@@ -134,7 +134,7 @@ pub async fn visit(
         .store
         .append_event(&episode.episode_id, event, cap)
         .await
-        .map_err(|e| HttpError::internal("logging a page visit", e))?;
+        .map_err(|e| HttpError::failed("logging a page visit", e))?;
     if logged.is_none() {
         return Err(HttpError::Conflict(format!(
             "episode {} has logged {cap} pages, the most one episode keeps (the [server] episode_max_events \

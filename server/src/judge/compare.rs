@@ -44,26 +44,37 @@ fn same_verdict(a: Option<&str>, b: Option<&str>) -> bool {
 
 type Key<'a> = (&'a str, &'a str, &'a str, &'a str, i64);
 
+/// The side of a comparison a failure is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    A,
+    B,
+}
+
+/// Why two sides cannot be compared; the message starts with the side's name.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Unpaired {
+    pub side: Side,
+    pub message: String,
+}
+
 fn keyed<'a>(
     side: &[&'a TrialScore],
     with_agent: bool,
-    name: &str,
-) -> anyhow::Result<BTreeMap<Key<'a>, &'a TrialScore>> {
+    (name, side_at_fault): (&str, Side),
+) -> Result<BTreeMap<Key<'a>, &'a TrialScore>, Unpaired> {
     let mut out = BTreeMap::new();
     for s in side {
         let agent = if with_agent { s.agent.as_str() } else { "" };
         let key = (agent, s.task_id.as_str(), s.condition.as_str(), s.level.as_str(), s.seed);
         if let Some(other) = out.insert(key, *s) {
-            anyhow::bail!(
+            let message = format!(
                 "{name}: trials {} and {} share task {}, level {}, condition {} and seed {}: name one configuration \
                  (RUN:CONFIG) to compare",
-                other.trial_id,
-                s.trial_id,
-                s.task_id,
-                s.level,
-                s.condition,
-                s.seed
+                other.trial_id, s.trial_id, s.task_id, s.level, s.condition, s.seed
             );
+            return Err(Unpaired { side: side_at_fault, message });
         }
     }
     Ok(out)
@@ -74,8 +85,8 @@ pub fn compare(
     (a_name, a): (&str, &[&TrialScore]),
     (b_name, b): (&str, &[&TrialScore]),
     with_agent: bool,
-) -> anyhow::Result<Comparison> {
-    let (ka, kb) = (keyed(a, with_agent, a_name)?, keyed(b, with_agent, b_name)?);
+) -> Result<Comparison, Unpaired> {
+    let (ka, kb) = (keyed(a, with_agent, (a_name, Side::A))?, keyed(b, with_agent, (b_name, Side::B))?);
     let pairs: Vec<(&TrialScore, &TrialScore)> =
         ka.iter().filter_map(|(k, sa)| kb.get(k).map(|sb| (*sa, *sb))).collect();
     if with_agent && pairs.is_empty() && !ka.is_empty() && !kb.is_empty() {
@@ -83,11 +94,13 @@ pub fn compare(
             let set: std::collections::BTreeSet<&str> = side.iter().map(|s| s.agent.as_str()).collect();
             set.into_iter().collect::<Vec<_>>().join(", ")
         };
-        anyhow::bail!(
-            "{b_name}: the runs pair no trial; whole runs pair configuration by configuration, and {a_name} has {}              while {b_name} has {}: name one configuration of each (RUN:CONFIG)",
+        let message = format!(
+            "{b_name}: the runs pair no trial; whole runs pair configuration by configuration, and {a_name} has {} \
+             while {b_name} has {}: name one configuration of each (RUN:CONFIG)",
             names(a),
             names(b)
         );
+        return Err(Unpaired { side: Side::B, message });
     }
     let mut metrics = Vec::new();
     let (mut ps, mut family) = (Vec::new(), Vec::new());

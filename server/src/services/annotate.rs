@@ -14,9 +14,9 @@ use app::model::{
 
 use super::annotators;
 use super::insights::InsightsService;
-use super::internal;
+use super::fail;
 use super::queue_view::{ItemParts, facet, item, passes, row, states, vote};
-use super::runs::{score_of, trial_row};
+use super::runs::score_of;
 use crate::db::{DecisionClass, LabelEvent, LabelLock, ReasoningGrade, Store, now_ms};
 use crate::env::World;
 use crate::judge::TrialScore;
@@ -62,7 +62,7 @@ struct Listing {
 
 impl AnnotateService {
     async fn runs(&self) -> Result<Vec<RunId>, AppError> {
-        Ok(crate::runs::geo::agent_runs(&self.store.runs().await.map_err(internal)?))
+        Ok(crate::runs::geo::agent_runs(&self.store.runs().await.map_err(fail)?))
     }
 
     async fn locks(&self) -> Result<HashMap<(TrialId, LabelKind), (String, i64)>, AppError> {
@@ -70,7 +70,7 @@ impl AnnotateService {
             .store
             .label_locks(now_ms())
             .await
-            .map_err(internal)?
+            .map_err(fail)?
             .into_iter()
             .map(|LabelLock { trial_id, kind, holder, expires_at }| ((trial_id, kind), (holder, expires_at)))
             .collect())
@@ -79,7 +79,7 @@ impl AnnotateService {
     async fn listing(&self, who: Option<&Identity>, run: &RunId) -> Result<Listing, AppError> {
         let key = self.insights.fingerprint(run).await?;
         let (scores, pending) = self.insights.scores_ready(run, key).await?;
-        let events = self.store.people_label_events(run).await.map_err(internal)?;
+        let events = self.store.people_label_events(run).await.map_err(fail)?;
         let mut by_item = people_labels(&events);
         let locks = self.locks().await?;
         let needed = annotators(self.store.as_ref(), run).await?;
@@ -131,7 +131,7 @@ impl AnnotateService {
     async fn lock(&self, trial: &TrialId, kind: LabelKind, who: &Identity) -> Result<i64, AppError> {
         let now = now_ms();
         let until = now + LOCK_MS;
-        match self.store.lock_label(trial, kind, &who.name, now, until).await.map_err(internal)? {
+        match self.store.lock_label(trial, kind, &who.name, now, until).await.map_err(fail)? {
             None => Ok(until),
             Some((holder, expires)) => Err(AppError::Conflict(format!(
                 "{holder} is labelling this {kind} label (for about {} more minutes)",
@@ -143,8 +143,8 @@ impl AnnotateService {
     /// One item, whether or not it is in the queue, as `who` may see it; also whether people
     /// settled it.
     async fn item_of(&self, who: Option<&Identity>, trial_id: &TrialId, kind: LabelKind) -> Result<Found, AppError> {
-        let trial = trial_row(self.store.as_ref(), trial_id).await?;
-        let steps = parse_steps(&self.store.steps(trial_id).await.map_err(internal)?).map_err(internal)?;
+        let trial = self.store.trial(trial_id).await?;
+        let steps = parse_steps(&self.store.steps(trial_id).await.map_err(fail)?).map_err(fail)?;
         let score = score_of(self.store.as_ref(), &self.world, &trial, &steps)
             .await?
             .ok_or_else(|| AppError::Invalid { field: "trial".into(), message: "the trial has not finished".into() })?;
@@ -157,7 +157,7 @@ impl AnnotateService {
             .store
             .trial_label_events(trial_id)
             .await
-            .map_err(internal)?
+            .map_err(fail)?
             .into_iter()
             .filter(|e| e.kind == kind)
             .collect();
@@ -364,7 +364,7 @@ impl app::ssr::Annotate for AnnotateService {
         // one fences off the queue.
         for ((held, held_kind), (holder, _)) in self.locks().await? {
             if holder == who.name && (held.as_str(), held_kind) != (trial.as_str(), kind) {
-                self.store.unlock_label(&held, held_kind, &who.name).await.map_err(internal)?;
+                self.store.unlock_label(&held, held_kind, &who.name).await.map_err(fail)?;
             }
         }
         self.lock(&trial, kind, &who).await
@@ -445,7 +445,7 @@ impl app::ssr::Annotate for AnnotateService {
         // Stored only while the caller holds the item ("Start labelling"), and the hold is
         // given back in the same step: a label lands on the item its author opened and held,
         // and a double click stores one label.
-        if self.store.add_label_holding(&event, now_ms()).await.map_err(internal)?.is_none() {
+        if self.store.add_label_holding(&event, now_ms()).await.map_err(fail)?.is_none() {
             if let Some((holder, until)) = self.locks().await?.remove(&(label.trial.clone(), kind))
                 && holder != who.name
             {
@@ -465,13 +465,13 @@ impl app::ssr::Annotate for AnnotateService {
     }
 
     async fn grade_view(&self, who: Identity, trial: TrialId) -> Result<GradeView, AppError> {
-        let row = trial_row(self.store.as_ref(), &trial).await?;
+        let row = self.store.trial(&trial).await?;
         let task = self.world.task(&row.task_id).ok_or_else(|| AppError::NotFound(format!("task {}", row.task_id)))?;
         let grades: Vec<ReasoningGrade> = self
             .store
             .grades(&row.run_id)
             .await
-            .map_err(internal)?
+            .map_err(fail)?
             .into_iter()
             .filter(|g| g.trial_id == trial)
             .collect();
@@ -510,7 +510,7 @@ impl app::ssr::Annotate for AnnotateService {
             return Err(invalid("note", "say why (the note is kept with the grade)".into()));
         }
         app::model::check_note(&grade.note)?;
-        let row = trial_row(self.store.as_ref(), &grade.trial).await?;
+        let row = self.store.trial(&grade.trial).await?;
         if row.state != crate::db::TrialState::Done {
             return Err(invalid("trial", "only a finished trial with a verdict can be graded".into()));
         }
@@ -523,7 +523,7 @@ impl app::ssr::Annotate for AnnotateService {
             note: grade.note.trim().to_string(),
             created_at: now_ms(),
         };
-        self.store.add_grade(&g).await.map_err(internal)?;
+        self.store.add_grade(&g).await.map_err(fail)?;
         Ok(())
     }
 
@@ -534,6 +534,6 @@ impl app::ssr::Annotate for AnnotateService {
         {
             return Err(AppError::Conflict(format!("{holder} holds this {kind} label; only they can give it back")));
         }
-        self.store.unlock_label(&trial, kind, &who.name).await.map_err(internal)
+        self.store.unlock_label(&trial, kind, &who.name).await.map_err(fail)
     }
 }

@@ -3,7 +3,7 @@
 use app::error::AppError;
 use app::model::RunId;
 
-use super::internal;
+use super::fail;
 use crate::db::Store;
 
 /// What a run's cached scores depend on: (finished trials, the label generation read,
@@ -43,16 +43,16 @@ fn invalid(v: &str) -> AppError {
 pub async fn view(store: &dyn Store, runs: &[&RunId], key: Fingerprint) -> Result<app::model::AsOf, AppError> {
     let mut view = app::model::AsOf {
         generation: key.1,
-        at: store.label_event_time(key.1).await.map_err(internal)?,
+        at: store.label_event_time(key.1).await.map_err(fail)?,
         pinned: key.2,
         ..app::model::AsOf::default()
     };
     for run in runs {
         if key.2 {
-            let events = store.people_label_events(run).await.map_err(internal)?;
+            let events = store.people_label_events(run).await.map_err(fail)?;
             view.newer += events.iter().filter(|e| e.event_id > key.1).count();
         }
-        let status = store.run(run).await.map_err(internal)?.status;
+        let status = store.run(run).await.map_err(fail)?.status;
         view.run_active |= status == crate::db::RunStatus::Active;
     }
     Ok(view)

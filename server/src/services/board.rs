@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use app::error::AppError;
 use app::model::{BoardRow, Est, PairView};
 
-use super::internal;
+use super::fail;
 use crate::judge::TrialScore;
 use crate::judge::aggregate::{Aggregate, Comparison, Group, Metric, Options};
 
@@ -119,7 +119,7 @@ pub fn pair_view(c: &Comparison) -> PairView {
 /// The report page's data of `scores` (the same JSON as `mirage report --json`).
 pub fn report_view(scores: &[TrialScore], run: &str) -> Result<app::model::ReportView, AppError> {
     use crate::judge::report::{APPEALS, MAIN, PAIRED, Slice, report};
-    let built = report(scores, run, &Options::default(), &Slice::default()).map_err(internal)?;
+    let built = report(scores, run, &Options::default(), &Slice::default()).map_err(fail)?;
     let report = built;
     let mut by_domain: BTreeMap<String, Vec<(String, Est, Est)>> = BTreeMap::new();
     for row in &report.main {
@@ -132,7 +132,7 @@ pub fn report_view(scores: &[TrialScore], run: &str) -> Result<app::model::Repor
         .iter()
         .map(|(domain, points)| crate::charts::adequacy_svg(domain, points).map(|svg| (domain.clone(), svg)))
         .collect::<anyhow::Result<Vec<_>>>()
-        .map_err(internal)?;
+        .map_err(fail)?;
     Ok(app::model::ReportView {
         runs: Vec::new(),
         columns: MAIN.iter().map(|m| m.as_str().to_string()).collect(),

@@ -39,7 +39,7 @@ impl app::ssr::Compare for InsightsService {
             if run.is_empty() {
                 return Err(invalid(field, "name a run (RUN) or a configuration of one (RUN:CONFIG)".into()));
             }
-            self.store.run(run).await.map_err(|_| AppError::NotFound(format!("run {run}")))?;
+            self.store.run(run).await?;
             let key = self.fingerprint_as_of(run, as_of.as_deref()).await?;
             keys.push((run.clone(), key));
             let all = self.scores_at(run, key).await?;
@@ -56,19 +56,21 @@ impl app::ssr::Compare for InsightsService {
         let names = (sides[0].2.clone(), sides[1].2.clone());
         let mut left_out = Vec::new();
         for (run, config, _) in &sides {
-            left_out.push(unfinished(self.store.as_ref(), run, config.as_deref()).await.map_err(super::internal)?);
+            left_out.push(unfinished(self.store.as_ref(), run, config.as_deref()).await.map_err(super::fail)?);
         }
         let mut c = tokio::task::spawn_blocking(move || {
             let (ra, rb): (Vec<&TrialScore>, Vec<&TrialScore>) =
                 (scores[0].iter().collect(), scores[1].iter().collect());
             crate::judge::compare::compare((&names.0, &ra), (&names.1, &rb), with_agent).map_err(|e| {
-                // The message starts with the side it is about.
-                let field = if e.to_string().starts_with(&format!("{}:", names.0)) { "a" } else { "b" };
-                invalid(field, format!("{e:#}"))
+                let field = match e.side {
+                    crate::judge::compare::Side::A => "a",
+                    crate::judge::compare::Side::B => "b",
+                };
+                invalid(field, e.message)
             })
         })
         .await
-        .map_err(super::internal)??;
+        .map_err(super::fail)??;
         (c.unfinished_a, c.unfinished_b) = (left_out[0], left_out[1]);
         // Both sides read one generation (a time names the same one for both).
         let mut runs: Vec<&RunId> = keys.iter().map(|(r, _)| r).collect();

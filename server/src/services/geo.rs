@@ -10,7 +10,7 @@ use app::model::{
     GeoView, RunId, TrialId,
 };
 
-use super::internal;
+use super::fail;
 use crate::db::{Store, TrialState};
 use crate::geo::methods::Method;
 use crate::geo::plan::target_of;
@@ -195,8 +195,8 @@ impl GeoService {
     /// The GEO runs (newest first) and the one asked for, or the newest with finished trials.
     async fn pick(&self, run: Option<String>) -> Result<(RunId, Vec<RunId>), AppError> {
         let mut runs: Vec<RunId> = Vec::new();
-        for r in self.store.runs().await.map_err(internal)? {
-            if is_geo(&r).map_err(internal)? {
+        for r in self.store.runs().await.map_err(fail)? {
+            if is_geo(&r).map_err(fail)? {
                 runs.push(r.run_id);
             }
         }
@@ -208,7 +208,7 @@ impl GeoService {
             };
         }
         for id in &runs {
-            if self.store.progress(id).await.map_err(internal)?.done > 0 {
+            if self.store.progress(id).await.map_err(fail)?.done > 0 {
                 return Ok((id.clone(), runs));
             }
         }
@@ -217,16 +217,16 @@ impl GeoService {
 
     /// A run's report, from the cache while no trial has finished since.
     pub async fn report(&self, run: &RunId) -> Result<Arc<Report>, AppError> {
-        let p = self.store.progress(run).await.map_err(internal)?;
+        let p = self.store.progress(run).await.map_err(fail)?;
         let key = p.done + p.error;
-        if let Some((k, r)) = self.cache.lock().map_err(internal)?.get(run)
+        if let Some((k, r)) = self.cache.lock().map_err(|_| fail(anyhow::anyhow!("the GEO report cache is poisoned")))?.get(run)
             && *k == key
         {
             return Ok(r.clone());
         }
-        let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(internal)?;
-        let fresh = Arc::new(report(self.store.as_ref(), &lists, run).await.map_err(internal)?);
-        self.cache.lock().map_err(internal)?.insert(run.clone(), (key, fresh.clone()));
+        let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(fail)?;
+        let fresh = Arc::new(report(self.store.as_ref(), &lists, run).await.map_err(fail)?);
+        self.cache.lock().map_err(|_| fail(anyhow::anyhow!("the GEO report cache is poisoned")))?.insert(run.clone(), (key, fresh.clone()));
         Ok(fresh)
     }
 }
@@ -241,7 +241,7 @@ impl app::ssr::Geo for GeoService {
         judge: Option<String>,
     ) -> Result<GeoView, AppError> {
         let (run, runs) = self.pick(run).await?;
-        let stored = self.store.geo_detections(&run).await.map_err(internal)?;
+        let stored = self.store.geo_detections(&run).await.map_err(fail)?;
         let detections: Vec<String> = stored.iter().map(|(l, _)| l.clone()).collect();
         let detection = match judge.filter(|j| !j.is_empty()) {
             Some(label) => Some(
@@ -254,7 +254,7 @@ impl app::ssr::Geo for GeoService {
         }
         .map(|(_, body)| serde_json::from_str::<Detection>(body))
         .transpose()
-        .map_err(internal)?;
+        .map_err(fail)?;
         let r = self.report(&run).await?;
         let mut rows: Vec<GeoRow> = r.rows.iter().map(geo_row).collect();
         rows.sort_by(|a, b| (&a.ranker, &a.group, a.band, &a.method).cmp(&(&b.ranker, &b.group, b.band, &b.method)));
@@ -277,7 +277,7 @@ impl app::ssr::Geo for GeoService {
             }
         }
         let targets = match method.filter(|m| !m.is_empty()) {
-            Some(method) => self.targets(&run, ranker.as_deref(), &method).await.map_err(internal)?,
+            Some(method) => self.targets(&run, ranker.as_deref(), &method).await.map_err(fail)?,
             None => Vec::new(),
         };
         Ok(GeoView {
@@ -308,34 +308,34 @@ impl app::ssr::Geo for GeoService {
             spearman: r.spearman.iter().chain(&r.spearman_datasets).cloned().collect(),
             targets,
             detections,
-            detection: detection.map(|d| detection_view(&d, &r)).transpose().map_err(internal)?,
+            detection: detection.map(|d| detection_view(&d, &r)).transpose().map_err(fail)?,
         })
     }
 
     async fn target(&self, trial: TrialId) -> Result<GeoTargetView, AppError> {
-        let row = self.store.trial(&trial).await.map_err(|_| AppError::NotFound(format!("trial {trial}")))?;
-        let run = self.store.run(&row.run_id).await.map_err(internal)?;
-        if !is_geo(&run).map_err(internal)? {
+        let row = self.store.trial(&trial).await?;
+        let run = self.store.run(&row.run_id).await.map_err(fail)?;
+        if !is_geo(&run).map_err(fail)? {
             return Err(AppError::NotFound(format!("GEO trial {trial} (it belongs to an agent run)")));
         }
         let spec = crate::services::runs::spec_of(&run)?;
         let geo = spec.geo.ok_or(AppError::Internal)?;
-        let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(internal)?;
-        let (list, target) = target_of(&lists, &row.task_id).map_err(internal)?;
-        let index = i64::try_from(target + 1).map_err(internal)?;
+        let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(fail)?;
+        let (list, target) = target_of(&lists, &row.task_id).map_err(fail)?;
+        let index = i64::try_from(target + 1).map_err(fail)?;
         let tap: Vec<crate::geo::tap::Node> =
-            parse_all(&self.store.tap_nodes(&trial).await.map_err(internal)?, &trial, "search node")?;
-        let records: Vec<OrderRecord> = parse_all(&self.store.steps(&trial).await.map_err(internal)?, &trial, "order")?;
+            parse_all(&self.store.tap_nodes(&trial).await.map_err(fail)?, &trial, "search node")?;
+        let records: Vec<OrderRecord> = parse_all(&self.store.steps(&trial).await.map_err(fail)?, &trial, "order")?;
         // The text the trial ranked (a later run may have stored another for a new original).
         let planned = crate::geo::plan::text_key(&geo, &row.level, &row.agent);
         let key = crate::geo::texts::ranked_key(&records, &planned);
-        let text = self.store.geo_text(key, &list.dataset, &list.category, index).await.map_err(internal)?;
+        let text = self.store.geo_text(key, &list.dataset, &list.category, index).await.map_err(fail)?;
         let result = (!records.is_empty() && row.state == TrialState::Done)
             .then(|| result_of(&records, list.items.len(), geo.protocol.agg));
         let adv = text.as_ref().map(|t| t.adv_text.clone()).unwrap_or_default();
         // The original the text was made from (the list's may have been adopted since).
         let original = text.as_ref().map_or_else(|| list.items[target].text.clone(), |t| t.orig_text.clone());
-        let detections = self.store.geo_detections(&row.run_id).await.map_err(internal)?;
+        let detections = self.store.geo_detections(&row.run_id).await.map_err(fail)?;
         let judged = detections.first().map(|(label, body)| judged_of(label, body, &list.dataset, &original, &adv));
         Ok(GeoTargetView {
             run: row.run_id.clone(),
@@ -391,13 +391,13 @@ fn parse_all<T: serde::de::DeserializeOwned>(bodies: &[String], trial: &str, wha
         .iter()
         .map(|b| serde_json::from_str(b))
         .collect::<Result<_, _>>()
-        .map_err(|e| internal(format!("trial {trial}: a stored {what} is unreadable: {e}")))
+        .map_err(|e| fail(anyhow::anyhow!("trial {trial}: a stored {what} is unreadable: {e}")))
 }
 
 /// What a stored detection report (`label`, `body`) says of a target's original and edited
 /// texts: the judge's score and perplexity of each, and whether the edit is flagged.
 fn judged_of(label: &str, body: &str, dataset: &str, original: &str, adv: &str) -> Result<GeoJudged, AppError> {
-    let d: Detection = serde_json::from_str(body).map_err(internal)?;
+    let d: Detection = serde_json::from_str(body).map_err(fail)?;
     let orig = d.scores.get(&text_digest(original));
     let edit = d.scores.get(&text_digest(adv)).filter(|_| !adv.is_empty());
     Ok(GeoJudged {

@@ -15,7 +15,7 @@ use app::error::AppError;
 use app::model::{BoardQuery, HeatCell, HeatQuery, Heatmap, Leaderboard, ParetoPoint, Pending, Robustness, RunId};
 
 use super::board::{board_metrics, board_rows, breakdown_rows, columns, pair_view};
-use super::internal;
+use super::fail;
 use super::jobs::Jobs;
 use crate::db::Store;
 use crate::env::World;
@@ -62,7 +62,7 @@ fn aggregate_key(run: &RunId, key: Fingerprint, by: &[&str], utility: Metric, me
 /// The first of these runs with a finished trial.
 async fn first_finished(store: &dyn Store, ids: &[RunId]) -> Result<Option<RunId>, AppError> {
     for id in ids {
-        if store.progress(id).await.map_err(internal)?.done > 0 {
+        if store.progress(id).await.map_err(fail)?.done > 0 {
             return Ok(Some(id.clone()));
         }
     }
@@ -73,7 +73,7 @@ async fn first_finished(store: &dyn Store, ids: &[RunId]) -> Result<Option<RunId
 /// with a finished trial (GEO runs have pages of their own). Every page follows this one
 /// rule, and the server puts the run into such a page's URL.
 pub async fn default_run(store: &dyn Store) -> Result<Option<RunId>, AppError> {
-    let runs = store.runs().await.map_err(internal)?;
+    let runs = store.runs().await.map_err(fail)?;
     first_finished(store, &crate::runs::geo::agent_runs(&runs)).await
 }
 
@@ -134,7 +134,7 @@ impl InsightsService {
     /// The runs that can be chosen (newest first) and the one asked for, or the newest with
     /// finished trials.
     async fn pick(&self, run: Option<String>) -> Result<(RunId, Vec<RunId>), AppError> {
-        let runs = self.store.runs().await.map_err(internal)?;
+        let runs = self.store.runs().await.map_err(fail)?;
         // GEO ranking runs have their own pages; these read agent runs.
         let ids = crate::runs::geo::agent_runs(&runs);
         if let Some(run) = run.filter(|r| !r.is_empty()).map(RunId::from) {
@@ -153,8 +153,8 @@ impl InsightsService {
     /// [`Self::scores_at`] / [`Self::aggregate_at`] it makes (two queries, one of them a
     /// count over the run's trials).
     pub async fn fingerprint(&self, run: &RunId) -> Result<Fingerprint, AppError> {
-        let p = self.store.progress(run).await.map_err(internal)?;
-        Ok((p.done + p.error, self.store.label_generation().await.map_err(internal)?, false))
+        let p = self.store.progress(run).await.map_err(fail)?;
+        Ok((p.done + p.error, self.store.label_generation().await.map_err(fail)?, false))
     }
 
     /// [`Self::fingerprint`] at the point a page's `as_of=` names (the current one when it
@@ -170,7 +170,7 @@ impl InsightsService {
                 });
             }
             Ok(g) => g,
-            Err(ms) => self.store.label_generation_at(ms).await.map_err(internal)?,
+            Err(ms) => self.store.label_generation_at(ms).await.map_err(fail)?,
         };
         Ok((finished, generation, true))
     }
@@ -217,7 +217,7 @@ impl InsightsService {
             crate::runs::score::score_run_as_of(&self.store, &self.world, run, &self.judge, &progress, Some(key.1))
                 .await;
         running().remove(run);
-        let scores = Arc::new(scored.map_err(internal)?.0);
+        let scores = Arc::new(scored.map_err(fail)?.0);
         self.keep_pinned(run, key);
         self.lock().scores.insert(slot, (key, scores.clone()));
         Ok(scores)
@@ -300,7 +300,7 @@ impl InsightsService {
         };
         let empty = || {
             let options = Options { by: ck.1.clone(), utility, metrics: ck.3.clone(), ..Options::default() };
-            aggregate(&[], run, &options).map(Arc::new).map_err(internal)
+            aggregate(&[], run, &options).map(Arc::new).map_err(fail)
         };
         self.ready(format!("aggregate {ck:?} at {key:?}"), run, cached, work, empty).await
     }
@@ -349,8 +349,8 @@ impl InsightsService {
         // The aggregate is CPU work: keep it off the async workers.
         let agg = tokio::task::spawn_blocking(move || aggregate(&scores, &run_id, &options))
             .await
-            .map_err(internal)?
-            .map_err(internal)?;
+            .map_err(fail)?
+            .map_err(fail)?;
         let agg = Arc::new(agg);
         self.lock().aggregates.insert(ck, (key, agg.clone(), crate::db::now_ms()));
         Ok(agg)
@@ -371,7 +371,7 @@ impl InsightsService {
         // The aggregate is CPU work: keep it off the async workers.
         let view = tokio::task::spawn_blocking(move || super::board::report_view(&scores, &run_id))
             .await
-            .map_err(internal)??;
+            .map_err(fail)??;
         let view = Arc::new(view);
         self.lock().reports.insert(slot, (key, view.clone()));
         Ok(view)
@@ -394,7 +394,7 @@ impl app::ssr::Insights for InsightsService {
         let frozen = self.as_of_view(&[&run], key).await?;
         let mut view = app::model::ReportView { runs: runs.into_iter().collect(), pending, frozen, ..(*view).clone() };
         // Grades are not part of the cache key: their checks are read fresh.
-        let grades = self.store.grades(&run).await.map_err(internal)?;
+        let grades = self.store.grades(&run).await.map_err(fail)?;
         let validation = crate::judge::validation::validate(&self.scores_cached(&run, key), &grades);
         view.report.checks.extend(crate::judge::validity::grade_checks(&validation));
         Ok(view)
@@ -426,7 +426,7 @@ impl app::ssr::Insights for InsightsService {
         }
         // A label a person settled keeps its automatic one: exactly the pairs κ is computed on.
         let human_labels = agg.agreement.iter().map(|a| a.n).sum();
-        let grades = self.store.grades(&run).await.map_err(internal)?;
+        let grades = self.store.grades(&run).await.map_err(fail)?;
         let validation = crate::judge::validation::validate(&self.scores_cached(&run, key), &grades);
         // When the figures shown were computed.
         let as_of =
@@ -500,14 +500,14 @@ impl app::ssr::Insights for InsightsService {
             }
         }
         crate::charts::mark_frontier(&mut points);
-        let svg = crate::charts::pareto_svg(&points, &format!("{run}, {level}")).map_err(internal)?;
+        let svg = crate::charts::pareto_svg(&points, &format!("{run}, {level}")).map_err(fail)?;
         // Utility against cost, for the configurations whose cost is known.
         let mut costs = crate::judge::cost::points(&agg);
         crate::charts::mark_cost_frontier(&mut costs);
         let cost_svg = (!costs.is_empty())
             .then(|| crate::charts::cost_svg(&costs, &format!("{run}: utility against cost")))
             .transpose()
-            .map_err(internal)?;
+            .map_err(fail)?;
         let frozen = self.as_of_view(&[&run], key).await?;
         Ok(Robustness {
             frozen,

@@ -5,6 +5,7 @@ pub mod as_of;
 mod board;
 pub mod compare;
 pub mod effects;
+pub mod error;
 pub mod execution;
 pub mod geo;
 pub mod insights;
@@ -86,15 +87,11 @@ impl app::ssr::Search for SearchService {
                 message: format!("{k:?} is not one of {}", crate::search::KINDS.join(", ")),
             });
         }
-        self.index.results(&query, kind.as_deref(), SEARCH_LIMIT).await.map_err(internal)
+        self.index.results(&query, kind.as_deref(), SEARCH_LIMIT).await.map_err(fail)
     }
 }
 
-/// Logs an unexpected failure and hides its detail from the browser.
-pub fn internal(e: impl std::fmt::Display) -> AppError {
-    tracing::error!("dashboard request failed: {e:#}");
-    AppError::Internal
-}
+pub use error::fail;
 
 fn summary(t: &Task) -> TaskSummary {
     TaskSummary {
@@ -181,5 +178,5 @@ impl Corpus for CorpusService {
 
 /// How many annotators must agree on a disputed label of a run.
 pub async fn annotators(store: &dyn crate::db::Store, run_id: &RunId) -> Result<usize, app::error::AppError> {
-    Ok(crate::runs::annotators_of(&store.run(run_id).await.map_err(internal)?.spec))
+    Ok(crate::runs::annotators_of(&store.run(run_id).await.map_err(fail)?.spec))
 }

@@ -6,13 +6,13 @@ use app::error::AppError;
 use app::model::{OriginView, RunId, TrialId};
 use serde_json::Value;
 
-use super::internal;
+use super::fail;
 use crate::db::Store;
 use crate::foreign::Origin;
 
 /// The harness's record of a trial, if it was imported from one.
 pub async fn origin_of(store: &dyn Store, trial_id: &TrialId) -> Result<Option<Origin>, AppError> {
-    store.origin(trial_id).await.map_err(internal)?.map(|b| serde_json::from_str(&b).map_err(internal)).transpose()
+    store.origin(trial_id).await.map_err(fail)?.map(|b| serde_json::from_str(&b).map_err(fail)).transpose()
 }
 
 fn text(v: &Value) -> String {
@@ -30,7 +30,7 @@ pub async fn view_of(store: &dyn Store, run_id: &RunId, o: &Origin) -> Result<Or
     let samples = if related.is_empty() {
         Vec::new()
     } else {
-        store.trials_of_samples(run_id, &related).await.map_err(internal)?
+        store.trials_of_samples(run_id, &related).await.map_err(fail)?
     };
     let trial_of = |sample: &str| samples.iter().find(|(s, _)| s == sample).map(|(_, t)| t.clone());
     Ok(OriginView {

@@ -7,20 +7,13 @@ use std::sync::Arc;
 use app::error::AppError;
 use app::model::{AlignedTurn, NewReplay, ReplayView, ReplaysView, TrialId};
 
-use super::internal;
+use super::fail;
 use crate::agent::Step;
 use crate::db::Store;
 use crate::env::World;
 use crate::runs::export::parse_steps;
 use crate::runs::replay::{self, ReplayPlan};
 
-/// A trial by id, `NotFound` naming it when there is none.
-async fn trial_row(store: &dyn Store, trial_id: &TrialId) -> Result<crate::db::TrialRow, AppError> {
-    store.trial(trial_id).await.map_err(|e| match e {
-        crate::db::StoreError::NotFound(_) => AppError::NotFound(format!("trial {trial_id}")),
-        other => internal(other),
-    })
-}
 
 fn invalid(field: &str, message: impl Into<String>) -> AppError {
     AppError::Invalid { field: field.into(), message: message.into() }
@@ -42,7 +35,7 @@ fn align(original: &[Step], branch: &[Step]) -> (Vec<AlignedTurn>, Option<usize>
 
 /// A trial's replays, each aligned with the original.
 pub async fn view(store: &dyn Store, world: &World, trial_id: TrialId) -> Result<ReplaysView, AppError> {
-    let trial = trial_row(store, &trial_id).await?;
+    let trial = store.trial(&trial_id).await?;
     // A trial imported from another harness on a task that is not Mirage's cannot be replayed.
     let Some(task) = world.task(&trial.task_id) else {
         return Ok(ReplaysView {
@@ -53,11 +46,11 @@ pub async fn view(store: &dyn Store, world: &World, trial_id: TrialId) -> Result
             caused: None,
         });
     };
-    let original = parse_steps(&store.steps(&trial_id).await.map_err(internal)?).map_err(internal)?;
-    let rows = store.replays_of(&trial_id).await.map_err(internal)?;
+    let original = parse_steps(&store.steps(&trial_id).await.map_err(fail)?).map_err(fail)?;
+    let rows = store.replays_of(&trial_id).await.map_err(fail)?;
     let mut replays = Vec::with_capacity(rows.len());
     for r in &rows {
-        let branch: Vec<Step> = serde_json::from_str(&r.steps).map_err(internal)?;
+        let branch: Vec<Step> = serde_json::from_str(&r.steps).map_err(fail)?;
         let (turns, first_divergent) = align(&original, &branch);
         let result = replay::result_of(task, trial.verdict.as_deref(), r);
         replays.push(ReplayView {
@@ -89,11 +82,11 @@ pub async fn view(store: &dyn Store, world: &World, trial_id: TrialId) -> Result
 
 /// Checks a replay request and starts it in the background.
 pub async fn start(store: Arc<dyn Store>, world: Arc<World>, req: NewReplay) -> Result<(), AppError> {
-    let trial = trial_row(store.as_ref(), &req.trial).await?;
+    let trial = store.trial(&req.trial).await?;
     if !trial.state.is_finished() {
         return Err(invalid("trial", format!("trial {} is not finished", trial.trial_id)));
     }
-    let steps = store.steps(&trial.trial_id).await.map_err(internal)?.len();
+    let steps = store.steps(&trial.trial_id).await.map_err(fail)?.len();
     let from_turn: usize = match req.from_turn.trim() {
         "" => 0,
         t => t.parse().map_err(|_| invalid("from_turn", format!("{t:?} is not a turn number")))?,

@@ -9,7 +9,7 @@ use app::model::{
     TrajectoryView, TrialId, TrialPage, TrialQuery, TurnView,
 };
 
-use super::internal;
+use super::fail;
 use crate::agent::Step;
 use crate::config::Config;
 use crate::corpus::model::CONDITIONS;
@@ -45,8 +45,8 @@ fn counts(p: crate::db::Progress) -> Counts {
 
 /// A run's live progress (counts, throughput, ETA).
 pub async fn progress(store: &dyn Store, run_id: &RunId) -> Result<Progress, AppError> {
-    let run = store.run(run_id).await.map_err(|e| not_found_or_internal(e, &format!("run {run_id}")))?;
-    let report = crate::runs::progress_report(store, run_id).await.map_err(internal)?;
+    let run = store.run(run_id).await?;
+    let report = crate::runs::progress_report(store, run_id).await.map_err(fail)?;
     Ok(Progress {
         run_id: run_id.to_string().into(),
         status: run.status,
@@ -55,13 +55,6 @@ pub async fn progress(store: &dyn Store, run_id: &RunId) -> Result<Progress, App
         per_minute: report.per_minute,
         eta_secs: report.eta_secs,
     })
-}
-
-fn not_found_or_internal(e: crate::db::StoreError, what: &str) -> AppError {
-    match e {
-        crate::db::StoreError::NotFound(_) => AppError::NotFound(what.to_string()),
-        other => internal(other),
-    }
 }
 
 fn list(text: &str) -> Vec<String> {
@@ -254,7 +247,7 @@ pub async fn score_of(
         // may correct; no metrics.
         let Some(origin) = super::origin::origin_of(store, &trial.trial_id).await? else { return Ok(None) };
         let mut score = crate::foreign::labels::score_of(trial, &origin, steps);
-        let events = store.trial_label_events(&trial.trial_id).await.map_err(internal)?;
+        let events = store.trial_label_events(&trial.trial_id).await.map_err(fail)?;
         apply_overrides(std::slice::from_mut(&mut score), &events, super::annotators(store, &trial.run_id).await?);
         return Ok(Some(score));
     }
@@ -268,10 +261,10 @@ pub async fn score_of(
             task: Some(trial.task_id.clone()),
             condition: Some(trial.condition.clone()),
         };
-        let (candidates, _) = store.trial_page(&trial.run_id, &filter, 0, 1_000).await.map_err(internal)?;
+        let (candidates, _) = store.trial_page(&trial.run_id, &filter, 0, 1_000).await.map_err(fail)?;
         let mut pair = Vec::with_capacity(2);
         if let Some(twin) = candidates.iter().find(|t| t.condition == trial.condition && t.seed == trial.seed) {
-            let twin_steps = parse_steps(&store.steps(&twin.trial_id).await.map_err(internal)?).map_err(internal)?;
+            let twin_steps = parse_steps(&store.steps(&twin.trial_id).await.map_err(fail)?).map_err(fail)?;
             if let Some(s) = rule_score(store, world, twin, &twin_steps).await? {
                 pair.push(s);
             }
@@ -279,10 +272,10 @@ pub async fn score_of(
         pair.push(score);
         crate::judge::twins::attach(&mut pair);
         score = pair.pop().expect("the trial itself");
-        let replays = store.replays_of(&trial.trial_id).await.map_err(internal)?;
+        let replays = store.replays_of(&trial.trial_id).await.map_err(fail)?;
         crate::runs::replay::attach_caused(world, std::slice::from_mut(&mut score), &replays);
     }
-    let events = store.trial_label_events(&trial.trial_id).await.map_err(internal)?;
+    let events = store.trial_label_events(&trial.trial_id).await.map_err(fail)?;
     apply_overrides(std::slice::from_mut(&mut score), &events, super::annotators(store, &trial.run_id).await?);
     Ok(Some(score))
 }
@@ -297,20 +290,16 @@ async fn rule_score(
     if !trial.state.is_finished() {
         return Ok(None);
     }
-    Ok(Some(match store.trial_score(&trial.trial_id).await.map_err(internal)? {
-        Some(stored) => serde_json::from_str::<TrialScore>(&stored.body).map_err(internal)?,
+    Ok(Some(match store.trial_score(&trial.trial_id).await.map_err(fail)? {
+        Some(stored) => serde_json::from_str::<TrialScore>(&stored.body).map_err(fail)?,
         None => {
-            let traj: Trajectory = serde_json::from_value(trajectory_line(trial, steps)).map_err(internal)?;
+            let traj: Trajectory = serde_json::from_value(trajectory_line(trial, steps)).map_err(fail)?;
             let Some(score) = Scorer::new(world).score(&traj) else { return Ok(None) };
             score
         }
     }))
 }
 
-/// A trial by id, `NotFound` naming it when there is none.
-pub async fn trial_row(store: &dyn Store, trial_id: &TrialId) -> Result<TrialRow, AppError> {
-    store.trial(trial_id).await.map_err(|e| not_found_or_internal(e, &format!("trial {trial_id}")))
-}
 
 /// A stored run's spec, or an error naming the run (logged with the reason).
 pub fn spec_of(run: &crate::db::RunRow) -> Result<RunSpec, AppError> {
@@ -340,7 +329,7 @@ impl app::ssr::Runs for RunsService {
         // One query for every run and its counts.
         let since = crate::db::now_ms() - crate::runs::RATE_WINDOW_MS;
         let mut out = Vec::new();
-        for o in self.store.run_overview(since, None).await.map_err(internal)? {
+        for o in self.store.run_overview(since, None).await.map_err(fail)? {
             // A run whose spec does not read is listed as such; the others stay usable.
             let spec = spec_of(&o.run).unwrap_or_else(|e| RunSpec::basic(&e.to_string(), &[], &[], &[], Vec::new()));
             let report = crate::runs::ProgressReport::new(o.run.trials_total, o.progress, o.recent);
@@ -364,11 +353,11 @@ impl app::ssr::Runs for RunsService {
     }
 
     async fn get(&self, id: RunId) -> Result<RunDetail, AppError> {
-        let run = self.store.run(&id).await.map_err(|e| not_found_or_internal(e, &format!("run {id}")))?;
+        let run = self.store.run(&id).await?;
         let spec = spec_of(&run)?;
         let corpus_version = run.corpus_version.clone();
         let mut cells: BTreeMap<(String, String, String), Counts> = BTreeMap::new();
-        for row in self.store.coverage(&id).await.map_err(internal)? {
+        for row in self.store.coverage(&id).await.map_err(fail)? {
             let c = cells.entry((row.agent, row.level, row.condition)).or_default();
             match row.state {
                 TrialState::Queued => c.queued += row.n,
@@ -378,13 +367,13 @@ impl app::ssr::Runs for RunsService {
                 TrialState::Cancelled => c.cancelled += row.n,
             }
         }
-        let judges = self.store.score_judges(&id).await.map_err(internal)?;
-        let replays = crate::runs::replay_use(self.store.as_ref(), &id).await.map_err(internal)?;
+        let judges = self.store.score_judges(&id).await.map_err(fail)?;
+        let replays = crate::runs::replay_use(self.store.as_ref(), &id).await.map_err(fail)?;
         let costs = crate::runs::cost_rows(
             &spec,
-            (&self.store.token_use(&id).await.map_err(internal)?, &replays),
-            &self.store.model_use(&id).await.map_err(internal)?,
-            &self.store.judge_use(&id).await.map_err(internal)?,
+            (&self.store.token_use(&id).await.map_err(fail)?, &replays),
+            &self.store.model_use(&id).await.map_err(fail)?,
+            &self.store.judge_use(&id).await.map_err(fail)?,
         );
         let agent_setup =
             spec.agents.iter().map(|a| (a.clone(), crate::runs::agent_setup(a, &spec.endpoints))).collect();
@@ -410,7 +399,7 @@ impl app::ssr::Runs for RunsService {
 
     async fn trials(&self, q: TrialQuery) -> Result<TrialPage, AppError> {
         let run = RunId::from(&q.run);
-        self.store.run(&run).await.map_err(|e| not_found_or_internal(e, &format!("run {run}")))?;
+        self.store.run(&run).await?;
         let (filter, outcome) = super::siblings::filter_of(&q)?;
         let offset = q.page.checked_mul(TRIAL_PAGE).and_then(|o| i64::try_from(o).ok()).ok_or_else(|| {
             AppError::Invalid { field: "page".into(), message: format!("page {} is past any run's trials", q.page) }
@@ -418,10 +407,10 @@ impl app::ssr::Runs for RunsService {
         let (rows, total) = match outcome {
             Some(o) => {
                 let all = super::siblings::with_outcome(self.store.as_ref(), &self.world, &run, &filter, &o).await?;
-                let total = i64::try_from(all.len()).map_err(internal)?;
+                let total = i64::try_from(all.len()).map_err(fail)?;
                 (all.into_iter().skip(q.page * TRIAL_PAGE).take(TRIAL_PAGE).collect(), total)
             }
-            None => self.store.trial_page(&run, &filter, offset, TRIAL_PAGE as i64).await.map_err(internal)?,
+            None => self.store.trial_page(&run, &filter, offset, TRIAL_PAGE as i64).await.map_err(fail)?,
         };
         Ok(TrialPage {
             rows: rows.iter().map(|t| super::siblings::summary(&self.world, t)).collect(),
@@ -441,7 +430,7 @@ impl app::ssr::Runs for RunsService {
             .await
             .map_err(|e| match e.downcast_ref::<crate::runs::PlanError>() {
                 Some(p) => invalid(p.field.into(), p.message.clone()),
-                None => internal(format!("{e:#}")),
+                None => fail(e),
             })?;
         self.executor.spawn(run_id.clone(), concurrency);
         Ok(run_id.into())
@@ -458,8 +447,8 @@ impl app::ssr::Runs for RunsService {
     }
 
     async fn cancel(&self, id: RunId) -> Result<(), AppError> {
-        self.store.run(&id).await.map_err(|e| not_found_or_internal(e, &format!("run {id}")))?;
-        self.store.cancel_run(&id).await.map_err(internal)
+        self.store.run(&id).await?;
+        self.store.cancel_run(&id).await.map_err(fail)
     }
 
     async fn replays(&self, trial: TrialId) -> Result<app::model::ReplaysView, AppError> {
@@ -471,7 +460,7 @@ impl app::ssr::Runs for RunsService {
     }
 
     async fn trajectory(&self, trial_id: TrialId, page: usize, within: TrialQuery) -> Result<TrajectoryView, AppError> {
-        let trial = trial_row(self.store.as_ref(), &trial_id).await?;
+        let trial = self.store.trial(&trial_id).await?;
         let origin = super::origin::origin_of(self.store.as_ref(), &trial_id).await?;
         let task = self.world.task(&trial.task_id);
         if task.is_none() && origin.is_none() {
@@ -479,7 +468,7 @@ impl app::ssr::Runs for RunsService {
         }
         // Steps are read whole (the score and the graph need them all): a trial stored before
         // imports were bounded could hold more than a page should ever make the server read.
-        let size = self.store.steps_length(&trial_id).await.map_err(internal)?;
+        let size = self.store.steps_length(&trial_id).await.map_err(fail)?;
         if size > SERVED_STEPS_MAX {
             return Err(AppError::Invalid {
                 field: "trial".into(),
@@ -490,7 +479,7 @@ impl app::ssr::Runs for RunsService {
                 ),
             });
         }
-        let steps = parse_steps(&self.store.steps(&trial_id).await.map_err(internal)?).map_err(internal)?;
+        let steps = parse_steps(&self.store.steps(&trial_id).await.map_err(fail)?).map_err(fail)?;
         let score = score_of(self.store.as_ref(), &self.world, &trial, &steps).await?;
         let graph = task.map_or_else(Vec::new, |task| graph_view(&self.world, task, &steps));
         let turn_count = steps.len();
@@ -523,11 +512,11 @@ impl app::ssr::Runs for RunsService {
                 .store
                 .tap_nodes(&trial_id)
                 .await
-                .map_err(internal)?
+                .map_err(fail)?
                 .iter()
                 .map(|b| serde_json::from_str(b))
                 .collect::<Result<_, _>>()
-                .map_err(internal)?,
+                .map_err(fail)?,
             acc_rsn: score.as_ref().and_then(|s| s.acc_rsn),
             q_ev: score.as_ref().and_then(|s| s.q_ev),
             rsn_judge: score.as_ref().and_then(|s| s.rsn_judge.clone()),

@@ -5,7 +5,7 @@
 use app::error::AppError;
 use app::model::{Around, OUTCOMES, TaskTrials, TrialQuery, TrialSummary};
 
-use super::internal;
+use super::fail;
 use crate::db::{Store, TrialFilter, TrialRow, TrialState};
 use crate::env::World;
 
@@ -59,7 +59,7 @@ const MOST_TASK_TRIALS: i64 = 200;
 
 /// A task's trials over every run, each with its decision.
 pub async fn of_task(store: &dyn Store, world: &World, task_id: &str) -> Result<TaskTrials, AppError> {
-    let (rows, total) = store.task_trials(task_id, MOST_TASK_TRIALS).await.map_err(internal)?;
+    let (rows, total) = store.task_trials(task_id, MOST_TASK_TRIALS).await.map_err(fail)?;
     Ok(TaskTrials {
         rows: rows.iter().map(|t| summary(world, t)).collect(),
         total: usize::try_from(total).unwrap_or(0),
@@ -104,8 +104,8 @@ pub async fn with_outcome(
     filter: &TrialFilter,
     outcome: &str,
 ) -> Result<Vec<TrialRow>, AppError> {
-    let (_, total) = store.trial_page(run, filter, 0, 0).await.map_err(internal)?;
-    let (rows, _) = store.trial_page(run, filter, 0, total).await.map_err(internal)?;
+    let (_, total) = store.trial_page(run, filter, 0, 0).await.map_err(fail)?;
+    let (rows, _) = store.trial_page(run, filter, 0, total).await.map_err(fail)?;
     Ok(rows.into_iter().filter(|t| decision(world, t).as_deref() == Some(outcome)).collect())
 }
 
@@ -118,18 +118,18 @@ pub async fn around(
     within: &TrialQuery,
 ) -> Result<Around, AppError> {
     let same_task = TrialFilter { task: Some(trial.task_id.clone()), ..TrialFilter::default() };
-    let (siblings, _) = store.trial_page(&trial.run_id, &same_task, 0, MOST_SIBLINGS).await.map_err(internal)?;
+    let (siblings, _) = store.trial_page(&trial.run_id, &same_task, 0, MOST_SIBLINGS).await.map_err(fail)?;
     let (filter, outcome) = filter_of(within)?;
     let window = match outcome {
         Some(o) => with_outcome(store, world, &trial.run_id, &filter, &o).await?,
         None if filter == TrialFilter::default() => {
             // Ordinals number a run's trials from 0 in order: the window [ordinal − 1, ordinal + 1].
             let start = (trial.ordinal - 1).max(0);
-            store.trial_page(&trial.run_id, &filter, start, 3).await.map_err(internal)?.0
+            store.trial_page(&trial.run_id, &filter, start, 3).await.map_err(fail)?.0
         }
         None => {
-            let (_, total) = store.trial_page(&trial.run_id, &filter, 0, 0).await.map_err(internal)?;
-            store.trial_page(&trial.run_id, &filter, 0, total).await.map_err(internal)?.0
+            let (_, total) = store.trial_page(&trial.run_id, &filter, 0, 0).await.map_err(fail)?;
+            store.trial_page(&trial.run_id, &filter, 0, total).await.map_err(fail)?.0
         }
     };
     let at = window.iter().position(|t| t.trial_id == trial.trial_id);
