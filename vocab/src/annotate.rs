@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{RunId, TrialId};
+use super::{LabelKind, RunId, TrialId};
 
 /// One person's label of an item.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -30,8 +30,7 @@ pub struct QueueItem {
     pub task_id: String,
     pub agent: String,
     pub level: String,
-    /// `recovery`, `adoption`, `exposure` or `verification`.
-    pub kind: String,
+    pub kind: LabelKind,
     /// The automatic label (rule, or the model judge where it disagreed); `None` while blind.
     pub value: Option<bool>,
     /// The turn the automatic label points to (while blind, the trial's first exposure, so
@@ -107,7 +106,7 @@ pub const QUEUE_STATES: [(&str, &str); 5] = [
 /// agreement and n; `note` says why κ is missing (every label one value) when it is.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgreementRow {
-    pub kind: String,
+    pub kind: LabelKind,
     pub n: usize,
     pub kappa: Option<f64>,
     pub lo: Option<f64>,
@@ -190,7 +189,7 @@ pub struct NewLabel {
 }
 
 /// The path of an item's page, keeping the queue's filter.
-pub fn item_href(trial: &str, kind: &str, filter: &QueueFilter) -> String {
+pub fn item_href(trial: &str, kind: LabelKind, filter: &QueueFilter) -> String {
     let pairs: Vec<String> = filter
         .pairs()
         .into_iter()

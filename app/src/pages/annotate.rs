@@ -91,7 +91,7 @@ fn agreement_rows(rows: Vec<AgreementRow>) -> AnyView {
                 };
                 view! {
                     <tr>
-                        <td>{a.kind}</td>
+                        <td>{a.kind.as_str()}</td>
                         <td class="num">{a.n}</td>
                         <td class="num">{a.raw.map(fmt3).unwrap_or_else(|| "–".into())}</td>
                         <td class="num kappa">{kappa}</td>
@@ -210,11 +210,11 @@ fn queue_table(items: Vec<QueueItem>, filter: &QueueFilter) -> impl IntoView + u
             <thead><tr><th>"Label"</th><th>"Trial"</th><th>"Task"</th><th>"Agent"</th><th>"Level"</th><th>"People"</th><th>"Automatic"</th><th>"Status"</th></tr></thead>
             <tbody>
                 {items.into_iter().map(|i| {
-                    let href = crate::model::item_href(&i.trial_id, &i.kind, filter);
-                    let (kind, trial_href) = (i.kind.clone(), format!("/runs/{}/trials/{}", i.run, i.trial_id));
+                    let href = crate::model::item_href(&i.trial_id, i.kind, filter);
+                    let (kind, trial_href) = (i.kind.as_str(), format!("/runs/{}/trials/{}", i.run, i.trial_id));
                     let (trial, status, automatic) = (i.trial_id.to_string(), status_badges(&i), automatic_line(&i));
                     view! {
-                        <tr class:conflict=i.conflict data-kind=i.kind.clone() data-trial=i.trial_id.to_string()>
+                        <tr class:conflict=i.conflict data-kind=i.kind.as_str() data-trial=i.trial_id.to_string()>
                             <td><A href=href attr:class="open-item">{kind}</A></td>
                             <td><A href=trial_href>{trial}</A></td>
                             <td>{i.task_id.clone()}</td>

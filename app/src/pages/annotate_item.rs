@@ -368,7 +368,7 @@ fn ItemHeader(opened: Resource<Result<OpenItem, AppError>>, filter: Memo<QueueFi
                 Ok(o) => {
                     let i = o.item.clone();
                     let queue = queue_href(&i.run, &filter.get_untracked(), None);
-                    let guide = crate::glossary::label_guide(&i.kind);
+                    let guide = Some(crate::glossary::label_guide(i.kind));
                     view! {
                         <p class="crumbs"><A href=queue>"Queue"</A>" / "{i.trial_id.to_string()}</p>
                         <h1>{format!("Is there {} in {}?", i.kind, i.trial_id)}</h1>
@@ -415,7 +415,7 @@ fn TurnsAround(
                     let at = o.as_ref().and_then(|o| o.item.turn);
                     // Badges of the other labels at their turns; the label under review only
                     // once the caller may see it.
-                    let (kind, blind) = o.as_ref().map_or((String::new(), true), |o| (o.item.kind.clone(), o.item.blind));
+                    let (kind, blind) = o.as_ref().map_or((String::new(), true), |o| (o.item.kind.to_string(), o.item.blind));
                     // The turn j/k (or the form's turn field) chose, else the one under review.
                     let selected = Signal::derive(move || turn.get().parse::<usize>().ok().or(at));
                     let labels = v.labels.clone();

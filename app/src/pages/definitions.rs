@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::glossary::DEFINITIONS;
+use crate::glossary::columns;
 
 /// `/definitions`.
 #[component]
@@ -14,9 +14,12 @@ pub fn DefinitionsPage() -> impl IntoView {
         <h1>"Definitions"</h1>
         <p class="muted">"What each column of the leaderboard, the plots, the heatmaps and the report means. Every rate keeps failed trials in its denominator; intervals are 95 % intervals over task families (t on the design's degrees of freedom; Korn–Graubard for rates), with their measured coverage in the book."</p>
         <dl class="definitions">
-            {DEFINITIONS.iter().map(|(key, name, text)| view! {
-                <dt id=*key>{*name}" "<code>{*key}</code></dt>
-                <dd>{*text}</dd>
+            {columns().map(|c| {
+                let (key, (name, text)) = (c.key(), c.text());
+                view! {
+                    <dt id=key>{name}" "<code>{key}</code></dt>
+                    <dd>{text}</dd>
+                }
             }).collect_view()}
         </dl>
     }

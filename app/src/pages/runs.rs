@@ -424,7 +424,7 @@ fn coverage_table(coverage: Vec<crate::model::CoverageCell>) -> impl IntoView {
 /// One row of the trials table; its links keep the list's filters.
 fn trial_row(r: crate::model::TrialSummary, run: &str, filters: &TrialQuery) -> impl IntoView + use<> {
     // GEO ranking trials have their own view and no task page.
-    let geo = r.condition == "geo" && r.task_id.starts_with("geo:");
+    let geo = r.condition == "geo" && crate::model::TaskRef::geo(&r.task_id).is_some();
     // A trial opened from a filtered list steps through that list.
     let trial = if geo {
         format!("/geo/trials/{}", r.id)

@@ -36,12 +36,10 @@ pub struct ReportArgs {
 /// `mirage report`.
 pub(super) async fn run(store: Arc<dyn Store>, args: ReportArgs) -> anyhow::Result<()> {
     let slice = Slice { condition: args.condition.clone(), level: args.level.clone() };
-    if slice.condition != "all" && !crate::corpus::model::CONDITIONS.contains(&slice.condition.as_str()) {
-        anyhow::bail!(
-            "--condition: {:?} is not one of {}, all",
-            slice.condition,
-            crate::corpus::model::CONDITIONS.join(", ")
-        );
+    if slice.condition != "all"
+        && let Err(e) = vocab::Condition::parse(&slice.condition)
+    {
+        anyhow::bail!("--condition: {:?} is not one of {}, all", e.name, e.known);
     }
     if slice.level != "all" && slice.level.parse::<crate::manip::Level>().is_err() {
         anyhow::bail!("--level: {:?} is not one of L0, L1, L2, L3, L4, all", slice.level);

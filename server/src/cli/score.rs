@@ -134,7 +134,7 @@ pub(super) async fn run_scores(
     let scored = crate::runs::score::score_run(store, &world, run, judge, &progress).await;
     bar.finish_and_clear();
     let (scores, computed) = scored?;
-    let records = scores.iter().filter(|s| crate::corpus::is_foreign_task(&s.task_id)).count();
+    let records = scores.iter().filter(|s| vocab::TaskRef::is_foreign(&s.task_id)).count();
     let from_records = if records > 0 { format!(", {records} from their harness's record") } else { String::new() };
     eprintln!(
         "run {run}: {} trials scored ({computed} computed now, {} reused{from_records}) by {}",

@@ -10,15 +10,6 @@ pub mod validate;
 
 pub use model::{Domain, Task};
 
-/// Harnesses whose samples are stored under task ids of their own, `<harness>:<id>`, when
-/// they are not Mirage tasks (see `foreign`).
-pub const HARNESSES: [&str; 3] = ["inspect", "atif", "agentdojo"];
-
-/// Whether a trial's task id names another harness's sample rather than a Mirage task.
-pub fn is_foreign_task(task_id: &str) -> bool {
-    task_id.split_once(':').is_some_and(|(h, _)| HARNESSES.contains(&h))
-}
-
 /// A short fingerprint of a corpus: the first 16 hex digits of the SHA-256 of its JSON
 /// Lines export. Recorded with every run, so a result names the corpus it came from.
 pub fn fingerprint(tasks: &[Task]) -> String {

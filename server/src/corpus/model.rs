@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+pub use vocab::Condition;
 
 /// The three investigation sites.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -165,9 +166,6 @@ pub struct Tickets {
     pub evidence_anchored: String,
 }
 
-/// The three ticket conditions, by name.
-pub const CONDITIONS: [&str; 3] = ["raw", "hint", "evidence_anchored"];
-
 /// Steps a trial may take, the start page and the verdict included: the agent loop's
 /// budget and the steps the investigation metrics count.
 pub const STEP_BUDGET: usize = 25;
@@ -175,11 +173,15 @@ pub const STEP_BUDGET: usize = 25;
 impl Tickets {
     /// The ticket text for a condition name, if the name is known.
     pub fn for_condition(&self, condition: &str) -> Option<&str> {
+        Condition::parse(condition).ok().map(|c| self.get(c))
+    }
+
+    /// The ticket's text under `condition`.
+    pub fn get(&self, condition: Condition) -> &str {
         match condition {
-            "raw" => Some(&self.raw),
-            "hint" => Some(&self.hint),
-            "evidence_anchored" => Some(&self.evidence_anchored),
-            _ => None,
+            Condition::Raw => &self.raw,
+            Condition::Hint => &self.hint,
+            Condition::EvidenceAnchored => &self.evidence_anchored,
         }
     }
 }

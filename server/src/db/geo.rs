@@ -24,6 +24,17 @@ pub struct GeoText {
 }
 
 impl GeoText {
+    /// The ranking target the text was written for.
+    pub fn target(&self) -> vocab::GeoTarget {
+        vocab::GeoTarget {
+            dataset: self.dataset.clone(),
+            list: self.category.clone(),
+            index: usize::try_from(self.target_idx).unwrap_or_default(),
+        }
+    }
+}
+
+impl GeoText {
     /// Whether this text was made from `original` (whitespace collapsed): a text made from
     /// another original (one adopted since, say) is not this target's edit any more.
     pub fn made_on(&self, original: &str) -> bool {

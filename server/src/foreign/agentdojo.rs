@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::chat::{Call, Message, Role, turns, with_error};
-use super::{Attack, HarnessScore, Imported, Mapping, Origin, end_of, trial_of};
+use super::{Attack, Harness, HarnessScore, Imported, Mapping, Origin, end_of, trial_of};
 use crate::env::World;
 
 #[derive(Deserialize)]
@@ -131,7 +131,6 @@ pub fn read(file: &str, bytes: &[u8], world: &World, mapping: &Mapping) -> anyho
     };
     let condition = injection.clone().unwrap_or_else(|| "raw".into());
     let origin = Origin {
-        harness: "agentdojo".into(),
         file: file.to_string(),
         sample: format!("{id}/{}", injection.as_deref().unwrap_or("none")),
         task: Some(r.suite_name.clone()),
@@ -150,11 +149,11 @@ pub fn read(file: &str, bytes: &[u8], world: &World, mapping: &Mapping) -> anyho
         error: r.error.clone(),
         mapped: task.map(|t| t.id.clone()),
         attack,
-        ..Origin::default()
+        ..Origin::of(Harness::Agentdojo)
     };
     Ok(Imported {
         place: file.to_string(),
-        trial: trial_of("agentdojo", &id, task.map(|t| t.id.as_str()), &r.pipeline_name, &level, &condition, 0),
+        trial: trial_of(Harness::Agentdojo, &id, task.map(|t| t.id.as_str()), &r.pipeline_name, &level, &condition, 0),
         steps: t.steps,
         end: end_of(r.error.as_deref(), t.verdict, t.answer.as_deref()),
         origin,

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::chat::{Call, Message, Role, turns};
-use super::{Imported, Mapping, Origin, Tokens, end_of, trial_of};
+use super::{Harness, Imported, Mapping, Origin, Tokens, end_of, trial_of};
 use crate::agent::{Action, Step};
 use crate::db::{TrialRow, TrialState};
 use crate::env::World;
@@ -259,7 +259,6 @@ fn one(
         |m| (m.level.clone(), m.condition.clone(), m.seed),
     );
     let origin = Origin {
-        harness: "atif".into(),
         file: file.to_string(),
         sample: sample.clone(),
         task: Some(t.agent.name.clone()),
@@ -273,11 +272,11 @@ fn one(
         mapped: task.map(|t| t.id.clone()),
         parent: parent.map(ToString::to_string),
         subagents: sub_ids,
-        ..Origin::default()
+        ..Origin::of(Harness::Atif)
     };
     visit(Imported {
         place: place.clone(),
-        trial: trial_of("atif", &sample, task.map(|t| t.id.as_str()), &agent, &level, &condition, seed),
+        trial: trial_of(Harness::Atif, &sample, task.map(|t| t.id.as_str()), &agent, &level, &condition, seed),
         steps: turned.steps,
         end: end_of(error.as_deref(), verdict, answer.as_deref()),
         origin,
@@ -533,7 +532,7 @@ fn step_extra(s: &Step) -> Value {
 /// (joined as `NAME/MODEL` when it was imported); any other is named by its configuration.
 fn agent_of(trial: &TrialRow, origin: Option<&Origin>) -> Value {
     let (name, model) = match trial.agent.split_once('/') {
-        Some((a, m)) if origin.is_some_and(|o| o.harness == "atif") => (a.to_string(), Some(m.to_string())),
+        Some((a, m)) if origin.is_some_and(|o| o.harness == Harness::Atif) => (a.to_string(), Some(m.to_string())),
         _ => (trial.agent.clone(), None),
     };
     let mut agent = json!({"name": name, "version": env!("CARGO_PKG_VERSION")});

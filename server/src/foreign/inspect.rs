@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::chat::{Call, Message, Role, turns, with_error};
-use super::{HarnessScore, Imported, Mapping, Origin, Tokens, end_of, trial_of};
+use super::{Harness, HarnessScore, Imported, Mapping, Origin, Tokens, end_of, trial_of};
 use crate::env::World;
 
 /// The log versions this reader knows.
@@ -412,7 +412,6 @@ fn convert(
     });
     let error = s.error.map(|e| e.message);
     let origin = Origin {
-        harness: "inspect".into(),
         file: file.to_string(),
         sample: format!("{id} (epoch {})", s.epoch),
         task: Some(spec.task.clone()),
@@ -434,12 +433,12 @@ fn convert(
         metadata,
         error: error.clone(),
         mapped: task.map(|t| t.id.clone()),
-        ..Origin::default()
+        ..Origin::of(Harness::Inspect)
     };
     Ok(Imported {
         place,
         trial: trial_of(
-            "inspect",
+            Harness::Inspect,
             &format!("{}/{id}", spec.task),
             task.map(|t| t.id.as_str()),
             &spec.model,

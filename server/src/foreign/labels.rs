@@ -28,8 +28,8 @@ fn label(value: bool, turn: Option<usize>, source: &str, confidence: f64, reason
 
 /// The score of an imported sample Mirage has no task for: no metrics, the harness's labels.
 pub fn score_of(trial: &TrialRow, origin: &Origin, steps: &[Step]) -> TrialScore {
+    let name = origin.harness.label();
     let harness = origin.harness.as_str();
-    let name = super::display_name(harness);
     let exposed = steps.iter().position(|s| !s.spans.is_empty());
     let unknown = |what: &str| label(false, None, "none", 0.0, format!("{name} does not record {what}; a person may"));
     let labels = match &origin.attack {

@@ -20,6 +20,8 @@ use serde_json::{Map, Value};
 
 use crate::agent::Step;
 use crate::db::{NewTrial, TrialEnd};
+pub use vocab::Harness;
+use vocab::TaskRef;
 
 /// The formats `mirage runs import` reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -32,16 +34,6 @@ pub enum Format {
     Atif,
     /// AgentDojo result files (or a directory of them).
     Agentdojo,
-}
-
-/// A harness's name as people know it (`inspect` → Inspect AI).
-pub fn display_name(harness: &str) -> &str {
-    match harness {
-        "inspect" => "Inspect AI",
-        "atif" => "ATIF",
-        "agentdojo" => "AgentDojo",
-        other => other,
-    }
 }
 
 /// Recognises a file's format from its first bytes (at least a few kilobytes when there
@@ -99,10 +91,9 @@ fn keys_say(keys: &[&str], text: &str) -> Option<Format> {
 }
 
 /// What a harness said about one sample, kept beside its trial (table `trial_origin`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Origin {
-    /// `inspect`, `atif` or `agentdojo`.
-    pub harness: String,
+    pub harness: Harness,
     /// The file it came from (and the entry, for a zip).
     pub file: String,
     /// The harness's id of the sample (with its epoch where the harness has epochs).
@@ -143,6 +134,31 @@ pub struct Origin {
     /// Sample ids of the subagent trajectories this one delegated to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subagents: Vec<String>,
+}
+
+impl Origin {
+    /// A record of `harness`'s with nothing read into it yet.
+    pub fn of(harness: Harness) -> Origin {
+        Origin {
+            harness,
+            file: String::new(),
+            sample: String::new(),
+            task: None,
+            model: None,
+            input: None,
+            target: None,
+            answer: None,
+            scores: Vec::new(),
+            tokens: None,
+            timings: BTreeMap::new(),
+            metadata: Map::new(),
+            error: None,
+            mapped: None,
+            attack: None,
+            parent: None,
+            subagents: Vec::new(),
+        }
+    }
 }
 
 /// One score a harness gave a sample.
@@ -232,7 +248,7 @@ impl Mapping {
 /// The trial identity of a sample: its Mirage task when it maps to one, else
 /// `<harness>:<id>`.
 pub fn trial_of(
-    harness: &str,
+    harness: Harness,
     id: &str,
     mapped: Option<&str>,
     agent: &str,
@@ -241,7 +257,10 @@ pub fn trial_of(
     seed: i64,
 ) -> NewTrial {
     NewTrial {
-        task_id: mapped.map_or_else(|| format!("{harness}:{id}"), ToString::to_string),
+        task_id: mapped.map_or_else(
+            || TaskRef::Foreign { harness, sample: id.to_string() }.to_string(),
+            ToString::to_string,
+        ),
         agent: if agent.is_empty() { harness.to_string() } else { agent.to_string() },
         level: level.to_string(),
         condition: condition.to_string(),
@@ -260,7 +279,11 @@ pub fn end_of(error: Option<&str>, verdict: Option<String>, answer: Option<&str>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::corpus::is_foreign_task;
+    use vocab::TaskRef;
+
+    fn is_foreign_task(id: &str) -> bool {
+        TaskRef::is_foreign(id)
+    }
 
     #[test]
     fn formats_are_told_apart_by_content() {

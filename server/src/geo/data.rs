@@ -46,6 +46,11 @@ pub struct List {
 }
 
 impl List {
+    /// The target at 1-based `index`.
+    pub fn target(&self, index: usize) -> vocab::GeoTarget {
+        vocab::GeoTarget { dataset: self.dataset.clone(), list: self.category.clone(), index }
+    }
+
     /// `dataset|category`.
     pub fn key(&self) -> String {
         format!("{}|{}", self.dataset, self.category)
@@ -181,10 +186,10 @@ pub fn data_version(lists: &[List]) -> String {
 /// The fingerprint of the lists that the trials `task_ids` (`geo:DATASET/LIST/N`) rank: a
 /// run's version, so that changing another list leaves it as it was.
 pub fn version_of<'a>(lists: &[List], task_ids: impl IntoIterator<Item = &'a str>) -> String {
-    let used: std::collections::HashSet<&str> =
-        task_ids.into_iter().filter_map(|t| t.strip_prefix("geo:")?.rsplit_once('/').map(|(l, _)| l)).collect();
+    let used: std::collections::HashSet<(String, String)> =
+        task_ids.into_iter().filter_map(vocab::TaskRef::geo).map(|t| (t.dataset, t.list)).collect();
     let mine: Vec<List> =
-        lists.iter().filter(|l| used.contains(format!("{}/{}", l.dataset, l.category).as_str())).cloned().collect();
+        lists.iter().filter(|l| used.contains(&(l.dataset.clone(), l.category.clone()))).cloned().collect();
     data_version(&mine)
 }
 

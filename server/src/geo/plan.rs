@@ -190,20 +190,18 @@ pub fn variants(spec: &GeoSpec) -> anyhow::Result<Vec<String>> {
 
 /// The trial's task id of a target (`index` 1-based).
 pub fn task_id(list: &List, index: usize) -> String {
-    format!("geo:{}/{}/{index}", list.dataset, list.category)
+    list.target(index).to_string()
 }
 
 /// The list and 0-based target of a trial's task id.
 pub fn target_of<'a>(lists: &'a [List], task_id: &str) -> anyhow::Result<(&'a List, usize)> {
-    let rest = task_id.strip_prefix("geo:").with_context(|| format!("{task_id:?} is not a GEO target"))?;
-    let (key, index) = rest.rsplit_once('/').with_context(|| format!("{task_id:?} has no index"))?;
-    let (dataset, category) = key.split_once('/').with_context(|| format!("{task_id:?} has no list"))?;
+    let target: vocab::GeoTarget = task_id.parse()?;
+    let (dataset, category, index) = (&target.dataset, &target.list, target.index);
     let list = lists
         .iter()
-        .find(|l| l.dataset == dataset && l.category == category)
+        .find(|l| &l.dataset == dataset && &l.category == category)
         .with_context(|| format!("{task_id:?}: no list {dataset}/{category}"))?;
-    let index: usize = index.parse().with_context(|| format!("{task_id:?}: index is not a number"))?;
-    if index == 0 || index > list.items.len() {
+    if index > list.items.len() {
         bail!("{task_id:?}: index {index} is outside 1..={}", list.items.len());
     }
     Ok((list, index - 1))

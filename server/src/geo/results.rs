@@ -56,12 +56,12 @@ impl Tally {
             left_out: Vec::new(),
         });
         row.trials += 1;
-        let dataset = trial.task_id.strip_prefix("geo:").and_then(|t| t.split_once('/')).map_or("", |(d, _)| d);
+        let dataset = vocab::TaskRef::geo(&trial.task_id).map(|t| t.dataset).unwrap_or_default();
         let counts = self
             .by_dataset
             .entry((trial.agent.clone(), trial.level.clone()))
             .or_default()
-            .entry(dataset.to_string())
+            .entry(dataset)
             .or_default();
         counts.0 += 1;
         counts.1 += usize::from(trial.state == TrialState::Done);

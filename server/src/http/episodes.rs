@@ -8,7 +8,6 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
 use super::HttpError;
-use crate::corpus::model::CONDITIONS;
 use crate::db::{Episode, EpisodeEvent};
 use crate::env::site::listing;
 use crate::manip::Level;
@@ -124,9 +123,8 @@ pub async fn start(
     }
     let strategy = crate::manip::strategy_for(task, &req.level, req.strategy.as_deref(), req.seed)
         .map_err(|e| HttpError::Invalid(format!("level/strategy: {e:#}")))?;
-    let ticket = task.ticket.for_condition(&req.condition).ok_or_else(|| {
-        HttpError::Invalid(format!("condition: {:?} is not one of {}", req.condition, CONDITIONS.join(", ")))
-    })?;
+    let condition = vocab::Condition::parse(&req.condition).map_err(|e| HttpError::Invalid(format!("condition: {e}")))?;
+    let ticket = task.ticket.get(condition);
     let ep =
         state.store.create_episode(&task.id, (&req.level, &req.condition), strategy.as_deref(), req.seed, None).await?;
     let started = StartedEpisode::new(&ep, task, ticket);

@@ -18,8 +18,6 @@ use crate::env::World;
 const CHUNK: usize = 256;
 
 /// The schema's enums, checked on the quick path (a test compares them with the schema).
-pub const LEVELS: [&str; 5] = ["L0", "L1", "L2", "L3", "L4"];
-pub const CONDITIONS: [&str; 3] = ["raw", "hint", "evidence_anchored"];
 pub const ACTION_TYPES: [&str; 7] = ["goto", "click", "search", "back", "verdict", "tool", "answer"];
 pub const STATUSES: [&str; 2] = ["done", "error"];
 
@@ -28,8 +26,8 @@ fn meets_schema(t: &Trajectory) -> bool {
     let string_or_absent = |v: Option<&Value>| v.is_none_or(Value::is_string);
     !t.trial_id.is_empty()
         && !t.task_id.is_empty()
-        && LEVELS.contains(&t.level.as_str())
-        && CONDITIONS.contains(&t.condition.as_str())
+        && vocab::Level::parse(&t.level).is_ok()
+        && vocab::Condition::parse(&t.condition).is_ok()
         && STATUSES.contains(&t.status.as_str())
         && (t.status != "error" || t.error.as_ref().is_some_and(|e| !e.is_empty()))
         && t.appeal.as_ref().is_none_or(Value::is_object)
@@ -150,8 +148,12 @@ mod tests {
             v.as_array().expect("an enum").iter().map(|x| x.as_str().expect("a string").to_string()).collect()
         };
         let p = &schema["properties"];
-        assert_eq!(list(&p["level"]["enum"]), LEVELS);
-        assert_eq!(list(&p["condition"]["enum"]), CONDITIONS);
+        let names = |all: &[&'static str]| all.iter().map(ToString::to_string).collect::<Vec<_>>();
+        assert_eq!(list(&p["level"]["enum"]), names(&vocab::Level::ALL.iter().map(|l| l.as_str()).collect::<Vec<_>>()));
+        assert_eq!(
+            list(&p["condition"]["enum"]),
+            names(&vocab::Condition::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>())
+        );
         assert_eq!(list(&p["status"]["enum"]), STATUSES);
         assert_eq!(list(&p["steps"]["items"]["properties"]["action"]["properties"]["type"]["enum"]), ACTION_TYPES);
     }

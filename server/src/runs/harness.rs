@@ -159,7 +159,7 @@ impl Reading {
 
     /// The first pass: every sample's trial, refusing a second sample of one trial, and the
     /// harnesses the files came from.
-    async fn plan(self) -> anyhow::Result<(Vec<NewTrial>, BTreeSet<String>)> {
+    async fn plan(self) -> anyhow::Result<(Vec<NewTrial>, BTreeSet<vocab::Harness>)> {
         tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
             let mut planned: Vec<NewTrial> = Vec::new();
             let mut harnesses = BTreeSet::new();
@@ -179,7 +179,7 @@ impl Reading {
                     );
                 }
                 self.limits.check_steps(&s.place, &s.steps)?;
-                harnesses.insert(s.origin.harness.clone());
+                harnesses.insert(s.origin.harness);
                 planned.push(s.trial);
                 Ok(())
             })?;
@@ -247,7 +247,7 @@ impl Reading {
 
 /// The spec of an imported run: its name says the harnesses and the files; its agents,
 /// levels, conditions and seeds are those of the planned trials.
-fn spec_of(names: &[String], planned: &[NewTrial], harnesses: BTreeSet<String>) -> RunSpec {
+fn spec_of(names: &[String], planned: &[NewTrial], harnesses: BTreeSet<vocab::Harness>) -> RunSpec {
     let set =
         |f: &dyn Fn(&NewTrial) -> &str| planned.iter().map(f).collect::<BTreeSet<_>>().into_iter().collect::<Vec<_>>();
     let label = match names {
@@ -255,7 +255,9 @@ fn spec_of(names: &[String], planned: &[NewTrial], harnesses: BTreeSet<String>) 
         [first, ..] => format!("{first} and {} more", names.len() - 1),
         [] => String::new(),
     };
-    let harnesses: Vec<String> = harnesses.into_iter().collect();
+    // In the order of their names, as runs imported before recorded them.
+    let harnesses: Vec<&str> =
+        harnesses.into_iter().map(vocab::Harness::as_str).collect::<BTreeSet<_>>().into_iter().collect();
     RunSpec {
         origin: Some(format!("imported:{}", harnesses.join("+"))),
         ..RunSpec::basic(

@@ -33,7 +33,6 @@ use crate::agent::Agent;
 use crate::agent::baselines::{Explorer, Oracle, Surface};
 use crate::agent::llm::{LlmAgent, PROMPT_VERSION};
 use crate::agent::protocol::PROTOCOL_VERSION;
-use crate::corpus::model::CONDITIONS;
 use crate::corpus::{Domain, Task};
 use crate::db::{NewTrial, Store, now_ms};
 use crate::env::World;
@@ -350,11 +349,8 @@ pub fn plan(world: &World, spec: &RunSpec) -> Result<Vec<NewTrial>, PlanError> {
             .map_err(|e| PlanError::new(SpecField::Levels, format!("levels: {e}")))?;
     }
     for condition in &spec.conditions {
-        if !CONDITIONS.contains(&condition.as_str()) {
-            return Err(PlanError::new(
-                SpecField::Conditions,
-                format!("conditions: {condition:?} is not one of {}", CONDITIONS.join(", ")),
-            ));
+        if let Err(e) = vocab::Condition::parse(condition) {
+            return Err(PlanError::new(SpecField::Conditions, format!("conditions: {:?} is not one of {}", e.name, e.known)));
         }
     }
     let missing = [

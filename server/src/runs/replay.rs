@@ -23,7 +23,6 @@ use super::{RunSpec, agent_for, split_config};
 use crate::agent::episode::{Browser, MemorySink, Outcome, Setting, Site, run_trial_on};
 use crate::agent::{Action, Observation, Step};
 use crate::corpus::Task;
-use crate::corpus::model::CONDITIONS;
 use crate::corpus::urls::normalise;
 use crate::db::{ReplayRow, Store, TrialRow, TrialState, now_ms};
 use crate::env::World;
@@ -38,7 +37,7 @@ pub enum Intervention {
     StripSpans,
     CleanLevel,
     RevealEvidence,
-    Condition(String),
+    Condition(vocab::Condition),
 }
 
 impl FromStr for Intervention {
@@ -50,8 +49,9 @@ impl FromStr for Intervention {
             "clean-level" => Ok(Intervention::CleanLevel),
             "reveal-evidence" => Ok(Intervention::RevealEvidence),
             other => match other.strip_prefix("condition:") {
-                Some(c) if CONDITIONS.contains(&c) => Ok(Intervention::Condition(c.to_string())),
-                Some(c) => Err(format!("intervention: condition {c:?} is not one of {}", CONDITIONS.join(", "))),
+                Some(c) => vocab::Condition::parse(c).map(Intervention::Condition).map_err(|e| {
+                    format!("intervention: condition {:?} is not one of {}", e.name, e.known)
+                }),
                 None => Err(format!(
                     "intervention: {other:?} is not one of strip-spans, clean-level, reveal-evidence, condition:NAME"
                 )),
@@ -228,7 +228,7 @@ pub async fn report(store: &dyn Store, world: &World, trial_id: &TrialId) -> any
 /// condition, outcome and steps.
 pub fn as_trial(original: &TrialRow, r: &ReplayRow) -> TrialRow {
     let condition = match r.intervention.parse() {
-        Ok(Intervention::Condition(c)) => c,
+        Ok(Intervention::Condition(c)) => c.to_string(),
         _ => original.condition.clone(),
     };
     TrialRow {
@@ -279,7 +279,7 @@ pub async fn replay(
         None => None,
     };
     let condition = match &plan.intervention {
-        Intervention::Condition(c) => c.clone(),
+        Intervention::Condition(c) => c.to_string(),
         _ => trial.condition.clone(),
     };
     let overlay = match plan.intervention {
@@ -467,7 +467,7 @@ mod tests {
         );
         assert_eq!(
             "condition:raw".parse::<ReplayPlan>(),
-            Ok(ReplayPlan { intervention: Intervention::Condition("raw".into()), samples: 1 })
+            Ok(ReplayPlan { intervention: Intervention::Condition(vocab::Condition::Raw), samples: 1 })
         );
         assert!("strip-spans:0".parse::<ReplayPlan>().is_err());
         assert!("strip-spans:99".parse::<ReplayPlan>().is_err());

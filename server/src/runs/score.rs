@@ -83,7 +83,7 @@ pub async fn score_run_as_of(
         store.scores(run_id).await?.into_iter().map(|s| (s.trial_id.clone(), s)).collect();
     let keys = store.trial_keys(run_id).await?;
     let (foreign, finished): (Vec<&TrialKey>, Vec<&TrialKey>) =
-        keys.iter().filter(|t| t.state.is_finished()).partition(|t| crate::corpus::is_foreign_task(&t.task_id));
+        keys.iter().filter(|t| t.state.is_finished()).partition(|t| vocab::TaskRef::is_foreign(&t.task_id));
     let (mut slots, todo) = reuse_stored(&mut stored, &finished, judge, world)?;
     let mut handled = finished.len() - todo.len();
     progress(handled, finished.len());

@@ -117,13 +117,12 @@ impl AnnotateService {
                 items.push(item(parts, who));
             }
         }
-        let rank = |k: &str| QUEUE_ORDER.iter().position(|x| x.as_str() == k).unwrap_or(QUEUE_ORDER.len());
+        let rank = |k: LabelKind| QUEUE_ORDER.iter().position(|x| *x == k).unwrap_or(QUEUE_ORDER.len());
         // Within a kind, in the hash order of `queue_rank`: whoever works down the queue
         // settles a random share of it (the validity figures take it to be one).
         // Each item's key is computed once (a hash each), not at every comparison.
         items.sort_by_cached_key(|i| {
-            let order = LabelKind::parse(&i.kind).map_or(0, |k| queue_rank(&i.trial_id, k));
-            (!i.conflict, rank(&i.kind), order, i.trial_id.clone())
+            (!i.conflict, rank(i.kind), queue_rank(&i.trial_id, i.kind), i.trial_id.clone())
         });
         Ok(Listing { items, scores, events, settled, needed, pending, key })
     }
@@ -184,7 +183,7 @@ impl AnnotateService {
     }
 
     /// The next item after (trial, kind) in the filtered listing that `who` can label.
-    fn next_for(listing: &Listing, who: &Identity, trial: &str, kind: &str, filter: &QueueFilter) -> Option<String> {
+    fn next_for(listing: &Listing, who: &Identity, trial: &str, kind: LabelKind, filter: &QueueFilter) -> Option<String> {
         let kept: Vec<&QueueItem> = listing.items.iter().filter(|i| passes(i, filter)).collect();
         let at = kept.iter().position(|i| i.trial_id == trial && i.kind == kind);
         let start = at.map_or(0, |a| a + 1);
@@ -197,7 +196,7 @@ impl AnnotateService {
                     && (filter.state == "mine" || i.mine.is_none())
                     && (operator || !i.conflict)
             })
-            .map(|i| item_href(&i.trial_id, &i.kind, filter))
+            .map(|i| item_href(&i.trial_id, i.kind, filter))
     }
 }
 
@@ -297,7 +296,7 @@ impl app::ssr::Annotate for AnnotateService {
         let listing = self.listing(who.as_ref(), &item.run).await?;
         let kept: Vec<&QueueItem> = listing.items.iter().filter(|i| passes(i, &filter)).collect();
         let at = kept.iter().position(|i| i.trial_id == item.trial_id && i.kind == item.kind);
-        let href = |i: &QueueItem| item_href(&i.trial_id, &i.kind, &filter);
+        let href = |i: &QueueItem| item_href(&i.trial_id, i.kind, &filter);
         let (prev, next) = match at {
             Some(a) => (a.checked_sub(1).map(|p| href(kept[p])), kept.get(a + 1).map(|i| href(i))),
             None => (None, kept.first().map(|i| href(i))),
@@ -428,7 +427,7 @@ impl app::ssr::Annotate for AnnotateService {
             });
         }
         let listing = self.listing(Some(&who), &item.run).await?;
-        let next = Self::next_for(&listing, &who, &label.trial, kind.as_str(), &filter);
+        let next = Self::next_for(&listing, &who, &label.trial, kind, &filter);
         let event = LabelEvent {
             event_id: 0,
             trial_id: label.trial.clone(),

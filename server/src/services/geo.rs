@@ -159,7 +159,8 @@ impl GeoService {
             }
             for s in scored {
                 let (dataset, category) = s.list.split_once('|').unwrap_or_default();
-                let task = format!("geo:{dataset}/{category}/{}", s.target);
+                let target = vocab::GeoTarget { dataset: dataset.into(), list: category.into(), index: s.target };
+                let task = target.to_string();
                 let name = lists
                     .iter()
                     .find(|l| l.key() == s.list)

@@ -25,7 +25,6 @@ use app::ssr::{Corpus, Services};
 
 use crate::config::Config;
 use crate::corpus::Task;
-use crate::corpus::model::CONDITIONS;
 use crate::corpus::urls::normalise;
 use crate::db::Store;
 use crate::env::World;
@@ -129,10 +128,7 @@ fn detail(t: &Task) -> TaskDetail {
     let start = normalise(&t.start_url);
     TaskDetail {
         summary: summary(t),
-        tickets: CONDITIONS
-            .iter()
-            .map(|c| ((*c).to_string(), t.ticket.for_condition(c).unwrap_or_default().to_string()))
-            .collect(),
+        tickets: vocab::Condition::ALL.iter().map(|&c| (c.to_string(), t.ticket.get(c).to_string())).collect(),
         surface: page_view(t, &t.start_url),
         hidden: t.graph.iter().filter(|u| normalise(u) != start).map(|u| page_view(t, u)).collect(),
         graph: t.graph.clone(),

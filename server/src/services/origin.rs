@@ -34,7 +34,7 @@ pub async fn view_of(store: &dyn Store, run_id: &RunId, o: &Origin) -> Result<Or
     };
     let trial_of = |sample: &str| samples.iter().find(|(s, _)| s == sample).map(|(_, t)| t.clone());
     Ok(OriginView {
-        harness: crate::foreign::display_name(&o.harness).to_string(),
+        harness: o.harness.label().to_string(),
         file: o.file.clone(),
         sample: o.sample.clone(),
         task: o.task.clone(),

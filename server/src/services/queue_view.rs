@@ -60,7 +60,7 @@ pub(super) fn item(parts: ItemParts<'_>, who: Option<&Identity>) -> QueueItem {
         task_id: s.task_id.clone(),
         agent: s.agent.clone(),
         level: s.level.clone(),
-        kind: kind.as_str().to_string(),
+        kind,
         value: (!blind).then_some(l.value),
         // While blind, whether the label points to a turn would tell its value: the item
         // points to the trial's first exposure instead, and hides how sure the rule was.
@@ -88,7 +88,7 @@ pub(super) fn item(parts: ItemParts<'_>, who: Option<&Identity>) -> QueueItem {
 /// Whether an item passes the filter for the caller.
 pub(super) fn passes(i: &QueueItem, f: &QueueFilter) -> bool {
     let eq = |want: &str, have: &str| want.is_empty() || want == have;
-    eq(&f.kind, &i.kind)
+    eq(&f.kind, i.kind.as_str())
         && eq(&f.agent, &i.agent)
         && eq(&f.level, &i.level)
         && eq(f.task.trim(), &i.task_id)
@@ -132,7 +132,7 @@ pub(super) fn facet<'a>(values: impl Iterator<Item = &'a str>, current: &str) ->
 
 pub(super) fn row(a: &Agreement) -> AgreementRow {
     AgreementRow {
-        kind: a.kind.as_str().to_string(),
+        kind: a.kind,
         n: a.n,
         kappa: a.kappa,
         lo: a.lo,

@@ -12,7 +12,6 @@ use app::model::{
 use super::fail;
 use crate::agent::Step;
 use crate::config::Config;
-use crate::corpus::model::CONDITIONS;
 use crate::corpus::urls::{graph_nodes, normalise};
 use crate::db::{Store, TrialFilter, TrialRow, TrialState};
 use crate::env::World;
@@ -92,8 +91,8 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
     if conditions.is_empty() {
         fault("conditions", "choose at least one condition".into());
     }
-    if let Some(c) = conditions.iter().find(|c| !CONDITIONS.contains(&c.as_str())) {
-        fault("conditions", format!("{c:?} is not one of {}", CONDITIONS.join(", ")));
+    if let Some(e) = conditions.iter().find_map(|c| vocab::Condition::parse(c).err()) {
+        fault("conditions", format!("{:?} is not one of {}", e.name, e.known));
     }
     let (seeds, bad_seeds): (Vec<_>, Vec<_>) = list(&form.seeds).into_iter().partition(|s| s.parse::<i64>().is_ok());
     if let Some(s) = bad_seeds.first() {

@@ -49,7 +49,7 @@ pub fn summary(world: &World, t: &TrialRow) -> TrialSummary {
         state: t.state.as_str().to_string(),
         verdict: t.verdict.clone(),
         error: t.error.clone(),
-        foreign: crate::corpus::is_foreign_task(&t.task_id),
+        foreign: vocab::TaskRef::is_foreign(&t.task_id),
         decision: decision(world, t),
     }
 }

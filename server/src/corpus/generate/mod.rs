@@ -380,10 +380,10 @@ mod tests {
     #[test]
     fn no_two_tasks_share_a_ticket_text() {
         let tasks = corpus();
-        for condition in crate::corpus::model::CONDITIONS {
+        for &condition in vocab::Condition::ALL {
             let mut seen = HashSet::new();
             for t in &tasks {
-                let text = t.ticket.for_condition(condition).expect("known condition");
+                let text = t.ticket.get(condition);
                 assert!(seen.insert(text.to_string()), "{} repeats a {condition} ticket: {text}", t.id);
             }
         }
