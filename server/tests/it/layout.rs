@@ -373,3 +373,132 @@ fn source_files_stay_short() {
         .collect();
     assert!(long.is_empty(), "files over {MAX_LINES} lines: {}", long.join(", "));
 }
+
+/// Most lines a function may have, from `fn` to its closing brace.
+const MAX_FN_LINES: usize = 80;
+
+/// The functions allowed past [`MAX_FN_LINES`], each with its reason. A function leaves the
+/// list when it is shortened (the test fails while a listed one is no longer long).
+const LONG_FUNCTIONS: &[(&str, &str, &str)] = &[
+    ("app/src/glossary.rs", "metric_text", "a table: one definition per metric, in an exhaustive match"),
+    ("app/src/pages/annotate_item.rs", "Item", "the labelling form: one view of fields that share its signals"),
+    ("app/src/pages/leaderboard.rs", "LeaderboardPage", "one view: the table's columns follow its header"),
+    ("app/src/pages/runs.rs", "RunPage", "one view: progress, coverage and the trials table share the run's resource"),
+    ("app/src/pages/runs.rs", "LaunchForm", "one form: its fields share the form's signals"),
+    ("server/src/cli/geo_tables.rs", "print_detection_rows", "a table printer: one column per line"),
+    ("server/examples/bench_dashboard.rs", "main", "a benchmark script, read top to bottom"),
+    ("server/examples/bench_geo.rs", "main", "a benchmark script, read top to bottom"),
+    // Still to be split (they predate the check).
+    ("server/src/services/annotate.rs", "AnnotateService::label", "to split: checks, the write and the next item"),
+    ("server/src/services/runs.rs", "spec_from_form", "to split: field checks and the spec"),
+    ("server/src/http/bundle/rewrite.rs", "rewrite", "to split: one pass over the links of a page"),
+    ("server/src/http/dashboard.rs", "export_geo", "to split: the wide and the long table"),
+    ("server/src/geo/import.rs", "read", "to split: row checks and the texts"),
+    ("server/src/cli/run.rs", "follow", "to split: progress and the end of the run"),
+    ("server/src/cli/run.rs", "worker", "to split: the pass and its loop"),
+    ("server/src/judge/mod.rs", "score_with", "to split: the verdict's and the labels' parts"),
+    ("server/src/runs/score.rs", "score_run_as_of", "to split: reading the trials and scoring them"),
+    ("server/src/runs/import.rs", "import_run", "to split: the spec and the trials"),
+];
+
+/// Every function with a body in `file` (outside `#[cfg(test)]` modules and `#[test]`s), as
+/// (name, lines).
+struct Functions {
+    found: Vec<(String, usize)>,
+    owner: Vec<String>,
+}
+
+fn lines_of(sig: &syn::Signature, block: &syn::Block) -> usize {
+    let start = sig.fn_token.span.start().line;
+    block.brace_token.span.close().end().line - start + 1
+}
+
+fn is_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("test")
+            || a.path().segments.last().is_some_and(|s| s.ident == "test")
+            || (a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "test"))
+    })
+}
+
+impl<'ast> Visit<'ast> for Functions {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        if !is_test(&m.attrs) {
+            syn::visit::visit_item_mod(self, m);
+        }
+    }
+
+    fn visit_item_impl(&mut self, i: &'ast syn::ItemImpl) {
+        let name = match &*i.self_ty {
+            syn::Type::Path(p) => p.path.segments.last().map_or("_".into(), |s| s.ident.to_string()),
+            _ => "_".into(),
+        };
+        self.owner.push(name);
+        syn::visit::visit_item_impl(self, i);
+        self.owner.pop();
+    }
+
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        if !is_test(&f.attrs) {
+            self.found.push((f.sig.ident.to_string(), lines_of(&f.sig, &f.block)));
+        }
+        syn::visit::visit_item_fn(self, f);
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        let owner = self.owner.last().cloned().unwrap_or_default();
+        self.found.push((format!("{owner}::{}", f.sig.ident), lines_of(&f.sig, &f.block)));
+        syn::visit::visit_impl_item_fn(self, f);
+    }
+
+    fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
+        if let Some(block) = &f.default {
+            self.found.push((f.sig.ident.to_string(), lines_of(&f.sig, block)));
+        }
+        syn::visit::visit_trait_item_fn(self, f);
+    }
+}
+
+#[test]
+fn functions_stay_short() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace").to_path_buf();
+    let mut files = Vec::new();
+    for dir in ["server/src", "server/examples", "app/src", "vocab/src"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut long = Vec::new();
+    for file in files.iter().filter(|f| !f.components().any(|c| c.as_os_str() == "generate")) {
+        let rel = file.strip_prefix(&root).expect("in tree").display().to_string();
+        if rel.ends_with("/tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("read");
+        let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let mut v = Functions { found: Vec::new(), owner: Vec::new() };
+        v.visit_file(&ast);
+        long.extend(v.found.into_iter().filter(|(_, n)| *n > MAX_FN_LINES).map(|(name, n)| (rel.clone(), name, n)));
+    }
+    let listed = |file: &str, name: &str| LONG_FUNCTIONS.iter().any(|(f, n, _)| *f == file && *n == name);
+    let unlisted: Vec<String> = long
+        .iter()
+        .filter(|(f, name, _)| !listed(f, name))
+        .map(|(f, name, n)| format!("{f}: {name} ({n} lines)"))
+        .collect();
+    assert!(unlisted.is_empty(), "functions over {MAX_FN_LINES} lines:\n{}", unlisted.join("\n"));
+    let stale: Vec<String> = LONG_FUNCTIONS
+        .iter()
+        .filter(|(f, name, _)| !long.iter().any(|(lf, ln, _)| lf == f && ln == name))
+        .map(|(f, name, _)| format!("{f}: {name}"))
+        .collect();
+    assert!(stale.is_empty(), "listed as long but no longer are (remove them from LONG_FUNCTIONS):\n{}", stale.join("\n"));
+}
+
+/// The length check counts from `fn` to the closing brace, and sees through impls.
+#[test]
+fn the_function_length_check_counts_lines() {
+    let body = "    let _x = 1;\n".repeat(MAX_FN_LINES);
+    let text = format!("struct S;\nimpl S {{\n    /// doc\n    fn long(&self) {{\n{body}    }}\n}}\nfn short() {{}}\n");
+    let mut v = Functions { found: Vec::new(), owner: Vec::new() };
+    v.visit_file(&syn::parse_file(&text).expect("parses"));
+    assert_eq!(v.found, [("S::long".to_string(), MAX_FN_LINES + 2), ("short".to_string(), 1)]);
+}
