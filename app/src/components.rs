@@ -15,13 +15,7 @@ pub fn query_param(key: &'static str) -> Memo<Option<String>> {
 }
 
 /// `?a=1&b=2` from pairs, leaving out empty values (percent-encoded).
-pub fn query_string(pairs: &[(&str, Option<String>)]) -> String {
-    let parts: Vec<String> = pairs
-        .iter()
-        .filter_map(|(k, v)| v.as_deref().filter(|v| !v.is_empty()).map(|v| format!("{k}={}", urlencoding::encode(v))))
-        .collect();
-    if parts.is_empty() { String::new() } else { format!("?{}", parts.join("&")) }
-}
+pub use crate::model::routes::query as query_string;
 
 /// Formats a share 0–1 with three decimals.
 pub fn fmt3(v: f64) -> String {

@@ -190,13 +190,7 @@ pub struct NewLabel {
 
 /// The path of an item's page, keeping the queue's filter.
 pub fn item_href(trial: &str, kind: LabelKind, filter: &QueueFilter) -> String {
-    let pairs: Vec<String> = filter
-        .pairs()
-        .into_iter()
-        .filter_map(|(k, v)| v.filter(|v| !v.is_empty()).map(|v| format!("{k}={}", urlencoding::encode(&v))))
-        .collect();
-    let query = if pairs.is_empty() { String::new() } else { format!("?{}", pairs.join("&")) };
-    format!("/annotate/{trial}/{kind}{query}")
+    format!("{}{}", crate::routes::label(trial, kind), crate::routes::query(&filter.pairs()))
 }
 
 /// A trial's reasoning as a person grades it: what the reasoning judge sees (the rationale,

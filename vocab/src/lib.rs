@@ -19,6 +19,7 @@ mod level;
 mod metric;
 mod power;
 mod report;
+pub mod routes;
 mod runs;
 mod states;
 mod tasks;

@@ -157,7 +157,10 @@ mod tests {
         for r in all {
             assert_eq!(TaskRef::parse(&r.to_string()), Ok(r.clone()), "{r}");
         }
-        assert_eq!(TaskRef::Geo(GeoTarget { dataset: "d".into(), list: "l".into(), index: 3 }).to_string(), "geo:d/l/3");
+        assert_eq!(
+            TaskRef::Geo(GeoTarget { dataset: "d".into(), list: "l".into(), index: 3 }).to_string(),
+            "geo:d/l/3"
+        );
         // A list name with a slash keeps it: the index is after the last one.
         assert_eq!(GeoTarget::from_str("geo:ragroll/a/b/2").map(|t| t.list), Ok("a/b".into()));
     }

@@ -143,7 +143,7 @@ pub fn AnnotatePage() -> impl IntoView {
             {move || queue.get().map(|q| match q {
                 Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
                 Ok(q) => {
-                    let picker = Callback::new(|run: String| format!("/annotate{}", query_string(&[("run", Some(run))])));
+                    let picker = Callback::new(|run: String| crate::model::routes::annotate(&run));
                     let f = q.filter.clone();
                     let states: Vec<(String, String, usize)> = QUEUE_STATES
                         .iter()
@@ -172,7 +172,7 @@ pub fn AnnotatePage() -> impl IntoView {
                             {choice("state", "State", &f.state, states)}
                             <label class="field inline"><span>"Task"</span><input name="task" value=f.task.clone() placeholder="task id"/></label>
                             <button type="submit">"Filter"</button>
-                            <A href=format!("/annotate?run={}", q.run)>"clear"</A>
+                            <A href=crate::model::routes::annotate(&q.run)>"clear"</A>
                         </form>
                         {(q.pages > 1).then(|| {
                             let (run, f) = (q.run.clone(), q.filter.clone());
@@ -194,7 +194,7 @@ pub fn AnnotatePage() -> impl IntoView {
                         {agreement_table("Annotator against annotator (each pair of people on an item both labelled)", "people-people", q.annotators)}
                         <h2>"How people's labels moved the numbers"</h2>
                         {effects_table(q.effects)}
-                        <p><A href=format!("/leaderboard?run={}", q.run)>"See the leaderboard with people's labels applied"</A></p>
+                        <p><A href=crate::model::routes::leaderboard(&q.run)>"See the leaderboard with people's labels applied"</A></p>
                     }.into_any()
                 }
             })}
@@ -211,7 +211,7 @@ fn queue_table(items: Vec<QueueItem>, filter: &QueueFilter) -> impl IntoView + u
             <tbody>
                 {items.into_iter().map(|i| {
                     let href = crate::model::item_href(&i.trial_id, i.kind, filter);
-                    let (kind, trial_href) = (i.kind.as_str(), format!("/runs/{}/trials/{}", i.run, i.trial_id));
+                    let (kind, trial_href) = (i.kind.as_str(), crate::model::routes::trial(&i.run, &i.trial_id, ""));
                     let (trial, status, automatic) = (i.trial_id.to_string(), status_badges(&i), automatic_line(&i));
                     view! {
                         <tr class:conflict=i.conflict data-kind=i.kind.as_str() data-trial=i.trial_id.to_string()>

@@ -38,7 +38,7 @@ fn context(o: &OpenItem) -> AnyView {
     let (task, votes) = (i.task_id.clone(), i.votes.clone());
     view! {
         <table class="kv"><tbody>
-            <tr><th>"Task"</th><td><A href=format!("/tasks/{task}")>{task.clone()}</A></td></tr>
+            <tr><th>"Task"</th><td><A href=crate::model::routes::task(&task)>{task.clone()}</A></td></tr>
             <tr><th>"Configuration, level"</th><td>{format!("{}, {}", i.agent, i.level)}</td></tr>
             <tr><th>"Automatic label"</th><td data-testid="automatic">{automatic_line(i)}</td></tr>
             {i.reason.clone().map(|r| view! { <tr><th>"Its reason"</th><td>{r}</td></tr> })}
@@ -388,8 +388,8 @@ fn ItemHeader(opened: Resource<Result<OpenItem, AppError>>, filter: Memo<QueueFi
                         {i.audit.then(|| view! { <p class="badge audit">"Audit sample: no grader disputed this label; it was drawn at random (one undisputed label in twenty) so that the graders' precision and recall hold for the whole run. Label it as you would any other."</p> })}
                         {context(&o)}
                         <p>
-                            <A href=format!("/runs/{}/trials/{}", i.run, i.trial_id)>"Open the whole trajectory"</A>" · "
-                            <A href=format!("/grade/{}", i.trial_id)>"Grade its reasoning and decision"</A>
+                            <A href=crate::model::routes::trial(&i.run, &i.trial_id, "")>"Open the whole trajectory"</A>" · "
+                            <A href=crate::model::routes::grade(&i.trial_id)>"Grade its reasoning and decision"</A>
                         </p>
                     }.into_any()
                 }

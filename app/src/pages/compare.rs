@@ -70,8 +70,8 @@ fn result(c: Comparison) -> impl IntoView {
                             <tr data-direction=x.direction.clone()>
                                 <td>{x.task_id.clone()}</td><td>{x.agent.clone()}</td><td>{x.level.clone()}</td>
                                 <td>{x.condition.clone()}</td><td class="num">{x.seed}</td>
-                                <td><A href=format!("/runs/{run_a}/trials/{}", x.a_trial)>{verdict(&x.a_verdict)}</A></td>
-                                <td><A href=format!("/runs/{run_b}/trials/{}", x.b_trial)>{verdict(&x.b_verdict)}</A></td>
+                                <td><A href=crate::model::routes::trial(&run_a, &x.a_trial, "")>{verdict(&x.a_verdict)}</A></td>
+                                <td><A href=crate::model::routes::trial(&run_b, &x.b_trial, "")>{verdict(&x.b_verdict)}</A></td>
                                 <td>{x.direction.clone()}</td>
                                 <td><A href=format!("/compare/trials{}", query_string(&[
                                     ("a", Some(x.a_trial.to_string())), ("b", Some(x.b_trial.to_string())),
@@ -187,10 +187,10 @@ pub fn CompareTrialsPage() -> impl IntoView {
                         <table class="report compare-trials">
                             <thead><tr>
                                 <th>"turn"</th>
-                                <th><A href=format!("/runs/{}/trials/{}", ta.run, ta.trial.id)>{format!(
+                                <th><A href=crate::model::routes::trial(&ta.run, &ta.trial.id, "")>{format!(
                                     "a: {} ({}, {})", ta.trial.id, ta.trial.agent, ta.trial.verdict.clone().unwrap_or_default()
                                 )}</A></th>
-                                <th><A href=format!("/runs/{}/trials/{}", tb.run, tb.trial.id)>{format!(
+                                <th><A href=crate::model::routes::trial(&tb.run, &tb.trial.id, "")>{format!(
                                     "b: {} ({}, {})", tb.trial.id, tb.trial.agent, tb.trial.verdict.clone().unwrap_or_default()
                                 )}</A></th>
                             </tr></thead>

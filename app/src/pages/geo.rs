@@ -162,7 +162,7 @@ fn detection(d: &GeoDetectionView) -> AnyView {
 fn board(v: &GeoView, method: Option<String>) -> AnyView {
     let run = v.run.to_string();
     let q = query_string(&[("run", Some(run.clone()))]);
-    let picker = Callback::new(|run: String| format!("/geo{}", query_string(&[("run", Some(run))])));
+    let picker = Callback::new(|run: String| crate::model::routes::geo(&run));
     let judge_href = {
         let run = run.clone();
         Callback::new(move |judge: String| {
@@ -445,7 +445,7 @@ fn targets_table(v: &GeoView, m: &str) -> AnyView {
                 <tbody>
                     {v.targets.iter().map(|t| view! {
                         <tr>
-                            <td><a href=format!("/geo/trials/{}", t.trial)>{t.target.clone()}</a></td>
+                            <td><a href=crate::model::routes::geo_trial(&t.trial)>{t.target.clone()}</a></td>
                             <td>{t.name.clone()}</td><td>{t.ranker.clone()}</td>
                             <td class="num">{format!("{:.1}", t.r_b)}</td><td class="num">{format!("{:.1}", t.r_a)}</td>
                             <td class="num">{fmt3(t.nrg)}</td><td>{if t.kvr { "flagged" } else { "" }}</td>

@@ -95,7 +95,7 @@ pub fn GradePage() -> impl IntoView {
 /// The trial a person grades: its task, configuration, verdict and rationale beside the
 /// facts, the reference explanation and the correct decision, and who graded it so far.
 fn what_is_graded(g: &crate::model::GradeView) -> AnyView {
-    let (back, trial) = (format!("/runs/{}/trials/{}", g.run, g.trial_id), g.trial_id.to_string());
+    let (back, trial) = (crate::model::routes::trial(&g.run, &g.trial_id, ""), g.trial_id.to_string());
     let title = format!("Grade the reasoning of {}", g.trial_id);
     view! {
         <p class="crumbs"><A href=back>{trial}</A></p>

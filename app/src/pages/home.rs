@@ -41,7 +41,7 @@ fn QuickStart() -> impl IntoView {
     let navigate = use_navigate();
     Effect::new(move |_| {
         if let Some(Ok(id)) = start.value().get() {
-            navigate(&format!("/runs/{id}"), Default::default());
+            navigate(&crate::model::routes::run(&id), Default::default());
         }
     });
     view! {
@@ -86,7 +86,7 @@ fn RecentRuns() -> impl IntoView {
                             <tbody>
                                 {list.into_iter().take(RECENT).map(|r| view! {
                                     <tr>
-                                        <td><A href=format!("/runs/{}", r.id)>{r.id.to_string()}</A></td>
+                                        <td><A href=crate::model::routes::run(&r.id)>{r.id.to_string()}</A></td>
                                         <td>{r.agents.join(", ")}</td>
                                         <td>{r.levels.join(", ")}</td>
                                         <td>{r.progress.status.as_str()}</td>
@@ -146,8 +146,8 @@ fn TopOfBoard() -> impl IntoView {
                                     }).collect_view()}
                                 </tbody>
                             </table>
-                            <p><A href=format!("/leaderboard?run={}", b.run)>"The full leaderboard"</A>" · "
-                               <A href=format!("/robustness?run={}", b.run)>"Robustness plot"</A></p>
+                            <p><A href=crate::model::routes::leaderboard(&b.run)>"The full leaderboard"</A>" · "
+                               <A href=crate::model::routes::robustness(&b.run)>"Robustness plot"</A></p>
                         }.into_any()
                     }
                     Ok(None) => view! {

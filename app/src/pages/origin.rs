@@ -10,7 +10,7 @@ use crate::model::OriginView;
 fn link(run: &str, sample: &str, trial: Option<&crate::model::TrialId>) -> AnyView {
     match trial {
         Some(t) => {
-            let (href, text) = (format!("/runs/{run}/trials/{t}"), sample.to_string());
+            let (href, text) = (crate::model::routes::trial(run, t, ""), sample.to_string());
             view! { <A href=href>{text}</A> }.into_any()
         }
         None => view! { <span>{format!("{sample} (not imported)")}</span> }.into_any(),

@@ -103,7 +103,7 @@ fn LaunchForm() -> impl IntoView {
     let navigate = use_navigate();
     Effect::new(move |_| {
         if let Some(Ok(id)) = start.value().get() {
-            navigate(&format!("/runs/{id}"), Default::default());
+            navigate(&crate::model::routes::run(&id), Default::default());
         }
     });
     let err = move |field: &'static str| Signal::derive(move || field_error(start.value().get(), field));
@@ -194,7 +194,7 @@ pub fn RunsPage() -> impl IntoView {
                                 let fallback = run.progress.clone();
                                 view! {
                                     <tr>
-                                        <td><A href=format!("/runs/{}", run.id)>{run.id.to_string()}</A></td>
+                                        <td><A href=crate::model::routes::run(&run.id)>{run.id.to_string()}</A></td>
                                         <td>{when(run.created_at)}</td>
                                         <td>{run.tasks}</td>
                                         <td>{run.agents.join(", ")}</td>
@@ -327,9 +327,9 @@ pub fn RunPage() -> impl IntoView {
 fn run_links(run: &str) -> impl IntoView + use<> {
     view! {
         <p class="links">
-            <A href=format!("/leaderboard?run={run}")>"Leaderboard"</A>" · "
-            <A href=format!("/robustness?run={run}")>"Robustness"</A>" · "
-            <A href=format!("/heatmaps?run={run}")>"Heatmaps"</A>
+            <A href=crate::model::routes::leaderboard(run)>"Leaderboard"</A>" · "
+            <A href=crate::model::routes::robustness(run)>"Robustness"</A>" · "
+            <A href=crate::model::routes::heatmaps(run)>"Heatmaps"</A>
         </p>
     }
 }
@@ -427,11 +427,11 @@ fn trial_row(r: crate::model::TrialSummary, run: &str, filters: &TrialQuery) -> 
     let geo = r.condition == "geo" && crate::model::TaskRef::geo(&r.task_id).is_some();
     // A trial opened from a filtered list steps through that list.
     let trial = if geo {
-        format!("/geo/trials/{}", r.id)
+        crate::model::routes::geo_trial(&r.id)
     } else {
-        format!("/runs/{}/trials/{}{}", run, r.id, query_string(&filters.filters()))
+        crate::model::routes::trial(run, &r.id, &query_string(&filters.filters()))
     };
-    let task = if geo { format!("/geo/trials/{}", r.id) } else { format!("/tasks/{}", r.task_id) };
+    let task = if geo { crate::model::routes::geo_trial(&r.id) } else { crate::model::routes::task(&r.task_id) };
     // An imported sample that is not a Mirage task has no task page.
     let task_cell = if r.foreign {
         view! { <code>{r.task_id.clone()}</code> }.into_any()

@@ -16,7 +16,7 @@ fn href(h: &SearchHit) -> String {
             "/runs/{run}/trials/{trial}{}",
             query_string(&[("page", Some((turn / TURN_PAGE).to_string())), ("turn", Some(turn.to_string()))])
         ),
-        _ => format!("/tasks/{}", h.task_id),
+        _ => crate::model::routes::task(&h.task_id),
     }
 }
 

@@ -131,7 +131,7 @@ fn task_table(l: TaskList) -> impl IntoView {
             <tbody>
                 {l.tasks.into_iter().map(|t| view! {
                     <tr>
-                        <td><A href=format!("/tasks/{}", t.id)>{t.id.clone()}</A></td>
+                        <td><A href=crate::model::routes::task(&t.id)>{t.id.clone()}</A></td>
                         <td>{t.domain}</td>
                         <td>{t.category}</td>
                         <td>{t.difficulty}</td>

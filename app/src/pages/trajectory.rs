@@ -89,7 +89,7 @@ pub(crate) fn Turn(turn: TurnView, selected: Signal<Option<usize>>, marks: Vec<S
 /// The trials before and after this one in the run, and its siblings: the same task under
 /// every configuration, level and condition of the run, each with its decision.
 fn siblings(v: &TrajectoryView) -> AnyView {
-    let href = |id: &str| format!("/runs/{}/trials/{id}", v.run);
+    let href = |id: &str| crate::model::routes::trial(&v.run, id, "");
     // Previous and next keep the list's filters; a sibling is reached outside them.
     let filters = use_context::<Within>().map(|w| w.0.get_untracked().filters()).unwrap_or_default();
     let stepped = |id: &str| format!("{}{}", href(id), query_string(&filters));
@@ -115,7 +115,7 @@ fn siblings(v: &TrajectoryView) -> AnyView {
             .into_any()
         })
         .collect();
-    let task_href = format!("/runs/{}?task={}", v.run, v.trial.task_id);
+    let task_href = crate::model::routes::run_task(&v.run, &v.trial.task_id);
     view! {
         <nav class="item-nav" aria-label="Trials of the run">
             {prev.map(|h| view! { <A href=h attr:class="prev-trial">"← previous trial"</A> })}
@@ -213,7 +213,7 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
 
     view! {
         <Title text=v.trial.id.to_string()/>
-        <p class="crumbs"><A href=format!("/runs/{}", v.run)>{v.run.to_string()}</A>" / trial"</p>
+        <p class="crumbs"><A href=crate::model::routes::run(&v.run)>{v.run.to_string()}</A>" / trial"</p>
         <h1>{v.trial.id.to_string()}</h1>
         {around}
         {badges}
@@ -228,7 +228,7 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
                 <h2>"Verdict"</h2>
                 {verdict}
                 {v.rationale.clone().map(|r| view! { <h2>"Rationale"</h2><blockquote class="rationale">{r}</blockquote> })}
-                <p><A href=format!("/grade/{}", v.trial.id)>"Grade the reasoning and decision"</A></p>
+                <p><A href=crate::model::routes::grade(&v.trial.id)>"Grade the reasoning and decision"</A></p>
                 <h2>"Claims in the rationale and thoughts"</h2>
                 {claims}
                 {v.appeal.clone().map(|a| view! {
@@ -270,7 +270,7 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
 fn badges(v: &TrajectoryView) -> AnyView {
     let task = v.trial.task_id.clone();
     let task_badge = if !v.trial.foreign {
-        view! { <A href=format!("/tasks/{task}")>{task.clone()}</A> }.into_any()
+        view! { <A href=crate::model::routes::task(&task)>{task.clone()}</A> }.into_any()
     } else {
         view! { <code class="badge">{task}</code> }.into_any()
     };
@@ -394,7 +394,7 @@ pub fn TrajectoryPage() -> impl IntoView {
         |(trial, page, within)| get_trajectory(trial, page, within),
     );
     provide_context(Within(within));
-    let base = move || format!("/runs/{}/trials/{}", run.get(), trial.get());
+    let base = move || crate::model::routes::trial(&run.get(), &trial.get(), "");
     provide_context(AllOpen(RwSignal::new(None)));
 
     // Bring the selected turn into view once its page is on screen.

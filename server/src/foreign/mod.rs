@@ -257,10 +257,8 @@ pub fn trial_of(
     seed: i64,
 ) -> NewTrial {
     NewTrial {
-        task_id: mapped.map_or_else(
-            || TaskRef::Foreign { harness, sample: id.to_string() }.to_string(),
-            ToString::to_string,
-        ),
+        task_id: mapped
+            .map_or_else(|| TaskRef::Foreign { harness, sample: id.to_string() }.to_string(), ToString::to_string),
         agent: if agent.is_empty() { harness.to_string() } else { agent.to_string() },
         level: level.to_string(),
         condition: condition.to_string(),

@@ -57,12 +57,8 @@ impl Tally {
         });
         row.trials += 1;
         let dataset = vocab::TaskRef::geo(&trial.task_id).map(|t| t.dataset).unwrap_or_default();
-        let counts = self
-            .by_dataset
-            .entry((trial.agent.clone(), trial.level.clone()))
-            .or_default()
-            .entry(dataset)
-            .or_default();
+        let counts =
+            self.by_dataset.entry((trial.agent.clone(), trial.level.clone())).or_default().entry(dataset).or_default();
         counts.0 += 1;
         counts.1 += usize::from(trial.state == TrialState::Done);
         match trial.state {

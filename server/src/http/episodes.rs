@@ -123,7 +123,8 @@ pub async fn start(
     }
     let strategy = crate::manip::strategy_for(task, &req.level, req.strategy.as_deref(), req.seed)
         .map_err(|e| HttpError::Invalid(format!("level/strategy: {e:#}")))?;
-    let condition = vocab::Condition::parse(&req.condition).map_err(|e| HttpError::Invalid(format!("condition: {e}")))?;
+    let condition =
+        vocab::Condition::parse(&req.condition).map_err(|e| HttpError::Invalid(format!("condition: {e}")))?;
     let ticket = task.ticket.get(condition);
     let ep =
         state.store.create_episode(&task.id, (&req.level, &req.condition), strategy.as_deref(), req.seed, None).await?;
@@ -324,8 +325,9 @@ pub async fn from_run(
 ) -> Result<Response, HttpError> {
     episode_budget(&state, peer.map(|p| p.0.0))?;
     let run_id = app::model::RunId::from(run);
-    let handed =
-        crate::runs::external::hand_out(state.store.as_ref(), &state.world, &run_id).await.map_err(|e| HttpError::failed("handing out an episode", e))?;
+    let handed = crate::runs::external::hand_out(state.store.as_ref(), &state.world, &run_id)
+        .await
+        .map_err(|e| HttpError::failed("handing out an episode", e))?;
     let handed = match handed {
         crate::runs::external::HandOut::Episode(h) => h,
         crate::runs::external::HandOut::Finished => return Ok(StatusCode::NO_CONTENT.into_response()),

@@ -256,8 +256,7 @@ mod tests {
 
     #[test]
     fn internal_errors_answer_without_their_cause() {
-        let resp =
-            HttpError::failed("reading accounts", anyhow::anyhow!("disk /secret/path is full")).into_response();
+        let resp = HttpError::failed("reading accounts", anyhow::anyhow!("disk /secret/path is full")).into_response();
         assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
         let body = futures::executor::block_on(axum::body::to_bytes(resp.into_body(), 1 << 16)).expect("body");
         let text = String::from_utf8_lossy(&body);

@@ -167,8 +167,7 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
             let instance = format!("{}|{}|{}", first.dataset, first.category, first.target_idx);
             anyhow::bail!("method: {}", crate::geo::methods::stale_text(&key, &instance, stale.len()));
         }
-        let have: std::collections::HashSet<String> =
-            texts.iter().map(|t| t.target().to_string()).collect();
+        let have: std::collections::HashSet<String> = texts.iter().map(|t| t.target().to_string()).collect();
         if have.is_empty() {
             // Texts searched on the same ranker by another proposer, or under other settings.
             let base = key.split('#').next().unwrap_or(&key);

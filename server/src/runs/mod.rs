@@ -350,7 +350,10 @@ pub fn plan(world: &World, spec: &RunSpec) -> Result<Vec<NewTrial>, PlanError> {
     }
     for condition in &spec.conditions {
         if let Err(e) = vocab::Condition::parse(condition) {
-            return Err(PlanError::new(SpecField::Conditions, format!("conditions: {:?} is not one of {}", e.name, e.known)));
+            return Err(PlanError::new(
+                SpecField::Conditions,
+                format!("conditions: {:?} is not one of {}", e.name, e.known),
+            ));
         }
     }
     let missing = [

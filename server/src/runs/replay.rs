@@ -49,9 +49,9 @@ impl FromStr for Intervention {
             "clean-level" => Ok(Intervention::CleanLevel),
             "reveal-evidence" => Ok(Intervention::RevealEvidence),
             other => match other.strip_prefix("condition:") {
-                Some(c) => vocab::Condition::parse(c).map(Intervention::Condition).map_err(|e| {
-                    format!("intervention: condition {:?} is not one of {}", e.name, e.known)
-                }),
+                Some(c) => vocab::Condition::parse(c)
+                    .map(Intervention::Condition)
+                    .map_err(|e| format!("intervention: condition {:?} is not one of {}", e.name, e.known)),
                 None => Err(format!(
                     "intervention: {other:?} is not one of strip-spans, clean-level, reveal-evidence, condition:NAME"
                 )),

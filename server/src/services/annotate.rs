@@ -13,8 +13,8 @@ use app::model::{
 };
 
 use super::annotators;
-use super::insights::InsightsService;
 use super::fail;
+use super::insights::InsightsService;
 use super::queue_view::{ItemParts, facet, item, passes, row, states, vote};
 use super::runs::score_of;
 use crate::db::{DecisionClass, LabelEvent, LabelLock, ReasoningGrade, Store, now_ms};
@@ -121,9 +121,7 @@ impl AnnotateService {
         // Within a kind, in the hash order of `queue_rank`: whoever works down the queue
         // settles a random share of it (the validity figures take it to be one).
         // Each item's key is computed once (a hash each), not at every comparison.
-        items.sort_by_cached_key(|i| {
-            (!i.conflict, rank(i.kind), queue_rank(&i.trial_id, i.kind), i.trial_id.clone())
-        });
+        items.sort_by_cached_key(|i| (!i.conflict, rank(i.kind), queue_rank(&i.trial_id, i.kind), i.trial_id.clone()));
         Ok(Listing { items, scores, events, settled, needed, pending, key })
     }
 
@@ -183,7 +181,13 @@ impl AnnotateService {
     }
 
     /// The next item after (trial, kind) in the filtered listing that `who` can label.
-    fn next_for(listing: &Listing, who: &Identity, trial: &str, kind: LabelKind, filter: &QueueFilter) -> Option<String> {
+    fn next_for(
+        listing: &Listing,
+        who: &Identity,
+        trial: &str,
+        kind: LabelKind,
+        filter: &QueueFilter,
+    ) -> Option<String> {
         let kept: Vec<&QueueItem> = listing.items.iter().filter(|i| passes(i, filter)).collect();
         let at = kept.iter().position(|i| i.trial_id == trial && i.kind == kind);
         let start = at.map_or(0, |a| a + 1);
@@ -466,14 +470,8 @@ impl app::ssr::Annotate for AnnotateService {
     async fn grade_view(&self, who: Identity, trial: TrialId) -> Result<GradeView, AppError> {
         let row = self.store.trial(&trial).await?;
         let task = self.world.task(&row.task_id).ok_or_else(|| AppError::NotFound(format!("task {}", row.task_id)))?;
-        let grades: Vec<ReasoningGrade> = self
-            .store
-            .grades(&row.run_id)
-            .await
-            .map_err(fail)?
-            .into_iter()
-            .filter(|g| g.trial_id == trial)
-            .collect();
+        let grades: Vec<ReasoningGrade> =
+            self.store.grades(&row.run_id).await.map_err(fail)?.into_iter().filter(|g| g.trial_id == trial).collect();
         let authors: std::collections::BTreeSet<&str> = grades.iter().map(|g| g.author.as_str()).collect();
         let mine = grades
             .iter()

@@ -220,14 +220,18 @@ impl GeoService {
     pub async fn report(&self, run: &RunId) -> Result<Arc<Report>, AppError> {
         let p = self.store.progress(run).await.map_err(fail)?;
         let key = p.done + p.error;
-        if let Some((k, r)) = self.cache.lock().map_err(|_| fail(anyhow::anyhow!("the GEO report cache is poisoned")))?.get(run)
+        if let Some((k, r)) =
+            self.cache.lock().map_err(|_| fail(anyhow::anyhow!("the GEO report cache is poisoned")))?.get(run)
             && *k == key
         {
             return Ok(r.clone());
         }
         let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(fail)?;
         let fresh = Arc::new(report(self.store.as_ref(), &lists, run).await.map_err(fail)?);
-        self.cache.lock().map_err(|_| fail(anyhow::anyhow!("the GEO report cache is poisoned")))?.insert(run.clone(), (key, fresh.clone()));
+        self.cache
+            .lock()
+            .map_err(|_| fail(anyhow::anyhow!("the GEO report cache is poisoned")))?
+            .insert(run.clone(), (key, fresh.clone()));
         Ok(fresh)
     }
 }

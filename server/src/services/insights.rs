@@ -369,9 +369,8 @@ impl InsightsService {
         let scores = self.scores_at(run, key).await?;
         let run_id = run.clone();
         // The aggregate is CPU work: keep it off the async workers.
-        let view = tokio::task::spawn_blocking(move || super::board::report_view(&scores, &run_id))
-            .await
-            .map_err(fail)??;
+        let view =
+            tokio::task::spawn_blocking(move || super::board::report_view(&scores, &run_id)).await.map_err(fail)??;
         let view = Arc::new(view);
         self.lock().reports.insert(slot, (key, view.clone()));
         Ok(view)

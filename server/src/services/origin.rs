@@ -27,11 +27,8 @@ pub async fn view_of(store: &dyn Store, run_id: &RunId, o: &Origin) -> Result<Or
     // The trials of related samples, found by the harness's sample id (a sample mapped to a
     // Mirage task is stored under that task's id).
     let related: Vec<String> = o.parent.iter().chain(&o.subagents).cloned().collect();
-    let samples = if related.is_empty() {
-        Vec::new()
-    } else {
-        store.trials_of_samples(run_id, &related).await.map_err(fail)?
-    };
+    let samples =
+        if related.is_empty() { Vec::new() } else { store.trials_of_samples(run_id, &related).await.map_err(fail)? };
     let trial_of = |sample: &str| samples.iter().find(|(s, _)| s == sample).map(|(_, t)| t.clone());
     Ok(OriginView {
         harness: o.harness.label().to_string(),

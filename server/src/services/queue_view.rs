@@ -131,13 +131,5 @@ pub(super) fn facet<'a>(values: impl Iterator<Item = &'a str>, current: &str) ->
 }
 
 pub(super) fn row(a: &Agreement) -> AgreementRow {
-    AgreementRow {
-        kind: a.kind,
-        n: a.n,
-        kappa: a.kappa,
-        lo: a.lo,
-        hi: a.hi,
-        raw: a.raw,
-        note: a.note.clone(),
-    }
+    AgreementRow { kind: a.kind, n: a.n, kappa: a.kappa, lo: a.lo, hi: a.hi, raw: a.raw, note: a.note.clone() }
 }

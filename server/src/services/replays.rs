@@ -14,7 +14,6 @@ use crate::env::World;
 use crate::runs::export::parse_steps;
 use crate::runs::replay::{self, ReplayPlan};
 
-
 fn invalid(field: &str, message: impl Into<String>) -> AppError {
     AppError::Invalid { field: field.into(), message: message.into() }
 }

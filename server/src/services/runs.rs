@@ -299,7 +299,6 @@ async fn rule_score(
     }))
 }
 
-
 /// A stored run's spec, or an error naming the run (logged with the reason).
 pub fn spec_of(run: &crate::db::RunRow) -> Result<RunSpec, AppError> {
     serde_json::from_str(&run.spec).map_err(|e| {

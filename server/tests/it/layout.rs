@@ -490,7 +490,11 @@ fn functions_stay_short() {
         .filter(|(f, name, _)| !long.iter().any(|(lf, ln, _)| lf == f && ln == name))
         .map(|(f, name, _)| format!("{f}: {name}"))
         .collect();
-    assert!(stale.is_empty(), "listed as long but no longer are (remove them from LONG_FUNCTIONS):\n{}", stale.join("\n"));
+    assert!(
+        stale.is_empty(),
+        "listed as long but no longer are (remove them from LONG_FUNCTIONS):\n{}",
+        stale.join("\n")
+    );
 }
 
 /// The length check counts from `fn` to the closing brace, and sees through impls.
