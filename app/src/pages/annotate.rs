@@ -8,7 +8,7 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
 
-use super::ErrorNotice;
+use super::Loading;
 use crate::api::get_queue;
 use crate::components::{PendingLine, RunPicker, fmt3, query_param, query_string};
 use crate::model::{AgreementRow, MIN_AGREEMENT_N, QUEUE_STATES, QueueFilter, QueueItem, Vote};
@@ -139,66 +139,61 @@ pub fn AnnotatePage() -> impl IntoView {
     view! {
         <Title text="Annotate"/>
         <h1>"Disputed labels"</h1>
-        <Transition fallback=|| view! { <p>"Loading the queue…"</p> }>
-            {move || queue.get().map(|q| match q {
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(q) => {
-                    let picker = Callback::new(|run: String| crate::model::routes::annotate(&run));
-                    let f = q.filter.clone();
-                    let states: Vec<(String, String, usize)> = QUEUE_STATES
-                        .iter()
-                        .map(|(k, words)| {
-                            let n = q.states.iter().find(|(s, _)| s == k).map_or(0, |(_, n)| *n);
-                            ((*k).to_string(), (*words).to_string(), n)
-                        })
-                        .collect();
-                    let plain = |v: &[(String, usize)]| v.iter().map(|(k, n)| (k.clone(), k.clone(), *n)).collect::<Vec<_>>();
+        <Loading resource=queue waiting="Loading the queue…" keep=true ready=move |q| {
+            let picker = Callback::new(|run: String| crate::model::routes::annotate(&run));
+            let f = q.filter.clone();
+            let states: Vec<(String, String, usize)> = QUEUE_STATES
+                .iter()
+                .map(|(k, words)| {
+                    let n = q.states.iter().find(|(s, _)| s == k).map_or(0, |(_, n)| *n);
+                    ((*k).to_string(), (*words).to_string(), n)
+                })
+                .collect();
+            let plain = |v: &[(String, usize)]| v.iter().map(|(k, n)| (k.clone(), k.clone(), *n)).collect::<Vec<_>>();
+            view! {
+                <div class="controls"><RunPicker runs=q.runs.clone() current=q.run.clone() href=picker/></div>
+                <PendingLine pending=q.pending.clone() refetch=refetch/>
+                <p data-testid="queue-count">{format!(
+                    "{} labels wait for people ({} in the whole queue); {} settled so far in this run, from {} labels by people.",
+                    q.total, q.unfiltered, q.settled, q.people_labels
+                )}</p>
+                <p class="muted" data-testid="queue-rule">{format!(
+                    "Each label here needs {} people who agree; you label blind (the automatic label and other people's labels show once you have given yours); when people disagree, an operator adjudicates. Besides the disputed labels, one undisputed label in twenty is drawn at random (the audit sample): it is how the graders' precision and recall are measured over the whole run.",
+                    q.needed
+                )}</p>
+                <form class="filters" method="get" action="/annotate" aria-label="Filter the queue">
+                    <input type="hidden" name="run" value=q.run.to_string()/>
+                    {choice("kind", "Label", &f.kind, plain(&q.kinds))}
+                    {choice("agent", "Configuration", &f.agent, plain(&q.agents))}
+                    {choice("level", "Level", &f.level, plain(&q.levels))}
+                    {choice("state", "State", &f.state, states)}
+                    <label class="field inline"><span>"Task"</span><input name="task" value=f.task.clone() placeholder="task id"/></label>
+                    <button type="submit">"Filter"</button>
+                    <A href=crate::model::routes::annotate(&q.run)>"clear"</A>
+                </form>
+                {(q.pages > 1).then(|| {
+                    let (run, f) = (q.run.clone(), q.filter.clone());
+                    let href = move |p: usize| queue_href(&run, &f, Some(p));
                     view! {
-                        <div class="controls"><RunPicker runs=q.runs.clone() current=q.run.clone() href=picker/></div>
-                        <PendingLine pending=q.pending.clone() refetch=refetch/>
-                        <p data-testid="queue-count">{format!(
-                            "{} labels wait for people ({} in the whole queue); {} settled so far in this run, from {} labels by people.",
-                            q.total, q.unfiltered, q.settled, q.people_labels
-                        )}</p>
-                        <p class="muted" data-testid="queue-rule">{format!(
-                            "Each label here needs {} people who agree; you label blind (the automatic label and other people's labels show once you have given yours); when people disagree, an operator adjudicates. Besides the disputed labels, one undisputed label in twenty is drawn at random (the audit sample): it is how the graders' precision and recall are measured over the whole run.",
-                            q.needed
-                        )}</p>
-                        <form class="filters" method="get" action="/annotate" aria-label="Filter the queue">
-                            <input type="hidden" name="run" value=q.run.to_string()/>
-                            {choice("kind", "Label", &f.kind, plain(&q.kinds))}
-                            {choice("agent", "Configuration", &f.agent, plain(&q.agents))}
-                            {choice("level", "Level", &f.level, plain(&q.levels))}
-                            {choice("state", "State", &f.state, states)}
-                            <label class="field inline"><span>"Task"</span><input name="task" value=f.task.clone() placeholder="task id"/></label>
-                            <button type="submit">"Filter"</button>
-                            <A href=crate::model::routes::annotate(&q.run)>"clear"</A>
-                        </form>
-                        {(q.pages > 1).then(|| {
-                            let (run, f) = (q.run.clone(), q.filter.clone());
-                            let href = move |p: usize| queue_href(&run, &f, Some(p));
-                            view! {
-                                <nav class="pager" aria-label="Queue pages">
-                                    {(q.page > 0).then(|| view! { <A href=href(q.page - 1)>"← previous"</A> })}
-                                    <span>{format!(" page {} of {} ", q.page + 1, q.pages)}</span>
-                                    {(q.page + 1 < q.pages).then(|| view! { <A href=href(q.page + 1)>"next →"</A> })}
-                                </nav>
-                            }
-                        })}
-                        {queue_table(q.items, &q.filter)}
-                        <h2>"Agreement"</h2>
-                        <p class="muted">{format!(
-                            "Cohen's κ with a 95 % t interval over items (from 20 items), shown from n = {MIN_AGREEMENT_N}; raw agreement is the share of compared labels that agree. κ is undefined when every label was one and the same value."
-                        )}</p>
-                        {agreement_table("Automatic labels against people's settled labels", "judge-people", q.agreement)}
-                        {agreement_table("Annotator against annotator (each pair of people on an item both labelled)", "people-people", q.annotators)}
-                        <h2>"How people's labels moved the numbers"</h2>
-                        {effects_table(q.effects)}
-                        <p><A href=crate::model::routes::leaderboard(&q.run)>"See the leaderboard with people's labels applied"</A></p>
-                    }.into_any()
-                }
-            })}
-        </Transition>
+                        <nav class="pager" aria-label="Queue pages">
+                            {(q.page > 0).then(|| view! { <A href=href(q.page - 1)>"← previous"</A> })}
+                            <span>{format!(" page {} of {} ", q.page + 1, q.pages)}</span>
+                            {(q.page + 1 < q.pages).then(|| view! { <A href=href(q.page + 1)>"next →"</A> })}
+                        </nav>
+                    }
+                })}
+                {queue_table(q.items, &q.filter)}
+                <h2>"Agreement"</h2>
+                <p class="muted">{format!(
+                    "Cohen's κ with a 95 % t interval over items (from 20 items), shown from n = {MIN_AGREEMENT_N}; raw agreement is the share of compared labels that agree. κ is undefined when every label was one and the same value."
+                )}</p>
+                {agreement_table("Automatic labels against people's settled labels", "judge-people", q.agreement)}
+                {agreement_table("Annotator against annotator (each pair of people on an item both labelled)", "people-people", q.annotators)}
+                <h2>"How people's labels moved the numbers"</h2>
+                {effects_table(q.effects)}
+                <p><A href=crate::model::routes::leaderboard(&q.run)>"See the leaderboard with people's labels applied"</A></p>
+            }.into_any()
+        }/>
     }
 }
 

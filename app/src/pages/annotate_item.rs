@@ -9,7 +9,7 @@ use leptos::prelude::*;
 use leptos_router::components::A;
 use leptos_router::hooks::{use_navigate, use_params_map};
 
-use super::ErrorNotice;
+use super::Loading;
 use super::annotate::{automatic_line, filter_of_query, queue_href, vote_line, yes_no};
 use super::trajectory::Turn;
 use crate::api::{Adjudicate, ReleaseItem, SaveLabel, StartLabelling, get_trajectory, open_item};
@@ -362,39 +362,34 @@ fn item_keys(
 #[component]
 fn ItemHeader(opened: Resource<Result<OpenItem, AppError>>, filter: Memo<QueueFilter>) -> impl IntoView {
     view! {
-        <Suspense fallback=|| view! { <p>"Opening…"</p> }>
-            {move || opened.get().map(|o| match o {
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(o) => {
-                    let i = o.item.clone();
-                    let queue = queue_href(&i.run, &filter.get_untracked(), None);
-                    let guide = Some(crate::glossary::label_guide(i.kind));
-                    view! {
-                        <p class="crumbs"><A href=queue>"Queue"</A>" / "{i.trial_id.to_string()}</p>
-                        <h1>{format!("Is there {} in {}?", i.kind, i.trial_id)}</h1>
-                        {guide.map(|(definition, example)| view! {
-                            <div class="label-guide" data-testid="label-guide">
-                                <p><strong>{format!("What {} means. ", i.kind)}</strong>{definition}</p>
-                                <p class="muted">{format!("Example: {example}")}</p>
-                            </div>
-                        })}
-                        <nav class="item-nav" aria-label="Items">
-                            {o.prev.clone().map(|h| view! { <A href=h attr:class="prev-item">"← previous item"</A> })}
-                            {o.next.clone().map(|h| view! { <A href=h attr:class="next-item">"next item →"</A> })}
-                            <span class="muted keys" data-testid="keys">{KEYS}</span>
-                        </nav>
-                        {o.settled.then(|| view! { <p class="badge">"Settled by people: their label replaces the automatic one in every number."</p> })}
-                        {i.conflict.then(|| view! { <p class="badge warn">"Annotators disagree: an operator's adjudication settles it."</p> })}
-                        {i.audit.then(|| view! { <p class="badge audit">"Audit sample: no grader disputed this label; it was drawn at random (one undisputed label in twenty) so that the graders' precision and recall hold for the whole run. Label it as you would any other."</p> })}
-                        {context(&o)}
-                        <p>
-                            <A href=crate::model::routes::trial(&i.run, &i.trial_id, "")>"Open the whole trajectory"</A>" · "
-                            <A href=crate::model::routes::grade(&i.trial_id)>"Grade its reasoning and decision"</A>
-                        </p>
-                    }.into_any()
-                }
-            })}
-        </Suspense>
+        <Loading resource=opened waiting="Opening…" ready=move |o| {
+            let i = o.item.clone();
+            let queue = queue_href(&i.run, &filter.get_untracked(), None);
+            let guide = Some(crate::glossary::label_guide(i.kind));
+            view! {
+                <p class="crumbs"><A href=queue>"Queue"</A>" / "{i.trial_id.to_string()}</p>
+                <h1>{format!("Is there {} in {}?", i.kind, i.trial_id)}</h1>
+                {guide.map(|(definition, example)| view! {
+                    <div class="label-guide" data-testid="label-guide">
+                        <p><strong>{format!("What {} means. ", i.kind)}</strong>{definition}</p>
+                        <p class="muted">{format!("Example: {example}")}</p>
+                    </div>
+                })}
+                <nav class="item-nav" aria-label="Items">
+                    {o.prev.clone().map(|h| view! { <A href=h attr:class="prev-item">"← previous item"</A> })}
+                    {o.next.clone().map(|h| view! { <A href=h attr:class="next-item">"next item →"</A> })}
+                    <span class="muted keys" data-testid="keys">{KEYS}</span>
+                </nav>
+                {o.settled.then(|| view! { <p class="badge">"Settled by people: their label replaces the automatic one in every number."</p> })}
+                {i.conflict.then(|| view! { <p class="badge warn">"Annotators disagree: an operator's adjudication settles it."</p> })}
+                {i.audit.then(|| view! { <p class="badge audit">"Audit sample: no grader disputed this label; it was drawn at random (one undisputed label in twenty) so that the graders' precision and recall hold for the whole run. Label it as you would any other."</p> })}
+                {context(&o)}
+                <p>
+                    <A href=crate::model::routes::trial(&i.run, &i.trial_id, "")>"Open the whole trajectory"</A>" · "
+                    <A href=crate::model::routes::grade(&i.trial_id)>"Grade its reasoning and decision"</A>
+                </p>
+            }.into_any()
+        }/>
     }
 }
 
@@ -407,33 +402,28 @@ fn TurnsAround(
     turn: RwSignal<String>,
 ) -> impl IntoView {
     view! {
-        <Suspense fallback=|| view! { <p>"Loading turns…"</p> }>
-            {move || turns.get().map(|t| match t {
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(v) => {
-                    let o = opened.get_untracked().and_then(Result::ok);
-                    let at = o.as_ref().and_then(|o| o.item.turn);
-                    // Badges of the other labels at their turns; the label under review only
-                    // once the caller may see it.
-                    let (kind, blind) = o.as_ref().map_or((String::new(), true), |o| (o.item.kind.to_string(), o.item.blind));
-                    // The turn j/k (or the form's turn field) chose, else the one under review.
-                    let selected = Signal::derive(move || turn.get().parse::<usize>().ok().or(at));
-                    let labels = v.labels.clone();
-                    view! {
-                        <super::trajectory::OpenAll/>
-                        <div class="turns">
-                            {v.turns.into_iter().map(|t| {
-                                let marks: Vec<String> = labels
-                                    .iter()
-                                    .filter(|l| l.value && l.turn == Some(t.t) && !(blind && l.kind == kind))
-                                    .map(|l| l.kind.clone())
-                                    .collect();
-                                view! { <Turn turn=t selected=selected marks=marks/> }
-                            }).collect_view()}
-                        </div>
-                    }.into_any()
-                }
-            })}
-        </Suspense>
+        <Loading resource=turns waiting="Loading turns…" ready=move |v| {
+            let o = opened.get_untracked().and_then(Result::ok);
+            let at = o.as_ref().and_then(|o| o.item.turn);
+            // Badges of the other labels at their turns; the label under review only
+            // once the caller may see it.
+            let (kind, blind) = o.as_ref().map_or((String::new(), true), |o| (o.item.kind.to_string(), o.item.blind));
+            // The turn j/k (or the form's turn field) chose, else the one under review.
+            let selected = Signal::derive(move || turn.get().parse::<usize>().ok().or(at));
+            let labels = v.labels.clone();
+            view! {
+                <super::trajectory::OpenAll/>
+                <div class="turns">
+                    {v.turns.into_iter().map(|t| {
+                        let marks: Vec<String> = labels
+                            .iter()
+                            .filter(|l| l.value && l.turn == Some(t.t) && !(blind && l.kind == kind))
+                            .map(|l| l.kind.clone())
+                            .collect();
+                        view! { <Turn turn=t selected=selected marks=marks/> }
+                    }).collect_view()}
+                </div>
+            }.into_any()
+        }/>
     }
 }

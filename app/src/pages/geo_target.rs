@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
-use super::ErrorNotice;
+use super::Loading;
 use crate::api::get_geo_target;
 use crate::components::{fmt3, query_string};
 use crate::model::{GeoJudged, GeoTargetView};
@@ -132,11 +132,6 @@ pub fn GeoTargetPage() -> impl IntoView {
     view! {
         <Title text="GEO target"/>
         <h1>"GEO target"</h1>
-        <Transition fallback=|| view! { <p>"Loading the target…"</p> }>
-            {move || data.get().map(|d| match d {
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(v) => target(&v),
-            })}
-        </Transition>
+        <Loading resource=data waiting="Loading the target…" keep=true ready=move |v| target(&v)/>
     }
 }

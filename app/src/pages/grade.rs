@@ -7,7 +7,7 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::use_params_map;
 
-use super::ErrorNotice;
+use super::Loading;
 use crate::api::{SaveGrade, get_grade};
 use crate::error::AppError;
 use crate::model::NewGrade;
@@ -45,12 +45,7 @@ pub fn GradePage() -> impl IntoView {
     };
     view! {
         <Title text="Grade the reasoning"/>
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || view_data.get().map(|d| match d {
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(g) => what_is_graded(&g),
-            })}
-        </Suspense>
+        <Loading resource=view_data waiting="Loading…" ready=move |g| what_is_graded(&g)/>
         <form class="launch grade-form" on:submit=|ev| ev.prevent_default() aria-label="Your grade">
             <h2>"Your grade"</h2>
             <div class="field">

@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::use_navigate;
 
-use super::ErrorNotice;
+use super::{ErrorNotice, Loading};
 use crate::api::{StartRun, corpus_counts, get_home_board, list_runs};
 use crate::components::{EstCell, PendingLine};
 use crate::model::NewRun;
@@ -165,27 +165,22 @@ fn TopOfBoard() -> impl IntoView {
 fn Corpus() -> impl IntoView {
     let list = Resource::new(|| (), |()| corpus_counts());
     view! {
-        <Transition fallback=|| view! { <p>"Loading corpus…"</p> }>
-            {move || list.get().map(|result| match result {
-                Ok(l) => {
-                    let counts: Vec<(&str, usize)> = ["shop", "forum", "wiki"]
-                        .into_iter()
-                        .map(|d| (d, l.categories.iter().filter(|(dom, _, _)| dom == d).map(|(_, _, n)| n).sum()))
-                        .collect();
-                    view! {
-                        <section class="cards" aria-label="Corpus">
-                            {counts.into_iter().map(|(d, n)| view! {
-                                <A href=format!("/tasks?domain={d}") attr:class="card">
-                                    <span class="card-number">{n}</span>
-                                    <span class="card-label">{format!("{d} tasks")}</span>
-                                </A>
-                            }).collect_view()}
-                        </section>
-                        <p>{format!("{} tasks in the corpus.", l.corpus_size)}</p>
-                    }.into_any()
-                }
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-            })}
-        </Transition>
+        <Loading resource=list waiting="Loading corpus…" keep=true ready=move |l| {
+            let counts: Vec<(&str, usize)> = ["shop", "forum", "wiki"]
+                .into_iter()
+                .map(|d| (d, l.categories.iter().filter(|(dom, _, _)| dom == d).map(|(_, _, n)| n).sum()))
+                .collect();
+            view! {
+                <section class="cards" aria-label="Corpus">
+                    {counts.into_iter().map(|(d, n)| view! {
+                        <A href=format!("/tasks?domain={d}") attr:class="card">
+                            <span class="card-number">{n}</span>
+                            <span class="card-label">{format!("{d} tasks")}</span>
+                        </A>
+                    }).collect_view()}
+                </section>
+                <p>{format!("{} tasks in the corpus.", l.corpus_size)}</p>
+            }.into_any()
+        }/>
     }
 }

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::A;
 
-use super::ErrorNotice;
+use super::Loading;
 use crate::api::get_leaderboard;
 use crate::components::{
     AgreementCell, AsOfLine, ChecksTable, EstCell, PendingLine, RunPicker, fmt3, query_param, query_string,
@@ -227,78 +227,73 @@ pub fn LeaderboardPage() -> impl IntoView {
     view! {
         <Title text="Leaderboard"/>
         <h1>"Leaderboard"</h1>
-        <Transition fallback=|| view! { <p>"Scoring…"</p> }>
-            {move || board.get().map(|b| match b {
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(b) => {
-                    let (r, t, g) = (b.run.to_string(), b.tier.clone(), b.by.clone());
-                    let picker = Callback::new({
-                        let (t, g) = (t.clone(), g.clone());
-                        move |run: String| href(Some(run), Some(t.clone()), g.clone(), None)
-                    });
-                    let sort_now = sort.get();
-                    let sort_href = {
-                        let (r, t, g, s) = (r.clone(), t.clone(), g.clone(), sort_now.clone());
-                        move |c: &str| {
-                            let next = if s.as_deref() == Some(c) { format!("-{c}") } else { c.to_string() };
-                            href(Some(r.clone()), Some(t.clone()), g.clone(), Some(next))
-                        }
-                    };
-                    let rows = sorted(b.rows.clone(), sort_now.as_deref());
-                    let pairs = b.pairs.clone();
-                    view! {
-                        <div class="controls">
-                            <RunPicker runs=b.runs.clone() current=b.run.clone() href=picker/>
-                            <span class="toggle" role="group" aria-label="Decision tier">"Tier: "
-                                {TIERS.iter().map(|tt| view! {
-                                    <A href=href(Some(r.clone()), Some((*tt).to_string()), g.clone(), sort_now.clone())
-                                        attr:class=if *tt == t { "on" } else { "" } attr:aria-current=(*tt == t).then_some("true")>{*tt}</A>
-                                }).collect_view()}
-                            </span>
-                            <span class="toggle" role="group" aria-label="Break down by">"By: "
-                                {[None, Some("domain"), Some("condition"), Some("level")].into_iter().map(|x| {
-                                    let on = g.as_deref() == x;
-                                    view! {
-                                        <A href=href(Some(r.clone()), Some(t.clone()), x.map(String::from), sort_now.clone())
-                                            attr:class=if on { "on" } else { "" }>{x.unwrap_or("none")}</A>
-                                    }
-                                }).collect_view()}
-                            </span>
-                        </div>
-                        <PendingLine pending=b.pending.clone() refetch=refetch/>
-                        <AsOfLine as_of=b.frozen href=Callback::new({
-                            let (r, t, g, s) = (r.clone(), t.clone(), g.clone(), sort_now.clone());
-                            move |a: Option<String>| url(Some(r.clone()), Some(t.clone()), g.clone(), s.clone(), a)
-                        })/>
-                        <p class="muted">{format!(
-                            "Judges: {}. {} labels settled by people (they override automatic labels everywhere).",
-                            if b.judges.is_empty() { "none".to_string() } else { b.judges.join(", ") }, b.human_labels
-                        )}</p>
-                        {b.judges.iter().any(|j| j.contains(crate::model::FALLBACK_RSN_JUDGE)).then(|| view! {
-                            <p class="muted fallback" data-testid="rsn-fallback">
-                                "Acc_rsn and Q_ev here come from the judge-less fallback (gold facts cited in the rationale's own words from pages the agent saw): they are not comparable with a model judge's grades."
-                            </p>
-                        })}
-                        {board_table(rows, &b.columns, &b.tier, true, Some(&sort_href), Some(&b.checks))}
-                        {export_links(&b)}
-                        {b.breakdown.iter().map(|(value, rows)| view! {
-                            <h2>{format!("{}: {value}", g.clone().unwrap_or_default())}</h2>
-                            {board_table(rows.clone(), &b.columns, &b.tier, false, None, None)}
-                        }).collect_view()}
-                        <h2>"Pairwise comparisons"</h2>
-                        <button on:click=move |_| show_pairs.update(|s| *s = !*s)>
-                            {move || if show_pairs.get() { "Hide comparisons" } else { "Compare every pair" }}
-                        </button>
-                        {move || show_pairs.get().then(|| pairs_table(&pairs))}
-                        <h2>"Grader validity"</h2>
-                        <ChecksTable checks=b.checks.clone()/>
-                        {agreement_tables(&b)}
-                        <h2>"Reasoning judge vs people"</h2>
-                        {validation_table(&b.validation)}
-                    }.into_any()
+        <Loading resource=board waiting="Scoring…" keep=true ready=move |b| {
+            let (r, t, g) = (b.run.to_string(), b.tier.clone(), b.by.clone());
+            let picker = Callback::new({
+                let (t, g) = (t.clone(), g.clone());
+                move |run: String| href(Some(run), Some(t.clone()), g.clone(), None)
+            });
+            let sort_now = sort.get();
+            let sort_href = {
+                let (r, t, g, s) = (r.clone(), t.clone(), g.clone(), sort_now.clone());
+                move |c: &str| {
+                    let next = if s.as_deref() == Some(c) { format!("-{c}") } else { c.to_string() };
+                    href(Some(r.clone()), Some(t.clone()), g.clone(), Some(next))
                 }
-            })}
-        </Transition>
+            };
+            let rows = sorted(b.rows.clone(), sort_now.as_deref());
+            let pairs = b.pairs.clone();
+            view! {
+                <div class="controls">
+                    <RunPicker runs=b.runs.clone() current=b.run.clone() href=picker/>
+                    <span class="toggle" role="group" aria-label="Decision tier">"Tier: "
+                        {TIERS.iter().map(|tt| view! {
+                            <A href=href(Some(r.clone()), Some((*tt).to_string()), g.clone(), sort_now.clone())
+                                attr:class=if *tt == t { "on" } else { "" } attr:aria-current=(*tt == t).then_some("true")>{*tt}</A>
+                        }).collect_view()}
+                    </span>
+                    <span class="toggle" role="group" aria-label="Break down by">"By: "
+                        {[None, Some("domain"), Some("condition"), Some("level")].into_iter().map(|x| {
+                            let on = g.as_deref() == x;
+                            view! {
+                                <A href=href(Some(r.clone()), Some(t.clone()), x.map(String::from), sort_now.clone())
+                                    attr:class=if on { "on" } else { "" }>{x.unwrap_or("none")}</A>
+                            }
+                        }).collect_view()}
+                    </span>
+                </div>
+                <PendingLine pending=b.pending.clone() refetch=refetch/>
+                <AsOfLine as_of=b.frozen href=Callback::new({
+                    let (r, t, g, s) = (r.clone(), t.clone(), g.clone(), sort_now.clone());
+                    move |a: Option<String>| url(Some(r.clone()), Some(t.clone()), g.clone(), s.clone(), a)
+                })/>
+                <p class="muted">{format!(
+                    "Judges: {}. {} labels settled by people (they override automatic labels everywhere).",
+                    if b.judges.is_empty() { "none".to_string() } else { b.judges.join(", ") }, b.human_labels
+                )}</p>
+                {b.judges.iter().any(|j| j.contains(crate::model::FALLBACK_RSN_JUDGE)).then(|| view! {
+                    <p class="muted fallback" data-testid="rsn-fallback">
+                        "Acc_rsn and Q_ev here come from the judge-less fallback (gold facts cited in the rationale's own words from pages the agent saw): they are not comparable with a model judge's grades."
+                    </p>
+                })}
+                {board_table(rows, &b.columns, &b.tier, true, Some(&sort_href), Some(&b.checks))}
+                {export_links(&b)}
+                {b.breakdown.iter().map(|(value, rows)| view! {
+                    <h2>{format!("{}: {value}", g.clone().unwrap_or_default())}</h2>
+                    {board_table(rows.clone(), &b.columns, &b.tier, false, None, None)}
+                }).collect_view()}
+                <h2>"Pairwise comparisons"</h2>
+                <button on:click=move |_| show_pairs.update(|s| *s = !*s)>
+                    {move || if show_pairs.get() { "Hide comparisons" } else { "Compare every pair" }}
+                </button>
+                {move || show_pairs.get().then(|| pairs_table(&pairs))}
+                <h2>"Grader validity"</h2>
+                <ChecksTable checks=b.checks.clone()/>
+                {agreement_tables(&b)}
+                <h2>"Reasoning judge vs people"</h2>
+                {validation_table(&b.validation)}
+            }.into_any()
+        }/>
     }
 }
 

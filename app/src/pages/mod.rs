@@ -67,3 +67,33 @@ pub fn ErrorNotice(error: AppError) -> impl IntoView {
     }
     view! { <p class="error" role="alert">{error.to_string()}</p> }
 }
+
+/// A resource's part of a page: `waiting` while it loads, its error as an [`ErrorNotice`]
+/// (which sets the status), and `ready`'s view of its value. With `keep`, a reload keeps the
+/// view shown until the new value arrives (a transition); without, it shows `waiting` again
+/// (a suspense).
+#[component]
+pub fn Loading<T, F, V>(
+    resource: Resource<Result<T, AppError>>,
+    waiting: &'static str,
+    ready: F,
+    #[prop(optional)] keep: bool,
+) -> impl IntoView
+where
+    T: Clone + Send + Sync + 'static,
+    F: Fn(T) -> V + Clone + Send + Sync + 'static,
+    V: IntoView + 'static,
+{
+    let body = move || {
+        resource.get().map(|r| match r {
+            Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+            Ok(v) => ready(v).into_any(),
+        })
+    };
+    let fallback = move || view! { <p>{waiting}</p> };
+    if keep {
+        view! { <Transition fallback=fallback>{body}</Transition> }.into_any()
+    } else {
+        view! { <Suspense fallback=fallback>{body}</Suspense> }.into_any()
+    }
+}

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::A;
 
-use super::ErrorNotice;
+use super::Loading;
 use crate::api::{get_heatmap, get_robustness};
 use crate::components::{AsOfLine, EstCell, PendingLine, RunPicker, query_param, query_string};
 use crate::model::{HeatCell, HeatQuery};
@@ -30,61 +30,56 @@ pub fn RobustnessPage() -> impl IntoView {
     view! {
         <Title text="Robustness"/>
         <h1>"Robustness vs utility"</h1>
-        <Transition fallback=|| view! { <p>"Scoring…"</p> }>
-            {move || data.get().map(|d| match d {
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(d) => {
-                    let lvl = d.level.clone();
-                    let picker = Callback::new(move |run: String| href(&run, &lvl));
-                    let pin = d.frozen.pinned.then(|| d.frozen.param());
-                    let q = query_string(&[("run", Some(d.run.to_string())), ("level", Some(d.level.clone())), ("as_of", pin)]);
-                    let (r, l) = (d.run.to_string(), d.level.clone());
-                    let pinned = Callback::new(move |a: Option<String>| {
-                        format!("/robustness{}", query_string(&[("run", Some(r.clone())), ("level", Some(l.clone())), ("as_of", a)]))
-                    });
-                    view! {
-                        <PendingLine pending=d.pending.clone() refetch=refetch/>
-                        <AsOfLine as_of=d.frozen href=pinned/>
-                        <div class="controls">
-                            <RunPicker runs=d.runs.clone() current=d.run.clone() href=picker/>
-                            <span class="toggle" role="group" aria-label="Level">"Level: "
-                                {std::iter::once("pooled".to_string()).chain(d.levels.clone()).map(|l| {
-                                    let class = if l == d.level { "on" } else { "" };
-                                    view! { <A href=href(&d.run, &l) attr:class=class>{l.clone()}</A> }
-                                }).collect_view()}
-                            </span>
-                        </div>
-                        {(!d.missing.is_empty()).then(|| view! {
-                            <p class="muted">{format!("Not plotted (no L0 trials, or no manipulated trials paired with a clean twin): {}", d.missing.join(", "))}</p>
-                        })}
-                        // The SVG is generated on the server by plotters; every piece of text in it is escaped.
-                        <figure class="plot robustness-plot" inner_html=d.svg.clone()></figure>
-                        <p class="downloads">"Download: "
-                            <a href=format!("/api/export/robustness.svg{q}") download="">"plot (SVG)"</a>" · "
-                            <a href=format!("/api/export/robustness.csv{q}") download="">"points (CSV)"</a>
-                        </p>
-                        <table class="points">
-                            <thead><tr><th>"Configuration"</th>
-                                <th title=crate::glossary::definition("utility").unwrap_or_default()>"Utility"" "<a class="def" href=crate::glossary::href("utility")>"?"</a></th>
-                                <th title=crate::glossary::definition("robustness").unwrap_or_default()>"Robustness (paired)"" "<a class="def" href=crate::glossary::href("robustness")>"?"</a></th>
-                                <th>"Frontier"</th></tr></thead>
-                            <tbody>
-                                {d.points.iter().map(|p| view! {
-                                    <tr data-agent=p.agent.clone()>
-                                        <th scope="row">{p.agent.clone()}</th>
-                                        <EstCell est=Some(p.utility)/>
-                                        <EstCell est=Some(p.robustness)/>
-                                        <td>{if p.frontier { "on the frontier" } else { "" }}</td>
-                                    </tr>
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                        <h2>"Utility against cost"</h2>
-                        {cost_plot(d.cost_svg.clone(), &d.costs)}
-                    }.into_any()
-                }
-            })}
-        </Transition>
+        <Loading resource=data waiting="Scoring…" keep=true ready=move |d| {
+            let lvl = d.level.clone();
+            let picker = Callback::new(move |run: String| href(&run, &lvl));
+            let pin = d.frozen.pinned.then(|| d.frozen.param());
+            let q = query_string(&[("run", Some(d.run.to_string())), ("level", Some(d.level.clone())), ("as_of", pin)]);
+            let (r, l) = (d.run.to_string(), d.level.clone());
+            let pinned = Callback::new(move |a: Option<String>| {
+                format!("/robustness{}", query_string(&[("run", Some(r.clone())), ("level", Some(l.clone())), ("as_of", a)]))
+            });
+            view! {
+                <PendingLine pending=d.pending.clone() refetch=refetch/>
+                <AsOfLine as_of=d.frozen href=pinned/>
+                <div class="controls">
+                    <RunPicker runs=d.runs.clone() current=d.run.clone() href=picker/>
+                    <span class="toggle" role="group" aria-label="Level">"Level: "
+                        {std::iter::once("pooled".to_string()).chain(d.levels.clone()).map(|l| {
+                            let class = if l == d.level { "on" } else { "" };
+                            view! { <A href=href(&d.run, &l) attr:class=class>{l.clone()}</A> }
+                        }).collect_view()}
+                    </span>
+                </div>
+                {(!d.missing.is_empty()).then(|| view! {
+                    <p class="muted">{format!("Not plotted (no L0 trials, or no manipulated trials paired with a clean twin): {}", d.missing.join(", "))}</p>
+                })}
+                // The SVG is generated on the server by plotters; every piece of text in it is escaped.
+                <figure class="plot robustness-plot" inner_html=d.svg.clone()></figure>
+                <p class="downloads">"Download: "
+                    <a href=format!("/api/export/robustness.svg{q}") download="">"plot (SVG)"</a>" · "
+                    <a href=format!("/api/export/robustness.csv{q}") download="">"points (CSV)"</a>
+                </p>
+                <table class="points">
+                    <thead><tr><th>"Configuration"</th>
+                        <th title=crate::glossary::definition("utility").unwrap_or_default()>"Utility"" "<a class="def" href=crate::glossary::href("utility")>"?"</a></th>
+                        <th title=crate::glossary::definition("robustness").unwrap_or_default()>"Robustness (paired)"" "<a class="def" href=crate::glossary::href("robustness")>"?"</a></th>
+                        <th>"Frontier"</th></tr></thead>
+                    <tbody>
+                        {d.points.iter().map(|p| view! {
+                            <tr data-agent=p.agent.clone()>
+                                <th scope="row">{p.agent.clone()}</th>
+                                <EstCell est=Some(p.utility)/>
+                                <EstCell est=Some(p.robustness)/>
+                                <td>{if p.frontier { "on the frontier" } else { "" }}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+                <h2>"Utility against cost"</h2>
+                {cost_plot(d.cost_svg.clone(), &d.costs)}
+            }.into_any()
+        }/>
     }
 }
 
@@ -186,56 +181,51 @@ pub fn HeatmapsPage() -> impl IntoView {
     view! {
         <Title text="Heatmaps"/>
         <h1>"Heatmaps"</h1>
-        <Transition fallback=|| view! { <p>"Scoring…"</p> }>
-            {move || data.get().map(|d| match d {
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(h) => {
-                    let (m, b) = (h.metric.clone(), h.by.clone());
-                    let picker = Callback::new(move |run: String| href(&run, &m, &b));
-                    let pin = h.frozen.pinned.then(|| h.frozen.param());
-                    let q = query_string(&[("run", Some(h.run.to_string())), ("metric", Some(h.metric.clone())), ("by", Some(h.by.clone())), ("as_of", pin)]);
-                    let (r, m, b) = (h.run.to_string(), h.metric.clone(), h.by.clone());
-                    let pinned = Callback::new(move |a: Option<String>| url(&r, &m, &b, a));
-                    view! {
-                        <PendingLine pending=h.pending.clone() refetch=refetch/>
-                        <AsOfLine as_of=h.frozen href=pinned/>
-                        <div class="controls">
-                            <RunPicker runs=h.runs.clone() current=h.run.clone() href=picker/>
-                            <span class="toggle" role="group" aria-label="Metric">"Metric: "
-                                {METRICS.iter().map(|x| view! {
-                                    <A href=href(&h.run, x, &h.by) attr:class=if *x == h.metric { "on" } else { "" }
-                                        attr:title=crate::glossary::definition(x).unwrap_or_default()>{*x}</A>
-                                }).collect_view()}
-                            </span>
-                            <span class="toggle" role="group" aria-label="Columns">"Columns: "
-                                {["agent", "domain", "category"].iter().map(|x| view! {
-                                    <A href=href(&h.run, &h.metric, x) attr:class=if *x == h.by { "on" } else { "" }>{*x}</A>
-                                }).collect_view()}
-                            </span>
-                        </div>
-                        <p class="muted">{format!(
-                            "{} by level × {}. Each cell: mean, 95% interval, n. Grey cells have fewer than {} observations or an interval wider than 0.5.",
-                            h.metric, h.by, h.min_n
-                        )}" "{crate::glossary::definition(&h.metric).unwrap_or_default()}" "
-                            <a class="def" href=crate::glossary::href(&h.metric)>"definitions"</a></p>
-                        <table class="heatmap">
-                            <thead><tr><th>"Level"</th>{h.columns.iter().map(|c| view! { <th>{c.clone()}</th> }).collect_view()}</tr></thead>
-                            <tbody>
-                                {h.levels.iter().map(|l| view! {
-                                    <tr>
-                                        <th scope="row">{l.clone()}</th>
-                                        {h.columns.iter().map(|c| heat_cell(h.cells.iter().find(|x| &x.level == l && &x.column == c), l, c)).collect_view()}
-                                    </tr>
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                        <p class="downloads">"Download: "
-                            <a href=format!("/api/export/heatmap.csv{q}") download="">"cells (CSV)"</a>" · "
-                            <a href=format!("/api/export/heatmap.json{q}") download="">"JSON"</a>
-                        </p>
-                    }.into_any()
-                }
-            })}
-        </Transition>
+        <Loading resource=data waiting="Scoring…" keep=true ready=move |h| {
+            let (m, b) = (h.metric.clone(), h.by.clone());
+            let picker = Callback::new(move |run: String| href(&run, &m, &b));
+            let pin = h.frozen.pinned.then(|| h.frozen.param());
+            let q = query_string(&[("run", Some(h.run.to_string())), ("metric", Some(h.metric.clone())), ("by", Some(h.by.clone())), ("as_of", pin)]);
+            let (r, m, b) = (h.run.to_string(), h.metric.clone(), h.by.clone());
+            let pinned = Callback::new(move |a: Option<String>| url(&r, &m, &b, a));
+            view! {
+                <PendingLine pending=h.pending.clone() refetch=refetch/>
+                <AsOfLine as_of=h.frozen href=pinned/>
+                <div class="controls">
+                    <RunPicker runs=h.runs.clone() current=h.run.clone() href=picker/>
+                    <span class="toggle" role="group" aria-label="Metric">"Metric: "
+                        {METRICS.iter().map(|x| view! {
+                            <A href=href(&h.run, x, &h.by) attr:class=if *x == h.metric { "on" } else { "" }
+                                attr:title=crate::glossary::definition(x).unwrap_or_default()>{*x}</A>
+                        }).collect_view()}
+                    </span>
+                    <span class="toggle" role="group" aria-label="Columns">"Columns: "
+                        {["agent", "domain", "category"].iter().map(|x| view! {
+                            <A href=href(&h.run, &h.metric, x) attr:class=if *x == h.by { "on" } else { "" }>{*x}</A>
+                        }).collect_view()}
+                    </span>
+                </div>
+                <p class="muted">{format!(
+                    "{} by level × {}. Each cell: mean, 95% interval, n. Grey cells have fewer than {} observations or an interval wider than 0.5.",
+                    h.metric, h.by, h.min_n
+                )}" "{crate::glossary::definition(&h.metric).unwrap_or_default()}" "
+                    <a class="def" href=crate::glossary::href(&h.metric)>"definitions"</a></p>
+                <table class="heatmap">
+                    <thead><tr><th>"Level"</th>{h.columns.iter().map(|c| view! { <th>{c.clone()}</th> }).collect_view()}</tr></thead>
+                    <tbody>
+                        {h.levels.iter().map(|l| view! {
+                            <tr>
+                                <th scope="row">{l.clone()}</th>
+                                {h.columns.iter().map(|c| heat_cell(h.cells.iter().find(|x| &x.level == l && &x.column == c), l, c)).collect_view()}
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+                <p class="downloads">"Download: "
+                    <a href=format!("/api/export/heatmap.csv{q}") download="">"cells (CSV)"</a>" · "
+                    <a href=format!("/api/export/heatmap.json{q}") download="">"JSON"</a>
+                </p>
+            }.into_any()
+        }/>
     }
 }

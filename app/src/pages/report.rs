@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use super::ErrorNotice;
+use super::Loading;
 use crate::api::get_report;
 use crate::components::{AsOfLine, ChecksTable, EstCell, PendingLine, RunPicker, fmt3, query_param, query_string};
 use crate::model::{ReportRow, ReportView};
@@ -193,11 +193,7 @@ pub fn ReportPage() -> impl IntoView {
     view! {
         <Title text="Report"/>
         <h1>"Report"</h1>
-        <Transition fallback=|| view! { <p>"Scoring and computing the tables…"</p> }>
-            {move || data.get().map(|d| match d {
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(v) => view! { <PendingLine pending=v.pending.clone() refetch=refetch/>{body(v)} }.into_any(),
-            })}
-        </Transition>
+        <Loading resource=data waiting="Scoring and computing the tables…" keep=true
+            ready=move |v: ReportView| view! { <PendingLine pending=v.pending.clone() refetch=refetch/>{body(v)} }/>
     }
 }

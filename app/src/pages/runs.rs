@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 
-use super::ErrorNotice;
+use super::Loading;
 use crate::api::{CancelRun, PlanPower, StartRun, get_run, list_runs, list_trials};
 use crate::components::{ProgressLine, live_progress, may, query_param, query_string};
 use crate::error::AppError;
@@ -183,32 +183,30 @@ pub fn RunsPage() -> impl IntoView {
         <h1>"Runs"</h1>
         <Transition>{move || operator.get().then(|| view! { <LaunchForm/> })}</Transition>
         <h2>"All runs"</h2>
-        <Transition fallback=|| view! { <p>"Loading runs…"</p> }>
-            {move || runs.get().map(|r| match r {
-                Ok(list) if list.is_empty() => view! { <p>"No runs yet: launch one above."</p> }.into_any(),
-                Ok(list) => view! {
-                    <table class="runs">
-                        <thead><tr><th>"Run"</th><th>"Started"</th><th>"Tasks"</th><th>"Agents"</th><th>"Levels"</th><th>"Progress"</th></tr></thead>
-                        <tbody>
-                            {list.into_iter().map(|run| {
-                                let fallback = run.progress.clone();
-                                view! {
-                                    <tr>
-                                        <td><A href=crate::model::routes::run(&run.id)>{run.id.to_string()}</A></td>
-                                        <td>{when(run.created_at)}</td>
-                                        <td>{run.tasks}</td>
-                                        <td>{run.agents.join(", ")}</td>
-                                        <td>{run.levels.join(", ")}</td>
-                                        <td>{move || view! { <ProgressLine progress=live.of(&fallback)/> }}</td>
-                                    </tr>
-                                }
-                            }).collect_view()}
-                        </tbody>
-                    </table>
-                }.into_any(),
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-            })}
-        </Transition>
+        <Loading resource=runs waiting="Loading runs…" keep=true ready=move |list| if list.is_empty() {
+            view! { <p>"No runs yet: launch one above."</p> }.into_any()
+        } else {
+            view! {
+                <table class="runs">
+                    <thead><tr><th>"Run"</th><th>"Started"</th><th>"Tasks"</th><th>"Agents"</th><th>"Levels"</th><th>"Progress"</th></tr></thead>
+                    <tbody>
+                        {list.into_iter().map(|run| {
+                            let fallback = run.progress.clone();
+                            view! {
+                                <tr>
+                                    <td><A href=crate::model::routes::run(&run.id)>{run.id.to_string()}</A></td>
+                                    <td>{when(run.created_at)}</td>
+                                    <td>{run.tasks}</td>
+                                    <td>{run.agents.join(", ")}</td>
+                                    <td>{run.levels.join(", ")}</td>
+                                    <td>{move || view! { <ProgressLine progress=live.of(&fallback)/> }}</td>
+                                </tr>
+                            }
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            }.into_any()
+        }/>
     }
 }
 
@@ -271,55 +269,45 @@ pub fn RunPage() -> impl IntoView {
         )
     };
     view! {
-        <Suspense fallback=|| view! { <p>"Loading run…"</p> }>
-            {move || detail.get().map(|d| match d {
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(d) => {
-                    let facts = run_facts(&d);
-                    let fallback = d.summary.progress.clone();
-                    let run_id = d.summary.id.clone();
+        <Loading resource=detail waiting="Loading run…" ready=move |d| {
+            let facts = run_facts(&d);
+            let fallback = d.summary.progress.clone();
+            let run_id = d.summary.id.clone();
+            view! {
+                // The title is the run's id as its data names it, not a signal: the
+                // server reads a page's title after the render, when a page's own
+                // signals may be gone (a `?page=` render once panicked there).
+                <Title text=d.summary.id.to_string()/>
+                <h1>{d.summary.id.to_string()}</h1>
+                <div class="run-progress">{move || view! { <ProgressLine progress=live.of(&fallback)/> }}</div>
+                {move || (operator.get() && live.of(&d.summary.progress).status == crate::model::RunStatus::Active).then(|| {
+                    let run_id = run_id.clone();
                     view! {
-                        // The title is the run's id as its data names it, not a signal: the
-                        // server reads a page's title after the render, when a page's own
-                        // signals may be gone (a `?page=` render once panicked there).
-                        <Title text=d.summary.id.to_string()/>
-                        <h1>{d.summary.id.to_string()}</h1>
-                        <div class="run-progress">{move || view! { <ProgressLine progress=live.of(&fallback)/> }}</div>
-                        {move || (operator.get() && live.of(&d.summary.progress).status == crate::model::RunStatus::Active).then(|| {
-                            let run_id = run_id.clone();
-                            view! {
-                                <button class="danger" on:click=move |_| { cancel.dispatch(CancelRun { id: run_id.to_string() }); }>
-                                    "Cancel run"
-                                </button>
-                            }
-                        })}
-                        {facts}
-                        {run_links(&d.summary.id)}
-                        <h2>"Coverage"</h2>
-                        {coverage_table(d.coverage)}
-                        {cost_table(&d.costs)}
-                    }.into_any()
-                }
-            })}
-        </Suspense>
+                        <button class="danger" on:click=move |_| { cancel.dispatch(CancelRun { id: run_id.to_string() }); }>
+                            "Cancel run"
+                        </button>
+                    }
+                })}
+                {facts}
+                {run_links(&d.summary.id)}
+                <h2>"Coverage"</h2>
+                {coverage_table(d.coverage)}
+                {cost_table(&d.costs)}
+            }.into_any()
+        }/>
         <h2>"Trials"</h2>
         {trial_filters(filters)}
-        <Transition fallback=|| view! { <p>"Loading trials…"</p> }>
-            {move || trials.get().map(|t| match t {
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(t) => {
-                    let pages = t.total.div_ceil(t.page_size).max(1);
-                    view! {
-                        {trials_table(t.rows, &id.get_untracked(), &filters.get_untracked())}
-                        <nav class="pager" aria-label="Trial pages">
-                            {(t.page > 0).then(|| view! { <A href=href(t.page - 1)>"← previous"</A> })}
-                            <span>{format!(" page {} of {pages} ({} trials) ", t.page + 1, t.total)}</span>
-                            {(t.page + 1 < pages).then(|| view! { <A href=href(t.page + 1)>"next →"</A> })}
-                        </nav>
-                    }.into_any()
-                }
-            })}
-        </Transition>
+        <Loading resource=trials waiting="Loading trials…" keep=true ready=move |t| {
+            let pages = t.total.div_ceil(t.page_size).max(1);
+            view! {
+                {trials_table(t.rows, &id.get_untracked(), &filters.get_untracked())}
+                <nav class="pager" aria-label="Trial pages">
+                    {(t.page > 0).then(|| view! { <A href=href(t.page - 1)>"← previous"</A> })}
+                    <span>{format!(" page {} of {pages} ({} trials) ", t.page + 1, t.total)}</span>
+                    {(t.page + 1 < pages).then(|| view! { <A href=href(t.page + 1)>"next →"</A> })}
+                </nav>
+            }.into_any()
+        }/>
     }
 }
 

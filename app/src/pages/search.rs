@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::{A, Form};
 
-use super::ErrorNotice;
+use super::Loading;
 use crate::api::search;
 use crate::components::{query_param, query_string};
 use crate::model::{SearchHit, TURN_PAGE};
@@ -39,37 +39,32 @@ pub fn SearchPage() -> impl IntoView {
             </label>
             <button type="submit">"Search"</button>
         </Form>
-        <Transition fallback=|| view! { <p>"Searching…"</p> }>
-            {move || results.get().map(|r| match r {
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(r) => view! {
-                    <p class="muted" data-testid="search-count">{format!(
-                        "{} results ({} trials indexed).", r.hits.len(), r.indexed_trials
-                    )}</p>
-                    <ol class="hits">
-                        {r.hits.into_iter().map(|h| {
-                            let link = href(&h);
-                            let place = match (&h.trial, h.turn) {
-                                (Some(trial), Some(turn)) => format!("{} · {trial} · turn {turn}", h.task_id),
-                                _ => h.task_id.clone(),
-                            };
-                            view! {
-                                <li class=format!("hit hit-{}", h.kind)>
-                                    <span class="badge">{h.kind.clone()}</span>" "
-                                    <A href=link>{place}</A>
-                                    <p class="snippet">
-                                        {h.snippet.into_iter().map(|(text, hit)| if hit {
-                                            view! { <mark>{text}</mark> }.into_any()
-                                        } else {
-                                            view! { <span>{text}</span> }.into_any()
-                                        }).collect_view()}
-                                    </p>
-                                </li>
-                            }
-                        }).collect_view()}
-                    </ol>
-                }.into_any(),
-            })}
-        </Transition>
+        <Loading resource=results waiting="Searching…" keep=true ready=move |r| view! {
+            <p class="muted" data-testid="search-count">{format!(
+                "{} results ({} trials indexed).", r.hits.len(), r.indexed_trials
+            )}</p>
+            <ol class="hits">
+                {r.hits.into_iter().map(|h| {
+                    let link = href(&h);
+                    let place = match (&h.trial, h.turn) {
+                        (Some(trial), Some(turn)) => format!("{} · {trial} · turn {turn}", h.task_id),
+                        _ => h.task_id.clone(),
+                    };
+                    view! {
+                        <li class=format!("hit hit-{}", h.kind)>
+                            <span class="badge">{h.kind.clone()}</span>" "
+                            <A href=link>{place}</A>
+                            <p class="snippet">
+                                {h.snippet.into_iter().map(|(text, hit)| if hit {
+                                    view! { <mark>{text}</mark> }.into_any()
+                                } else {
+                                    view! { <span>{text}</span> }.into_any()
+                                }).collect_view()}
+                            </p>
+                        </li>
+                    }
+                }).collect_view()}
+            </ol>
+        }.into_any()/>
     }
 }

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
-use super::ErrorNotice;
+use super::Loading;
 use crate::api::{get_task, list_task_trials};
 use crate::model::{PageView, TaskDetail, TaskTrials};
 
@@ -91,19 +91,9 @@ pub fn TaskPage() -> impl IntoView {
     let trials = Resource::new(id, list_task_trials);
     view! {
         <p><a href="/tasks">"← all tasks"</a></p>
-        <Transition fallback=|| view! { <p>"Loading task…"</p> }>
-            {move || task.get().map(|r| match r {
-                Ok(t) => detail(t).into_any(),
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-            })}
-        </Transition>
+        <Loading resource=task waiting="Loading task…" keep=true ready=move |t| detail(t).into_any()/>
         <section aria-labelledby="trials"><h2 id="trials">"Trials of this task"</h2>
-            <Transition fallback=|| view! { <p>"Loading trials…"</p> }>
-                {move || trials.get().map(|r| match r {
-                    Ok(t) => trial_table(t).into_any(),
-                    Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                })}
-            </Transition>
+            <Loading resource=trials waiting="Loading trials…" keep=true ready=move |t| trial_table(t).into_any()/>
         </section>
     }
 }

@@ -8,7 +8,7 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::{use_navigate, use_query_map};
 
-use super::ErrorNotice;
+use super::Loading;
 use crate::api::list_tasks;
 use crate::model::{TaskFilter, TaskList};
 
@@ -88,12 +88,7 @@ pub fn TasksPage() -> impl IntoView {
             {fixed_select("Surface ", "contradiction", SURFACES, move || filter.get().contradiction.map(|b| b.to_string()).unwrap_or_default(), on("contradiction"))}
             <noscript><button type="submit">"Apply"</button></noscript>
         </form>
-        <Transition fallback=|| view! { <p>"Loading tasks…"</p> }>
-            {move || list.get().map(|result| match result {
-                Ok(l) => task_table(l).into_any(),
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-            })}
-        </Transition>
+        <Loading resource=list waiting="Loading tasks…" keep=true ready=move |l| task_table(l).into_any()/>
     }
 }
 

@@ -9,7 +9,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::A;
 
-use super::ErrorNotice;
+use super::Loading;
 use super::leaderboard::{board_table, export_links};
 use crate::api::get_leaderboard;
 use crate::components::{AsOfLine, PendingLine, query_param, query_string};
@@ -28,39 +28,34 @@ pub fn TeamPage() -> impl IntoView {
     let refetch = Callback::new(move |()| board.refetch());
     view! {
         <Title text="Team leaderboard"/>
-        <Transition fallback=|| view! { <p>"Scoring…"</p> }>
-            {move || board.get().map(|b| match b {
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(b) => view! {
-                    <h1>{format!("Team leaderboard: {}", b.run)}</h1>
-                    <PendingLine pending=b.pending.clone() refetch=refetch/>
-                    <AsOfLine as_of=b.frozen href=Callback::new({
-                        let (r, t) = (b.run.to_string(), b.tier.clone());
-                        move |a: Option<String>| format!(
-                            "/team{}",
-                            query_string(&[("run", Some(r.clone())), ("tier", Some(t.clone())), ("as_of", a)])
-                        )
-                    })/>
-                    <p class="muted">{format!("Decision tier {}; bands group configurations whose utility is not significantly different.", b.tier)}</p>
-                    <p class="muted" data-testid="provenance">{format!(
-                        "Run {} · computed {} · {} labels settled by people · judges {}",
-                        b.run,
-                        b.as_of.map_or_else(|| "(not computed yet)".to_string(), when),
-                        b.human_labels,
-                        if b.judges.is_empty() { "none".to_string() } else { b.judges.join(", ") }
-                    )}</p>
-                    // A pinned page shows the past: it is not a visit to compare with.
-                    {(!b.frozen.pinned).then(|| view! { <SinceLastVisit board=b.clone()/> })}
-                    {board_table(b.rows.clone(), &b.columns, &b.tier, true, None, Some(&b.checks))}
-                    {export_links(&b)}
-                    <p><A href=format!("/leaderboard{}", query_string(&[
-                        ("run", Some(b.run.to_string())),
-                        ("tier", Some(b.tier.clone())),
-                        ("as_of", b.frozen.pinned.then(|| b.frozen.param())),
-                    ]))>"Open the full leaderboard"</A></p>
-                }.into_any(),
-            })}
-        </Transition>
+        <Loading resource=board waiting="Scoring…" keep=true ready=move |b| view! {
+            <h1>{format!("Team leaderboard: {}", b.run)}</h1>
+            <PendingLine pending=b.pending.clone() refetch=refetch/>
+            <AsOfLine as_of=b.frozen href=Callback::new({
+                let (r, t) = (b.run.to_string(), b.tier.clone());
+                move |a: Option<String>| format!(
+                    "/team{}",
+                    query_string(&[("run", Some(r.clone())), ("tier", Some(t.clone())), ("as_of", a)])
+                )
+            })/>
+            <p class="muted">{format!("Decision tier {}; bands group configurations whose utility is not significantly different.", b.tier)}</p>
+            <p class="muted" data-testid="provenance">{format!(
+                "Run {} · computed {} · {} labels settled by people · judges {}",
+                b.run,
+                b.as_of.map_or_else(|| "(not computed yet)".to_string(), when),
+                b.human_labels,
+                if b.judges.is_empty() { "none".to_string() } else { b.judges.join(", ") }
+            )}</p>
+            // A pinned page shows the past: it is not a visit to compare with.
+            {(!b.frozen.pinned).then(|| view! { <SinceLastVisit board=b.clone()/> })}
+            {board_table(b.rows.clone(), &b.columns, &b.tier, true, None, Some(&b.checks))}
+            {export_links(&b)}
+            <p><A href=format!("/leaderboard{}", query_string(&[
+                ("run", Some(b.run.to_string())),
+                ("tier", Some(b.tier.clone())),
+                ("as_of", b.frozen.pinned.then(|| b.frozen.param())),
+            ]))>"Open the full leaderboard"</A></p>
+        }.into_any()/>
     }
 }
 

@@ -12,7 +12,7 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 
-use super::ErrorNotice;
+use super::Loading;
 use super::origin::harness_record;
 use crate::api::get_trajectory;
 use crate::components::{fmt3, query_param, query_string};
@@ -447,12 +447,7 @@ pub fn TrajectoryPage() -> impl IntoView {
     let _ = navigate;
 
     view! {
-        <Suspense fallback=|| view! { <p>"Loading trajectory…"</p> }>
-            {move || data.get().map(|d| match d {
-                Ok(v) => view_of(v, &base(), selected).into_any(),
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-            })}
-        </Suspense>
+        <Loading resource=data waiting="Loading trajectory…" ready=move |v| view_of(v, &base(), selected).into_any()/>
         {super::replay::ReplayPanel(super::replay::ReplayPanelProps { trial })}
     }
 }
