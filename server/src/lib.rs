@@ -7,6 +7,7 @@ pub mod config;
 pub mod corpus;
 pub mod db;
 pub mod detect;
+pub mod engine;
 pub mod env;
 pub mod foreign;
 pub mod geo;
@@ -108,7 +109,9 @@ pub async fn app_state_with(
     let world = Arc::new(env::World::build(tasks)?);
     let judge = Arc::new(judge::rsn::ModelJudge::from_config(&config, store.clone())?);
     let wait = std::time::Duration::from_millis(config.server.page_wait_ms);
-    let insights = services::insights::InsightsService::new(store.clone(), world.clone(), judge.clone(), wait);
+    let insights = Arc::new(services::insights::InsightsService {
+        engine: engine::Engine::new(store.clone(), world.clone(), judge.clone(), wait),
+    });
     let search = Arc::new(
         search::TrajectoryIndex::open(&world, &corpus_version, store.as_ref(), config.server.search_dir.as_deref())
             .await?,

@@ -7,12 +7,12 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
 use super::geo_tables::{datasets, eval_cmd, print_detection, print_report};
-use crate::geo::data::{DATASETS, List, lists};
+use crate::geo::Protocol;
+use crate::geo::data::{List, lists};
 use crate::geo::metrics::Agg;
 use crate::geo::order::{Orders, instance_seed, orderings};
 use crate::geo::parse::Parser;
 use crate::geo::prompt::Prompt;
-use crate::geo::{Protocol, rank};
 use app::model::RunId;
 
 /// `mirage geo …`.
@@ -293,7 +293,7 @@ pub async fn geo(command: GeoCommand, db: &str) -> anyhow::Result<()> {
         }
         GeoCommand::Eval { ranker, method, dataset, protocol, json } => {
             let protocol = protocol.protocol()?;
-            eval_cmd(&chosen(&lists, &dataset)?, &ranker, &method, &protocol, json).await
+            eval_cmd(&crate::geo::plan::chosen(&lists, &dataset)?, &ranker, &method, &protocol, json).await
         }
     }
 }
@@ -405,20 +405,6 @@ fn prompt(lists: &[List], target: &str, order: usize, protocol: &Protocol) -> an
     Ok(())
 }
 
-/// The lists of the chosen datasets.
-fn chosen(lists: &[List], dataset: &[String]) -> anyhow::Result<Vec<List>> {
-    if dataset.iter().any(|d| d == "all") {
-        return Ok(lists.to_vec());
-    }
-    for d in dataset {
-        if !DATASETS.iter().any(|(k, _)| k == d) {
-            let known: Vec<&str> = DATASETS.iter().map(|(k, _)| *k).collect();
-            bail!("--dataset: {d:?} is not one of all, {}", known.join(", "));
-        }
-    }
-    Ok(lists.iter().filter(|l| dataset.contains(&l.dataset)).cloned().collect())
-}
-
 async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> anyhow::Result<()> {
     let run_id = match args.resume {
         Some(id) => {
@@ -432,47 +418,18 @@ async fn run(store: std::sync::Arc<dyn crate::db::Store>, args: GeoRunArgs) -> a
         }
         None => {
             let config = crate::config::Config::load(args.config.as_deref())?;
-            let configured = &config.endpoints;
-            let mut endpoints = std::collections::BTreeMap::new();
-            let mut rerankers = std::collections::BTreeMap::new();
-            let mut rankers = args.ranker.clone();
-            for name in &args.reranker {
-                rerankers.insert(name.clone(), config.endpoint("--reranker", name)?.clone());
-                rankers.push(name.clone());
-            }
-            for name in &args.ranker {
-                if rank::offline(name).is_none() {
-                    let spec = configured.get(name).with_context(|| {
-                        format!("--ranker: {name:?} is neither an offline ranker (bm25, position) nor an endpoint of the config file")
-                    })?;
-                    endpoints.insert(name.clone(), spec.clone());
-                }
-            }
-            let of_lists: Vec<String> =
-                args.list.iter().map(|l| l.split_once('/').map_or(l.as_str(), |(d, _)| d).to_string()).collect();
-            let spec = crate::geo::plan::GeoSpec {
-                datasets: if args.list.is_empty() {
-                    crate::geo::plan::datasets(&args.dataset).context("--dataset")?
-                } else {
-                    crate::geo::plan::datasets(&of_lists).context("--list")?
-                },
+            let request = crate::geo::plan::GeoRequest {
+                rankers: args.ranker.clone(),
+                rerankers: args.reranker.clone(),
                 lists: args.list.clone(),
-                rankers,
-                methods: expand_methods(&args.method),
+                datasets: args.dataset.clone(),
+                methods: args.method.clone(),
                 protocol: args.protocol.protocol()?,
-                endpoints,
-                tap: crate::geo::tap::TapParams { apart: args.tap_orders_apart, ..Default::default() },
-                rerankers,
+                tap_orders_apart: args.tap_orders_apart,
                 prompts: args.prompts.prompts()?,
-                key_version: crate::geo::plan::KEYS_NOW,
-                recipe_keys: false,
-                ranker_in_recipe: false,
-                attacker: match args.attacker.as_deref() {
-                    Some("builtin") => None,
-                    None => config.attacker().map(|(_, spec)| spec.clone()),
-                    Some(name) => Some(config.endpoint("--attacker", name)?.clone()),
-                },
+                attacker: args.attacker.clone(),
             };
+            let spec = crate::geo::plan::spec_of(&request, &config)?;
             let id = crate::runs::geo::create_geo_run(store.as_ref(), spec).await?;
             if args.detach {
                 println!("{id}");
@@ -521,17 +478,6 @@ async fn refuse_silent_rankers(store: &dyn crate::db::Store, run_id: &RunId) -> 
     Ok(())
 }
 
-/// `cseo:*` stands for the ten C-SEO styles.
-fn expand_methods(methods: &[String]) -> Vec<String> {
-    methods
-        .iter()
-        .flat_map(|m| match m.as_str() {
-            "cseo:*" => crate::manip::text::STYLES.iter().map(|s| format!("cseo:{s}")).collect(),
-            _ => vec![m.clone()],
-        })
-        .collect()
-}
-
 async fn import(
     store: &dyn crate::db::Store,
     file: &std::path::Path,
@@ -544,20 +490,7 @@ async fn import(
     let shown = file.display().to_string();
     let lists = crate::geo::import::stored_lists(store).await?;
     let got = crate::geo::import::read(&lists, &shown, &bytes, name, adopt)?;
-    // A name's texts and an item's adopted original never change once stored: runs ranked them.
-    let already = crate::geo::import::check_unchanged(
-        &store.geo_texts(&got.variant).await?,
-        &got.texts,
-        "import it under another --variant",
-    )?;
-    if adopt {
-        crate::geo::import::check_unchanged(
-            &store.geo_texts(crate::geo::import::ORIGINALS).await?,
-            &got.originals,
-            "an item keeps the first original adopted for it",
-        )?;
-    }
-    store.put_geo_texts(&got.texts).await?;
+    let already = crate::geo::import::store(store, &got, adopt).await?;
     println!("{}: {} texts stored as {} ({already} were already stored)", shown, got.texts.len(), got.variant);
     for (dataset, n) in &got.skipped {
         println!("skipped {n} rows of {dataset} (not shipped with Mirage)");
@@ -572,7 +505,6 @@ async fn import(
         println!("{} suffixes rebuilt on the stored descriptions their originals differ from", got.rebuilt);
     }
     if adopt && !got.originals.is_empty() {
-        store.put_geo_texts(&got.originals).await?;
         println!(
             "adopted {} GEO-Bench originals; later runs rank them in place of the compiled-in text",
             got.originals.len()

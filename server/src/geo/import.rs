@@ -220,6 +220,27 @@ fn edited(row: &Row, item: &Item, list: &str, rebuild: bool, at: &str) -> anyhow
     Ok((item.text.clone(), format!("{} {}", item.text, row.adv_suffix).trim().to_string()))
 }
 
+/// Stores what [`read`] read: its texts, and with `adopt` the originals it adopts. A name's
+/// texts and an item's adopted original never change once stored (runs ranked them): a
+/// different text under either is refused and nothing is written. Returns how many of the
+/// texts were stored already.
+pub async fn store(store: &dyn crate::db::Store, got: &Import, adopt: bool) -> anyhow::Result<usize> {
+    let already =
+        check_unchanged(&store.geo_texts(&got.variant).await?, &got.texts, "import it under another --variant")?;
+    if adopt {
+        check_unchanged(
+            &store.geo_texts(ORIGINALS).await?,
+            &got.originals,
+            "an item keeps the first original adopted for it",
+        )?;
+    }
+    store.put_geo_texts(&got.texts).await?;
+    if adopt && !got.originals.is_empty() {
+        store.put_geo_texts(&got.originals).await?;
+    }
+    Ok(already)
+}
+
 /// Refuses `new` texts that would change what is stored under the same (method, target):
 /// runs have ranked the stored ones, so a name's texts never change (`hint` says what to
 /// do instead). Returns how many of `new` are already stored as they are.

@@ -182,6 +182,100 @@ pub fn datasets(filter: &[String]) -> anyhow::Result<Vec<String>> {
     Ok(known.iter().filter(|k| filter.iter().any(|d| d == *k)).map(ToString::to_string).collect())
 }
 
+/// What a person asks of a GEO run, as the command line gives it, before the configuration
+/// resolves its names into endpoints.
+pub struct GeoRequest {
+    /// Offline rankers (`bm25`, `position`) or endpoints of the configuration.
+    pub rankers: Vec<String>,
+    /// Endpoints that rerank (a cross-encoder each), ranked beside the rankers.
+    pub rerankers: Vec<String>,
+    /// `DATASET/LIST` names; empty for whole datasets.
+    pub lists: Vec<String>,
+    /// Dataset names, or `all` (read when `lists` is empty).
+    pub datasets: Vec<String>,
+    /// Method names; `cseo:*` stands for the ten C-SEO styles.
+    pub methods: Vec<String>,
+    pub protocol: Protocol,
+    /// Whether TAP's search orders are kept apart from the evaluation orders.
+    pub tap_orders_apart: bool,
+    pub prompts: AttackPrompts,
+    /// `builtin` (the offline writers), an endpoint's name, or none for the configuration's
+    /// attacker role.
+    pub attacker: Option<String>,
+}
+
+/// The run spec of a request: rankers and rerankers resolved to the configuration's
+/// endpoints (an unknown name is refused, naming its option), the datasets of the lists (or
+/// the datasets asked for) and the methods expanded.
+pub fn spec_of(request: &GeoRequest, config: &crate::config::Config) -> anyhow::Result<GeoSpec> {
+    let mut endpoints = BTreeMap::new();
+    let mut rerankers = BTreeMap::new();
+    let mut rankers = request.rankers.clone();
+    for name in &request.rerankers {
+        rerankers.insert(name.clone(), config.endpoint("--reranker", name)?.clone());
+        rankers.push(name.clone());
+    }
+    for name in &request.rankers {
+        if super::rank::offline(name).is_none() {
+            let spec = config.endpoints.get(name).with_context(|| {
+                format!("--ranker: {name:?} is neither an offline ranker (bm25, position) nor an endpoint of the config file")
+            })?;
+            endpoints.insert(name.clone(), spec.clone());
+        }
+    }
+    let datasets = if request.lists.is_empty() {
+        datasets(&request.datasets).context("--dataset")?
+    } else {
+        let of_lists: Vec<String> =
+            request.lists.iter().map(|l| l.split_once('/').map_or(l.as_str(), |(d, _)| d).to_string()).collect();
+        datasets(&of_lists).context("--list")?
+    };
+    Ok(GeoSpec {
+        datasets,
+        lists: request.lists.clone(),
+        rankers,
+        methods: expand_methods(&request.methods),
+        protocol: request.protocol.clone(),
+        endpoints,
+        tap: super::tap::TapParams { apart: request.tap_orders_apart, ..Default::default() },
+        rerankers,
+        prompts: request.prompts.clone(),
+        key_version: KEYS_NOW,
+        recipe_keys: false,
+        ranker_in_recipe: false,
+        attacker: match request.attacker.as_deref() {
+            Some("builtin") => None,
+            None => config.attacker().map(|(_, spec)| spec.clone()),
+            Some(name) => Some(config.endpoint("--attacker", name)?.clone()),
+        },
+    })
+}
+
+/// `cseo:*` stands for the ten C-SEO styles.
+pub fn expand_methods(methods: &[String]) -> Vec<String> {
+    methods
+        .iter()
+        .flat_map(|m| match m.as_str() {
+            "cseo:*" => crate::manip::text::STYLES.iter().map(|s| format!("cseo:{s}")).collect(),
+            _ => vec![m.clone()],
+        })
+        .collect()
+}
+
+/// The lists of the chosen datasets (`all` for every list).
+pub fn chosen(lists: &[List], dataset: &[String]) -> anyhow::Result<Vec<List>> {
+    if dataset.iter().any(|d| d == "all") {
+        return Ok(lists.to_vec());
+    }
+    for d in dataset {
+        if !DATASETS.iter().any(|(k, _)| k == d) {
+            let known: Vec<&str> = DATASETS.iter().map(|(k, _)| *k).collect();
+            bail!("--dataset: {d:?} is not one of all, {}", known.join(", "));
+        }
+    }
+    Ok(lists.iter().filter(|l| dataset.contains(&l.dataset)).cloned().collect())
+}
+
 /// The method variants a spec runs (generated methods carry the attacker's model).
 pub fn variants(spec: &GeoSpec) -> anyhow::Result<Vec<String>> {
     let model = spec.attacker.as_ref().map(|a| a.model.as_str());

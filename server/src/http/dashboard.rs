@@ -535,7 +535,7 @@ async fn export_geo(state: &AppState, name: &str, q: &ExportQuery) -> Result<Res
 
 /// The figure pages (`/leaderboard`, `/team`, `/robustness`, `/heatmaps`, `/report`) and
 /// `/annotate` always name their run: a bare URL is redirected to the default run's
-/// (`?run=…`, the rest of the query kept; see `services::insights::default_run`), so a
+/// (`?run=…`, the rest of the query kept; see `engine::default_run`), so a
 /// shared link keeps showing the same run after another is launched. Without a run with
 /// finished trials the page says so itself.
 pub async fn pin_run(
@@ -550,7 +550,7 @@ pub async fn pin_run(
     if req.method() != axum::http::Method::GET || !pages.contains(&path) || named {
         return next.run(req).await;
     }
-    let Ok(Some(run)) = crate::services::insights::default_run(state.store.as_ref()).await else {
+    let Ok(Some(run)) = crate::engine::default_run(state.store.as_ref()).await else {
         return next.run(req).await;
     };
     let rest: Vec<&str> = query.split('&').filter(|p| !p.is_empty() && !p.starts_with("run=")).collect();

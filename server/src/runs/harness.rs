@@ -8,16 +8,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 use super::RunSpec;
-use crate::db::{FinishedTrial, NewTrial, RunStatus, Store};
+use crate::db::{FinishedTrial, NewTrial, Store};
 use crate::env::World;
 use crate::foreign::{Format, Imported, Mapping, agentdojo, atif, detect, inspect};
 use vocab::{RunId, TrialId};
-
-/// At most this many samples are stored in one transaction, ...
-pub(super) const BATCH: usize = 500;
-/// ... and at most about this many bytes of steps, so that a file of large trajectories is
-/// held a few at a time.
-pub(super) const BATCH_BYTES: usize = 32 << 20;
 
 /// The files to read: the paths given, directories walked for `.json`, `.jsonl` and
 /// `.eval` files (in name order).
@@ -133,13 +127,7 @@ pub async fn import_files(
 
     // Second pass: the same samples in the same order, stored a batch at a time.
     let (stored, outcome) = reading.store(store, &run_id, total).await?;
-    if let Err(e) = outcome {
-        // The files changed between the readings, or the database failed: the run is left
-        // cancelled with what was stored, and says so.
-        store.set_run_status(&run_id, RunStatus::Cancelled).await?;
-        return Err(e.context(format!("run {run_id} was left cancelled after {stored} of {total} samples")));
-    }
-    store.set_run_status(&run_id, RunStatus::Done).await?;
+    super::import::settle(store, &run_id, outcome, format!(" after {stored} of {total} samples")).await?;
     Ok((run_id, total))
 }
 
@@ -212,31 +200,19 @@ impl Reading {
                 let _ = tx.blocking_send(Err(e));
             }
         });
-        let mut stored = 0;
-        let mut batch = Vec::with_capacity(BATCH);
+        let mut batches = super::import::Batches::new(store, run_id);
         let outcome: anyhow::Result<()> = async {
-            let mut bytes = 0;
             while let Some(item) = rx.recv().await {
-                let item = item?;
-                bytes += item.steps.iter().map(String::len).sum::<usize>();
-                batch.push(item);
-                if batch.len() == BATCH || bytes >= BATCH_BYTES {
-                    store.store_finished(run_id, &batch).await?;
-                    stored += batch.len();
-                    batch.clear();
-                    bytes = 0;
-                }
+                batches.push(item?).await?;
             }
-            if !batch.is_empty() {
-                store.store_finished(run_id, &batch).await?;
-                stored += batch.len();
-            }
-            if stored != total {
-                bail!("the files gave {stored} samples on the second reading, {total} on the first");
+            batches.flush().await?;
+            if batches.stored != total {
+                bail!("the files gave {} samples on the second reading, {total} on the first", batches.stored);
             }
             Ok(())
         }
         .await;
+        let stored = batches.stored;
         // A failed batch leaves the reader blocked on a full channel: closing it lets the
         // reader stop at its next sample.
         drop(rx);
@@ -248,8 +224,6 @@ impl Reading {
 /// The spec of an imported run: its name says the harnesses and the files; its agents,
 /// levels, conditions and seeds are those of the planned trials.
 fn spec_of(names: &[String], planned: &[NewTrial], harnesses: BTreeSet<vocab::Harness>) -> RunSpec {
-    let set =
-        |f: &dyn Fn(&NewTrial) -> &str| planned.iter().map(f).collect::<BTreeSet<_>>().into_iter().collect::<Vec<_>>();
     let label = match names {
         [one] => one.clone(),
         [first, ..] => format!("{first} and {} more", names.len() - 1),
@@ -258,14 +232,9 @@ fn spec_of(names: &[String], planned: &[NewTrial], harnesses: BTreeSet<vocab::Ha
     // In the order of their names, as runs imported before recorded them.
     let harnesses: Vec<&str> =
         harnesses.into_iter().map(vocab::Harness::as_str).collect::<BTreeSet<_>>().into_iter().collect();
-    RunSpec {
-        origin: Some(format!("imported:{}", harnesses.join("+"))),
-        ..RunSpec::basic(
-            &format!("imported from {} ({label})", harnesses.join(", ")),
-            &set(&|t| &t.agent),
-            &set(&|t| &t.level),
-            &set(&|t| &t.condition),
-            planned.iter().map(|t| t.seed).collect::<BTreeSet<_>>().into_iter().collect(),
-        )
-    }
+    super::import::imported_spec(
+        &format!("imported from {} ({label})", harnesses.join(", ")),
+        format!("imported:{}", harnesses.join("+")),
+        planned,
+    )
 }

@@ -108,51 +108,103 @@ pub async fn import_run(
         });
         steps_of.push((steps, end_of(t)));
     }
-    let set =
-        |f: &dyn Fn(&NewTrial) -> &str| trials.iter().map(f).collect::<BTreeSet<_>>().into_iter().collect::<Vec<_>>();
-    let spec = RunSpec::basic(
-        &format!("imported from {file}"),
-        &set(&|t| &t.agent),
-        &set(&|t| &t.level),
-        &set(&|t| &t.condition),
-        trials.iter().map(|t| t.seed).collect::<BTreeSet<_>>().into_iter().collect(),
-    );
-    let spec = RunSpec { origin: Some("imported:mirage".to_string()), ..spec };
+    let spec = imported_spec(&format!("imported from {file}"), "imported:mirage".to_string(), &trials);
     let run_id = super::new_run_id();
     store.create_run(&run_id, &serde_json::to_string(&spec)?, corpus_version, &trials).await?;
-    // Stored a batch at a time, like other harnesses' files: every batch in one transaction,
-    // each writing the run's row, so a run left by an interrupted import can be told.
     let ids = store.trial_keys(&run_id).await?;
     if ids.len() != steps_of.len() {
         bail!("run {run_id}: {} trials were stored for {} trajectories", ids.len(), steps_of.len());
     }
+    let mut batches = Batches::new(store, &run_id);
     let stored: anyhow::Result<()> = async {
-        let mut batch = Vec::new();
-        let mut bytes = 0;
         for (key, (steps, end)) in ids.into_iter().zip(steps_of) {
             let steps = steps.iter().map(serde_json::to_string).collect::<Result<Vec<_>, _>>()?;
-            bytes += steps.iter().map(String::len).sum::<usize>();
-            batch.push(FinishedTrial { trial_id: key.trial_id, steps, end, origin: None });
-            if batch.len() == super::harness::BATCH || bytes >= super::harness::BATCH_BYTES {
-                store.store_finished(&run_id, &batch).await?;
-                batch.clear();
-                bytes = 0;
-            }
+            batches.push(FinishedTrial { trial_id: key.trial_id, steps, end, origin: None }).await?;
         }
-        if !batch.is_empty() {
-            store.store_finished(&run_id, &batch).await?;
+        batches.flush().await
+    }
+    .await;
+    settle(store, &run_id, stored, String::new()).await?;
+    Ok((run_id, trials.len()))
+}
+
+/// At most this many trials are stored in one transaction, ...
+pub(super) const BATCH: usize = 500;
+/// ... and at most about this many bytes of steps, so that a file of large trajectories is
+/// held a few at a time.
+pub(super) const BATCH_BYTES: usize = 32 << 20;
+
+/// Finished trials stored into an imported run a batch at a time (every batch one
+/// transaction that also writes the run's row, so a run left by an interrupted import can
+/// be told); both importers store through it.
+pub(super) struct Batches<'a> {
+    store: &'a dyn Store,
+    run: &'a RunId,
+    batch: Vec<FinishedTrial>,
+    bytes: usize,
+    /// Trials stored so far.
+    pub stored: usize,
+}
+
+impl<'a> Batches<'a> {
+    pub(super) fn new(store: &'a dyn Store, run: &'a RunId) -> Batches<'a> {
+        Batches { store, run, batch: Vec::new(), bytes: 0, stored: 0 }
+    }
+
+    /// Adds a trial, storing the batch when it is full.
+    pub(super) async fn push(&mut self, trial: FinishedTrial) -> anyhow::Result<()> {
+        self.bytes += trial.steps.iter().map(String::len).sum::<usize>();
+        self.batch.push(trial);
+        if self.batch.len() == BATCH || self.bytes >= BATCH_BYTES {
+            self.flush().await?;
         }
         Ok(())
     }
-    .await;
-    if let Err(e) = stored {
-        // The database failed, or the run was cancelled meanwhile: what was stored stays,
-        // under a run that says it is not whole.
-        store.set_run_status(&run_id, RunStatus::Cancelled).await?;
-        return Err(e.context(format!("run {run_id} was left cancelled")));
+
+    /// Stores what is left.
+    pub(super) async fn flush(&mut self) -> anyhow::Result<()> {
+        if !self.batch.is_empty() {
+            self.store.store_finished(self.run, &self.batch).await?;
+            self.stored += self.batch.len();
+            self.batch.clear();
+            self.bytes = 0;
+        }
+        Ok(())
     }
-    store.set_run_status(&run_id, RunStatus::Done).await?;
-    Ok((run_id, trials.len()))
+}
+
+/// Ends an import: the run is done when every trial was stored, else cancelled with what
+/// was stored (the files changed between readings, the database failed, or the run was
+/// cancelled meanwhile), and the error says so.
+pub(super) async fn settle(
+    store: &dyn Store,
+    run: &RunId,
+    outcome: anyhow::Result<()>,
+    what: String,
+) -> anyhow::Result<()> {
+    if let Err(e) = outcome {
+        store.set_run_status(run, RunStatus::Cancelled).await?;
+        return Err(e.context(format!("run {run} was left cancelled{what}")));
+    }
+    store.set_run_status(run, RunStatus::Done).await?;
+    Ok(())
+}
+
+/// The spec of an imported run: its name and origin, and the agents, levels, conditions and
+/// seeds of its planned trials.
+pub(super) fn imported_spec(name: &str, origin: String, planned: &[NewTrial]) -> RunSpec {
+    let set =
+        |f: &dyn Fn(&NewTrial) -> &str| planned.iter().map(f).collect::<BTreeSet<_>>().into_iter().collect::<Vec<_>>();
+    RunSpec {
+        origin: Some(origin),
+        ..RunSpec::basic(
+            name,
+            &set(&|t| &t.agent),
+            &set(&|t| &t.level),
+            &set(&|t| &t.condition),
+            planned.iter().map(|t| t.seed).collect::<BTreeSet<_>>().into_iter().collect(),
+        )
+    }
 }
 
 /// How long an import may store nothing before its run counts as left by an interrupted

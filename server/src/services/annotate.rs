@@ -57,7 +57,7 @@ struct Listing {
     settled: usize,
     needed: usize,
     pending: Option<app::model::Pending>,
-    key: super::insights::Fingerprint,
+    key: crate::engine::Fingerprint,
 }
 
 impl AnnotateService {

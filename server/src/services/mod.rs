@@ -1,7 +1,6 @@
 //! Implements the ports of `app::ssr` on top of the world and the store.
 
 pub mod annotate;
-pub mod as_of;
 mod board;
 pub mod compare;
 pub mod effects;
@@ -9,7 +8,6 @@ pub mod error;
 pub mod execution;
 pub mod geo;
 pub mod insights;
-pub mod jobs;
 pub mod origin;
 pub mod pulse;
 mod queue_view;

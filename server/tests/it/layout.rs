@@ -30,6 +30,7 @@ const LAYERS: &[&[&str]] = &[
     &["geo"],
     &["runs"],
     &["search"],
+    &["engine"],
     &["services"],
     &["state"],
     &["http"],
@@ -398,7 +399,6 @@ const LONG_FUNCTIONS: &[(&str, &str, &str)] = &[
     ("server/src/cli/run.rs", "worker", "to split: the pass and its loop"),
     ("server/src/judge/mod.rs", "score_with", "to split: the verdict's and the labels' parts"),
     ("server/src/runs/score.rs", "score_run_as_of", "to split: reading the trials and scoring them"),
-    ("server/src/runs/import.rs", "import_run", "to split: the spec and the trials"),
 ];
 
 /// Every function with a body in `file` (outside `#[cfg(test)]` modules and `#[test]`s), as

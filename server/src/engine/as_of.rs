@@ -1,9 +1,8 @@
-//! `as_of=`: the point in the label history a figure page shows (see `app::model::AsOf`).
+//! `as_of=`: the point in the label history a figure page shows (see `vocab::AsOf`).
 
-use app::error::AppError;
-use app::model::RunId;
+use vocab::RunId;
 
-use super::fail;
+use super::{EngineError, fail};
 use crate::db::Store;
 
 /// What a run's cached scores depend on: (finished trials, the label generation read,
@@ -13,7 +12,7 @@ pub type Fingerprint = (i64, i64, bool);
 
 /// An `as_of=` value: a label generation (a whole number) or a time (RFC 3339, or the
 /// `YYYY-MM-DD HH:MM:SS UTC` the pages print), as a generation or the time in ms.
-pub fn parse(value: &str) -> Result<Result<i64, i64>, AppError> {
+pub fn parse(value: &str) -> Result<Result<i64, i64>, EngineError> {
     let v = value.trim();
     if let Ok(g) = v.parse::<i64>() {
         return if g >= 0 { Ok(Ok(g)) } else { Err(invalid(v)) };
@@ -27,8 +26,8 @@ pub fn parse(value: &str) -> Result<Result<i64, i64>, AppError> {
         .map_err(|_| invalid(v))
 }
 
-fn invalid(v: &str) -> AppError {
-    AppError::Invalid {
+fn invalid(v: &str) -> EngineError {
+    EngineError::Invalid {
         field: "as_of".into(),
         message: format!(
             "{:?} is neither a label generation (a whole number) nor a time such as 2026-12-05T10:21:00Z",
@@ -40,12 +39,12 @@ fn invalid(v: &str) -> AppError {
 /// What a page says of the point its figures stand at: the generation and when it was
 /// recorded, whether the URL pinned it, how many of people's labels on these runs came
 /// later, and whether one of the runs is still under way.
-pub async fn view(store: &dyn Store, runs: &[&RunId], key: Fingerprint) -> Result<app::model::AsOf, AppError> {
-    let mut view = app::model::AsOf {
+pub async fn view(store: &dyn Store, runs: &[&RunId], key: Fingerprint) -> Result<vocab::AsOf, EngineError> {
+    let mut view = vocab::AsOf {
         generation: key.1,
         at: store.label_event_time(key.1).await.map_err(fail)?,
         pinned: key.2,
-        ..app::model::AsOf::default()
+        ..vocab::AsOf::default()
     };
     for run in runs {
         if key.2 {
@@ -72,7 +71,7 @@ mod tests {
         assert_eq!(parse("2025-12-05 10:21:00 UTC"), Ok(Err(ms)));
         assert_eq!(parse("2025-12-05T10:21:00.250Z"), Ok(Err(ms - 749)), "to the ms when given so");
         for bad in ["-1", "yesterday", "2025-12-05", "4.5"] {
-            assert!(matches!(parse(bad), Err(AppError::Invalid { ref field, .. }) if field == "as_of"), "{bad}");
+            assert!(matches!(parse(bad), Err(EngineError::Invalid { ref field, .. }) if field == "as_of"), "{bad}");
         }
     }
 }

@@ -8,18 +8,18 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use app::error::AppError;
+use super::EngineError;
 use futures::FutureExt;
 use tokio::sync::watch;
 
-type Outcome = Option<Result<(), AppError>>;
+type Outcome = Option<Result<(), EngineError>>;
 
 /// The jobs running now, by name.
 pub struct Jobs {
     running: Arc<Mutex<HashMap<String, watch::Receiver<Outcome>>>>,
     /// Jobs that failed when no page was waiting: the next page asking gets the error
     /// (once; the one after that starts the job again).
-    failed: Arc<Mutex<HashMap<String, AppError>>>,
+    failed: Arc<Mutex<HashMap<String, EngineError>>>,
     /// How long a page waits for a job before answering without its result.
     wait: Duration,
 }
@@ -44,9 +44,9 @@ impl Jobs {
     /// Starts `work` under `name` unless a job of that name is running, then waits for
     /// that job up to the page's wait. `Ok(true)`: it finished (its result is in whatever
     /// cache it fills); `Ok(false)`: still running; `Err`: it failed, with its error.
-    pub async fn run_or_wait<F>(&self, name: &str, work: F) -> Result<bool, AppError>
+    pub async fn run_or_wait<F>(&self, name: &str, work: F) -> Result<bool, EngineError>
     where
-        F: Future<Output = Result<(), AppError>> + Send + 'static,
+        F: Future<Output = Result<(), EngineError>> + Send + 'static,
     {
         if let Some(e) = self.failed.lock().unwrap_or_else(PoisonError::into_inner).remove(name) {
             return Err(e);
@@ -63,7 +63,7 @@ impl Jobs {
                 let job = async move {
                     // A panic is a failure like any other (the panic hook has printed it).
                     let result =
-                        std::panic::AssertUnwindSafe(work).catch_unwind().await.unwrap_or(Err(AppError::Internal));
+                        std::panic::AssertUnwindSafe(work).catch_unwind().await.unwrap_or(Err(EngineError::Internal));
                     if let Err(e) = &result
                         && tx.receiver_count() <= 1
                     {
@@ -89,9 +89,9 @@ impl Jobs {
         }
         match tokio::time::timeout(self.wait, outcome.wait_for(Option::is_some)).await {
             Err(_) => Ok(false),
-            Ok(Ok(done)) => done.clone().unwrap_or(Err(AppError::Internal)).map(|()| true),
+            Ok(Ok(done)) => done.clone().unwrap_or(Err(EngineError::Internal)).map(|()| true),
             // The task ended without sending a result (the runtime shut down).
-            Ok(Err(_)) => Err(AppError::Internal),
+            Ok(Err(_)) => Err(EngineError::Internal),
         }
     }
 
@@ -113,12 +113,12 @@ mod tests {
         let counted = starts.clone();
         let work = async move {
             counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            gate.await.map_err(|_| AppError::Internal)
+            gate.await.map_err(|_| EngineError::Internal)
         };
         assert_eq!(jobs.run_or_wait("a", work).await, Ok(false), "not done within the wait");
         assert!(jobs.is_running("a"));
         // A second page asking joins the running job instead of starting another.
-        let again = async { Err(AppError::Conflict("must not run".into())) };
+        let again = async { Err(EngineError::Conflict("must not run".into())) };
         assert_eq!(jobs.run_or_wait("a", again).await, Ok(false));
         go.send(()).expect("send");
         let jobs = Jobs { wait: Duration::from_secs(5), ..jobs };
@@ -137,7 +137,7 @@ mod tests {
         let jobs = Jobs::new(Duration::from_millis(10));
         let slow_failure = async {
             tokio::time::sleep(Duration::from_millis(50)).await;
-            Err(AppError::NotFound("task t".into()))
+            Err(EngineError::NotFound("task t".into()))
         };
         assert_eq!(jobs.run_or_wait("s", slow_failure).await, Ok(false));
         while jobs.is_running("s") {
@@ -145,7 +145,7 @@ mod tests {
         }
         // Not started again in a loop: the next page sees the failure.
         let again = async { Ok(()) };
-        assert_eq!(jobs.run_or_wait("s", again).await, Err(AppError::NotFound("task t".into())));
+        assert_eq!(jobs.run_or_wait("s", again).await, Err(EngineError::NotFound("task t".into())));
         let jobs = Jobs { wait: Duration::from_secs(5), ..jobs };
         assert_eq!(jobs.run_or_wait("s", async { Ok(()) }).await, Ok(true), "then it is tried again");
     }
@@ -153,10 +153,10 @@ mod tests {
     #[tokio::test]
     async fn a_failing_job_reports_its_error_and_a_panic_is_internal() {
         let jobs = Jobs::new(Duration::from_secs(5));
-        let failed = jobs.run_or_wait("f", async { Err(AppError::NotFound("run x".into())) }).await;
-        assert_eq!(failed, Err(AppError::NotFound("run x".into())));
+        let failed = jobs.run_or_wait("f", async { Err(EngineError::NotFound("run x".into())) }).await;
+        assert_eq!(failed, Err(EngineError::NotFound("run x".into())));
         let panicked = jobs.run_or_wait("p", async { panic!("boom") }).await;
-        assert_eq!(panicked, Err(AppError::Internal));
+        assert_eq!(panicked, Err(EngineError::Internal));
         assert!(!jobs.is_running("p"), "a panicked job leaves the list");
         assert_eq!(jobs.run_or_wait("p", async { Ok(()) }).await, Ok(true), "and can run again");
     }
