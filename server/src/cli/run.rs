@@ -426,6 +426,16 @@ pub(super) async fn follow(
     if made > 0 {
         eprintln!("run {run_id}: {made} replays of exposed trials");
     }
+    print_outcome(store.as_ref(), run_id, command, started.elapsed()).await
+}
+
+/// The counts a run ended with, and what to do about its outside agents and its errors.
+async fn print_outcome(
+    store: &dyn Store,
+    run_id: &RunId,
+    command: &str,
+    took: std::time::Duration,
+) -> anyhow::Result<()> {
     let p = store.progress(run_id).await?;
     println!(
         "run {run_id}: {} done, {} errors, {} cancelled, {} left, in {:.1}s",
@@ -433,7 +443,7 @@ pub(super) async fn follow(
         p.error,
         p.cancelled,
         p.queued + p.running,
-        started.elapsed().as_secs_f64()
+        took.as_secs_f64()
     );
     if p.outside > 0 {
         println!(

@@ -244,33 +244,17 @@ fn local_path(next: &str) -> &str {
 
 /// The sign-in page runs no script at all (it gets the script-free page policy).
 fn login_page(next: &str, error: Option<&str>) -> Response {
-    let html = Html(
-        maud::html! {
-            (maud::DOCTYPE)
-            html lang="en" {
-                head {
-                    meta charset="utf-8";
-                    title { "Sign in · Mirage" }
-                    link rel="stylesheet" href="/pkg/mirage.css";
-                }
-                body {
-                    header class="topbar" { a class="brand" href="/" { "Mirage" } }
-                    main class="content" {
-                        h1 { "Sign in" }
-                        @if let Some(e) = error { p class="error" role="alert" { (e) } }
-                        form class="launch login" method="post" action="/login" {
-                            input type="hidden" name="next" value=(next);
-                            div class="field" { label for="name" { "Name" } input id="name" name="name" autocomplete="username" required; }
-                            div class="field" { label for="password" { "Password" } input id="password" name="password" type="password" autocomplete="current-password" required; }
-                            button type="submit" { "Sign in" }
-                        }
-                    }
-                }
-            }
+    let content = maud::html! {
+        h1 { "Sign in" }
+        @if let Some(e) = error { p class="error" role="alert" { (e) } }
+        form class="launch login" method="post" action="/login" {
+            input type="hidden" name="next" value=(next);
+            div class="field" { label for="name" { "Name" } input id="name" name="name" autocomplete="username" required; }
+            div class="field" { label for="password" { "Password" } input id="password" name="password" type="password" autocomplete="current-password" required; }
+            button type="submit" { "Sign in" }
         }
-        .into_string(),
-    );
-    html.into_response()
+    };
+    Html(super::plain_page("Sign in", content)).into_response()
 }
 
 /// `GET /login`.

@@ -570,26 +570,13 @@ pub async fn book(State(state): State<AppState>) -> Response {
     if root.join("book/index.html").is_file() {
         return Redirect::to("/book/index.html").into_response();
     }
-    let page = maud::html! {
-        (maud::DOCTYPE)
-        html lang="en" {
-            head {
-                meta charset="utf-8";
-                title { "The book · Mirage" }
-                link rel="stylesheet" href="/pkg/mirage.css";
-            }
-            body {
-                header class="topbar" { a class="brand" href="/" { "Mirage" } }
-                main class="content" {
-                    h1 { "The book is not built here" }
-                    p {
-                        "The book lives in " code { "docs/" } " of the repository (Markdown you can read as it is). "
-                        "To serve it here, install mdBook and build it beside the dashboard's files:"
-                    }
-                    pre { "scripts/setup.sh          # installs mdBook (scripts/serve.sh runs it)\nscripts/build-site.sh     # builds the dashboard's files and the book" }
-                }
-            }
+    let content = maud::html! {
+        h1 { "The book is not built here" }
+        p {
+            "The book lives in " code { "docs/" } " of the repository (Markdown you can read as it is). "
+            "To serve it here, install mdBook and build it beside the dashboard's files:"
         }
+        pre { "scripts/setup.sh          # installs mdBook (scripts/serve.sh runs it)\nscripts/build-site.sh     # builds the dashboard's files and the book" }
     };
-    (StatusCode::NOT_FOUND, axum::response::Html(page.into_string())).into_response()
+    (StatusCode::NOT_FOUND, axum::response::Html(super::plain_page("The book", content))).into_response()
 }

@@ -16,6 +16,27 @@ use tower_http::set_header::SetResponseHeaderLayer;
 
 pub use error::{HttpError, bounded_errors, server_fn_status};
 
+/// The frame of the few pages the server writes itself rather than the dashboard renders
+/// (sign-in, the book when it is not built): the title, the stylesheet, the top bar, and
+/// `content` in the main column. They run no script.
+pub fn plain_page(title: &str, content: maud::Markup) -> String {
+    maud::html! {
+        (maud::DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { (title) " · Mirage" }
+                link rel="stylesheet" href="/pkg/mirage.css";
+            }
+            body {
+                header class="topbar" { a class="brand" href="/" { "Mirage" } }
+                main class="content" { (content) }
+            }
+        }
+    }
+    .into_string()
+}
+
 /// The policy of every page that runs no script (the three sites, sign-in, errors): even
 /// markup injected into a page could not run or load anything. Responses that need another
 /// policy set their own and keep it: dashboard pages (a per-response script nonce, set by

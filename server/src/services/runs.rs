@@ -64,6 +64,18 @@ fn invalid(field: &str, message: impl Into<String>) -> AppError {
     AppError::Invalid { field: field.to_string(), message: message.into() }
 }
 
+/// A count from a form field: `default` when empty, else a whole number from 1 to `most`.
+fn count_field(text: &str, default: usize, most: usize) -> Result<usize, String> {
+    match text.trim() {
+        "" => Ok(default),
+        text => text
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=most).contains(n))
+            .ok_or_else(|| format!("{text:?} is not a number from 1 to {most}")),
+    }
+}
+
 /// Reads the launch form into a run spec; a mistake names the field it came from.
 pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize), AppError> {
     // Every field is checked, and every fault named at once.
@@ -101,20 +113,16 @@ pub fn spec_from_form(form: &NewRun, config: &Config) -> Result<(RunSpec, usize)
         fault("seeds", "give at least one seed, e.g. 0".into());
     }
     let seeds: Vec<i64> = seeds.iter().filter_map(|s| s.parse().ok()).collect();
-    let concurrency = match form.concurrency.trim() {
-        "" => PoolOptions::default().concurrency,
-        text => text.parse::<usize>().ok().filter(|n| (1..=MAX_CONCURRENCY).contains(n)).unwrap_or_else(|| {
-            fault("concurrency", format!("{text:?} is not a number from 1 to {MAX_CONCURRENCY}"));
+    let concurrency = count_field(&form.concurrency, PoolOptions::default().concurrency, MAX_CONCURRENCY)
+        .unwrap_or_else(|message| {
+            fault("concurrency", message);
             1
-        }),
-    };
-    let annotators = match form.annotators.trim() {
-        "" => crate::judge::aggregate::DEFAULT_ANNOTATORS,
-        text => text.parse::<usize>().ok().filter(|n| (1..=20).contains(n)).unwrap_or_else(|| {
-            fault("annotators", format!("{text:?} is not a number from 1 to 20"));
+        });
+    let annotators =
+        count_field(&form.annotators, crate::judge::aggregate::DEFAULT_ANNOTATORS, 20).unwrap_or_else(|message| {
+            fault("annotators", message);
             1
-        }),
-    };
+        });
     let mut replay = Vec::new();
     for p in form.replay.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match p.parse::<crate::runs::replay::ReplayPlan>() {

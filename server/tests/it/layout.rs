@@ -391,11 +391,9 @@ const LONG_FUNCTIONS: &[(&str, &str, &str)] = &[
     ("server/examples/bench_geo.rs", "main", "a benchmark script, read top to bottom"),
     // Still to be split (they predate the check).
     ("server/src/services/annotate.rs", "AnnotateService::label", "to split: checks, the write and the next item"),
-    ("server/src/services/runs.rs", "spec_from_form", "to split: field checks and the spec"),
     ("server/src/http/bundle/rewrite.rs", "rewrite", "to split: one pass over the links of a page"),
     ("server/src/http/dashboard.rs", "export_geo", "to split: the wide and the long table"),
     ("server/src/geo/import.rs", "read", "to split: row checks and the texts"),
-    ("server/src/cli/run.rs", "follow", "to split: progress and the end of the run"),
     ("server/src/cli/run.rs", "worker", "to split: the pass and its loop"),
     ("server/src/judge/mod.rs", "score_with", "to split: the verdict's and the labels' parts"),
     ("server/src/runs/score.rs", "score_run_as_of", "to split: reading the trials and scoring them"),
