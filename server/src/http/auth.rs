@@ -254,7 +254,7 @@ fn login_page(next: &str, error: Option<&str>) -> Response {
             button type="submit" { "Sign in" }
         }
     };
-    Html(super::plain_page("Sign in", content)).into_response()
+    Html(super::plain_page("Sign in", &content)).into_response()
 }
 
 /// `GET /login`.

@@ -578,5 +578,5 @@ pub async fn book(State(state): State<AppState>) -> Response {
         }
         pre { "scripts/setup.sh          # installs mdBook (scripts/serve.sh runs it)\nscripts/build-site.sh     # builds the dashboard's files and the book" }
     };
-    (StatusCode::NOT_FOUND, axum::response::Html(super::plain_page("The book", content))).into_response()
+    (StatusCode::NOT_FOUND, axum::response::Html(super::plain_page("The book", &content))).into_response()
 }

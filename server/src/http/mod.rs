@@ -19,7 +19,7 @@ pub use error::{HttpError, bounded_errors, server_fn_status};
 /// The frame of the few pages the server writes itself rather than the dashboard renders
 /// (sign-in, the book when it is not built): the title, the stylesheet, the top bar, and
 /// `content` in the main column. They run no script.
-pub fn plain_page(title: &str, content: maud::Markup) -> String {
+pub fn plain_page(title: &str, content: &maud::Markup) -> String {
     maud::html! {
         (maud::DOCTYPE)
         html lang="en" {
