@@ -58,6 +58,10 @@ pub struct RunSummary {
     pub agents: Vec<String>,
     pub levels: Vec<String>,
     pub progress: Progress,
+    /// Why the run's stored spec cannot be read, when it cannot (its tasks, agents and
+    /// levels are then unknown and empty).
+    #[serde(default)]
+    pub unreadable: Option<String>,
 }
 
 /// Trials of one agent configuration × level × condition cell.

@@ -196,7 +196,10 @@ pub fn RunsPage() -> impl IntoView {
                                 <tr>
                                     <td><A href=crate::model::routes::run(&run.id)>{run.id.to_string()}</A></td>
                                     <td>{when(run.created_at)}</td>
-                                    <td>{run.tasks}</td>
+                                    <td>{match run.unreadable {
+                                        Some(why) => view! { <span class="error">{why}</span> }.into_any(),
+                                        None => run.tasks.into_any(),
+                                    }}</td>
                                     <td>{run.agents.join(", ")}</td>
                                     <td>{run.levels.join(", ")}</td>
                                     <td>{move || view! { <ProgressLine progress=live.of(&fallback)/> }}</td>

@@ -325,6 +325,7 @@ impl RunsService {
             tasks: spec.tasks,
             agents: spec.agents,
             levels: spec.levels,
+            unreadable: None,
         })
     }
 }
@@ -337,7 +338,10 @@ impl app::ssr::Runs for RunsService {
         let mut out = Vec::new();
         for o in self.store.run_overview(since, None).await.map_err(fail)? {
             // A run whose spec does not read is listed as such; the others stay usable.
-            let spec = spec_of(&o.run).unwrap_or_else(|e| RunSpec::basic(&e.to_string(), &[], &[], &[], Vec::new()));
+            let (spec, unreadable) = match spec_of(&o.run) {
+                Ok(spec) => (spec, None),
+                Err(e) => (RunSpec::basic("", &[], &[], &[], Vec::new()), Some(e.to_string())),
+            };
             let report = crate::runs::ProgressReport::new(o.run.trials_total, o.progress, o.recent);
             out.push(RunSummary {
                 progress: Progress {
@@ -353,6 +357,7 @@ impl app::ssr::Runs for RunsService {
                 tasks: spec.tasks,
                 agents: spec.agents,
                 levels: spec.levels,
+                unreadable,
             });
         }
         Ok(out)

@@ -1064,3 +1064,24 @@ async fn a_run_from_the_command_line_streams_is_indexed_and_scored_by_the_server
     }
     panic!("the run from the command line was not indexed and scored by the server");
 }
+
+/// A run whose stored spec cannot be read is listed as such, beside the others, instead of
+/// failing the list or showing the reason as its tasks.
+#[tokio::test]
+async fn a_run_with_an_unreadable_spec_is_listed_as_unreadable() {
+    let app = TestApp::start().await;
+    let trial = server::db::NewTrial {
+        task_id: "shop-wardrobing-001".into(),
+        agent: "oracle".into(),
+        level: "L0".into(),
+        condition: "raw".into(),
+        seed: 0,
+    };
+    let broken = RunId::from("run-broken-spec");
+    app.state.store.create_run(&broken, "{not a spec", "v", &[trial]).await.expect("run");
+    let (status, body) = app.text("/runs").await;
+    assert_eq!(status, 200, "the list stands");
+    assert!(body.contains("run-broken-spec"), "the run is listed");
+    assert!(body.contains("unreadable: the stored spec of run run-broken-spec"), "and says why: {body}");
+    assert!(!body.contains("<td>unreadable"), "not as the run's tasks");
+}
