@@ -12,7 +12,7 @@ pub fn DefinitionsPage() -> impl IntoView {
     view! {
         <Title text="Definitions"/>
         <h1>"Definitions"</h1>
-        <p class="muted">"What each column of the leaderboard, the plots, the heatmaps and the report means. Every rate keeps failed trials in its denominator; intervals are 95 % intervals over task families (t on the design's degrees of freedom; Korn–Graubard for rates), with their measured coverage in the book."</p>
+        <p class="muted">"What each column of the leaderboard, the plots, the heatmaps and the report means. Every rate keeps failed trials in its denominator, except the claim rates, which read the trials that claim something (failures are counted beside them); intervals are 95 % intervals over task families (t on the design's degrees of freedom; Korn–Graubard for rates), with their measured coverage in the book."</p>
         <dl class="definitions">
             {columns().map(|c| {
                 let (key, (name, text)) = (c.key(), c.text());

@@ -24,12 +24,17 @@ pub struct GeoText {
 }
 
 impl GeoText {
-    /// The ranking target the text was written for.
-    pub fn target(&self) -> vocab::GeoTarget {
-        vocab::GeoTarget {
-            dataset: self.dataset.clone(),
-            list: self.category.clone(),
-            index: usize::try_from(self.target_idx).unwrap_or_default(),
+    /// The ranking target the text was written for; a stored index below 1 is corrupt
+    /// data, named as stored.
+    pub fn target(&self) -> Result<vocab::GeoTarget, super::StoreError> {
+        match usize::try_from(self.target_idx) {
+            Ok(index) if index >= 1 => {
+                Ok(vocab::GeoTarget { dataset: self.dataset.clone(), list: self.category.clone(), index })
+            }
+            _ => Err(super::StoreError::Corrupt(format!(
+                "a {} text of {}/{} has target index {}",
+                self.method, self.dataset, self.category, self.target_idx
+            ))),
         }
     }
 }

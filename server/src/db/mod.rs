@@ -67,6 +67,15 @@ pub enum StoreError {
 pub type StoreResult<T> = Result<T, StoreError>;
 
 impl StoreError {
+    /// For a lookup of a reference the store itself holds (a trial's run, an episode's
+    /// trial): a record that is not there is corrupt data, not the caller's mistake.
+    pub fn dangling(self) -> StoreError {
+        match self {
+            StoreError::NotFound(what) => StoreError::Corrupt(format!("a stored reference to {what} leads nowhere")),
+            other => other,
+        }
+    }
+
     /// The store error somewhere in `e`'s chain of causes, found by its type: how a failure
     /// deep in a pipeline keeps its meaning (a missing or conflicting record) at the edge.
     pub fn within(e: &anyhow::Error) -> Option<&StoreError> {

@@ -27,17 +27,24 @@ impl From<StoreError> for EngineError {
     }
 }
 
-/// `e` by the rule above.
+/// The rule itself: what a failure says about the request, if anything (a store error's
+/// not found or conflict, found by its type among the causes). The raw routes' errors
+/// follow it too (`HttpError::failed`).
+pub fn of_request(e: &anyhow::Error) -> Option<EngineError> {
+    match StoreError::within(e) {
+        Some(StoreError::NotFound(what)) => Some(EngineError::NotFound(what.clone())),
+        Some(StoreError::Conflict(message)) => Some(EngineError::Conflict(message.clone())),
+        _ => None,
+    }
+}
+
+/// `e` by the rule above; a failure of the server's own is logged here.
 pub fn fail(e: impl Into<anyhow::Error>) -> EngineError {
     let e = e.into();
-    match StoreError::within(&e) {
-        Some(StoreError::NotFound(what)) => EngineError::NotFound(what.clone()),
-        Some(StoreError::Conflict(message)) => EngineError::Conflict(message.clone()),
-        _ => {
-            tracing::error!("dashboard request failed: {e:#}");
-            EngineError::Internal
-        }
-    }
+    of_request(&e).unwrap_or_else(|| {
+        tracing::error!("failed: {e:#}");
+        EngineError::Internal
+    })
 }
 
 #[cfg(test)]

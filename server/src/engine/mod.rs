@@ -63,12 +63,15 @@ pub async fn default_run(store: &dyn Store) -> Result<Option<RunId>, EngineError
     first_finished(store, &crate::runs::geo::agent_runs(&runs)).await
 }
 
+/// Values cached per slot, with the state they were computed at.
+type SlotMap<T> = HashMap<Slot, (Fingerprint, Arc<T>)>;
+
 #[derive(Default)]
 struct Cache {
-    scores: HashMap<Slot, (Fingerprint, Arc<Vec<TrialScore>>)>,
+    scores: SlotMap<Vec<TrialScore>>,
     /// Each aggregate with the state it was computed at and when (ms since the epoch).
     aggregates: HashMap<AggregateKey, (Fingerprint, Arc<Aggregate>, i64)>,
-    reports: HashMap<Slot, (Fingerprint, Arc<vocab::ReportView>)>,
+    reports: SlotMap<vocab::ReportView>,
 }
 
 /// Scores, aggregates and reports of runs, cached.
@@ -285,14 +288,9 @@ impl Engine {
         run: &RunId,
         key: Fingerprint,
     ) -> Result<(Arc<Vec<TrialScore>>, Option<Pending>), EngineError> {
-        let me = self.me.upgrade().ok_or(EngineError::Internal)?;
-        let job_run = run.clone();
+        let (me, job_run) = (self.me.upgrade().ok_or(EngineError::Internal)?, run.clone());
         let work = async move { me.scores_at(&job_run, key).await.map(|_| ()) };
-        let slot = slot_of(run, key);
-        let cached = |fresh: bool| {
-            self.lock_cache().scores.get(&slot).filter(|(k, _)| !fresh || *k == key).map(|(_, s)| s.clone())
-        };
-        self.ready(format!("scores {run} at {key:?}"), run, cached, work, || Ok(Arc::default())).await
+        self.slot_ready("scores", run, key, |c| &c.scores, work, || Ok(Arc::default())).await
     }
 
     /// [`Self::report_at`] for a page: the report at `key`, or while it is computed the one
@@ -302,15 +300,27 @@ impl Engine {
         run: &RunId,
         key: Fingerprint,
     ) -> Result<(Arc<vocab::ReportView>, Option<Pending>), EngineError> {
-        let me = self.me.upgrade().ok_or(EngineError::Internal)?;
-        let job_run = run.clone();
+        let (me, job_run) = (self.me.upgrade().ok_or(EngineError::Internal)?, run.clone());
         let work = async move { me.report_at(&job_run, key).await.map(|_| ()) };
+        self.slot_ready("report", run, key, |c| &c.reports, work, || report_view(&[], run).map(Arc::new)).await
+    }
+
+    /// A value cached per slot (a run's scores or report) for a page, by [`Self::ready`]:
+    /// `cache` picks its map.
+    async fn slot_ready<T>(
+        &self,
+        what: &str,
+        run: &RunId,
+        key: Fingerprint,
+        cache: fn(&Cache) -> &SlotMap<T>,
+        work: impl Future<Output = Result<(), EngineError>> + Send + 'static,
+        empty: impl FnOnce() -> Result<Arc<T>, EngineError>,
+    ) -> Result<(Arc<T>, Option<Pending>), EngineError> {
         let slot = slot_of(run, key);
         let cached = |fresh: bool| {
-            self.lock_cache().reports.get(&slot).filter(|(k, _)| !fresh || *k == key).map(|(_, v)| v.clone())
+            cache(&self.lock_cache()).get(&slot).filter(|(k, _)| !fresh || *k == key).map(|(_, v)| v.clone())
         };
-        let empty = || report_view(&[], run).map(Arc::new);
-        self.ready(format!("report {run} at {key:?}"), run, cached, work, empty).await
+        self.ready(format!("{what} {run} at {key:?}"), run, cached, work, empty).await
     }
 
     /// When the aggregate of these arguments was computed (ms since the epoch), if it is

@@ -87,7 +87,7 @@ pub async fn flags(
     let (mut flagged, mut stale) = (HashMap::new(), 0);
     for key in keys {
         for t in store.geo_texts(key).await? {
-            let task = t.target().to_string();
+            let task = t.target()?.to_string();
             if !ranked.contains(&(key.to_string(), task)) {
                 continue;
             }

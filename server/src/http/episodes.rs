@@ -123,8 +123,8 @@ pub async fn start(
     }
     let strategy = crate::manip::strategy_for(task, &req.level, req.strategy.as_deref(), req.seed)
         .map_err(|e| HttpError::Invalid(format!("level/strategy: {e:#}")))?;
-    let condition =
-        vocab::Condition::parse(&req.condition).map_err(|e| HttpError::Invalid(format!("condition: {e}")))?;
+    let condition = vocab::Condition::parse(&req.condition)
+        .map_err(|e| HttpError::Invalid(format!("condition: {:?} is not one of {}", e.name, e.known)))?;
     let ticket = task.ticket.get(condition);
     let ep =
         state.store.create_episode(&task.id, (&req.level, &req.condition), strategy.as_deref(), req.seed, None).await?;

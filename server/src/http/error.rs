@@ -12,6 +12,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use crate::db::StoreError;
+use crate::engine::EngineError;
 
 /// A failed raw HTTP request.
 #[derive(Debug, thiserror::Error)]
@@ -48,9 +49,9 @@ impl HttpError {
     /// is internal (500, the cause logged where it is answered).
     pub fn failed(what: &'static str, cause: impl Into<anyhow::Error>) -> HttpError {
         let cause = cause.into();
-        match StoreError::within(&cause) {
-            Some(StoreError::NotFound(thing)) => HttpError::NotFound(format!("{thing} not found")),
-            Some(StoreError::Conflict(message)) => HttpError::Conflict(message.clone()),
+        match crate::engine::error::of_request(&cause) {
+            Some(EngineError::NotFound(thing)) => HttpError::NotFound(format!("{thing} not found")),
+            Some(EngineError::Conflict(message)) => HttpError::Conflict(message),
             _ => HttpError::Internal { what, cause },
         }
     }
@@ -120,6 +121,9 @@ impl IntoResponse for HttpError {
 /// a declared length past the limit gets.
 pub async fn server_fn_status(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
     let api = req.uri().path().starts_with("/api/");
+    if !api {
+        return next.run(req).await;
+    }
     let over_limit = Arc::new(AtomicBool::new(false));
     let req = {
         let seen = over_limit.clone();
@@ -135,7 +139,7 @@ pub async fn server_fn_status(req: axum::extract::Request, next: axum::middlewar
         })
     };
     let resp = next.run(req).await;
-    if !api || resp.status() != StatusCode::INTERNAL_SERVER_ERROR {
+    if resp.status() != StatusCode::INTERNAL_SERVER_ERROR {
         return resp;
     }
     if over_limit.load(Ordering::Relaxed) {

@@ -14,7 +14,7 @@ use super::RunSpec;
 use crate::agent::{Action, Step};
 use crate::corpus::Task;
 use crate::corpus::urls::normalise;
-use crate::db::{Claim, Episode, EpisodeEvent, RunStatus, Store, TrialEnd, TrialRow, now_ms};
+use crate::db::{Claim, Episode, EpisodeEvent, RunStatus, Store, StoreError, TrialEnd, TrialRow, now_ms};
 use crate::env::World;
 use crate::env::render::EpisodeChrome;
 use crate::env::site::{Rendered, domain_of, listing, render_path};
@@ -115,10 +115,10 @@ pub async fn hand_out(store: &dyn Store, world: &World, run_id: &RunId) -> anyho
 /// holds it (the lease expired and the trial went back to the queue, or the run was cancelled).
 pub async fn renew(store: &dyn Store, episode: &Episode) -> anyhow::Result<bool> {
     let Some(trial_id) = &episode.trial_id else { return Ok(true) };
-    let trial = store.trial(trial_id).await?;
+    let trial = store.trial(trial_id).await.map_err(StoreError::dangling)?;
     // A lease that ran out is given back first, so a late request cannot revive it.
     store.requeue_expired(&trial.run_id, now_ms()).await?;
-    let spec: RunSpec = serde_json::from_str(&store.run(&trial.run_id).await?.spec)?;
+    let spec: RunSpec = serde_json::from_str(&store.run(&trial.run_id).await.map_err(StoreError::dangling)?.spec)?;
     Ok(store.heartbeat(trial_id, &episode.holder(), now_ms() + lease_ms(&spec)).await?)
 }
 
@@ -242,8 +242,8 @@ pub async fn finish(
     thought: Option<&str>,
 ) -> anyhow::Result<bool> {
     let Some(trial_id) = &episode.trial_id else { return Ok(true) };
-    store.requeue_expired(&store.trial(trial_id).await?.run_id, now_ms()).await?;
-    let trial = store.trial(trial_id).await?;
+    store.requeue_expired(&store.trial(trial_id).await.map_err(StoreError::dangling)?.run_id, now_ms()).await?;
+    let trial = store.trial(trial_id).await.map_err(StoreError::dangling)?;
     if trial.worker.as_deref() != Some(episode.holder().as_str()) || trial.state != crate::db::TrialState::Running {
         return Ok(false);
     }

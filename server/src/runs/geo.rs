@@ -158,7 +158,7 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
         // a text for the original now is stored beside them: a search run again).
         let mut stale: Vec<&crate::db::GeoText> = Vec::new();
         for t in texts.iter().filter(|t| !made_on_list(&lists, t)) {
-            let (list, target) = target_of(&lists, &t.target().to_string())?;
+            let (list, target) = target_of(&lists, &t.target()?.to_string())?;
             if crate::geo::texts::lookup(store, &key, list, target).await?.current.is_none() {
                 stale.push(t);
             }
@@ -167,7 +167,8 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
             let instance = format!("{}|{}|{}", first.dataset, first.category, first.target_idx);
             anyhow::bail!("method: {}", crate::geo::methods::stale_text(&key, &instance, stale.len()));
         }
-        let have: std::collections::HashSet<String> = texts.iter().map(|t| t.target().to_string()).collect();
+        let have: std::collections::HashSet<String> =
+            texts.iter().map(|t| t.target().map(|t| t.to_string())).collect::<Result<_, _>>()?;
         if have.is_empty() {
             // Texts searched on the same ranker by another proposer, or under other settings.
             let base = key.split('#').next().unwrap_or(&key);

@@ -112,11 +112,11 @@ pub async fn import_run(
     let run_id = super::new_run_id();
     store.create_run(&run_id, &serde_json::to_string(&spec)?, corpus_version, &trials).await?;
     let ids = store.trial_keys(&run_id).await?;
-    if ids.len() != steps_of.len() {
-        bail!("run {run_id}: {} trials were stored for {} trajectories", ids.len(), steps_of.len());
-    }
     let mut batches = Batches::new(store, &run_id);
     let stored: anyhow::Result<()> = async {
+        if ids.len() != steps_of.len() {
+            bail!("{} trials were stored for {} trajectories", ids.len(), steps_of.len());
+        }
         for (key, (steps, end)) in ids.into_iter().zip(steps_of) {
             let steps = steps.iter().map(serde_json::to_string).collect::<Result<Vec<_>, _>>()?;
             batches.push(FinishedTrial { trial_id: key.trial_id, steps, end, origin: None }).await?;

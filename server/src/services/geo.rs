@@ -319,12 +319,14 @@ impl app::ssr::Geo for GeoService {
 
     async fn target(&self, trial: TrialId) -> Result<GeoTargetView, AppError> {
         let row = self.store.trial(&trial).await?;
-        let run = self.store.run(&row.run_id).await.map_err(fail)?;
+        let run = self.store.run(&row.run_id).await.map_err(|e| fail(e.dangling()))?;
         if !is_geo(&run).map_err(fail)? {
             return Err(AppError::NotFound(format!("GEO trial {trial} (it belongs to an agent run)")));
         }
         let spec = crate::services::runs::spec_of(&run)?;
-        let geo = spec.geo.ok_or(AppError::Internal)?;
+        let geo = spec
+            .geo
+            .ok_or_else(|| fail(anyhow::anyhow!("run {}: a GEO run's spec without its GEO part", run.run_id)))?;
         let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(fail)?;
         let (list, target) = target_of(&lists, &row.task_id).map_err(fail)?;
         let index = i64::try_from(target + 1).map_err(fail)?;

@@ -172,5 +172,5 @@ impl Corpus for CorpusService {
 
 /// How many annotators must agree on a disputed label of a run.
 pub async fn annotators(store: &dyn crate::db::Store, run_id: &RunId) -> Result<usize, app::error::AppError> {
-    Ok(crate::runs::annotators_of(&store.run(run_id).await.map_err(fail)?.spec))
+    Ok(crate::runs::annotators_of(&store.run(run_id).await.map_err(|e| fail(e.dangling()))?.spec))
 }

@@ -381,6 +381,27 @@ const MAX_FN_LINES: usize = 80;
 /// The functions allowed past [`MAX_FN_LINES`], each with its reason. A function leaves the
 /// list when it is shortened (the test fails while a listed one is no longer long).
 const LONG_FUNCTIONS: &[(&str, &str, &str)] = &[
+    (
+        "server/src/corpus/generate/shop.rs",
+        "build",
+        "pages in the order an investigator meets them; the corpus hash depends on the order",
+    ),
+    (
+        "server/src/corpus/generate/wiki.rs",
+        "build",
+        "pages in the order an investigator meets them; the corpus hash depends on the order",
+    ),
+    (
+        "server/src/corpus/generate/forum.rs",
+        "build",
+        "pages in the order an investigator meets them; the corpus hash depends on the order",
+    ),
+    ("server/src/corpus/generate/shop.rs", "examples", "the appendix's hand-written cases, one table"),
+    ("server/src/corpus/generate/wiki.rs", "examples", "the appendix's hand-written cases, one table"),
+    ("server/src/corpus/generate/forum.rs", "examples", "the appendix's hand-written cases, one table"),
+    ("server/src/corpus/generate/shop.rs", "wardrobing", "one scenario family's table of variants"),
+    ("server/src/corpus/generate/shop.rs", "account_takeover", "one scenario family's table of variants"),
+    ("server/src/corpus/generate/forum.rs", "user_history", "one scenario family's table of variants"),
     ("app/src/glossary.rs", "metric_text", "a table: one definition per metric, in an exhaustive match"),
     ("app/src/pages/annotate_item.rs", "Item", "the labelling form: one view of fields that share its signals"),
     ("app/src/pages/leaderboard.rs", "LeaderboardPage", "one view: the table's columns follow its header"),
@@ -465,7 +486,7 @@ fn functions_stay_short() {
         rust_files(&root.join(dir), &mut files);
     }
     let mut long = Vec::new();
-    for file in files.iter().filter(|f| !f.components().any(|c| c.as_os_str() == "generate")) {
+    for file in &files {
         let rel = file.strip_prefix(&root).expect("in tree").display().to_string();
         if rel.ends_with("/tests.rs") {
             continue;
