@@ -50,13 +50,6 @@ pub struct GeoTarget {
     pub index: usize,
 }
 
-impl GeoTarget {
-    /// The list's key, `DATASET/LIST`.
-    pub fn list_key(&self) -> String {
-        format!("{}/{}", self.dataset, self.list)
-    }
-}
-
 /// What a trial's task id refers to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TaskRef {
@@ -120,7 +113,7 @@ impl TaskRef {
     pub fn parse(id: &str) -> Result<TaskRef, NotATarget> {
         match id.split_once(':') {
             Some((GEO, _)) => id.parse().map(TaskRef::Geo),
-            Some((h, sample)) => Ok(match Harness::parse(h) {
+            Some((h, sample)) => Ok(match h.parse::<Harness>() {
                 Ok(harness) => TaskRef::Foreign { harness, sample: sample.to_string() },
                 Err(_) => TaskRef::Mirage(id.to_string()),
             }),
@@ -128,9 +121,10 @@ impl TaskRef {
         }
     }
 
-    /// Whether the id names another harness's sample rather than a Mirage task.
+    /// Whether the id names another harness's sample rather than a Mirage task (read per
+    /// trial when a run is scored: nothing is copied).
     pub fn is_foreign(id: &str) -> bool {
-        matches!(TaskRef::parse(id), Ok(TaskRef::Foreign { .. }))
+        id.split_once(':').is_some_and(|(h, _)| h.parse::<Harness>().is_ok())
     }
 
     /// The GEO target an id names, if it names one.

@@ -13,17 +13,12 @@ use crate::api::list_tasks;
 use crate::model::{TaskFilter, TaskList};
 
 fn query_string(f: &TaskFilter) -> String {
-    let mut parts = Vec::new();
-    let mut push = |k: &str, v: &Option<String>| {
-        if let Some(v) = v.as_deref().filter(|v| !v.is_empty()) {
-            parts.push(format!("{k}={}", urlencoding::encode(v)));
-        }
-    };
-    push("domain", &f.domain);
-    push("category", &f.category);
-    push("difficulty", &f.difficulty);
-    push("contradiction", &f.contradiction.map(|b| b.to_string()));
-    if parts.is_empty() { String::new() } else { format!("?{}", parts.join("&")) }
+    crate::model::routes::query(&[
+        ("domain", f.domain.clone()),
+        ("category", f.category.clone()),
+        ("difficulty", f.difficulty.clone()),
+        ("contradiction", f.contradiction.map(|b| b.to_string())),
+    ])
 }
 
 /// The filterable task table.

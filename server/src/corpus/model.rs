@@ -173,7 +173,7 @@ pub const STEP_BUDGET: usize = 25;
 impl Tickets {
     /// The ticket text for a condition name, if the name is known.
     pub fn for_condition(&self, condition: &str) -> Option<&str> {
-        Condition::parse(condition).ok().map(|c| self.get(c))
+        condition.parse::<Condition>().ok().map(|c| self.get(c))
     }
 
     /// The ticket's text under `condition`.

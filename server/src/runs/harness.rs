@@ -147,7 +147,7 @@ impl Reading {
 
     /// The first pass: every sample's trial, refusing a second sample of one trial, and the
     /// harnesses the files came from.
-    async fn plan(self) -> anyhow::Result<(Vec<NewTrial>, BTreeSet<vocab::Harness>)> {
+    async fn plan(self) -> anyhow::Result<(Vec<NewTrial>, BTreeSet<&'static str>)> {
         tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
             let mut planned: Vec<NewTrial> = Vec::new();
             let mut harnesses = BTreeSet::new();
@@ -167,7 +167,7 @@ impl Reading {
                     );
                 }
                 self.limits.check_steps(&s.place, &s.steps)?;
-                harnesses.insert(s.origin.harness);
+                harnesses.insert(s.origin.harness.as_str());
                 planned.push(s.trial);
                 Ok(())
             })?;
@@ -223,15 +223,14 @@ impl Reading {
 
 /// The spec of an imported run: its name says the harnesses and the files; its agents,
 /// levels, conditions and seeds are those of the planned trials.
-fn spec_of(names: &[String], planned: &[NewTrial], harnesses: BTreeSet<vocab::Harness>) -> RunSpec {
+fn spec_of(names: &[String], planned: &[NewTrial], harnesses: BTreeSet<&str>) -> RunSpec {
     let label = match names {
         [one] => one.clone(),
         [first, ..] => format!("{first} and {} more", names.len() - 1),
         [] => String::new(),
     };
     // In the order of their names, as runs imported before recorded them.
-    let harnesses: Vec<&str> =
-        harnesses.into_iter().map(vocab::Harness::as_str).collect::<BTreeSet<_>>().into_iter().collect();
+    let harnesses: Vec<&str> = harnesses.into_iter().collect();
     super::import::imported_spec(
         &format!("imported from {} ({label})", harnesses.join(", ")),
         format!("imported:{}", harnesses.join("+")),
