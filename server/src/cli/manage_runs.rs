@@ -160,7 +160,7 @@ async fn check(store: &dyn Store, run: &RunId) -> anyhow::Result<usize> {
     use crate::agent::Action;
     use crate::db::{RunStatus, TrialState};
     let row = store.run(run).await?;
-    let executed = !crate::runs::is_import(&row.spec);
+    let executed = crate::runs::RunKind::of(&row)?.is_executed();
     let trials = store.trials(run).await?;
     let mut problems = Vec::new();
     let (mut steps, mut retried) = (0usize, 0usize);
@@ -219,9 +219,9 @@ async fn show(store: &dyn Store, run: &RunId) -> anyhow::Result<()> {
     );
     let eta = report.eta_secs.map_or_else(|| "-".to_string(), |s| format!("{s:.0}s"));
     println!("throughput {:.1} trials/min over the last minute, eta {eta}", report.per_minute);
-    if let Ok(spec) = serde_json::from_str::<crate::runs::RunSpec>(&row.spec) {
+    if let Ok(kind) = crate::runs::RunKind::of(&row) {
         let rows = crate::runs::cost_rows(
-            &spec,
+            kind.envelope(),
             (&store.token_use(run).await?, &crate::runs::replay_use(store, run).await?),
             &store.model_use(run).await?,
             &store.judge_use(run).await?,
@@ -316,7 +316,8 @@ async fn bundle(
         indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} files")
             .map_err(|e| anyhow::anyhow!("progress bar template: {e}"))?,
     );
-    if !crate::runs::geo::is_geo(&row)? {
+    let geo = matches!(crate::runs::RunKind::of(&row)?, crate::runs::RunKind::Geo(_));
+    if !geo {
         bar.set_message("scoring");
         state.insights.scores(run).await.map_err(|e| anyhow::anyhow!("scoring run {run}: {e}"))?;
     }
@@ -327,7 +328,7 @@ async fn bundle(
     // Ctrl-C or SIGTERM abandons the copy and removes its folder.
     let summary = crate::http::bundle::write(&state, run, out, progress, super::serve::shutdown()).await?;
     bar.finish_and_clear();
-    let start = if crate::runs::geo::is_geo(&row)? { "geo.html" } else { "index.html" };
+    let start = if geo { "geo.html" } else { "index.html" };
     let open = if crate::http::bundle::is_zip(out) {
         format!("unpack it and open {}/{start}", crate::http::bundle::archive_folder(out))
     } else {

@@ -55,7 +55,8 @@ pub(super) async fn run(store: Arc<dyn Store>, args: ReportArgs) -> anyhow::Resu
         println!("{}", serde_json::to_string(&r)?);
     } else {
         let run = store.run(&args.run).await?;
-        if let Ok(spec) = serde_json::from_str::<crate::runs::RunSpec>(&run.spec) {
+        if let Ok(kind) = crate::runs::RunKind::of(&run) {
+            let spec = kind.envelope();
             println!("Agent setup of run {}:", args.run);
             for agent in &spec.agents {
                 println!("  {agent}: {}", crate::runs::agent_setup(agent, &spec.endpoints));

@@ -506,7 +506,7 @@ pub(super) async fn worker(store: Arc<dyn Store>, args: WorkerArgs) -> anyhow::R
             }
             if run.status != RunStatus::Active
                 || only.as_ref().is_some_and(|id| *id != run.run_id)
-                || crate::runs::is_import(&run.spec)
+                || !crate::runs::RunKind::of(&run).is_ok_and(|k| k.is_executed())
                 || skipped.contains(&run.run_id)
             {
                 continue;

@@ -131,7 +131,7 @@ pub(super) async fn run_scores(
         bar.set_length(u64::try_from(total).unwrap_or(0));
         bar.set_position(u64::try_from(done).unwrap_or(0));
     };
-    let scored = crate::runs::score::score_run(store, &world, run, judge, &progress).await;
+    let scored = crate::engine::score::score_run(store, &world, run, judge, &progress).await;
     bar.finish_and_clear();
     let (scores, computed) = scored?;
     let records = scores.iter().filter(|s| vocab::TaskRef::is_foreign(&s.task_id)).count();

@@ -10,6 +10,7 @@ pub mod as_of;
 pub mod error;
 pub mod jobs;
 mod report;
+pub mod score;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -60,7 +61,7 @@ async fn first_finished(store: &dyn Store, ids: &[RunId]) -> Result<Option<RunId
 /// rule, and the server puts the run into such a page's URL.
 pub async fn default_run(store: &dyn Store) -> Result<Option<RunId>, EngineError> {
     let runs = store.runs().await.map_err(fail)?;
-    first_finished(store, &crate::runs::geo::agent_runs(&runs)).await
+    first_finished(store, &crate::runs::agent_runs(&runs)).await
 }
 
 /// Values cached per slot, with the state they were computed at.
@@ -112,7 +113,7 @@ impl Engine {
     pub async fn pick(&self, run: Option<String>) -> Result<(RunId, Vec<RunId>), EngineError> {
         let runs = self.store.runs().await.map_err(fail)?;
         // GEO ranking runs have their own pages; these read agent runs.
-        let ids = crate::runs::geo::agent_runs(&runs);
+        let ids = crate::runs::agent_runs(&runs);
         if let Some(run) = run.filter(|r| !r.is_empty()).map(RunId::from) {
             if !ids.contains(&run) {
                 return Err(EngineError::NotFound(format!("run {run}")));
@@ -189,9 +190,7 @@ impl Engine {
         };
         // People's labels up to the generation of the key, pinned or not: labels added while
         // the run is scored wait for the next key.
-        let scored =
-            crate::runs::score::score_run_as_of(&self.store, &self.world, run, &self.judge, &progress, Some(key.1))
-                .await;
+        let scored = score::score_run_as_of(&self.store, &self.world, run, &self.judge, &progress, Some(key.1)).await;
         running().remove(run);
         let scores = Arc::new(scored.map_err(fail)?.0);
         self.keep_pinned(run, key);

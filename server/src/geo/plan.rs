@@ -146,6 +146,18 @@ impl GeoSpec {
         }
     }
 
+    /// The GEO part of a stored GEO ranking run, read from its spec's `geo` field (the runs
+    /// layer above reads the whole spec as a `RunKind`; this layer needs only its own part).
+    pub fn of_run(run: &crate::db::RunRow) -> anyhow::Result<GeoSpec> {
+        #[derive(Deserialize)]
+        struct Stored {
+            geo: Option<GeoSpec>,
+        }
+        let stored: Stored = serde_json::from_str(&run.spec)
+            .with_context(|| format!("run {}: its stored spec is unreadable", run.run_id))?;
+        stored.geo.with_context(|| format!("run {} is not a GEO ranking run", run.run_id))
+    }
+
     /// A spec with these datasets, rankers and methods under the default protocol, with no
     /// endpoints (offline rankers, built-in writers and proposers).
     pub fn offline(datasets: &[&str], rankers: &[&str], methods: &[&str]) -> GeoSpec {

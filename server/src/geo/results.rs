@@ -106,9 +106,7 @@ pub async fn results(
     run_id: &RunId,
 ) -> anyhow::Result<(GeoSpec, BTreeMap<(String, String), Vec<Scored>>, Tally)> {
     let run = store.run(run_id).await?;
-    let spec: serde_json::Value = serde_json::from_str(&run.spec).context("reading the run's spec")?;
-    let geo: GeoSpec = serde_json::from_value(spec.get("geo").cloned().unwrap_or_default())
-        .with_context(|| format!("run {run_id} is not a GEO ranking run"))?;
+    let geo = GeoSpec::of_run(&run)?;
     let trials = store.trials(run_id).await?;
     let mut out: BTreeMap<(String, String), Vec<Scored>> = BTreeMap::new();
     let records_of = finished_orders(&trials, store.run_steps(run_id).await?)?;

@@ -76,7 +76,7 @@ pub async fn write(
     let _ = any_spawner::Executor::init_tokio();
     let row = state.store.run(run).await.with_context(|| format!("reading run {run}"))?;
     check_out(out)?;
-    let geo = crate::runs::geo::is_geo(&row)?;
+    let geo = matches!(crate::runs::RunKind::of(&row)?, crate::runs::RunKind::Geo(_));
     let trials = state.store.trials(run).await?;
     let mut queue: VecDeque<Place> = VecDeque::new();
     let seeds: Vec<String> = if geo {

@@ -105,7 +105,7 @@ async fn each_finished(
     origins: bool,
     each: &mut EachFinished<'_>,
 ) -> anyhow::Result<usize> {
-    super::geo::refuse_geo(store, run_id).await?;
+    super::RunKind::load(store, run_id).await?.agent_only(run_id)?;
     let keys = store.trial_keys(run_id).await?;
     let finished: Vec<TrialId> = keys.iter().filter(|k| k.state.is_finished()).map(|k| k.trial_id.clone()).collect();
     for ids in finished.chunks(super::CHUNK) {

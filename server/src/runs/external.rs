@@ -10,7 +10,7 @@
 
 use anyhow::{Context, bail};
 
-use super::RunSpec;
+use super::{RunKind, RunSpec};
 use crate::agent::{Action, Step};
 use crate::corpus::Task;
 use crate::corpus::urls::normalise;
@@ -84,10 +84,8 @@ pub async fn hand_out(store: &dyn Store, world: &World, run_id: &RunId) -> anyho
     if run.status != RunStatus::Active {
         return Ok(HandOut::Finished);
     }
-    let spec: RunSpec = serde_json::from_str(&run.spec).context("reading the run's spec")?;
-    if spec.geo.is_some() {
-        return Ok(HandOut::Finished);
-    }
+    // Only agent runs hand out episodes (a GEO run's rankers and an import's trials never).
+    let RunKind::Agent(spec) = RunKind::of(&run)? else { return Ok(HandOut::Finished) };
     store.requeue_expired(run_id, now_ms()).await?;
     let lease = lease_ms(&spec);
     // The trial is claimed under the episode's name, so that the episode's requests renew it.
@@ -118,7 +116,8 @@ pub async fn renew(store: &dyn Store, episode: &Episode) -> anyhow::Result<bool>
     let trial = store.trial(trial_id).await.map_err(StoreError::dangling)?;
     // A lease that ran out is given back first, so a late request cannot revive it.
     store.requeue_expired(&trial.run_id, now_ms()).await?;
-    let spec: RunSpec = serde_json::from_str(&store.run(&trial.run_id).await.map_err(StoreError::dangling)?.spec)?;
+    let run = store.run(&trial.run_id).await.map_err(StoreError::dangling)?;
+    let spec = RunKind::of(&run)?.into_agent(&run.run_id)?;
     Ok(store.heartbeat(trial_id, &episode.holder(), now_ms() + lease_ms(&spec)).await?)
 }
 

@@ -104,42 +104,6 @@ impl GeoExec {
     }
 }
 
-/// Whether a stored run is a GEO ranking run; an error naming the run when its stored spec
-/// cannot be read (never taken for "not a GEO run").
-pub fn is_geo(run: &crate::db::RunRow) -> anyhow::Result<bool> {
-    let unreadable = || format!("run {}: its stored spec is unreadable", run.run_id);
-    let spec: serde_json::Value = serde_json::from_str(&run.spec).with_context(unreadable)?;
-    if spec.get("geo").is_some_and(|g| !g.is_null()) {
-        return Ok(true);
-    }
-    // Not a GEO run: then it must be an agent run's spec (`{}` is neither).
-    serde_json::from_value::<crate::runs::RunSpec>(spec).with_context(unreadable)?;
-    Ok(false)
-}
-
-/// The ids of the agent runs among `runs` (GEO ranking runs left out), in order. A run
-/// whose spec is unreadable is left out of such lists and logged by name, so one broken run
-/// does not take every page down; its own pages and commands fail naming it.
-pub fn agent_runs(runs: &[crate::db::RunRow]) -> Vec<RunId> {
-    let mut ids = Vec::with_capacity(runs.len());
-    for r in runs {
-        match is_geo(r) {
-            Ok(false) => ids.push(r.run_id.clone()),
-            Ok(true) => {}
-            Err(e) => tracing::error!("{e:#}; left out of the run lists"),
-        }
-    }
-    ids
-}
-
-/// Refuses a GEO ranking run where an agent run is expected (scoring, trajectory export).
-pub async fn refuse_geo(store: &dyn Store, run_id: &RunId) -> anyhow::Result<()> {
-    if is_geo(&store.run(run_id).await?)? {
-        anyhow::bail!("run {run_id} is a GEO ranking run: `mirage geo report --run {run_id}` reads it");
-    }
-    Ok(())
-}
-
 /// Plans and stores a GEO run; returns its id. Chat rankers are asked at temperature 0.
 pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Result<RunId> {
     let lists = crate::geo::import::stored_lists(store).await?;
@@ -450,34 +414,4 @@ pub(super) async fn run_geo_trial(store: &dyn Store, exec: &GeoExec, trial: &Tri
         }
     }
     TrialEnd::Done { verdict: None, rationale: None, appeal: None }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn run(id: &str, spec: &str) -> crate::db::RunRow {
-        crate::db::RunRow {
-            run_id: id.into(),
-            spec: spec.into(),
-            status: crate::db::RunStatus::Done,
-            corpus_version: String::new(),
-            trials_total: 0,
-            created_at: 0,
-        }
-    }
-
-    #[test]
-    fn an_unreadable_spec_is_an_error_naming_its_run_not_an_agent_run() {
-        let agent =
-            serde_json::to_string(&crate::runs::RunSpec::basic("shop", &["surface"], &["L0"], &["raw"], vec![0]))
-                .expect("json");
-        assert!(!is_geo(&run("a", &agent)).expect("readable"));
-        assert!(is_geo(&run("g", r#"{"geo": {"datasets": []}}"#)).expect("readable"));
-        let e = is_geo(&run("run-broken", "{not json")).expect_err("unreadable");
-        assert!(format!("{e:#}").contains("run run-broken"), "{e:#}");
-        let e = is_geo(&run("run-empty", "{}")).expect_err("JSON, but no run spec");
-        assert!(format!("{e:#}").contains("run run-empty"), "{e:#}");
-        assert_eq!(agent_runs(&[run("a", &agent), run("run-broken", ""), run("b", "{}")]), ["a"], "the others stay");
-    }
 }

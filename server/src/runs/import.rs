@@ -222,7 +222,8 @@ pub async fn settle_interrupted_imports(store: &dyn Store, now: i64) -> anyhow::
     for run in store.idle_active_runs(before).await? {
         // Checked again as it is cancelled: an import that stored a batch, or finished, since
         // the list was read keeps its run.
-        if super::is_import(&run.spec) && store.cancel_if_idle(&run.run_id, before).await? {
+        if super::RunKind::of(&run).is_ok_and(|k| !k.is_executed()) && store.cancel_if_idle(&run.run_id, before).await?
+        {
             tracing::warn!(
                 run = %run.run_id,
                 "an import stopped before it finished (nothing stored for 10 minutes): the run is cancelled; import its files again"

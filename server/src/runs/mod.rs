@@ -13,12 +13,13 @@ pub mod external;
 pub mod geo;
 pub mod harness;
 pub mod import;
+mod kind;
 mod pool;
 pub mod power;
 pub mod replay;
-pub mod score;
 
 pub use cost::{cost_rows, pricing, replay_use};
+pub use kind::{GeoRun, ImportedRun, RunKind, Unreadable, agent_runs, runs_of_kind};
 
 pub use pool::{OnFinish, PoolOptions, execute, execute_with};
 
@@ -40,7 +41,8 @@ use crate::llm::{EndpointSpec, HttpLlm};
 use crate::manip::Level;
 use vocab::RunId;
 
-/// What a run covers. Stored as JSON on the run row.
+/// What a run covers. Stored as JSON on the run row, one shape for every kind of run; read
+/// a stored one through [`RunKind`], which takes the kind's own part (`origin`, `geo`) out.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunSpec {
     /// `all`, a site (`shop`), a category (`WARDROBING`) or comma-separated task ids.
@@ -79,16 +81,16 @@ pub struct RunSpec {
     #[serde(default = "first_protocol")]
     pub agent_protocol: String,
     /// Where a stored run's trials came from when Mirage did not run them: `imported:FORMAT`
-    /// (`mirage runs import`). `None` for a planned run (its outside agents' trials are
-    /// `http`, the rest `executed`).
+    /// (`mirage runs import`). `None` for a planned run. Written only: [`RunKind::Imported`]
+    /// holds it once read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
     /// How long an outside agent's episode holds its trial without a request, in seconds
     /// (default [`external::DEFAULT_LEASE_SECS`]); past it the trial goes back to the queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub episode_lease_secs: Option<u64>,
-    /// A GEO ranking run: its trials rank lists of items instead of
-    /// running agents through tasks.
+    /// A GEO ranking run: its trials rank lists of items instead of running agents through
+    /// tasks. Written only: [`RunKind::Geo`] holds it once read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub geo: Option<crate::geo::plan::GeoSpec>,
     /// Replays of every exposed trial, made after the run (see [`replay::replay_exposed`]).
@@ -107,51 +109,8 @@ pub struct RunSpec {
     pub concurrency: Option<usize>,
 }
 
-/// Whether a run with this stored spec was read from a file: its trials are stored, not
-/// executed, so no worker runs them (one left half-written by an interrupted import
-/// included).
-pub fn is_import(spec: &str) -> bool {
-    provenance_of(spec, "").starts_with("imported")
-}
-
-/// Where each trial of a run with this stored spec came from (see `TrialScore::provenance`).
-pub fn provenance_of(spec: &str, agent: &str) -> String {
-    // What the run says of itself comes first: an imported file is self-reported whatever its
-    // lines call their agents (an `external:` name included).
-    let parsed: Option<RunSpec> = serde_json::from_str(spec).ok();
-    match parsed {
-        Some(RunSpec { origin: Some(origin), .. }) => origin,
-        // Imports from before the field said so only in their task filter.
-        Some(s) if s.tasks.starts_with("imported from") => "imported".to_string(),
-        None => "imported".to_string(),
-        Some(_) if external::is_external(agent) => "http".to_string(),
-        Some(_) => "executed".to_string(),
-    }
-}
-
-/// The concurrency a stored run spec was launched with, if it says.
-pub fn concurrency_of(spec: &str) -> Option<usize> {
-    serde_json::from_str::<serde_json::Value>(spec)
-        .ok()?
-        .get("concurrency")?
-        .as_u64()
-        .and_then(|n| usize::try_from(n).ok())
-        .filter(|n| *n > 0)
-}
-
-fn default_annotators() -> usize {
+pub(crate) fn default_annotators() -> usize {
     crate::judge::aggregate::DEFAULT_ANNOTATORS
-}
-
-/// The number of annotators a stored run spec asks for (the default when the spec does not
-/// say, or is no run spec at all).
-pub fn annotators_of(spec: &str) -> usize {
-    serde_json::from_str::<serde_json::Value>(spec)
-        .ok()
-        .and_then(|v| v.get("annotators")?.as_u64())
-        .and_then(|n| usize::try_from(n).ok())
-        .filter(|n| *n > 0)
-        .unwrap_or_else(default_annotators)
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -513,14 +472,6 @@ pub async fn close_finished(store: &dyn Store, run_id: &RunId) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_stored_spec_keeps_its_launch_concurrency() {
-        let mut spec = RunSpec::basic("shop", &["surface"], &["L0"], &["raw"], vec![0]);
-        assert_eq!(concurrency_of(&serde_json::to_string(&spec).expect("json")), None);
-        spec.concurrency = Some(8);
-        assert_eq!(concurrency_of(&serde_json::to_string(&spec).expect("json")), Some(8));
-        assert_eq!(concurrency_of("not json"), None);
-    }
     use crate::db::Progress;
 
     #[tokio::test]
@@ -556,18 +507,6 @@ mod tests {
             let e = plan(&world, &spec).expect_err("refused");
             assert_eq!(e.field, field, "{e}");
         }
-    }
-
-    #[test]
-    fn an_imported_run_is_self_reported_whatever_its_agents_are_called() {
-        let mut spec = RunSpec::basic("all", &["external:x", "explorer"], &["L0"], &["raw"], vec![0]);
-        let planned = serde_json::to_string(&spec).expect("json");
-        assert_eq!(provenance_of(&planned, "external:x"), "http");
-        assert_eq!(provenance_of(&planned, "explorer"), "executed");
-        spec.origin = Some("imported:mirage".into());
-        let imported = serde_json::to_string(&spec).expect("json");
-        assert_eq!(provenance_of(&imported, "external:x"), "imported:mirage");
-        assert_eq!(provenance_of("not a spec", "explorer"), "imported");
     }
 
     #[test]

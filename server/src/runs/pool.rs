@@ -11,7 +11,7 @@ use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::{RunSpec, agent_for, split_config};
+use super::{GeoRun, RunKind, agent_for, split_config};
 use crate::agent::episode::{Outcome, Setting, StepSink, TrialError, run_trial};
 use crate::agent::{Agent, Step};
 use crate::corpus::Task;
@@ -84,18 +84,14 @@ pub async fn execute(
     options: PoolOptions,
     on_finish: OnFinish,
 ) -> anyhow::Result<()> {
-    let spec = spec_of(store.as_ref(), run_id).await?;
+    let kind = RunKind::load(store.as_ref(), run_id).await?;
     let mut agents: HashMap<String, Arc<dyn Agent>> = HashMap::new();
-    if spec.geo.is_none() {
+    if let RunKind::Agent(spec) = &kind {
         for name in spec.agents.iter().filter(|a| !super::external::is_external(a)) {
             agents.insert(name.clone(), agent_for(name, &spec.endpoints)?);
         }
     }
-    run_pool(store, world, (run_id, &spec), options, on_finish, agents).await
-}
-
-async fn spec_of(store: &dyn Store, run_id: &RunId) -> anyhow::Result<RunSpec> {
-    serde_json::from_str(&store.run(run_id).await?.spec).context("reading the run's spec")
+    run_pool(store, world, (run_id, kind), options, on_finish, agents).await
 }
 
 /// [`execute`] with the agents of the run's configurations given (by configuration name)
@@ -108,25 +104,28 @@ pub async fn execute_with(
     on_finish: OnFinish,
     agents: HashMap<String, Arc<dyn Agent>>,
 ) -> anyhow::Result<()> {
-    let spec = spec_of(store.as_ref(), run_id).await?;
-    run_pool(store, world, (run_id, &spec), options, on_finish, agents).await
+    let kind = RunKind::load(store.as_ref(), run_id).await?;
+    run_pool(store, world, (run_id, kind), options, on_finish, agents).await
 }
 
 async fn run_pool(
     store: Arc<dyn Store>,
     world: Arc<World>,
-    (run_id, spec): (&RunId, &RunSpec),
+    (run_id, kind): (&RunId, RunKind),
     options: PoolOptions,
     on_finish: OnFinish,
     agents: HashMap<String, Arc<dyn Agent>>,
 ) -> anyhow::Result<()> {
-    let geo = match &spec.geo {
-        Some(geo) => {
-            let mut exec = super::geo::GeoExec::new(geo.clone(), &store, run_id).await?;
+    let (geo, spec) = match kind {
+        RunKind::Geo(GeoRun { geo, run }) => {
+            let mut exec = super::geo::GeoExec::new(*geo, &store, run_id).await?;
             exec.lists_changed = super::geo::lists_changed(store.as_ref(), run_id, &exec.lists).await?;
-            Some(Arc::new(exec))
+            (Some(Arc::new(exec)), run)
         }
-        None => None,
+        RunKind::Agent(run) => (None, run),
+        RunKind::Imported(_) => {
+            anyhow::bail!("run {run_id} was read from a file: its trials are stored, never executed")
+        }
     };
     let mut defenses: HashMap<String, Arc<dyn crate::detect::Defense>> = HashMap::new();
     for name in spec.agents.iter().filter(|a| geo.is_none() && !super::external::is_external(a)) {

@@ -19,7 +19,7 @@ use anyhow::{Context, bail};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::{RunSpec, agent_for, split_config};
+use super::{agent_for, split_config};
 use crate::agent::episode::{Browser, MemorySink, Outcome, Setting, Site, run_trial_on};
 use crate::agent::{Action, Observation, Step};
 use crate::corpus::Task;
@@ -270,8 +270,7 @@ pub async fn replay(
         .task(&trial.task_id)
         .with_context(|| format!("trial {trial_id}: task {} is not in the corpus", trial.task_id))?;
     let run = store.run(&trial.run_id).await?;
-    let spec: RunSpec =
-        serde_json::from_str(&run.spec).with_context(|| format!("the spec of run {} is unreadable", trial.run_id))?;
+    let spec = super::RunKind::of(&run)?.into_agent(&run.run_id)?;
     let steps = steps_to_replay(store.as_ref(), trial_id, from_turn).await?;
     let agent = agent_for(&trial.agent, &spec.endpoints)?;
     let defense = match split_config(&trial.agent)?.1 {
@@ -365,7 +364,8 @@ async fn steps_to_replay(store: &dyn Store, trial_id: &TrialId, from_turn: usize
 /// already stored (so a resumed run completes them). Returns how many it made.
 pub async fn replay_exposed(store: Arc<dyn Store>, world: &World, run_id: &RunId) -> anyhow::Result<usize> {
     let run = store.run(run_id).await?;
-    let spec: RunSpec = serde_json::from_str(&run.spec).with_context(|| format!("the spec of run {run_id}"))?;
+    // Only executed agent runs plan replays (a GEO ranking or an import has none).
+    let super::RunKind::Agent(spec) = super::RunKind::of(&run)? else { return Ok(0) };
     if spec.replay.is_empty() {
         return Ok(0);
     }

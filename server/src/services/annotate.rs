@@ -62,7 +62,7 @@ struct Listing {
 
 impl AnnotateService {
     async fn runs(&self) -> Result<Vec<RunId>, AppError> {
-        Ok(crate::runs::geo::agent_runs(&self.store.runs().await.map_err(fail)?))
+        Ok(crate::runs::agent_runs(&self.store.runs().await.map_err(fail)?))
     }
 
     async fn locks(&self) -> Result<HashMap<(TrialId, LabelKind), (String, i64)>, AppError> {

@@ -75,14 +75,16 @@ impl Executor {
             }
             Err(e) => tracing::warn!("looking for runs left by interrupted imports: {e:#}"),
         }
-        let resumable = |r: &crate::db::RunRow| r.status == RunStatus::Active && !crate::runs::is_import(&r.spec);
-        for run in self.store.runs().await?.into_iter().filter(resumable) {
+        // Runs whose spec does not read are left alone (their pages and commands name them).
+        let active = self.store.runs().await?.into_iter().filter(|r| r.status == RunStatus::Active);
+        let resumable = active.filter_map(|r| crate::runs::RunKind::of(&r).ok().map(|kind| (r, kind)));
+        for (run, kind) in resumable.filter(|(_, kind)| kind.is_executed()) {
             let requeued = self.store.requeue_expired(&run.run_id, now_ms()).await?;
             let p = self.store.progress(&run.run_id).await?;
             if p.executable_left() > 0 {
                 tracing::info!(run = %run.run_id, queued = p.queued, running = p.running, requeued, "resuming a run");
                 // At the pace it was launched with, where the run says.
-                let pace = crate::runs::concurrency_of(&run.spec).unwrap_or(concurrency);
+                let pace = kind.concurrency().unwrap_or(concurrency);
                 self.spawn(run.run_id, pace);
             } else {
                 // Every trial finished (the last one's process died before it closed the

@@ -17,7 +17,7 @@ use crate::geo::plan::target_of;
 use crate::geo::report::{Report, report};
 use crate::geo::score::{Detection, text_digest};
 use crate::geo::{OrderRecord, result_of};
-use crate::runs::geo::is_geo;
+use crate::runs::{GeoRun, RunKind};
 
 /// The GEO port.
 pub struct GeoService {
@@ -195,12 +195,8 @@ impl GeoService {
 
     /// The GEO runs (newest first) and the one asked for, or the newest with finished trials.
     async fn pick(&self, run: Option<String>) -> Result<(RunId, Vec<RunId>), AppError> {
-        let mut runs: Vec<RunId> = Vec::new();
-        for r in self.store.runs().await.map_err(fail)? {
-            if is_geo(&r).map_err(fail)? {
-                runs.push(r.run_id);
-            }
-        }
+        let all = self.store.runs().await.map_err(fail)?;
+        let runs = crate::runs::runs_of_kind(&all, |kind| matches!(kind, RunKind::Geo(_)));
         if let Some(run) = run.filter(|r| !r.is_empty()).map(RunId::from) {
             return if runs.contains(&run) {
                 Ok((run, runs))
@@ -320,13 +316,12 @@ impl app::ssr::Geo for GeoService {
     async fn target(&self, trial: TrialId) -> Result<GeoTargetView, AppError> {
         let row = self.store.trial(&trial).await?;
         let run = self.store.run(&row.run_id).await.map_err(|e| fail(e.dangling()))?;
-        if !is_geo(&run).map_err(fail)? {
-            return Err(AppError::NotFound(format!("GEO trial {trial} (it belongs to an agent run)")));
-        }
-        let spec = crate::services::runs::spec_of(&run)?;
-        let geo = spec
-            .geo
-            .ok_or_else(|| fail(anyhow::anyhow!("run {}: a GEO run's spec without its GEO part", run.run_id)))?;
+        let geo = match RunKind::of(&run).map_err(fail)? {
+            RunKind::Geo(GeoRun { geo, .. }) => geo,
+            RunKind::Agent(_) | RunKind::Imported(_) => {
+                return Err(AppError::NotFound(format!("GEO trial {trial} (it belongs to an agent run)")));
+            }
+        };
         let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(fail)?;
         let (list, target) = target_of(&lists, &row.task_id).map_err(fail)?;
         let index = i64::try_from(target + 1).map_err(fail)?;

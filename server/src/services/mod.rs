@@ -172,5 +172,6 @@ impl Corpus for CorpusService {
 
 /// How many annotators must agree on a disputed label of a run.
 pub async fn annotators(store: &dyn crate::db::Store, run_id: &RunId) -> Result<usize, app::error::AppError> {
-    Ok(crate::runs::annotators_of(&store.run(run_id).await.map_err(|e| fail(e.dangling()))?.spec))
+    let run = store.run(run_id).await.map_err(|e| fail(e.dangling()))?;
+    Ok(crate::runs::RunKind::of(&run).map_err(fail)?.annotators())
 }

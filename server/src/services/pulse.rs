@@ -119,11 +119,11 @@ impl Pulse {
             }
         }
         for run in runs.iter().filter(|r| r.status == RunStatus::Done) {
-            match crate::runs::geo::is_geo(run) {
-                Ok(false) => {}
-                Ok(true) => continue,
+            match crate::runs::RunKind::of(run) {
+                Ok(crate::runs::RunKind::Agent(_) | crate::runs::RunKind::Imported(_)) => {}
+                Ok(crate::runs::RunKind::Geo(_)) => continue,
                 Err(e) => {
-                    tracing::error!("{e:#}");
+                    tracing::error!("{e}");
                     continue;
                 }
             }

@@ -19,7 +19,7 @@ use crate::judge::aggregate::apply_overrides;
 use crate::judge::labels::{Label, LabelKind};
 use crate::judge::{Scorer, Trajectory, TrialScore};
 use crate::runs::export::{parse_steps, trajectory_line};
-use crate::runs::{PoolOptions, RunSpec};
+use crate::runs::{PoolOptions, RunKind, RunSpec};
 
 /// Trials per page of a run's trial table.
 pub const TRIAL_PAGE: usize = 50;
@@ -307,12 +307,16 @@ async fn rule_score(
     }))
 }
 
-/// A stored run's spec, or an error naming the run (logged with the reason).
+/// A stored run's spec as every kind of run has it (see [`RunKind::into_envelope`]), or an error
+/// naming the run (logged with the reason).
 pub fn spec_of(run: &crate::db::RunRow) -> Result<RunSpec, AppError> {
-    serde_json::from_str(&run.spec).map_err(|e| {
-        tracing::error!(run = %run.run_id, "its stored spec is unreadable: {e}");
-        AppError::Corrupt(format!("the stored spec of run {}", run.run_id))
-    })
+    match RunKind::of(run) {
+        Ok(kind) => Ok(kind.into_envelope()),
+        Err(e) => {
+            tracing::error!("{e}");
+            Err(AppError::Corrupt(format!("the stored spec of run {}", run.run_id)))
+        }
+    }
 }
 
 impl RunsService {

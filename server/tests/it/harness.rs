@@ -80,7 +80,7 @@ async fn inspect_logs_import_in_every_layout_and_show_their_harness_record() {
 
     // Scoring the run: Mirage's judges for the Mirage task, the harness's record for the
     // others; every imported trial is searchable.
-    let (scores, _) = server::runs::score::score_run(
+    let (scores, _) = server::engine::score::score_run(
         &app.state.store,
         &app.state.world,
         &RunId::from(run),
@@ -175,7 +175,7 @@ async fn agentdojo_injections_are_spans_and_security_is_attack_success() {
         let (status, body) = app.text(&page).await;
         assert_eq!(status, 200, "{page}: {body}");
     }
-    let (scores, _) = server::runs::score::score_run(
+    let (scores, _) = server::engine::score::score_run(
         &app.state.store,
         &app.state.world,
         &RunId::from(&run),
@@ -315,7 +315,7 @@ async fn any_run_goes_out_as_atif_and_comes_back_as_itself() {
     let imported = trials(store, &back).await;
     assert_eq!(imported.len(), original.len());
     let key = |t: &server::db::TrialRow| (t.task_id.clone(), t.agent.clone(), t.level.clone(), t.seed);
-    let (a, _) = server::runs::score::score_run(
+    let (a, _) = server::engine::score::score_run(
         &app.state.store,
         &app.state.world,
         &RunId::from(&run),
@@ -324,7 +324,7 @@ async fn any_run_goes_out_as_atif_and_comes_back_as_itself() {
     )
     .await
     .expect("score");
-    let (b, _) = server::runs::score::score_run(
+    let (b, _) = server::engine::score::score_run(
         &app.state.store,
         &app.state.world,
         &RunId::from(&back),

@@ -417,7 +417,6 @@ const LONG_FUNCTIONS: &[(&str, &str, &str)] = &[
     ("server/src/geo/import.rs", "read", "to split: row checks and the texts"),
     ("server/src/cli/run.rs", "worker", "to split: the pass and its loop"),
     ("server/src/judge/mod.rs", "score_with", "to split: the verdict's and the labels' parts"),
-    ("server/src/runs/score.rs", "score_run_as_of", "to split: reading the trials and scoring them"),
 ];
 
 /// Every function with a body in `file` (outside `#[cfg(test)]` modules and `#[test]`s), as

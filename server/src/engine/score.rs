@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use super::CHUNK;
-use super::export::trajectory_of;
 use crate::db::{Store, StoredScore, TrialKey, TrialRow};
 use crate::env::World;
 use crate::judge::aggregate::apply_overrides;
 use crate::judge::rsn::ModelJudge;
 use crate::judge::{Scorer, Trajectory, TrialScore, on_every_core};
+use crate::runs::export::trajectory_of;
+use crate::runs::{CHUNK, RunKind};
 use vocab::{RunId, TrialId};
 
 /// A trial scored on a worker: finished (its score and the score's stored body), or waiting
@@ -77,7 +77,7 @@ pub async fn score_run_as_of(
     progress: &(dyn Fn(usize, usize) + Send + Sync),
     as_of: Option<i64>,
 ) -> anyhow::Result<(Vec<TrialScore>, usize)> {
-    super::geo::refuse_geo(store.as_ref(), run_id).await?;
+    let kind = RunKind::load(store.as_ref(), run_id).await?.agent_only(run_id)?;
     let version = judge.version();
     let mut stored: HashMap<TrialId, StoredScore> =
         store.scores(run_id).await?.into_iter().map(|s| (s.trial_id.clone(), s)).collect();
@@ -136,21 +136,32 @@ pub async fn score_run_as_of(
     scores.extend(foreign_scores(store.as_ref(), &foreign).await?);
     drop(foreign);
     drop(keys);
-    crate::judge::twins::attach(&mut scores);
-    super::replay::attach_caused(world, &mut scores, &store.replays_in_run(run_id).await?);
-    let spec = store.run(run_id).await?.spec;
-    for s in &mut scores {
-        s.provenance = super::provenance_of(&spec, &s.agent);
+    attach_run_facts(store.as_ref(), world, (run_id, &kind), &mut scores, as_of).await?;
+    Ok((scores, computed))
+}
+
+/// What a trial's score learns from the rest of its run: its clean twin, the replays that
+/// caused a change, where it came from, its cost, and people's labels (those up to `as_of`).
+async fn attach_run_facts(
+    store: &dyn Store,
+    world: &World,
+    (run_id, kind): (&RunId, &RunKind),
+    scores: &mut [TrialScore],
+    as_of: Option<i64>,
+) -> anyhow::Result<()> {
+    crate::judge::twins::attach(scores);
+    crate::runs::replay::attach_caused(world, scores, &store.replays_in_run(run_id).await?);
+    for s in scores.iter_mut() {
+        s.provenance = kind.provenance(&s.agent);
     }
-    let endpoints = serde_json::from_str::<super::RunSpec>(&spec).map(|s| s.endpoints).unwrap_or_default();
-    crate::judge::cost::attach(&mut scores, |agent| super::pricing(agent, &endpoints));
-    let needed = super::annotators_of(&spec);
+    let endpoints = &kind.envelope().endpoints;
+    crate::judge::cost::attach(scores, |agent| crate::runs::pricing(agent, endpoints));
     let mut events = store.people_label_events(run_id).await?;
     if let Some(g) = as_of {
         events.retain(|e| e.event_id <= g);
     }
-    apply_overrides(&mut scores, &events, needed);
-    Ok((scores, computed))
+    apply_overrides(scores, &events, kind.annotators());
+    Ok(())
 }
 
 /// The score slots of the finished trials in plan order: a stored score that stands for this
@@ -240,7 +251,7 @@ async fn foreign_scores(store: &dyn Store, foreign: &[&TrialKey]) -> anyhow::Res
             let (Some((trial, steps)), Some(origin)) = (trials.remove(id), origins.remove(id)) else { continue };
             let origin: crate::foreign::Origin =
                 serde_json::from_str(&origin).with_context(|| format!("the harness record of {id}"))?;
-            let steps = super::export::parse_steps(crate::db::split_steps(&steps))?;
+            let steps = crate::runs::export::parse_steps(crate::db::split_steps(&steps))?;
             scores.push(crate::foreign::labels::score_of(&trial, &origin, &steps));
         }
     }
