@@ -299,6 +299,54 @@ pub fn task_id(list: &List, index: usize) -> String {
     list.target(index).to_string()
 }
 
+/// A GEO trial under its own names. Agent and GEO runs share the trials table, so a GEO
+/// trial's row keeps its ranker in `agent`, its method (variant) in `level`, its target in
+/// `task_id` and [`CONDITION`] as its condition; [`planned`] writes that shape and
+/// these accessors read it, and nothing else reads a GEO trial's columns by their agent names.
+pub trait GeoTrial {
+    /// The ranker's name (a spec's ranker, chat or cross-encoder).
+    fn ranker(&self) -> &str;
+    /// The method variant: `clean`, `stuff`, `tap`, `cseo:fluency@model`, an import's name.
+    fn method(&self) -> &str;
+    /// The target's id, `geo:DATASET/LIST/INDEX` (see [`vocab::GeoTarget`]).
+    fn target_id(&self) -> &str;
+}
+
+impl GeoTrial for crate::db::TrialRow {
+    fn ranker(&self) -> &str {
+        &self.agent
+    }
+    fn method(&self) -> &str {
+        &self.level
+    }
+    fn target_id(&self) -> &str {
+        &self.task_id
+    }
+}
+
+impl GeoTrial for NewTrial {
+    fn ranker(&self) -> &str {
+        &self.agent
+    }
+    fn method(&self) -> &str {
+        &self.level
+    }
+    fn target_id(&self) -> &str {
+        &self.task_id
+    }
+}
+
+/// The trial that ranks `list`'s item `index` (1-based) with `ranker` under `method`.
+pub fn planned(list: &List, index: usize, ranker: &str, method: &str, seed: i64) -> NewTrial {
+    NewTrial {
+        task_id: task_id(list, index),
+        agent: ranker.to_string(),
+        level: method.to_string(),
+        condition: CONDITION.to_string(),
+        seed,
+    }
+}
+
 /// The list and 0-based target of a trial's task id.
 pub fn target_of<'a>(lists: &'a [List], task_id: &str) -> anyhow::Result<(&'a List, usize)> {
     let target: vocab::GeoTarget = task_id.parse()?;
@@ -376,13 +424,7 @@ pub fn plan(lists: &[List], spec: &GeoSpec) -> anyhow::Result<Vec<NewTrial>> {
         for index in 1..=list.items.len() {
             for ranker in &spec.rankers {
                 for method in &variants {
-                    trials.push(NewTrial {
-                        task_id: task_id(list, index),
-                        agent: ranker.clone(),
-                        level: method.clone(),
-                        condition: CONDITION.to_string(),
-                        seed: spec.protocol.base_seed,
-                    });
+                    trials.push(planned(list, index, ranker, method, spec.protocol.base_seed));
                 }
             }
         }

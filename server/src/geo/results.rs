@@ -7,7 +7,7 @@ use anyhow::Context;
 use vocab::GeoIncomplete as Incomplete;
 
 use super::data::List;
-use super::plan::{GeoSpec, target_of, text_key};
+use super::plan::{GeoSpec, GeoTrial, target_of, text_key};
 use super::{OrderRecord, Scored, result_of};
 use crate::db::{Store, TrialRow, TrialState};
 use vocab::{RunId, TrialId};
@@ -45,10 +45,10 @@ impl Tally {
     /// Counts a trial in its variant's and dataset's rows and in the run's errors and
     /// unfinished; true when it finished and has orders to score.
     fn count(&mut self, trial: &TrialRow) -> bool {
-        let variant = (trial.agent.clone(), trial.level.clone());
+        let variant = (trial.ranker().to_string(), trial.method().to_string());
         let row = self.by_variant.entry(variant).or_insert_with(|| Incomplete {
-            ranker: trial.agent.clone(),
-            method: trial.level.clone(),
+            ranker: trial.ranker().to_string(),
+            method: trial.method().to_string(),
             trials: 0,
             errors: 0,
             unfinished: 0,
@@ -56,9 +56,13 @@ impl Tally {
             left_out: Vec::new(),
         });
         row.trials += 1;
-        let dataset = vocab::TaskRef::geo(&trial.task_id).map(|t| t.dataset).unwrap_or_default();
-        let counts =
-            self.by_dataset.entry((trial.agent.clone(), trial.level.clone())).or_default().entry(dataset).or_default();
+        let dataset = vocab::TaskRef::geo(trial.target_id()).map(|t| t.dataset).unwrap_or_default();
+        let counts = self
+            .by_dataset
+            .entry((trial.ranker().to_string(), trial.method().to_string()))
+            .or_default()
+            .entry(dataset)
+            .or_default();
         counts.0 += 1;
         counts.1 += usize::from(trial.state == TrialState::Done);
         match trial.state {
@@ -113,20 +117,17 @@ pub async fn results(
     // Each (method, ranker)'s planned key once (a recipe is a hash, not worth redoing per
     // trial), and the key each finished trial ranked.
     let key_of: HashMap<(&str, &str), String> =
-        trials.iter().map(|t| ((t.level.as_str(), t.agent.as_str()), text_key(&geo, &t.level, &t.agent))).collect();
+        trials.iter().map(|t| ((t.method(), t.ranker()), text_key(&geo, t.method(), t.ranker()))).collect();
     let ranked_key = |t: &TrialRow| -> String {
-        let planned = &key_of[&(t.level.as_str(), t.agent.as_str())];
+        let planned = &key_of[&(t.method(), t.ranker())];
         super::texts::ranked_key(records_of.get(t.trial_id.as_str()).map_or(&[], Vec::as_slice), planned).to_string()
     };
-    let ranked: BTreeSet<(String, String)> = trials.iter().map(|t| (ranked_key(t), t.task_id.clone())).collect();
+    let ranked: BTreeSet<(String, String)> =
+        trials.iter().map(|t| (ranked_key(t), t.target_id().to_string())).collect();
     let (flagged, stale_texts) = super::texts::flags(store, lists, &ranked).await?;
     let mut tally = Tally {
         trials: trials.len(),
-        lists_changed: super::data::changed_since(
-            lists,
-            trials.iter().map(|t| t.task_id.as_str()),
-            &run.corpus_version,
-        ),
+        lists_changed: super::data::changed_since(lists, trials.iter().map(|t| t.target_id()), &run.corpus_version),
         stale_texts,
         ..Tally::default()
     };
@@ -134,7 +135,7 @@ pub async fn results(
         if !tally.count(trial) {
             continue;
         }
-        let (list, target) = target_of(lists, &trial.task_id)?;
+        let (list, target) = target_of(lists, trial.target_id())?;
         let records = &records_of[trial.trial_id.as_str()];
         let names: Vec<String> = list.items.iter().map(|i| i.name.clone()).collect();
         let other = geo.protocol.parser.compared();
@@ -144,7 +145,7 @@ pub async fn results(
             }
         }
         // A cross-encoder's replies are scores, not text to read.
-        let readings = if geo.rerankers.contains_key(&trial.agent) {
+        let readings = if geo.rerankers.contains_key(trial.ranker()) {
             super::Readings::default()
         } else {
             super::readings(records, &names, geo.protocol.parser)
@@ -153,7 +154,7 @@ pub async fn results(
         let key = (text_key.clone(), list.dataset.clone(), list.category.clone(), i64::try_from(target + 1)?);
         let (kvr, ppl_r, search) =
             *flagged.get(&key).with_context(|| format!("trial {}: no stored text", trial.trial_id))?;
-        out.entry((trial.agent.clone(), trial.level.clone())).or_default().push(Scored {
+        out.entry((trial.ranker().to_string(), trial.method().to_string())).or_default().push(Scored {
             dataset: list.dataset.clone(),
             list: list.key(),
             target: target + 1,

@@ -12,6 +12,7 @@ use super::{RunSpec, new_run_id};
 use crate::db::{RunStatus, Store, TrialEnd, TrialRow};
 use crate::geo::data::List;
 use crate::geo::methods::{Method, Writer};
+use crate::geo::plan::GeoTrial;
 use crate::geo::plan::{CONDITION, GeoSpec, plan, target_of};
 use crate::geo::rank::{ChatRanker, Ranker, offline};
 use crate::geo::{OrderRecord, order_record, target_orders};
@@ -161,8 +162,8 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
                  protocol, TAP settings and prompts){hint}"
             );
         }
-        trials.retain(|t| &t.level != variant || have.contains(&t.task_id));
-        if !trials.iter().any(|t| &t.level == variant) {
+        trials.retain(|t| t.method() != variant || have.contains(t.target_id()));
+        if !trials.iter().any(|t| t.method() == variant) {
             anyhow::bail!("method: no texts are stored as {key} for the chosen datasets");
         }
     }
@@ -180,7 +181,7 @@ pub async fn create_geo_run(store: &dyn Store, mut spec: GeoSpec) -> anyhow::Res
     };
     let run_id = new_run_id();
     let json = serde_json::to_string(&run).context("encoding the run spec")?;
-    let version = crate::geo::data::version_of(&lists, trials.iter().map(|t| t.task_id.as_str()));
+    let version = crate::geo::data::version_of(&lists, trials.iter().map(|t| t.target_id()));
     store.create_run(&run_id, &json, &version, &trials).await?;
     Ok(run_id)
 }
@@ -213,7 +214,7 @@ async fn tap_text(
     ranker: &dyn Ranker,
 ) -> anyhow::Result<crate::db::GeoText> {
     use crate::geo::tap::{BuiltinProposer, EndpointProposer, Proposer, best, search};
-    let key = crate::geo::plan::text_key(&exec.spec, &trial.level, &trial.agent);
+    let key = crate::geo::plan::text_key(&exec.spec, trial.method(), trial.ranker());
     let index = i64::try_from(target + 1)?;
     let item = &list.items[target];
     // A text searched on another original (adopted since), or one whose search measured
@@ -229,9 +230,9 @@ async fn tap_text(
         store.reset_tap(&trial.trial_id).await?;
     }
     let endpoint;
-    let (proposer, source): (&dyn Proposer, String) = match (&exec.writer, trial.level.contains('@')) {
+    let (proposer, source): (&dyn Proposer, String) = match (&exec.writer, trial.method().contains('@')) {
         (Some(w), true) => {
-            crate::geo::methods::check_author(&trial.level, &w.model)?;
+            crate::geo::methods::check_author(trial.method(), &w.model)?;
             let template = exec.spec.prompts.tap.clone();
             let source = format!("endpoint:{}/{}", w.model, template.version);
             endpoint = EndpointProposer {
@@ -243,7 +244,7 @@ async fn tap_text(
             };
             (&endpoint, source)
         }
-        (None, true) => anyhow::bail!("{}: no attacker endpoint in this run", trial.level),
+        (None, true) => anyhow::bail!("{}: no attacker endpoint in this run", trial.method()),
         (_, false) => (&BuiltinProposer, "builtin".to_string()),
     };
     let mut on_node = |_: &crate::geo::tap::Node| {};
@@ -307,9 +308,9 @@ async fn rerank_trial(
     if !store.steps(&trial.trial_id).await?.is_empty() {
         return Ok(());
     }
-    let key = crate::geo::plan::text_key(&exec.spec, &trial.level, &trial.agent);
+    let key = crate::geo::plan::text_key(&exec.spec, trial.method(), trial.ranker());
     let text =
-        crate::geo::methods::text_for(store, exec.writer.as_ref(), (&trial.level, &key), list, target, trial.seed)
+        crate::geo::methods::text_for(store, exec.writer.as_ref(), (trial.method(), &key), list, target, trial.seed)
             .await?;
     let query = format!("{}.", list.query());
     let query = query.as_str();
@@ -366,31 +367,31 @@ pub(super) async fn run_geo_trial(store: &dyn Store, exec: &GeoExec, trial: &Tri
     if exec.lists_changed {
         return TrialEnd::Error(changed_lists_refusal(&trial.run_id));
     }
-    let (list, target) = match target_of(&exec.lists, &trial.task_id) {
+    let (list, target) = match target_of(&exec.lists, trial.target_id()) {
         Ok(found) => found,
         Err(e) => return TrialEnd::Error(format!("{e:#}")),
     };
-    if let Some((identity, client)) = exec.rerankers.get(&trial.agent) {
+    if let Some((identity, client)) = exec.rerankers.get(trial.ranker()) {
         return match rerank_trial(store, exec, trial, list, target, identity, client).await {
             Ok(()) => TrialEnd::Done { verdict: None, rationale: None, appeal: None },
             Err(e) => TrialEnd::Error(format!("cross-encoder: {e:#}")),
         };
     }
-    let Some(ranker) = exec.rankers.get(&trial.agent) else {
-        return TrialEnd::Error(format!("ranker {} is not part of this run's spec", trial.agent));
+    let Some(ranker) = exec.rankers.get(trial.ranker()) else {
+        return TrialEnd::Error(format!("ranker {} is not part of this run's spec", trial.ranker()));
     };
     let text = async {
-        if crate::geo::methods::Method::parse(&trial.level)? == crate::geo::methods::Method::Tap {
+        if crate::geo::methods::Method::parse(trial.method())? == crate::geo::methods::Method::Tap {
             tap_text(store, exec, trial, list, target, ranker.as_ref()).await
         } else {
-            let key = crate::geo::plan::text_key(&exec.spec, &trial.level, &trial.agent);
-            crate::geo::methods::text_for(store, exec.writer.as_ref(), (&trial.level, &key), list, target, trial.seed)
+            let key = crate::geo::plan::text_key(&exec.spec, trial.method(), trial.ranker());
+            crate::geo::methods::text_for(store, exec.writer.as_ref(), (trial.method(), &key), list, target, trial.seed)
                 .await
         }
     };
     let (edited, text_key) = match text.await {
         Ok(t) => (t.adv_text, t.method),
-        Err(e) => return TrialEnd::Error(format!("text of {}: {e:#}", trial.level)),
+        Err(e) => return TrialEnd::Error(format!("text of {}: {e:#}", trial.method())),
     };
     let done = match store.steps(&trial.trial_id).await {
         Ok(bodies) => bodies.len(),

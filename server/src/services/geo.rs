@@ -13,7 +13,7 @@ use app::model::{
 use super::fail;
 use crate::db::{Store, TrialState};
 use crate::geo::methods::Method;
-use crate::geo::plan::target_of;
+use crate::geo::plan::{GeoTrial, target_of};
 use crate::geo::report::{Report, report};
 use crate::geo::score::{Detection, text_digest};
 use crate::geo::{OrderRecord, result_of};
@@ -149,10 +149,8 @@ impl GeoService {
         let lists = crate::geo::import::stored_lists(self.store.as_ref()).await?;
         let (_, results, _) = crate::geo::report::results(self.store.as_ref(), &lists, run).await?;
         let trials = self.store.trials(run).await?;
-        let ids: HashMap<(&str, &str, &str), &str> = trials
-            .iter()
-            .map(|t| ((t.agent.as_str(), t.level.as_str(), t.task_id.as_str()), t.trial_id.as_str()))
-            .collect();
+        let ids: HashMap<(&str, &str, &str), &str> =
+            trials.iter().map(|t| ((t.ranker(), t.method(), t.target_id()), t.trial_id.as_str())).collect();
         for ((rk, m), scored) in &results {
             if m != method || ranker.is_some_and(|k| k != rk) {
                 continue;
@@ -323,13 +321,13 @@ impl app::ssr::Geo for GeoService {
             }
         };
         let lists = crate::geo::import::stored_lists(self.store.as_ref()).await.map_err(fail)?;
-        let (list, target) = target_of(&lists, &row.task_id).map_err(fail)?;
+        let (list, target) = target_of(&lists, row.target_id()).map_err(fail)?;
         let index = i64::try_from(target + 1).map_err(fail)?;
         let tap: Vec<crate::geo::tap::Node> =
             parse_all(&self.store.tap_nodes(&trial).await.map_err(fail)?, &trial, "search node")?;
         let records: Vec<OrderRecord> = parse_all(&self.store.steps(&trial).await.map_err(fail)?, &trial, "order")?;
         // The text the trial ranked (a later run may have stored another for a new original).
-        let planned = crate::geo::plan::text_key(&geo, &row.level, &row.agent);
+        let planned = crate::geo::plan::text_key(&geo, row.method(), row.ranker());
         let key = crate::geo::texts::ranked_key(&records, &planned);
         let text = self.store.geo_text(key, &list.dataset, &list.category, index).await.map_err(fail)?;
         let result = (!records.is_empty() && row.state == TrialState::Done)
@@ -342,8 +340,8 @@ impl app::ssr::Geo for GeoService {
         Ok(GeoTargetView {
             run: row.run_id.clone(),
             trial: trial.clone(),
-            ranker: row.agent.clone(),
-            method: row.level.clone(),
+            ranker: row.ranker().to_string(),
+            method: row.method().to_string(),
             instance: list.instance_key(target + 1),
             query: list.query(),
             items: list.items.iter().map(|i| (i.name.clone(), i.text.clone())).collect(),
