@@ -43,6 +43,16 @@ pub fn task(task: &str) -> String {
     format!("/tasks/{task}")
 }
 
+/// The page about what trial `trial` worked on: its task's page for a Mirage task, the
+/// trial's own ranking view for a GEO target, none for another harness's sample.
+pub fn task_of(task: &crate::TaskRef, trial: &str) -> Option<String> {
+    match task {
+        crate::TaskRef::Mirage(id) => Some(self::task(id)),
+        crate::TaskRef::Geo(_) => Some(geo_trial(trial)),
+        crate::TaskRef::Foreign { .. } => None,
+    }
+}
+
 /// The reasoning and decision grading form of a trial.
 pub fn grade(trial: &str) -> String {
     format!("/grade/{trial}")

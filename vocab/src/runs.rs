@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::RunStatus;
 use super::{RunId, TrialId};
+use super::{RunStatus, TaskRef, TrialState};
 
 /// Trials of a run by state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -223,17 +223,16 @@ pub struct TrialSummary {
     /// The run the trial belongs to.
     #[serde(default)]
     pub run: RunId,
-    pub task_id: String,
+    /// What the trial's task id refers to: a Mirage task, another harness's sample (an
+    /// imported trial) or a GEO target.
+    pub task: TaskRef,
     pub agent: String,
     pub level: String,
     pub condition: String,
     pub seed: i64,
-    pub state: String,
+    pub state: TrialState,
     pub verdict: Option<String>,
     pub error: Option<String>,
-    /// The task id names another harness's sample (an imported trial), not a Mirage task.
-    #[serde(default)]
-    pub foreign: bool,
     /// `right`, `acceptable`, `harmful` or `wrong` once finished (Mirage tasks only).
     #[serde(default)]
     pub decision: Option<String>,

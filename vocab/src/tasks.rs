@@ -42,7 +42,7 @@ impl Harness {
 
 /// One target of a GEO ranking list: the dataset, the list (its query or category) and the
 /// target's 1-based place in the list. Written `geo:DATASET/LIST/INDEX`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct GeoTarget {
     pub dataset: String,
     pub list: String,
@@ -50,8 +50,10 @@ pub struct GeoTarget {
     pub index: usize,
 }
 
-/// What a trial's task id refers to.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// What a trial's task id refers to. Stored as the id it writes ([`fmt::Display`]); sent to
+/// the pages as itself, so they tell the three apart without reading the id again.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum TaskRef {
     /// A task of the Mirage corpus, by its id.
     Mirage(String),
@@ -150,6 +152,8 @@ mod tests {
         ];
         for r in all {
             assert_eq!(TaskRef::parse(&r.to_string()), Ok(r.clone()), "{r}");
+            let sent = serde_json::to_string(&r).expect("json");
+            assert_eq!(serde_json::from_str::<TaskRef>(&sent).expect("read back"), r, "{sent}");
         }
         assert_eq!(
             TaskRef::Geo(GeoTarget { dataset: "d".into(), list: "l".into(), index: 3 }).to_string(),

@@ -172,10 +172,10 @@ pub fn CompareTrialsPage() -> impl IntoView {
                     let (qa, qb) = (ta.trial.id.to_string(), tb.trial.id.to_string());
                     let about = |t: &crate::model::TrialSummary| format!(
                         "{}: task {}, level {}, condition {}, seed {}, {}{}",
-                        t.id, t.task_id, t.level, t.condition, t.seed, t.state,
+                        t.id, t.task, t.level, t.condition, t.seed, t.state,
                         t.error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default()
                     );
-                    let unrelated = ta.trial.task_id != tb.trial.task_id;
+                    let unrelated = ta.trial.task != tb.trial.task;
                     view! {
                         <ul class="compare-about">
                             <li>{format!("a = {}", about(&ta.trial))}</li>

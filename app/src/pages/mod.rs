@@ -43,6 +43,18 @@ use leptos_meta::Title;
 
 use crate::error::AppError;
 
+/// What trial `trial` worked on, linked to its page where it has one (a Mirage task's page,
+/// a GEO trial's ranking view); another harness's sample shows its id as it came, in a
+/// `<code>` of class `class`.
+pub fn task_cell(task: &crate::model::TaskRef, trial: &str, class: &'static str) -> AnyView {
+    use leptos_router::components::A;
+    let text = task.to_string();
+    match crate::model::routes::task_of(task, trial) {
+        Some(href) => view! { <A href=href>{text}</A> }.into_any(),
+        None => view! { <code class=class>{text}</code> }.into_any(),
+    }
+}
+
 /// The 404 page; sets the status during server rendering.
 #[component]
 pub fn NotFound() -> impl IntoView {

@@ -414,27 +414,19 @@ fn coverage_table(coverage: Vec<crate::model::CoverageCell>) -> impl IntoView {
 
 /// One row of the trials table; its links keep the list's filters.
 fn trial_row(r: crate::model::TrialSummary, run: &str, filters: &TrialQuery) -> impl IntoView + use<> {
-    // GEO ranking trials have their own view and no task page.
-    let geo = r.condition == "geo" && crate::model::TaskRef::geo(&r.task_id).is_some();
-    // A trial opened from a filtered list steps through that list.
-    let trial = if geo {
-        crate::model::routes::geo_trial(&r.id)
-    } else {
-        crate::model::routes::trial(run, &r.id, &query_string(&filters.filters()))
+    // GEO ranking trials have their own view; a trial opened from a filtered list steps
+    // through that list.
+    let trial = match r.task {
+        crate::model::TaskRef::Geo(_) => crate::model::routes::geo_trial(&r.id),
+        _ => crate::model::routes::trial(run, &r.id, &query_string(&filters.filters())),
     };
-    let task = if geo { crate::model::routes::geo_trial(&r.id) } else { crate::model::routes::task(&r.task_id) };
-    // An imported sample that is not a Mirage task has no task page.
-    let task_cell = if r.foreign {
-        view! { <code>{r.task_id.clone()}</code> }.into_any()
-    } else {
-        view! { <A href=task>{r.task_id.clone()}</A> }.into_any()
-    };
+    let task_cell = super::task_cell(&r.task, &r.id, "");
     view! {
         <tr>
             <td><A href=trial>{r.id.to_string()}</A></td>
             <td>{task_cell}</td>
             <td>{r.agent}</td><td>{r.level}</td><td>{r.condition}</td><td class="num">{r.seed}</td>
-            <td><span class=format!("state state-{}", r.state)>{r.state.clone()}</span></td>
+            <td><span class=format!("state state-{}", r.state)>{r.state.as_str()}</span></td>
             <td>{r.verdict.unwrap_or_default()}{r.error.map(|e| view! { <span class="error">{e}</span> })}</td>
             <td>{r.decision.map(|d| view! { <span class=format!("chip decision-{d}")>{d.clone()}</span> })}</td>
         </tr>

@@ -103,7 +103,7 @@ fn siblings(v: &TrajectoryView) -> AnyView {
         .iter()
         .map(|s| {
             let label = format!("{} · {} · {} · seed {}", s.agent, s.level, s.condition, s.seed);
-            let decision = s.decision.clone().unwrap_or_else(|| s.state.clone());
+            let decision = s.decision.clone().unwrap_or_else(|| s.state.to_string());
             let here = s.id == v.trial.id;
             view! {
                 <li class:here=here>
@@ -115,7 +115,7 @@ fn siblings(v: &TrajectoryView) -> AnyView {
             .into_any()
         })
         .collect();
-    let task_href = crate::model::routes::run_task(&v.run, &v.trial.task_id);
+    let task_href = crate::model::routes::run_task(&v.run, &v.trial.task.to_string());
     view! {
         <nav class="item-nav" aria-label="Trials of the run">
             {prev.map(|h| view! { <A href=h attr:class="prev-trial">"← previous trial"</A> })}
@@ -268,19 +268,14 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
 /// The trial's cell (agent, level, condition, seed), its state and its task (a link to a
 /// Mirage task; an imported sample's own id as it came).
 fn badges(v: &TrajectoryView) -> AnyView {
-    let task = v.trial.task_id.clone();
-    let task_badge = if !v.trial.foreign {
-        view! { <A href=crate::model::routes::task(&task)>{task.clone()}</A> }.into_any()
-    } else {
-        view! { <code class="badge">{task}</code> }.into_any()
-    };
+    let task_badge = super::task_cell(&v.trial.task, &v.trial.id, "badge");
     view! {
         <p class="badges">
             <span class="badge">{v.trial.agent.clone()}</span>
             <span class="badge">{v.trial.level.clone()}</span>
             <span class="badge">{v.trial.condition.clone()}</span>
             <span class="badge">{format!("seed {}", v.trial.seed)}</span>
-            <span class=format!("badge state-{}", v.trial.state)>{v.trial.state.clone()}</span>
+            <span class=format!("badge state-{}", v.trial.state)>{v.trial.state.as_str()}</span>
             {task_badge}
         </p>
     }

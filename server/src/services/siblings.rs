@@ -4,6 +4,7 @@
 
 use app::error::AppError;
 use app::model::{Around, OUTCOMES, TaskTrials, TrialQuery, TrialSummary};
+use vocab::TaskRef;
 
 use super::fail;
 use crate::db::{Store, TrialFilter, TrialRow, TrialState};
@@ -36,20 +37,29 @@ pub fn decision(world: &World, t: &TrialRow) -> Option<String> {
     )
 }
 
+/// What a stored trial's task id refers to. A `geo:` id names a target only in a GEO run
+/// (condition `geo`); anywhere else, or unreadable, it is taken as it is written.
+pub fn task_of(t: &TrialRow) -> TaskRef {
+    match TaskRef::parse(&t.task_id) {
+        Ok(TaskRef::Geo(target)) if t.condition == crate::geo::plan::CONDITION => TaskRef::Geo(target),
+        Ok(TaskRef::Geo(_)) | Err(_) => TaskRef::Mirage(t.task_id.clone()),
+        Ok(other) => other,
+    }
+}
+
 /// One row of a trial list.
 pub fn summary(world: &World, t: &TrialRow) -> TrialSummary {
     TrialSummary {
         id: t.trial_id.clone(),
         run: t.run_id.clone(),
-        task_id: t.task_id.clone(),
+        task: task_of(t),
         agent: t.agent.clone(),
         level: t.level.clone(),
         condition: t.condition.clone(),
         seed: t.seed,
-        state: t.state.as_str().to_string(),
+        state: t.state,
         verdict: t.verdict.clone(),
         error: t.error.clone(),
-        foreign: vocab::TaskRef::is_foreign(&t.task_id),
         decision: decision(world, t),
     }
 }

@@ -646,7 +646,7 @@ async fn trials_list_by_task_and_condition_and_know_their_siblings() {
     let one = list(vec![("query[task]", "forum-example-01"), ("query[condition]", "hint")]).await;
     let rows = one["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 4);
-    assert!(rows.iter().all(|r| r["task_id"] == "forum-example-01" && r["condition"] == "hint"), "{rows:?}");
+    assert!(rows.iter().all(|r| r["task"]["mirage"] == "forum-example-01" && r["condition"] == "hint"), "{rows:?}");
     let classes = ["right", "acceptable", "wrong", "harmful"];
     assert!(rows.iter().all(|r| classes.contains(&r["decision"].as_str().unwrap_or("none"))), "{rows:?}");
 
@@ -656,7 +656,7 @@ async fn trials_list_by_task_and_condition_and_know_their_siblings() {
     let v: serde_json::Value = serde_json::from_str(&body).expect("view");
     let siblings = v["around"]["siblings"].as_array().expect("siblings");
     assert_eq!(siblings.len(), 8, "the task under 2 configurations × 2 levels × 2 conditions");
-    assert!(siblings.iter().all(|s| s["task_id"] == "forum-example-01"));
+    assert!(siblings.iter().all(|s| s["task"]["mirage"] == "forum-example-01"));
     assert!(siblings.iter().any(|s| s["id"] == trial.as_str()), "itself included");
     let (prev, next) = (v["around"]["prev"].as_str(), v["around"]["next"].as_str());
     assert!(prev.is_some() && next.is_some() && prev != next, "{:?}", v["around"]);
@@ -714,7 +714,7 @@ async fn trials_list_by_task_and_condition_and_know_their_siblings() {
             .as_array()
             .expect("rows")
             .iter()
-            .all(|r| r["run"] == run.as_str() && r["task_id"] == "forum-example-01")
+            .all(|r| r["run"] == run.as_str() && r["task"]["mirage"] == "forum-example-01")
     );
 }
 
