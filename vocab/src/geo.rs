@@ -400,7 +400,7 @@ pub struct GeoTargetView {
     pub keyword_hits: Vec<String>,
     /// The original against the edit, word by word: (`same`, `del` or `ins`, text).
     pub diff: Vec<(String, String)>,
-    pub state: String,
+    pub state: crate::TrialState,
     pub error: Option<String>,
     pub orders: Vec<GeoOrderView>,
     /// The TAP search's scored candidates, in order (empty for other methods).

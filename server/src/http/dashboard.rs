@@ -533,9 +533,12 @@ async fn export_geo(state: &AppState, name: &str, q: &ExportQuery) -> Result<Res
     Ok(attachment(&format!("geo-{}.csv", view.run), "text/csv; charset=utf-8", csv_text(&head, &rows)?))
 }
 
-/// The figure pages (`/leaderboard`, `/team`, `/robustness`, `/heatmaps`, `/report`) and
-/// `/annotate` always name their run: a bare URL is redirected to the default run's
-/// (`?run=…`, the rest of the query kept; see `engine::default_run`), so a
+/// The pages that always name their run: the figure pages and the labelling queue.
+pub const PINNED_PAGES: [&str; 6] = ["/team", "/annotate", "/leaderboard", "/robustness", "/heatmaps", "/report"];
+
+/// The pinning of the [`PINNED_PAGES`] (a layer that lets every other request through at
+/// once, by its path, before any work): a bare URL is redirected to
+/// the default run's (`?run=…`, the rest of the query kept; see `engine::default_run`), so a
 /// shared link keeps showing the same run after another is launched. Without a run with
 /// finished trials the page says so itself.
 pub async fn pin_run(
@@ -546,8 +549,7 @@ pub async fn pin_run(
     let path = req.uri().path();
     let query = req.uri().query().unwrap_or_default();
     let named = query.split('&').any(|p| p.strip_prefix("run=").is_some_and(|v| !v.is_empty()));
-    let pages = ["/team", "/annotate", "/leaderboard", "/robustness", "/heatmaps", "/report"];
-    if req.method() != axum::http::Method::GET || !pages.contains(&path) || named {
+    if req.method() != axum::http::Method::GET || !PINNED_PAGES.contains(&path) || named {
         return next.run(req).await;
     }
     let Ok(Some(run)) = crate::engine::default_run(state.store.as_ref()).await else {

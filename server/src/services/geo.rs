@@ -352,7 +352,7 @@ impl app::ssr::Geo for GeoService {
             adv_text: adv,
             edit_kind: text.as_ref().map(|t| t.edit_kind.clone()).unwrap_or_default(),
             source: text.map(|t| t.source).unwrap_or_else(|| "no text stored yet".into()),
-            state: row.state.to_string(),
+            state: row.state,
             error: row.error.clone(),
             orders: records
                 .iter()

@@ -746,13 +746,15 @@ async fn the_launch_form_names_every_bad_field_at_once() {
     assert_eq!(runs, "[]", "nothing stored");
 }
 
-/// `/team` and `/annotate` always name their run: a bare URL goes to the newest run's.
+/// The figure pages, `/team` and `/annotate` always name their run: a bare URL goes to the
+/// newest run's; other pages are not redirected.
 #[tokio::test]
 async fn team_and_annotate_pages_name_their_run() {
     let app = TestApp::start().await;
     let run = app.launch("CROSS_FORUM_SPAM", "explorer", "L0").await;
     app.wait_for(&run).await;
-    for path in ["/team", "/annotate", "/annotate?kind=recovery"] {
+    let pinned = server::http::dashboard::PINNED_PAGES;
+    for path in pinned.iter().copied().chain(["/annotate?kind=recovery"]) {
         let resp = app.client.get(app.url(path)).send().await.expect("page");
         assert!(resp.status().is_redirection(), "{path}: {}", resp.status());
         let to = resp.headers()["location"].to_str().expect("location").to_string();
@@ -763,6 +765,10 @@ async fn team_and_annotate_pages_name_their_run() {
         let (status, body) = app.text(&to).await;
         assert_eq!(status, 200, "{to}");
         assert!(body.contains(&run), "{to}");
+    }
+    for path in ["/runs", "/tasks", "/definitions"] {
+        let resp = app.client.get(app.url(path)).send().await.expect("page");
+        assert_eq!(resp.status(), 200, "{path} is not pinned");
     }
     let (status, body) = app.text(&format!("/team?run={run}")).await;
     assert_eq!(status, 200);
