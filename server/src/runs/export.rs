@@ -6,6 +6,7 @@ use serde_json::Value;
 use crate::agent::{Action, Step};
 use crate::db::TrialState;
 use crate::db::{Store, TrialRow};
+use crate::judge::{TrajStep, TrajVerdict, Trajectory};
 use vocab::{RunId, TrialId};
 
 #[derive(Serialize)]
@@ -13,6 +14,9 @@ struct StepLine<'a> {
     url: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     status: Option<u16>,
+    /// Left out when empty, as a stored step leaves it out: an imported step without one has
+    /// its page rendered from the task by the scorer, never read as an empty page.
+    #[serde(skip_serializing_if = "str::is_empty")]
     observation: &'a str,
     thought: &'a str,
     action: &'a Action,
@@ -23,57 +27,10 @@ struct StepLine<'a> {
     spans: &'a [crate::env::Span],
 }
 
-/// One trajectory line for a finished trial (done or error) with its stored steps.
-pub fn trajectory_line(trial: &TrialRow, steps: &[Step]) -> Value {
-    let verdict = trial
-        .verdict
-        .as_ref()
-        .map(|v| serde_json::json!({"action": v, "rationale": trial.rationale.clone().unwrap_or_default()}));
-    let steps: Vec<StepLine<'_>> = steps
-        .iter()
-        .map(|s| StepLine {
-            url: &s.url,
-            status: s.status,
-            observation: &s.observation,
-            thought: &s.thought,
-            action: &s.action,
-            usage: s.usage,
-            latency_ms: s.latency_ms,
-            spans: &s.spans,
-        })
-        .collect();
-    serde_json::json!({
-        "trial_id": trial.trial_id,
-        "task_id": trial.task_id,
-        "agent": trial.agent,
-        "level": trial.level,
-        "condition": trial.condition,
-        "seed": trial.seed,
-        "steps": steps,
-        "verdict": verdict,
-        "appeal": trial.appeal.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()),
-        "status": if trial.state == TrialState::Error { "error" } else { "done" },
-        // Mirage marks manipulated spans in every observation: a step without `spans`
-        // showed none (it was clean, or a defense withheld the text).
-        "spans_marked": true,
-        "error": trial.error,
-    })
-}
-
-/// The trajectory of a finished trial read straight from its stored step bodies: the same
-/// value as [`trajectory_line`] read as a [`Trajectory`] (a step's `t` aside), without the
-/// detour through a JSON value of every step.
-pub fn trajectory_of(trial: &TrialRow, steps: &str) -> anyhow::Result<crate::judge::Trajectory> {
-    use crate::judge::{TrajStep, TrajVerdict, Trajectory};
-    let steps = crate::db::split_steps(steps)
-        .map(|b| {
-            let mut step: TrajStep = serde_json::from_str(b)
-                .map_err(|e| anyhow::anyhow!("trial {}: a stored step does not parse: {e}", trial.trial_id))?;
-            step.extra.remove("t");
-            Ok(step)
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    Ok(Trajectory {
+/// A finished trial (done or error) as a trajectory with these steps: the one place a
+/// trial's fields become a trajectory's.
+fn trajectory_with(trial: &TrialRow, steps: Vec<TrajStep>) -> Trajectory {
+    Trajectory {
         trial_id: trial.trial_id.to_string(),
         task_id: trial.task_id.clone(),
         agent: trial.agent.clone(),
@@ -88,8 +45,50 @@ pub fn trajectory_of(trial: &TrialRow, steps: &str) -> anyhow::Result<crate::jud
         appeal: trial.appeal.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()),
         status: if trial.state == TrialState::Error { "error" } else { "done" }.to_string(),
         error: trial.error.clone(),
+        // Mirage marks manipulated spans in every observation: a step without `spans` showed
+        // none (it was clean, or a defense withheld the text).
         extra: serde_json::Map::from_iter([("spans_marked".to_string(), Value::Bool(true))]),
-    })
+    }
+}
+
+/// One trajectory line for a finished trial with its stored steps.
+pub fn trajectory_line(trial: &TrialRow, steps: &[Step]) -> anyhow::Result<Value> {
+    let mut line = serde_json::to_value(trajectory_with(trial, Vec::new()))?;
+    let steps: Vec<StepLine<'_>> = steps
+        .iter()
+        .map(|s| StepLine {
+            url: &s.url,
+            status: s.status,
+            observation: &s.observation,
+            thought: &s.thought,
+            action: &s.action,
+            usage: s.usage,
+            latency_ms: s.latency_ms,
+            spans: &s.spans,
+        })
+        .collect();
+    line["steps"] = serde_json::to_value(steps)?;
+    Ok(line)
+}
+
+/// A finished trial with its steps as the scorer reads it: its [`trajectory_line`], read back.
+pub fn trajectory(trial: &TrialRow, steps: &[Step]) -> anyhow::Result<Trajectory> {
+    Ok(serde_json::from_value(trajectory_line(trial, steps)?)?)
+}
+
+/// The trajectory of a finished trial read straight from its stored step bodies: what
+/// [`trajectory`] gives (a step's `t` aside), without the detour through a JSON value of
+/// every step.
+pub fn trajectory_of(trial: &TrialRow, steps: &str) -> anyhow::Result<Trajectory> {
+    let steps = crate::db::split_steps(steps)
+        .map(|b| {
+            let mut step: TrajStep = serde_json::from_str(b)
+                .map_err(|e| anyhow::anyhow!("trial {}: a stored step does not parse: {e}", trial.trial_id))?;
+            step.extra.remove("t");
+            Ok(step)
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(trajectory_with(trial, steps))
 }
 
 /// What [`each_finished`] hands on: a finished trial, its steps and its harness record.
@@ -132,7 +131,7 @@ async fn each_finished(
 /// number of trials left out because they have not finished.
 pub async fn export_run(store: &dyn Store, run_id: &RunId, out: &mut dyn std::io::Write) -> anyhow::Result<usize> {
     let left = each_finished(store, run_id, false, &mut |trial, steps, _| {
-        serde_json::to_writer(&mut *out, &trajectory_line(trial, steps))?;
+        serde_json::to_writer(&mut *out, &trajectory_line(trial, steps)?)?;
         out.write_all(b"\n")?;
         Ok(())
     })
@@ -214,4 +213,51 @@ pub async fn write_atif_dir(store: &dyn Store, run_id: &RunId, dir: &std::path::
 /// Decodes stored step bodies.
 pub fn parse_steps<S: AsRef<str>>(bodies: impl IntoIterator<Item = S>) -> anyhow::Result<Vec<Step>> {
     bodies.into_iter().map(|b| serde_json::from_str(b.as_ref()).map_err(anyhow::Error::from)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trial_reads_the_same_from_its_steps_and_from_their_stored_bodies() {
+        let trial = TrialRow {
+            trial_id: "t1".into(),
+            run_id: "run-1".into(),
+            ordinal: 0,
+            task_id: "shop-example-01".into(),
+            agent: "explorer".into(),
+            level: "L1".into(),
+            condition: "hint".into(),
+            seed: 3,
+            state: TrialState::Done,
+            attempts: 1,
+            worker: None,
+            verdict: Some("refund".into()),
+            rationale: Some("the order arrived damaged".into()),
+            error: None,
+            appeal: Some(r#"{"kept": true}"#.into()),
+        };
+        let step = |t: usize, url: &str, observation: &str, action: Action| Step {
+            t,
+            url: url.into(),
+            status: Some(200),
+            observation: observation.into(),
+            thought: format!("turn {t}"),
+            action,
+            usage: None,
+            latency_ms: 12,
+            spans: Vec::new(),
+        };
+        let steps = [
+            step(0, "/shop/admin", "Orders", Action::Goto { url: "/shop/admin/orders/7".into() }),
+            step(1, "/shop/admin/orders/7", "", Action::Verdict { verdict: "refund".into(), rationale: "ok".into() }),
+        ];
+        let bodies: Vec<String> = steps.iter().map(|s| serde_json::to_string(s).expect("body")).collect();
+        let stored = trajectory_of(&trial, &bodies.join("\u{1e}")).expect("from bodies");
+        assert_eq!(stored, trajectory(&trial, &steps).expect("from steps"));
+        let line = trajectory_line(&trial, &steps).expect("line");
+        assert!(crate::judge::schema_valid(&line), "{line}");
+        assert_eq!((line["spans_marked"].as_bool(), line["verdict"]["action"].as_str()), (Some(true), Some("refund")));
+    }
 }

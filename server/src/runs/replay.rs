@@ -247,8 +247,7 @@ pub fn as_trial(original: &TrialRow, r: &ReplayRow) -> TrialRow {
 pub fn score(world: &World, original: &TrialRow, r: &ReplayRow) -> anyhow::Result<Option<TrialScore>> {
     let steps: Vec<Step> =
         serde_json::from_str(&r.steps).with_context(|| format!("the steps of replay {}", r.replay_id))?;
-    let line = super::export::trajectory_line(&as_trial(original, r), &steps);
-    let traj = serde_json::from_value(line).context("the replay as a trajectory")?;
+    let traj = super::export::trajectory(&as_trial(original, r), &steps).context("the replay as a trajectory")?;
     Ok(Scorer::new(world).score(&traj))
 }
 

@@ -17,8 +17,8 @@ use crate::db::{Store, TrialFilter, TrialRow, TrialState};
 use crate::env::World;
 use crate::judge::aggregate::apply_overrides;
 use crate::judge::labels::{Label, LabelKind};
-use crate::judge::{Scorer, Trajectory, TrialScore};
-use crate::runs::export::{parse_steps, trajectory_line};
+use crate::judge::{Scorer, TrialScore};
+use crate::runs::export::{parse_steps, trajectory};
 use crate::runs::{PoolOptions, RunKind, RunSpec};
 
 /// Trials per page of a run's trial table.
@@ -300,7 +300,7 @@ async fn rule_score(
     Ok(Some(match store.trial_score(&trial.trial_id).await.map_err(fail)? {
         Some(stored) => serde_json::from_str::<TrialScore>(&stored.body).map_err(fail)?,
         None => {
-            let traj: Trajectory = serde_json::from_value(trajectory_line(trial, steps)).map_err(fail)?;
+            let traj = trajectory(trial, steps).map_err(fail)?;
             let Some(score) = Scorer::new(world).score(&traj) else { return Ok(None) };
             score
         }

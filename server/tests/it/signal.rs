@@ -54,7 +54,7 @@ pub(crate) async fn play_trial(
         error: None,
         appeal: None,
     };
-    let line = server::runs::export::trajectory_line(&row, &steps);
+    let line = server::runs::export::trajectory_line(&row, &steps).expect("line");
     serde_json::from_value(line).expect("trajectory")
 }
 
