@@ -561,7 +561,7 @@ async fn disputed_labels_need_two_blind_annotators_and_conflicts_an_adjudication
     assert!(settled["item"]["value"].is_boolean() && !settled["item"]["votes"].as_array().expect("votes").is_empty());
     let closed = json(call("open_item", "ann", item(&trial)).await);
     assert_eq!(closed["can_label"], false);
-    assert!(closed["why_not"].as_str().is_some_and(|w| w.contains("settled it already")), "{closed}");
+    assert!(closed["why_not"].as_str().is_some_and(|w| w.contains("is settled already")), "{closed}");
     let after = board().await;
     assert_eq!(after["human_labels"], 1);
     assert_ne!(before["rows"][0]["cells"]["recovery"], after["rows"][0]["cells"]["recovery"], "the leaderboard moved");
