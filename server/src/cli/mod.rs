@@ -14,6 +14,7 @@ mod run;
 mod score;
 mod serve;
 mod users;
+mod worker;
 
 use std::sync::Arc;
 
@@ -52,7 +53,7 @@ pub enum Command {
     Run(Box<run::RunArgs>),
     /// Execute queued trials of active runs: extra workers beside `mirage run` or the
     /// dashboard, e.g. several processes against one PostgreSQL database.
-    Worker(run::WorkerArgs),
+    Worker(worker::WorkerArgs),
     /// Score trajectories (a file, or a stored run) with the judges and print the
     /// aggregates: a table by default, the documented JSON with --json.
     Score(Box<score::ScoreArgs>),
@@ -106,7 +107,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             seed_if_empty(store.as_ref()).await?;
             run::run(store, *args).await
         }
-        Command::Worker(args) => run::worker(store, args).await,
+        Command::Worker(args) => worker::worker(store, args).await,
         Command::Runs { command } => manage_runs::runs(store, command).await,
         Command::Manip { command } => {
             seed_if_empty(store.as_ref()).await?;

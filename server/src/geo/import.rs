@@ -119,23 +119,7 @@ pub fn read(lists: &[List], file: &str, bytes: &[u8], name: &str, adopt: bool) -
         if let Some(first) = seen.insert(key, line) {
             bail!("{file}:{line}: {} target {} was already given on line {first}", list.key(), row.target_idx);
         }
-        if row.adv_text.trim().is_empty() {
-            bail!("{file}:{line}: adv_text is empty");
-        }
-        for (field, text) in
-            [("orig_text", &row.orig_text), ("adv_text", &row.adv_text), ("adv_suffix", &row.adv_suffix)]
-        {
-            if text.len() > MAX_TEXT_BYTES {
-                bail!("{file}:{line}: {field} is {} bytes, over the limit of {MAX_TEXT_BYTES}", text.len());
-            }
-        }
-        // A suffix row's text is its original and then the suffix; one that is not was
-        // mislabelled (or its columns shifted), and its kind would be wrong.
-        if !row.adv_suffix.trim().is_empty()
-            && one_line(&row.adv_text) != one_line(&format!("{} {}", row.orig_text, row.adv_suffix))
-        {
-            bail!("{file}:{line}: adv_text is not orig_text followed by adv_suffix, as a suffix row's must be");
-        }
+        check_texts(&row, &at)?;
         let differs = one_line(&row.orig_text) != one_line(&item.text);
         if differs {
             *out.mismatches.entry(list.key()).or_insert(0) += 1;
@@ -165,6 +149,27 @@ pub fn read(lists: &[List], file: &str, bytes: &[u8], name: &str, adopt: bool) -
         bail!("{file}: no row of a dataset Mirage ships");
     }
     Ok(out)
+}
+
+/// A row's texts, checked: an edit that is there, no text over [`MAX_TEXT_BYTES`], and a
+/// suffix row whose edit is its original followed by the suffix.
+fn check_texts(row: &Row, at: &str) -> anyhow::Result<()> {
+    if row.adv_text.trim().is_empty() {
+        bail!("{at}: adv_text is empty");
+    }
+    for (field, text) in [("orig_text", &row.orig_text), ("adv_text", &row.adv_text), ("adv_suffix", &row.adv_suffix)] {
+        if text.len() > MAX_TEXT_BYTES {
+            bail!("{at}: {field} is {} bytes, over the limit of {MAX_TEXT_BYTES}", text.len());
+        }
+    }
+    // A suffix row's text is its original and then the suffix; one that is not was
+    // mislabelled (or its columns shifted), and its kind would be wrong.
+    if !row.adv_suffix.trim().is_empty()
+        && one_line(&row.adv_text) != one_line(&format!("{} {}", row.orig_text, row.adv_suffix))
+    {
+        bail!("{at}: adv_text is not orig_text followed by adv_suffix, as a suffix row's must be");
+    }
+    Ok(())
 }
 
 /// The list and the item a row targets, refusing a list Mirage does not have, a target

@@ -455,7 +455,26 @@ async fn export_geo(state: &AppState, name: &str, q: &ExportQuery) -> Result<Res
     if name.ends_with("json") {
         return Ok(Json(report.as_ref().clone()).into_response());
     }
-    let mut head = ["ranker", "method", "group", "band"].map(String::from).to_vec();
+    let head = geo_wide_head();
+    let detection = view.detection.as_ref();
+    let mut rows: Vec<Vec<String>> = view.rows.iter().map(|r| geo_wide_row(r, detection)).collect();
+    // A variant none of whose targets was scored keeps a row: its name and its failed trials.
+    for e in view.incomplete.iter().filter(|e| e.scored == 0) {
+        let mut line = vec![String::new(); head.len()];
+        line[0].clone_from(&e.ranker);
+        line[1].clone_from(&e.method);
+        if let Some(at) = head.iter().position(|h| h == "incomplete_trials") {
+            line[at] = e.trials.to_string();
+        }
+        rows.push(line);
+    }
+    Ok(attachment(&format!("geo-{}.csv", view.run), "text/csv; charset=utf-8", csv_text(&head, &rows)?))
+}
+
+/// The columns of `geo.csv`: one line per ranker × method, each estimate as mean, interval and
+/// n, then the counts, then the newest detection report's columns.
+fn geo_wide_head() -> Vec<String> {
+    let mut head: Vec<String> = ["ranker", "method", "group", "band"].map(String::from).to_vec();
     for c in ["nrg", "s_at_0_1", "p_at_0_1", "kvr", "nrg_after_keyword", "promoted_and_passed"] {
         head.extend(["mean", "lo", "hi", "n"].map(|x| format!("{c}_{x}")));
     }
@@ -480,57 +499,42 @@ async fn export_geo(state: &AppState, name: &str, q: &ExportQuery) -> Result<Res
         ["judge_auroc", "judge_flagged", "either_flagged", "nrg_after_judge", "nrg_after_either", "ppl_r_scorer"]
             .map(String::from),
     );
+    head
+}
+
+/// One line of `geo.csv` (see [`geo_wide_head`]); the detection columns are empty without a
+/// detection report or a row of it for this variant.
+fn geo_wide_row(r: &vocab::GeoRow, detection: Option<&vocab::GeoDetectionView>) -> Vec<String> {
     let opt = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
-    let rows: Vec<Vec<String>> = view
-        .rows
-        .iter()
-        .map(|r| {
-            let mut line = vec![r.ranker.clone(), r.method.clone(), r.group.clone(), r.band.to_string()];
-            for e in [r.nrg, r.s_at_0_1, r.p_at_0_1, r.kvr, r.nrg_after_keyword, r.promoted_and_passed] {
-                line.extend(est_cells(Some(&e), 4));
-            }
-            line.extend([
-                r.missing.to_string(),
-                r.missing_clean.to_string(),
-                r.orders.to_string(),
-                r.failed_orders.to_string(),
-                r.failed_targets.to_string(),
-                r.nrg_target_weighted.to_string(),
-                opt(r.ppl_r),
-                // Trials in error or unfinished (‡: the figures are over the others), and
-                // TAP searches that measured nothing.
-                r.incomplete.to_string(),
-                r.replies.to_string(),
-                r.fallback_replies.to_string(),
-                r.tap.as_ref().map(|t| t.dead_searches.to_string()).unwrap_or_default(),
-            ]);
-            let j = view
-                .detection
-                .as_ref()
-                .and_then(|d| d.rows.iter().find(|x| x.ranker == r.ranker && x.method == r.method));
-            line.extend([
-                opt(j.and_then(|j| j.auroc)),
-                opt(j.map(|j| j.judge_flagged)),
-                opt(j.map(|j| j.either_flagged)),
-                opt(j.map(|j| j.nrg_after_judge)),
-                opt(j.map(|j| j.nrg_after_either)),
-                opt(j.and_then(|j| j.ppl_r)),
-            ]);
-            line
-        })
-        .collect();
-    // A variant none of whose targets was scored keeps a row: its name and its failed trials.
-    let mut rows = rows;
-    for e in view.incomplete.iter().filter(|e| e.scored == 0) {
-        let mut line = vec![String::new(); head.len()];
-        line[0].clone_from(&e.ranker);
-        line[1].clone_from(&e.method);
-        if let Some(at) = head.iter().position(|h| h == "incomplete_trials") {
-            line[at] = e.trials.to_string();
-        }
-        rows.push(line);
+    let mut line = vec![r.ranker.clone(), r.method.clone(), r.group.clone(), r.band.to_string()];
+    for e in [r.nrg, r.s_at_0_1, r.p_at_0_1, r.kvr, r.nrg_after_keyword, r.promoted_and_passed] {
+        line.extend(est_cells(Some(&e), 4));
     }
-    Ok(attachment(&format!("geo-{}.csv", view.run), "text/csv; charset=utf-8", csv_text(&head, &rows)?))
+    line.extend([
+        r.missing.to_string(),
+        r.missing_clean.to_string(),
+        r.orders.to_string(),
+        r.failed_orders.to_string(),
+        r.failed_targets.to_string(),
+        r.nrg_target_weighted.to_string(),
+        opt(r.ppl_r),
+        // Trials in error or unfinished (‡: the figures are over the others), and
+        // TAP searches that measured nothing.
+        r.incomplete.to_string(),
+        r.replies.to_string(),
+        r.fallback_replies.to_string(),
+        r.tap.as_ref().map(|t| t.dead_searches.to_string()).unwrap_or_default(),
+    ]);
+    let j = detection.and_then(|d| d.rows.iter().find(|x| x.ranker == r.ranker && x.method == r.method));
+    line.extend([
+        opt(j.and_then(|j| j.auroc)),
+        opt(j.map(|j| j.judge_flagged)),
+        opt(j.map(|j| j.either_flagged)),
+        opt(j.map(|j| j.nrg_after_judge)),
+        opt(j.map(|j| j.nrg_after_either)),
+        opt(j.and_then(|j| j.ppl_r)),
+    ]);
+    line
 }
 
 /// The pages that always name their run: the figure pages and the labelling queue.

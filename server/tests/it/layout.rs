@@ -411,11 +411,6 @@ const LONG_FUNCTIONS: &[(&str, &str, &str)] = &[
     ("server/examples/bench_dashboard.rs", "main", "a benchmark script, read top to bottom"),
     ("server/examples/bench_geo.rs", "main", "a benchmark script, read top to bottom"),
     // Still to be split (they predate the check).
-    ("server/src/http/bundle/rewrite.rs", "rewrite", "to split: one pass over the links of a page"),
-    ("server/src/http/dashboard.rs", "export_geo", "to split: the wide and the long table"),
-    ("server/src/geo/import.rs", "read", "to split: row checks and the texts"),
-    ("server/src/cli/run.rs", "worker", "to split: the pass and its loop"),
-    ("server/src/judge/mod.rs", "score_with", "to split: the verdict's and the labels' parts"),
 ];
 
 /// Every function with a body in `file` (outside `#[cfg(test)]` modules and `#[test]`s), as

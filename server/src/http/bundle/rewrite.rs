@@ -74,28 +74,7 @@ pub(super) fn rewrite(html: &str, run: &str, geo: bool, file: &str, first: Optio
             "form" => el.attrs.retain(|(name, _)| !matches!(&*name.local, "action" | "method")),
             _ => {}
         }
-        let mut inert = false;
-        for (name, value) in &mut el.attrs {
-            if &*name.local != "href" {
-                continue;
-            }
-            let target = value.to_string();
-            match link_of(run, geo, &target) {
-                Link::Keep => {}
-                // A link to a turn of this very page needs only its fragment.
-                Link::To(place, fragment) if place.file == file && !fragment.is_empty() => {
-                    *value = fragment.into();
-                }
-                Link::To(place, fragment) => {
-                    *value = format!("{up}{}{fragment}", place.file).into();
-                    links.push(place);
-                }
-                Link::Outside => {
-                    tracing::debug!(href = %target, page = file, "a link outside the bundle");
-                    inert = true;
-                }
-            }
-        }
+        let inert = retarget(el, (run, geo), (file, &up), &mut links);
         if inert && in_nav {
             // The main menu keeps only what the copy holds.
             if let Some(mut node) = doc.tree.get_mut(id) {
@@ -114,6 +93,39 @@ pub(super) fn rewrite(html: &str, run: &str, geo: bool, file: &str, first: Optio
     }
     frame(&mut doc, run);
     Rewritten { html: doc.html(), links, outside, seen }
+}
+
+/// Points an element's `href` at its file in the copy (relative to `file`, `up` leading back
+/// to the copy's root) and adds the place to `links`; true when it leads outside the copy.
+fn retarget(
+    el: &mut scraper::node::Element,
+    (run, geo): (&str, bool),
+    (file, up): (&str, &str),
+    links: &mut Vec<Place>,
+) -> bool {
+    let mut inert = false;
+    for (name, value) in &mut el.attrs {
+        if &*name.local != "href" {
+            continue;
+        }
+        let target = value.to_string();
+        match link_of(run, geo, &target) {
+            Link::Keep => {}
+            // A link to a turn of this very page needs only its fragment.
+            Link::To(place, fragment) if place.file == file && !fragment.is_empty() => {
+                *value = fragment.into();
+            }
+            Link::To(place, fragment) => {
+                *value = format!("{up}{}{fragment}", place.file).into();
+                links.push(place);
+            }
+            Link::Outside => {
+                tracing::debug!(href = %target, page = file, "a link outside the bundle");
+                inert = true;
+            }
+        }
+    }
+    inert
 }
 
 /// Replaces each turn's "What the agent saw" (a `details` holding a `pre.observation`)
