@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::A;
 
-use super::ErrorNotice;
+use super::Loading;
 use crate::api::{get_compare, get_trajectory};
 use crate::components::{AsOfLine, fmt3, query_param, query_string};
 use crate::model::{Comparison, TrialQuery, TurnView};
@@ -92,9 +92,10 @@ pub fn ComparePage() -> impl IntoView {
     let data = Resource::new(
         move || (a.get(), b.get(), as_of.get()),
         |(a, b, as_of)| async move {
+            // Nothing asked yet is no error: the page asks for two runs.
             match (a, b) {
-                (Some(a), Some(b)) => Some(get_compare(a, b, as_of).await),
-                _ => None,
+                (Some(a), Some(b)) => get_compare(a, b, as_of).await.map(Some),
+                _ => Ok(None),
             }
         },
     );
@@ -108,19 +109,16 @@ pub fn ComparePage() -> impl IntoView {
         </form>
         <p class="muted">"Trials pair by task, condition, level and seed (and configuration, when two whole runs are \
             compared). Differences are b − a; a trial that ended in error stays paired and counts as a failure."</p>
-        <Transition fallback=|| view! { <p>"Comparing…"</p> }>
-            {move || data.get().map(|d| match d {
-                None => view! { <p class="muted">"Name two runs, or two configurations as RUN:CONFIG."</p> }.into_any(),
-                Some(Ok(c)) => {
-                    let (sa, sb) = (c.a.clone(), c.b.clone());
-                    let pinned = Callback::new(move |x: Option<String>| {
-                        format!("/compare{}", query_string(&[("a", Some(sa.clone())), ("b", Some(sb.clone())), ("as_of", x)]))
-                    });
-                    view! { <AsOfLine as_of=c.frozen href=pinned/>{result(c)} }.into_any()
-                }
-                Some(Err(e)) => view! { <ErrorNotice error=e/> }.into_any(),
-            })}
-        </Transition>
+        <Loading resource=data waiting="Comparing…" keep=true ready=move |d| match d {
+            None => view! { <p class="muted">"Name two runs, or two configurations as RUN:CONFIG."</p> }.into_any(),
+            Some(c) => {
+                let (sa, sb) = (c.a.clone(), c.b.clone());
+                let pinned = Callback::new(move |x: Option<String>| {
+                    format!("/compare{}", query_string(&[("a", Some(sa.clone())), ("b", Some(sb.clone())), ("as_of", x)]))
+                });
+                view! { <AsOfLine as_of=c.frozen href=pinned/>{result(c)} }.into_any()
+            }
+        }/>
     }
 }
 
@@ -148,22 +146,20 @@ pub fn CompareTrialsPage() -> impl IntoView {
     let data = Resource::new(
         move || (a.get(), b.get(), page()),
         |(a, b, page)| async move {
-            let (Some(a), Some(b)) = (a, b) else { return None };
+            let (Some(a), Some(b)) = (a, b) else { return Ok(None) };
             let (ta, tb) = (
                 get_trajectory(a, page, TrialQuery::default()).await,
                 get_trajectory(b, page, TrialQuery::default()).await,
             );
-            Some(ta.and_then(|ta| tb.map(|tb| (ta, tb))))
+            ta.and_then(|ta| tb.map(|tb| Some((ta, tb))))
         },
     );
     view! {
         <Title text="Two trials side by side"/>
         <h1>"Two trials side by side"</h1>
-        <Transition fallback=|| view! { <p>"Loading both trials…"</p> }>
-            {move || data.get().map(|d| match d {
+        <Loading resource=data waiting="Loading both trials…" keep=true ready=move |d| match d {
                 None => view! { <p class="muted">"Name two trials: ?a=TRIAL&b=TRIAL."</p> }.into_any(),
-                Some(Err(e)) => view! { <ErrorNotice error=e/> }.into_any(),
-                Some(Ok((ta, tb))) => {
+                Some((ta, tb)) => {
                     let n = ta.turns.len().max(tb.turns.len());
                     let first_diff = (0..n).find(|&i| {
                         ta.turns.get(i).map(|t| &t.action) != tb.turns.get(i).map(|t| &t.action)
@@ -216,7 +212,6 @@ pub fn CompareTrialsPage() -> impl IntoView {
                         })}
                     }.into_any()
                 }
-            })}
-        </Transition>
+        }/>
     }
 }

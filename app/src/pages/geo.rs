@@ -10,7 +10,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use super::ErrorNotice;
+use super::Loading;
 use crate::api::get_geo;
 use crate::components::{EstCell, Picker, RunPicker, fmt3, query_param, query_string};
 use crate::model::{GeoDetectionView, GeoRho, GeoView};
@@ -464,16 +464,23 @@ pub fn GeoPage() -> impl IntoView {
     let ranker = query_param("ranker");
     let method = query_param("method");
     let judge = query_param("judge");
-    let data =
-        Resource::new(move || (run.get(), ranker.get(), method.get(), judge.get()), |(r, k, m, j)| get_geo(r, k, m, j));
+    // No run asked for and none finished yet: nothing is missing, there is just nothing to
+    // show (`None`).
+    let data = Resource::new(
+        move || (run.get(), ranker.get(), method.get(), judge.get()),
+        |(r, k, m, j)| async move {
+            let asked = r.is_some();
+            match get_geo(r, k, m, j).await {
+                Err(crate::error::AppError::NotFound(_)) if !asked => Ok(None),
+                other => other.map(Some),
+            }
+        },
+    );
     view! {
         <Title text="GEO ranking"/>
         <h1>"GEO ranking"</h1>
-        <Transition fallback=|| view! { <p>"Reading the run's ranks and computing intervals…"</p> }>
-            {move || data.get().map(|d| match d {
-                // No run asked for and none finished yet: nothing is missing, there is just
-                // nothing to show.
-                Err(crate::error::AppError::NotFound(_)) if run.get().is_none() => {
+        <Loading resource=data waiting="Reading the run's ranks and computing intervals…" keep=true ready=move |d| match d {
+                None => {
                     // The server function answered 404 for the missing run; the page is not.
                     #[cfg(feature = "ssr")]
                     if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
@@ -487,9 +494,7 @@ pub fn GeoPage() -> impl IntoView {
                     </p>
                 }.into_any()
                 }
-                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                Ok(v) => board(&v, method.get()),
-            })}
-        </Transition>
+                Some(v) => board(&v, method.get()).into_any(),
+        }/>
     }
 }

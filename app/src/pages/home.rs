@@ -75,12 +75,11 @@ fn RecentRuns() -> impl IntoView {
     view! {
         <section class="recent" aria-label="Recent runs">
             <h2>"Recent runs"</h2>
-            <Transition fallback=|| view! { <p class="muted">"Loading runs…"</p> }>
-                {move || runs.get().map(|result| match result {
-                    Ok(list) if list.is_empty() => view! {
+            <Loading resource=runs waiting="Loading runs…" keep=true ready=move |list| match list {
+                    list if Vec::is_empty(&list) => view! {
                         <p class="muted">"No runs yet: the button above starts one."</p>
                     }.into_any(),
-                    Ok(list) => view! {
+                    list => view! {
                         <table class="report recent-runs">
                             <thead><tr><th>"run"</th><th>"agents"</th><th>"levels"</th><th>"state"</th><th>"done"</th></tr></thead>
                             <tbody>
@@ -97,9 +96,7 @@ fn RecentRuns() -> impl IntoView {
                         </table>
                         <p><A href="/runs">"Every run"</A></p>
                     }.into_any(),
-                    Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                })}
-            </Transition>
+            }/>
         </section>
     }
 }
@@ -112,13 +109,12 @@ fn TopOfBoard() -> impl IntoView {
     view! {
         <section class="top" aria-label="Leaderboard">
             <h2>"Leaderboard"</h2>
-            <Transition fallback=|| view! { <p class="muted">"Loading the leaderboard…"</p> }>
-                {move || board.get().map(|result| match result {
-                    Ok(Some(b)) if b.rows.is_empty() => view! {
+            <Loading resource=board waiting="Loading the leaderboard…" keep=true ready=move |result| match result {
+                    Some(b) if b.rows.is_empty() => view! {
                         <PendingLine pending=b.pending.clone() refetch=refetch/>
                         <p class="muted">{format!("Run {}: no scores yet.", b.run)}</p>
                     }.into_any(),
-                    Ok(Some(b)) => {
+                    Some(b) => {
                         let columns: Vec<String> = b.columns.iter().take(TOP_COLUMNS).cloned().collect();
                         let rows: Vec<_> = b.rows.iter().take(TOP_ROWS).cloned().collect();
                         view! {
@@ -150,12 +146,10 @@ fn TopOfBoard() -> impl IntoView {
                                <A href=crate::model::routes::robustness(&b.run)>"Robustness plot"</A></p>
                         }.into_any()
                     }
-                    Ok(None) => view! {
+                    None => view! {
                         <p class="muted">"No run has finished trials yet."</p>
                     }.into_any(),
-                    Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                })}
-            </Transition>
+            }/>
         </section>
     }
 }

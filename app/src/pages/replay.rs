@@ -94,6 +94,8 @@ pub fn ReplayPanel(trial: Memo<String>) -> AnyView {
         <section class="replays" aria-label="Counterfactual replays">
             <h2>"Counterfactual replays"</h2>
             <p class="muted">"What the agent does when re-run from a turn with the text changed: it gets its own steps before that turn as recorded, then the altered pages."</p>
+            // Not `Loading`: a replay list that fails to load is said here without making the
+            // trajectory page around it an error page (no status is set).
             <Transition fallback=|| view! { <p>"Loading replays…"</p> }>
                 {move || data.get().map(|d| match d {
                     Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),

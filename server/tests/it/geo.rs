@@ -804,7 +804,10 @@ async fn the_geo_pages_show_a_run_and_escape_what_rankers_say() {
     use server::llm::scripted::Reply;
     let app = crate::support::TestApp::start().await;
     let (_, body) = app.text("/geo").await;
-    assert!(body.contains("start one with"), "no GEO run yet: the page says how to start one");
+    assert!(
+        body.contains("No GEO ranking run has finished trials yet. Start one with"),
+        "no GEO run yet: the page says how to start one"
+    );
     // A chat ranker whose replies carry markup: shown as text, never run.
     let hostile = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, |body| {
         let names: Vec<String> = shown_names(body).into_iter().map(|(n, _)| n).collect();
