@@ -177,7 +177,7 @@ pub fn definition(key: &str) -> Option<&'static str> {
 
 /// Where a column's definition is on the definitions page.
 pub fn href(key: &str) -> String {
-    format!("/definitions#{key}")
+    crate::model::routes::definition(key)
 }
 
 /// What each label people settle means, with one example of a yes and a no: shown on the

@@ -88,6 +88,68 @@ pub fn geo(run: &str) -> String {
     of_run("/geo", run)
 }
 
+/// The leaderboard of a run at a decision tier, pinned `as_of` a label generation if given.
+pub fn leaderboard_at(run: &str, tier: &str, as_of: Option<String>) -> String {
+    format!(
+        "/leaderboard{}",
+        query(&[("run", Some(run.to_string())), ("tier", Some(tier.to_string())), ("as_of", as_of)])
+    )
+}
+
+/// The robustness plot of a run at one level, pinned `as_of` a label generation if given.
+pub fn robustness_at(run: &str, level: &str, as_of: Option<String>) -> String {
+    format!(
+        "/robustness{}",
+        query(&[("run", Some(run.to_string())), ("level", Some(level.to_string())), ("as_of", as_of)])
+    )
+}
+
+/// The report of a run, pinned `as_of` a label generation if given.
+pub fn report(run: &str, as_of: Option<String>) -> String {
+    format!("/report{}", query(&[("run", Some(run.to_string())), ("as_of", as_of)]))
+}
+
+/// The labelling queue under a filter (its query pairs, the run among them).
+pub fn annotate_queue(filter: &[(&str, Option<String>)]) -> String {
+    format!("/annotate{}", query(filter))
+}
+
+/// The GEO ranking report of a run, one variant's targets open (both names given) and the
+/// detection of a judge shown (`judge` given).
+pub fn geo_at(run: &str, variant: Option<(&str, &str)>, judge: Option<String>) -> String {
+    let (ranker, method) = variant.map_or((None, None), |(r, m)| (Some(r.to_string()), Some(m.to_string())));
+    format!(
+        "/geo{}",
+        query(&[("run", Some(run.to_string())), ("ranker", ranker), ("method", method), ("judge", judge)])
+    )
+}
+
+/// The comparison of two runs or configurations (`RUN` or `RUN:CONFIG`), pinned `as_of`.
+pub fn compare(a: &str, b: &str, as_of: Option<String>) -> String {
+    format!("/compare{}", query(&[("a", Some(a.to_string())), ("b", Some(b.to_string())), ("as_of", as_of)]))
+}
+
+/// Two trials side by side, at a page of their turns.
+pub fn compare_trials(a: &str, b: &str, page: Option<usize>) -> String {
+    let page = page.map(|p| p.to_string());
+    format!("/compare/trials{}", query(&[("a", Some(a.to_string())), ("b", Some(b.to_string())), ("page", page)]))
+}
+
+/// The task list under a filter (its query pairs).
+pub fn tasks(filter: &[(&str, Option<String>)]) -> String {
+    format!("/tasks{}", query(filter))
+}
+
+/// A metric's or label's entry on the definitions page.
+pub fn definition(key: &str) -> String {
+    format!("/definitions#{key}")
+}
+
+/// A download (`/api/export/FILE`) under a page's query (as [`query`] writes it).
+pub fn export(file: &str, query: &str) -> String {
+    format!("/api/export/{file}{query}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,5 +162,8 @@ mod tests {
         assert_eq!(query(&[("a", None), ("b", Some(String::new()))]), "");
         assert_eq!(trial("r", "t", &query(&[("state", Some("done".into()))])), "/runs/r/trials/t?state=done");
         assert_eq!(label("t-1", LabelKind::Adoption), "/annotate/t-1/adoption");
+        assert_eq!(compare_trials("a", "b", None), "/compare/trials?a=a&b=b");
+        assert_eq!(geo_at("g", Some(("bm25", "tap@m>r")), None), "/geo?run=g&ranker=bm25&method=tap%40m%3Er");
+        assert_eq!(leaderboard_at("r", "default", Some("7".into())), "/leaderboard?run=r&tier=default&as_of=7");
     }
 }

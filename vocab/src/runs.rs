@@ -333,7 +333,7 @@ pub struct TurnView {
 /// A label on the timeline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LabelView {
-    pub kind: String,
+    pub kind: crate::LabelKind,
     pub value: bool,
     pub turn: Option<usize>,
     pub source: String,
@@ -443,7 +443,7 @@ impl TrajectoryView {
         }
         for l in self.labels.iter_mut().filter(|l| l.disputed || l.audit) {
             *l = LabelView {
-                kind: l.kind.clone(),
+                kind: l.kind,
                 value: false,
                 turn: None,
                 source: "hidden".into(),

@@ -10,7 +10,7 @@ use leptos_router::hooks::use_query_map;
 
 use super::Loading;
 use crate::api::get_queue;
-use crate::components::{PendingLine, RunPicker, fmt3, query_param, query_string};
+use crate::components::{PendingLine, RunPicker, fmt3, query_param};
 use crate::model::{AgreementRow, MIN_AGREEMENT_N, QUEUE_STATES, QueueFilter, QueueItem, Vote};
 
 pub(super) fn yes_no(v: bool) -> &'static str {
@@ -54,7 +54,7 @@ pub(super) fn queue_href(run: &str, filter: &QueueFilter, page: Option<usize>) -
     let mut pairs = vec![("run", Some(run.to_string()))];
     pairs.extend(filter.pairs());
     pairs.push(("page", page.filter(|p| *p > 0).map(|p| p.to_string())));
-    format!("/annotate{}", query_string(&pairs))
+    crate::model::routes::annotate_queue(&pairs)
 }
 
 /// A `<select>` of the filter: "any" and each value with its number of items.

@@ -407,7 +407,7 @@ fn TurnsAround(
             let at = o.as_ref().and_then(|o| o.item.turn);
             // Badges of the other labels at their turns; the label under review only
             // once the caller may see it.
-            let (kind, blind) = o.as_ref().map_or((String::new(), true), |o| (o.item.kind.to_string(), o.item.blind));
+            let (kind, blind) = o.as_ref().map_or((None, true), |o| (Some(o.item.kind), o.item.blind));
             // The turn j/k (or the form's turn field) chose, else the one under review.
             let selected = Signal::derive(move || turn.get().parse::<usize>().ok().or(at));
             let labels = v.labels.clone();
@@ -417,8 +417,8 @@ fn TurnsAround(
                     {v.turns.into_iter().map(|t| {
                         let marks: Vec<String> = labels
                             .iter()
-                            .filter(|l| l.value && l.turn == Some(t.t) && !(blind && l.kind == kind))
-                            .map(|l| l.kind.clone())
+                            .filter(|l| l.value && l.turn == Some(t.t) && !(blind && Some(l.kind) == kind))
+                            .map(|l| l.kind.to_string())
                             .collect();
                         view! { <Turn turn=t selected=selected marks=marks/> }
                     }).collect_view()}

@@ -8,7 +8,7 @@ use leptos_router::components::A;
 
 use super::Loading;
 use crate::api::{get_compare, get_trajectory};
-use crate::components::{AsOfLine, fmt3, query_param, query_string};
+use crate::components::{AsOfLine, fmt3, query_param};
 use crate::model::{Comparison, TrialQuery, TurnView};
 
 /// The run of a side (`RUN` or `RUN:CONFIG`).
@@ -73,9 +73,7 @@ fn result(c: Comparison) -> impl IntoView {
                                 <td><A href=crate::model::routes::trial(&run_a, &x.a_trial, "")>{verdict(&x.a_verdict)}</A></td>
                                 <td><A href=crate::model::routes::trial(&run_b, &x.b_trial, "")>{verdict(&x.b_verdict)}</A></td>
                                 <td>{x.direction.clone()}</td>
-                                <td><A href=format!("/compare/trials{}", query_string(&[
-                                    ("a", Some(x.a_trial.to_string())), ("b", Some(x.b_trial.to_string())),
-                                ])) attr:class="side-by-side">"side by side"</A></td>
+                                <td><A href=crate::model::routes::compare_trials(&x.a_trial, &x.b_trial, None) attr:class="side-by-side">"side by side"</A></td>
                             </tr>
                         }).collect_view()}
                     </tbody>
@@ -114,7 +112,7 @@ pub fn ComparePage() -> impl IntoView {
             Some(c) => {
                 let (sa, sb) = (c.a.clone(), c.b.clone());
                 let pinned = Callback::new(move |x: Option<String>| {
-                    format!("/compare{}", query_string(&[("a", Some(sa.clone())), ("b", Some(sb.clone())), ("as_of", x)]))
+                    crate::model::routes::compare(&sa, &sb, x)
                 });
                 view! { <AsOfLine as_of=c.frozen href=pinned/>{result(c)} }.into_any()
             }
@@ -205,9 +203,7 @@ pub fn CompareTrialsPage() -> impl IntoView {
                         </table>
                         {(pages > 1).then(|| view! {
                             <p class="pages">{(0..pages).map(|p| view! {
-                                <A href=format!("/compare/trials{}", query_string(&[
-                                    ("a", Some(qa.clone())), ("b", Some(qb.clone())), ("page", Some(p.to_string())),
-                                ]))>{format!("turns {}–{} ", p * ta.page_size, (p + 1) * ta.page_size - 1)}</A>
+                                <A href=crate::model::routes::compare_trials(&qa, &qb, Some(p))>{format!("turns {}–{} ", p * ta.page_size, (p + 1) * ta.page_size - 1)}</A>
                             }).collect_view()}</p>
                         })}
                     }.into_any()

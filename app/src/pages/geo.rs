@@ -165,9 +165,7 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
     let picker = Callback::new(|run: String| crate::model::routes::geo(&run));
     let judge_href = {
         let run = run.clone();
-        Callback::new(move |judge: String| {
-            format!("/geo{}", query_string(&[("run", Some(run.clone())), ("judge", Some(judge))]))
-        })
+        Callback::new(move |judge: String| crate::model::routes::geo_at(&run, None, Some(judge)))
     };
     // A variant none of whose targets was scored has no row: it is listed from the
     // incomplete ones, so that the heat maps say so instead of leaving it out.
@@ -202,9 +200,9 @@ fn board(v: &GeoView, method: Option<String>) -> AnyView {
         )}
         {method.map(|m| targets_table(v, &m))}
         <p class="downloads">"Download: "
-            <a href=format!("/api/export/geo.csv{q}") download="">"rows (CSV)"</a>" · "
-            <a href=format!("/api/export/geo-long.csv{q}") download="">"method × dataset × metric (CSV, GEO-Bench's shape)"</a>" · "
-            <a href=format!("/api/export/geo.json{q}") download="">"report (JSON)"</a>
+            <a href=crate::model::routes::export("geo.csv", &q) download="">"rows (CSV)"</a>" · "
+            <a href=crate::model::routes::export("geo-long.csv", &q) download="">"method × dataset × metric (CSV, GEO-Bench's shape)"</a>" · "
+            <a href=crate::model::routes::export("geo.json", &q) download="">"report (JSON)"</a>
         </p>
     }
     .into_any()
@@ -287,9 +285,7 @@ fn methods_table(v: &GeoView) -> AnyView {
             </tr></thead>
             <tbody>
                 {v.rows.iter().map(|r| {
-                    let href = format!("/geo{}", query_string(&[
-                        ("run", Some(run.clone())), ("ranker", Some(r.ranker.clone())), ("method", Some(r.method.clone())),
-                    ]));
+                    let href = crate::model::routes::geo_at(&run, Some((&r.ranker, &r.method)), None);
                     let j = judge_of(&r.ranker, &r.method);
                     let or_dash = |x: Option<f64>| x.map_or_else(|| "–".to_string(), fmt3);
                     let ppl = match j.as_ref().and_then(|j| j.ppl_r) {

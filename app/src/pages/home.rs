@@ -167,7 +167,7 @@ fn Corpus() -> impl IntoView {
             view! {
                 <section class="cards" aria-label="Corpus">
                     {counts.into_iter().map(|(d, n)| view! {
-                        <A href=format!("/tasks?domain={d}") attr:class="card">
+                        <A href=crate::model::routes::tasks(&[("domain", Some(d.to_string()))]) attr:class="card">
                             <span class="card-number">{n}</span>
                             <span class="card-label">{format!("{d} tasks")}</span>
                         </A>

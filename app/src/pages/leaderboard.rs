@@ -187,14 +187,14 @@ pub(super) fn export_links(b: &Leaderboard) -> impl IntoView {
     };
     view! {
         <p class="downloads">"Download: "
-            <a href=format!("/api/export/leaderboard.csv{}", q(&[])) download="">"table (CSV)"</a>" · "
+            <a href=crate::model::routes::export("leaderboard.csv", &q(&[])) download="">"table (CSV)"</a>" · "
             {b.by.is_some().then(|| view! {
-                <a href=format!("/api/export/leaderboard.csv{}", q(&[("table", Some("breakdown".into()))])) download="">"breakdown (CSV)"</a>" · "
+                <a href=crate::model::routes::export("leaderboard.csv", &q(&[("table", Some("breakdown".into()))])) download="">"breakdown (CSV)"</a>" · "
             })}
-            <a href=format!("/api/export/leaderboard.csv{}", q(&[("table", Some("pairs".into()))])) download="">"comparisons (CSV)"</a>" · "
-            <a href=format!("/api/export/leaderboard.csv{}", q(&[("table", Some("agreement".into()))])) download="">"agreement (CSV)"</a>" · "
-            <a href=format!("/api/export/leaderboard.csv{}", q(&[("table", Some("checks".into()))])) download="">"grader checks (CSV)"</a>" · "
-            <a href=format!("/api/export/leaderboard.json{}", q(&[])) download="">"everything (JSON)"</a>
+            <a href=crate::model::routes::export("leaderboard.csv", &q(&[("table", Some("pairs".into()))])) download="">"comparisons (CSV)"</a>" · "
+            <a href=crate::model::routes::export("leaderboard.csv", &q(&[("table", Some("agreement".into()))])) download="">"agreement (CSV)"</a>" · "
+            <a href=crate::model::routes::export("leaderboard.csv", &q(&[("table", Some("checks".into()))])) download="">"grader checks (CSV)"</a>" · "
+            <a href=crate::model::routes::export("leaderboard.json", &q(&[])) download="">"everything (JSON)"</a>
         </p>
     }
 }

@@ -37,7 +37,7 @@ pub fn RobustnessPage() -> impl IntoView {
             let q = query_string(&[("run", Some(d.run.to_string())), ("level", Some(d.level.clone())), ("as_of", pin)]);
             let (r, l) = (d.run.to_string(), d.level.clone());
             let pinned = Callback::new(move |a: Option<String>| {
-                format!("/robustness{}", query_string(&[("run", Some(r.clone())), ("level", Some(l.clone())), ("as_of", a)]))
+                crate::model::routes::robustness_at(&r, &l, a)
             });
             view! {
                 <PendingLine pending=d.pending.clone() refetch=refetch/>
@@ -57,8 +57,8 @@ pub fn RobustnessPage() -> impl IntoView {
                 // The SVG is generated on the server by plotters; every piece of text in it is escaped.
                 <figure class="plot robustness-plot" inner_html=d.svg.clone()></figure>
                 <p class="downloads">"Download: "
-                    <a href=format!("/api/export/robustness.svg{q}") download="">"plot (SVG)"</a>" · "
-                    <a href=format!("/api/export/robustness.csv{q}") download="">"points (CSV)"</a>
+                    <a href=crate::model::routes::export("robustness.svg", &q) download="">"plot (SVG)"</a>" · "
+                    <a href=crate::model::routes::export("robustness.csv", &q) download="">"points (CSV)"</a>
                 </p>
                 <table class="points">
                     <thead><tr><th>"Configuration"</th>
@@ -222,8 +222,8 @@ pub fn HeatmapsPage() -> impl IntoView {
                     </tbody>
                 </table>
                 <p class="downloads">"Download: "
-                    <a href=format!("/api/export/heatmap.csv{q}") download="">"cells (CSV)"</a>" · "
-                    <a href=format!("/api/export/heatmap.json{q}") download="">"JSON"</a>
+                    <a href=crate::model::routes::export("heatmap.csv", &q) download="">"cells (CSV)"</a>" · "
+                    <a href=crate::model::routes::export("heatmap.json", &q) download="">"JSON"</a>
                 </p>
             }.into_any()
         }/>

@@ -65,13 +65,9 @@ fn body(v: ReportView) -> impl IntoView {
     let pin = v.frozen.pinned.then(|| v.frozen.param());
     let q = query_string(&[("run", Some(r.run.to_string())), ("as_of", pin)]);
     let run = r.run.to_string();
-    let pinned = Callback::new(move |a: Option<String>| {
-        format!("/report{}", query_string(&[("run", Some(run.clone())), ("as_of", a)]))
-    });
+    let pinned = Callback::new(move |a: Option<String>| crate::model::routes::report(&run, a));
     let kept = v.frozen.pinned.then(|| v.frozen.param());
-    let picker = Callback::new(move |run: String| {
-        format!("/report{}", query_string(&[("run", Some(run)), ("as_of", kept.clone())]))
-    });
+    let picker = Callback::new(move |run: String| crate::model::routes::report(&run, kept.clone()));
     view! {
         <div class="controls"><RunPicker runs=v.runs.clone() current=r.run.clone() href=picker/></div>
         <AsOfLine as_of=v.frozen href=pinned/>
@@ -133,8 +129,8 @@ fn body(v: ReportView) -> impl IntoView {
         <RowsTable rows=r.categories.clone() keys=vec!["agent", "domain", "category"] columns=v.columns.clone()
             caption=format!("Per configuration, domain and category: condition {}, level {}", r.slice.condition, r.slice.level)/>
         <p class="downloads">"Download: "
-            <a href=format!("/api/export/report.csv{q}") download="">"main table (CSV)"</a>" · "
-            <a href=format!("/api/export/report.json{q}") download="">"JSON"</a>
+            <a href=crate::model::routes::export("report.csv", &q) download="">"main table (CSV)"</a>" · "
+            <a href=crate::model::routes::export("report.json", &q) download="">"JSON"</a>
         </p>
     }
 }

@@ -12,13 +12,14 @@ use super::Loading;
 use crate::api::list_tasks;
 use crate::model::{TaskFilter, TaskList};
 
-fn query_string(f: &TaskFilter) -> String {
-    crate::model::routes::query(&[
+/// The task filter as the tasks page's query pairs.
+fn filter_pairs(f: &TaskFilter) -> [(&'static str, Option<String>); 4] {
+    [
         ("domain", f.domain.clone()),
         ("category", f.category.clone()),
         ("difficulty", f.difficulty.clone()),
         ("contradiction", f.contradiction.map(|b| b.to_string())),
-    ])
+    ]
 }
 
 /// The filterable task table.
@@ -49,7 +50,7 @@ pub fn TasksPage() -> impl IntoView {
             "difficulty" => f.difficulty = v,
             _ => f.contradiction = v.and_then(|v| v.parse().ok()),
         }
-        navigate(&format!("/tasks{}", query_string(&f)), Default::default());
+        navigate(&crate::model::routes::tasks(&filter_pairs(&f)), Default::default());
     };
     let on = move |key: &'static str| {
         let set = set.clone();
@@ -142,13 +143,16 @@ mod tests {
 
     #[test]
     fn query_string_skips_empty_filters_and_encodes_values() {
-        assert_eq!(query_string(&TaskFilter::default()), "");
+        assert_eq!(crate::model::routes::tasks(&filter_pairs(&TaskFilter::default())), "/tasks");
         let f = TaskFilter {
             domain: Some("shop".into()),
             category: Some("A B".into()),
             difficulty: None,
             contradiction: Some(true),
         };
-        assert_eq!(query_string(&f), "?domain=shop&category=A%20B&contradiction=true");
+        assert_eq!(
+            crate::model::routes::tasks(&filter_pairs(&f)),
+            "/tasks?domain=shop&category=A%20B&contradiction=true"
+        );
     }
 }

@@ -50,11 +50,7 @@ pub fn TeamPage() -> impl IntoView {
             {(!b.frozen.pinned).then(|| view! { <SinceLastVisit board=b.clone()/> })}
             {board_table(b.rows.clone(), &b.columns, &b.tier, true, None, Some(&b.checks))}
             {export_links(&b)}
-            <p><A href=format!("/leaderboard{}", query_string(&[
-                ("run", Some(b.run.to_string())),
-                ("tier", Some(b.tier.clone())),
-                ("as_of", b.frozen.pinned.then(|| b.frozen.param())),
-            ]))>"Open the full leaderboard"</A></p>
+            <p><A href=crate::model::routes::leaderboard_at(&b.run, &b.tier, b.frozen.pinned.then(|| b.frozen.param()))>"Open the full leaderboard"</A></p>
         }.into_any()/>
     }
 }

@@ -150,12 +150,12 @@ fn timeline(v: &TrajectoryView, base: &str) -> AnyView {
             {v.labels.iter().map(|l| {
                 let line = label_line(l);
                 let link = l.turn.filter(|_| l.value).map(|t| turn_href(base, t, v.page_size));
-                let annotate = format!("/annotate/{}/{}", v.trial.id, l.kind);
+                let annotate = crate::model::routes::label(&v.trial.id, l.kind);
                 view! {
                     <li class=format!("label label-{}", l.kind) class:disputed=l.disputed class:yes=l.value>
-                        <strong>{l.kind.clone()}</strong>" "
+                        <strong>{l.kind.as_str()}</strong>" "
                         {match link {
-                            Some(href) => view! { <A href=href attr:class="jump" attr:data-kind=l.kind.clone()>{line}</A> }.into_any(),
+                            Some(href) => view! { <A href=href attr:class="jump" attr:data-kind=l.kind.as_str()>{line}</A> }.into_any(),
                             None => view! { <span>{line}</span> }.into_any(),
                         }}
                         {l.disputed.then(|| view! { <span class="badge warn">"disputed"</span> })}
@@ -193,7 +193,7 @@ fn claim_item(c: &ClaimView, base: &str, page_size: usize) -> AnyView {
 fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> impl IntoView {
     let pages = v.turn_count.div_ceil(v.page_size).max(1);
     let marks_at = |t: usize| -> Vec<String> {
-        v.labels.iter().filter(|l| l.value && l.turn == Some(t)).map(|l| l.kind.clone()).collect()
+        v.labels.iter().filter(|l| l.value && l.turn == Some(t)).map(|l| l.kind.to_string()).collect()
     };
     let turns: Vec<(TurnView, Vec<String>)> = v.turns.iter().map(|t| (t.clone(), marks_at(t.t))).collect();
     let page_href = {
@@ -242,7 +242,7 @@ fn view_of(v: TrajectoryView, base: &str, selected: Signal<Option<usize>>) -> im
                 {mirage_timeline}
                 <div class="turn-strip" aria-label="Turns">
                     {(0..v.turn_count).map(|t| {
-                        let marks = v.labels.iter().filter(|l| l.value && l.turn == Some(t)).map(|l| l.kind.clone()).collect::<Vec<_>>().join(" ");
+                        let marks = v.labels.iter().filter(|l| l.value && l.turn == Some(t)).map(|l| l.kind.as_str()).collect::<Vec<_>>().join(" ");
                         view! { <A href=turn_href(base, t, v.page_size) attr:class=format!("tick {marks}") attr:title=format!("turn {t} {marks}")>{t}</A> }
                     }).collect_view()}
                 </div>

@@ -224,7 +224,7 @@ fn turn_view(s: &Step) -> TurnView {
 
 fn label_view(trial_id: &str, kind: LabelKind, l: &Label) -> LabelView {
     LabelView {
-        kind: kind.as_str().to_string(),
+        kind,
         value: l.value,
         turn: l.turn,
         source: l.source.clone(),
