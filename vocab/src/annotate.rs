@@ -27,7 +27,8 @@ pub struct Vote {
 pub struct QueueItem {
     pub trial_id: TrialId,
     pub run: RunId,
-    pub task_id: String,
+    /// What the trial worked on: a Mirage task, or another harness's sample (no task page).
+    pub task: crate::TaskRef,
     pub agent: String,
     pub level: String,
     pub kind: LabelKind,

@@ -96,6 +96,43 @@ pub fn leaderboard_at(run: &str, tier: &str, as_of: Option<String>) -> String {
     )
 }
 
+/// The leaderboard under its view's choices (each left out when absent).
+pub fn leaderboard_view(
+    run: Option<String>,
+    tier: Option<String>,
+    by: Option<String>,
+    sort: Option<String>,
+    as_of: Option<String>,
+) -> String {
+    format!("/leaderboard{}", query(&[("run", run), ("tier", tier), ("by", by), ("sort", sort), ("as_of", as_of)]))
+}
+
+/// The team page of a run at a decision tier, pinned `as_of` a label generation if given.
+pub fn team_at(run: &str, tier: &str, as_of: Option<String>) -> String {
+    format!("/team{}", query(&[("run", Some(run.to_string())), ("tier", Some(tier.to_string())), ("as_of", as_of)]))
+}
+
+/// The heatmap of a run for a metric by a field, pinned `as_of` a label generation if given.
+pub fn heatmaps_at(run: &str, metric: &str, by: &str, as_of: Option<String>) -> String {
+    let pairs = [
+        ("run", Some(run.to_string())),
+        ("metric", Some(metric.to_string())),
+        ("by", Some(by.to_string())),
+        ("as_of", as_of),
+    ];
+    format!("/heatmaps{}", query(&pairs))
+}
+
+/// A run's page under its trial list's filters (query pairs, the page among them).
+pub fn run_view(run: &str, filters: &[(&str, Option<String>)]) -> String {
+    format!("/runs/{run}{}", query(filters))
+}
+
+/// A trial's trajectory opened at a turn, on the page of turns that holds it.
+pub fn trial_turn(run: &str, trial: &str, page: usize, turn: usize) -> String {
+    self::trial(run, trial, &query(&[("page", Some(page.to_string())), ("turn", Some(turn.to_string()))]))
+}
+
 /// The robustness plot of a run at one level, pinned `as_of` a label generation if given.
 pub fn robustness_at(run: &str, level: &str, as_of: Option<String>) -> String {
     format!(

@@ -212,7 +212,7 @@ fn queue_table(items: Vec<QueueItem>, filter: &QueueFilter) -> impl IntoView + u
                         <tr class:conflict=i.conflict data-kind=i.kind.as_str() data-trial=i.trial_id.to_string()>
                             <td><A href=href attr:class="open-item">{kind}</A></td>
                             <td><A href=trial_href>{trial}</A></td>
-                            <td>{i.task_id.clone()}</td>
+                            <td>{i.task.to_string()}</td>
                             <td>{i.agent.clone()}</td><td>{i.level.clone()}</td>
                             <td class="num people">{format!("{} of {}", i.labels, i.needed)}</td>
                             <td>{automatic}</td>

@@ -35,10 +35,10 @@ fn context(o: &OpenItem) -> AnyView {
         (Some((who, _)), None) => format!("{who} is labelling it."),
         (None, None) => "Nobody is labelling it.".to_string(),
     };
-    let (task, votes) = (i.task_id.clone(), i.votes.clone());
+    let (task, votes) = (super::task_cell(&i.task, &i.trial_id, ""), i.votes.clone());
     view! {
         <table class="kv"><tbody>
-            <tr><th>"Task"</th><td><A href=crate::model::routes::task(&task)>{task.clone()}</A></td></tr>
+            <tr><th>"Task"</th><td>{task}</td></tr>
             <tr><th>"Configuration, level"</th><td>{format!("{}, {}", i.agent, i.level)}</td></tr>
             <tr><th>"Automatic label"</th><td data-testid="automatic">{automatic_line(i)}</td></tr>
             {i.reason.clone().map(|r| view! { <tr><th>"Its reason"</th><td>{r}</td></tr> })}

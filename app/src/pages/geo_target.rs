@@ -8,7 +8,7 @@ use leptos_router::hooks::use_params_map;
 
 use super::Loading;
 use crate::api::get_geo_target;
-use crate::components::{fmt3, query_string};
+use crate::components::fmt3;
 use crate::model::{GeoJudged, GeoTargetView};
 
 /// What the newest detection report says of the original and the edit.
@@ -33,14 +33,7 @@ fn judged(j: &GeoJudged) -> String {
 }
 
 fn target(v: &GeoTargetView) -> AnyView {
-    let back = format!(
-        "/geo{}",
-        query_string(&[
-            ("run", Some(v.run.to_string())),
-            ("ranker", Some(v.ranker.clone())),
-            ("method", Some(v.method.clone()))
-        ])
-    );
+    let back = crate::model::routes::geo_at(&v.run, Some((&v.ranker, &v.method)), None);
     view! {
         <p><a href=back>"Back to the leaderboard"</a></p>
         <p class="muted">{format!("{} · ranker {} · method {} · {} ({})", v.instance, v.ranker, v.method, v.state, v.source)}</p>

@@ -213,13 +213,7 @@ pub fn LeaderboardPage() -> impl IntoView {
     );
     let show_pairs = RwSignal::new(false);
     let refetch = Callback::new(move |()| board.refetch());
-    let url =
-        |run: Option<String>, tier: Option<String>, by: Option<String>, sort: Option<String>, at: Option<String>| {
-            format!(
-                "/leaderboard{}",
-                query_string(&[("run", run), ("tier", tier), ("by", by), ("sort", sort), ("as_of", at)])
-            )
-        };
+    let url = crate::model::routes::leaderboard_view;
     // Every link of the page keeps the label generation it is pinned to, if any.
     let href = move |run: Option<String>, tier: Option<String>, by: Option<String>, sort: Option<String>| {
         url(run, tier, by, sort, as_of.get_untracked())

@@ -21,12 +21,7 @@ pub fn RobustnessPage() -> impl IntoView {
         |(run, level, as_of)| get_robustness(run, level, as_of),
     );
     let refetch = Callback::new(move |()| data.refetch());
-    let href = move |run: &str, level: &str| {
-        format!(
-            "/robustness{}",
-            query_string(&[("run", Some(run.into())), ("level", Some(level.into())), ("as_of", as_of.get_untracked())])
-        )
-    };
+    let href = move |run: &str, level: &str| crate::model::routes::robustness_at(run, level, as_of.get_untracked());
     view! {
         <Title text="Robustness"/>
         <h1>"Robustness vs utility"</h1>
@@ -167,15 +162,7 @@ pub fn HeatmapsPage() -> impl IntoView {
     );
     let refetch = Callback::new(move |()| data.refetch());
     let url = |run: &str, metric: &str, by: &str, as_of: Option<String>| {
-        format!(
-            "/heatmaps{}",
-            query_string(&[
-                ("run", Some(run.into())),
-                ("metric", Some(metric.into())),
-                ("by", Some(by.into())),
-                ("as_of", as_of),
-            ])
-        )
+        crate::model::routes::heatmaps_at(run, metric, by, as_of)
     };
     let href = move |run: &str, metric: &str, by: &str| url(run, metric, by, as_of.get_untracked());
     view! {

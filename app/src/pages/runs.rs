@@ -265,11 +265,8 @@ pub fn RunPage() -> impl IntoView {
     let cancel = ServerAction::<CancelRun>::new();
     let operator = may(Role::Operator);
     let href = move |page: usize| {
-        format!(
-            "/runs/{}{}",
-            id.get(),
-            query_string(&[filters.get().filters(), vec![("page", (page > 0).then(|| page.to_string()))]].concat())
-        )
+        let pairs = [filters.get().filters(), vec![("page", (page > 0).then(|| page.to_string()))]].concat();
+        crate::model::routes::run_view(&id.get(), &pairs)
     };
     view! {
         <Loading resource=detail waiting="Loading run…" ready=move |d| {

@@ -7,15 +7,12 @@ use leptos_router::components::{A, Form};
 
 use super::Loading;
 use crate::api::search;
-use crate::components::{query_param, query_string};
+use crate::components::query_param;
 use crate::model::{SearchHit, TURN_PAGE};
 
 fn href(h: &SearchHit) -> String {
     match (&h.run, &h.trial, h.turn) {
-        (Some(run), Some(trial), Some(turn)) => format!(
-            "/runs/{run}/trials/{trial}{}",
-            query_string(&[("page", Some((turn / TURN_PAGE).to_string())), ("turn", Some(turn.to_string()))])
-        ),
+        (Some(run), Some(trial), Some(turn)) => crate::model::routes::trial_turn(run, trial, turn / TURN_PAGE, turn),
         _ => crate::model::routes::task(&h.task_id),
     }
 }

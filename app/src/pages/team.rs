@@ -12,7 +12,7 @@ use leptos_router::components::A;
 use super::Loading;
 use super::leaderboard::{board_table, export_links};
 use crate::api::get_leaderboard;
-use crate::components::{AsOfLine, PendingLine, query_param, query_string};
+use crate::components::{AsOfLine, PendingLine, query_param};
 use crate::model::{BoardQuery, Leaderboard, utc_second as when};
 
 /// `/team`: the leaderboard of a run, read-only, with no controls but the tier.
@@ -33,10 +33,7 @@ pub fn TeamPage() -> impl IntoView {
             <PendingLine pending=b.pending.clone() refetch=refetch/>
             <AsOfLine as_of=b.frozen href=Callback::new({
                 let (r, t) = (b.run.to_string(), b.tier.clone());
-                move |a: Option<String>| format!(
-                    "/team{}",
-                    query_string(&[("run", Some(r.clone())), ("tier", Some(t.clone())), ("as_of", a)])
-                )
+                move |a: Option<String>| crate::model::routes::team_at(&r, &t, a)
             })/>
             <p class="muted">{format!("Decision tier {}; bands group configurations whose utility is not significantly different.", b.tier)}</p>
             <p class="muted" data-testid="provenance">{format!(

@@ -117,10 +117,19 @@ impl Worker {
             }
             if run.status != RunStatus::Active
                 || self.only.as_ref().is_some_and(|id| *id != run.run_id)
-                || !crate::runs::RunKind::of(&run).is_ok_and(|k| k.is_executed())
                 || self.skipped.contains(&run.run_id)
             {
                 continue;
+            }
+            match crate::runs::RunKind::of(&run) {
+                Ok(kind) if kind.is_executed() => {}
+                Ok(_) => continue,
+                // Named once, then left alone: what it is cannot be told.
+                Err(e) => {
+                    eprintln!("worker: {e}; skipped");
+                    self.skipped.insert(run.run_id.clone());
+                    continue;
+                }
             }
             let p = self.store.progress(&run.run_id).await?;
             if p.executable_left() == 0 {

@@ -312,29 +312,24 @@ pub trait GeoTrial {
     fn target_id(&self) -> &str;
 }
 
-impl GeoTrial for crate::db::TrialRow {
-    fn ranker(&self) -> &str {
-        &self.agent
-    }
-    fn method(&self) -> &str {
-        &self.level
-    }
-    fn target_id(&self) -> &str {
-        &self.task_id
-    }
+/// A stored and a planned trial keep a GEO trial's names in the same columns.
+macro_rules! geo_trial_columns {
+    ($($row:ty),*) => {$(
+        impl GeoTrial for $row {
+            fn ranker(&self) -> &str {
+                &self.agent
+            }
+            fn method(&self) -> &str {
+                &self.level
+            }
+            fn target_id(&self) -> &str {
+                &self.task_id
+            }
+        }
+    )*};
 }
 
-impl GeoTrial for NewTrial {
-    fn ranker(&self) -> &str {
-        &self.agent
-    }
-    fn method(&self) -> &str {
-        &self.level
-    }
-    fn target_id(&self) -> &str {
-        &self.task_id
-    }
-}
+geo_trial_columns!(crate::db::TrialRow, NewTrial);
 
 /// The trial that ranks `list`'s item `index` (1-based) with `ranker` under `method`.
 pub fn planned(list: &List, index: usize, ranker: &str, method: &str, seed: i64) -> NewTrial {

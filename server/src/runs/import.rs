@@ -222,6 +222,8 @@ pub async fn settle_interrupted_imports(store: &dyn Store, now: i64) -> anyhow::
     for run in store.idle_active_runs(before).await? {
         // Checked again as it is cancelled: an import that stored a batch, or finished, since
         // the list was read keeps its run.
+        // A run whose spec does not read is not taken for an import: it is named where the
+        // server resumes runs and where a worker meets it, and left as it is.
         if super::RunKind::of(&run).is_ok_and(|k| !k.is_executed()) && store.cancel_if_idle(&run.run_id, before).await?
         {
             tracing::warn!(

@@ -77,6 +77,13 @@ impl RunKind {
         }
     }
 
+    /// The kind of a stored run, or `None` with its error logged: for the loops over every
+    /// run (resuming, working, settling imports), which leave a run they cannot read alone
+    /// rather than guess what it is.
+    pub fn logged(run: &RunRow) -> Option<RunKind> {
+        RunKind::of(run).map_err(|e| tracing::error!("{e}; left alone")).ok()
+    }
+
     /// [`RunKind::envelope`], owned.
     pub fn into_envelope(self) -> RunSpec {
         match self {

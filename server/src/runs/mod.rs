@@ -109,7 +109,7 @@ pub struct RunSpec {
     pub concurrency: Option<usize>,
 }
 
-pub(crate) fn default_annotators() -> usize {
+fn default_annotators() -> usize {
     crate::judge::aggregate::DEFAULT_ANNOTATORS
 }
 

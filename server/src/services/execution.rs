@@ -77,7 +77,7 @@ impl Executor {
         }
         // Runs whose spec does not read are left alone (their pages and commands name them).
         let active = self.store.runs().await?.into_iter().filter(|r| r.status == RunStatus::Active);
-        let resumable = active.filter_map(|r| crate::runs::RunKind::of(&r).ok().map(|kind| (r, kind)));
+        let resumable = active.filter_map(|r| crate::runs::RunKind::logged(&r).map(|kind| (r, kind)));
         for (run, kind) in resumable.filter(|(_, kind)| kind.is_executed()) {
             let requeued = self.store.requeue_expired(&run.run_id, now_ms()).await?;
             let p = self.store.progress(&run.run_id).await?;

@@ -57,7 +57,8 @@ pub(super) fn item(parts: ItemParts<'_>, who: Option<&Identity>) -> QueueItem {
     QueueItem {
         trial_id: s.trial_id.clone().into(),
         run: run.to_string().into(),
-        task_id: s.task_id.clone(),
+        // Agent runs only: a stored id is a Mirage task or another harness's sample.
+        task: vocab::TaskRef::parse(&s.task_id).unwrap_or_else(|_| vocab::TaskRef::Mirage(s.task_id.clone())),
         agent: s.agent.clone(),
         level: s.level.clone(),
         kind,
@@ -91,7 +92,7 @@ pub(super) fn passes(i: &QueueItem, f: &QueueFilter) -> bool {
     eq(&f.kind, i.kind.as_str())
         && eq(&f.agent, &i.agent)
         && eq(&f.level, &i.level)
-        && eq(f.task.trim(), &i.task_id)
+        && (f.task.trim().is_empty() || f.task.trim() == i.task.to_string())
         && (f.state.is_empty() || states(i).contains(&f.state.as_str()))
 }
 

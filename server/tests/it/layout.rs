@@ -410,7 +410,6 @@ const LONG_FUNCTIONS: &[(&str, &str, &str)] = &[
     ("server/src/cli/geo_tables.rs", "print_detection_rows", "a table printer: one column per line"),
     ("server/examples/bench_dashboard.rs", "main", "a benchmark script, read top to bottom"),
     ("server/examples/bench_geo.rs", "main", "a benchmark script, read top to bottom"),
-    // Still to be split (they predate the check).
 ];
 
 /// Every function with a body in `file` (outside `#[cfg(test)]` modules and `#[test]`s), as
