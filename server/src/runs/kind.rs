@@ -113,14 +113,6 @@ impl RunKind {
         }
     }
 
-    /// The GEO part of a GEO ranking run; any other run is refused by name.
-    pub fn into_geo(self, run_id: &RunId) -> anyhow::Result<GeoSpec> {
-        match self {
-            RunKind::Geo(GeoRun { geo, .. }) => Ok(*geo),
-            RunKind::Agent(_) | RunKind::Imported(_) => anyhow::bail!("run {run_id} is not a GEO ranking run"),
-        }
-    }
-
     /// Whether workers execute the run's trials (an import's trials are stored, not run).
     pub fn is_executed(&self) -> bool {
         match self {
@@ -208,7 +200,6 @@ mod tests {
         let RunKind::Geo(GeoRun { geo, run }) = &kind else { panic!("a GEO run: {kind:?}") };
         assert_eq!((geo.as_ref(), run.geo.as_ref()), (&offline, None), "the GEO part is held once");
         assert!(kind.clone().into_agent(&"run-g".into()).unwrap_err().to_string().contains("GEO ranking run"));
-        assert_eq!(kind.into_geo(&"run-g".into()).expect("geo"), offline);
     }
 
     #[test]

@@ -320,15 +320,15 @@ pub fn spec_of(run: &crate::db::RunRow) -> Result<RunSpec, AppError> {
 }
 
 impl RunsService {
-    async fn summary_of(&self, run: crate::db::RunRow) -> Result<RunSummary, AppError> {
-        let spec = spec_of(&run)?;
+    /// The run's summary, from its spec as already read.
+    async fn summary_of(&self, run: crate::db::RunRow, spec: &RunSpec) -> Result<RunSummary, AppError> {
         Ok(RunSummary {
             progress: progress(self.store.as_ref(), &run.run_id).await?,
             id: run.run_id,
             created_at: run.created_at,
-            tasks: spec.tasks,
-            agents: spec.agents,
-            levels: spec.levels,
+            tasks: spec.tasks.clone(),
+            agents: spec.agents.clone(),
+            levels: spec.levels.clone(),
             unreadable: None,
         })
     }
@@ -396,7 +396,7 @@ impl app::ssr::Runs for RunsService {
             costs,
             agent_setup,
             clean_twins: spec.clean_twins,
-            summary: self.summary_of(run).await?,
+            summary: self.summary_of(run, &spec).await?,
             conditions: spec.conditions,
             seeds: spec.seeds,
             appeal: spec.appeal,
