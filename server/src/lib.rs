@@ -39,8 +39,14 @@ pub use state::AppState;
 pub fn router(state: AppState) -> Router {
     let services = Services::from(&state);
     let context = move || provide_context(services.clone());
-    let routes = generate_route_list(App);
-    let router = Router::new()
+    let (pinned, routes): (Vec<_>, Vec<_>) =
+        generate_route_list(App).into_iter().partition(|r| http::dashboard::PINNED_PAGES.contains(&r.path()));
+    assert_eq!(pinned.len(), http::dashboard::PINNED_PAGES.len(), "every pinned page is a route of the dashboard");
+    let mut router = Router::new();
+    for page in &pinned {
+        router = router.route(page.path(), get(pinned_page(&state, context.clone())));
+    }
+    let router = router
         .route("/healthz", get(http::health))
         .route("/shop", get(http::sites::canonical))
         .route("/shop/{*path}", get(http::sites::canonical))
@@ -65,7 +71,6 @@ pub fn router(state: AppState) -> Router {
             move || shell(options.clone())
         })
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), http::dashboard::pin_run))
         .layer(axum::middleware::from_fn(http::server_fn_status))
         .layer(axum::middleware::from_fn(http::book_policy))
         .layer(axum::middleware::from_fn_with_state(state.clone(), http::auth::layer))
@@ -78,40 +83,52 @@ pub fn router(state: AppState) -> Router {
     http::with_security_headers(router).layer(TraceLayer::new_for_http()).with_state(state)
 }
 
+/// The handler of a page that always names its run: a request naming none is redirected
+/// to the default run's (`http::dashboard::pinned_to`), any other is rendered as the
+/// dashboard renders its pages.
+fn pinned_page(
+    state: &AppState,
+    context: impl Fn() + Clone + Send + Sync + 'static,
+) -> impl Fn(
+    axum::extract::State<AppState>,
+    axum::extract::Request,
+) -> std::pin::Pin<Box<dyn Future<Output = axum::response::Response> + Send>>
++ Clone
++ Send
++ Sync
++ 'static {
+    let with_state = {
+        let state = state.clone();
+        move || {
+            provide_context(state.clone());
+            provide_context(leptos_router::Method::Get);
+            context();
+        }
+    };
+    let options = state.leptos_options.clone();
+    let render = leptos_axum::render_app_to_stream_with_context(with_state, move || shell(options.clone()));
+    move |axum::extract::State(state): axum::extract::State<AppState>, req: axum::extract::Request| {
+        let render = render.clone();
+        Box::pin(async move {
+            match http::dashboard::pinned_to(&state, req.uri()).await {
+                Some(to) => axum::response::IntoResponse::into_response(axum::response::Redirect::to(&to)),
+                None => render(req).await,
+            }
+        })
+    }
+}
+
 /// Builds the application state: the world from the stored tasks, the judge from the
-/// configuration's `roles.judge` (gold-fact coverage without one).
+/// configuration's `roles.judge` (gold-fact coverage without one), and what a server keeps
+/// doing in the background (the search index follows finished trials, finished runs are
+/// scored, launched runs execute here).
 pub async fn app_state(
     store: Arc<dyn db::Store>,
     leptos_options: leptos::prelude::LeptosOptions,
     config: config::Config,
 ) -> anyhow::Result<AppState> {
-    app_state_with(store, leptos_options, config, Background::Serve).await
-}
-
-/// What an application state keeps doing in the background.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Background {
-    /// A server's: the search index follows finished trials, finished runs are scored.
-    Serve,
-    /// A one-off command's (`mirage runs bundle`): nothing beyond what it asks for.
-    Quiet,
-}
-
-/// [`app_state`] with a choice of background work.
-pub async fn app_state_with(
-    store: Arc<dyn db::Store>,
-    leptos_options: leptos::prelude::LeptosOptions,
-    config: config::Config,
-    background: Background,
-) -> anyhow::Result<AppState> {
-    let tasks = store.all_tasks().await?;
-    let corpus_version = corpus::fingerprint(&tasks);
-    let world = Arc::new(env::World::build(tasks)?);
-    let judge = Arc::new(judge::rsn::ModelJudge::from_config(&config, store.clone())?);
-    let wait = std::time::Duration::from_millis(config.server.page_wait_ms);
-    let insights = Arc::new(services::insights::InsightsService {
-        engine: engine::Engine::new(store.clone(), world.clone(), judge.clone(), wait),
-    });
+    let reading = Reading::build(store.clone(), &config).await?;
+    let Reading { world, corpus_version, judge, insights, geo } = reading;
     let search = Arc::new(
         search::TrajectoryIndex::open(&world, &corpus_version, store.as_ref(), config.server.search_dir.as_deref())
             .await?,
@@ -122,9 +139,6 @@ pub async fn app_state_with(
     let pulse = services::pulse::Pulse::start(
         store.clone(),
         Arc::new(move |run: app::model::RunId| {
-            if background == Background::Quiet {
-                return;
-            }
             let insights = scorer.clone();
             tokio::spawn(async move {
                 if let Err(e) = insights.scores(&run).await {
@@ -133,10 +147,7 @@ pub async fn app_state_with(
             });
         }),
     );
-    if background == Background::Serve {
-        follow_trials(search.clone(), store.clone(), &pulse);
-    }
-    let geo = Arc::new(services::geo::GeoService::new(store.clone()));
+    follow_trials(search.clone(), store.clone(), &pulse);
     let guard = Arc::new(state::Guard::default());
     let executor = Arc::new(services::execution::Executor::new(
         store.clone(),
@@ -159,6 +170,33 @@ pub async fn app_state_with(
         pulse,
         executor,
     })
+}
+
+/// What reading runs needs, and nothing that runs in the background: the world of the
+/// stored tasks, the judge, and the insights and GEO engines over the store. A server's
+/// state is built on it; `mirage runs bundle` renders pages from it alone.
+pub struct Reading {
+    pub world: Arc<env::World>,
+    pub corpus_version: String,
+    pub judge: Arc<judge::rsn::ModelJudge>,
+    pub insights: Arc<services::insights::InsightsService>,
+    pub geo: Arc<services::geo::GeoService>,
+}
+
+impl Reading {
+    /// Reads the stored tasks and builds the engines over `store`.
+    pub async fn build(store: Arc<dyn db::Store>, config: &config::Config) -> anyhow::Result<Reading> {
+        let tasks = store.all_tasks().await?;
+        let corpus_version = corpus::fingerprint(&tasks);
+        let world = Arc::new(env::World::build(tasks)?);
+        let judge = Arc::new(judge::rsn::ModelJudge::from_config(config, store.clone())?);
+        let wait = std::time::Duration::from_millis(config.server.page_wait_ms);
+        let insights = Arc::new(services::insights::InsightsService {
+            engine: engine::Engine::new(store.clone(), world.clone(), judge.clone(), wait),
+        });
+        let geo = Arc::new(services::geo::GeoService::new(store));
+        Ok(Reading { world, corpus_version, judge, insights, geo })
+    }
 }
 
 /// Keeps the search index up with finished trials, in the background: once at start, then

@@ -165,9 +165,9 @@ impl From<&AppState> for Services {
             config: state.config.clone(),
             corpus_version: state.corpus_version.clone(),
             insights: state.insights.clone(),
-            search: state.search.clone(),
+            search: Some(state.search.clone()),
             geo: state.geo.clone(),
-            executor: state.executor.clone(),
+            executor: Some(state.executor.clone()),
         })
     }
 }

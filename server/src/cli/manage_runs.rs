@@ -310,7 +310,9 @@ async fn bundle(
     // Pages wait for every number rather than showing "still computing".
     config.server.page_wait_ms = u64::MAX / 4;
     let options = leptos::prelude::LeptosOptions::builder().output_name("mirage").site_pkg_dir("pkg").build();
-    let state = crate::app_state_with(store, options, config, crate::Background::Quiet).await?;
+    let reading = crate::Reading::build(store.clone(), &config).await?;
+    let insights = reading.insights.clone();
+    let state = crate::http::bundle::Sources::new(store, &reading, config, options);
     let started = std::time::Instant::now();
     let bar = indicatif::ProgressBar::new(0).with_style(
         indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} files")
@@ -319,7 +321,7 @@ async fn bundle(
     let geo = matches!(crate::runs::RunKind::of(&row)?, crate::runs::RunKind::Geo(_));
     if !geo {
         bar.set_message("scoring");
-        state.insights.scores(run).await.map_err(|e| anyhow::anyhow!("scoring run {run}: {e}"))?;
+        insights.scores(run).await.map_err(|e| anyhow::anyhow!("scoring run {run}: {e}"))?;
     }
     let progress = |done: usize, known: usize| {
         bar.set_length(known as u64);

@@ -16,11 +16,11 @@ use anyhow::{Context, bail};
 use app::model::{Identity, Role, RunId};
 use app::ssr::Services;
 use axum::body::Body;
-use axum::extract::{Path as AxPath, Query, State};
 use futures::StreamExt;
-use leptos::prelude::provide_context;
+use leptos::prelude::{LeptosOptions, provide_context};
 
-use crate::AppState;
+use super::dashboard::Exports;
+use crate::db::Store;
 
 /// The stylesheet the dashboard serves as `/pkg/mirage.css`, copied into every bundle.
 const STYLE: &str = include_str!("../../../style/main.css");
@@ -46,6 +46,39 @@ struct Place {
     first: Option<String>,
 }
 
+/// What the copy is rendered from: the store, the dashboard's ports and its downloads,
+/// without anything a server runs in the background (no search index, no executor).
+#[derive(Clone)]
+pub struct Sources {
+    store: std::sync::Arc<dyn Store>,
+    services: Services,
+    exports: Exports,
+    options: LeptosOptions,
+}
+
+impl Sources {
+    /// The sources over `store` with the engines of `reading`.
+    pub fn new(
+        store: std::sync::Arc<dyn Store>,
+        reading: &crate::Reading,
+        config: crate::config::Config,
+        options: LeptosOptions,
+    ) -> Self {
+        let services = crate::services::services(crate::services::Parts {
+            world: reading.world.clone(),
+            store: store.clone(),
+            config: std::sync::Arc::new(config),
+            corpus_version: reading.corpus_version.clone(),
+            insights: reading.insights.clone(),
+            geo: reading.geo.clone(),
+            search: None,
+            executor: None,
+        });
+        let exports = Exports { insights: reading.insights.clone(), geo: reading.geo.clone() };
+        Sources { store, services, exports, options }
+    }
+}
+
 /// What `mirage runs bundle` reports.
 #[derive(Debug, Default)]
 pub struct Summary {
@@ -65,7 +98,7 @@ pub struct Summary {
 /// `stop` resolves first (the command was interrupted), the copy is abandoned and its
 /// folder removed.
 pub async fn write(
-    state: &AppState,
+    state: &Sources,
     run: &RunId,
     out: &Path,
     progress: impl Fn(usize, usize),
@@ -139,7 +172,7 @@ pub async fn write(
 
 /// Renders every queued file and the ones their links reach, wave by wave.
 async fn fill(
-    state: &AppState,
+    state: &Sources,
     run: &str,
     geo: bool,
     dir: &Path,
@@ -217,19 +250,19 @@ fn describe(source: &Source) -> String {
 /// downloads, in-process, as a viewer.
 #[derive(Clone)]
 struct Renderer {
-    state: AppState,
+    state: Sources,
 }
 
 impl Renderer {
-    fn new(state: &AppState) -> Self {
+    fn new(state: &Sources) -> Self {
         Self { state: state.clone() }
     }
 
     async fn fetch(&self, source: &Source) -> anyhow::Result<String> {
         let response = match source {
             Source::Page(url) => {
-                let services = Services::from(&self.state);
-                let options = self.state.leptos_options.clone();
+                let services = self.state.services.clone();
+                let options = self.state.options.clone();
                 let shell_options = options.clone();
                 let handler = leptos_axum::render_app_async_with_context(
                     move || {
@@ -245,7 +278,7 @@ impl Renderer {
             Source::Export { name, query } => {
                 let q: super::dashboard::ExportQuery =
                     serde_urlencoded::from_str(query).with_context(|| format!("reading the query {query:?}"))?;
-                super::dashboard::export(State(self.state.clone()), AxPath(name.clone()), Query(q)).await
+                super::dashboard::download(&self.state.exports, name, &q).await
             }
         };
         let status = response.status();

@@ -189,20 +189,33 @@ where
 /// `heatmap.csv|json`, `report.csv|json`, `geo.csv|json`, `geo-long.csv`, with the page's
 /// query parameters.
 pub async fn export(State(state): State<AppState>, Path(name): Path<String>, Query(q): Query<ExportQuery>) -> Response {
-    let result = match name.as_str() {
-        "leaderboard.json" | "leaderboard.csv" => export_leaderboard(&state, &name, &q).await,
-        "robustness.svg" | "robustness.csv" | "robustness.json" => export_robustness(&state, &name, &q).await,
-        "report.csv" | "report.json" => export_report(&state, &name, &q).await,
-        "heatmap.csv" | "heatmap.json" => export_heatmap(&state, &name, &q).await,
-        "geo.csv" | "geo.json" => export_geo(&state, &name, &q).await,
-        "geo-long.csv" => export_geo_long(&state, &q).await,
+    let sources = Exports { insights: state.insights.clone(), geo: state.geo.clone() };
+    download(&sources, &name, &q).await
+}
+
+/// What the downloads are computed from (a server's engines, or a bundle's).
+#[derive(Clone)]
+pub struct Exports {
+    pub insights: std::sync::Arc<crate::services::insights::InsightsService>,
+    pub geo: std::sync::Arc<crate::services::geo::GeoService>,
+}
+
+/// The download `name` with the page's query, as [`export`] answers it.
+pub async fn download(state: &Exports, name: &str, q: &ExportQuery) -> Response {
+    let result = match name {
+        "leaderboard.json" | "leaderboard.csv" => export_leaderboard(state, name, q).await,
+        "robustness.svg" | "robustness.csv" | "robustness.json" => export_robustness(state, name, q).await,
+        "report.csv" | "report.json" => export_report(state, name, q).await,
+        "heatmap.csv" | "heatmap.json" => export_heatmap(state, name, q).await,
+        "geo.csv" | "geo.json" => export_geo(state, name, q).await,
+        "geo-long.csv" => export_geo_long(state, q).await,
         other => Err(HttpError::NotFound(format!("no export named {other:?}"))),
     };
     result.unwrap_or_else(IntoResponse::into_response)
 }
 
 /// `leaderboard.json|csv` (`table`: rows, breakdown, pairs, agreement or checks).
-async fn export_leaderboard(state: &AppState, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
+async fn export_leaderboard(state: &Exports, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
     let insights = &state.insights;
     let board = complete(
         || {
@@ -296,7 +309,7 @@ fn checks_csv(checks: &[app::model::GraderCheck]) -> Result<String, HttpError> {
 }
 
 /// `robustness.svg|csv|json`: the robustness–utility points of a level.
-async fn export_robustness(state: &AppState, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
+async fn export_robustness(state: &Exports, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
     let insights = &state.insights;
     let r = complete(|| insights.robustness(q.run.clone(), q.level.clone(), q.as_of.clone()), |r| r.pending.is_some())
         .await?;
@@ -335,7 +348,7 @@ async fn export_robustness(state: &AppState, name: &str, q: &ExportQuery) -> Res
 }
 
 /// `report.csv|json`: the paper's main table.
-async fn export_report(state: &AppState, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
+async fn export_report(state: &Exports, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
     let insights = &state.insights;
     let v = complete(|| insights.report(q.run.clone(), q.as_of.clone()), |v| v.pending.is_some()).await?;
     if name.ends_with("json") {
@@ -368,7 +381,7 @@ async fn export_report(state: &AppState, name: &str, q: &ExportQuery) -> Result<
 }
 
 /// `heatmap.csv|json`: a metric by level and column.
-async fn export_heatmap(state: &AppState, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
+async fn export_heatmap(state: &Exports, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
     let insights = &state.insights;
     let h = complete(
         || {
@@ -407,7 +420,7 @@ async fn export_heatmap(state: &AppState, name: &str, q: &ExportQuery) -> Result
 /// `geo-long.csv`: the GEO report in GEO-Bench's long shape, one line per ranker × method ×
 /// dataset × metric (dataset `all`: the equal-dataset row), with the interval where the
 /// figure has one and the row's missing targets (`incomplete`, as ‡ marks them).
-async fn export_geo_long(state: &AppState, q: &ExportQuery) -> Result<Response, HttpError> {
+async fn export_geo_long(state: &Exports, q: &ExportQuery) -> Result<Response, HttpError> {
     use app::ssr::Geo as _;
     let view = state.geo.board(q.run.clone(), None, None, None).await.map_err(HttpError::from)?;
     let report = state.geo.report(&view.run).await.map_err(HttpError::from)?;
@@ -448,7 +461,7 @@ async fn export_geo_long(state: &AppState, q: &ExportQuery) -> Result<Response, 
 }
 
 /// `geo.csv|json`: the GEO report's rows, with the newest detection report's columns.
-async fn export_geo(state: &AppState, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
+async fn export_geo(state: &Exports, name: &str, q: &ExportQuery) -> Result<Response, HttpError> {
     use app::ssr::Geo as _;
     let view = state.geo.board(q.run.clone(), None, None, None).await.map_err(HttpError::from)?;
     let report = state.geo.report(&view.run).await.map_err(HttpError::from)?;
@@ -540,32 +553,24 @@ fn geo_wide_row(r: &vocab::GeoRow, detection: Option<&vocab::GeoDetectionView>) 
 /// The pages that always name their run: the figure pages and the labelling queue.
 pub const PINNED_PAGES: [&str; 6] = ["/team", "/annotate", "/leaderboard", "/robustness", "/heatmaps", "/report"];
 
-/// The pinning of the [`PINNED_PAGES`] (a layer that lets every other request through at
-/// once, by its path, before any work): a bare URL is redirected to
-/// the default run's (`?run=…`, the rest of the query kept; see `engine::default_run`), so a
-/// shared link keeps showing the same run after another is launched. Without a run with
-/// finished trials the page says so itself.
-pub async fn pin_run(
-    State(state): State<AppState>,
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let path = req.uri().path();
-    let query = req.uri().query().unwrap_or_default();
+/// Where a request for one of the [`PINNED_PAGES`] goes instead, when it names no run:
+/// the same page with the default run's `?run=…` (the rest of the query kept; see
+/// `engine::default_run`), so a shared link keeps showing the same run after another is
+/// launched. `None` when it names a run, or there is no run with finished trials yet (the
+/// page then says so itself). Only the pinned pages' own routes ask.
+pub async fn pinned_to(state: &AppState, uri: &axum::http::Uri) -> Option<String> {
+    let query = uri.query().unwrap_or_default();
     let named = query.split('&').any(|p| p.strip_prefix("run=").is_some_and(|v| !v.is_empty()));
-    if req.method() != axum::http::Method::GET || !PINNED_PAGES.contains(&path) || named {
-        return next.run(req).await;
+    if named {
+        return None;
     }
-    let Ok(Some(run)) = crate::engine::default_run(state.store.as_ref()).await else {
-        return next.run(req).await;
-    };
-    let rest: Vec<&str> = query.split('&').filter(|p| !p.is_empty() && !p.starts_with("run=")).collect();
-    let mut to = format!("{path}?run={}", urlencoding::encode(&run));
-    for p in rest {
+    let run = crate::engine::default_run(state.store.as_ref()).await.ok().flatten()?;
+    let mut to = format!("{}?run={}", uri.path(), urlencoding::encode(&run));
+    for p in query.split('&').filter(|p| !p.is_empty() && !p.starts_with("run=")) {
         to.push('&');
         to.push_str(p);
     }
-    axum::response::Redirect::to(&to).into_response()
+    Some(to)
 }
 
 /// `/book`: the book in `docs/` where it was built beside the dashboard's files

@@ -39,9 +39,11 @@ pub struct Parts {
     pub config: Arc<Config>,
     pub corpus_version: String,
     pub insights: Arc<insights::InsightsService>,
-    pub search: Arc<crate::search::TrajectoryIndex>,
     pub geo: Arc<geo::GeoService>,
-    pub executor: Arc<execution::Executor>,
+    /// A server's search index and executor; `None` where pages are only rendered (a
+    /// bundle), whose search and launch then say so.
+    pub search: Option<Arc<crate::search::TrajectoryIndex>>,
+    pub executor: Option<Arc<execution::Executor>>,
 }
 
 /// The ports of `app::ssr`, for one request's context.
@@ -66,7 +68,7 @@ pub fn services(parts: Parts) -> Services {
 
 /// The search port over the trajectory index.
 pub struct SearchService {
-    index: Arc<crate::search::TrajectoryIndex>,
+    index: Option<Arc<crate::search::TrajectoryIndex>>,
 }
 
 /// Most results one search returns.
@@ -84,7 +86,12 @@ impl app::ssr::Search for SearchService {
                 message: format!("{k:?} is not one of {}", crate::search::KINDS.join(", ")),
             });
         }
-        self.index.results(&query, kind.as_deref(), SEARCH_LIMIT).await.map_err(fail)
+        let Some(index) = &self.index else {
+            return Err(AppError::Conflict(
+                "search needs a server (`mirage serve`); these pages were only rendered".into(),
+            ));
+        };
+        index.results(&query, kind.as_deref(), SEARCH_LIMIT).await.map_err(fail)
     }
 }
 

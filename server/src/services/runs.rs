@@ -35,7 +35,8 @@ pub struct RunsService {
     pub world: Arc<World>,
     pub config: Arc<Config>,
     pub corpus_version: String,
-    pub executor: Arc<super::execution::Executor>,
+    /// Where launched runs execute; `None` where pages are only rendered (a bundle).
+    pub executor: Option<Arc<super::execution::Executor>>,
 }
 
 fn counts(p: crate::db::Progress) -> Counts {
@@ -440,6 +441,11 @@ impl app::ssr::Runs for RunsService {
     }
 
     async fn start(&self, form: NewRun) -> Result<String, AppError> {
+        let Some(executor) = &self.executor else {
+            return Err(AppError::Conflict(
+                "launching a run needs a server (`mirage serve`); these pages were only rendered".into(),
+            ));
+        };
         let (spec, concurrency) = spec_from_form(&form, &self.config)?;
         let run_id = crate::runs::create_run(self.store.as_ref(), &self.world, &spec, &self.corpus_version)
             .await
@@ -447,7 +453,7 @@ impl app::ssr::Runs for RunsService {
                 Some(p) => invalid(p.field.into(), p.message.clone()),
                 None => fail(e),
             })?;
-        self.executor.spawn(run_id.clone(), concurrency);
+        executor.spawn(run_id.clone(), concurrency);
         Ok(run_id.into())
     }
 
