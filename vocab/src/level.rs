@@ -23,3 +23,25 @@ impl Level {
         name == Level::L0.as_str()
     }
 }
+
+/// Whether a run naming these levels gets clean twins added: it manipulates (names a level
+/// other than L0) without naming L0, and every manipulated trial needs its clean twin. The
+/// planner adds them; the launch form says so before it is sent.
+pub fn needs_clean_twins<S: AsRef<str>>(levels: &[S]) -> bool {
+    let manipulated = levels.iter().any(|l| !Level::is_clean(l.as_ref()));
+    manipulated && !levels.iter().any(|l| Level::is_clean(l.as_ref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_twins_are_added_only_to_manipulation_without_l0() {
+        assert!(needs_clean_twins(&["L3"]));
+        assert!(needs_clean_twins(&["L1", "L4"]));
+        assert!(!needs_clean_twins(&["L0", "L3"]));
+        assert!(!needs_clean_twins(&["L0"]));
+        assert!(!needs_clean_twins::<&str>(&[]));
+    }
+}

@@ -15,7 +15,7 @@ mod geo;
 mod ids;
 mod insights;
 mod labels;
-mod level;
+pub mod level;
 mod metric;
 mod power;
 mod report;

@@ -539,8 +539,8 @@ pub struct ReplayView {
     pub from_turn: usize,
     pub intervention: String,
     pub sample: i64,
-    /// `running`, `done` or `error`.
-    pub state: String,
+    /// Running, done or error.
+    pub state: TrialState,
     pub verdict: Option<String>,
     /// Its verdict is the interested party's goal.
     pub goal: bool,

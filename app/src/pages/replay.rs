@@ -22,7 +22,7 @@ fn replay_row(r: ReplayView) -> AnyView {
     };
     let first = r.first_divergent;
     view! {
-        <details class="replay" data-replay=r.id.clone() data-state=r.state.clone()>
+        <details class="replay" data-replay=r.id.clone() data-state=r.state.as_str()>
             <summary>
                 <code>{r.intervention.clone()}</code>
                 {format!(" from turn {} (sample {}): {} · verdict {} · {outcome}", r.from_turn, r.sample, r.state,

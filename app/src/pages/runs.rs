@@ -48,8 +48,7 @@ fn Field(
 /// What the planner adds to these levels: a note when they manipulate without L0.
 fn twins_note(levels: &str) -> Option<String> {
     let named: Vec<&str> = levels.split(',').map(str::trim).filter(|l| !l.is_empty()).collect();
-    let manipulated = named.iter().any(|l| *l != "L0");
-    (manipulated && !named.contains(&"L0")).then(|| {
+    vocab::level::needs_clean_twins(&named).then(|| {
         "+ clean twins: L0 trials of every task, configuration, condition and seed are added (the paired metrics compare each manipulated trial with its twin)".to_string()
     })
 }

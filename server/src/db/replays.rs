@@ -18,8 +18,9 @@ pub struct ReplayRow {
     /// `strip-spans`, `clean-level`, `reveal-evidence` or `condition:NAME`.
     pub intervention: String,
     pub sample: i64,
-    /// `running`, `done` or `error`.
-    pub state: String,
+    /// Running, done or error (a replay is never queued or cancelled).
+    #[sqlx(try_from = "String")]
+    pub state: vocab::TrialState,
     pub verdict: Option<String>,
     pub rationale: Option<String>,
     pub error: Option<String>,
@@ -56,7 +57,7 @@ impl ReplayStore for SqlStore {
         .bind(r.from_turn)
         .bind(&r.intervention)
         .bind(r.sample)
-        .bind(&r.state)
+        .bind(r.state.as_str())
         .bind(&r.steps)
         .bind(r.created_at)
         .execute(&self.pool)
@@ -73,7 +74,7 @@ impl ReplayStore for SqlStore {
              where replay_id = $1",
         )
         .bind(&r.replay_id)
-        .bind(&r.state)
+        .bind(r.state.as_str())
         .bind(r.verdict.as_deref())
         .bind(r.rationale.as_deref())
         .bind(r.error.as_deref())

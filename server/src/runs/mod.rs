@@ -157,11 +157,9 @@ impl RunSpec {
     /// The levels the run plans: its own, with L0 first when it asks for manipulated levels
     /// without the clean one (every manipulated trial needs its clean twin).
     pub fn planned_levels(&self) -> Vec<String> {
-        let clean = Level::L0.as_str();
-        let manipulated = self.levels.iter().any(|l| !Level::is_clean(l));
         let mut levels = self.levels.clone();
-        if manipulated && !levels.iter().any(|l| Level::is_clean(l)) {
-            levels.insert(0, clean.to_string());
+        if vocab::level::needs_clean_twins(&levels) {
+            levels.insert(0, Level::L0.as_str().to_string());
         }
         levels
     }

@@ -173,7 +173,7 @@ pub struct ReplayResult {
     pub trial: String,
     pub from_turn: usize,
     pub intervention: String,
-    pub state: String,
+    pub state: TrialState,
     pub verdict: Option<String>,
     pub goal: bool,
     pub attack_success: bool,
@@ -198,15 +198,15 @@ fn is_goal(task: &Task, verdict: Option<&str>) -> bool {
 
 /// How a stored replay reads against its original (`original`: the original's verdict).
 pub fn result_of(task: &Task, original: Option<&str>, r: &ReplayRow) -> ReplayResult {
-    let goal = r.state == "done" && is_goal(task, r.verdict.as_deref());
+    let goal = r.state == TrialState::Done && is_goal(task, r.verdict.as_deref());
     ReplayResult {
         trial: r.replay_id.clone(),
         from_turn: usize::try_from(r.from_turn).unwrap_or(0),
         intervention: r.intervention.clone(),
-        state: r.state.clone(),
+        state: r.state,
         verdict: r.verdict.clone(),
         goal,
-        attack_success: is_goal(task, original) && r.state == "done" && !goal,
+        attack_success: is_goal(task, original) && r.state == TrialState::Done && !goal,
         error: r.error.clone(),
     }
 }
@@ -234,7 +234,7 @@ pub fn as_trial(original: &TrialRow, r: &ReplayRow) -> TrialRow {
     TrialRow {
         trial_id: r.replay_id.clone().into(),
         condition,
-        state: if r.state == "error" { TrialState::Error } else { TrialState::Done },
+        state: if r.state == TrialState::Error { TrialState::Error } else { TrialState::Done },
         verdict: r.verdict.clone(),
         rationale: r.rationale.clone(),
         error: r.error.clone(),
@@ -301,7 +301,7 @@ pub async fn replay(
         };
         match result {
             Ok((steps, outcome)) => {
-                row.state = "done".to_string();
+                row.state = TrialState::Done;
                 row.steps = serde_json::to_string(&steps)?;
                 if let Outcome::Verdict { verdict, rationale } = outcome {
                     row.verdict = Some(verdict);
@@ -309,7 +309,7 @@ pub async fn replay(
                 }
             }
             Err(e) => {
-                row.state = "error".to_string();
+                row.state = TrialState::Error;
                 row.error = Some(format!("{e:#}"));
                 let mut all = prior.clone();
                 all.extend(sink.0);
@@ -330,7 +330,7 @@ fn new_row(trial_id: &TrialId, from_turn: usize, plan: &ReplayPlan, sample: usiz
         from_turn: i64::try_from(from_turn)?,
         intervention: plan.intervention.to_string(),
         sample: i64::try_from(sample)?,
-        state: "running".to_string(),
+        state: TrialState::Running,
         verdict: None,
         rationale: None,
         error: None,
@@ -379,7 +379,7 @@ pub async fn replay_exposed(store: Arc<dyn Store>, world: &World, run_id: &RunId
         let stored = store.replays_of(&trial.trial_id).await?;
         for plan in &spec.replay {
             let wanted = plan.intervention.to_string();
-            let have = stored.iter().filter(|r| r.intervention == wanted && r.state != "running").count();
+            let have = stored.iter().filter(|r| r.intervention == wanted && r.state != TrialState::Running).count();
             if have >= plan.samples {
                 continue;
             }
@@ -438,8 +438,10 @@ pub fn caused(
 ) -> Option<Caused> {
     let clean = Intervention::CleanLevel.to_string();
     let latest = i64::try_from(exposed_at.unwrap_or(0)).unwrap_or(0);
-    let mine: Vec<&&ReplayRow> =
-        replays.iter().filter(|r| r.intervention == clean && r.state != "running" && r.from_turn <= latest).collect();
+    let mine: Vec<&&ReplayRow> = replays
+        .iter()
+        .filter(|r| r.intervention == clean && r.state != TrialState::Running && r.from_turn <= latest)
+        .collect();
     if mine.is_empty() {
         return None;
     }

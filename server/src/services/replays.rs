@@ -57,7 +57,7 @@ pub async fn view(store: &dyn Store, world: &World, trial_id: TrialId) -> Result
             from_turn: result.from_turn,
             intervention: r.intervention.clone(),
             sample: r.sample,
-            state: r.state.clone(),
+            state: r.state,
             verdict: r.verdict.clone(),
             goal: result.goal,
             left_goal: result.attack_success,

@@ -138,7 +138,7 @@ async fn strip_spans_replays_undo_what_the_text_caused() {
     for r in &replays {
         let t = by_id[r.trial_id.as_str()];
         assert_eq!(t.level, "L3", "only manipulated (exposed) trials are replayed");
-        assert_eq!(r.state, "done", "{:?}", r.error);
+        assert_eq!(r.state, server::db::TrialState::Done, "{:?}", r.error);
         if t.agent != "explorer" {
             continue;
         }
