@@ -30,7 +30,7 @@ pub struct QueueItem {
     /// What the trial worked on: a Mirage task, or another harness's sample (no task page).
     pub task: crate::TaskRef,
     pub agent: String,
-    pub level: String,
+    pub level: crate::TrialLevel,
     pub kind: LabelKind,
     /// The automatic label (rule, or the model judge where it disagreed); `None` while blind.
     pub value: Option<bool>,

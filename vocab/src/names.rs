@@ -48,6 +48,15 @@ macro_rules! named_enum {
             }
         }
 
+        impl $crate::recorded::Name for $name {
+            fn name(self) -> &'static str {
+                self.as_str()
+            }
+            fn of(name: &str) -> Option<Self> {
+                name.parse().ok()
+            }
+        }
+
         impl TryFrom<String> for $name {
             type Error = $crate::UnknownName;
             fn try_from(s: String) -> Result<Self, $crate::UnknownName> {

@@ -227,8 +227,8 @@ pub struct TrialSummary {
     /// imported trial) or a GEO target.
     pub task: TaskRef,
     pub agent: String,
-    pub level: String,
-    pub condition: String,
+    pub level: crate::TrialLevel,
+    pub condition: crate::TrialCondition,
     pub seed: i64,
     pub state: TrialState,
     pub verdict: Option<String>,

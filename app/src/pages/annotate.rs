@@ -213,7 +213,7 @@ fn queue_table(items: Vec<QueueItem>, filter: &QueueFilter) -> impl IntoView + u
                             <td><A href=href attr:class="open-item">{kind}</A></td>
                             <td><A href=trial_href>{trial}</A></td>
                             <td>{i.task.to_string()}</td>
-                            <td>{i.agent.clone()}</td><td>{i.level.clone()}</td>
+                            <td>{i.agent.clone()}</td><td>{i.level.to_string()}</td>
                             <td class="num people">{format!("{} of {}", i.labels, i.needed)}</td>
                             <td>{automatic}</td>
                             <td>{status}</td>

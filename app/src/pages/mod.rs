@@ -81,7 +81,7 @@ pub fn ErrorNotice(error: AppError) -> impl IntoView {
 }
 
 /// A resource's part of a page: `waiting` while it loads, its error as an [`ErrorNotice`]
-/// (which sets the status), and `ready`'s view of its value. With `keep`, a reload keeps the
+/// (which sets the status), the waiting line muted, and `ready`'s view of its value. With `keep`, a reload keeps the
 /// view shown until the new value arrives (a transition); without, it shows `waiting` again
 /// (a suspense).
 #[component]
@@ -102,7 +102,7 @@ where
             Ok(v) => ready(v).into_any(),
         })
     };
-    let fallback = move || view! { <p>{waiting}</p> };
+    let fallback = move || view! { <p class="muted">{waiting}</p> };
     if keep {
         view! { <Transition fallback=fallback>{body}</Transition> }.into_any()
     } else {

@@ -421,7 +421,7 @@ fn trial_row(r: crate::model::TrialSummary, run: &str, filters: &TrialQuery) -> 
         <tr>
             <td><A href=trial>{r.id.to_string()}</A></td>
             <td>{task_cell}</td>
-            <td>{r.agent}</td><td>{r.level}</td><td>{r.condition}</td><td class="num">{r.seed}</td>
+            <td>{r.agent}</td><td>{r.level.to_string()}</td><td>{r.condition.to_string()}</td><td class="num">{r.seed}</td>
             <td><span class=format!("state state-{}", r.state)>{r.state.as_str()}</span></td>
             <td>{r.verdict.unwrap_or_default()}{r.error.map(|e| view! { <span class="error">{e}</span> })}</td>
             <td>{r.decision.map(|d| view! { <span class=format!("chip decision-{d}")>{d.clone()}</span> })}</td>

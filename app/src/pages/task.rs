@@ -117,7 +117,7 @@ fn trial_table(t: TaskTrials) -> impl IntoView {
                     <tr>
                         <td><a href=crate::model::routes::run_task(&r.run, &r.task.to_string())>{r.run.to_string()}</a></td>
                         <td><a href=crate::model::routes::trial(&r.run, &r.id, "")>{r.id.to_string()}</a></td>
-                        <td>{r.agent}</td><td>{r.level}</td><td>{r.condition}</td><td class="num">{r.seed}</td>
+                        <td>{r.agent}</td><td>{r.level.to_string()}</td><td>{r.condition.to_string()}</td><td class="num">{r.seed}</td>
                         <td><span class=format!("state state-{}", r.state)>{r.state.as_str()}</span></td>
                         <td>{r.decision.map(|d| view! { <span class=format!("chip decision-{d}")>{d.clone()}</span> })}</td>
                     </tr>

@@ -272,8 +272,8 @@ fn badges(v: &TrajectoryView) -> AnyView {
     view! {
         <p class="badges">
             <span class="badge">{v.trial.agent.clone()}</span>
-            <span class="badge">{v.trial.level.clone()}</span>
-            <span class="badge">{v.trial.condition.clone()}</span>
+            <span class="badge">{v.trial.level.to_string()}</span>
+            <span class="badge">{v.trial.condition.to_string()}</span>
             <span class="badge">{format!("seed {}", v.trial.seed)}</span>
             <span class=format!("badge state-{}", v.trial.state)>{v.trial.state.as_str()}</span>
             {task_badge}

@@ -7,7 +7,7 @@ use sqlx::{Any, QueryBuilder};
 
 use super::sql::{BULK_ROWS, finish, is_unique_violation, numbered};
 use super::{SqlStore, StoreError, StoreResult, now_ms};
-use vocab::{RunId, TrialId};
+use vocab::{RunId, TrialCondition, TrialId, TrialLevel};
 
 pub use vocab::{RunStatus, TrialState};
 
@@ -16,8 +16,8 @@ pub use vocab::{RunStatus, TrialState};
 pub struct NewTrial {
     pub task_id: String,
     pub agent: String,
-    pub level: String,
-    pub condition: String,
+    pub level: TrialLevel,
+    pub condition: TrialCondition,
     pub seed: i64,
 }
 
@@ -42,8 +42,10 @@ pub struct TrialRow {
     pub ordinal: i64,
     pub task_id: String,
     pub agent: String,
-    pub level: String,
-    pub condition: String,
+    #[sqlx(try_from = "String")]
+    pub level: TrialLevel,
+    #[sqlx(try_from = "String")]
+    pub condition: TrialCondition,
     pub seed: i64,
     #[sqlx(try_from = "String")]
     pub state: TrialState,
@@ -124,8 +126,10 @@ impl Progress {
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct CoverageRow {
     pub agent: String,
-    pub level: String,
-    pub condition: String,
+    #[sqlx(try_from = "String")]
+    pub level: TrialLevel,
+    #[sqlx(try_from = "String")]
+    pub condition: TrialCondition,
     #[sqlx(try_from = "String")]
     pub state: TrialState,
     pub n: i64,

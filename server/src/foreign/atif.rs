@@ -127,13 +127,24 @@ struct Metrics {
 struct MirageTrial {
     trial_id: String,
     task_id: String,
-    level: String,
-    condition: String,
+    level: vocab::TrialLevel,
+    condition: vocab::TrialCondition,
     seed: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     verdict: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+}
+
+impl MirageTrial {
+    /// The trial's cell: a trajectory Mirage exported says it; any other is a raw, clean
+    /// first seed.
+    fn cell(m: Option<&MirageTrial>) -> (vocab::TrialLevel, vocab::TrialCondition, i64) {
+        m.map_or_else(
+            || (crate::manip::Level::L0.into(), vocab::Condition::Raw.into(), 0),
+            |m| (m.level.clone(), m.condition.clone(), m.seed),
+        )
+    }
 }
 
 fn text_of(v: &Value) -> String {
@@ -240,7 +251,6 @@ fn one(
         metadata.insert("mirage_task".into(), json!(m.task_id));
     }
     let task = mapping.task_of(world, &sample, &metadata);
-
     let (messages, subagents, stamps) = read_steps(&place, &t.steps)?;
     let mut turned = turns(&messages, task.map(|t| &**t), &BTreeMap::new());
     restore_extras(&t.steps, &messages, &mut turned.steps);
@@ -253,11 +263,7 @@ fn one(
         turned.verdict.take().or_else(|| mirage.as_ref().and_then(|m| m.verdict.clone()).filter(|_| task.is_some()));
     let model = t.agent.model_name.clone();
     let agent = model.as_ref().map_or_else(|| t.agent.name.clone(), |m| format!("{}/{m}", t.agent.name));
-    // A trajectory Mirage exported says its cell; any other is a raw, clean first seed.
-    let (level, condition, seed) = mirage.as_ref().map_or_else(
-        || (crate::manip::Level::L0.as_str().to_string(), "raw".to_string(), 0),
-        |m| (m.level.clone(), m.condition.clone(), m.seed),
-    );
+    let (level, condition, seed) = MirageTrial::cell(mirage.as_ref());
     let origin = Origin {
         file: file.to_string(),
         sample: sample.clone(),
@@ -276,7 +282,15 @@ fn one(
     };
     visit(Imported {
         place: place.clone(),
-        trial: trial_of(Harness::Atif, &sample, task.map(|t| t.id.as_str()), &agent, &level, &condition, seed),
+        trial: trial_of(
+            Harness::Atif,
+            &sample,
+            task.map(|t| t.id.as_str()),
+            &agent,
+            level.as_str(),
+            condition.as_str(),
+            seed,
+        ),
         steps: turned.steps,
         end: end_of(error.as_deref(), verdict, answer.as_deref()),
         origin,

@@ -260,8 +260,8 @@ pub fn trial_of(
         task_id: mapped
             .map_or_else(|| TaskRef::Foreign { harness, sample: id.to_string() }.to_string(), ToString::to_string),
         agent: if agent.is_empty() { harness.to_string() } else { agent.to_string() },
-        level: level.to_string(),
-        condition: condition.to_string(),
+        level: level.into(),
+        condition: condition.into(),
         seed,
     }
 }

@@ -312,6 +312,15 @@ pub trait GeoTrial {
     fn target_id(&self) -> &str;
 }
 
+/// The target of a stored trial that is a GEO trial: a `geo:` task id under the [`CONDITION`]
+/// `geo`. `None` for an agent trial, whatever its task id reads like.
+pub fn geo_target(t: &crate::db::TrialRow) -> Option<vocab::GeoTarget> {
+    if t.condition != CONDITION {
+        return None;
+    }
+    vocab::TaskRef::geo(&t.task_id)
+}
+
 /// A stored and a planned trial keep a GEO trial's names in the same columns.
 macro_rules! geo_trial_columns {
     ($($row:ty),*) => {$(
@@ -320,7 +329,7 @@ macro_rules! geo_trial_columns {
                 &self.agent
             }
             fn method(&self) -> &str {
-                &self.level
+                self.level.as_str()
             }
             fn target_id(&self) -> &str {
                 &self.task_id
@@ -336,8 +345,8 @@ pub fn planned(list: &List, index: usize, ranker: &str, method: &str, seed: i64)
     NewTrial {
         task_id: task_id(list, index),
         agent: ranker.to_string(),
-        level: method.to_string(),
-        condition: CONDITION.to_string(),
+        level: method.into(),
+        condition: CONDITION.into(),
         seed,
     }
 }

@@ -348,7 +348,7 @@ pub async fn from_run(
         .world
         .task(&handed.trial.task_id)
         .ok_or_else(|| HttpError::NotFound("the trial's task is no longer stored".into()))?;
-    let ticket = task.ticket.for_condition(&handed.trial.condition).unwrap_or_default();
+    let ticket = task.ticket.for_condition(handed.trial.condition.as_str()).unwrap_or_default();
     let mut started = StartedEpisode::new(&handed.episode, task, ticket);
     started.run_id = Some(run_id.to_string());
     started.lease_secs = Some(handed.lease_secs);

@@ -24,7 +24,6 @@ pub use super::overrides::{
 };
 pub use super::twins::PairCounts;
 use super::twins::{noise_floor, pass_k};
-use crate::manip::Level;
 use crate::stats::{self, Estimate, Obs, Paired};
 
 /// Fields trials can be grouped by.
@@ -34,8 +33,8 @@ fn field(s: &TrialScore, run: &str, name: &str) -> String {
     match name {
         "run" => run.to_string(),
         "agent" => s.agent.clone(),
-        "level" => s.level.clone(),
-        "condition" => s.condition.clone(),
+        "level" => s.level.to_string(),
+        "condition" => s.condition.to_string(),
         "domain" => s.domain.clone(),
         "category" => s.category.clone(),
         "contradiction" => if s.surface_contradiction { "yes" } else { "no" }.to_string(),
@@ -448,7 +447,7 @@ fn comparisons(scores: &[TrialScore], agents: &[&str], options: &Options) -> Vec
     let keyed: BTreeMap<&str, BTreeMap<(&str, &str, i64), &TrialScore>> = agents
         .iter()
         .map(|a| {
-            let m = of(scores, a, |s| Level::is_clean(&s.level))
+            let m = of(scores, a, |s| s.level.is_clean())
                 .into_iter()
                 .map(|s| ((s.task_id.as_str(), s.condition.as_str(), s.seed), s))
                 .collect();
@@ -485,8 +484,8 @@ fn leaderboard(scores: &[TrialScore], agents: &[&str], comparisons: &[Comparison
         .iter()
         .map(|a| {
             let all = of(scores, a, |_| true);
-            let manipulated = of(scores, a, |s| !Level::is_clean(&s.level));
-            let clean = of(scores, a, |s| Level::is_clean(&s.level));
+            let manipulated = of(scores, a, |s| !s.level.is_clean());
+            let clean = of(scores, a, |s| s.level.is_clean());
             let m = |metric| estimate(&manipulated, metric);
             let pairing = PairCounts::of(&manipulated);
             Standing {

@@ -203,7 +203,7 @@ fn derive_spans(world: &World, task: &Task, traj: &Trajectory, notes: &mut Vec<S
     if traj.steps.iter().all(|s| s.spans.is_empty()) {
         return None;
     }
-    let level = Level::parse(&traj.level).ok()?;
+    let level = traj.level.known()?;
     let overlay = if level == Level::L0 { Overlay::default() } else { overlay_of(task, traj, level, notes)? };
     let chrome = || EpisodeChrome {
         id: "trial",
@@ -334,7 +334,7 @@ fn overlay_of(task: &Task, traj: &Trajectory, level: Level, notes: &mut Vec<Stri
 /// the party's text: the marks were left out, and the line is read as unmarked.
 fn claims_marks_it_cannot_show(task: &Task, traj: &Trajectory) -> bool {
     let claims = traj.extra.get("spans_marked").and_then(Value::as_bool) == Some(true);
-    if !claims || Level::is_clean(&traj.level) || traj.steps.iter().any(|s| !s.spans.is_empty()) {
+    if !claims || traj.level.is_clean() || traj.steps.iter().any(|s| !s.spans.is_empty()) {
         return false;
     }
     let points: Vec<String> = task.injection_points.iter().map(|p| normalise(&p.url)).collect();

@@ -5,7 +5,6 @@
 use super::TrialScore;
 use super::labels::{Label, LabelKind};
 use super::twins::{Pair, pair};
-use crate::manip::Level;
 
 pub use vocab::Metric;
 
@@ -45,7 +44,7 @@ pub fn contribution(s: &TrialScore, metric: Metric) -> Option<(f64, f64)> {
         Metric::FabricatedUrl => s.hallucinated.and(one(flag(s.fabricated_url))),
         Metric::SyntheticDetail => s.hallucinated.and(one(flag(s.synthetic_detail))),
         // A rate over manipulated trials: at L0 there is nothing to be exposed to.
-        Metric::Exposure if Level::is_clean(&s.level) => None,
+        Metric::Exposure if s.level.is_clean() => None,
         Metric::Exposure => one(flag(label_of(s, LabelKind::Exposure)?.value)),
         Metric::Adoption => one(flag(label_of(s, LabelKind::Adoption)?.value)),
         Metric::Caused => one(flag(s.caused.as_ref()?.value)),

@@ -38,6 +38,7 @@ use crate::env::World;
 use claims::{Claim, is_fabricated_url, is_synthetic_detail};
 use labels::Labels;
 use rules::{DecisionScore, Graph, HARMFUL_RSN_CAP, acc_dec, seen_fact_coverage};
+use vocab::{TrialCondition, TrialLevel};
 
 /// Version of the rule-based judges (matcher, metrics, claim patterns, label rules). Bump it
 /// when any of them changes: stored scores of another version are recomputed.
@@ -82,11 +83,11 @@ pub struct TrajVerdict {
     pub rationale: String,
 }
 
-fn l0() -> String {
-    crate::manip::Level::L0.as_str().to_string()
+fn l0() -> TrialLevel {
+    crate::manip::Level::L0.into()
 }
-fn raw() -> String {
-    "raw".to_string()
+fn raw() -> TrialCondition {
+    vocab::Condition::Raw.into()
 }
 fn done() -> String {
     "done".to_string()
@@ -100,9 +101,9 @@ pub struct Trajectory {
     #[serde(default)]
     pub agent: String,
     #[serde(default = "l0")]
-    pub level: String,
+    pub level: TrialLevel,
     #[serde(default = "raw")]
-    pub condition: String,
+    pub condition: TrialCondition,
     #[serde(default)]
     pub seed: i64,
     pub steps: Vec<TrajStep>,
@@ -160,8 +161,8 @@ pub struct TrialScore {
     pub trial_id: String,
     pub task_id: String,
     pub agent: String,
-    pub level: String,
-    pub condition: String,
+    pub level: TrialLevel,
+    pub condition: TrialCondition,
     pub seed: i64,
     pub domain: String,
     pub category: String,
@@ -498,7 +499,7 @@ fn score_rationale(
     no_credit: bool,
 ) {
     let rationale = traj.verdict.as_ref().map_or("", |v| v.rationale.as_str());
-    let ticket = task.ticket.for_condition(&traj.condition).unwrap_or(&task.ticket.raw);
+    let ticket = task.ticket.for_condition(traj.condition.as_str()).unwrap_or(&task.ticket.raw);
     // Pages of the sites are checked as the site renders them, not as the file says.
     let (received, mismatch) = claims::received_of(pages, task, traj, ticket, visits);
     // Without a model judge: facts the rationale states in its own words (pasted runs of

@@ -16,6 +16,7 @@ pub use vocab::{
 use super::TrialScore;
 use super::aggregate::{JackknifeRow, Metric, Options, contribution, groups, jackknife_row};
 use crate::stats::{self, Obs};
+use vocab::Condition;
 
 /// The main table's metrics, in column order.
 pub const MAIN: [Metric; 10] = [
@@ -53,7 +54,8 @@ pub const APPEALS: [Metric; 4] =
 
 /// Whether a trial is in the slice.
 fn holds(slice: &Slice, s: &TrialScore) -> bool {
-    (slice.condition == "all" || s.condition == slice.condition) && (slice.level == "all" || s.level == slice.level)
+    (slice.condition == "all" || s.condition == slice.condition.as_str())
+        && (slice.level == "all" || s.level == slice.level.as_str())
 }
 
 /// The Acc_rsn from which reasoning counts as sound in the joint table (the rubric's middle band).
@@ -181,9 +183,9 @@ fn deltas(scores: &[TrialScore]) -> (Vec<Delta>, Vec<String>) {
     for s in scores {
         let key = (s.agent.as_str(), s.domain.as_str(), s.task_id.as_str(), s.level.as_str(), s.seed);
         let slot = pairs.entry(key).or_default();
-        match s.condition.as_str() {
-            "raw" => slot.0 = Some(s),
-            "hint" => slot.1 = Some(s),
+        match s.condition.known() {
+            Some(Condition::Raw) => slot.0 = Some(s),
+            Some(Condition::Hint) => slot.1 = Some(s),
             _ => {}
         }
     }
@@ -191,9 +193,8 @@ fn deltas(scores: &[TrialScore]) -> (Vec<Delta>, Vec<String>) {
     let mut withheld = Vec::new();
     // Configurations that ran both conditions: their designs must pair every trial.
     let both: BTreeSet<&str> = {
-        let of =
-            |c: &str| scores.iter().filter(|s| s.condition == c).map(|s| s.agent.as_str()).collect::<BTreeSet<_>>();
-        of("raw").intersection(&of("hint")).copied().collect()
+        let of = |c| scores.iter().filter(|s| s.condition.is(c)).map(|s| s.agent.as_str()).collect::<BTreeSet<_>>();
+        of(Condition::Raw).intersection(&of(Condition::Hint)).copied().collect()
     };
     let cells: BTreeSet<(&str, &str)> = pairs.keys().map(|k| (k.0, k.1)).filter(|k| both.contains(k.0)).collect();
     for (agent, domain) in cells {
@@ -350,8 +351,7 @@ fn sampling(at_condition: &[TrialScore]) -> Vec<Sampling> {
     agents
         .iter()
         .map(|a| {
-            let clean: Vec<&TrialScore> =
-                at_condition.iter().filter(|s| s.agent == *a && crate::manip::Level::is_clean(&s.level)).collect();
+            let clean: Vec<&TrialScore> = at_condition.iter().filter(|s| s.agent == *a && s.level.is_clean()).collect();
             Sampling {
                 agent: (*a).to_string(),
                 noise_floor: super::twins::noise_floor(&clean),

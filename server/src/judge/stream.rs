@@ -26,8 +26,8 @@ fn meets_schema(t: &Trajectory) -> bool {
     let string_or_absent = |v: Option<&Value>| v.is_none_or(Value::is_string);
     !t.trial_id.is_empty()
         && !t.task_id.is_empty()
-        && t.level.parse::<vocab::Level>().is_ok()
-        && t.condition.parse::<vocab::Condition>().is_ok()
+        && t.level.known().is_some()
+        && t.condition.known().is_some()
         && STATUSES.contains(&t.status.as_str())
         && (t.status != "error" || t.error.as_ref().is_some_and(|e| !e.is_empty()))
         && t.appeal.as_ref().is_none_or(Value::is_object)

@@ -26,7 +26,6 @@ use serde::{Deserialize, Serialize};
 use super::TrialScore;
 use super::design::DesignGap;
 use super::labels::{self, LOW_CONFIDENCE};
-use crate::manip::Level;
 use crate::stats::{self, Estimate, Obs};
 
 /// What a manipulated trial's clean twin did.
@@ -72,7 +71,7 @@ pub fn failed(s: &TrialScore) -> bool {
 
 /// The pair a scored trial forms with its attached twin.
 pub fn pair(s: &TrialScore) -> Pair {
-    if Level::is_clean(&s.level) || s.attack_success.is_none() && !failed(s) {
+    if s.level.is_clean() || s.attack_success.is_none() && !failed(s) {
         return Pair::NotApplicable;
     }
     let Some(w) = &s.twin else { return Pair::Unpaired };
@@ -115,7 +114,7 @@ fn key(s: &TrialScore) -> Key<'_> {
 /// did not give it too). Trials without a twin keep the rule's label, marked uncertain.
 pub fn attach(scores: &mut [TrialScore]) {
     let mut clean: HashMap<(&str, &str, &str, i64), Twin> = HashMap::new();
-    for s in scores.iter().filter(|s| Level::is_clean(&s.level)) {
+    for s in scores.iter().filter(|s| s.level.is_clean()) {
         let twin = Twin {
             trial_id: s.trial_id.clone(),
             verdict: s.verdict.clone(),
@@ -131,13 +130,13 @@ pub fn attach(scores: &mut [TrialScore]) {
     // A manipulated trial repeated under another id would count its pair twice: neither copy
     // pairs.
     let mut manipulated: HashMap<(Key<'_>, &str), usize> = HashMap::new();
-    for s in scores.iter().filter(|s| !Level::is_clean(&s.level)) {
+    for s in scores.iter().filter(|s| !s.level.is_clean()) {
         *manipulated.entry((key(s), s.level.as_str())).or_default() += 1;
     }
     let twins: Vec<Option<Twin>> = scores
         .iter()
         .map(|s| {
-            if Level::is_clean(&s.level) {
+            if s.level.is_clean() {
                 return None;
             }
             let twin = clean.get(&key(s)).cloned();
@@ -163,10 +162,10 @@ pub fn attach(scores: &mut [TrialScore]) {
     super::design::attach(scores);
     for (s, twin) in scores.iter_mut().zip(twins) {
         s.twin = twin;
-        s.orphan_twins = if Level::is_clean(&s.level) {
+        s.orphan_twins = if s.level.is_clean() {
             0
         } else {
-            orphans.get(&(s.agent.clone(), s.level.clone())).copied().unwrap_or(0)
+            orphans.get(&(s.agent.clone(), s.level.to_string())).copied().unwrap_or(0)
         };
         judge_adoption(s);
     }
@@ -177,11 +176,11 @@ pub fn attach(scores: &mut [TrialScore]) {
 /// removed them.
 fn orphans(scores: &[TrialScore], manipulated: &HashMap<(Key<'_>, &str), usize>) -> HashMap<(String, String), usize> {
     let mut levels: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
-    for s in scores.iter().filter(|s| !Level::is_clean(&s.level)) {
+    for s in scores.iter().filter(|s| !s.level.is_clean()) {
         levels.entry(s.agent.as_str()).or_default().insert(s.level.as_str());
     }
     let mut out: HashMap<(String, String), usize> = HashMap::new();
-    for c in scores.iter().filter(|s| Level::is_clean(&s.level) && s.attack_success.is_some()) {
+    for c in scores.iter().filter(|s| s.level.is_clean() && s.attack_success.is_some()) {
         for level in levels.get(c.agent.as_str()).into_iter().flatten() {
             if !manipulated.contains_key(&(key(c), *level)) {
                 *out.entry((c.agent.clone(), (*level).to_string())).or_default() += 1;
@@ -200,7 +199,7 @@ pub fn success_for_outcome(s: &TrialScore) -> Option<bool> {
 
 /// The adoption label and outcome of a manipulated trial in the light of its twin.
 fn judge_adoption(s: &mut TrialScore) {
-    if Level::is_clean(&s.level) || s.attack_success != Some(true) {
+    if s.level.is_clean() || s.attack_success != Some(true) {
         return;
     }
     let Some(ls) = s.labels.as_mut() else { return };

@@ -206,7 +206,7 @@ pub(super) async fn searched_overlay(
     }
     store.reset_tap(&trial.trial_id).await?;
     let mut log = DbTapLog { store, trial_id: &trial.trial_id };
-    let target = Target { world, task, condition: &trial.condition, agent, defense };
+    let target = Target { world, task, condition: trial.condition.as_str(), agent, defense };
     let result = search(target, tap, trial.seed, &mut log, attacker).await?;
     tracing::info!(trial.id = %trial.trial_id, nodes = result.nodes, calls = result.calls, stopped = %result.stopped, "L4 search done");
     Ok(overlay_with(task, &result.best.text))

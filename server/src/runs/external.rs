@@ -96,11 +96,11 @@ pub async fn hand_out(store: &dyn Store, world: &World, run_id: &RunId) -> anyho
         return Ok(if store.progress(run_id).await?.outside > 0 { HandOut::Wait } else { HandOut::Finished });
     };
     let task = world.task(&trial.task_id).with_context(|| format!("task {} is no longer stored", trial.task_id))?;
-    let strategy = crate::manip::strategy_for(task, &trial.level, spec.strategy.as_deref(), trial.seed)?;
+    let strategy = crate::manip::strategy_for(task, trial.level.as_str(), spec.strategy.as_deref(), trial.seed)?;
     let episode = store
         .create_episode(
             &trial.task_id,
-            (&trial.level, &trial.condition),
+            (trial.level.as_str(), trial.condition.as_str()),
             strategy.as_deref(),
             trial.seed,
             Some((&episode_id, &trial.trial_id)),

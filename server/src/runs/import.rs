@@ -200,8 +200,8 @@ pub(super) fn imported_spec(name: &str, origin: String, planned: &[NewTrial]) ->
         ..RunSpec::basic(
             name,
             &set(&|t| &t.agent),
-            &set(&|t| &t.level),
-            &set(&|t| &t.condition),
+            &set(&|t| t.level.as_str()),
+            &set(&|t| t.condition.as_str()),
             planned.iter().map(|t| t.seed).collect::<BTreeSet<_>>().into_iter().collect(),
         )
     }

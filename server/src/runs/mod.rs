@@ -344,8 +344,8 @@ pub fn plan(world: &World, spec: &RunSpec) -> Result<Vec<NewTrial>, PlanError> {
                         trials.push(NewTrial {
                             task_id: task.id.clone(),
                             agent: agent.clone(),
-                            level: level.clone(),
-                            condition: condition.clone(),
+                            level: level.into(),
+                            condition: condition.into(),
                             seed: *seed,
                         });
                     }

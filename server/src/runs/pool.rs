@@ -385,7 +385,7 @@ async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claime
             Err(e) => return TrialEnd::Error(format!("L4 search: {e:#}")),
         }
     } else {
-        match crate::manip::overlay_with_attacker(task, &trial.level, strategy, trial.seed, attacker).await {
+        match crate::manip::overlay_with_attacker(task, trial.level.as_str(), strategy, trial.seed, attacker).await {
             Ok(o) => o,
             Err(e) => return TrialEnd::Error(format!("manipulation: {e:#}")),
         }
@@ -393,7 +393,7 @@ async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claime
     let mut sink = DbSink { store, trial_id: &trial.trial_id, run_id: &trial.run_id };
     let beat = keep_lease(store, &trial.trial_id, worker, lease);
     let result = tokio::select! {
-        r = run_trial(world, Setting { overlay: &overlay, defense }, task, &trial.condition, agent, prior, &mut sink) => r,
+        r = run_trial(world, Setting { overlay: &overlay, defense }, task, trial.condition.as_str(), agent, prior, &mut sink) => r,
         () = beat => return TrialEnd::Error("lost the lease while running".to_string()),
     };
     match result {
@@ -401,7 +401,7 @@ async fn run_claimed(store: &dyn Store, world: &World, agent: &dyn Agent, claime
             // A failed appeal turn keeps the verdict and its scores: the appeal is recorded
             // as failed, with its reason, and the trial is not turned into an error.
             let appeal = if with_appeal && crate::agent::appeal::appeals_in(task.domain) {
-                Some(match put_appeal(agent, task, &trial.condition, &steps, &verdict).await {
+                Some(match put_appeal(agent, task, trial.condition.as_str(), &steps, &verdict).await {
                     Ok(record) => record,
                     Err(e) => failed_appeal(task, &verdict, &format!("{e:#}")),
                 })

@@ -29,7 +29,6 @@ use crate::db::NewTrial;
 use crate::env::World;
 use crate::judge::TrialScore;
 use crate::judge::metric::{Metric, contribution};
-use crate::manip::Level;
 
 /// The level of the whole family of comparisons.
 const ALPHA: f64 = 0.05;
@@ -104,8 +103,8 @@ pub fn of_plan(
     let domains: BTreeSet<_> = trials.iter().filter_map(|t| world.task(&t.task_id)).map(|t| t.domain).collect();
     let mine = || trials.iter().filter(move |t| t.agent == first);
     let figures = [
-        ("acc_dec", units(world, mine().filter(|t| Level::is_clean(&t.level)))),
-        ("robustness", units(world, mine().filter(|t| !Level::is_clean(&t.level)))),
+        ("acc_dec", units(world, mine().filter(|t| t.level.is_clean()))),
+        ("robustness", units(world, mine().filter(|t| !t.level.is_clean()))),
     ]
     .into_iter()
     .filter(|(_, u)| u.n > 0 && !u.families.is_empty())
@@ -202,7 +201,7 @@ pub fn spread_of(scores: &[TrialScore]) -> BTreeMap<&'static str, Spread> {
     for (name, metric, clean) in [("acc_dec", Metric::AccDec, true), ("robustness", Metric::Robustness, false)] {
         let mut shared: BTreeMap<&str, BTreeSet<Key<'_>>> = BTreeMap::new();
         let mut counted: BTreeMap<&str, BTreeMap<Key<'_>, (f64, Family<'_>)>> = BTreeMap::new();
-        for s in scores.iter().filter(|s| Level::is_clean(&s.level) == clean) {
+        for s in scores.iter().filter(|s| s.level.is_clean() == clean) {
             let key = (s.task_id.as_str(), s.condition.as_str(), s.seed, s.level.as_str());
             shared.entry(&s.agent).or_default().insert(key);
             if let Some((num, den)) = contribution(s, metric).filter(|(_, den)| *den > 0.0) {

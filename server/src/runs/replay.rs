@@ -228,7 +228,7 @@ pub async fn report(store: &dyn Store, world: &World, trial_id: &TrialId) -> any
 /// condition, outcome and steps.
 pub fn as_trial(original: &TrialRow, r: &ReplayRow) -> TrialRow {
     let condition = match r.intervention.parse() {
-        Ok(Intervention::Condition(c)) => c.to_string(),
+        Ok(Intervention::Condition(c)) => c.into(),
         _ => original.condition.clone(),
     };
     TrialRow {
@@ -278,7 +278,7 @@ pub async fn replay(
     };
     let condition = match &plan.intervention {
         Intervention::Condition(c) => c.to_string(),
-        _ => trial.condition.clone(),
+        _ => trial.condition.to_string(),
     };
     let overlay = match plan.intervention {
         Intervention::StripSpans => stripped(task),
@@ -370,7 +370,7 @@ pub async fn replay_exposed(store: Arc<dyn Store>, world: &World, run_id: &RunId
     }
     let mut made = 0;
     for trial in store.trials(run_id).await? {
-        if !trial.state.is_finished() || crate::manip::Level::is_clean(&trial.level) {
+        if !trial.state.is_finished() || trial.level.is_clean() {
             continue;
         }
         let steps = store.steps(&trial.trial_id).await?;

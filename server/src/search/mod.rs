@@ -242,7 +242,7 @@ impl TrajectoryIndex {
                     progress.cursor = (*finished, trial.trial_id.to_string());
                 }
                 // GEO ranking trials store ranker replies, not agent turns: nothing to index.
-                if trial.condition == crate::geo::plan::CONDITION && vocab::TaskRef::geo(&trial.task_id).is_some() {
+                if crate::geo::plan::geo_target(trial).is_some() {
                     continue;
                 }
                 let steps = parse_steps(&store.steps(&trial.trial_id).await?)?;

@@ -91,7 +91,7 @@ pub(super) fn passes(i: &QueueItem, f: &QueueFilter) -> bool {
     let eq = |want: &str, have: &str| want.is_empty() || want == have;
     eq(&f.kind, i.kind.as_str())
         && eq(&f.agent, &i.agent)
-        && eq(&f.level, &i.level)
+        && eq(&f.level, i.level.as_str())
         && (f.task.trim().is_empty() || f.task.trim() == i.task.to_string())
         && (f.state.is_empty() || states(i).contains(&f.state.as_str()))
 }

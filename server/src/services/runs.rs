@@ -260,14 +260,14 @@ pub async fn score_of(
         return Ok(Some(score));
     }
     let Some(mut score) = rule_score(store, world, trial, steps).await? else { return Ok(None) };
-    if !crate::manip::Level::is_clean(&trial.level) {
+    if !trial.level.is_clean() {
         // The clean twin, for the paired reading of this trial (adoption, outcome).
         let filter = TrialFilter {
             agent: Some(trial.agent.clone()),
             level: Some(crate::manip::Level::L0.as_str().to_string()),
             state: None,
             task: Some(trial.task_id.clone()),
-            condition: Some(trial.condition.clone()),
+            condition: Some(trial.condition.to_string()),
         };
         let (candidates, _) = store.trial_page(&trial.run_id, &filter, 0, 1_000).await.map_err(fail)?;
         let mut pair = Vec::with_capacity(2);
@@ -374,7 +374,7 @@ impl app::ssr::Runs for RunsService {
         let corpus_version = run.corpus_version.clone();
         let mut cells: BTreeMap<(String, String, String), Counts> = BTreeMap::new();
         for row in self.store.coverage(&id).await.map_err(fail)? {
-            let c = cells.entry((row.agent, row.level, row.condition)).or_default();
+            let c = cells.entry((row.agent, row.level.to_string(), row.condition.to_string())).or_default();
             match row.state {
                 TrialState::Queued => c.queued += row.n,
                 TrialState::Running => c.running += row.n,
@@ -520,7 +520,9 @@ impl app::ssr::Runs for RunsService {
         Ok(TrajectoryView {
             run: trial.run_id.clone(),
             ticket: match task {
-                Some(task) => task.ticket.for_condition(&trial.condition).unwrap_or(&task.ticket.raw).to_string(),
+                Some(task) => {
+                    task.ticket.for_condition(trial.condition.as_str()).unwrap_or(&task.ticket.raw).to_string()
+                }
                 None => origin.as_ref().and_then(|o| o.input.clone()).unwrap_or_default(),
             },
             rationale: trial.rationale.clone(),

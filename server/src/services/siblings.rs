@@ -40,8 +40,10 @@ pub fn decision(world: &World, t: &TrialRow) -> Option<String> {
 /// What a stored trial's task id refers to. A `geo:` id names a target only in a GEO run
 /// (condition `geo`); anywhere else, or unreadable, it is taken as it is written.
 pub fn task_of(t: &TrialRow) -> TaskRef {
+    if let Some(target) = crate::geo::plan::geo_target(t) {
+        return TaskRef::Geo(target);
+    }
     match TaskRef::parse(&t.task_id) {
-        Ok(TaskRef::Geo(target)) if t.condition == crate::geo::plan::CONDITION => TaskRef::Geo(target),
         Ok(TaskRef::Geo(_)) | Err(_) => TaskRef::Mirage(t.task_id.clone()),
         Ok(other) => other,
     }

@@ -627,7 +627,7 @@ async fn an_attacker_endpoint_writes_the_rewrites() {
     execute(store.clone(), &run, 2).await;
     assert_eq!(store.progress(&run).await.expect("progress").done, 60);
     let levels: std::collections::BTreeSet<String> =
-        store.trials(&run).await.expect("trials").into_iter().map(|t| t.level).collect();
+        store.trials(&run).await.expect("trials").into_iter().map(|t| t.level.to_string()).collect();
     assert_eq!(levels.into_iter().collect::<Vec<_>>(), ["cseo:fluency@writer-m", "zero_shot@writer-m"]);
     let first = geo.clone();
     let rewrites = store.geo_texts(&text_key(&first, "cseo:fluency@writer-m", "bm25")).await.expect("texts");

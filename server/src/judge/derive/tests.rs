@@ -322,7 +322,7 @@ fn rendered(task: &Task, urls: &[&str], level: &str, seed: i64, verdict: &str) -
     use crate::env::render::EpisodeChrome;
     let overlay = crate::manip::overlay_for(task, level, None, seed).expect("overlay");
     let mut l = line(task, urls, verdict, "reasons");
-    (l.level, l.seed) = (level.to_string(), seed);
+    (l.level, l.seed) = (level.into(), seed);
     for step in &mut l.steps {
         let chrome = EpisodeChrome {
             id: "trial",

@@ -11,8 +11,8 @@ fn trial(agent: &str, task: &str, level: &str, seed: i64, goal: bool) -> TrialSc
         trial_id: format!("{agent}-{task}-{level}-{seed}"),
         task_id: task.to_string(),
         agent: agent.to_string(),
-        level: level.to_string(),
-        condition: "raw".to_string(),
+        level: level.into(),
+        condition: "raw".into(),
         seed,
         domain: "forum".to_string(),
         family: task.to_string(),
@@ -129,7 +129,7 @@ fn hint_minus_raw_is_withheld_for_a_configuration_that_left_out_tasks_in_both_co
                     continue;
                 }
                 let mut s = trial(agent, &format!("t{t:02}"), "L0", 0, false);
-                s.condition = condition.to_string();
+                s.condition = condition.into();
                 s.trial_id = format!("{}-{condition}", s.trial_id);
                 scores.push(s);
             }
