@@ -180,6 +180,16 @@ pub fn href(key: &str) -> String {
     crate::model::routes::definition(key)
 }
 
+/// The definition of a column the page names in code (no key to misspell).
+pub fn definition_of(column: Column) -> &'static str {
+    column.text().1
+}
+
+/// Where that column's definition is on the definitions page.
+pub fn href_of(column: Column) -> String {
+    href(column.key())
+}
+
 /// What each label people settle means, with one example of a yes and a no: shown on the
 /// labelling page (annotators are blind to the automatic explanation, so this is their
 /// definition) and, word for word, in the book's annotation chapter.

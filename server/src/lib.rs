@@ -110,7 +110,13 @@ fn pinned_page(
     move |axum::extract::State(state): axum::extract::State<AppState>, req: axum::extract::Request| {
         let render = render.clone();
         Box::pin(async move {
-            match http::dashboard::pinned_to(&state, req.uri()).await {
+            // A HEAD request (a probe) is answered as the page itself, as before pinning.
+            let to = if req.method() == axum::http::Method::GET {
+                http::dashboard::pinned_to(&state, req.uri()).await
+            } else {
+                None
+            };
+            match to {
                 Some(to) => axum::response::IntoResponse::into_response(axum::response::Redirect::to(&to)),
                 None => render(req).await,
             }

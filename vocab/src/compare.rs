@@ -41,8 +41,8 @@ pub struct MetricDiff {
 pub struct Changed {
     pub task_id: String,
     pub agent: String,
-    pub level: String,
-    pub condition: String,
+    pub level: crate::TrialLevel,
+    pub condition: crate::TrialCondition,
     pub seed: i64,
     pub a_trial: TrialId,
     pub b_trial: TrialId,

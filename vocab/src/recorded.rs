@@ -44,11 +44,12 @@ impl<E: Name> Recorded<E> {
         }
     }
 
-    /// The variant, when the text names one.
+    /// The variant, when the text names one (an `Other` built by hand with a variant's
+    /// name included: every rule reads the text, as equality does).
     pub fn known(&self) -> Option<E> {
         match self {
             Recorded::Known(e) => Some(*e),
-            Recorded::Other(_) => None,
+            Recorded::Other(s) => E::of(s),
         }
     }
 
@@ -59,9 +60,10 @@ impl<E: Name> Recorded<E> {
 }
 
 impl TrialLevel {
-    /// Whether it is the clean level (L0); an outside harness's clean trials are recorded so.
+    /// Whether it is the clean level (L0; the one rule, [`Level::is_clean`](crate::Level::is_clean));
+    /// an outside harness's clean trials are recorded so.
     pub fn is_clean(&self) -> bool {
-        self.is(crate::Level::L0)
+        crate::Level::is_clean(self.as_str())
     }
 }
 
@@ -190,6 +192,7 @@ mod tests {
         assert!(!attack.is_clean() && attack.known().is_none());
         assert_eq!(attack.to_string(), "important_instructions");
         assert_eq!(Recorded::<Level>::Other("L3".into()), TrialLevel::from(Level::L3), "equal by text");
+        assert!(Recorded::<Level>::Other("L0".into()).is_clean(), "and read by text");
         let mut sorted: Vec<TrialLevel> = ["L3", "Zed", "L0", "attack"].map(TrialLevel::from).to_vec();
         sorted.sort();
         assert_eq!(sorted.iter().map(TrialLevel::as_str).collect::<Vec<_>>(), ["L0", "L3", "Zed", "attack"]);

@@ -68,8 +68,8 @@ pub struct RunSummary {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CoverageCell {
     pub agent: String,
-    pub level: String,
-    pub condition: String,
+    pub level: crate::TrialLevel,
+    pub condition: crate::TrialCondition,
     pub counts: Counts,
 }
 
@@ -263,6 +263,12 @@ pub struct TaskTrials {
     pub rows: Vec<TrialSummary>,
     /// Trials of the task in all runs (more than `rows` holds when past the limit).
     pub total: usize,
+}
+
+/// The items of a launch-form field: separated by commas, spaces or line breaks. The form's
+/// own notes and the server read a field alike.
+pub fn form_list(text: &str) -> Vec<String> {
+    text.split([',', ' ', '\n']).map(str::trim).filter(|s| !s.is_empty()).map(ToString::to_string).collect()
 }
 
 /// The launch form as submitted: every field is text so that a mistake can be explained

@@ -68,8 +68,8 @@ fn result(c: Comparison) -> impl IntoView {
                     <tbody>
                         {c.changed.into_iter().map(|x| view! {
                             <tr data-direction=x.direction.clone()>
-                                <td>{x.task_id.clone()}</td><td>{x.agent.clone()}</td><td>{x.level.clone()}</td>
-                                <td>{x.condition.clone()}</td><td class="num">{x.seed}</td>
+                                <td>{x.task_id.clone()}</td><td>{x.agent.clone()}</td><td>{x.level.to_string()}</td>
+                                <td>{x.condition.to_string()}</td><td class="num">{x.seed}</td>
                                 <td><A href=crate::model::routes::trial(&run_a, &x.a_trial, "")>{verdict(&x.a_verdict)}</A></td>
                                 <td><A href=crate::model::routes::trial(&run_b, &x.b_trial, "")>{verdict(&x.b_verdict)}</A></td>
                                 <td>{x.direction.clone()}</td>

@@ -127,8 +127,8 @@ pub(super) fn board_table(
                 {show_band.then(|| view! { <th title="Configurations in one band are not significantly different on utility">"Band"</th> })}
                 <th>"Configuration"</th><th>"Trials"</th><th title="Trials that ended in error, and their share: they stay in every mean, scored 0 on decision and reasoning">"Errors (rate)"</th><th>"Disputed"</th>
                 {(most_k > 0).then(|| view! {
-                    <th title=crate::glossary::definition("pass_k").unwrap_or_default()>
-                        {format!("pass^k (k = 1…{most_k})")}" "<a class="def" href=crate::glossary::href("pass_k")>"?"</a>
+                    <th title=crate::glossary::definition_of(crate::glossary::Column::PassK)>
+                        {format!("pass^k (k = 1…{most_k})")}" "<a class="def" href=crate::glossary::href_of(crate::glossary::Column::PassK)>"?"</a>
                     </th>
                 })}
                 {columns.iter().map(|c| {

@@ -8,6 +8,8 @@ use leptos_router::components::A;
 use super::Loading;
 use crate::api::{get_heatmap, get_robustness};
 use crate::components::{AsOfLine, EstCell, PendingLine, RunPicker, query_param, query_string};
+use crate::glossary::Column;
+use crate::model::Metric;
 use crate::model::{HeatCell, HeatQuery};
 
 /// `/robustness`.
@@ -57,8 +59,8 @@ pub fn RobustnessPage() -> impl IntoView {
                 </p>
                 <table class="points">
                     <thead><tr><th>"Configuration"</th>
-                        <th title=crate::glossary::definition("utility").unwrap_or_default()>"Utility"" "<a class="def" href=crate::glossary::href("utility")>"?"</a></th>
-                        <th title=crate::glossary::definition("robustness").unwrap_or_default()>"Robustness (paired)"" "<a class="def" href=crate::glossary::href("robustness")>"?"</a></th>
+                        <th title=crate::glossary::definition_of(Column::Utility)>"Utility"" "<a class="def" href=crate::glossary::href_of(Column::Utility)>"?"</a></th>
+                        <th title=crate::glossary::definition_of(Column::Metric(Metric::Robustness))>"Robustness (paired)"" "<a class="def" href=crate::glossary::href_of(Column::Metric(Metric::Robustness))>"?"</a></th>
                         <th>"Frontier"</th></tr></thead>
                     <tbody>
                         {d.points.iter().map(|p| view! {
@@ -87,7 +89,7 @@ fn cost_plot(svg: Option<String>, costs: &[crate::model::CostPoint]) -> AnyView 
             <figure class="plot cost-plot" inner_html=svg></figure>
             <table class="points cost-points">
                 <thead><tr><th>"Configuration"</th><th>"Utility"</th>
-                    <th title=crate::glossary::definition("cost").unwrap_or_default()>"Cost per trial (US$)"" "<a class="def" href=crate::glossary::href("cost")>"?"</a></th>
+                    <th title=crate::glossary::definition_of(Column::Metric(Metric::Cost))>"Cost per trial (US$)"" "<a class="def" href=crate::glossary::href_of(Column::Metric(Metric::Cost))>"?"</a></th>
                     <th>"Frontier"</th></tr></thead>
                 <tbody>
                     {costs.iter().map(|p| view! {

@@ -47,8 +47,7 @@ fn Field(
 
 /// What the planner adds to these levels: a note when they manipulate without L0.
 fn twins_note(levels: &str) -> Option<String> {
-    let named: Vec<&str> = levels.split(',').map(str::trim).filter(|l| !l.is_empty()).collect();
-    vocab::level::needs_clean_twins(&named).then(|| {
+    vocab::level::needs_clean_twins(&vocab::form_list(levels)).then(|| {
         "+ clean twins: L0 trials of every task, configuration, condition and seed are added (the paired metrics compare each manipulated trial with its twin)".to_string()
     })
 }
@@ -93,7 +92,7 @@ fn LaunchForm() -> impl IntoView {
     let tasks = RwSignal::new("shop".to_string());
     let agents = RwSignal::new("surface, explorer, oracle".to_string());
     let levels = RwSignal::new("L0, L1".to_string());
-    let conditions = RwSignal::new("raw".to_string());
+    let conditions = RwSignal::new(vocab::Condition::Raw.as_str().to_string());
     let seeds = RwSignal::new("0".to_string());
     let concurrency = RwSignal::new("4".to_string());
     let appeal = RwSignal::new(false);
@@ -397,7 +396,7 @@ fn coverage_table(coverage: Vec<crate::model::CoverageCell>) -> impl IntoView {
             <tbody>
                 {coverage.into_iter().map(|c| view! {
                     <tr class:complete=c.counts.queued + c.counts.running == 0>
-                        <td>{c.agent}</td><td>{c.level}</td><td>{c.condition}</td>
+                        <td>{c.agent}</td><td>{c.level.to_string()}</td><td>{c.condition.to_string()}</td>
                         <td class="num">{c.counts.done}</td><td class="num">{c.counts.error}</td>
                         <td class="num">{c.counts.running}</td><td class="num">{c.counts.queued}</td>
                         <td class="num">{c.counts.cancelled}</td>

@@ -111,8 +111,8 @@ fn print(c: &Comparison) {
         t.add_row(vec![
             x.task_id.clone(),
             x.agent.clone(),
-            x.level.clone(),
-            x.condition.clone(),
+            x.level.to_string(),
+            x.condition.to_string(),
             x.seed.to_string(),
             format!("{} ({})", verdict(&x.a_verdict), x.a_trial),
             format!("{} ({})", verdict(&x.b_verdict), x.b_trial),

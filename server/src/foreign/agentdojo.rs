@@ -129,7 +129,7 @@ pub fn read(file: &str, bytes: &[u8], world: &World, mapping: &Mapping) -> anyho
         Some(_) => r.attack_type.clone().unwrap_or_else(|| "attack".into()),
         None => crate::manip::Level::L0.as_str().to_string(),
     };
-    let condition = injection.clone().unwrap_or_else(|| "raw".into());
+    let condition = injection.clone().unwrap_or_else(|| vocab::Condition::Raw.as_str().into());
     let origin = Origin {
         file: file.to_string(),
         sample: format!("{id}/{}", injection.as_deref().unwrap_or("none")),

@@ -213,9 +213,9 @@ pub struct Report {
     pub weighting: Weighting,
 }
 
-/// The baselines left out of the default family: they anchor the scale (no edit, a crude
-/// stuffing, a deletion) and would make any two rankers look alike.
-pub const BASELINES: [&str; 3] = ["clean", "stuff", "strip"];
+/// The baselines left out of the default family: the offline writers, which anchor the
+/// scale (no edit, a crude stuffing, a deletion) and would make any two rankers look alike.
+pub const BASELINES: [&str; 3] = super::writers::WRITERS;
 
 /// A (ranker, method) with trials in no mean (ended in error or unfinished), and why.
 pub use vocab::GeoIncomplete as Incomplete;

@@ -21,6 +21,7 @@ use leptos::prelude::{LeptosOptions, provide_context};
 
 use super::dashboard::Exports;
 use crate::db::Store;
+use vocab::routes;
 
 /// The stylesheet the dashboard serves as `/pkg/mirage.css`, copied into every bundle.
 const STYLE: &str = include_str!("../../../style/main.css");
@@ -113,14 +114,13 @@ pub async fn write(
     let trials = state.store.trials(run).await?;
     let mut queue: VecDeque<Place> = VecDeque::new();
     let seeds: Vec<String> = if geo {
-        let mut s = vec![format!("/geo?run={run}"), format!("/runs/{run}")];
-        s.extend(trials.iter().map(|t| format!("/geo/trials/{}", t.trial_id)));
+        let mut s = vec![routes::geo(run), routes::run(run)];
+        s.extend(trials.iter().map(|t| routes::geo_trial(&t.trial_id)));
         s
     } else {
-        let mut s = ["/runs/{run}", "/leaderboard", "/robustness", "/heatmaps", "/report", "/definitions"]
-            .map(|p| p.replace("{run}", run))
-            .to_vec();
-        s.extend(trials.iter().map(|t| format!("/runs/{run}/trials/{}", t.trial_id)));
+        let mut s = vec![routes::run(run)];
+        s.extend(["/leaderboard", "/robustness", "/heatmaps", "/report", "/definitions"].map(String::from));
+        s.extend(trials.iter().map(|t| routes::trial(run, &t.trial_id, "")));
         s
     };
     let mut known = BTreeSet::new();
@@ -349,25 +349,23 @@ fn place_of(run: &str, geo: bool, url: &str) -> Option<Place> {
     match segments.as_slice() {
         [""] if pairs.is_empty() => {
             if geo {
-                page("geo.html".into(), format!("/geo?run={run}"))
+                page("geo.html".into(), routes::geo(run))
             } else {
-                page("index.html".into(), format!("/runs/{run}"))
+                page("index.html".into(), routes::run(run))
             }
         }
         ["runs", r] if *r == run && only(&["page"]) => {
             let q = page_no.map(|n| format!("?page={n}")).unwrap_or_default();
-            page(numbered(if geo { "run".into() } else { "index".into() }), format!("/runs/{run}{q}"))
+            page(numbered(if geo { "run".into() } else { "index".into() }), format!("{}{q}", routes::run(run)))
         }
         ["runs", r, "trials", t] if *r == run && !geo => {
             let q = page_no.map(|n| format!("?page={n}")).unwrap_or_default();
             let stem = format!("trials/{}", safe(t));
             let first = page_no.map(|_| format!("{stem}.html"));
-            page(numbered(stem), format!("/runs/{run}/trials/{t}{q}")).map(|p| Place { first, ..p })
+            page(numbered(stem), routes::trial(run, t, &q)).map(|p| Place { first, ..p })
         }
-        ["geo", "trials", t] if geo && only(&[]) => {
-            page(format!("targets/{}.html", safe(t)), format!("/geo/trials/{t}"))
-        }
-        ["geo"] if geo && only(&["run"]) => page("geo.html".into(), format!("/geo?run={run}")),
+        ["geo", "trials", t] if geo && only(&[]) => page(format!("targets/{}.html", safe(t)), routes::geo_trial(t)),
+        ["geo"] if geo && only(&["run"]) => page("geo.html".into(), routes::geo(run)),
         [name @ ("leaderboard" | "robustness" | "heatmaps" | "report")] if !geo && only(views(name)) => {
             let variant = variant_of(&pairs);
             let mut q = format!("run={}", urlencoding::encode(run));

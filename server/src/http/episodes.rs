@@ -32,7 +32,7 @@ fn default_level() -> String {
     Level::L0.as_str().to_string()
 }
 fn default_condition() -> String {
-    "raw".to_string()
+    vocab::Condition::Raw.as_str().to_string()
 }
 
 /// What an outside agent gets when an episode starts.

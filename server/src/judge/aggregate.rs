@@ -33,8 +33,8 @@ fn field(s: &TrialScore, run: &str, name: &str) -> String {
     match name {
         "run" => run.to_string(),
         "agent" => s.agent.clone(),
-        "level" => s.level.to_string(),
-        "condition" => s.condition.to_string(),
+        "level" => s.level.as_str().to_string(),
+        "condition" => s.condition.as_str().to_string(),
         "domain" => s.domain.clone(),
         "category" => s.category.clone(),
         "contradiction" => if s.surface_contradiction { "yes" } else { "no" }.to_string(),

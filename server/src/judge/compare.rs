@@ -188,8 +188,8 @@ fn changed_of(pairs: &[(&TrialScore, &TrialScore)], with_agent: bool) -> Vec<Cha
             Changed {
                 task_id: sa.task_id.clone(),
                 agent: if with_agent { sa.agent.clone() } else { format!("{} → {}", sa.agent, sb.agent) },
-                level: sa.level.to_string(),
-                condition: sa.condition.to_string(),
+                level: sa.level.clone(),
+                condition: sa.condition.clone(),
                 seed: sa.seed,
                 a_trial: sa.trial_id.clone().into(),
                 b_trial: sb.trial_id.clone().into(),

@@ -165,7 +165,7 @@ pub fn attach(scores: &mut [TrialScore]) {
         s.orphan_twins = if s.level.is_clean() {
             0
         } else {
-            orphans.get(&(s.agent.clone(), s.level.to_string())).copied().unwrap_or(0)
+            orphans.get(&(s.agent.clone(), s.level.as_str().to_string())).copied().unwrap_or(0)
         };
         judge_adoption(s);
     }

@@ -9,6 +9,8 @@
 //! decision call with people's call (agreement, Wilson interval). Below
 //! [`MIN_AGREEMENT_N`] pairs a check is shown as too few to read.
 
+pub mod coverage;
+
 use super::TrialScore;
 use super::labels::{self, LabelKind};
 use super::metric::{Metric, label_of};

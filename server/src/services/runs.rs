@@ -57,9 +57,7 @@ pub async fn progress(store: &dyn Store, run_id: &RunId) -> Result<Progress, App
     })
 }
 
-fn list(text: &str) -> Vec<String> {
-    text.split([',', ' ', '\n']).map(str::trim).filter(|s| !s.is_empty()).map(ToString::to_string).collect()
-}
+use vocab::form_list as list;
 
 fn invalid(field: &str, message: impl Into<String>) -> AppError {
     AppError::Invalid { field: field.to_string(), message: message.into() }
@@ -372,9 +370,9 @@ impl app::ssr::Runs for RunsService {
         let run = self.store.run(&id).await?;
         let spec = spec_of(&run)?;
         let corpus_version = run.corpus_version.clone();
-        let mut cells: BTreeMap<(String, String, String), Counts> = BTreeMap::new();
+        let mut cells: BTreeMap<(String, vocab::TrialLevel, vocab::TrialCondition), Counts> = BTreeMap::new();
         for row in self.store.coverage(&id).await.map_err(fail)? {
-            let c = cells.entry((row.agent, row.level.to_string(), row.condition.to_string())).or_default();
+            let c = cells.entry((row.agent, row.level, row.condition)).or_default();
             match row.state {
                 TrialState::Queued => c.queued += row.n,
                 TrialState::Running => c.running += row.n,
@@ -571,7 +569,7 @@ mod tests {
             tasks: "shop".into(),
             agents: "explorer, surface".into(),
             levels: "L0,L1".into(),
-            conditions: "raw".into(),
+            conditions: vocab::Condition::Raw.as_str().into(),
             seeds: "0 1".into(),
             concurrency: "4".into(),
             appeal: None,

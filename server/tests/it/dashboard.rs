@@ -770,6 +770,9 @@ async fn team_and_annotate_pages_name_their_run() {
         let resp = app.client.get(app.url(path)).send().await.expect("page");
         assert_eq!(resp.status(), 200, "{path} is not pinned");
     }
+    // A probe's HEAD is answered as the page, not sent on.
+    let head = app.client.head(app.url("/leaderboard")).send().await.expect("head");
+    assert_eq!(head.status(), 200, "HEAD /leaderboard");
     let (status, body) = app.text(&format!("/team?run={run}")).await;
     assert_eq!(status, 200);
     assert!(body.contains("labels settled by people") && body.contains("judges"), "{body}");

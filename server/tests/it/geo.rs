@@ -1078,6 +1078,32 @@ async fn a_dead_tap_search_is_searched_again_beside_the_text_a_run_ranked() {
     );
 }
 
+/// The judge reads a text as the rankers and PPL-R do, on one line: a copy that differs
+/// only in whitespace (doubled spaces, line breaks, tabs) is the same text to it, asked
+/// once and scored alike, so an edit of whitespace alone cannot be told apart.
+#[tokio::test]
+async fn the_judge_cannot_see_an_edit_of_whitespace_alone() {
+    use server::geo::judge::{JudgeMode, builtin, judge_as};
+    use server::llm::scripted::Reply;
+    let judge = server::llm::scripted::ScriptedServer::responding(std::time::Duration::ZERO, |body| {
+        let user = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("");
+        // Shown the text other than on one line, single-spaced, the judge would answer otherwise.
+        let one_line = user.contains("A sturdy product with a two-year warranty.");
+        Reply::TopLogprobs(vec![("Yes".into(), if one_line { -3.0 } else { -0.1 }), ("No".into(), -0.2)])
+    })
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = server::db::database_url(crate::support::temp_path(&dir, "w.db").to_str().expect("utf-8")).expect("url");
+    let store = server::db::SqlStore::connect(&url).await.expect("connect");
+    let client = server::llm::HttpLlm::new(server::llm::EndpointSpec::new(&judge.base_url, "judge-m")).expect("client");
+    let prompt = builtin();
+    let score = |text: &'static str| judge_as(JudgeMode::Logprobs, &prompt, &client, "judge-m", &store, text);
+    let plain = score("A sturdy product with a two-year warranty.").await.expect("plain");
+    let spaced = score("A  sturdy product\n\nwith a\ttwo-year   warranty. ").await.expect("spaced");
+    assert_eq!(plain.p, spaced.p, "the same text to the judge");
+    assert_eq!(judge.requests().len(), 1, "and asked once: the second is the first's cached answer");
+}
+
 /// The logprob judge over a stored run: every distinct text judged once (cached), the
 /// threshold calibrated on the originals at the keyword filter's own rate, AUROC per method
 /// (stuffed texts perfectly separated, the clean method indistinguishable), and the gain a
