@@ -275,7 +275,7 @@ pub struct Robustness {
     pub runs: Vec<RunId>,
     /// `pooled` or a level (`L1` … `L4`).
     pub level: String,
-    pub levels: Vec<String>,
+    pub levels: Vec<crate::TrialLevel>,
     pub points: Vec<ParetoPoint>,
     /// Configurations left out for lack of L0 or manipulated trials.
     pub missing: Vec<String>,
@@ -322,7 +322,7 @@ pub struct HeatQuery {
 /// One cell of a heatmap.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HeatCell {
-    pub level: String,
+    pub level: crate::TrialLevel,
     pub column: String,
     pub est: Option<Est>,
     /// Too few observations (or too wide an interval) to read.
@@ -341,7 +341,7 @@ pub struct Heatmap {
     pub runs: Vec<RunId>,
     pub metric: String,
     pub by: String,
-    pub levels: Vec<String>,
+    pub levels: Vec<crate::TrialLevel>,
     pub columns: Vec<String>,
     pub cells: Vec<HeatCell>,
     /// Cells with fewer observations than this are greyed.

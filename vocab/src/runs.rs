@@ -56,7 +56,7 @@ pub struct RunSummary {
     pub created_at: i64,
     pub tasks: String,
     pub agents: Vec<String>,
-    pub levels: Vec<String>,
+    pub levels: Vec<crate::TrialLevel>,
     pub progress: Progress,
     /// Why the run's stored spec cannot be read, when it cannot (its tasks, agents and
     /// levels are then unknown and empty).
@@ -77,7 +77,7 @@ pub struct CoverageCell {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunDetail {
     pub summary: RunSummary,
-    pub conditions: Vec<String>,
+    pub conditions: Vec<crate::TrialCondition>,
     pub seeds: Vec<i64>,
     pub appeal: bool,
     pub strategy: Option<String>,

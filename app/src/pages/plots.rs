@@ -42,7 +42,7 @@ pub fn RobustnessPage() -> impl IntoView {
                 <div class="controls">
                     <RunPicker runs=d.runs.clone() current=d.run.clone() href=picker/>
                     <span class="toggle" role="group" aria-label="Level">"Level: "
-                        {std::iter::once("pooled".to_string()).chain(d.levels.clone()).map(|l| {
+                        {std::iter::once("pooled".to_string()).chain(d.levels.iter().map(ToString::to_string)).map(|l| {
                             let class = if l == d.level { "on" } else { "" };
                             view! { <A href=href(&d.run, &l) attr:class=class>{l.clone()}</A> }
                         }).collect_view()}
@@ -204,8 +204,8 @@ pub fn HeatmapsPage() -> impl IntoView {
                     <tbody>
                         {h.levels.iter().map(|l| view! {
                             <tr>
-                                <th scope="row">{l.clone()}</th>
-                                {h.columns.iter().map(|c| heat_cell(h.cells.iter().find(|x| &x.level == l && &x.column == c), l, c)).collect_view()}
+                                <th scope="row">{l.to_string()}</th>
+                                {h.columns.iter().map(|c| heat_cell(h.cells.iter().find(|x| &x.level == l && &x.column == c), l.as_str(), c)).collect_view()}
                             </tr>
                         }).collect_view()}
                     </tbody>

@@ -125,11 +125,11 @@ pub fn read(file: &str, bytes: &[u8], world: &World, mapping: &Mapping) -> anyho
         injections: r.injections.clone(),
         success: r.security,
     });
-    let level = match &injection {
-        Some(_) => r.attack_type.clone().unwrap_or_else(|| "attack".into()),
-        None => crate::manip::Level::L0.as_str().to_string(),
+    let level: vocab::TrialLevel = match &injection {
+        Some(_) => r.attack_type.clone().unwrap_or_else(|| "attack".into()).into(),
+        None => crate::manip::Level::L0.into(),
     };
-    let condition = injection.clone().unwrap_or_else(|| vocab::Condition::Raw.as_str().into());
+    let condition: vocab::TrialCondition = injection.clone().map_or(vocab::Condition::Raw.into(), Into::into);
     let origin = Origin {
         file: file.to_string(),
         sample: format!("{id}/{}", injection.as_deref().unwrap_or("none")),
@@ -153,7 +153,7 @@ pub fn read(file: &str, bytes: &[u8], world: &World, mapping: &Mapping) -> anyho
     };
     Ok(Imported {
         place: file.to_string(),
-        trial: trial_of(Harness::Agentdojo, &id, task.map(|t| t.id.as_str()), &r.pipeline_name, &level, &condition, 0),
+        trial: trial_of(Harness::Agentdojo, &id, task.map(|t| t.id.as_str()), &r.pipeline_name, level, condition, 0),
         steps: t.steps,
         end: end_of(r.error.as_deref(), t.verdict, t.answer.as_deref()),
         origin,

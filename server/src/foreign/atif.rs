@@ -282,15 +282,7 @@ fn one(
     };
     visit(Imported {
         place: place.clone(),
-        trial: trial_of(
-            Harness::Atif,
-            &sample,
-            task.map(|t| t.id.as_str()),
-            &agent,
-            level.as_str(),
-            condition.as_str(),
-            seed,
-        ),
+        trial: trial_of(Harness::Atif, &sample, task.map(|t| t.id.as_str()), &agent, level, condition, seed),
         steps: turned.steps,
         end: end_of(error.as_deref(), verdict, answer.as_deref()),
         origin,

@@ -252,8 +252,8 @@ pub fn trial_of(
     id: &str,
     mapped: Option<&str>,
     agent: &str,
-    level: &str,
-    condition: &str,
+    level: impl Into<vocab::TrialLevel>,
+    condition: impl Into<vocab::TrialCondition>,
     seed: i64,
 ) -> NewTrial {
     NewTrial {

@@ -404,7 +404,7 @@ async fn export_heatmap(state: &Exports, name: &str, q: &ExportQuery) -> Result<
         .cells
         .iter()
         .map(|c| {
-            let mut line = vec![c.level.clone(), c.column.clone()];
+            let mut line = vec![c.level.to_string(), c.column.clone()];
             line.extend(est_cells(c.est.as_ref(), 4));
             line.push(c.underpowered.to_string());
             line.push(c.trials.to_string());

@@ -315,17 +315,7 @@ mod tests {
             "outcome": "clean-correct", "judge_version": "v"
         }))
         .expect("score");
-        let label = |value: bool, source: &str| Label {
-            value,
-            turn: None,
-            source: source.to_string(),
-            confidence: 1.0,
-            reason: String::new(),
-            disputed: false,
-            automatic: None,
-            second_opinion: None,
-            conflict: false,
-        };
+        let label = super::coverage::label;
         let mut ls = labels::Labels {
             exposure: label(false, "rule"),
             adoption: label(false, "rule"),

@@ -184,7 +184,7 @@ impl app::ssr::Insights for InsightsService {
             run,
             runs: runs.into_iter().collect(),
             level,
-            levels,
+            levels: levels.iter().map(Into::into).collect(),
             points,
             missing,
             svg,
@@ -223,7 +223,7 @@ impl app::ssr::Insights for InsightsService {
             .map(|g| {
                 let e = g.metrics.get(metric.as_str()).copied().flatten();
                 HeatCell {
-                    level: g.key.get("level").cloned().unwrap_or_default(),
+                    level: g.key.get("level").map(Into::into).unwrap_or_default(),
                     column: g.key.get(by.as_str()).cloned().unwrap_or_default(),
                     est: e,
                     underpowered: e.is_none_or(|e| e.n < MIN_N || e.no_interval || e.hi - e.lo > MAX_WIDTH),
@@ -239,7 +239,7 @@ impl app::ssr::Insights for InsightsService {
             runs: runs.into_iter().collect(),
             metric: metric.as_str().to_string(),
             by,
-            levels,
+            levels: levels.iter().map(Into::into).collect(),
             columns,
             cells,
             min_n: MIN_N,

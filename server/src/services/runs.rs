@@ -327,7 +327,7 @@ impl RunsService {
             created_at: run.created_at,
             tasks: spec.tasks.clone(),
             agents: spec.agents.clone(),
-            levels: spec.levels.clone(),
+            levels: spec.levels.iter().map(Into::into).collect(),
             unreadable: None,
         })
     }
@@ -359,7 +359,7 @@ impl app::ssr::Runs for RunsService {
                 created_at: o.run.created_at,
                 tasks: spec.tasks,
                 agents: spec.agents,
-                levels: spec.levels,
+                levels: spec.levels.iter().map(Into::into).collect(),
                 unreadable,
             });
         }
@@ -396,7 +396,7 @@ impl app::ssr::Runs for RunsService {
             agent_setup,
             clean_twins: spec.clean_twins,
             summary: self.summary_of(run, &spec).await?,
-            conditions: spec.conditions,
+            conditions: spec.conditions.iter().map(Into::into).collect(),
             seeds: spec.seeds,
             appeal: spec.appeal,
             strategy: spec.strategy,

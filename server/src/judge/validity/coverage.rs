@@ -36,7 +36,8 @@ impl Run {
     }
 }
 
-fn label(value: bool, source: &str) -> Label {
+/// A label given by `source`, undisputed and never replaced.
+pub(super) fn label(value: bool, source: &str) -> Label {
     Label {
         value,
         turn: None,
