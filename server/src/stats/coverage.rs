@@ -392,7 +392,8 @@ fn holm_row(replicates: usize) -> Row {
     row
 }
 
-fn row(kind: &'static str, used: &'static str, design: String, measure: Measure) -> Row {
+/// A row before its first replicate (no known shortfall).
+pub fn row(kind: &'static str, used: &'static str, design: String, measure: Measure) -> Row {
     Row { kind, used, design, measure, replicates: 0, hits: 0, without: 0, shortfall: Shortfall::None }
 }
 
@@ -446,7 +447,7 @@ fn robustness_row(replicates: usize) -> Row {
 }
 
 /// Counts one replicate's interval: `(no_interval, lo, hi)`, or `None` for no estimate.
-fn tally(row: &mut Row, interval: Option<(bool, f64, f64)>, truth: f64) {
+pub fn tally(row: &mut Row, interval: Option<(bool, f64, f64)>, truth: f64) {
     match interval {
         Some((false, lo, hi)) => {
             row.replicates += 1;

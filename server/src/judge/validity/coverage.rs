@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::super::TrialScore;
 use super::super::labels::{Label, LabelKind, Labels};
-use crate::stats::coverage::{Measure, Row, Shortfall};
+use crate::stats::coverage::{Measure, Row, Shortfall, row, tally};
 
 /// A simulated run: how many labels, how often the graders say yes and dispute, and the
 /// chance that people say yes in each cell (`[disputed][graders' value]`).
@@ -78,21 +78,11 @@ fn simulate(run: &Run, replicate: usize, rng: &mut ChaCha8Rng) -> (Vec<TrialScor
 /// Coverage of the precision and the recall intervals over `replicates` simulated runs.
 fn rows_of(run: &Run, replicates: usize) -> [Row; 2] {
     let mut rng = ChaCha8Rng::seed_from_u64(0x7661_6c69 ^ run.labels as u64);
-    let row = |statistic: &str| Row {
-        kind: if statistic == "precision" {
-            "grader precision (Monte Carlo over Jeffreys draws)"
-        } else {
-            "grader recall (Monte Carlo over Jeffreys draws)"
-        },
-        used: "grader checks beside every label figure",
-        design: run.describe(),
-        measure: Measure::Coverage,
-        replicates: 0,
-        hits: 0,
-        without: 0,
-        shortfall: Shortfall::None,
-    };
-    let mut rows = [row("precision"), row("recall")];
+    let row = |kind| row(kind, "grader checks beside every label figure", run.describe(), Measure::Coverage);
+    let mut rows = [
+        row("grader precision (Monte Carlo over Jeffreys draws)"),
+        row("grader recall (Monte Carlo over Jeffreys draws)"),
+    ];
     // A typical run audits a handful of the labels the graders called yes (one in twenty of
     // about 160): each cell's Jeffreys draw is wide there, and the interval errs wide.
     if run.labels < 1_000 {
@@ -109,14 +99,10 @@ fn rows_of(run: &Run, replicates: usize) -> [Row; 2] {
             (truly_yes > 0).then(|| tp as f64 / truly_yes as f64),
         ];
         for (row, (statistic, truth)) in rows.iter_mut().zip(["precision", "recall"].into_iter().zip(truths)) {
+            // No figure, or no truth to hold it to (nobody said yes): a replicate without one.
             let value = checks.iter().find(|c| c.statistic == statistic).and_then(|c| c.value);
-            match (value, truth) {
-                (Some(e), Some(t)) if !e.no_interval => {
-                    row.replicates += 1;
-                    row.hits += usize::from(e.lo <= t && t <= e.hi);
-                }
-                _ => row.without += 1,
-            }
+            let interval = value.filter(|_| truth.is_some()).map(|e| (e.no_interval, e.lo, e.hi));
+            tally(row, interval, truth.unwrap_or_default());
         }
     }
     rows
