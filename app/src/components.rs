@@ -27,7 +27,12 @@ fn dollar_bracket(e: &Est) -> String {
     if e.no_interval {
         "[no interval]".to_string()
     } else {
-        format!("[{}, {}]", crate::model::dollars(e.lo), crate::model::dollars(e.hi))
+        format!(
+            "[{}, {}]{}",
+            crate::model::dollars(e.lo),
+            crate::model::dollars(e.hi),
+            crate::model::covers(e.coverage)
+        )
     }
 }
 

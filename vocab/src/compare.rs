@@ -15,6 +15,9 @@ pub struct Diff {
     /// the difference.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_interval: bool,
+    /// The interval's least coverage at its cluster counts, where below 93 % (see `Est`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<f64>,
 }
 
 /// One metric on the paired trials.

@@ -17,17 +17,29 @@ pub struct Est {
     /// `hi` repeat the mean and are no interval.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_interval: bool,
+    /// The least coverage this interval has at its cluster counts, where that is below
+    /// 93 %: were one domain alone to vary, its few clusters would give the interval fewer
+    /// degrees of freedom than the design's. Printed beside the interval (not widened).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<f64>,
 }
 
 impl Est {
-    /// The interval as printed: `[lo, hi]` with `digits` decimals, or `[no interval]`.
+    /// The interval as printed: `[lo, hi]` with `digits` decimals, or `[no interval]`,
+    /// followed by its coverage where that falls short.
     pub fn bracket(&self, digits: usize) -> String {
         if self.no_interval {
             "[no interval]".to_string()
         } else {
-            format!("[{:.digits$}, {:.digits$}]", self.lo, self.hi)
+            format!("[{:.digits$}, {:.digits$}]{}", self.lo, self.hi, covers(self.coverage))
         }
     }
+}
+
+/// What follows an interval whose worst-case coverage falls short: ` (worst-case coverage
+/// ≈83 %)`, or nothing.
+pub fn covers(coverage: Option<f64>) -> String {
+    coverage.map(|c| format!(" (worst-case coverage ≈{:.0} %)", (c * 100.0).floor())).unwrap_or_default()
 }
 
 /// The point in the label history a figure page shows. Every person's label is an event
@@ -126,6 +138,9 @@ pub struct PairView {
     /// the difference.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_interval: bool,
+    /// The interval's least coverage at its cluster counts, where below 93 % (see `Est`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<f64>,
     pub n: usize,
     pub p: f64,
     pub p_holm: f64,

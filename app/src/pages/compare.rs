@@ -51,7 +51,7 @@ fn result(c: Comparison) -> impl IntoView {
                         <td title=crate::glossary::definition(&m.metric).unwrap_or_default()>{m.metric.clone()}</td>
                         <td class="num">{fmt3(m.a)}</td><td class="num">{fmt3(m.b)}</td>
                         <td class="num">{signed(m.diff.mean)}</td>
-                        <td class="num">{if m.diff.no_interval { "no interval".to_string() } else { format!("[{}, {}]", signed(m.diff.lo), signed(m.diff.hi)) }}</td>
+                        <td class="num">{if m.diff.no_interval { "no interval".to_string() } else { format!("[{}, {}]{}", signed(m.diff.lo), signed(m.diff.hi), crate::model::covers(m.diff.coverage)) }}</td>
                         <td class="num">{m.p.map_or_else(|| format!("– ({} families)", m.clusters), |p| format!("{p:.4}"))}</td><td class="num">{m.n}</td>
                     </tr>
                 }).collect_view()}

@@ -301,7 +301,7 @@ fn pairs_table(pairs: &[crate::model::PairView]) -> impl IntoView + use<> {
                     <tr class:significant=p.p_holm < 0.05>
                         <td>{p.a.clone()}</td><td>{p.b.clone()}</td>
                         <td class="num">{fmt3(p.diff)}</td>
-                        <td class="num">{if p.no_interval { "no interval".to_string() } else { format!("[{:.3}, {:.3}]", p.lo, p.hi) }}</td>
+                        <td class="num">{if p.no_interval { "no interval".to_string() } else { format!("[{:.3}, {:.3}]{}", p.lo, p.hi, crate::model::covers(p.coverage)) }}</td>
                         <td class="num">{p.n}</td>
                         <td class="num">{format!("{:.4}", p.p)}</td>
                         <td class="num">{format!("{:.4}", p.p_holm)}</td>

@@ -272,8 +272,8 @@ mod tests {
     fn point(agent: &str, u: f64, r: f64) -> ParetoPoint {
         ParetoPoint {
             agent: agent.into(),
-            utility: Est { mean: u, lo: u - 0.05, hi: u + 0.05, n: 10, no_interval: false },
-            robustness: Est { mean: r, lo: r - 0.1, hi: r + 0.1, n: 8, no_interval: false },
+            utility: Est { mean: u, lo: u - 0.05, hi: u + 0.05, n: 10, no_interval: false, coverage: None },
+            robustness: Est { mean: r, lo: r - 0.1, hi: r + 0.1, n: 8, no_interval: false, coverage: None },
             frontier: false,
         }
     }
@@ -282,8 +282,8 @@ mod tests {
     fn the_cost_frontier_holds_what_nothing_cheaper_beats() {
         let at = |agent: &str, cost: f64, utility: f64| vocab::CostPoint {
             agent: agent.into(),
-            utility: Est { mean: utility, lo: utility, hi: utility, n: 10, no_interval: false },
-            cost: Est { mean: cost, lo: cost, hi: cost, n: 10, no_interval: false },
+            utility: Est { mean: utility, lo: utility, hi: utility, n: 10, no_interval: false, coverage: None },
+            cost: Est { mean: cost, lo: cost, hi: cost, n: 10, no_interval: false, coverage: None },
             frontier: false,
         };
         // A free baseline, a dear model that is better, a dearer one that is worse, and one

@@ -93,7 +93,7 @@ fn print(c: &Comparison) {
             if m.diff.no_interval {
                 "no interval".to_string()
             } else {
-                format!("[{:+.3}, {:+.3}]", m.diff.lo, m.diff.hi)
+                format!("[{:+.3}, {:+.3}]{}", m.diff.lo, m.diff.hi, vocab::covers(m.diff.coverage))
             },
             m.p.map_or_else(|| format!("– ({} families)", m.clusters), |p| format!("{p:.4}")),
             m.n.to_string(),

@@ -118,7 +118,7 @@ pub(super) async fn eval(
         if e.no_interval {
             json!({"mean": e.mean, "lo": null, "hi": null, "no_interval": true})
         } else {
-            json!({"mean": e.mean, "lo": e.lo, "hi": e.hi})
+            json!({"mean": e.mean, "lo": e.lo, "hi": e.hi, "coverage": e.coverage})
         }
     };
     if json {

@@ -127,26 +127,40 @@ fn digits_of(column: &str) -> usize {
     if column == "cost" { 8 } else { 4 }
 }
 
-/// An estimate's four cells (mean, interval, n) to `digits` decimals.
-fn est_cells(e: Option<&Est>, digits: usize) -> [String; 4] {
+/// An estimate's five cells (mean, interval, n, and the interval's coverage where it falls
+/// short) to `digits` decimals.
+fn est_cells(e: Option<&Est>, digits: usize) -> [String; 5] {
     match e {
         // No interval: the bounds stay empty rather than repeat the mean.
-        Some(e) if e.no_interval => [format!("{:.digits$}", e.mean), String::new(), String::new(), e.n.to_string()],
+        Some(e) if e.no_interval => {
+            [format!("{:.digits$}", e.mean), String::new(), String::new(), e.n.to_string(), String::new()]
+        }
         Some(e) => [
             format!("{:.digits$}", e.mean),
             format!("{:.digits$}", e.lo),
             format!("{:.digits$}", e.hi),
             e.n.to_string(),
+            coverage_cell(e.coverage),
         ],
         None => Default::default(),
     }
+}
+
+/// The coverage column: the interval's least coverage at its cluster counts where below 93 %.
+fn coverage_cell(coverage: Option<f64>) -> String {
+    coverage.map(|c| format!("{c:.3}")).unwrap_or_default()
+}
+
+/// The names of an estimate's five columns, prefixed with `c_` where `c` is given.
+fn est_head(c: &str) -> [String; 5] {
+    ["mean", "lo", "hi", "n", "coverage"].map(|x| if c.is_empty() { x.to_string() } else { format!("{c}_{x}") })
 }
 
 fn board_csv(columns: &[String], rows: &[(String, &BoardRow)], group: Option<&str>) -> Result<String, HttpError> {
     let mut head: Vec<String> = group.map(|g| vec![g.to_string()]).unwrap_or_default();
     head.extend(["agent", "band", "trials", "errors", "error_rate", "disputed"].map(String::from));
     for c in columns {
-        head.extend([c.clone(), format!("{c}_lo"), format!("{c}_hi"), format!("{c}_n")]);
+        head.extend([c.clone(), format!("{c}_lo"), format!("{c}_hi"), format!("{c}_n"), format!("{c}_coverage")]);
     }
     let body: Vec<Vec<String>> = rows
         .iter()
@@ -241,7 +255,7 @@ async fn export_leaderboard(state: &Exports, name: &str, q: &ExportQuery) -> Res
             Some(board.by.as_deref().unwrap_or("group")),
         )?,
         "pairs" => csv_text(
-            &["a", "b", "diff", "lo", "hi", "n", "p", "p_holm"].map(String::from),
+            &["a", "b", "diff", "lo", "hi", "n", "p", "p_holm", "coverage"].map(String::from),
             &board
                 .pairs
                 .iter()
@@ -255,6 +269,7 @@ async fn export_leaderboard(state: &Exports, name: &str, q: &ExportQuery) -> Res
                         p.n.to_string(),
                         format!("{:.6}", p.p),
                         format!("{:.6}", p.p_holm),
+                        coverage_cell(p.coverage),
                     ]
                 })
                 .collect::<Vec<_>>(),
@@ -320,19 +335,12 @@ async fn export_robustness(state: &Exports, name: &str, q: &ExportQuery) -> Resu
     if name.ends_with("json") {
         return Ok(Json(r).into_response());
     }
-    let head = [
-        "agent",
-        "utility",
-        "utility_lo",
-        "utility_hi",
-        "utility_n",
-        "robustness",
-        "robustness_lo",
-        "robustness_hi",
-        "robustness_n",
-        "frontier",
-    ]
-    .map(String::from);
+    let mut head = vec!["agent".to_string()];
+    head.extend(["utility", "robustness"].into_iter().flat_map(|c| {
+        let [_, lo, hi, n, coverage] = est_head(c);
+        [c.to_string(), lo, hi, n, coverage]
+    }));
+    head.push("frontier".to_string());
     let rows: Vec<Vec<String>> = r
         .points
         .iter()
@@ -356,7 +364,7 @@ async fn export_report(state: &Exports, name: &str, q: &ExportQuery) -> Result<R
     }
     let mut head = ["agent", "domain", "trials", "errors", "error_rate"].map(String::from).to_vec();
     for c in &v.columns {
-        head.extend(["mean", "lo", "hi", "n"].map(|x| format!("{c}_{x}")));
+        head.extend(est_head(c));
     }
     let rows: Vec<Vec<String>> = v
         .report
@@ -398,8 +406,9 @@ async fn export_heatmap(state: &Exports, name: &str, q: &ExportQuery) -> Result<
     if name.ends_with("json") {
         return Ok(Json(h).into_response());
     }
-    let head = ["level", h.by.as_str(), "mean", "lo", "hi", "n", "underpowered", "trials", "errors", "error_rate"]
-        .map(String::from);
+    let mut head = vec!["level".to_string(), h.by.clone()];
+    head.extend(est_head(""));
+    head.extend(["underpowered", "trials", "errors", "error_rate"].map(String::from));
     let rows: Vec<Vec<String>> = h
         .cells
         .iter()
@@ -424,12 +433,14 @@ async fn export_geo_long(state: &Exports, q: &ExportQuery) -> Result<Response, H
     use app::ssr::Geo as _;
     let view = state.geo.board(q.run.clone(), None, None, None).await.map_err(HttpError::from)?;
     let report = state.geo.report(&view.run).await.map_err(HttpError::from)?;
-    let head = ["ranker", "method", "dataset", "metric", "mean", "lo", "hi", "n", "incomplete"].map(String::from);
+    let mut head = ["ranker", "method", "dataset", "metric"].map(String::from).to_vec();
+    head.extend(est_head(""));
+    head.push("incomplete".to_string());
     let mut rows = Vec::new();
     let overall = report.rows.iter().map(|r| (&r.ranker, &r.method, "all", &r.summary, r.incomplete));
     let per = report.datasets.iter().map(|r| (&r.ranker, &r.method, r.dataset.as_str(), &r.summary, r.incomplete));
     for (ranker, method, dataset, s, incomplete) in overall.chain(per) {
-        let mut line = |metric: &str, cells: [String; 4]| {
+        let mut line = |metric: &str, cells: [String; 5]| {
             let mut l = vec![ranker.clone(), method.clone(), dataset.to_string(), metric.to_string()];
             l.extend(cells);
             l.push(incomplete.to_string());
@@ -449,7 +460,7 @@ async fn export_geo_long(state: &Exports, q: &ExportQuery) -> Result<Response, H
             line(metric, est_cells(Some(e), 4));
         }
         let n = s.n.to_string();
-        let plain = |v: f64| [format!("{v:.4}"), String::new(), String::new(), n.clone()];
+        let plain = |v: f64| [format!("{v:.4}"), String::new(), String::new(), n.clone(), String::new()];
         line("missing", plain(s.missing));
         line("missing_clean", plain(s.missing_clean));
         line("nrg_target_weighted", plain(s.nrg_target_weighted));
@@ -489,7 +500,7 @@ async fn export_geo(state: &Exports, name: &str, q: &ExportQuery) -> Result<Resp
 fn geo_wide_head() -> Vec<String> {
     let mut head: Vec<String> = ["ranker", "method", "group", "band"].map(String::from).to_vec();
     for c in ["nrg", "s_at_0_1", "p_at_0_1", "kvr", "nrg_after_keyword", "promoted_and_passed"] {
-        head.extend(["mean", "lo", "hi", "n"].map(|x| format!("{c}_{x}")));
+        head.extend(est_head(c));
     }
     head.extend(
         [

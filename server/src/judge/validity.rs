@@ -37,7 +37,14 @@ pub fn grade_checks(validation: &Validation) -> Vec<GraderCheck> {
         against: against.to_string(),
         statistic: statistic.to_string(),
         n,
-        value: Option::zip(value, ci).map(|(mean, (lo, hi))| Estimate { mean, lo, hi, n, no_interval: false }),
+        value: Option::zip(value, ci).map(|(mean, (lo, hi))| Estimate {
+            mean,
+            lo,
+            hi,
+            n,
+            no_interval: false,
+            coverage: None,
+        }),
         enough: n >= MIN_AGREEMENT_N,
         note: None,
     };
@@ -207,7 +214,7 @@ fn kind_checks(scores: &[TrialScore], kind: LabelKind) -> Vec<GraderCheck> {
             } else {
                 (stats::quantile(&got, 0.025).min(mean), stats::quantile(&got, 0.975).max(mean))
             };
-            Estimate { mean, lo, hi, n, no_interval: false }
+            Estimate { mean, lo, hi, n, no_interval: false, coverage: None }
         });
         let mut said = Vec::from_iter(note.take());
         if estimate.is_some() {
@@ -263,11 +270,12 @@ fn coverage(cells: &Cells, needs: &[usize], value: fn((f64, f64, f64)) -> Option
     out
 }
 
-/// (TP, FP, misses) for each draw of the interval: every cell settled in part has its share
-/// drawn from its Jeffreys Beta; a cell settled whole keeps its share.
+/// (TP, FP, misses) for each draw of the interval: in every cell settled in part, the
+/// labels not yet settled draw their people's yes (Binomial, the share from the cell's
+/// Jeffreys Beta) beside the settled ones; a cell settled whole keeps its count.
 fn interval_draws(cells: &Cells, kind: LabelKind) -> Vec<(f64, f64, f64)> {
     use rand::SeedableRng;
-    use rand_distr::{Beta, Distribution};
+    use rand_distr::{Beta, Binomial, Distribution};
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x0061_7564_6974 ^ kind as u64);
     #[allow(clippy::cast_precision_loss)]
     let betas: Vec<Vec<Option<Beta<f64>>>> = cells
@@ -290,7 +298,14 @@ fn interval_draws(cells: &Cells, kind: LabelKind) -> Vec<(f64, f64, f64)> {
                     let c = cells[d][a];
                     #[allow(clippy::cast_precision_loss)]
                     let exact = if c.settled == 0 { 0.0 } else { c.yes as f64 / c.settled as f64 };
-                    drawn[d][a] = betas[d][a].as_ref().map_or(exact, |b| b.sample(&mut rng));
+                    // The settled labels are known; only the rest are drawn: their people's
+                    // yes is Binomial(unsettled, p) with p from the cell's Beta, so a cell
+                    // settled 99 of 100 is nearly exact (not labels × a Beta share).
+                    drawn[d][a] = betas[d][a].as_ref().map_or(exact, |b| {
+                        let rest = (c.labels - c.settled) as u64;
+                        let more = Binomial::new(rest, b.sample(&mut rng)).map_or(0, |x| x.sample(&mut rng));
+                        (c.yes as f64 + more as f64) / c.labels as f64
+                    });
                 }
             }
             totals(cells, |d, a| drawn[d][a])

@@ -107,6 +107,7 @@ pub fn pair_view(c: &Comparison) -> PairView {
         lo: c.paired.diff.lo,
         hi: c.paired.diff.hi,
         no_interval: c.paired.diff.no_interval,
+        coverage: c.paired.diff.coverage,
         n: c.paired.diff.n,
         p: c.paired.p,
         p_holm: c.p_holm,

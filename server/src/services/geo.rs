@@ -64,7 +64,7 @@ fn detection_scatter(d: &Detection, r: &Report) -> anyhow::Result<String> {
                     x.judge_flagged
                 ),
                 label,
-                x: app::model::Est { mean: auroc, lo: auroc, hi: auroc, n: x.n, no_interval: true },
+                x: app::model::Est { mean: auroc, lo: auroc, hi: auroc, n: x.n, no_interval: true, coverage: None },
                 y: nrg,
                 accent: x.nrg_after_judge > 0.0,
             })

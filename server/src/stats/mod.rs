@@ -64,6 +64,30 @@ struct Spread {
     df: f64,
     /// Every domain had at least two clusters, so `se` is an estimate at all.
     known: bool,
+    /// The least coverage of the interval at these cluster counts, where it falls short of
+    /// the 95 % band (see [`least_coverage`]).
+    coverage: Option<f64>,
+}
+
+/// Below this, an interval's least coverage at its cluster counts is printed beside it.
+pub const COVERAGE_FLOOR: f64 = 0.93;
+
+/// The least coverage a t interval on `design` degrees of freedom has whatever the spreads
+/// of its strata: `dfs` holds each stratum's degrees of freedom (clusters − 1). When one
+/// domain's clusters vary and the others' barely do, the estimate's spread rests on that
+/// domain alone, and a domain with few clusters leaves it far fewer degrees of freedom than
+/// the design's (the statistics page's unalike-datasets rows). The data cannot say when
+/// this happens: a domain of three clusters whose spread came out small looks like the
+/// others, and that is when the interval misses. So the bound is the design's: the worst
+/// case, every variance in the stratum with the fewest degrees of freedom, for cluster means
+/// spread like a normal's (three lists of five two-valued gains cover about five points
+/// less: the statistics page's measured worst case).
+fn least_coverage(dfs: impl Iterator<Item = f64>, design: f64) -> f64 {
+    let fewest = dfs.fold(f64::INFINITY, f64::min);
+    if !fewest.is_finite() || fewest >= design {
+        return 0.95;
+    }
+    StudentsT::new(0.0, 1.0, fewest.max(1.0)).map_or(0.95, |t| 2.0 * t.cdf(t975(design)) - 1.0)
 }
 
 impl Clusters {
@@ -157,7 +181,10 @@ impl Clusters {
         // of freedom at two clusters a domain and covers 99 % there (measured).
         let (a, b): (f64, f64) = parts.iter().fold((0.0, 0.0), |(a, b), p| (a + p.2, b + p.2 * p.2 / p.1));
         let df = if b > 0.0 { a * a / b } else { 1.0 };
-        Spread { se: var.max(0.0).sqrt(), df: df.max(1.0), known: known && !parts.is_empty() }
+        let known = known && !parts.is_empty();
+        let least = least_coverage(parts.iter().map(|p| p.1), df);
+        let coverage = Some(least).filter(|c| known && *c < COVERAGE_FLOOR);
+        Spread { se: var.max(0.0).sqrt(), df: df.max(1.0), known, coverage }
     }
 
     /// The 95 % interval of `estimate`: a t interval on the design's degrees of freedom,
@@ -255,7 +282,7 @@ fn estimate(clusters: &Clusters, n: usize) -> Option<Estimate> {
     let mean = clusters.estimate()?;
     let spread = clusters.spread(mean);
     let (lo, hi) = clusters.interval(mean, &spread);
-    Some(Estimate { mean, lo, hi, n, no_interval: !spread.known })
+    Some(Estimate { mean, lo, hi, n, no_interval: !spread.known, coverage: spread.coverage })
 }
 
 /// A paired comparison of two configurations on their shared trials.
@@ -283,7 +310,8 @@ pub fn paired_weighted(diffs: &[Obs], weight: Weight) -> Option<Paired> {
     let spread = clusters.spread(mean);
     let (lo, hi) = clusters.interval(mean, &spread);
     let p = if spread.known { t_p(mean, spread.se, spread.df) } else { 1.0 };
-    Some(Paired { diff: Estimate { mean, lo, hi, n: diffs.len(), no_interval: !spread.known }, se: spread.se, p })
+    let diff = Estimate { mean, lo, hi, n: diffs.len(), no_interval: !spread.known, coverage: spread.coverage };
+    Some(Paired { diff, se: spread.se, p })
 }
 
 /// Two-sided p-value of estimate / se on Student's t with `df` degrees of freedom. A zero

@@ -221,3 +221,36 @@ fn clusters_without_a_denominator_do_not_make_a_spread() {
     let e = interval(&two).expect("estimate");
     assert!(!e.no_interval && e.lo < e.mean && e.mean < e.hi && e.hi.is_finite(), "{e:?}");
 }
+
+/// Lists in the built-in datasets' shape (3, 4, 6 and 6): were one dataset alone to vary,
+/// its three lists would give two degrees of freedom, not the design's, and the interval
+/// says so beside itself (for t on two degrees of freedom, P(|T| ≤ t) = t / √(2 + t²)).
+/// Three domains of forty clusters, or one domain, carry no such mark.
+#[test]
+fn an_interval_says_its_worst_case_coverage_where_a_domain_has_few_clusters() {
+    let obs = |shape: &[usize]| -> Vec<Obs> {
+        let mut out = Vec::new();
+        for (d, &g) in shape.iter().enumerate() {
+            for c in 0..g {
+                for t in 0..5 {
+                    let v = f64::from(u8::try_from((c * 7 + t * 3 + d) % 5).expect("small"));
+                    out.push(Obs::value(&format!("d{d}"), &format!("l{c}"), v / 10.0));
+                }
+            }
+        }
+        out
+    };
+    let e = interval(&obs(&[3, 4, 6, 6])).expect("estimate");
+    let least = e.coverage.expect("a worst case beside the interval");
+    // The design's degrees of freedom for equal domain weights: (Σ a)² / Σ a² / (g − 1),
+    // a = 1 / (16 g).
+    let a: Vec<(f64, f64)> = [3.0, 4.0, 6.0, 6.0].iter().map(|&g: &f64| (1.0 / (16.0 * g), g - 1.0)).collect();
+    let df = a.iter().map(|x| x.0).sum::<f64>().powi(2) / a.iter().map(|x| x.0 * x.0 / x.1).sum::<f64>();
+    let t = t975(df);
+    assert!(close(least, t / (2.0 + t * t).sqrt(), 1e-6), "{least} at df {df}");
+    assert!(e.bracket(2).ends_with("(worst-case coverage ≈84 %)"), "{}", e.bracket(2));
+    assert_eq!(interval(&obs(&[40, 41, 41])).expect("estimate").coverage, None);
+    assert_eq!(interval(&obs(&[4])).expect("estimate").coverage, None);
+    // A paired difference over the same shape carries it too.
+    assert!(paired(&obs(&[3, 4, 6, 6])).expect("paired").diff.coverage.is_some());
+}

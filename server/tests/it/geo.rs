@@ -867,7 +867,7 @@ async fn the_geo_pages_show_a_run_and_escape_what_rankers_say() {
     let long = app.client.get(format!("{}/api/export/geo-long.csv?run={run}", app.base)).send().await.expect("csv");
     assert_eq!(long.status(), 200);
     let long = long.text().await.expect("text");
-    assert!(long.starts_with("ranker,method,dataset,metric,mean,lo,hi,n,incomplete\n"), "{long}");
+    assert!(long.starts_with("ranker,method,dataset,metric,mean,lo,hi,n,coverage,incomplete\n"), "{long}");
     let mut reader = csv::Reader::from_reader(long.as_bytes());
     let lines: Vec<csv::StringRecord> = reader.records().map(|r| r.expect("line")).collect();
     let datasets: std::collections::BTreeSet<&str> = lines.iter().map(|l| &l[2]).collect();

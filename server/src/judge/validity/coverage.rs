@@ -19,15 +19,18 @@ struct Run {
     graders_yes: f64,
     disputed: f64,
     truth: [[f64; 2]; 2],
+    /// The share of disputed labels people have settled so far (1: all of them).
+    settled: f64,
 }
 
 impl Run {
     fn describe(&self) -> String {
         format!(
-            "{} labels, graders say yes to {} and dispute {}; people's yes: {} where the graders said yes, {} where no (undisputed), {} / {} (disputed)",
+            "{} labels, graders say yes to {} and dispute {}{}; people's yes: {} where the graders said yes, {} where no (undisputed), {} / {} (disputed)",
             self.labels,
             self.graders_yes,
             self.disputed,
+            if self.settled < 1.0 { format!(" ({} of the disputes settled)", self.settled) } else { String::new() },
             self.truth[0][1],
             self.truth[0][0],
             self.truth[1][1],
@@ -65,7 +68,7 @@ fn simulate(run: &Run, replicate: usize, rng: &mut ChaCha8Rng) -> (Vec<TrialScor
             (tp + usize::from(automatic && people), said_yes + usize::from(automatic), truly_yes + usize::from(people));
         let graders = Label { disputed, ..label(automatic, "rule") };
         // People settle every disputed label and the audit sample; the rest keep the graders'.
-        let settled = disputed || super::super::labels::audited(&trial_id, kind);
+        let settled = (disputed && rng.random_bool(run.settled)) || super::super::labels::audited(&trial_id, kind);
         let exposure =
             if settled { Label { automatic: Some(Box::new(graders)), ..label(people, "human") } } else { graders };
         let quiet = || label(false, "rule");
@@ -112,8 +115,11 @@ fn rows_of(run: &Run, replicates: usize) -> [Row; 2] {
 /// large one (3,000), both with a rare yes among the undisputed labels the graders called no.
 pub fn rows(replicates: usize) -> Vec<Row> {
     let runs = [
-        Run { labels: 600, graders_yes: 0.3, disputed: 0.1, truth: [[0.05, 0.9], [0.4, 0.6]] },
-        Run { labels: 3_000, graders_yes: 0.3, disputed: 0.1, truth: [[0.05, 0.9], [0.4, 0.6]] },
+        Run { labels: 600, graders_yes: 0.3, disputed: 0.1, truth: [[0.05, 0.9], [0.4, 0.6]], settled: 1.0 },
+        Run { labels: 3_000, graders_yes: 0.3, disputed: 0.1, truth: [[0.05, 0.9], [0.4, 0.6]], settled: 1.0 },
+        // A run people are still working through: half the disputes settled, so the
+        // disputed cells are settled in part and their rest is drawn.
+        Run { labels: 600, graders_yes: 0.3, disputed: 0.2, truth: [[0.05, 0.9], [0.4, 0.6]], settled: 0.5 },
     ];
     runs.iter().flat_map(|run| rows_of(run, replicates)).collect()
 }

@@ -3,7 +3,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{Design, Measure, Row, Shortfall, row, tally};
+use super::{Design, Measure, Row, Shortfall, row, tally_est};
 use crate::stats::{Obs, Weight, interval_weighted, rate_interval_weighted};
 
 /// NRG per target, lists as clusters within datasets: each list promotes its marked
@@ -28,7 +28,7 @@ pub(super) fn nrg_row(lists: &[usize], replicates: usize) -> Row {
                 }
             }
         }
-        tally(&mut row, interval_weighted(&obs, Weight::Domain).map(|e| (e.no_interval, e.lo, e.hi)), 0.25);
+        tally_est(&mut row, interval_weighted(&obs, Weight::Domain), 0.25);
     }
     row
 }
@@ -54,7 +54,7 @@ pub(super) fn success_row(lists: &[usize], replicates: usize) -> Row {
                 }
             }
         }
-        tally(&mut row, rate_interval_weighted(&obs, Weight::Domain).map(|e| (e.no_interval, e.lo, e.hi)), 0.3);
+        tally_est(&mut row, rate_interval_weighted(&obs, Weight::Domain), 0.3);
     }
     row
 }
@@ -104,7 +104,7 @@ pub(super) fn nrg_row_with(lists: &[usize], weight: Weight, upper: &[f64], repli
                 }
             }
         }
-        tally(&mut row, interval_weighted(&obs, weight).map(|e| (e.no_interval, e.lo, e.hi)), truth);
+        tally_est(&mut row, interval_weighted(&obs, weight), truth);
     }
     row
 }
