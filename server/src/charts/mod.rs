@@ -243,7 +243,12 @@ pub fn cost_svg(points: &[vocab::CostPoint], caption: &str) -> anyhow::Result<St
                 if p.cost.no_interval {
                     "[no interval]".to_string()
                 } else {
-                    format!("[{}, {}]", vocab::dollars(p.cost.lo), vocab::dollars(p.cost.hi))
+                    format!(
+                        "[{}, {}]{}",
+                        vocab::dollars(p.cost.lo),
+                        vocab::dollars(p.cost.hi),
+                        vocab::covers(p.cost.coverage)
+                    )
                 },
                 p.utility.mean,
                 p.utility.bracket(3),

@@ -118,7 +118,11 @@ pub(super) async fn eval(
         if e.no_interval {
             json!({"mean": e.mean, "lo": null, "hi": null, "no_interval": true})
         } else {
-            json!({"mean": e.mean, "lo": e.lo, "hi": e.hi, "coverage": e.coverage})
+            let mut v = json!({"mean": e.mean, "lo": e.lo, "hi": e.hi});
+            if let Some(c) = e.coverage {
+                v["coverage"] = json!(c);
+            }
+            v
         }
     };
     if json {

@@ -164,9 +164,10 @@ fn cells_of(scores: &[TrialScore], kind: LabelKind) -> (Cells, std::collections:
 /// trial and the kind). In each cell the share of people's yes among the labels they
 /// settled stands for the cell, so true positives are Σ labels said yes × share, false
 /// positives Σ labels said yes × (1 − share), misses Σ labels said no × share; precision and
-/// recall follow from those totals. A cell people settled whole is known exactly; the
-/// interval draws every other cell's share from its Jeffreys Beta(yes + ½, no + ½) and
-/// reads the 2.5th and 97.5th percentiles. Labels an operator adjudicated outside the sample
+/// recall follow from those totals. A cell people settled whole is known exactly; in every
+/// other cell the interval draws the yes of the labels not yet settled, Binomial with a
+/// share from the cell's Jeffreys Beta(yes + ½, no + ½), and reads the 2.5th and 97.5th
+/// percentiles. Labels an operator adjudicated outside the sample
 /// are left out (their choice is not a draw). Nothing when people settled none of the
 /// sample.
 fn kind_checks(scores: &[TrialScore], kind: LabelKind) -> Vec<GraderCheck> {
@@ -457,6 +458,24 @@ mod tests {
     }
 
     /// The judge and the rules' decision are checked from people's grades, with intervals.
+    /// A disputed cell settled 99 of 100 is all but known: only the one label left is drawn,
+    /// so precision moves by at most 1/120 (a Beta share times the whole cell would span
+    /// about ±0.08).
+    #[test]
+    fn only_the_labels_not_yet_settled_are_drawn() {
+        let (mut audit, mut other) = (ids(true), ids(false));
+        let mut scores = Vec::new();
+        add(&mut scores, &mut other, 50, (true, true, Some(true)));
+        add(&mut scores, &mut other, 49, (true, true, Some(false)));
+        add(&mut scores, &mut other, 1, (true, true, None));
+        add(&mut scores, &mut audit, 20, (false, true, Some(true)));
+        let checks = label_checks(&scores);
+        let p = checks.iter().find(|c| c.statistic == "precision").expect("precision");
+        let v = p.value.expect("a precision");
+        assert!(v.hi - v.lo <= 1.0 / 120.0 + 1e-9, "{v:?}");
+        assert!(v.lo < v.hi, "the label left is drawn: {v:?}");
+    }
+
     #[test]
     fn the_judge_and_the_decision_are_checked_from_grades() {
         let v = Validation {

@@ -80,7 +80,7 @@ pub const COVERAGE_FLOOR: f64 = 0.93;
 /// this happens: a domain of three clusters whose spread came out small looks like the
 /// others, and that is when the interval misses. So the bound is the design's: the worst
 /// case, every variance in the stratum with the fewest degrees of freedom, for cluster means
-/// spread like a normal's (three lists of five two-valued gains cover about five points
+/// spread like a normal's (three lists of five two-valued gains cover about six points
 /// less: the statistics page's measured worst case).
 fn least_coverage(dfs: impl Iterator<Item = f64>, design: f64) -> f64 {
     let fewest = dfs.fold(f64::INFINITY, f64::min);

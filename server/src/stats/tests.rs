@@ -248,7 +248,7 @@ fn an_interval_says_its_worst_case_coverage_where_a_domain_has_few_clusters() {
     let df = a.iter().map(|x| x.0).sum::<f64>().powi(2) / a.iter().map(|x| x.0 * x.0 / x.1).sum::<f64>();
     let t = t975(df);
     assert!(close(least, t / (2.0 + t * t).sqrt(), 1e-6), "{least} at df {df}");
-    assert!(e.bracket(2).ends_with("(worst-case coverage ≈84 %)"), "{}", e.bracket(2));
+    assert!(e.bracket(2).ends_with("(normal-theory worst-case coverage ≈84 %)"), "{}", e.bracket(2));
     assert_eq!(interval(&obs(&[40, 41, 41])).expect("estimate").coverage, None);
     assert_eq!(interval(&obs(&[4])).expect("estimate").coverage, None);
     // A paired difference over the same shape carries it too.

@@ -92,6 +92,9 @@ pub(super) fn nrg_row_with(lists: &[usize], weight: Weight, upper: &[f64], repli
     );
     if !alike {
         row.shortfall = Shortfall::Under;
+        // Measured 86.7–87.8 % where the other datasets vary a little, 78.6 % where they do
+        // not vary at all (two-valued gains over three lists tie now and then).
+        row.floor = if upper.iter().filter(|u| **u > 0.0).count() == 1 { 0.75 } else { 0.83 };
     }
     for _ in 0..replicates {
         let mut obs = Vec::new();
