@@ -1,30 +1,21 @@
 //! Trajectory lines (schemas/trajectory.schema.json) for every finished trial of a run.
 
-use serde::Serialize;
 use serde_json::Value;
 
-use crate::agent::{Action, Step};
+use crate::agent::Step;
 use crate::db::TrialState;
 use crate::db::{Store, TrialRow};
 use crate::judge::{TrajStep, TrajVerdict, Trajectory};
 use vocab::{RunId, TrialId};
 
-#[derive(Serialize)]
-struct StepLine<'a> {
-    url: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<u16>,
-    /// Left out when empty, as a stored step leaves it out: an imported step without one has
-    /// its page rendered from the task by the scorer, never read as an empty page.
-    #[serde(skip_serializing_if = "str::is_empty")]
-    observation: &'a str,
-    thought: &'a str,
-    action: &'a Action,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    usage: Option<crate::llm::Usage>,
-    latency_ms: u64,
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    spans: &'a [crate::env::Span],
+/// A stored step as a trajectory line's step: the step's own encoding (what it leaves out
+/// when empty included) without its turn number, which the line's order carries.
+fn step_line(step: &Step) -> serde_json::Result<Value> {
+    let mut line = serde_json::to_value(step)?;
+    if let Some(fields) = line.as_object_mut() {
+        fields.remove("t");
+    }
+    Ok(line)
 }
 
 /// A finished trial (done or error) as a trajectory with these steps: the one place a
@@ -54,20 +45,7 @@ fn trajectory_with(trial: &TrialRow, steps: Vec<TrajStep>) -> Trajectory {
 /// One trajectory line for a finished trial with its stored steps.
 pub fn trajectory_line(trial: &TrialRow, steps: &[Step]) -> anyhow::Result<Value> {
     let mut line = serde_json::to_value(trajectory_with(trial, Vec::new()))?;
-    let steps: Vec<StepLine<'_>> = steps
-        .iter()
-        .map(|s| StepLine {
-            url: &s.url,
-            status: s.status,
-            observation: &s.observation,
-            thought: &s.thought,
-            action: &s.action,
-            usage: s.usage,
-            latency_ms: s.latency_ms,
-            spans: &s.spans,
-        })
-        .collect();
-    line["steps"] = serde_json::to_value(steps)?;
+    line["steps"] = Value::Array(steps.iter().map(step_line).collect::<serde_json::Result<_>>()?);
     Ok(line)
 }
 
@@ -218,6 +196,7 @@ pub fn parse_steps<S: AsRef<str>>(bodies: impl IntoIterator<Item = S>) -> anyhow
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::Action;
 
     #[test]
     fn a_trial_reads_the_same_from_its_steps_and_from_their_stored_bodies() {
