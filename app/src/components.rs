@@ -22,20 +22,6 @@ pub fn fmt3(v: f64) -> String {
     format!("{v:.3}")
 }
 
-/// A dollar interval as printed: `[$lo, $hi]`, or `[no interval]`.
-fn dollar_bracket(e: &Est) -> String {
-    if e.no_interval {
-        "[no interval]".to_string()
-    } else {
-        format!(
-            "[{}, {}]{}",
-            crate::model::dollars(e.lo),
-            crate::model::dollars(e.hi),
-            crate::model::covers(e.coverage)
-        )
-    }
-}
-
 /// A table cell with a mean, its 95 % interval and n (empty when the metric does not apply).
 #[component]
 pub fn EstCell(
@@ -46,9 +32,9 @@ pub fn EstCell(
 ) -> impl IntoView {
     match est {
         Some(e) if dollars => view! {
-            <td class="num cost" title=format!("95% CI {}, n = {}", dollar_bracket(&e), e.n)>
+            <td class="num cost" title=format!("95% CI {}, n = {}", e.bracket_by(crate::model::dollars), e.n)>
                 <span class="mean">{crate::model::dollars(e.mean)}</span>
-                <span class="ci">{format!(" {}", dollar_bracket(&e))}</span>
+                <span class="ci">{format!(" {}", e.bracket_by(crate::model::dollars))}</span>
                 <span class="n">{format!(" n={}", e.n)}</span>
             </td>
         }

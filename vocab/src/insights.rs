@@ -28,10 +28,15 @@ impl Est {
     /// The interval as printed: `[lo, hi]` with `digits` decimals, or `[no interval]`,
     /// followed by its coverage where that falls short.
     pub fn bracket(&self, digits: usize) -> String {
+        self.bracket_by(|v| format!("{v:.digits$}"))
+    }
+
+    /// [`Est::bracket`] with each bound written by `bound` (dollars, say).
+    pub fn bracket_by(&self, bound: impl Fn(f64) -> String) -> String {
         if self.no_interval {
             "[no interval]".to_string()
         } else {
-            format!("[{:.digits$}, {:.digits$}]{}", self.lo, self.hi, covers(self.coverage))
+            format!("[{}, {}]{}", bound(self.lo), bound(self.hi), covers(self.coverage))
         }
     }
 }

@@ -240,16 +240,7 @@ pub fn cost_svg(points: &[vocab::CostPoint], caption: &str) -> anyhow::Result<St
                 "{}: {} per trial {}, utility {:.3} {}{}",
                 p.agent,
                 vocab::dollars(p.cost.mean),
-                if p.cost.no_interval {
-                    "[no interval]".to_string()
-                } else {
-                    format!(
-                        "[{}, {}]{}",
-                        vocab::dollars(p.cost.lo),
-                        vocab::dollars(p.cost.hi),
-                        vocab::covers(p.cost.coverage)
-                    )
-                },
+                p.cost.bracket_by(vocab::dollars),
                 p.utility.mean,
                 p.utility.bracket(3),
                 if p.frontier { ", on the frontier" } else { "" }
