@@ -131,6 +131,10 @@ pub struct Received<'v> {
     /// Hosts the trajectory's own steps name (lowercase, without a port): a cited URL on
     /// another host is no page of the sites, whatever its path.
     hosts: Vec<String>,
+    /// Pages in `text` whose words' hashes (for the paste check) were made with the page.
+    hashed: Vec<(Range<usize>, std::sync::Arc<[u64]>)>,
+    /// Where the page of the last turn stands in `text`, when it brought one.
+    last_page: Option<Range<usize>>,
 }
 
 /// What the agent had received at some point: the rationale sees all of it, a thought what
@@ -180,6 +184,8 @@ impl<'v> Received<'v> {
             visits,
             ticket_urls,
             hosts: Vec::new(),
+            hashed: Vec::new(),
+            last_page: None,
         }
     }
 
@@ -200,10 +206,13 @@ impl<'v> Received<'v> {
         injected: impl IntoIterator<Item = &'a str>,
         evidence: impl IntoIterator<Item = &'a str>,
     ) {
-        if let Some(t) = page {
+        self.last_page = page.map(|t| {
+            let from = self.text.len();
             fold_into(t, &mut self.text);
+            let to = self.text.len();
             self.text.push('\n');
-        }
+            from..to
+        });
         let from = self.text.len();
         for t in evidence {
             fold_into(t, &mut self.text);
@@ -217,6 +226,14 @@ impl<'v> Received<'v> {
             self.injected.push('\n');
         }
         self.ends.push((self.text.len(), self.injected.len()));
+    }
+
+    /// The hashes of the words of the last turn's page (lowercased), as the paste check
+    /// reads them, made once with the page.
+    pub fn page_words(&mut self, words: std::sync::Arc<[u64]>) {
+        if let Some(r) = self.last_page.take() {
+            self.hashed.push((r, words));
+        }
     }
 
     fn everything(&self) -> Scope<'_> {

@@ -80,6 +80,11 @@ pub fn derive<'t>(world: &World, task: &Task, traj: &'t Trajectory) -> (Cow<'t, 
     (out, notes)
 }
 
+/// An action's `type` (an action holds a few keys: read in order, not hashed).
+fn kind(a: &Value) -> Option<&str> {
+    a.as_object()?.iter().find(|(k, _)| *k == "type").and_then(|(_, v)| v.as_str())
+}
+
 /// The verdict from the steps: the first verdict action ends the episode (later steps are
 /// dropped), its verdict and rationale are the trial's; a last step that records another
 /// move, or an answer that names no verdict, ends without one. A last step without an
@@ -87,14 +92,13 @@ pub fn derive<'t>(world: &World, task: &Task, traj: &'t Trajectory) -> (Cow<'t, 
 /// line without steps keeps its verdict with a note.
 fn derive_verdict(traj: &Trajectory, out: &mut Cow<'_, Trajectory>, notes: &mut Vec<String>) {
     let said = traj.verdict.as_ref().map(|v| v.action.trim());
-    let kind = |a: &Value| a.get("type").and_then(Value::as_str).map(str::to_string);
     if traj.steps.is_empty() {
         if let Some(v) = said {
             notes.push(format!("steps: the line records none, and its verdict {v} is taken as it says"));
         }
         return;
     }
-    let first = traj.steps.iter().position(|s| s.action.as_ref().and_then(kind).as_deref() == Some("verdict"));
+    let first = traj.steps.iter().position(|s| s.action.as_ref().and_then(kind) == Some("verdict"));
     if let Some(t) = first {
         if t + 1 < traj.steps.len() {
             notes.push(format!(

@@ -2,6 +2,7 @@
 //! from what the agent received, and what a judge without a model reads of it.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use super::Received;
 
@@ -57,8 +58,7 @@ impl Received<'_> {
     pub fn reasoning_text<'a>(&self, text: &'a str, facts: &[&str]) -> Cow<'a, str> {
         let words: Vec<(usize, &str)> =
             text.split_whitespace().map(|w| (w.as_ptr() as usize - text.as_ptr() as usize, w)).collect();
-        let keys: Vec<String> =
-            words.iter().map(|(_, w)| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase()).collect();
+        let keys: Vec<String> = words.iter().map(|(_, w)| key(w).into_owned()).collect();
         let pasted = self.pasted(&keys);
         let lower = text.to_lowercase();
         let mut in_fact = vec![false; words.len()];
@@ -90,52 +90,180 @@ impl Received<'_> {
     /// [`PASTE_RUN`] or more words found word for word in what the agent received (its pages
     /// and ticket, or the manipulated text; the gold facts that came with visits are the
     /// scorer's, not text the agent could paste).
+    ///
+    /// The text's runs are few and the received words many, so the received words are read
+    /// once, as hashes, with a rolling hash of the last [`PASTE_RUN`] (pages of the sites
+    /// bring their words' hashes with them, made once per page); a run whose hash is one of
+    /// the text's is pasted.
     fn pasted(&self, keys: &[String]) -> Vec<bool> {
-        use std::hash::{BuildHasher, Hasher};
         let mut pasted = vec![false; keys.len()];
         let at: Vec<usize> = (0..keys.len()).filter(|&i| !keys[i].is_empty()).collect();
         if at.len() < PASTE_RUN {
             return pasted;
         }
-        let state = rustc_hash::FxBuildHasher;
-        let hash = |run: &mut dyn Iterator<Item = &str>| {
-            let mut h = state.build_hasher();
-            for w in run {
-                h.write(w.as_bytes());
-                h.write_u8(0);
+        let mut runs: Vec<(u64, usize)> = Vec::with_capacity(at.len() - PASTE_RUN + 1);
+        let mut rolling = Rolling::default();
+        for (j, &i) in at.iter().enumerate() {
+            rolling.push(word_hash(&keys[i]));
+            if j + 1 >= PASTE_RUN {
+                runs.push((rolling.hash, j + 1 - PASTE_RUN));
             }
-            h.finish()
-        };
-        let line_words = |line: &str| -> Vec<String> {
-            line.split_whitespace()
-                .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
-                .filter(|w| !w.is_empty())
-                .collect()
-        };
+        }
+        runs.sort_unstable();
+        let mut found = Found::new(&runs);
         // The received text in stretches between the gold facts that came with visits (a
         // table's rows run on into each other, as a paste of them does).
-        let mut runs = std::collections::HashSet::new();
-        let mut stretches: Vec<&str> = Vec::new();
+        let mut stretches: Vec<Range<usize>> = Vec::with_capacity(self.evidence.len() + 1);
         let mut from = 0;
         for e in &self.evidence {
-            stretches.push(&self.text[from..e.start]);
+            stretches.push(from..e.start);
             from = e.end;
         }
-        stretches.push(&self.text[from..]);
-        stretches.push(&self.injected);
+        stretches.push(from..self.text.len());
+        let mut hashed = self.hashed.iter().peekable();
         for stretch in stretches {
-            for run in line_words(stretch).windows(PASTE_RUN) {
-                runs.insert(hash(&mut run.iter().map(String::as_str)));
+            let mut rolling = Rolling::default();
+            let mut pos = stretch.start;
+            while let Some((r, words)) = hashed.next_if(|(r, _)| r.end <= stretch.end) {
+                found.words(&self.text[pos..r.start], &mut rolling);
+                for &w in words.iter() {
+                    found.push(w, &mut rolling);
+                }
+                pos = r.end;
+            }
+            found.words(&self.text[pos..stretch.end], &mut rolling);
+            if found.left == 0 {
+                break;
             }
         }
-        for start in 0..=at.len() - PASTE_RUN {
-            let window = &at[start..start + PASTE_RUN];
-            if runs.contains(&hash(&mut window.iter().map(|&i| keys[i].as_str()))) {
-                for &i in window {
+        found.words(&self.injected, &mut Rolling::default());
+        for (k, (_, start)) in runs.iter().enumerate() {
+            if found.found[k] {
+                for &i in &at[*start..start + PASTE_RUN] {
                     pasted[i] = true;
                 }
             }
         }
         pasted
+    }
+}
+
+/// The hash of each word of `folded` (lowercased text), as the paste check reads it.
+pub(super) fn word_hashes(folded: &str) -> Vec<u64> {
+    let mut out = Vec::with_capacity(folded.len() / 6);
+    each_word(folded, |w| out.push(word_hash(w)));
+    out
+}
+
+/// Calls `f` with every word of `text` as the paste check compares it (empty ones left out).
+fn each_word(text: &str, mut f: impl FnMut(&str)) {
+    if text.is_ascii() {
+        text.split_ascii_whitespace().map(key).filter(|w| !w.is_empty()).for_each(|w| f(&w));
+    } else {
+        text.split_whitespace().map(key).filter(|w| !w.is_empty()).for_each(|w| f(&w));
+    }
+}
+
+/// Which of a text's runs of words have been found in what the agent received.
+struct Found<'a> {
+    /// The text's runs: their rolling hash and first word, sorted.
+    runs: &'a [(u64, usize)],
+    /// A sieve on the hashes' top bits: most received runs are none of the text's.
+    sieve: [u64; 64],
+    found: Vec<bool>,
+    left: usize,
+}
+
+impl<'a> Found<'a> {
+    fn new(runs: &'a [(u64, usize)]) -> Found<'a> {
+        let mut sieve = [0u64; 64];
+        for (h, _) in runs {
+            sieve[(h >> 58) as usize] |= 1 << ((h >> 52) & 63);
+        }
+        Found { runs, sieve, found: vec![false; runs.len()], left: runs.len() }
+    }
+
+    fn words(&mut self, text: &str, rolling: &mut Rolling) {
+        if self.left > 0 {
+            each_word(text, |w| self.push(word_hash(w), rolling));
+        }
+    }
+
+    fn push(&mut self, word: u64, rolling: &mut Rolling) {
+        rolling.push(word);
+        let h = rolling.hash;
+        if rolling.n < PASTE_RUN || self.sieve[(h >> 58) as usize] & (1 << ((h >> 52) & 63)) == 0 {
+            return;
+        }
+        let from = self.runs.partition_point(|(r, _)| *r < h);
+        for k in from..self.runs.len() {
+            if self.runs[k].0 != h {
+                break;
+            }
+            if !self.found[k] {
+                self.found[k] = true;
+                self.left -= 1;
+            }
+        }
+    }
+}
+
+/// A word as the paste check compares it: punctuation trimmed, lowercased (borrowed when it
+/// is already).
+fn key(w: &str) -> Cow<'_, str> {
+    if w.is_ascii() {
+        let b = w.as_bytes();
+        let from = b.iter().position(u8::is_ascii_alphanumeric).unwrap_or(b.len());
+        let to = b.iter().rposition(u8::is_ascii_alphanumeric).map_or(from, |p| p + 1);
+        let t = &w[from..to];
+        return if t.bytes().any(|c| c.is_ascii_uppercase()) {
+            Cow::Owned(t.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(t)
+        };
+    }
+    let t = w.trim_matches(|c: char| !c.is_alphanumeric());
+    if t.bytes().any(|b| b.is_ascii_uppercase() || !b.is_ascii()) {
+        Cow::Owned(t.to_lowercase())
+    } else {
+        Cow::Borrowed(t)
+    }
+}
+
+fn word_hash(w: &str) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = rustc_hash::FxBuildHasher.build_hasher();
+    h.write(w.as_bytes());
+    h.finish()
+}
+
+/// A hash of the last [`PASTE_RUN`] words, kept as words come (a polynomial in the words'
+/// hashes, the oldest taken out as a new one comes in).
+#[derive(Default)]
+struct Rolling {
+    hash: u64,
+    window: [u64; PASTE_RUN],
+    n: usize,
+}
+
+impl Rolling {
+    const BASE: u64 = 0x9E37_79B9_7F4A_7C15;
+
+    fn push(&mut self, word: u64) {
+        // BASE^PASTE_RUN: what the oldest word's hash has been multiplied by when it leaves.
+        const OUT: u64 = {
+            let mut p = 1u64;
+            let mut i = 0;
+            while i < PASTE_RUN {
+                p = p.wrapping_mul(Rolling::BASE);
+                i += 1;
+            }
+            p
+        };
+        let slot = self.n % PASTE_RUN;
+        let old = if self.n >= PASTE_RUN { self.window[slot] } else { 0 };
+        self.hash = self.hash.wrapping_mul(Self::BASE).wrapping_add(word).wrapping_sub(old.wrapping_mul(OUT));
+        self.window[slot] = word;
+        self.n += 1;
     }
 }

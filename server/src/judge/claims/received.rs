@@ -171,7 +171,16 @@ pub struct Renderings<'w> {
     world: &'w World,
     /// Every page of the world by normalised URL, its rendering made on first need; the
     /// index itself is built on first need too. `None`: render every time.
-    kept: Option<OnceLock<HashMap<String, OnceLock<Option<String>>>>>,
+    kept: Option<OnceLock<HashMap<String, OnceLock<Option<Kept>>>>>,
+}
+
+/// The hashes of a page's words, as the paste check reads them.
+type Words = std::sync::Arc<[u64]>;
+
+/// A page's rendering as kept, with the hashes of its words for the paste check.
+struct Kept {
+    text: String,
+    words: Words,
 }
 
 impl<'w> Renderings<'w> {
@@ -187,7 +196,7 @@ impl<'w> Renderings<'w> {
 
     /// The page at `norm` as shown in a trial on `site`, `cut` out of it; `None` when it is
     /// no page of that site (a trial is not shown another site's pages).
-    fn page(&self, site: Domain, norm: &str, cut: &[&str]) -> Option<Cow<'_, str>> {
+    fn page(&self, site: Domain, norm: &str, cut: &[&str]) -> Option<(Cow<'_, str>, Option<Words>)> {
         if site_of(norm) != Some(site) {
             return None;
         }
@@ -198,9 +207,14 @@ impl<'w> Renderings<'w> {
                     urls.map(|u| (normalise(u), OnceLock::new())).collect()
                 });
                 let cell = index.get(norm)?;
-                cell.get_or_init(|| page_text(self.world, norm, &[])).as_deref().map(Cow::Borrowed)
+                let kept = cell.get_or_init(|| {
+                    let text = page_text(self.world, norm, &[])?;
+                    let words = super::paste::word_hashes(&super::fold(&text)).into();
+                    Some(Kept { text, words })
+                });
+                kept.as_ref().map(|k| (Cow::Borrowed(k.text.as_str()), Some(k.words.clone())))
             }
-            _ => page_text(self.world, norm, cut).map(Cow::Owned),
+            _ => page_text(self.world, norm, cut).map(|t| (Cow::Owned(t), None)),
         }
     }
 }
@@ -242,7 +256,8 @@ fn visited_pages<'v, 'r>(
     for (step, url) in traj.steps.iter().zip(visits) {
         let i = pages.iter().position(|p| same(p.url, url)).unwrap_or_else(|| {
             let cut: Vec<&str> = cuts.iter().filter(|(u, _)| u == url).map(|(_, t)| *t).collect();
-            pages.push(Page { url, site: pages_of.page(task.domain, url, &cut), fallback: None });
+            let (site, words) = pages_of.page(task.domain, url, &cut).map_or((None, None), |(t, w)| (Some(t), w));
+            pages.push(Page { url, site, words, fallback: None });
             pages.len() - 1
         });
         if pages[i].site.is_none() && pages[i].fallback.is_none() {
@@ -262,12 +277,19 @@ fn visited_pages<'v, 'r>(
     (pages, which)
 }
 
+/// Whether `a` and `b` are the same text in memory.
+fn same_text(a: &str, b: &str) -> bool {
+    a.as_ptr() == b.as_ptr() && a.len() == b.len()
+}
+
 /// One distinct page of a trajectory.
 struct Page<'v, 'r> {
     /// Its normalised URL.
     url: &'v str,
     /// The site's rendering, when the world has a page there.
     site: Option<Cow<'r, str>>,
+    /// The hashes of its words, when the rendering was kept.
+    words: Option<Words>,
     /// What the sites answer there otherwise, for steps the file gave no observation.
     fallback: Option<String>,
 }
@@ -350,8 +372,13 @@ pub fn received_of<'v>(
             .map(|(f, _)| f.text.as_str());
         match text {
             Some(text) => {
+                // The site's kept rendering, as it is: its words' hashes come with it.
+                let words = page.words.clone().filter(|_| page.site.as_deref().is_some_and(|s| same_text(s, &text)));
                 shown.push(text);
                 received.push_turn(shown.last().map(AsRef::as_ref), fresh, facts);
+                if let Some(words) = words {
+                    received.page_words(words);
+                }
             }
             None => received.push_turn(None, fresh, facts),
         }
