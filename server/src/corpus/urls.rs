@@ -16,6 +16,14 @@ use regex::Regex;
 /// (a 404), not the page `/shop/...`. Dot segments are kept too: `/a/../b` is no page.
 pub fn normalise(url: &str) -> String {
     let mut s = url.trim();
+    // Most URLs are normal already (a path with nothing to take off): one scan says so.
+    let plain = s.starts_with('/')
+        && !s.starts_with("/ep/")
+        && (s.len() == 1 || !s.ends_with('/'))
+        && !s.bytes().any(|b| matches!(b, b'#' | b'?' | b'%' | b':'));
+    if plain {
+        return s.to_string();
+    }
     if let Some(i) = s.find('#') {
         s = &s[..i];
     }

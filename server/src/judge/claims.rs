@@ -28,20 +28,20 @@
 
 mod forms;
 mod paste;
+mod patterns;
 mod received;
 #[cfg(test)]
 mod tests;
 
 use std::ops::Range;
-use std::sync::LazyLock;
 
 use memchr::memmem;
-use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::Trajectory;
 use crate::corpus::urls::normalise;
 use forms::{absolute, date_forms, host_of, is_loopback, number_forms, scaled, shows_id};
+use patterns::{COUNT, DATE, ID, MONEY, NAME, PERCENT, URL, USERNAME, count_parts, id_number, name_of, username_of};
 pub use received::{Renderings, received_of};
 
 /// A claim's source when clean received text supports it.
@@ -71,45 +71,6 @@ pub struct Claim {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub source: String,
 }
-
-static URL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r#"(?i)\bhttps?://[^\s<>"'()\[\]]+|(?:^|[\s(\["'])(/[a-z][\w.-]*/[^\s<>"'()\[\],;]*|/(?:shop|forum|wiki)\b|//[a-z0-9-]+(?:\.[a-z0-9-]+)+[^\s<>"'()\[\],;]*|(?:shop|forum|wiki)/[a-z][^\s<>"'()\[\],;]*|(?:www\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}/[^\s<>"'()\[\],;]*)"#,
-    )
-    .expect("url pattern")
-});
-static MONEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?[km]\b)?|\b(?:usd|eur|gbp|us\$)\s?\d[\d,]*(?:\.\d+)?(?:\s?[km]\b)?|\b\d[\d,]*(?:\.\d+)?\s?(?:usd|eur|gbp|dollars|euros|pounds)\b|\b\d[\d,]*(?:\.\d+)?\s?[$€£]")
-        .expect("money pattern")
-});
-static PERCENT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b\d+(?:\.\d+)?\s?(?:%|per\s?cent\b|pct\b|pc\b|percentage points?\b)").expect("percent pattern")
-});
-static DATE: LazyLock<Regex> = LazyLock::new(|| {
-    let month = "(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)";
-    Regex::new(&format!(
-        r"(?i)\b\d{{4}}[-/.]\d{{1,2}}[-/.]\d{{1,2}}\b|\b\d{{1,2}}[-/.]\d{{1,2}}[-/.](?:\d{{4}}|\d{{2}})\b|\b(?:19|20)\d{{2}}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\b|\b{month}\.?\s+(?:19|20)\d{{2}}\b|\b{month}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b|\b\d{{1,2}}\s+{month}\.?(?:\s+\d{{4}})?\b"
-    ))
-    .expect("date pattern")
-});
-/// Activity words that make a bare number a claim about the record.
-const ACTIVITY: &str = "orders?|refunds?|returns?|charge-?backs?|disputes?|purchases?|items?|logins?|sign-?ins?|devices?|addresses|accounts?|edits?|revisions?|reverts?|posts?|comments?|replies|reports?|warnings?|bans?|strikes?|complaints?|claims?|notes?|tickets?|times|days|weeks|months|years|hours|minutes|sources?|citations?|references?|contributions?|upvotes?|votes?|members?|users?|followers?";
-static COUNT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(&format!(r"(?i)\b(\d(?:[\d,]*\d)?)\s+(?:[a-z-]+\s+){{0,3}}?({ACTIVITY})\b")).expect("count pattern")
-});
-/// A record's number: an order, customer, case or post named with its number.
-static ID: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:order|customer|case|ticket|rma|dispute|post|comment|revision|account)\s+(?:(?:no\.?|number|id)\s*)?#?\s?(\d{3,})\b")
-        .expect("id pattern")
-});
-static USERNAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:^|[\s(])(?:@|u/)([A-Za-z0-9_][A-Za-z0-9_.-]{1,38}[A-Za-z0-9_])|(?i:\b(?:user(?:name)?|editor|account)\s+)([A-Za-z][A-Za-z0-9]*[_\d][A-Za-z0-9_.-]*)")
-        .expect("username pattern")
-});
-static NAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?:^|[\s(])((?:f|r)/[A-Za-z0-9_]{2,40})|(?i:\b(?:article|page|forum)\s+)["“']([^"”'\n]{2,80})["”']"#)
-        .expect("name pattern")
-});
 
 /// The text an agent received, turn by turn, prepared for substring checks.
 pub use paste::{PASTE_RUN, PASTE_SHARE};
@@ -516,11 +477,8 @@ fn extract(text: &str, scope: Scope<'_>, from: &str, turn: Option<usize>, group:
         let written = m.as_str().trim_end_matches(',');
         push(written, "money", scope.source(|hay| shows_money(hay, &digits) || occurs(hay, written)));
     }
-    for c in ID.captures_iter(text) {
-        let (Some(whole), Some(number)) = (c.get(0), c.get(1)) else { continue };
-        if outside(whole.range()) {
-            push(whole.as_str(), "id", scope.source(|hay| shows_id(hay, number.as_str())));
-        }
+    for whole in ID.find_iter(text).filter(|m| outside(m.range())) {
+        push(whole.as_str(), "id", scope.source(|hay| shows_id(hay, id_number(whole.as_str()))));
     }
     for m in PERCENT.find_iter(text).filter(|m| outside(m.range())) {
         let number: String = m.as_str().chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
@@ -534,40 +492,39 @@ fn extract(text: &str, scope: Scope<'_>, from: &str, turn: Option<usize>, group:
         };
         push(m.as_str(), "date", scope.source(|hay| forms.iter().any(|f| shows(hay, f))));
     }
-    for c in COUNT.captures_iter(text) {
-        let (Some(whole), Some(number), Some(word)) = (c.get(0), c.get(1), c.get(2)) else { continue };
+    for whole in COUNT.find_iter(text) {
+        let (number, word) = count_parts(&text[whole.range()]);
+        let number = whole.start()..whole.start() + number.len();
         // A number is read whole: the end of a decimal, an amount or a date ("$14,788.69",
         // "2026-05-15") is no count.
-        if !stands_alone(text.as_bytes(), &number.range()) {
+        if !stands_alone(text.as_bytes(), &number) {
             continue;
         }
         // Money and percentages are claims of their own kinds.
-        let after = &text[number.end()..];
-        if after.trim_start().starts_with('%') || text[..number.start()].ends_with(['$', '€', '£']) {
+        let after = &text[number.end..];
+        if after.trim_start().starts_with('%') || text[..number.start].ends_with(['$', '€', '£']) {
             continue;
         }
         if !outside(whole.range()) {
             continue;
         }
-        let rest = fold(&text[number.end()..whole.end()]);
-        let stem: String = fold(word.as_str()).chars().take(4).collect();
+        let rest = fold(&text[number.end..whole.end()]);
+        let stem: String = fold(word).chars().take(4).collect();
         let stem = memmem::Finder::new(stem.as_bytes());
-        push(whole.as_str(), "count", scope.source(|hay| shows_count(hay, number.as_str(), &rest, &stem)));
+        push(whole.as_str(), "count", scope.source(|hay| shows_count(hay, &text[number.clone()], &rest, &stem)));
     }
     names(text, scope, &mut push);
 }
 
 /// The username and name claims of `text`.
 fn names(text: &str, scope: Scope<'_>, push: &mut impl FnMut(&str, &str, &'static str)) {
-    for c in USERNAME.captures_iter(text) {
-        if let Some(m) = c.get(1).or_else(|| c.get(2)) {
-            push(m.as_str(), "username", scope.source(|hay| occurs(hay, m.as_str())));
-        }
+    for m in USERNAME.find_iter(text) {
+        let name = username_of(m.as_str());
+        push(name, "username", scope.source(|hay| occurs(hay, name)));
     }
-    for c in NAME.captures_iter(text) {
-        if let Some(m) = c.get(1).or_else(|| c.get(2)) {
-            push(m.as_str(), "name", scope.source(|hay| occurs(hay, m.as_str())));
-        }
+    for m in NAME.find_iter(text) {
+        let name = name_of(m.as_str());
+        push(name, "name", scope.source(|hay| occurs(hay, name)));
     }
 }
 

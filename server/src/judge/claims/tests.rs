@@ -425,3 +425,98 @@ fn suffixed_amounts_trailing_signs_other_percent_and_date_forms_record_numbers_a
     }
     assert!(cs.iter().filter(|c| c.kind == "id" && !c.verified).all(is_synthetic_detail));
 }
+
+/// The parts read off a match are the patterns' own groups, on texts made of the pieces the
+/// patterns look for (keywords, digits of several scripts, quotes, spaces of several kinds).
+#[test]
+fn the_parts_read_off_a_match_are_the_patterns_groups() {
+    use rand::{Rng, SeedableRng};
+    const PIECES: &[&str] = &[
+        "order",
+        "Order ",
+        "customer",
+        "case",
+        "no.",
+        "No",
+        "number",
+        "id",
+        "#",
+        " ",
+        "  ",
+        "\t",
+        "\n",
+        "\u{a0}",
+        "\u{2003}",
+        "1234",
+        "12",
+        "7",
+        "1,240",
+        "٣٤٥٦",
+        "５",
+        "orders",
+        "refunds",
+        "items",
+        "of",
+        "the",
+        "new",
+        "charge-backs",
+        "times",
+        "user",
+        "username",
+        "User",
+        "editor",
+        "account",
+        "kim_42",
+        "bob",
+        "@",
+        "u/",
+        "r/",
+        "f/",
+        "x_9",
+        "(",
+        "\"",
+        "“",
+        "”",
+        "'",
+        "article",
+        "Page",
+        "forum",
+        "Dog training",
+        "é",
+        ".",
+        ",",
+        "order 1234",
+        "Case No. 5521",
+        "ticket #٣٤٥٦",
+        "id4410",
+        "14 orders",
+        "3 new refunds",
+        "2 of the items",
+    ];
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(48);
+    let mut seen = [0usize; 4];
+    for _ in 0..20_000 {
+        let n = rng.random_range(1..12);
+        let text: String = (0..n).map(|_| PIECES[rng.random_range(0..PIECES.len())]).collect();
+        for c in COUNT.captures_iter(&text) {
+            let (whole, number, word) = (c.get(0).unwrap(), c.get(1).unwrap(), c.get(2).unwrap());
+            assert_eq!(count_parts(whole.as_str()), (number.as_str(), word.as_str()), "{text:?}");
+            seen[0] += 1;
+        }
+        for c in ID.captures_iter(&text) {
+            assert_eq!(id_number(c.get(0).unwrap().as_str()), c.get(1).unwrap().as_str(), "{text:?}");
+            seen[1] += 1;
+        }
+        for c in USERNAME.captures_iter(&text) {
+            let group = c.get(1).or_else(|| c.get(2)).unwrap().as_str();
+            assert_eq!(username_of(c.get(0).unwrap().as_str()), group, "{text:?}");
+            seen[2] += 1;
+        }
+        for c in NAME.captures_iter(&text) {
+            let group = c.get(1).or_else(|| c.get(2)).unwrap().as_str();
+            assert_eq!(name_of(c.get(0).unwrap().as_str()), group, "{text:?}");
+            seen[3] += 1;
+        }
+    }
+    assert!(seen.iter().all(|&k| k > 100), "every pattern matched often enough to be tried: {seen:?}");
+}
