@@ -157,7 +157,8 @@ pub(super) fn word_hashes(folded: &str) -> Vec<u64> {
 
 /// Calls `f` with every word of `text` as the paste check compares it (empty ones left out).
 fn each_word(text: &str, mut f: impl FnMut(&str)) {
-    if text.is_ascii() {
+    // ASCII whitespace leaves out the vertical tab, which `split_whitespace` splits at.
+    if text.is_ascii() && memchr::memchr(0x0B, text.as_bytes()).is_none() {
         text.split_ascii_whitespace().map(key).filter(|w| !w.is_empty()).for_each(|w| f(&w));
     } else {
         text.split_whitespace().map(key).filter(|w| !w.is_empty()).for_each(|w| f(&w));
@@ -265,5 +266,19 @@ impl Rolling {
         self.hash = self.hash.wrapping_mul(Self::BASE).wrapping_add(word).wrapping_sub(old.wrapping_mul(OUT));
         self.window[slot] = word;
         self.n += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn words_split_where_split_whitespace_splits_them() {
+        for text in ["a\u{b}b c", "A,  b\u{c}c\td\r\ne", "x\u{a0}y z", "(one) two. \u{b}three"] {
+            let mut words = Vec::new();
+            super::each_word(text, |w| words.push(w.to_string()));
+            let expected: Vec<String> =
+                text.split_whitespace().map(|w| super::key(w).into_owned()).filter(|w| !w.is_empty()).collect();
+            assert_eq!(words, expected, "{text:?}");
+        }
     }
 }
