@@ -16,12 +16,7 @@ use regex::Regex;
 /// (a 404), not the page `/shop/...`. Dot segments are kept too: `/a/../b` is no page.
 pub fn normalise(url: &str) -> String {
     let mut s = url.trim();
-    // Most URLs are normal already (a path with nothing to take off): one scan says so.
-    let plain = s.starts_with('/')
-        && !s.starts_with("/ep/")
-        && (s.len() == 1 || !s.ends_with('/'))
-        && !s.bytes().any(|b| matches!(b, b'#' | b'?' | b'%' | b':'));
-    if plain {
+    if is_normal(s) {
         return s.to_string();
     }
     if let Some(i) = s.find('#') {
@@ -52,6 +47,16 @@ pub fn normalise(url: &str) -> String {
         path.pop();
     }
     path
+}
+
+/// Whether `url` is normal already (a path with nothing to take off, so [`normalise`]
+/// gives it back as it is): one scan says so, and most URLs are.
+pub fn is_normal(url: &str) -> bool {
+    url.starts_with('/')
+        && !url.starts_with("/ep/")
+        && (url.len() == 1 || !url.ends_with('/'))
+        && !url.ends_with(char::is_whitespace)
+        && !url.bytes().any(|b| matches!(b, b'#' | b'?' | b'%' | b':'))
 }
 
 /// The listing pages every site serves besides its content: homes, queues and search.

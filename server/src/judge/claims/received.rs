@@ -227,12 +227,7 @@ fn same(a: &str, b: &str) -> bool {
 
 /// `url` normalised, borrowed when it is already (task files write their URLs that way).
 fn normalised(url: &str) -> Cow<'_, str> {
-    let plain = url.starts_with('/')
-        && !url.starts_with("/ep/")
-        && (url.len() == 1 || !url.ends_with('/'))
-        && !url.contains(['?', '#', '%', ' ', '\t', '\n', '\r'])
-        && !url.contains("://");
-    if plain { Cow::Borrowed(url) } else { Cow::Owned(normalise(url)) }
+    if crate::corpus::urls::is_normal(url) { Cow::Borrowed(url) } else { Cow::Owned(normalise(url)) }
 }
 
 /// The distinct pages the trial visited, each rendered once by the sites (the party's marked
@@ -355,7 +350,7 @@ pub fn received_of<'v>(
             (None, _) => Some(Cow::Borrowed(page.fallback.as_deref().unwrap_or_default())),
         };
         // A page shown again is the same rendering: same address, no need to read it.
-        let text = text.filter(|t| !shown.iter().any(|s| (s.as_ptr() == t.as_ptr() && s.len() == t.len()) || s == t));
+        let text = text.filter(|t| !shown.iter().any(|s| same_text(s, t) || s == t));
         let mut fresh: Vec<&str> = Vec::new();
         for s in step.spans.iter().map(|s| s.text.as_str()).filter(|s| !s.is_empty()) {
             if !injected_seen.contains(&s) {
@@ -373,7 +368,8 @@ pub fn received_of<'v>(
         match text {
             Some(text) => {
                 // The site's kept rendering, as it is: its words' hashes come with it.
-                let words = page.words.clone().filter(|_| page.site.as_deref().is_some_and(|s| same_text(s, &text)));
+                let words =
+                    page.words.as_ref().filter(|_| page.site.as_deref().is_some_and(|s| same_text(s, &text))).cloned();
                 shown.push(text);
                 received.push_turn(shown.last().map(AsRef::as_ref), fresh, facts);
                 if let Some(words) = words {
