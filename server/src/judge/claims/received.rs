@@ -300,6 +300,20 @@ struct Page<'v, 'r> {
 /// another site's page or an outside URL verifies nothing. Manipulated spans are cut out of both and kept apart; at a page the trial's
 /// spans mark as manipulated, the original texts they replaced are cut out of the
 /// rendering as well. Gold facts count from the turn that first visits their page.
+/// About how many bytes the received text of a trajectory takes, so it is allocated once.
+fn capacity(pages: &[Page<'_, '_>], task: &Task, traj: &Trajectory, which: &[usize]) -> usize {
+    let rendered: usize = pages.iter().filter_map(|p| p.site.as_deref().or(p.fallback.as_deref())).map(str::len).sum();
+    let observed: usize = traj
+        .steps
+        .iter()
+        .zip(which)
+        .filter(|(_, i)| pages[**i].site.is_none())
+        .filter_map(|(s, _)| s.observation.as_ref().map(String::len))
+        .sum();
+    let facts: usize = task.gold_facts.iter().map(|f| f.text.len() + 1).sum();
+    rendered + observed + facts + 2 * pages.len()
+}
+
 pub fn received_of<'v>(
     pages_of: &Renderings<'_>,
     task: &Task,
@@ -311,16 +325,7 @@ pub fn received_of<'v>(
 
     let fact_urls: Vec<Cow<'_, str>> = task.gold_facts.iter().map(|f| normalised(&f.url)).collect();
     let mut received = Received::new(ticket, visits).with_hosts(traj.steps.iter().map(|s| s.url.as_str()));
-    let rendered: usize = pages.iter().filter_map(|p| p.site.as_deref().or(p.fallback.as_deref())).map(str::len).sum();
-    let observed: usize = traj
-        .steps
-        .iter()
-        .zip(&which)
-        .filter(|(_, i)| pages[**i].site.is_none())
-        .filter_map(|(s, _)| s.observation.as_ref().map(String::len))
-        .sum();
-    let facts: usize = task.gold_facts.iter().map(|f| f.text.len() + 1).sum();
-    received.text.reserve(rendered + observed + facts + 2 * pages.len());
+    received.text.reserve(capacity(&pages, task, traj, &which));
     let mut mismatch = Vec::new();
     // Agents revisit pages: each distinct text goes in once.
     let mut shown: Vec<Cow<'_, str>> = Vec::new();
