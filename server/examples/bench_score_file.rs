@@ -52,8 +52,14 @@ fn main() {
 
     let t = Instant::now();
     let file = std::fs::File::open(&path).expect("open");
-    let scores = server::judge::stream_scores(&path, std::io::BufReader::new(file), &world, "the built-in corpus")
-        .expect("readable")
-        .expect("a sound file");
+    let scores = server::judge::stream_scores(
+        &path,
+        std::io::BufReader::new(file),
+        &world,
+        "the built-in corpus",
+        server::judge::aside::Keep::All,
+    )
+    .expect("readable")
+    .expect("a sound file");
     println!("streaming reader, every core ({} trajectories scored): {:.3} s", scores.len(), t.elapsed().as_secs_f64());
 }

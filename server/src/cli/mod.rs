@@ -12,6 +12,7 @@ mod replay;
 mod report;
 mod run;
 mod score;
+mod score_tables;
 mod serve;
 mod users;
 mod worker;

@@ -337,7 +337,7 @@ pub fn groups(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Re
                 .map(|l| labels::QUEUE_ORDER.iter().filter(|k| l.get(**k).disputed).count())
                 .sum(),
             judge_errors: members.iter().filter(|s| s.rsn_error.is_some()).count(),
-            silent: members.iter().filter(|s| s.status != "error" && s.claims.is_empty()).count(),
+            silent: members.iter().filter(|s| s.status != "error" && s.claim_count() == 0).count(),
             disagreeing: members.iter().filter(|s| !s.disagreements.is_empty()).count(),
             self_reported: members.iter().filter(|s| s.self_reported()).count(),
             appeal_note: super::appeals::withheld(members),

@@ -37,7 +37,8 @@ pub fn contribution(s: &TrialScore, metric: Metric) -> Option<(f64, f64)> {
         Metric::Hallucination => one(flag(s.hallucinated?)),
         Metric::ClaimHallucination => {
             #[allow(clippy::cast_precision_loss)]
-            let (bad, all) = (s.claims.iter().filter(|c| !c.verified).count() as f64, s.claims.len() as f64);
+            let (bad, all) = s.claim_counts();
+            let (bad, all) = (bad as f64, all as f64);
             (all > 0.0).then_some((bad, all))
         }
         // Like the hallucination rate, over the trials that claim something.

@@ -7,6 +7,7 @@
 
 pub mod aggregate;
 pub mod appeals;
+pub mod aside;
 pub mod claims;
 pub mod compare;
 pub mod cost;
@@ -278,6 +279,9 @@ pub struct TrialScore {
     /// and both values; the derived value is the one scored (see [`derive`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disagreements: Vec<String>,
+    /// Set while the detail is set aside (see [`aside`]); never written.
+    #[serde(skip)]
+    pub aside: Option<aside::Aside>,
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -10,6 +10,7 @@ use std::sync::mpsc;
 
 use serde_json::Value;
 
+use super::aside::Keep;
 use super::{Scorer, Trajectory, TrialScore, VALIDATOR};
 use crate::corpus::jsonl::read_line;
 use crate::env::World;
@@ -41,100 +42,162 @@ fn meets_schema(t: &Trajectory) -> bool {
         })
 }
 
-/// One line: its score, or its problems.
+/// One line: its score (its detail handled as `keep` says), or its problems.
 fn score_line(
     file: &str,
     line_no: usize,
     line: &str,
     scorer: &Scorer<'_>,
     tasks: &str,
-) -> Result<(String, TrialScore), Vec<String>> {
+    keep: Keep<'_>,
+) -> anyhow::Result<Outcome> {
     let traj: Trajectory = match serde_json::from_str::<Trajectory>(line) {
         Ok(t) if meets_schema(&t) => t,
-        _ => read_line::<Trajectory>(file, line_no, line, &VALIDATOR)
-            .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>())?,
+        _ => match read_line::<Trajectory>(file, line_no, line, &VALIDATOR) {
+            Ok(t) => t,
+            Err(errors) => return Ok(Err(errors.iter().map(ToString::to_string).collect())),
+        },
     };
     match scorer.score(&traj) {
-        Some(score) => Ok((traj.trial_id, score)),
-        None => Err(vec![format!("{file}:{line_no}:task_id: task {:?} is not in {tasks}", traj.task_id)]),
+        Some(mut score) => {
+            score.keep(keep)?;
+            Ok(Ok((traj.trial_id, score)))
+        }
+        None => Ok(Err(vec![format!("{file}:{line_no}:task_id: task {:?} is not in {tasks}", traj.task_id)])),
+    }
+}
+
+/// A chunk's lines, numbered, in file order: `(chunk, [(line number, text)])`.
+type Chunk = (usize, Vec<(usize, String)>);
+/// A line's outcome: its trial id and score, or its problems.
+type Outcome = Result<(String, TrialScore), Vec<String>>;
+/// A chunk's outcomes, line by line.
+type Outcomes = (usize, Vec<(usize, Outcome)>);
+
+/// The scores in file order, gathered as the workers hand in their chunks: each chunk's
+/// scores are moved into one vector as soon as the chunks before it are in, so memory
+/// holds every score once and the chunks only while they wait.
+#[derive(Default)]
+struct Gathered {
+    next: usize,
+    waiting: std::collections::BTreeMap<usize, Vec<(usize, Outcome)>>,
+    scores: Vec<TrialScore>,
+    problems: Vec<String>,
+    /// Each trial id and its first line.
+    seen: rustc_hash::FxHashMap<String, usize>,
+}
+
+impl Gathered {
+    fn take(&mut self, file: &str, (n, outcomes): Outcomes) {
+        self.waiting.insert(n, outcomes);
+        while let Some(outcomes) = self.waiting.remove(&self.next) {
+            self.next += 1;
+            for (line, r) in outcomes {
+                match r {
+                    Ok((trial, score)) => {
+                        if let Some(&first) = self.seen.get(&trial) {
+                            self.problems.push(format!("{file}:{line}:trial_id: {trial:?} repeats line {first}"));
+                        } else {
+                            self.seen.insert(trial, line);
+                        }
+                        self.scores.push(score);
+                    }
+                    Err(p) => self.problems.extend(p),
+                }
+            }
+        }
     }
 }
 
 /// Scores every line of `reader` (a trajectory file named `file`) against `world`'s tasks
-/// (named `tasks` in messages) with the rule-based judges, on every core. Returns the
-/// scores in line order, or every problem found (schema, unknown task, repeated trial id),
-/// each naming file, line and field.
+/// (named `tasks` in messages) with the rule-based judges, on every core, each score's
+/// detail handled as `keep` says. Returns the scores in line order, or every problem found
+/// (schema, unknown task, repeated trial id), each naming file, line and field.
 pub fn stream_scores<R: BufRead>(
     file: &str,
     reader: R,
     world: &World,
     tasks: &str,
+    keep: Keep<'_>,
 ) -> anyhow::Result<Result<Vec<TrialScore>, Vec<String>>> {
     let scorer = Scorer::new(world);
     let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let (tx, rx) = mpsc::sync_channel::<Vec<(usize, String)>>(workers * 2);
+    let (tx, rx) = mpsc::sync_channel::<Chunk>(workers * 2);
     let rx = std::sync::Mutex::new(rx);
-    type Out = Vec<(usize, Result<(String, TrialScore), Vec<String>>)>;
-    let (read, results): (anyhow::Result<()>, Vec<Out>) = std::thread::scope(|scope| {
+    let (done_tx, done_rx) = mpsc::channel::<Outcomes>();
+    let (read, worked, gathered) = std::thread::scope(|scope| {
+        let gatherer = scope.spawn(move || {
+            let mut gathered = Gathered::default();
+            for outcomes in done_rx {
+                gathered.take(file, outcomes);
+            }
+            gathered
+        });
         let handles: Vec<_> = (0..workers)
             .map(|_| {
-                let (rx, scorer) = (&rx, &scorer);
-                scope.spawn(move || {
-                    let mut out: Out = Vec::new();
+                let (rx, scorer, done) = (&rx, &scorer, done_tx.clone());
+                scope.spawn(move || -> anyhow::Result<()> {
+                    let mut failed = None;
                     loop {
                         let chunk = match rx.lock() {
                             Ok(r) => r.recv(),
                             Err(_) => break,
                         };
-                        let Ok(chunk) = chunk else { break };
-                        for (line_no, line) in chunk {
-                            out.push((line_no, score_line(file, line_no, &line, scorer, tasks)));
+                        let Ok((n, lines)) = chunk else { break };
+                        // After a failure the chunks are still taken, so the reader never waits.
+                        if failed.is_some() {
+                            continue;
+                        }
+                        match lines
+                            .into_iter()
+                            .map(|(no, line)| Ok((no, score_line(file, no, &line, scorer, tasks, keep)?)))
+                            .collect::<anyhow::Result<Vec<_>>>()
+                        {
+                            Ok(scored) => {
+                                done.send((n, scored)).map_err(|_| anyhow::anyhow!("the gatherer stopped"))?
+                            }
+                            Err(e) => failed = Some(e),
                         }
                     }
-                    out
+                    failed.map_or(Ok(()), Err)
                 })
             })
             .collect();
-        let read = (|| -> anyhow::Result<()> {
-            let mut chunk = Vec::with_capacity(CHUNK);
-            for (i, line) in reader.lines().enumerate() {
-                let line = line.map_err(|e| anyhow::anyhow!("{file}:{}: {e}", i + 1))?;
-                if line.trim().is_empty() {
-                    continue;
-                }
-                chunk.push((i + 1, line));
-                if chunk.len() == CHUNK {
-                    tx.send(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK)))
-                        .map_err(|_| anyhow::anyhow!("a scoring worker stopped"))?;
-                }
-            }
-            if !chunk.is_empty() {
-                tx.send(chunk).map_err(|_| anyhow::anyhow!("a scoring worker stopped"))?;
-            }
-            Ok(())
-        })();
+        drop(done_tx);
+        let read = send_chunks(file, reader, &tx);
         drop(tx);
-        let results = handles.into_iter().map(|h| h.join().unwrap_or_default()).collect();
-        (read, results)
+        let worked: anyhow::Result<()> = handles
+            .into_iter()
+            .try_for_each(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a scoring worker panicked"))));
+        let gathered = gatherer.join().map_err(|_| anyhow::anyhow!("the gatherer panicked"));
+        (read, worked, gathered)
     });
     read?;
-    let mut all: Out = results.into_iter().flatten().collect();
-    all.sort_by_key(|(line, _)| *line);
-    let mut problems = Vec::new();
-    let mut scores = Vec::with_capacity(all.len());
-    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for (line, r) in all {
-        match r {
-            Ok((trial, score)) => {
-                if let Some(first) = seen.insert(trial.clone(), line) {
-                    problems.push(format!("{file}:{line}:trial_id: {trial:?} repeats line {first}"));
-                }
-                scores.push(score);
-            }
-            Err(p) => problems.extend(p),
+    worked?;
+    let gathered = gathered?;
+    Ok(if gathered.problems.is_empty() { Ok(gathered.scores) } else { Err(gathered.problems) })
+}
+
+/// Reads `reader`'s non-blank lines into numbered chunks for the workers.
+fn send_chunks<R: BufRead>(file: &str, reader: R, tx: &mpsc::SyncSender<Chunk>) -> anyhow::Result<()> {
+    let mut n = 0;
+    let mut chunk = Vec::with_capacity(CHUNK);
+    for (i, line) in reader.lines().enumerate() {
+        let line = line.map_err(|e| anyhow::anyhow!("{file}:{}: {e}", i + 1))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        chunk.push((i + 1, line));
+        if chunk.len() == CHUNK {
+            tx.send((n, std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK))))
+                .map_err(|_| anyhow::anyhow!("a scoring worker stopped"))?;
+            n += 1;
         }
     }
-    Ok(if problems.is_empty() { Ok(scores) } else { Err(problems) })
+    if !chunk.is_empty() {
+        tx.send((n, chunk)).map_err(|_| anyhow::anyhow!("a scoring worker stopped"))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -168,7 +231,7 @@ mod tests {
         let error_without_reason = good.replace(r#""trial_id":"a""#, r#""trial_id":"d","status":"error""#);
         let unknown = good.replace(r#""trial_id":"a""#, r#""trial_id":"e""#).replace("shop-example-01", "nope");
         let text = [good, &bad_level, &bad_action, &error_without_reason, good, &unknown, "{oops"].join("\n");
-        let problems = stream_scores("t.jsonl", std::io::Cursor::new(text.clone()), &world, "the corpus")
+        let problems = stream_scores("t.jsonl", std::io::Cursor::new(text.clone()), &world, "the corpus", Keep::All)
             .expect("read")
             .expect_err("problems");
         // The schema's own messages for lines 2–4 and 7, as the whole-file reader gives them.
@@ -181,7 +244,7 @@ mod tests {
         }
         assert!(problems.iter().any(|p| p.starts_with("t.jsonl:5:trial_id: \"a\" repeats line 1")), "{problems:?}");
         assert!(problems.iter().any(|p| p.starts_with("t.jsonl:6:task_id: task \"nope\"")), "{problems:?}");
-        let ok = stream_scores("t.jsonl", std::io::Cursor::new(good.to_string()), &world, "the corpus")
+        let ok = stream_scores("t.jsonl", std::io::Cursor::new(good.to_string()), &world, "the corpus", Keep::All)
             .expect("read")
             .expect("scored");
         assert_eq!(ok.len(), 1);
