@@ -16,6 +16,7 @@ use std::borrow::Cow;
 
 use serde_json::{Value, json};
 
+use super::memo::KeptSpans;
 use super::{TrajVerdict, Trajectory};
 use crate::agent::appeal::{appeal_for, appeals_in, outcome};
 use crate::corpus::Task;
@@ -26,7 +27,13 @@ use crate::env::{Overlay, Span, World};
 use crate::manip::Level;
 
 /// The line with its derivable fields derived, and what it said otherwise.
-pub fn derive<'t>(world: &World, task: &Task, traj: &'t Trajectory) -> (Cow<'t, Trajectory>, Vec<String>) {
+/// `kept`: spans of pages rendered before, kept across trajectories.
+pub fn derive<'t>(
+    world: &World,
+    task: &Task,
+    traj: &'t Trajectory,
+    kept: Option<&KeptSpans>,
+) -> (Cow<'t, Trajectory>, Vec<String>) {
     let mut notes = Vec::new();
     let mut out = Cow::Borrowed(traj);
     for (t, step) in traj.steps.iter().enumerate() {
@@ -65,7 +72,7 @@ pub fn derive<'t>(world: &World, task: &Task, traj: &'t Trajectory) -> (Cow<'t, 
     {
         out.to_mut().appeal = Some(fixed);
     }
-    if let Some(spans) = derive_spans(world, task, traj, &mut notes) {
+    if let Some(spans) = derive_spans(world, task, traj, kept, &mut notes) {
         for (step, derived) in out.to_mut().steps.iter_mut().zip(spans) {
             step.spans = derived;
         }
@@ -203,7 +210,13 @@ fn derive_appeal(task: &Task, verdict: &str, a: &Value, notes: &mut Vec<String>)
 /// cannot write, the line's own text of each injection point is placed the same way (where
 /// it marks none, its marks are kept and the note says so). A page whose observation shows
 /// a defense's withheld notice in place of the text shows no span; at L0 nothing is marked.
-fn derive_spans(world: &World, task: &Task, traj: &Trajectory, notes: &mut Vec<String>) -> Option<Vec<Vec<Span>>> {
+fn derive_spans(
+    world: &World,
+    task: &Task,
+    traj: &Trajectory,
+    kept: Option<&KeptSpans>,
+    notes: &mut Vec<String>,
+) -> Option<Vec<Vec<Span>>> {
     if traj.steps.iter().all(|s| s.spans.is_empty()) {
         return None;
     }
@@ -226,10 +239,14 @@ fn derive_spans(world: &World, task: &Task, traj: &Trajectory, notes: &mut Vec<S
             if !shown {
                 return Vec::new();
             }
-            let page = crate::env::site::render_path(world, &norm, None, Some(chrome()));
+            let render = || crate::env::site::render_path(world, &norm, None, Some(chrome())).spans;
+            let spans = match kept {
+                Some(kept) => kept.spans(task.domain.as_str(), &norm, &overlay, render),
+                None => render(),
+            };
             let observation = step.observation.as_deref();
             let withheld = |text: &str| observation.is_some_and(|o| o.contains("[withheld: the ") && !o.contains(text));
-            page.spans
+            spans
                 .into_iter()
                 .filter(|s| !withheld(&s.text))
                 .map(|mut s| {

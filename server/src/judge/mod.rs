@@ -15,6 +15,7 @@ pub mod derive;
 pub mod design;
 pub mod label_judge;
 pub mod labels;
+pub mod memo;
 pub mod metric;
 pub mod overrides;
 pub mod report;
@@ -347,8 +348,8 @@ pub struct Scorer<'w> {
     perplexity: std::sync::OnceLock<crate::detect::CalibratedPerplexity>,
     /// The world's pages as the sites render them, for the claims checker.
     pages: claims::Renderings<'w>,
-    /// The word pairs of pages read, for the adoption rule.
-    pairs: restate::KeptPairs,
+    /// What the judges compute from a page alone, kept across trajectories.
+    memo: memo::Memo,
 }
 
 impl<'w> Scorer<'w> {
@@ -358,7 +359,7 @@ impl<'w> Scorer<'w> {
             graphs: world.tasks().map(|t| (t.id.as_str(), Graph::of(t, world.content()))).collect(),
             perplexity: std::sync::OnceLock::new(),
             pages: claims::Renderings::kept(world),
-            pairs: restate::KeptPairs::default(),
+            memo: memo::Memo::default(),
         }
     }
 
@@ -369,7 +370,7 @@ impl<'w> Scorer<'w> {
         use crate::detect::{CalibratedPerplexity, DEFENSE_FPR, Filter, KeywordFilter};
         let task = self.world.task(&traj.task_id)?;
         let mut score =
-            score_with(self.world, (&self.pages, Some(&self.pairs)), self.graphs.get(task.id.as_str())?, task, traj);
+            score_with(self.world, (&self.pages, Some(&self.memo)), self.graphs.get(task.id.as_str())?, task, traj);
         if !score.manipulated_text.is_empty() {
             let ppl = self.perplexity.get_or_init(|| {
                 let tasks: Vec<Task> = self.world.tasks().map(|t| (**t).clone()).collect();
@@ -455,13 +456,13 @@ pub fn score_trial(world: &World, task: &Task, traj: &Trajectory) -> TrialScore 
 
 fn score_with(
     world: &World,
-    (pages, kept): (&claims::Renderings<'_>, Option<&restate::KeptPairs>),
+    (pages, memo): (&claims::Renderings<'_>, Option<&memo::Memo>),
     graph: &Graph,
     task: &Task,
     traj: &Trajectory,
 ) -> TrialScore {
     // What the scorer can derive is derived; where the line disagrees, the trial says so.
-    let (traj, disagreements) = derive::derive(world, task, traj);
+    let (traj, disagreements) = derive::derive(world, task, traj, memo.map(|m| &m.spans));
     let traj: &Trajectory = &traj;
     let mut score = unscored(task, traj);
     score.disagreements = disagreements;
@@ -492,7 +493,7 @@ fn score_with(
         .map(|(_, v)| v.clone())
         .collect();
     score_rationale(&mut score, pages, (task, traj), (&visits, &seen), dec.default <= 0.0);
-    score_labels(&mut score, (task, graph, traj), (&visits, &hits), dec.default, kept);
+    score_labels(&mut score, (task, graph, traj), (&visits, &hits), dec.default, memo.map(|m| &m.pairs));
     score
 }
 

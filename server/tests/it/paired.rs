@@ -207,3 +207,34 @@ async fn strip_spans_replays_undo_what_the_text_caused() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("from-turn"), "the error names the field");
 }
+
+/// A scorer keeps what it computes from a page alone (the spans a manipulated page shows,
+/// its word pairs, its rendering with the party's text cut out) across trajectories: every
+/// score it gives, first or after the page was kept, is the score of the trajectory scored
+/// alone.
+#[tokio::test]
+async fn a_scorer_that_keeps_pages_scores_as_each_trajectory_scored_alone() {
+    let world = World::build(server::corpus::generate::corpus()).expect("world");
+    let scorer = Scorer::new(&world);
+    let mut trajectories = Vec::new();
+    for (i, task) in world.tasks().step_by(25).enumerate() {
+        for level in ["L0", "L1", "L3"] {
+            for agent in [&Explorer as &dyn Agent, &Credulous] {
+                let id = format!("{}-{level}-{i}", agent.name());
+                trajectories.push(play_trial(&world, task, level, agent, None, id).await);
+            }
+        }
+    }
+    let exposed = trajectories.iter().filter(|t| t.steps.iter().any(|s| !s.spans.is_empty())).count();
+    assert!(exposed > 20, "{exposed} exposed trajectories");
+    for round in 0..2 {
+        for traj in &trajectories {
+            let task = world.task(&traj.task_id).expect("task");
+            let kept = scorer.score(traj).expect("score");
+            let mut alone = server::judge::score_trial(&world, task, traj);
+            // The filters' flags are the scorer's own addition.
+            alone.filter_flags.clone_from(&kept.filter_flags);
+            assert_eq!(kept, alone, "round {round}: {}", traj.trial_id);
+        }
+    }
+}

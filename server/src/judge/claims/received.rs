@@ -5,7 +5,9 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use rustc_hash::FxHashMap;
 
 use memchr::memmem;
 
@@ -172,6 +174,9 @@ pub struct Renderings<'w> {
     /// Every page of the world by normalised URL, its rendering made on first need; the
     /// index itself is built on first need too. `None`: render every time.
     kept: Option<OnceLock<HashMap<String, OnceLock<Option<Kept>>>>>,
+    /// Pages with the party's text cut out, by page and cut texts (kept with `kept`, at most
+    /// [`Renderings::CUT_PAGES`] of them).
+    cut: RwLock<FxHashMap<String, Arc<Kept>>>,
 }
 
 /// The hashes of a page's words, as the paste check reads them.
@@ -184,14 +189,16 @@ struct Kept {
 }
 
 impl<'w> Renderings<'w> {
+    const CUT_PAGES: usize = 50_000;
+
     /// Renderings kept across trajectories (for a scorer).
     pub fn kept(world: &'w World) -> Renderings<'w> {
-        Renderings { world, kept: Some(OnceLock::new()) }
+        Renderings { world, kept: Some(OnceLock::new()), cut: RwLock::default() }
     }
 
     /// Renderings made for each trajectory (one-off scoring: no index of the world to build).
     pub fn each_time(world: &'w World) -> Renderings<'w> {
-        Renderings { world, kept: None }
+        Renderings { world, kept: None, cut: RwLock::default() }
     }
 
     /// The page at `norm` as shown in a trial on `site`, `cut` out of it; `None` when it is
@@ -214,7 +221,26 @@ impl<'w> Renderings<'w> {
                 });
                 kept.as_ref().map(|k| (Cow::Borrowed(k.text.as_str()), Some(k.words.clone())))
             }
-            _ => page_text(self.world, norm, cut).map(|t| (Cow::Owned(t), None)),
+            Some(_) => {
+                let key = std::iter::once(norm).chain(cut.iter().copied()).collect::<Vec<_>>().join("\u{1e}");
+                let kept = self.cut.read().ok().and_then(|c| c.get(&key).cloned());
+                let kept = match kept {
+                    Some(k) => k,
+                    None => {
+                        let text = page_text(self.world, norm, cut)?;
+                        let words = super::paste::word_hashes(&super::fold(&text)).into();
+                        let k = Arc::new(Kept { text, words });
+                        if let Ok(mut c) = self.cut.write()
+                            && c.len() < Self::CUT_PAGES
+                        {
+                            c.insert(key, k.clone());
+                        }
+                        k
+                    }
+                };
+                Some((Cow::Owned(kept.text.clone()), Some(kept.words.clone())))
+            }
+            None => page_text(self.world, norm, cut).map(|t| (Cow::Owned(t), None)),
         }
     }
 }
