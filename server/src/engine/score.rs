@@ -93,6 +93,7 @@ pub async fn score_run_as_of(
         tokio::spawn(async move { store.trials_with_steps(&ids).await })
     };
     let chunks: Vec<&[(usize, &TrialId)]> = todo.chunks(CHUNK).collect();
+    let scoring = Scoring::start(world, &version, judge.asks_a_model());
     let mut reading = chunks.first().map(|c| read(c));
     let mut writing: Option<tokio::task::JoinHandle<crate::db::StoreResult<()>>> = None;
     for (n, chunk) in chunks.iter().enumerate() {
@@ -103,7 +104,7 @@ pub async fn score_run_as_of(
             .map(|(i, id)| Ok((*i, read_now.remove(*id).with_context(|| format!("trial {id} is gone"))?)))
             .collect::<anyhow::Result<_>>()?;
         let mut rows = Vec::with_capacity(chunk.len());
-        for (i, result) in score_chunk(world, judge, &version, inputs).await? {
+        for (i, result) in score_chunk(world, judge, &scoring, inputs).await? {
             let (score, body) = result?;
             // A score the judge failed on is used now but not stored: the next pass asks again.
             if score.rsn_error.is_none() {
@@ -126,6 +127,7 @@ pub async fn score_run_as_of(
     if let Some(w) = writing {
         w.await??;
     }
+    scoring.finish().await?;
     let computed = todo.len();
     drop(chunks);
     drop(todo);
@@ -199,37 +201,63 @@ fn reuse_stored<'k>(
     Ok((slots, todo))
 }
 
+/// A chunk's trials, each with its slot: the trial's row and its joined step bodies.
+type Inputs = Vec<(usize, (TrialRow, String))>;
+/// A chunk handed to the scoring thread, and where its results go.
+type Job = (Inputs, tokio::sync::oneshot::Sender<(Inputs, Vec<anyhow::Result<Scored>>)>);
+
+/// The thread that runs a run's rule-based judges: one [`Scorer`] for the whole run, so what
+/// it keeps of the pages (graphs, renderings, spans, word pairs) serves every chunk. CPU
+/// work on a blocking thread, never on the async workers that serve requests.
+struct Scoring {
+    jobs: std::sync::mpsc::Sender<Job>,
+    thread: tokio::task::JoinHandle<()>,
+}
+
+impl Scoring {
+    /// Without a model judge the thread also stamps and serialises each score and drops the
+    /// trajectory where it was built (freeing memory another thread allocated is slow).
+    fn start(world: &Arc<World>, version: &str, model: bool) -> Scoring {
+        let (jobs, inbox) = std::sync::mpsc::channel::<Job>();
+        let (world, version) = (world.clone(), version.to_string());
+        let thread = tokio::task::spawn_blocking(move || {
+            let scorer = Scorer::new(&world);
+            for (inputs, reply) in inbox {
+                let scored = on_every_core(&inputs, |(_, (trial, steps))| -> anyhow::Result<Scored> {
+                    let traj = trajectory_of(trial, steps)?;
+                    let mut score = scorer.score(&traj).context("the trial's task is in the world")?;
+                    if model {
+                        return Ok(Scored::Pending(Box::new(traj), score));
+                    }
+                    score.judge_version.clone_from(&version);
+                    let body = serde_json::to_string(&score)?;
+                    Ok(Scored::Done(score, body))
+                });
+                // A caller that stopped waiting needs no answer.
+                drop(reply.send((inputs, scored)));
+            }
+        });
+        Scoring { jobs, thread }
+    }
+
+    async fn finish(self) -> anyhow::Result<()> {
+        drop(self.jobs);
+        Ok(self.thread.await?)
+    }
+}
+
 /// Scores one chunk of trials: each slot with its score and serialised body, or the error.
-///
-/// Parsing and the rule-based judges run on every core. Without a model judge a worker also
-/// stamps and serialises the score and drops the trajectory where it was built (freeing
-/// memory another thread allocated is slow); a model judge is asked after, about several
-/// trials at once (at most [`JUDGE_CALLS`]).
+/// Parsing and the rule-based judges run on every core (on `scoring`'s thread); a model
+/// judge is asked after, about several trials at once (at most [`JUDGE_CALLS`]).
 async fn score_chunk(
     world: &Arc<World>,
     judge: &ModelJudge,
-    version: &str,
-    inputs: Vec<(usize, (TrialRow, String))>,
+    scoring: &Scoring,
+    inputs: Inputs,
 ) -> anyhow::Result<Vec<(usize, anyhow::Result<(TrialScore, String)>)>> {
-    let model = judge.asks_a_model();
-    // CPU work: on blocking threads, never on the async workers that serve requests.
-    let (cores, stamp) = (world.clone(), version.to_string());
-    let (inputs, scored) = tokio::task::spawn_blocking(move || {
-        let scorer = Scorer::new(&cores);
-        let version = stamp;
-        let scored = on_every_core(&inputs, |(_, (trial, steps))| -> anyhow::Result<Scored> {
-            let traj = trajectory_of(trial, steps)?;
-            let mut score = scorer.score(&traj).context("the trial's task is in the world")?;
-            if model {
-                return Ok(Scored::Pending(Box::new(traj), score));
-            }
-            score.judge_version.clone_from(&version);
-            let body = serde_json::to_string(&score)?;
-            Ok(Scored::Done(score, body))
-        });
-        (inputs, scored)
-    })
-    .await?;
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    scoring.jobs.send((inputs, reply)).map_err(|_| anyhow::anyhow!("the scoring thread stopped"))?;
+    let (inputs, scored) = answer.await.map_err(|_| anyhow::anyhow!("the scoring thread stopped"))?;
     let gate = tokio::sync::Semaphore::new(JUDGE_CALLS);
     let mut calls = Vec::with_capacity(inputs.len());
     for ((_, (trial, _)), result) in inputs.iter().zip(scored) {

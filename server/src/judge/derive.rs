@@ -201,6 +201,25 @@ fn derive_appeal(task: &Task, verdict: &str, a: &Value, notes: &mut Vec<String>)
     (fixed != *a).then_some(fixed)
 }
 
+/// The spans the page at `norm` shows in a trial of `task` under `overlay`, as the sites
+/// render it (kept across trajectories in `kept`).
+fn page_spans(world: &World, task: &Task, overlay: &Overlay, norm: &str, kept: Option<&KeptSpans>) -> Vec<Span> {
+    let render = || {
+        let chrome = EpisodeChrome {
+            id: "trial",
+            actions: task.domain.actions(),
+            closed: false,
+            overlay: Some(overlay),
+            over_http: false,
+        };
+        crate::env::site::render_path(world, norm, None, Some(chrome)).spans
+    };
+    match kept {
+        Some(kept) => kept.spans(task.domain.as_str(), norm, overlay, render),
+        None => render(),
+    }
+}
+
 /// The manipulated spans each step's page showed, when the line marks any and they differ
 /// from the line's marks: the marks are then replaced and a note lists the turns.
 ///
@@ -222,13 +241,6 @@ fn derive_spans(
     }
     let level = traj.level.known()?;
     let overlay = if level == Level::L0 { Overlay::default() } else { overlay_of(task, traj, level, notes)? };
-    let chrome = || EpisodeChrome {
-        id: "trial",
-        actions: task.domain.actions(),
-        closed: false,
-        overlay: Some(&overlay),
-        over_http: false,
-    };
     let derived: Vec<Vec<Span>> = traj
         .steps
         .iter()
@@ -239,11 +251,7 @@ fn derive_spans(
             if !shown {
                 return Vec::new();
             }
-            let render = || crate::env::site::render_path(world, &norm, None, Some(chrome())).spans;
-            let spans = match kept {
-                Some(kept) => kept.spans(task.domain.as_str(), &norm, &overlay, render),
-                None => render(),
-            };
+            let spans = page_spans(world, task, &overlay, &norm, kept);
             let observation = step.observation.as_deref();
             let withheld = |text: &str| observation.is_some_and(|o| o.contains("[withheld: the ") && !o.contains(text));
             spans
