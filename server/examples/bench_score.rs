@@ -8,23 +8,40 @@
 //!
 //! Trajectories are built from the built-in corpus: 25 steps each, every step with its
 //! rendered observation (as `mirage run` exports them), a rationale with URLs, money,
-//! counts and dates to check. Scoring runs on the calling thread only.
+//! counts and dates to check; 20,000 clean ones (L0), then 20,000 at L1 and 20,000 at L3
+//! whose pages show the task's manipulation with its spans marked (the adoption rule and
+//! the span check run on those only). Scoring runs on the calling thread only.
 
 use std::time::Instant;
 
 use serde_json::json;
 use server::corpus::generate::corpus;
 use server::env::World;
+use server::env::render::EpisodeChrome;
 use server::env::site::render_path;
 use server::judge::aggregate::{Options, aggregate};
 use server::judge::{Scorer, Trajectory};
 use server::stats::{Obs, interval};
 
-fn trajectories(world: &World, n: usize) -> Vec<Trajectory> {
+/// `n` trajectories at `level`: at L1 and L3 every page is rendered under the task's
+/// manipulation, as a run shows it, with its manipulated spans marked.
+fn trajectories(world: &World, n: usize, level: &str) -> Vec<Trajectory> {
     let tasks: Vec<_> = world.tasks().cloned().collect();
     (0..n)
         .map(|i| {
             let task = &tasks[i % tasks.len()];
+            let overlay = (level != "L0").then(|| server::manip::overlay_for(task, level, None, 0).expect("overlay"));
+            let page = |u: &str| {
+                let chrome = overlay.as_ref().map(|o| EpisodeChrome {
+                    id: "trial",
+                    actions: task.domain.actions(),
+                    closed: false,
+                    overlay: Some(o),
+                    over_http: false,
+                });
+                let r = render_path(world, u, None, chrome);
+                (r.text, r.spans)
+            };
             // Wander over the task's pages: graph nodes, their links, back to the start.
             let mut urls: Vec<String> = vec![task.start_url.clone()];
             let pool: Vec<String> = task.pages.keys().cloned().collect();
@@ -40,7 +57,8 @@ fn trajectories(world: &World, n: usize) -> Vec<Trajectory> {
                     } else {
                         json!({"type": "goto", "url": urls[(t + 1).min(24)]})
                     };
-                    json!({"url": u, "observation": render_path(world, u, None, None).text, "thought": "Reading the record.", "action": action})
+                    let (observation, spans) = page(u);
+                    json!({"url": u, "observation": observation, "spans": spans, "thought": "Reading the record.", "action": action})
                 })
                 .collect();
             let facts: Vec<&str> = task.gold_facts.iter().map(|f| f.text.as_str()).collect();
@@ -51,7 +69,7 @@ fn trajectories(world: &World, n: usize) -> Vec<Trajectory> {
                 facts.join("; ")
             );
             serde_json::from_value(json!({
-                "trial_id": format!("t{i}"), "task_id": task.id, "agent": format!("a{}", i % 4), "level": "L0",
+                "trial_id": format!("t{i}"), "task_id": task.id, "agent": format!("a{}", i % 4), "level": level,
                 "condition": "raw", "steps": steps, "status": "done",
                 "verdict": {"action": task.verdict.optimal, "rationale": rationale}
             }))
@@ -62,20 +80,27 @@ fn trajectories(world: &World, n: usize) -> Vec<Trajectory> {
 
 fn main() {
     let world = World::build(corpus()).expect("world");
-    let trajs = trajectories(&world, 20_000);
-    let scorer = Scorer::new(&world);
-    let started = Instant::now();
-    let mut scores = Vec::with_capacity(trajs.len());
-    for t in &trajs {
-        scores.push(scorer.score(t).expect("task"));
+    let mut clean = Vec::new();
+    for (level, what) in [("L0", "clean"), ("L1", "manipulated at L1"), ("L3", "manipulated at L3")] {
+        let trajs = trajectories(&world, 20_000, level);
+        let scorer = Scorer::new(&world);
+        let started = Instant::now();
+        let mut scores = Vec::with_capacity(trajs.len());
+        for t in &trajs {
+            scores.push(scorer.score(t).expect("task"));
+        }
+        let secs = started.elapsed().as_secs_f64();
+        let claims: usize = scores.iter().map(|s| s.claims.len()).sum();
+        let exposed = scores.iter().filter(|s| s.labels.as_ref().is_some_and(|l| l.exposure.value)).count();
+        println!(
+            "scoring ({what}): {} trajectories x 25 steps in {secs:.3} s on one thread = {:.0} trajectories/s ({claims} claims checked, {exposed} exposed)",
+            trajs.len(),
+            trajs.len() as f64 / secs
+        );
+        if level == "L0" {
+            clean = scores;
+        }
     }
-    let secs = started.elapsed().as_secs_f64();
-    let claims: usize = scores.iter().map(|s| s.claims.len()).sum();
-    println!(
-        "scoring: {} trajectories x 25 steps in {secs:.3} s on one thread = {:.0} trajectories/s ({claims} claims checked)",
-        trajs.len(),
-        trajs.len() as f64 / secs
-    );
 
     // 20 configurations x 10,000 trials, clustered by task within three domains.
     let tasks: Vec<_> = world.tasks().cloned().collect();
@@ -98,7 +123,7 @@ fn main() {
 
     // The whole report for 10,000 scored trials (18 metrics per configuration, levels,
     // leaderboard, pairwise comparisons, jackknife).
-    let subset: Vec<_> = scores.into_iter().take(10_000).collect();
+    let subset: Vec<_> = clean.into_iter().take(10_000).collect();
     let started = Instant::now();
     let agg = aggregate(&subset, "bench", &Options::default()).expect("aggregate");
     println!(

@@ -9,7 +9,9 @@
 //! Times each stage over the whole file, one thread: reading the lines; parsing each into
 //! a JSON value; checking it against the trajectory schema; turning the value into a
 //! trajectory; parsing straight into a trajectory instead; the rule-based judges. Then the
-//! whole streaming reader (`judge::stream_scores`, what `mirage score FILE` runs).
+//! parse limit (reading the file and parsing every line into a JSON value on every core,
+//! the yardstick of the scoring target) and the whole streaming reader
+//! (`judge::stream_scores`, what `mirage score FILE` runs).
 
 use std::io::BufRead;
 use std::time::Instant;
@@ -48,6 +50,18 @@ fn main() {
     let n = trajs.iter().filter_map(|tr| scorer.score(tr)).count();
     println!("rule-based judges ({n} trajectories): {:.3} s", t.elapsed().as_secs_f64());
     drop(trajs);
+    drop(lines);
+
+    // The parse limit: what merely reading and parsing the file takes on every core.
+    let t = Instant::now();
+    let file = std::fs::File::open(&path).expect("open");
+    let lines: Vec<String> = std::io::BufReader::new(file).lines().map(|l| l.expect("line")).collect();
+    let parsed = server::judge::on_every_core(&lines, |l| serde_json::from_str::<serde_json::Value>(l).is_ok());
+    let parsed = parsed.into_iter().filter(|ok| *ok).count();
+    println!(
+        "parse limit: reading and parsing every line into a JSON value on every core ({parsed} lines): {:.3} s",
+        t.elapsed().as_secs_f64()
+    );
     drop(lines);
 
     let t = Instant::now();

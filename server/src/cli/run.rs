@@ -1,5 +1,6 @@
 //! `mirage run` and `mirage worker`: planning a run and executing its queue.
 
+use crate::judge::aside::Keep;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -243,7 +244,7 @@ async fn plan_only(
     let past = match power_from {
         Some(run) => {
             let judge = crate::judge::rsn::ModelJudge::from_config(config, store.clone())?;
-            let scores = super::score::run_scores(store, run, &judge).await?;
+            let scores = super::score::run_scores(store, run, &judge, Keep::All).await?;
             power::spread_of(&scores)
         }
         None => std::collections::BTreeMap::new(),

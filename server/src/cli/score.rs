@@ -86,17 +86,17 @@ pub(super) async fn score(store: Arc<dyn Store>, args: ScoreArgs) -> anyhow::Res
     }
     let judge = ModelJudge::from_config(&config, store.clone())?;
     let options = Options { by: args.by.clone(), ..Options::default() };
-    // A file's scores keep only what the figures need in memory; the rest of each record
-    // waits in a temporary file when it is printed or the model judge reads it.
-    let spill =
-        (args.run.is_none() && (args.json || !matches!(judge, ModelJudge::Coverage))).then(Spill::new).transpose()?;
+    // The scores keep only what the figures need in memory; the rest of each record waits
+    // in a temporary file when it is printed, or when the model judge reads a file's.
+    let model_reads_file = args.run.is_none() && !matches!(judge, ModelJudge::Coverage);
+    let spill = (args.json || model_reads_file).then(Spill::new).transpose()?;
+    let keep = spill.as_ref().map_or(Keep::Figures, Keep::Spilled);
     let (mut scores, source) = match &args.run {
-        Some(run) => (run_scores(&store, run, &judge).await?, run.to_string()),
+        Some(run) => (run_scores(&store, run, &judge, keep).await?, run.to_string()),
         None => {
             let Some(path) = args.file.as_ref().or(args.trajectories.as_ref()) else {
                 bail!("score: give a trajectory file (mirage score FILE or --trajectories FILE) or --run RUN");
             };
-            let keep = spill.as_ref().map_or(Keep::Figures, Keep::Spilled);
             let mut scores = score_file(path, args.tasks.as_deref(), &judge, keep).await?;
             // A stored run's scores come paired already (`score_run`); a file's are paired here.
             crate::judge::twins::attach(&mut scores);
@@ -144,6 +144,7 @@ pub(super) async fn run_scores(
     store: &Arc<dyn Store>,
     run: &RunId,
     judge: &ModelJudge,
+    keep: Keep<'_>,
 ) -> anyhow::Result<Vec<TrialScore>> {
     store.run(run).await?;
     crate::db::seed_if_empty(store.as_ref()).await?;
@@ -158,7 +159,7 @@ pub(super) async fn run_scores(
         bar.set_length(u64::try_from(total).unwrap_or(0));
         bar.set_position(u64::try_from(done).unwrap_or(0));
     };
-    let scored = crate::engine::score::score_run(store, &world, run, judge, &progress).await;
+    let scored = crate::engine::score::score_run_as_of(store, &world, run, judge, &progress, (None, keep)).await;
     bar.finish_and_clear();
     let (scores, computed) = scored?;
     let records = scores.iter().filter(|s| vocab::TaskRef::is_foreign(&s.task_id)).count();

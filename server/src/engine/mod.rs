@@ -28,6 +28,7 @@ use crate::db::Store;
 use crate::env::World;
 use crate::judge::TrialScore;
 use crate::judge::aggregate::{Aggregate, Metric, Options, aggregate};
+use crate::judge::aside::Keep;
 use crate::judge::rsn::ModelJudge;
 
 /// A run's cache slot: the current figures (`None`), or those of one pinned generation.
@@ -190,7 +191,9 @@ impl Engine {
         };
         // People's labels up to the generation of the key, pinned or not: labels added while
         // the run is scored wait for the next key.
-        let scored = score::score_run_as_of(&self.store, &self.world, run, &self.judge, &progress, Some(key.1)).await;
+        let scored =
+            score::score_run_as_of(&self.store, &self.world, run, &self.judge, &progress, (Some(key.1), Keep::All))
+                .await;
         running().remove(run);
         let scores = Arc::new(scored.map_err(fail)?.0);
         self.keep_pinned(run, key);

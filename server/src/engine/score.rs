@@ -10,6 +10,7 @@ use anyhow::Context;
 use crate::db::{Store, StoredScore, TrialKey, TrialRow};
 use crate::env::World;
 use crate::judge::aggregate::apply_overrides;
+use crate::judge::aside::Keep;
 use crate::judge::rsn::ModelJudge;
 use crate::judge::{Scorer, Trajectory, TrialScore, on_every_core};
 use crate::runs::export::trajectory_of;
@@ -64,18 +65,20 @@ pub async fn score_run(
     judge: &ModelJudge,
     progress: &(dyn Fn(usize, usize) + Send + Sync),
 ) -> anyhow::Result<(Vec<TrialScore>, usize)> {
-    score_run_as_of(store, world, run_id, judge, progress, None).await
+    score_run_as_of(store, world, run_id, judge, progress, (None, Keep::All)).await
 }
 
 /// [`score_run`] with people's labels as they stood at label generation `as_of` (events up
-/// to that id; all of them when `None`): the figures of a frozen link.
+/// to that id; all of them when `None`): the figures of a frozen link. Each score's detail
+/// is kept as `keep` says, once its stored body is written (a run's tables need only the
+/// figures).
 pub async fn score_run_as_of(
     store: &Arc<dyn Store>,
     world: &Arc<World>,
     run_id: &RunId,
     judge: &ModelJudge,
     progress: &(dyn Fn(usize, usize) + Send + Sync),
-    as_of: Option<i64>,
+    (as_of, keep): (Option<i64>, Keep<'_>),
 ) -> anyhow::Result<(Vec<TrialScore>, usize)> {
     let kind = RunKind::load(store.as_ref(), run_id).await?.agent_only(run_id)?;
     let version = judge.version();
@@ -84,7 +87,7 @@ pub async fn score_run_as_of(
     let keys = store.trial_keys(run_id).await?;
     let (foreign, finished): (Vec<&TrialKey>, Vec<&TrialKey>) =
         keys.iter().filter(|t| t.state.is_finished()).partition(|t| vocab::TaskRef::is_foreign(&t.task_id));
-    let (mut slots, todo) = reuse_stored(&mut stored, &finished, judge, world)?;
+    let (mut slots, todo) = reuse_stored(&mut stored, &finished, (judge, world), keep)?;
     let mut handled = finished.len() - todo.len();
     progress(handled, finished.len());
 
@@ -114,6 +117,8 @@ pub async fn score_run_as_of(
                     body,
                 });
             }
+            let mut score = score;
+            score.keep(keep)?;
             slots[i] = Some(score);
         }
         handled += chunk.len();
@@ -135,7 +140,10 @@ pub async fn score_run_as_of(
     // In place: no second buffer of every score.
     let mut scores =
         slots.into_iter().map(|s| s.context("a trial was left unscored")).collect::<anyhow::Result<Vec<_>>>()?;
-    scores.extend(foreign_scores(store.as_ref(), &foreign).await?);
+    for mut score in foreign_scores(store.as_ref(), &foreign).await? {
+        score.keep(keep)?;
+        scores.push(score);
+    }
     drop(foreign);
     drop(keys);
     attach_run_facts(store.as_ref(), world, (run_id, &kind), &mut scores, as_of).await?;
@@ -174,8 +182,8 @@ async fn attach_run_facts(
 fn reuse_stored<'k>(
     stored: &mut HashMap<TrialId, StoredScore>,
     finished: &[&'k TrialKey],
-    judge: &ModelJudge,
-    world: &World,
+    (judge, world): (&ModelJudge, &World),
+    keep: Keep<'_>,
 ) -> anyhow::Result<(Vec<Option<TrialScore>>, Vec<(usize, &'k TrialId)>)> {
     let mut slots: Vec<Option<TrialScore>> = Vec::with_capacity(finished.len());
     let mut todo: Vec<(usize, &TrialId)> = Vec::new();
@@ -189,7 +197,8 @@ fn reuse_stored<'k>(
             })
             .transpose()?
             .filter(|s| s.rsn_error.is_none());
-        if let Some(score) = reused {
+        if let Some(mut score) = reused {
+            score.keep(keep)?;
             slots.push(Some(score));
         } else if world.task(&trial.task_id).is_none() {
             anyhow::bail!("trial {}: task {} is not in the stored corpus", trial.trial_id, trial.task_id);

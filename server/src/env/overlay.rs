@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use vocab::Segment;
 
-use crate::corpus::urls::normalise;
+use crate::corpus::urls::{is_normal, normalise};
 
 /// One manipulated text: where it goes and what replaces what.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -43,9 +43,11 @@ pub struct Overlay {
 
 impl Overlay {
     /// The edits that apply to the page at `path`.
-    pub fn edits_for<'a>(&'a self, path: &str) -> impl Iterator<Item = &'a Edit> + 'a {
-        let norm = normalise(path);
-        self.edits.iter().filter(move |e| e.url == norm)
+    pub fn edits_for<'a>(&'a self, path: &'a str) -> impl Iterator<Item = &'a Edit> {
+        // Most paths asked about are normal already: those are compared as they are.
+        let norm =
+            if is_normal(path) { std::borrow::Cow::Borrowed(path) } else { std::borrow::Cow::Owned(normalise(path)) };
+        self.edits.iter().filter(move |e| e.url == *norm)
     }
 
     pub fn is_empty(&self) -> bool {

@@ -206,12 +206,15 @@ impl KeptPairs {
 fn sentences(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    for (k, &(i, c)) in chars.iter().enumerate() {
-        let blank = chars.get(k + 1).is_none_or(|(_, n)| n.is_whitespace());
-        let after = chars[k + 1..].iter().map(|(_, n)| *n).find(|n| !n.is_whitespace());
-        let ends = blank && after.is_none_or(|n| !(n.is_lowercase() || n.is_ascii_digit()));
-        if (matches!(c, '.' | '!' | '?') && ends) || c == '\n' {
+    for (i, c) in text.char_indices() {
+        // Whether the punctuation ends a sentence: looked at only after punctuation.
+        let ends = || {
+            let rest = &text[i + c.len_utf8()..];
+            let blank = rest.chars().next().is_none_or(char::is_whitespace);
+            let after = rest.chars().find(|n| !n.is_whitespace());
+            blank && after.is_none_or(|n| !(n.is_lowercase() || n.is_ascii_digit()))
+        };
+        if c == '\n' || (matches!(c, '.' | '!' | '?') && ends()) {
             out.push(&text[start..=i]);
             start = i + c.len_utf8();
         }
@@ -387,6 +390,36 @@ mod tests {
                 })
                 .collect();
             assert_eq!(pairs(&text), pairs_by_list(&text), "{text:?}");
+        }
+    }
+
+    /// Sentences as they were cut before the lazy look-ahead: every character listed first.
+    fn sentences_by_list(text: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        let chars: Vec<(usize, char)> = text.char_indices().collect();
+        for (k, &(i, c)) in chars.iter().enumerate() {
+            let blank = chars.get(k + 1).is_none_or(|(_, n)| n.is_whitespace());
+            let after = chars[k + 1..].iter().map(|(_, n)| *n).find(|n| !n.is_whitespace());
+            let ends = blank && after.is_none_or(|n| !(n.is_lowercase() || n.is_ascii_digit()));
+            if (matches!(c, '.' | '!' | '?') && ends) || c == '\n' {
+                out.push(&text[start..=i]);
+                start = i + c.len_utf8();
+            }
+        }
+        out.push(&text[start..]);
+        out.into_iter().map(str::trim).filter(|s| !s.is_empty()).collect()
+    }
+
+    #[test]
+    fn sentences_are_cut_where_the_listed_reading_cut_them() {
+        use rand::{Rng, SeedableRng};
+        let parts =
+            ["Deny", "it", "art", "7", "é", "Ölsen", "x.y", ".", "!", "?", " ", "  ", "\n", "\u{a0}", "a.", "3.5"];
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        for _ in 0..5_000 {
+            let text: String = (0..rng.random_range(0..16)).map(|_| parts[rng.random_range(0..parts.len())]).collect();
+            assert_eq!(sentences(&text), sentences_by_list(&text), "{text:?}");
         }
     }
 
