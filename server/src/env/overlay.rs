@@ -8,7 +8,7 @@ use vocab::Segment;
 use crate::corpus::urls::{is_normal, normalise};
 
 /// One manipulated text: where it goes and what replaces what.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Edit {
     /// The span id (stable per trial: `<injection id>@<level>`).
     pub span: String,

@@ -79,8 +79,12 @@ impl TrialScore {
         self.aside = None;
     }
 
-    /// Handles the score's detail as `keep` says.
+    /// Handles the score's detail as `keep` says (a detail already set aside stays where it
+    /// is).
     pub fn keep(&mut self, keep: Keep<'_>) -> anyhow::Result<()> {
+        if self.aside.is_some() {
+            return Ok(());
+        }
         match keep {
             Keep::All => Ok(()),
             Keep::Figures => {

@@ -1,13 +1,13 @@
 //! What a scorer of many trajectories keeps across them: the pages of the sites come back
 //! in trajectory after trajectory, in every configuration and condition, so what the
-//! judges compute from a page alone is computed once. Each store is bounded; past its
-//! bound a page is computed each time.
+//! judges compute from a page alone is computed once. Each store is bounded in bytes; past
+//! its bound a page is computed each time.
 
 use std::sync::{Arc, RwLock};
 
-use rustc_hash::FxHashMap;
-
+use super::bounded::Kept;
 use super::restate::KeptPairs;
+use crate::env::overlay::Edit;
 use crate::env::{Overlay, Span};
 
 /// Everything kept across trajectories.
@@ -22,33 +22,33 @@ pub struct Memo {
 /// The spans a page shows under a manipulation, by page and manipulation.
 #[derive(Default)]
 pub struct KeptSpans {
-    pages: RwLock<FxHashMap<String, Arc<[Span]>>>,
+    pages: RwLock<Kept<SpansKey, Arc<[Span]>>>,
 }
 
-impl KeptSpans {
-    /// At most this many (page, manipulation) pairs are kept.
-    const PAGES: usize = 50_000;
+/// A page's site and address, and every edit of its manipulation (compared whole: a line's
+/// own texts are part of it at L4).
+type SpansKey = (String, String, Vec<Edit>);
 
+impl KeptSpans {
     /// The spans of the page at `norm` on `site`, rendered under `overlay` by `render`
     /// (which is called only when they are not kept).
     pub fn spans(&self, site: &str, norm: &str, overlay: &Overlay, render: impl FnOnce() -> Vec<Span>) -> Vec<Span> {
-        // Everything the rendering reads: the site (its actions), the page, every edit.
-        let mut key = format!("{site}\u{1e}{norm}");
-        for e in &overlay.edits {
-            for part in [&e.span, &e.injection, &e.url, &e.original, &e.text] {
-                key.push('\u{1e}');
-                key.push_str(part);
-            }
-            key.push('\u{1f}');
-        }
+        let key: SpansKey = (site.to_string(), norm.to_string(), overlay.edits.clone());
         if let Some(spans) = self.pages.read().ok().and_then(|p| p.get(&key).cloned()) {
             return spans.to_vec();
         }
         let spans = render();
-        if let Ok(mut pages) = self.pages.write()
-            && pages.len() < Self::PAGES
-        {
-            pages.insert(key, spans.as_slice().into());
+        let size = |s: &str| s.len() + 24;
+        let bytes = size(&key.0)
+            + size(&key.1)
+            + key
+                .2
+                .iter()
+                .map(|e| [&e.span, &e.injection, &e.url, &e.original, &e.text].map(|f| size(f)).iter().sum::<usize>())
+                .sum::<usize>()
+            + spans.iter().map(|s| size(&s.id) + size(&s.injection) + size(&s.text) + 32).sum::<usize>();
+        if let Ok(mut pages) = self.pages.write() {
+            pages.insert(key, spans.as_slice().into(), bytes);
         }
         spans
     }

@@ -8,6 +8,7 @@
 pub mod aggregate;
 pub mod appeals;
 pub mod aside;
+pub mod bounded;
 pub mod claims;
 pub mod compare;
 pub mod cost;

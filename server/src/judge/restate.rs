@@ -164,39 +164,58 @@ fn each_shown_pair(text: &str, mut each: impl FnMut(&str, &str)) {
     }
 }
 
-/// A word pair's hash, as kept pairs are looked up.
-fn pair_hash(a: &str, b: &str) -> u64 {
-    use std::hash::BuildHasher;
-    rustc_hash::FxBuildHasher.hash_one((a, b))
-}
-
 /// The pairs the texts agents read show, kept by text: a page of the sites comes back in
 /// trajectory after trajectory (and in every configuration), and its words are read once.
-/// Each text's pairs are kept as sorted hashes; at most [`KeptPairs::TEXTS`] texts are kept,
-/// later ones read each time.
+/// A text is kept the second time it is read (texts that never come back, such as pages
+/// served to one episode, cost a hash); its pairs as sorted hashes under a key drawn for
+/// this store (a page's writer cannot aim a pair at another's hash). Within a bound in
+/// bytes; past it, texts are read each time.
 #[derive(Default)]
 pub struct KeptPairs {
-    texts: RwLock<FxHashMap<Box<str>, Arc<[u64]>>>,
+    hasher: std::hash::RandomState,
+    texts: RwLock<Texts>,
+}
+
+#[derive(Default)]
+struct Texts {
+    kept: super::bounded::Kept<Box<str>, Arc<[u64]>>,
+    /// Hashes of the texts read once so far.
+    seen_once: FxHashSet<u64>,
 }
 
 impl KeptPairs {
-    const TEXTS: usize = 50_000;
+    /// A word pair's hash.
+    fn hash(&self, a: &str, b: &str) -> u64 {
+        use std::hash::BuildHasher;
+        self.hasher.hash_one((a, b))
+    }
 
-    fn pairs_of(&self, text: &str) -> Arc<[u64]> {
-        if let Some(p) = self.texts.read().ok().and_then(|t| t.get(text).cloned()) {
-            return p;
+    /// The text's pairs when they are kept (or kept now, on its second reading).
+    fn pairs_of(&self, text: &str) -> Option<Arc<[u64]>> {
+        use std::hash::BuildHasher;
+        if let Some(p) = self.texts.read().ok().and_then(|t| t.kept.get(text).cloned()) {
+            return Some(p);
         }
+        let seen = self.hasher.hash_one(text);
+        let mut texts = self.texts.write().ok()?;
+        if texts.kept.full() {
+            return None;
+        }
+        if texts.seen_once.len() >= super::bounded::Kept::<(), ()>::BYTES / 8 {
+            texts.seen_once.clear();
+        }
+        if texts.seen_once.insert(seen) {
+            return None;
+        }
+        drop(texts);
         let mut hashes = Vec::new();
-        each_shown_pair(text, |a, b| hashes.push(pair_hash(a, b)));
+        each_shown_pair(text, |a, b| hashes.push(self.hash(a, b)));
         hashes.sort_unstable();
         hashes.dedup();
+        let bytes = text.len() + 8 * hashes.len();
         let pairs: Arc<[u64]> = hashes.into();
-        if let Ok(mut texts) = self.texts.write()
-            && texts.len() < Self::TEXTS
-        {
-            texts.insert(text.into(), pairs.clone());
-        }
-        pairs
+        self.texts.write().ok()?.kept.insert(text.into(), pairs.clone(), bytes);
+        Some(pairs)
     }
 }
 
@@ -248,14 +267,13 @@ impl Sources {
         // kept for the text.
         let wanted: FxHashSet<(&str, &str)> = candidates.iter().map(|(a, b, _)| (a.as_str(), b.as_str())).collect();
         let hashed: Vec<((&str, &str), u64)> =
-            if kept.is_some() { wanted.iter().map(|&(a, b)| ((a, b), pair_hash(a, b))).collect() } else { Vec::new() };
+            kept.map(|k| wanted.iter().map(|&(a, b)| ((a, b), k.hash(a, b))).collect()).unwrap_or_default();
         let mut shown: HashSet<(String, String)> = HashSet::new();
         // With no candidate pair there is nothing to look up.
         let clean = clean.into_iter().filter(|_| !wanted.is_empty());
         for text in clean {
-            match kept {
-                Some(kept) => {
-                    let pairs = kept.pairs_of(text);
+            match kept.and_then(|k| k.pairs_of(text)) {
+                Some(pairs) => {
                     for ((a, b), _) in hashed.iter().filter(|(_, h)| pairs.binary_search(h).is_ok()) {
                         shown.insert(((*a).to_string(), (*b).to_string()));
                     }

@@ -5,8 +5,9 @@
 //! that fails the quick path goes through the full schema check, so its problems are
 //! reported exactly as [`super::read_trajectories`] reports them (file, line, field).
 
+use std::collections::hash_map::Entry;
 use std::io::BufRead;
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 
 use serde_json::Value;
 
@@ -83,7 +84,7 @@ struct Gathered {
     waiting: std::collections::BTreeMap<usize, Vec<(usize, Outcome)>>,
     scores: Vec<TrialScore>,
     problems: Vec<String>,
-    /// Each trial id and its first line.
+    /// Each trial id and the last line it was on.
     seen: rustc_hash::FxHashMap<String, usize>,
 }
 
@@ -95,10 +96,15 @@ impl Gathered {
             for (line, r) in outcomes {
                 match r {
                     Ok((trial, score)) => {
-                        if let Some(&first) = self.seen.get(&trial) {
-                            self.problems.push(format!("{file}:{line}:trial_id: {trial:?} repeats line {first}"));
-                        } else {
-                            self.seen.insert(trial, line);
+                        match self.seen.entry(trial) {
+                            Entry::Occupied(mut e) => {
+                                let before = e.insert(line);
+                                self.problems
+                                    .push(format!("{file}:{line}:trial_id: {:?} repeats line {before}", e.key()));
+                            }
+                            Entry::Vacant(e) => {
+                                e.insert(line);
+                            }
                         }
                         self.scores.push(score);
                     }
@@ -123,7 +129,9 @@ pub fn stream_scores<R: BufRead>(
     let scorer = Scorer::new(world);
     let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let (tx, rx) = mpsc::sync_channel::<Chunk>(workers * 2);
-    let rx = std::sync::Mutex::new(rx);
+    // The workers own the receiver: when the last one has stopped, for whatever reason, the
+    // reader's next send fails instead of waiting for ever.
+    let rx = Arc::new(Mutex::new(rx));
     let (done_tx, done_rx) = mpsc::channel::<Outcomes>();
     let (read, worked, gathered) = std::thread::scope(|scope| {
         let gatherer = scope.spawn(move || {
@@ -135,7 +143,7 @@ pub fn stream_scores<R: BufRead>(
         });
         let handles: Vec<_> = (0..workers)
             .map(|_| {
-                let (rx, scorer, done) = (&rx, &scorer, done_tx.clone());
+                let (rx, scorer, done) = (rx.clone(), &scorer, done_tx.clone());
                 scope.spawn(move || -> anyhow::Result<()> {
                     let mut failed = None;
                     loop {
@@ -164,6 +172,7 @@ pub fn stream_scores<R: BufRead>(
             })
             .collect();
         drop(done_tx);
+        drop(rx);
         let read = send_chunks(file, reader, &tx);
         drop(tx);
         let worked: anyhow::Result<()> = handles

@@ -7,8 +7,6 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock, RwLock};
 
-use rustc_hash::FxHashMap;
-
 use memchr::memmem;
 
 use super::Received;
@@ -174,10 +172,13 @@ pub struct Renderings<'w> {
     /// Every page of the world by normalised URL, its rendering made on first need; the
     /// index itself is built on first need too. `None`: render every time.
     kept: Option<OnceLock<HashMap<String, OnceLock<Option<Kept>>>>>,
-    /// Pages with the party's text cut out, by page and cut texts (kept with `kept`, at most
-    /// [`Renderings::CUT_PAGES`] of them).
-    cut: RwLock<FxHashMap<String, Arc<Kept>>>,
+    /// Pages with the party's text cut out, by page and cut texts (kept with `kept`, within
+    /// a bound in bytes).
+    cut: RwLock<CutPages>,
 }
+
+/// Pages with text cut out, by page and the texts cut.
+type CutPages = crate::judge::bounded::Kept<(String, Vec<String>), Arc<Kept>>;
 
 /// The hashes of a page's words, as the paste check reads them.
 type Words = std::sync::Arc<[u64]>;
@@ -189,8 +190,6 @@ struct Kept {
 }
 
 impl<'w> Renderings<'w> {
-    const CUT_PAGES: usize = 50_000;
-
     /// Renderings kept across trajectories (for a scorer).
     pub fn kept(world: &'w World) -> Renderings<'w> {
         Renderings { world, kept: Some(OnceLock::new()), cut: RwLock::default() }
@@ -222,18 +221,18 @@ impl<'w> Renderings<'w> {
                 kept.as_ref().map(|k| (Cow::Borrowed(k.text.as_str()), Some(k.words.clone())))
             }
             Some(_) => {
-                let key = std::iter::once(norm).chain(cut.iter().copied()).collect::<Vec<_>>().join("\u{1e}");
+                let key = (norm.to_string(), cut.iter().map(|c| (*c).to_string()).collect::<Vec<_>>());
                 let kept = self.cut.read().ok().and_then(|c| c.get(&key).cloned());
                 let kept = match kept {
                     Some(k) => k,
                     None => {
                         let text = page_text(self.world, norm, cut)?;
-                        let words = super::paste::word_hashes(&super::fold(&text)).into();
+                        let words: Words = super::paste::word_hashes(&super::fold(&text)).into();
+                        let bytes =
+                            key.0.len() + key.1.iter().map(String::len).sum::<usize>() + text.len() + 8 * words.len();
                         let k = Arc::new(Kept { text, words });
-                        if let Ok(mut c) = self.cut.write()
-                            && c.len() < Self::CUT_PAGES
-                        {
-                            c.insert(key, k.clone());
+                        if let Ok(mut c) = self.cut.write() {
+                            c.insert(key, k.clone(), bytes);
                         }
                         k
                     }

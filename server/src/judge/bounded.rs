@@ -1,0 +1,39 @@
+//! A store bounded in bytes, for what a scorer keeps across trajectories.
+
+use rustc_hash::FxHashMap;
+
+/// A bounded store: past [`Kept::BYTES`] of keys and values (about), nothing more is kept.
+pub struct Kept<K, V> {
+    map: FxHashMap<K, V>,
+    bytes: usize,
+}
+
+impl<K, V> Default for Kept<K, V> {
+    fn default() -> Self {
+        Kept { map: FxHashMap::default(), bytes: 0 }
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V> Kept<K, V> {
+    pub const BYTES: usize = 32 << 20;
+
+    pub fn get<Q: std::hash::Hash + Eq + ?Sized>(&self, key: &Q) -> Option<&V>
+    where
+        K: std::borrow::Borrow<Q>,
+    {
+        self.map.get(key)
+    }
+
+    /// Whether the store is (all but) full: within a sixteenth of its bound.
+    pub fn full(&self) -> bool {
+        self.bytes * 16 >= Self::BYTES * 15
+    }
+
+    /// Keeps `value` under `key` when there is room for `bytes` more.
+    pub fn insert(&mut self, key: K, value: V, bytes: usize) {
+        if self.bytes + bytes <= Self::BYTES {
+            self.bytes += bytes;
+            self.map.insert(key, value);
+        }
+    }
+}
