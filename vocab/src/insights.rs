@@ -41,10 +41,10 @@ impl Est {
     }
 }
 
-/// What follows an interval whose worst-case coverage falls short: ` (normal-theory
-/// worst-case coverage ≈83 %)`, or nothing.
+/// What follows an interval whose worst-case coverage falls short: ` (worst-case coverage
+/// ≈79 %)`, or nothing.
 pub fn covers(coverage: Option<f64>) -> String {
-    coverage.map(|c| format!(" (normal-theory worst-case coverage ≈{:.0} %)", (c * 100.0).floor())).unwrap_or_default()
+    coverage.map(|c| format!(" (worst-case coverage ≈{:.0} %)", (c * 100.0).floor())).unwrap_or_default()
 }
 
 /// The point in the label history a figure page shows. Every person's label is an event

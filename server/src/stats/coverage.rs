@@ -14,7 +14,7 @@ mod agreement;
 mod geo;
 
 use agreement::{kappa_row, pearson_row, wilson_row};
-use geo::{nrg_row, nrg_row_with, success_row};
+use geo::{nrg_row, nrg_row_with, success_row, success_row_unalike};
 
 use super::{Obs, Weight, holm, interval_weighted, paired, paired_weighted, rate_interval_weighted};
 
@@ -69,6 +69,11 @@ pub enum Shortfall {
     Under,
 }
 
+/// How far the coverage measured among marked intervals may fall below the figure printed
+/// beside them: both are simulations (the figure of 5,000 runs, a row of 1,000 or more), so
+/// where the row's design is the figure's own they differ by up to about 3 points.
+pub const PRINTED_ERROR: f64 = 0.03;
+
 /// The least coverage a known shortfall below the target may reach before the CI test
 /// fails, unless its row says otherwise.
 pub const SHORTFALL_FLOOR: f64 = 0.80;
@@ -103,20 +108,19 @@ impl Row {
 
     /// Whether the row keeps its promise: coverage 95 % ± 2 points, or a type-I error
     /// rate at most 5 % + 2 points; where a least coverage is printed beside the interval,
-    /// the coverage measured is not below it (less the simulation's error of 2 points).
+    /// the coverage measured is not below it, less [`PRINTED_ERROR`].
     pub fn holds(&self) -> bool {
+        // The intervals printed with a worst case cover at least that.
+        #[allow(clippy::cast_precision_loss)]
+        if self
+            .least_printed()
+            .is_some_and(|least| (self.marked_hits as f64) < (least - PRINTED_ERROR) * self.marked as f64)
+        {
+            return false;
+        }
         match self.shortfall {
             // Below the band, but never unannounced: every interval says its worst case.
             Shortfall::Under => return self.marked == self.replicates && self.rate() >= self.floor,
-            // The intervals printed with a worst case cover at least that (less the
-            // simulation's error of 2 points).
-            #[allow(clippy::cast_precision_loss)]
-            _ if self
-                .least_printed()
-                .is_some_and(|least| (self.marked_hits as f64) < (least - 0.02) * self.marked as f64) =>
-            {
-                return false;
-            }
             Shortfall::Conservative => return self.rate() >= 0.93,
             Shortfall::None => {}
         }
@@ -220,6 +224,7 @@ pub fn run(replicates: usize) -> Vec<Row> {
     rows.push(nrg_row_with(&[50, 3, 4, 6], Weight::Domain, &[0.1, 1.0, 0.1, 0.1], replicates));
     // The worst case the printed least coverage is for: one dataset alone varies.
     rows.push(nrg_row_with(&[3, 4, 6, 6], Weight::Domain, &[1.0, 0.0, 0.0, 0.0], replicates));
+    rows.push(success_row_unalike(&[3, 4, 6, 6], replicates));
     rows.push(unequal_row(replicates));
     rows.push(robustness_row(replicates));
     for (n, target) in [(10, 0.5), (20, 0.6), (40, 0.4), (100, 0.6)] {

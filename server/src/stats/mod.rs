@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use statrs::distribution::{Beta, ContinuousCDF, Normal, StudentsT};
 
 pub mod coverage;
+mod worst;
 
 /// Resamples of a bootstrap interval (κ's) unless told otherwise.
 pub const RESAMPLES: usize = 2_000;
@@ -65,30 +66,12 @@ struct Spread {
     /// Every domain had at least two clusters, so `se` is an estimate at all.
     known: bool,
     /// The least coverage of the interval at these cluster counts, where it falls short of
-    /// the 95 % band (see [`least_coverage`]).
+    /// the 95 % band (see [`worst::least`]).
     coverage: Option<f64>,
 }
 
 /// Below this, an interval's least coverage at its cluster counts is printed beside it.
 pub const COVERAGE_FLOOR: f64 = 0.93;
-
-/// The least coverage a t interval on `design` degrees of freedom has whatever the spreads
-/// of its strata: `dfs` holds each stratum's degrees of freedom (clusters − 1). When one
-/// domain's clusters vary and the others' barely do, the estimate's spread rests on that
-/// domain alone, and a domain with few clusters leaves it far fewer degrees of freedom than
-/// the design's (the statistics page's unalike-datasets rows). The data cannot say when
-/// this happens: a domain of three clusters whose spread came out small looks like the
-/// others, and that is when the interval misses. So the bound is the design's: the worst
-/// case, every variance in the stratum with the fewest degrees of freedom, for cluster means
-/// spread like a normal's (three lists of five two-valued gains cover about six points
-/// less: the statistics page's measured worst case).
-fn least_coverage(dfs: impl Iterator<Item = f64>, design: f64) -> f64 {
-    let fewest = dfs.fold(f64::INFINITY, f64::min);
-    if !fewest.is_finite() || fewest >= design {
-        return 0.95;
-    }
-    StudentsT::new(0.0, 1.0, fewest.max(1.0)).map_or(0.95, |t| 2.0 * t.cdf(t975(design)) - 1.0)
-}
 
 impl Clusters {
     /// `obs` as clusters; `rate`: the mean is a share, whose interval is a proportion's when
@@ -129,10 +112,28 @@ impl Clusters {
         Some(self.domains.iter().map(ratio).sum::<f64>() / self.domains.len() as f64)
     }
 
+    /// [`Clusters::measure`] with the interval's least coverage at these clusters beside
+    /// it, where that falls short of the 95 % band (see [`worst::least`]).
+    fn spread(&self, estimate: f64) -> Spread {
+        let mut spread = self.measure(estimate);
+        if spread.known {
+            // Each measured domain's clusters − 1, as the spread counts them.
+            #[allow(clippy::cast_precision_loss)]
+            let dfs: Vec<f64> = self
+                .domains
+                .iter()
+                .filter(|cs| cs.iter().filter(|c| c.1 > 0.0).count() >= 2)
+                .map(|cs| cs.len() as f64 - 1.0)
+                .collect();
+            spread.coverage = Some(worst::least(self, &dfs, spread.df)).filter(|c| *c < COVERAGE_FLOOR);
+        }
+        spread
+    }
+
     /// The design-based spread of [`Clusters::estimate`]: each domain a stratum, its clusters
     /// a sample of like clusters, its variance the delete-one-cluster jackknife's, and the
     /// degrees of freedom Satterthwaite's for the strata's weights (G − 1 for one domain).
-    fn spread(&self, estimate: f64) -> Spread {
+    fn measure(&self, estimate: f64) -> Spread {
         #[allow(clippy::cast_precision_loss)]
         let k = self.domains.len() as f64;
         let (total_num, total_den): (f64, f64) =
@@ -182,9 +183,7 @@ impl Clusters {
         let (a, b): (f64, f64) = parts.iter().fold((0.0, 0.0), |(a, b), p| (a + p.2, b + p.2 * p.2 / p.1));
         let df = if b > 0.0 { a * a / b } else { 1.0 };
         let known = known && !parts.is_empty();
-        let least = least_coverage(parts.iter().map(|p| p.1), df);
-        let coverage = Some(least).filter(|c| known && *c < COVERAGE_FLOOR);
-        Spread { se: var.max(0.0).sqrt(), df: df.max(1.0), known, coverage }
+        Spread { se: var.max(0.0).sqrt(), df: df.max(1.0), known, coverage: None }
     }
 
     /// The 95 % interval of `estimate`: a t interval on the design's degrees of freedom,

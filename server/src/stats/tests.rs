@@ -222,10 +222,12 @@ fn clusters_without_a_denominator_do_not_make_a_spread() {
     assert!(!e.no_interval && e.lo < e.mean && e.mean < e.hi && e.hi.is_finite(), "{e:?}");
 }
 
-/// Lists in the built-in datasets' shape (3, 4, 6 and 6): were one dataset alone to vary,
-/// its three lists would give two degrees of freedom, not the design's, and the interval
-/// says so beside itself (for t on two degrees of freedom, P(|T| ≤ t) = t / √(2 + t²)).
-/// Three domains of forty clusters, or one domain, carry no such mark.
+/// Lists in the built-in datasets' shape (3, 4, 6 and 6), five targets each: were one
+/// dataset alone to vary, its three lists would give two degrees of freedom, not the
+/// design's. Normal theory puts the worst case at t / √(2 + t²) (P(|T| ≤ t) on two degrees
+/// of freedom); two-valued gains at this very shape, simulated, cover less still (the
+/// statistics page's extreme row measures 78.6 %), and the lesser is printed. Three domains
+/// of forty clusters, or one domain of forty, carry no such mark.
 #[test]
 fn an_interval_says_its_worst_case_coverage_where_a_domain_has_few_clusters() {
     let obs = |shape: &[usize]| -> Vec<Obs> {
@@ -247,10 +249,31 @@ fn an_interval_says_its_worst_case_coverage_where_a_domain_has_few_clusters() {
     let a: Vec<(f64, f64)> = [3.0, 4.0, 6.0, 6.0].iter().map(|&g: &f64| (1.0 / (16.0 * g), g - 1.0)).collect();
     let df = a.iter().map(|x| x.0).sum::<f64>().powi(2) / a.iter().map(|x| x.0 * x.0 / x.1).sum::<f64>();
     let t = t975(df);
-    assert!(close(least, t / (2.0 + t * t).sqrt(), 1e-6), "{least} at df {df}");
-    assert!(e.bracket(2).ends_with("(normal-theory worst-case coverage ≈84 %)"), "{}", e.bracket(2));
+    let normal = t / (2.0 + t * t).sqrt();
+    assert!(close(normal, 0.845, 0.005), "{normal} at df {df}");
+    assert!((0.76..0.81).contains(&least) && least < normal, "{least} against normal theory's {normal}");
+    // The same shape gives the same figure, whatever the values.
+    let again = interval(
+        &obs(&[3, 4, 6, 6])
+            .into_iter()
+            .map(|mut o| {
+                o.num = 1.0 - o.num;
+                o
+            })
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(again.expect("estimate").coverage, Some(least));
+    assert!(
+        e.bracket(2).ends_with(&format!("(worst-case coverage ≈{:.0} %)", (least * 100.0).floor())),
+        "{}",
+        e.bracket(2)
+    );
     assert_eq!(interval(&obs(&[40, 41, 41])).expect("estimate").coverage, None);
-    assert_eq!(interval(&obs(&[4])).expect("estimate").coverage, None);
+    assert_eq!(interval(&obs(&[40])).expect("estimate").coverage, None);
+    // One domain of four clusters has no design to fall short of, but two-valued clusters
+    // that few are far from normal: simulated, they cover about 92 %.
+    let few = interval(&obs(&[4])).expect("estimate").coverage.expect("a worst case");
+    assert!((0.9..0.93).contains(&few), "{few}");
     // A paired difference over the same shape carries it too.
     assert!(paired(&obs(&[3, 4, 6, 6])).expect("paired").diff.coverage.is_some());
 }
