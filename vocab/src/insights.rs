@@ -41,10 +41,10 @@ impl Est {
     }
 }
 
-/// What follows an interval whose worst-case coverage falls short: ` (worst-case coverage
-/// ≈79 %)`, or nothing.
+/// What follows an interval whose coverage, simulated at its own clusters, may fall short:
+/// ` (may cover only ≈77 % at these clusters)`, or nothing.
 pub fn covers(coverage: Option<f64>) -> String {
-    coverage.map(|c| format!(" (worst-case coverage ≈{:.0} %)", (c * 100.0).floor())).unwrap_or_default()
+    coverage.map(|c| format!(" (may cover only ≈{:.0} % at these clusters)", (c * 100.0).floor())).unwrap_or_default()
 }
 
 /// The point in the label history a figure page shows. Every person's label is an event

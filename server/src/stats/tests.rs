@@ -264,7 +264,7 @@ fn an_interval_says_its_worst_case_coverage_where_a_domain_has_few_clusters() {
     );
     assert_eq!(again.expect("estimate").coverage, Some(least));
     assert!(
-        e.bracket(2).ends_with(&format!("(worst-case coverage ≈{:.0} %)", (least * 100.0).floor())),
+        e.bracket(2).ends_with(&format!("(may cover only ≈{:.0} % at these clusters)", (least * 100.0).floor())),
         "{}",
         e.bracket(2)
     );

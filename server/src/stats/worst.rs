@@ -1,5 +1,5 @@
-//! The worst case printed beside an interval: its coverage measured by simulation at the
-//! interval's own clusters, where few clusters leave it short of the 95 % band.
+//! What an interval may cover at few clusters, printed beside it: its coverage measured by
+//! simulation at the interval's own clusters, where that falls short of the 95 % band.
 //!
 //! Two cases are taken and the lesser kept. Normal theory: when one domain's clusters vary
 //! and the others' barely do, the spread rests on that domain alone, on its clusters − 1
@@ -59,25 +59,29 @@ fn normal(fewest: f64, design: f64) -> f64 {
     StudentsT::new(0.0, 1.0, fewest.max(1.0)).map_or(0.95, |t| 2.0 * t.cdf(t975(design)) - 1.0)
 }
 
-/// The coverage of two-valued clusters in the domain with the fewest clusters (then the
-/// fewest observations), every other domain constant, at `clusters`' own shape.
+/// The coverage of two-valued clusters in one domain, every other domain constant, at
+/// `clusters`' own shape: the least over each domain of at most [`FEW`] clusters and the
+/// domain with the fewest (a domain of five clusters one of which holds most observations
+/// can cover less than a domain of four alike ones).
 fn two_valued(clusters: &Clusters, design: f64) -> f64 {
+    let weighs = |cs: &Vec<(f64, f64)>| cs.iter().filter(|c| c.1 > 0.0).count();
+    let measured: Vec<&Vec<(f64, f64)>> = clusters.domains.iter().filter(|cs| weighs(cs) >= 2).collect();
+    let fewest = measured.iter().map(|cs| weighs(cs)).min().unwrap_or(0);
+    let all: f64 = clusters.domains.iter().flatten().map(|c| c.1).sum();
+    measured
+        .iter()
+        .filter(|cs| weighs(cs) <= FEW.max(fewest))
+        .map(|cs| one_domain(cs, all, clusters.weight, design))
+        .fold(0.95, f64::min)
+}
+
+/// [`two_valued`] with `varying` the domain that varies (kept per shape).
+fn one_domain(varying: &[(f64, f64)], all: f64, weight: Weight, design: f64) -> f64 {
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let whole = |v: f64| v.round().max(0.0) as u64;
-    let weighs = |cs: &Vec<(f64, f64)>| cs.iter().filter(|c| c.1 > 0.0).count();
-    let Some(varying) = clusters.domains.iter().filter(|cs| weighs(cs) >= 2).min_by(|a, b| {
-        (weighs(a), a.iter().map(|c| c.1).sum::<f64>())
-            .partial_cmp(&(weighs(b), b.iter().map(|c| c.1).sum::<f64>()))
-            .unwrap_or(std::cmp::Ordering::Equal)
-    }) else {
-        return 0.95;
-    };
     let mut sizes: Vec<u64> = varying.iter().map(|c| whole(c.1)).collect();
     sizes.sort_unstable();
-    let rest = (clusters.weight == Weight::Pooled).then(|| {
-        let all: f64 = clusters.domains.iter().flatten().map(|c| c.1).sum();
-        whole(all - varying.iter().map(|c| c.1).sum::<f64>())
-    });
+    let rest = (weight == Weight::Pooled).then(|| whole(all - varying.iter().map(|c| c.1).sum::<f64>()));
     let shape: Shape = (design.to_bits(), sizes, rest);
     if let Some(c) = CACHE.lock().ok().and_then(|m| m.get(&shape).copied()) {
         return c;
