@@ -30,7 +30,7 @@ pub struct CompareArgs {
 /// A side's scores: a run's, or one configuration's of it (an unknown one is named).
 async fn side(store: &Arc<dyn Store>, name: &str, judge: &ModelJudge) -> anyhow::Result<Vec<TrialScore>> {
     let (run, config) = name.split_once(':').map_or((name, None), |(r, c)| (r, Some(c)));
-    let scores = run_scores(store, &run.into(), judge, Keep::All).await?;
+    let scores = run_scores(store, &run.into(), judge, Keep::Figures).await?;
     let Some(config) = config else { return Ok(scores) };
     let agents: std::collections::BTreeSet<&str> = scores.iter().map(|s| s.agent.as_str()).collect();
     if !agents.contains(config) {

@@ -47,7 +47,7 @@ pub(super) async fn run(store: Arc<dyn Store>, args: ReportArgs) -> anyhow::Resu
     }
     let config = Config::load(args.config.as_deref())?;
     let judge = ModelJudge::from_config(&config, store.clone())?;
-    let scores = run_scores(&store, &args.run, &judge, Keep::All).await?;
+    let scores = run_scores(&store, &args.run, &judge, Keep::Figures).await?;
     let options = Options::default();
     let mut r = report(&scores, &args.run, &options, &slice)?;
     let grades = store.grades(&args.run).await?;

@@ -244,7 +244,7 @@ async fn plan_only(
     let past = match power_from {
         Some(run) => {
             let judge = crate::judge::rsn::ModelJudge::from_config(config, store.clone())?;
-            let scores = super::score::run_scores(store, run, &judge, Keep::All).await?;
+            let scores = super::score::run_scores(store, run, &judge, Keep::Figures).await?;
             power::spread_of(&scores)
         }
         None => std::collections::BTreeMap::new(),

@@ -190,9 +190,10 @@ impl Engine {
             running().insert(run.clone(), (done, total));
         };
         // People's labels up to the generation of the key, pinned or not: labels added while
-        // the run is scored wait for the next key.
+        // the run is scored wait for the next key. The pages read figures only (a trial's
+        // page reads its own stored score, claims and all), so the detail is not kept.
         let scored =
-            score::score_run_as_of(&self.store, &self.world, run, &self.judge, &progress, (Some(key.1), Keep::All))
+            score::score_run_as_of(&self.store, &self.world, run, &self.judge, &progress, (Some(key.1), Keep::Figures))
                 .await;
         running().remove(run);
         let scores = Arc::new(scored.map_err(fail)?.0);
