@@ -3,7 +3,8 @@
 //! trials).
 //!
 //! ```sh
-//! cargo run --release -p server --example bench_score
+//! cargo run --release -p server --example bench_score           # every level
+//! cargo run --release -p server --example bench_score -- L0     # one (to profile it)
 //! ```
 //!
 //! Trajectories are built from the built-in corpus: 25 steps each, every step with its
@@ -80,8 +81,12 @@ fn trajectories(world: &World, n: usize, level: &str) -> Vec<Trajectory> {
 
 fn main() {
     let world = World::build(corpus()).expect("world");
+    let only = std::env::args().nth(1);
     let mut clean = Vec::new();
     for (level, what) in [("L0", "clean"), ("L1", "manipulated at L1"), ("L3", "manipulated at L3")] {
+        if only.as_deref().is_some_and(|o| o != level) {
+            continue;
+        }
         let trajs = trajectories(&world, 20_000, level);
         let scorer = Scorer::new(&world);
         let started = Instant::now();
@@ -100,6 +105,9 @@ fn main() {
         if level == "L0" {
             clean = scores;
         }
+    }
+    if only.is_some() {
+        return;
     }
 
     // 20 configurations x 10,000 trials, clustered by task within three domains.
