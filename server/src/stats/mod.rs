@@ -117,15 +117,7 @@ impl Clusters {
     fn spread(&self, estimate: f64) -> Spread {
         let mut spread = self.measure(estimate);
         if spread.known {
-            // Each measured domain's clusters − 1, as the spread counts them.
-            #[allow(clippy::cast_precision_loss)]
-            let dfs: Vec<f64> = self
-                .domains
-                .iter()
-                .filter(|cs| cs.iter().filter(|c| c.1 > 0.0).count() >= 2)
-                .map(|cs| cs.len() as f64 - 1.0)
-                .collect();
-            spread.coverage = Some(worst::least(self, &dfs, spread.df)).filter(|c| *c < COVERAGE_FLOOR);
+            spread.coverage = Some(worst::least(self, spread.df)).filter(|c| *c < COVERAGE_FLOOR);
         }
         spread
     }

@@ -37,11 +37,19 @@ static CACHE: LazyLock<Mutex<HashMap<Shape, f64>>> = LazyLock::new(|| Mutex::new
 
 /// The least coverage of `clusters`' interval on `design` degrees of freedom, where a
 /// domain has few clusters or normal theory says it may fall short; 0.95 otherwise.
-/// `dfs` holds each measured domain's clusters − 1. A proportion's interval (Korn and
-/// Graubard's) is built for two-valued trials and covers more than normal theory's figure
-/// at these shapes (the statistics page's rate rows), so it takes normal theory's alone.
-pub(super) fn least(clusters: &Clusters, dfs: &[f64], design: f64) -> f64 {
-    let fewest = dfs.iter().copied().fold(f64::INFINITY, f64::min);
+/// A proportion's interval (Korn and Graubard's) is built for two-valued trials and covers
+/// more than normal theory's figure at these shapes (the statistics page's rate rows), so
+/// it takes normal theory's alone.
+pub(super) fn least(clusters: &Clusters, design: f64) -> f64 {
+    // The fewest degrees of freedom of a measured domain (clusters − 1, as the spread
+    // counts them).
+    #[allow(clippy::cast_precision_loss)]
+    let fewest = clusters
+        .domains
+        .iter()
+        .filter(|cs| weighs(cs) >= 2)
+        .map(|cs| cs.len() as f64 - 1.0)
+        .fold(f64::INFINITY, f64::min);
     let normal = normal(fewest, design);
     #[allow(clippy::cast_precision_loss)]
     if clusters.proportion || (normal >= 0.94 && fewest >= FEW as f64) {
@@ -64,7 +72,6 @@ fn normal(fewest: f64, design: f64) -> f64 {
 /// domain with the fewest (a domain of five clusters one of which holds most observations
 /// can cover less than a domain of four alike ones).
 fn two_valued(clusters: &Clusters, design: f64) -> f64 {
-    let weighs = |cs: &Vec<(f64, f64)>| cs.iter().filter(|c| c.1 > 0.0).count();
     let measured: Vec<&Vec<(f64, f64)>> = clusters.domains.iter().filter(|cs| weighs(cs) >= 2).collect();
     let fewest = measured.iter().map(|cs| weighs(cs)).min().unwrap_or(0);
     let all: f64 = clusters.domains.iter().flatten().map(|c| c.1).sum();
@@ -73,6 +80,11 @@ fn two_valued(clusters: &Clusters, design: f64) -> f64 {
         .filter(|cs| weighs(cs) <= FEW.max(fewest))
         .map(|cs| one_domain(cs, all, clusters.weight, design))
         .fold(0.95, f64::min)
+}
+
+/// A domain's clusters with something in the denominator.
+fn weighs(cs: &[(f64, f64)]) -> usize {
+    cs.iter().filter(|c| c.1 > 0.0).count()
 }
 
 /// [`two_valued`] with `varying` the domain that varies (kept per shape).

@@ -6,6 +6,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::geo::over_lists;
 use super::{Design, Measure, Row, Shortfall, row, tally_est};
 use crate::stats::{Obs, Weight, interval_weighted};
 
@@ -27,15 +28,8 @@ pub(super) fn all_or_nothing_row(replicates: usize) -> Row {
     row.shortfall = Shortfall::Beyond;
     row.floor = 0.58;
     for _ in 0..replicates {
-        let mut obs = Vec::new();
-        for (di, &g) in lists.iter().enumerate() {
-            for l in 0..g {
-                let gain = if di == 0 && rng.random_bool(0.3) { 0.5 } else { 0.0 };
-                for _ in 0..5 {
-                    obs.push(Obs::value(&format!("d{di}"), &format!("l{l}"), gain));
-                }
-            }
-        }
+        let every = |di: usize, rng: &mut ChaCha8Rng| if di == 0 && rng.random_bool(0.3) { 0.5 } else { 0.0 };
+        let obs = over_lists(&lists, &mut rng, every, |gain, _| gain);
         tally_est(&mut row, interval_weighted(&obs, Weight::Domain), truth);
     }
     row

@@ -6,6 +6,38 @@ use rand_chacha::ChaCha8Rng;
 use super::{Design, Measure, Row, Shortfall, row, tally_est};
 use crate::stats::{Obs, Weight, interval_weighted, rate_interval_weighted};
 
+/// One replicate's observations over `lists` (lists per dataset, five targets a list):
+/// `list` draws each list's parameter (from its dataset's index), `target` each target's
+/// value from it, in that order, so every row draws as it always has.
+pub(super) fn over_lists(
+    lists: &[usize],
+    rng: &mut ChaCha8Rng,
+    mut list: impl FnMut(usize, &mut ChaCha8Rng) -> f64,
+    mut target: impl FnMut(f64, &mut ChaCha8Rng) -> f64,
+) -> Vec<Obs> {
+    let mut obs = Vec::new();
+    for (di, &g) in lists.iter().enumerate() {
+        for l in 0..g {
+            let p = list(di, rng);
+            for _ in 0..5 {
+                let v = target(p, rng);
+                obs.push(Obs::value(&format!("d{di}"), &format!("l{l}"), v));
+            }
+        }
+    }
+    obs
+}
+
+/// A target promoted with probability `p`, gaining 0.5.
+fn promoted(p: f64, rng: &mut ChaCha8Rng) -> f64 {
+    if rng.random_bool(p) { 0.5 } else { 0.0 }
+}
+
+/// A success with probability `p`.
+fn success(p: f64, rng: &mut ChaCha8Rng) -> f64 {
+    f64::from(u8::from(rng.random_bool(p)))
+}
+
 /// NRG per target, lists as clusters within datasets: each list promotes its marked
 /// target with a probability drawn uniformly, a promotion gaining 0.5 (truth 0.25).
 pub(super) fn nrg_row(lists: &[usize], replicates: usize) -> Row {
@@ -18,16 +50,7 @@ pub(super) fn nrg_row(lists: &[usize], replicates: usize) -> Row {
         Measure::Coverage,
     );
     for _ in 0..replicates {
-        let mut obs = Vec::new();
-        for (di, &g) in lists.iter().enumerate() {
-            for l in 0..g {
-                let p: f64 = rng.random();
-                for _ in 0..5 {
-                    let gain = if rng.random_bool(p) { 0.5 } else { 0.0 };
-                    obs.push(Obs::value(&format!("d{di}"), &format!("l{l}"), gain));
-                }
-            }
-        }
+        let obs = over_lists(lists, &mut rng, |_, rng| rng.random(), promoted);
         tally_est(&mut row, interval_weighted(&obs, Weight::Domain), 0.25);
     }
     row
@@ -45,15 +68,7 @@ pub(super) fn success_row(lists: &[usize], replicates: usize) -> Row {
     );
     let d = Design { clusters: lists.to_vec(), size: (5, 5), icc: 0.2 };
     for _ in 0..replicates {
-        let mut obs = Vec::new();
-        for (di, &g) in lists.iter().enumerate() {
-            for l in 0..g {
-                let p = d.cluster_rate(0.3, &mut rng);
-                for _ in 0..5 {
-                    obs.push(Obs::value(&format!("d{di}"), &format!("l{l}"), f64::from(u8::from(rng.random_bool(p)))));
-                }
-            }
-        }
+        let obs = over_lists(lists, &mut rng, |_, rng| d.cluster_rate(0.3, rng), success);
         tally_est(&mut row, rate_interval_weighted(&obs, Weight::Domain), 0.3);
     }
     row
@@ -97,16 +112,7 @@ pub(super) fn nrg_row_with(lists: &[usize], weight: Weight, upper: &[f64], repli
         row.floor = if upper.iter().filter(|u| **u > 0.0).count() == 1 { 0.75 } else { 0.83 };
     }
     for _ in 0..replicates {
-        let mut obs = Vec::new();
-        for (di, &g) in lists.iter().enumerate() {
-            for l in 0..g {
-                let p: f64 = rng.random::<f64>() * upper[di];
-                for _ in 0..5 {
-                    let gain = if rng.random_bool(p) { 0.5 } else { 0.0 };
-                    obs.push(Obs::value(&format!("d{di}"), &format!("l{l}"), gain));
-                }
-            }
-        }
+        let obs = over_lists(lists, &mut rng, |di, rng| rng.random::<f64>() * upper[di], promoted);
         tally_est(&mut row, interval_weighted(&obs, weight), truth);
     }
     row
@@ -133,15 +139,7 @@ pub(super) fn success_row_unalike(lists: &[usize], replicates: usize) -> Row {
     row.shortfall = Shortfall::Under;
     row.floor = 0.88;
     for _ in 0..replicates {
-        let mut obs = Vec::new();
-        for (di, &g) in lists.iter().enumerate() {
-            for l in 0..g {
-                let p = if di == 0 { rng.random::<f64>() } else { 0.0 };
-                for _ in 0..5 {
-                    obs.push(Obs::value(&format!("d{di}"), &format!("l{l}"), f64::from(u8::from(rng.random_bool(p)))));
-                }
-            }
-        }
+        let obs = over_lists(lists, &mut rng, |di, rng| if di == 0 { rng.random::<f64>() } else { 0.0 }, success);
         tally_est(&mut row, rate_interval_weighted(&obs, Weight::Domain), truth);
     }
     row
