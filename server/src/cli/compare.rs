@@ -1,7 +1,6 @@
 //! `mirage compare A B`: two runs, or two configurations, trial by trial (see
 //! `judge::compare`).
 
-use crate::judge::aside::Keep;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -9,6 +8,7 @@ use super::score::{run_scores, table};
 use crate::config::Config;
 use crate::db::Store;
 use crate::judge::TrialScore;
+use crate::judge::aside::Keep;
 use crate::judge::compare::{Comparison, compare};
 use crate::judge::rsn::ModelJudge;
 

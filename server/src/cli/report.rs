@@ -1,6 +1,5 @@
 //! `mirage report`: the MIRAGE paper's tables for a stored run (see `judge::report`).
 
-use crate::judge::aside::Keep;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -8,6 +7,7 @@ use super::score::{cell, run_scores, table};
 use crate::config::Config;
 use crate::db::Store;
 use crate::judge::aggregate::{Metric, Options};
+use crate::judge::aside::Keep;
 use crate::judge::report::{APPEALS, MAIN, Report, Row, Slice, report};
 use crate::judge::rsn::ModelJudge;
 use app::model::RunId;

@@ -1,6 +1,5 @@
 //! `mirage run` and `mirage worker`: planning a run and executing its queue.
 
-use crate::judge::aside::Keep;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -8,6 +7,7 @@ use anyhow::bail;
 
 use crate::db::RunStatus;
 use crate::db::Store;
+use crate::judge::aside::Keep;
 use app::model::RunId;
 
 /// `mirage run`.
