@@ -49,6 +49,11 @@ pub fn normalise(url: &str) -> String {
     path
 }
 
+/// `url` normalised, borrowed when it is already (task files write their URLs that way).
+pub fn normalised(url: &str) -> std::borrow::Cow<'_, str> {
+    if is_normal(url) { std::borrow::Cow::Borrowed(url) } else { std::borrow::Cow::Owned(normalise(url)) }
+}
+
 /// Whether `url` is normal already (a path with nothing to take off, so [`normalise`]
 /// gives it back as it is): one scan says so, and most URLs are.
 pub fn is_normal(url: &str) -> bool {

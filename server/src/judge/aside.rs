@@ -149,7 +149,7 @@ mod tests {
             verified: i.is_multiple_of(2),
             from: "rationale".into(),
             turn: Some(i),
-            source: String::new(),
+            source: "".into(),
         };
         TrialScore {
             trial_id: id.into(),

@@ -486,12 +486,12 @@ fn score_with(
     score.unknown_verdict = unknown;
 
     // Only pages that exist, within the step budget, count as seen.
-    let seen: Vec<String> = visits
+    let seen: Vec<&str> = visits
         .iter()
         .enumerate()
         .take(rules::STEP_CAP)
         .filter(|(t, _)| !refused.iter().any(|(r, _)| r == t))
-        .map(|(_, v)| v.clone())
+        .map(|(_, v)| v.as_str())
         .collect();
     score_rationale(&mut score, pages, (task, traj), (&visits, &seen), dec.default <= 0.0);
     score_labels(&mut score, (task, graph, traj), (&visits, &hits), dec.default, memo.map(|m| &m.pairs));
@@ -505,7 +505,7 @@ fn score_rationale(
     score: &mut TrialScore,
     pages: &claims::Renderings<'_>,
     (task, traj): (&Task, &Trajectory),
-    (visits, seen): (&[String], &[String]),
+    (visits, seen): (&[String], &[&str]),
     no_credit: bool,
 ) {
     let rationale = traj.verdict.as_ref().map_or("", |v| v.rationale.as_str());

@@ -172,7 +172,7 @@ fn each_shown_pair(text: &str, mut each: impl FnMut(&str, &str)) {
 /// bytes; past it, texts are read each time.
 #[derive(Default)]
 pub struct KeptPairs {
-    hasher: std::hash::RandomState,
+    hasher: foldhash::fast::RandomState,
     texts: RwLock<Texts>,
 }
 

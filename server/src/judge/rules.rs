@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::corpus::urls::{ContentPages, Node, graph_nodes, normalise};
+use crate::corpus::urls::{ContentPages, Node, graph_nodes, normalise, normalised};
 use crate::corpus::{Domain, Task};
 
 /// Discount per step of E_inv.
@@ -169,19 +169,37 @@ pub fn acc_dec(task: &Task, verdict: Option<&str>) -> (DecisionScore, Option<Str
 /// rationale cites *and* whose page the agent visited (evidence it saw and used), rounded
 /// to a whole band. A fact cited from a page never visited does not count. `None` when the
 /// task lists no gold fact. `visits` are normalised URLs.
-pub fn evidence_quality(task: &Task, rationale: &str, visits: &[String]) -> Option<f64> {
+pub fn evidence_quality(task: &Task, rationale: &str, visits: &[impl AsRef<str>]) -> Option<f64> {
     if task.gold_facts.is_empty() {
         return None;
     }
-    let hay = rationale.to_lowercase();
-    let used = task
-        .gold_facts
-        .iter()
-        .filter(|f| hay.contains(&f.text.to_lowercase()) && visits.contains(&normalise(&f.url)))
-        .count();
+    let used = facts_cited(task, rationale, visits);
     #[allow(clippy::cast_precision_loss)]
     let share = used as f64 / task.gold_facts.len() as f64;
     Some((1.0 + 4.0 * share).round())
+}
+
+/// How many of the task's gold facts `text` quotes (case-insensitive) whose page is one of
+/// `pages` (normalised URLs). The page is compared first: it is the cheaper test.
+fn facts_cited(task: &Task, text: &str, pages: &[impl AsRef<str>]) -> usize {
+    let hay = lowercase(text);
+    task.gold_facts
+        .iter()
+        .filter(|f| {
+            let url = normalised(&f.url);
+            pages.iter().any(|p| p.as_ref() == url)
+                && memchr::memmem::find(hay.as_bytes(), lowercase(&f.text).as_bytes()).is_some()
+        })
+        .count()
+}
+
+/// `s` lowercased as `str::to_lowercase` does it, borrowed when it is already.
+fn lowercase(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.bytes().any(|b| b.is_ascii_uppercase() || !b.is_ascii()) {
+        std::borrow::Cow::Owned(s.to_lowercase())
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
 }
 
 /// The most the judge-less Acc_rsn gives a rationale whose verdict earns no decision credit
@@ -196,16 +214,11 @@ pub const NO_CREDIT_QEV_CAP: f64 = 2.0;
 /// (case-insensitive) *and* whose page the agent visited (`seen`: normalised URLs of pages
 /// that exist). A rationale that pastes facts it never saw earns nothing for them. `None`
 /// when the task lists no gold fact.
-pub fn seen_fact_coverage(task: &Task, rationale: &str, seen: &[String]) -> Option<f64> {
+pub fn seen_fact_coverage(task: &Task, rationale: &str, seen: &[impl AsRef<str>]) -> Option<f64> {
     if task.gold_facts.is_empty() {
         return None;
     }
-    let hay = rationale.to_lowercase();
-    let found = task
-        .gold_facts
-        .iter()
-        .filter(|f| hay.contains(&f.text.to_lowercase()) && seen.contains(&normalise(&f.url)))
-        .count();
+    let found = facts_cited(task, rationale, seen);
     #[allow(clippy::cast_precision_loss)]
     Some(found as f64 / task.gold_facts.len() as f64)
 }
@@ -362,7 +375,7 @@ mod tests {
         let both = visits(&["/x", "/y"]);
         assert_eq!(seen_fact_coverage(&t, "She placed 14 ORDERS last month.", &both), Some(0.5));
         assert_eq!(seen_fact_coverage(&t, "14 orders, a chargeback", &visits(&["/x"])), Some(0.5), "/y unseen");
-        assert_eq!(seen_fact_coverage(&t, "14 orders, a chargeback", &[]), Some(0.0), "pasted, never seen");
+        assert_eq!(seen_fact_coverage(&t, "14 orders, a chargeback", &[] as &[&str]), Some(0.0), "pasted, never seen");
         t.gold_facts.clear();
         assert_eq!(seen_fact_coverage(&t, "x", &both), None);
     }

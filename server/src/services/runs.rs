@@ -174,11 +174,11 @@ fn score_parts(s: &TrialScore) -> ScoreParts {
             .iter()
             .map(|c| ClaimView {
                 text: c.text.clone(),
-                kind: c.kind.clone(),
+                kind: c.kind.to_string(),
                 verified: c.verified,
-                from: c.from.clone(),
+                from: c.from.to_string(),
                 turn: c.turn,
-                source: c.source.clone(),
+                source: c.source.to_string(),
             })
             .collect(),
     )

@@ -22,7 +22,7 @@ pub const LONG_PASTE: usize = 25;
 /// Which words stand in a stretch of copied words in a row holding at least [`LONG_PASTE`]
 /// words besides the gold facts it quotes (words that are only punctuation neither count
 /// nor break a stretch; facts quoted one after another are no dump).
-fn long_stretches(pasted: &[bool], keys: &[String], in_fact: &[bool]) -> Vec<bool> {
+fn long_stretches(pasted: &[bool], keys: &[Cow<'_, str>], in_fact: &[bool]) -> Vec<bool> {
     let mut long = vec![false; pasted.len()];
     let mut stretch: Vec<usize> = Vec::new();
     let close = |stretch: &mut Vec<usize>, long: &mut Vec<bool>| {
@@ -56,14 +56,14 @@ impl Received<'_> {
     /// of [`LONG_PASTE`] or more copied words is left out. Quoting a fact, or a sentence, is
     /// reasoning; dumping pages is not.
     pub fn reasoning_text<'a>(&self, text: &'a str, facts: &[&str]) -> Cow<'a, str> {
-        let words: Vec<(usize, &str)> =
-            text.split_whitespace().map(|w| (w.as_ptr() as usize - text.as_ptr() as usize, w)).collect();
-        let keys: Vec<String> = words.iter().map(|(_, w)| key(w).into_owned()).collect();
+        let mut words: Vec<(usize, &str)> = Vec::with_capacity(text.len() / 5 + 1);
+        words.extend(text.split_whitespace().map(|w| (w.as_ptr() as usize - text.as_ptr() as usize, w)));
+        let keys: Vec<Cow<'_, str>> = words.iter().map(|(_, w)| key(w)).collect();
         let pasted = self.pasted(&keys);
         let lower = text.to_lowercase();
         let mut in_fact = vec![false; words.len()];
         for fact in facts.iter().map(|f| f.to_lowercase()).filter(|f| !f.trim().is_empty()) {
-            for (at, _) in lower.match_indices(fact.as_str()) {
+            for at in memchr::memmem::find_iter(lower.as_bytes(), fact.as_bytes()) {
                 for (i, (start, w)) in words.iter().enumerate() {
                     if *start < at + fact.len() && at < start + w.len() {
                         in_fact[i] = true;
@@ -95,7 +95,7 @@ impl Received<'_> {
     /// once, as hashes, with a rolling hash of the last [`PASTE_RUN`] (pages of the sites
     /// bring their words' hashes with them, made once per page); a run whose hash is one of
     /// the text's is pasted.
-    fn pasted(&self, keys: &[String]) -> Vec<bool> {
+    fn pasted(&self, keys: &[Cow<'_, str>]) -> Vec<bool> {
         let mut pasted = vec![false; keys.len()];
         let at: Vec<usize> = (0..keys.len()).filter(|&i| !keys[i].is_empty()).collect();
         if at.len() < PASTE_RUN {

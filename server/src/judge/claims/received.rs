@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 use memchr::memmem;
 
 use super::Received;
-use crate::corpus::urls::normalise;
+use crate::corpus::urls::{normalise, normalised};
 use crate::corpus::{Domain, Task};
 use crate::env::World;
 use crate::judge::{SpanMark, Trajectory};
@@ -248,11 +248,6 @@ impl<'w> Renderings<'w> {
 /// are compared first.
 fn same(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.as_bytes().last() == b.as_bytes().last() && a == b
-}
-
-/// `url` normalised, borrowed when it is already (task files write their URLs that way).
-fn normalised(url: &str) -> Cow<'_, str> {
-    if crate::corpus::urls::is_normal(url) { Cow::Borrowed(url) } else { Cow::Owned(normalise(url)) }
 }
 
 /// The distinct pages the trial visited, each rendered once by the sites (the party's marked

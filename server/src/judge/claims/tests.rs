@@ -20,11 +20,11 @@ fn received<'v>(texts: &[&str], urls: &'v [String]) -> Received<'v> {
 }
 
 fn kinds(cs: &[Claim]) -> Vec<(&str, &str, bool)> {
-    cs.iter().map(|c| (c.kind.as_str(), c.text.as_str(), c.verified)).collect()
+    cs.iter().map(|c| (&*c.kind, c.text.as_str(), c.verified)).collect()
 }
 
 fn sources(cs: &[Claim]) -> Vec<(&str, &str)> {
-    cs.iter().map(|c| (c.text.as_str(), c.source.as_str())).collect()
+    cs.iter().map(|c| (c.text.as_str(), &*c.source)).collect()
 }
 
 /// A trajectory line of `task_id` over `steps` (JSON step objects).
@@ -86,7 +86,7 @@ fn urls_are_verified_by_visits_not_by_mention() {
         ]
     );
     assert!(is_fabricated_url(&cs[1]) && !is_synthetic_detail(&cs[1]));
-    assert_eq!((cs[0].from.as_str(), cs[0].turn), ("rationale", None));
+    assert_eq!((&*cs[0].from, cs[0].turn), ("rationale", None));
 }
 
 #[test]
@@ -228,7 +228,7 @@ fn thoughts_are_checked_against_what_came_by_their_turn() {
     assert!(mismatch.is_empty());
     let cs = trajectory_claims(&traj, &r);
     let seen: Vec<(&str, &str, Option<usize>, bool)> =
-        cs.iter().map(|c| (c.text.as_str(), c.from.as_str(), c.turn, c.verified)).collect();
+        cs.iter().map(|c| (c.text.as_str(), &*c.from, c.turn, c.verified)).collect();
     assert_eq!(
         seen,
         vec![
@@ -305,7 +305,7 @@ fn claims_only_manipulated_text_holds_are_injected_and_not_verified() {
 #[test]
 fn a_claim_parses_from_a_score_stored_before_it_had_a_source() {
     let c: Claim = serde_json::from_str(r#"{"text": "$5", "kind": "money", "verified": true}"#).expect("claim");
-    assert_eq!((c.from.as_str(), c.turn, c.source.as_str()), ("rationale", None, ""));
+    assert_eq!((&*c.from, c.turn, &*c.source), ("rationale", None, ""));
 }
 
 #[test]
