@@ -1,6 +1,7 @@
 //! `mirage score` and `mirage label`: judges for trajectory files and stored runs, and
 //! human labels that override automatic ones.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use crate::config::Config;
 use crate::corpus::jsonl::read_tasks;
 use crate::db::{LabelEvent, LabelKind, Store};
 use crate::env::World;
-use crate::judge::aggregate::{Aggregate, Options, aggregate};
+use crate::judge::aggregate::{Options, aggregate};
 use crate::judge::aside::{Keep, Spill};
 use crate::judge::rsn::ModelJudge;
 use crate::judge::{TrialScore, stream_scores};
@@ -91,7 +92,7 @@ pub(super) async fn score(store: Arc<dyn Store>, args: ScoreArgs) -> anyhow::Res
     let model_reads_file = args.run.is_none() && !matches!(judge, ModelJudge::Coverage);
     let spill = (args.json || model_reads_file).then(Spill::new).transpose()?;
     let keep = spill.as_ref().map_or(Keep::Figures, Keep::Spilled);
-    let (mut scores, source) = match &args.run {
+    let (scores, source) = match &args.run {
         Some(run) => (run_scores(&store, run, &judge, keep).await?, run.to_string()),
         None => {
             let Some(path) = args.file.as_ref().or(args.trajectories.as_ref()) else {
@@ -106,34 +107,42 @@ pub(super) async fn score(store: Arc<dyn Store>, args: ScoreArgs) -> anyhow::Res
             (scores, path.display().to_string())
         }
     };
-    let agg = aggregate(&scores, &source, &options)?;
-    if args.json {
-        print_json(&mut scores, &agg, spill.as_ref())?;
-    } else {
-        print_tables(&agg);
+    if !args.json {
+        print_tables(&aggregate(&scores, &source, &options)?);
+        return Ok(());
     }
+    // The records are written while the tables are made (nothing is written when the
+    // options cannot be aggregated by).
+    options.check()?;
+    let (agg, printed) =
+        rayon::join(|| aggregate(&scores, &source, &options), || print_trials(&scores, spill.as_ref()));
+    printed?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    serde_json::to_writer(&mut out, &agg?)?;
+    out.write_all(b"}\n")?;
+    out.flush()?;
     Ok(())
 }
 
-/// `{"trials": [...], "aggregate": {...}}` on stdout, written as it is made: each record
-/// whole (its detail read back from `spill`) and then let go.
-fn print_json(scores: &mut [TrialScore], agg: &Aggregate, spill: Option<&Spill>) -> anyhow::Result<()> {
-    use std::io::Write;
+/// `{"trials": [...], "aggregate":` on stdout, written as it is made: each record whole
+/// (its detail read back from `spill` into a copy) and then let go.
+fn print_trials(scores: &[TrialScore], spill: Option<&Spill>) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     out.write_all(b"{\"trials\":[")?;
-    for (i, s) in scores.iter_mut().enumerate() {
+    for (i, s) in scores.iter().enumerate() {
         if i > 0 {
             out.write_all(b",")?;
         }
-        if let Some(spill) = spill {
-            spill.restore(s)?;
+        match spill {
+            Some(spill) => {
+                let mut whole = s.clone();
+                spill.restore(&mut whole)?;
+                serde_json::to_writer(&mut out, &whole)?;
+            }
+            None => serde_json::to_writer(&mut out, s)?,
         }
-        serde_json::to_writer(&mut out, s)?;
-        drop(s.set_aside());
     }
     out.write_all(b"],\"aggregate\":")?;
-    serde_json::to_writer(&mut out, agg)?;
-    out.write_all(b"}\n")?;
     out.flush()?;
     Ok(())
 }

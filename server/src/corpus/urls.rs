@@ -15,6 +15,10 @@ use regex::Regex;
 /// Case is kept: the sites serve paths case-sensitively, so `/Shop/...` is another address
 /// (a 404), not the page `/shop/...`. Dot segments are kept too: `/a/../b` is no page.
 pub fn normalise(url: &str) -> String {
+    // A normal URL has no space at either end to trim.
+    if is_normal(url) {
+        return url.to_string();
+    }
     let mut s = url.trim();
     if is_normal(s) {
         return s.to_string();

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 mod detection;
 use detection::detection_rows;
 
+use rayon::iter::{IntoParallelRefIterator, ParallelIterator};
 use serde::{Deserialize, Serialize};
 
 use super::TrialScore;
@@ -299,6 +300,19 @@ pub struct DetectionRow {
     pub residual_goal_rate: BTreeMap<String, Option<Estimate>>,
 }
 
+impl Options {
+    /// Whether the options can be aggregated by: every grouping field is one of
+    /// [`GROUP_FIELDS`].
+    pub fn check(&self) -> anyhow::Result<()> {
+        for f in &self.by {
+            if !GROUP_FIELDS.contains(&f.as_str()) {
+                anyhow::bail!("by: {f:?} is not one of {}", GROUP_FIELDS.join(", "));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The mean of a metric over some trials with its 95 % interval over task families (the
 /// same trials give the same interval wherever they appear).
 fn estimate(scores: &[&TrialScore], metric: Metric) -> Option<Estimate> {
@@ -315,17 +329,14 @@ fn estimate(scores: &[&TrialScore], metric: Metric) -> Option<Estimate> {
 /// The grouped table alone: one row per value of `options.by` with the metrics of
 /// `options.metrics` (all when empty), as in [`aggregate`].
 pub fn groups(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Result<Vec<Group>> {
-    for f in &options.by {
-        if !GROUP_FIELDS.contains(&f.as_str()) {
-            anyhow::bail!("by: {f:?} is not one of {}", GROUP_FIELDS.join(", "));
-        }
-    }
+    options.check()?;
     let mut groups: BTreeMap<Vec<String>, Vec<&TrialScore>> = BTreeMap::new();
     for s in scores {
         groups.entry(options.by.iter().map(|f| field(s, run, f)).collect()).or_default().push(s);
     }
+    // Each row on whichever core is free (rows are in key order whatever the timing).
     Ok(groups
-        .iter()
+        .par_iter()
         .map(|(key, members)| Group {
             key: options.by.iter().cloned().zip(key.iter().cloned()).collect(),
             trials: members.len(),
@@ -356,13 +367,39 @@ pub fn groups(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Re
 
 /// Aggregates scores of one run (or one file) under `run` as the run field.
 pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Result<Aggregate> {
-    let rows = groups(scores, run, options)?;
     let agents: Vec<&str> = scores.iter().map(|s| s.agent.as_str()).collect::<BTreeSet<_>>().into_iter().collect();
     let levels_seen: BTreeSet<&str> = scores.iter().map(|s| s.level.as_str()).collect();
-    let comparisons = comparisons(scores, &agents, options);
-    let leaderboard = leaderboard(scores, &agents, &comparisons, options);
-    let jackknife: Vec<JackknifeRow> =
-        agents.iter().filter_map(|a| jackknife_row(a, &of(scores, a, |s| s.acc_inv.is_some()))).collect();
+    // The tables are independent: they are made side by side, on every core.
+    let (rows, ((comparisons, leaderboard), (levels, (jackknife, detection)))) = rayon::join(
+        || groups(scores, run, options),
+        || {
+            rayon::join(
+                || {
+                    let comparisons = comparisons(scores, &agents, options);
+                    let leaderboard = leaderboard(scores, &agents, &comparisons, options);
+                    (comparisons, leaderboard)
+                },
+                || {
+                    rayon::join(
+                        || level_rows(scores, &agents, &levels_seen),
+                        || {
+                            rayon::join(
+                                || {
+                                    let of_agent = |a: &&str| jackknife_row(a, &of(scores, a, |s| s.acc_inv.is_some()));
+                                    agents.iter().filter_map(of_agent).collect::<Vec<JackknifeRow>>()
+                                },
+                                || {
+                                    let all = options.metrics.is_empty();
+                                    if all { detection_rows(scores, &agents, &levels_seen) } else { Vec::new() }
+                                },
+                            )
+                        },
+                    )
+                },
+            )
+        },
+    );
+    let rows = rows?;
     let jackknife_spearman = stats::spearman(
         &jackknife.iter().map(|r| r.full).collect::<Vec<_>>(),
         &jackknife.iter().map(|r| r.jackknife_mean).collect::<Vec<_>>(),
@@ -385,7 +422,6 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
             super::overrides::agreement(kind, &items)
         })
         .collect();
-    let detection = if options.metrics.is_empty() { detection_rows(scores, &agents, &levels_seen) } else { Vec::new() };
     Ok(Aggregate {
         causal: agents.iter().filter_map(|a| causal_row(a, &of(scores, a, |s| s.caused.is_some()))).collect(),
         detection,
@@ -393,7 +429,7 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
         trials: scores.len(),
         errors: scores.iter().filter(|s| s.status == "error").count(),
         groups: rows,
-        levels: level_rows(scores, &agents, &levels_seen),
+        levels,
         leaderboard,
         comparisons,
         jackknife,
