@@ -21,8 +21,8 @@ cp "$db" "$work/base.db"
 for round in $(seq "$rounds"); do
     cp "$work/base.db" "$work/run.db"
     /usr/bin/time -f "round $round: score --run  %e s, peak %M KB" \
-        "$mirage" --db "$work/run.db" score --run "$run" --resamples 1 > /dev/null
+        "$mirage" --db "$work/run.db" score --run "$run" > /dev/null
     rm -f "$work"/run.db*
     /usr/bin/time -f "round $round: score FILE   %e s, peak %M KB" \
-        "$mirage" --db "$work/file.db" score "$work/run.jsonl" --resamples 1 > /dev/null
+        "$mirage" --db "$work/file.db" score "$work/run.jsonl" > /dev/null
 done

@@ -257,7 +257,9 @@ impl Sources {
     /// `kept`: the word pairs of texts read before, kept across trajectories.
     pub fn new<'a>(clean: impl IntoIterator<Item = &'a str>, injected: &[&str], kept: Option<&KeptPairs>) -> Sources {
         let mut candidates: FxHashSet<Pair> = FxHashSet::default();
-        for t in injected {
+        // A text shown on several turns gives its pairs once.
+        let firsts = injected.iter().enumerate().filter(|&(i, t)| !injected[..i].contains(t));
+        for (_, t) in firsts {
             each_pair(t, |a, b, n| {
                 candidates.insert((a.to_string(), b.to_string(), n));
             });
