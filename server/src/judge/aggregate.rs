@@ -370,35 +370,19 @@ pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow:
     let agents: Vec<&str> = scores.iter().map(|s| s.agent.as_str()).collect::<BTreeSet<_>>().into_iter().collect();
     let levels_seen: BTreeSet<&str> = scores.iter().map(|s| s.level.as_str()).collect();
     // The tables are independent: they are made side by side, on every core.
-    let (rows, ((comparisons, leaderboard), (levels, (jackknife, detection)))) = rayon::join(
-        || groups(scores, run, options),
-        || {
-            rayon::join(
-                || {
-                    let comparisons = comparisons(scores, &agents, options);
-                    let leaderboard = leaderboard(scores, &agents, &comparisons, options);
-                    (comparisons, leaderboard)
-                },
-                || {
-                    rayon::join(
-                        || level_rows(scores, &agents, &levels_seen),
-                        || {
-                            rayon::join(
-                                || {
-                                    let of_agent = |a: &&str| jackknife_row(a, &of(scores, a, |s| s.acc_inv.is_some()));
-                                    agents.iter().filter_map(of_agent).collect::<Vec<JackknifeRow>>()
-                                },
-                                || {
-                                    let all = options.metrics.is_empty();
-                                    if all { detection_rows(scores, &agents, &levels_seen) } else { Vec::new() }
-                                },
-                            )
-                        },
-                    )
-                },
-            )
-        },
-    );
+    let compared = || {
+        let comparisons = comparisons(scores, &agents, options);
+        let leaderboard = leaderboard(scores, &agents, &comparisons, options);
+        (comparisons, leaderboard)
+    };
+    let jackknifed = || -> Vec<JackknifeRow> {
+        agents.iter().filter_map(|a| jackknife_row(a, &of(scores, a, |s| s.acc_inv.is_some()))).collect()
+    };
+    let detected =
+        || if options.metrics.is_empty() { detection_rows(scores, &agents, &levels_seen) } else { Vec::new() };
+    let rest = || rayon::join(|| level_rows(scores, &agents, &levels_seen), || rayon::join(jackknifed, detected));
+    let (rows, ((comparisons, leaderboard), (levels, (jackknife, detection)))) =
+        rayon::join(|| groups(scores, run, options), || rayon::join(compared, rest));
     let rows = rows?;
     let jackknife_spearman = stats::spearman(
         &jackknife.iter().map(|r| r.full).collect::<Vec<_>>(),
