@@ -365,7 +365,9 @@ pub fn groups(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Re
         .collect())
 }
 
-/// Aggregates scores of one run (or one file) under `run` as the run field.
+/// Aggregates scores of one run (or one file) under `run` as the run field. Fails only where
+/// [`Options::check`] does: `score --json` checks first and then writes the records while
+/// the tables are made, so a new way to fail here must be checked there too.
 pub fn aggregate(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Result<Aggregate> {
     let agents: Vec<&str> = scores.iter().map(|s| s.agent.as_str()).collect::<BTreeSet<_>>().into_iter().collect();
     let levels_seen: BTreeSet<&str> = scores.iter().map(|s| s.level.as_str()).collect();

@@ -295,6 +295,10 @@ const JOINERS: &[u8] = b".,-/:";
 /// Whether `hay[range]` stands alone: a number not glued to other digits or to a word
 /// before it, a word not glued to other word characters.
 fn stands_alone(hay: &[u8], range: &Range<usize>) -> bool {
+    // Nothing stands for no number (an amount of digits outside ASCII, `$١`, has none here).
+    if range.is_empty() {
+        return false;
+    }
     let (i, j) = (range.start, range.end);
     let (first, last) = (hay[i], hay[j - 1]);
     let before = match i.checked_sub(1).map(|p| hay[p]) {

@@ -172,7 +172,7 @@ fn each_shown_pair(text: &str, mut each: impl FnMut(&str, &str)) {
 /// bytes; past it, texts are read each time.
 #[derive(Default)]
 pub struct KeptPairs {
-    hasher: foldhash::fast::RandomState,
+    hasher: std::hash::RandomState,
     texts: RwLock<Texts>,
 }
 

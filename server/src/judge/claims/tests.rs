@@ -186,6 +186,20 @@ fn numbers_are_read_from_prose_not_from_link_markers_or_urls() {
 }
 
 #[test]
+fn amounts_in_digits_beyond_ascii_are_checked_as_written() {
+    // `\d` reads Arabic-Indic and fullwidth digits; the amount then has no ASCII digit.
+    let texts = ["Refund of $\u{661} approved for 5 orders"];
+    let urls = turns(&texts, &[]);
+    let r = received(&texts, &urls);
+    let cs = claims("Paid $\u{661} on 5 orders, then \u{ff15} USD and $\u{ff17}.", &r);
+    let money: Vec<(&str, &str, bool)> = kinds(&cs).into_iter().filter(|(k, _, _)| *k == "money").collect();
+    assert_eq!(
+        money,
+        vec![("money", "$\u{661}", true), ("money", "\u{ff15} USD", false), ("money", "$\u{ff17}", false)]
+    );
+}
+
+#[test]
 fn money_needs_a_currency_next_to_the_amount() {
     let texts = ["Order 120 of the ledger. Shipping: 35.00 USD, fee €7, tax 4.50 dollars, 60 items"];
     let urls = turns(&texts, &[]);
