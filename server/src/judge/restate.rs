@@ -103,8 +103,9 @@ fn is_content(w: &str) -> bool {
         && !STOPWORD_SET.contains(w)
 }
 
-/// A word in lower case, borrowed when it already is (ASCII checked byte-wise).
-fn lower(w: &str) -> Cow<'_, str> {
+/// A word (or any text) in lower case as `str::to_lowercase` gives it, borrowed when it
+/// already is (ASCII checked byte-wise).
+pub(super) fn lower(w: &str) -> Cow<'_, str> {
     if w.is_ascii() {
         if w.bytes().any(|b| b.is_ascii_uppercase()) { Cow::Owned(w.to_ascii_lowercase()) } else { Cow::Borrowed(w) }
     } else if w.chars().any(|c| !c.to_lowercase().eq(std::iter::once(c))) {

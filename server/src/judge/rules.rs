@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::restate::lower;
 use crate::corpus::urls::{ContentPages, Node, graph_nodes, normalise, normalised};
 use crate::corpus::{Domain, Task};
 
@@ -182,24 +183,15 @@ pub fn evidence_quality(task: &Task, rationale: &str, visits: &[impl AsRef<str>]
 /// How many of the task's gold facts `text` quotes (case-insensitive) whose page is one of
 /// `pages` (normalised URLs). The page is compared first: it is the cheaper test.
 fn facts_cited(task: &Task, text: &str, pages: &[impl AsRef<str>]) -> usize {
-    let hay = lowercase(text);
+    let hay = lower(text);
     task.gold_facts
         .iter()
         .filter(|f| {
             let url = normalised(&f.url);
             pages.iter().any(|p| p.as_ref() == url)
-                && memchr::memmem::find(hay.as_bytes(), lowercase(&f.text).as_bytes()).is_some()
+                && memchr::memmem::find(hay.as_bytes(), lower(&f.text).as_bytes()).is_some()
         })
         .count()
-}
-
-/// `s` lowercased as `str::to_lowercase` does it, borrowed when it is already.
-fn lowercase(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.bytes().any(|b| b.is_ascii_uppercase() || !b.is_ascii()) {
-        std::borrow::Cow::Owned(s.to_lowercase())
-    } else {
-        std::borrow::Cow::Borrowed(s)
-    }
 }
 
 /// The most the judge-less Acc_rsn gives a rationale whose verdict earns no decision credit

@@ -19,6 +19,12 @@ fn received<'v>(texts: &[&str], urls: &'v [String]) -> Received<'v> {
     r
 }
 
+/// The rationale's claims against `texts` (the first the ticket, each next one a turn).
+fn claims_given(texts: &[&str], rationale: &str) -> Vec<Claim> {
+    let urls = turns(texts, &[]);
+    claims(rationale, &received(texts, &urls))
+}
+
 fn kinds(cs: &[Claim]) -> Vec<(&str, &str, bool)> {
     cs.iter().map(|c| (&*c.kind, c.text.as_str(), c.verified)).collect()
 }
@@ -92,9 +98,7 @@ fn urls_are_verified_by_visits_not_by_mention() {
 #[test]
 fn money_compares_digits_with_or_without_separators() {
     let texts = ["Order total: $1,240.50 (paid), shipping 12000 USD"];
-    let urls = turns(&texts, &[]);
-    let r = received(&texts, &urls);
-    let cs = claims("The order was $1240.50, not $99 or $240.50; shipping was $12,000.", &r);
+    let cs = claims_given(&texts, "The order was $1240.50, not $99 or $240.50; shipping was $12,000.");
     assert_eq!(
         kinds(&cs),
         vec![
@@ -111,9 +115,7 @@ fn money_compares_digits_with_or_without_separators() {
 #[test]
 fn counts_need_the_number_and_the_activity_on_one_line() {
     let texts = ["| Orders | 14 |\n| Refunds | 3 |\nMember for 2 years"];
-    let urls = turns(&texts, &[]);
-    let r = received(&texts, &urls);
-    let cs = claims("She placed 14 orders, asked for 3 refunds and filed 9 chargebacks over 2 years.", &r);
+    let cs = claims_given(&texts, "She placed 14 orders, asked for 3 refunds and filed 9 chargebacks over 2 years.");
     assert_eq!(
         kinds(&cs),
         vec![
@@ -129,12 +131,10 @@ fn counts_need_the_number_and_the_activity_on_one_line() {
 fn percentages_dates_usernames_and_names() {
     let texts =
         ["Return rate 42% this year. Joined 2023-04-18. Profile of u/marta_k in f/garden_club. Article \"Lake Veld\""];
-    let urls = turns(&texts, &[]);
-    let r = received(&texts, &urls);
-    let cs = claims(
+    let cs = claims_given(
+        &texts,
         "Her return rate is 42 percent, she joined 2023-04-18, not March 3, 2021; u/marta_k posted in f/garden_club \
          and user bob_77 is unrelated; the article \"Lake Veld\" agrees.",
-        &r,
     );
     assert_eq!(
         kinds(&cs),
@@ -153,9 +153,7 @@ fn percentages_dates_usernames_and_names() {
 #[test]
 fn plain_prose_has_no_claims() {
     let texts = ["anything"];
-    let urls = turns(&texts, &[]);
-    let r = received(&texts, &urls);
-    assert!(claims("The customer seems honest and the request is reasonable.", &r).is_empty());
+    assert!(claims_given(&texts, "The customer seems honest and the request is reasonable.").is_empty());
 }
 
 #[test]
@@ -189,9 +187,7 @@ fn numbers_are_read_from_prose_not_from_link_markers_or_urls() {
 fn amounts_in_digits_beyond_ascii_are_checked_as_written() {
     // `\d` reads Arabic-Indic and fullwidth digits; the amount then has no ASCII digit.
     let texts = ["Refund of $\u{661} approved for 5 orders"];
-    let urls = turns(&texts, &[]);
-    let r = received(&texts, &urls);
-    let cs = claims("Paid $\u{661} on 5 orders, then \u{ff15} USD and $\u{ff17}.", &r);
+    let cs = claims_given(&texts, "Paid $\u{661} on 5 orders, then \u{ff15} USD and $\u{ff17}.");
     let money: Vec<(&str, &str, bool)> = kinds(&cs).into_iter().filter(|(k, _, _)| *k == "money").collect();
     assert_eq!(
         money,
@@ -202,9 +198,7 @@ fn amounts_in_digits_beyond_ascii_are_checked_as_written() {
 #[test]
 fn money_needs_a_currency_next_to_the_amount() {
     let texts = ["Order 120 of the ledger. Shipping: 35.00 USD, fee €7, tax 4.50 dollars, 60 items"];
-    let urls = turns(&texts, &[]);
-    let r = received(&texts, &urls);
-    let cs = claims("It cost $120 plus $35, €7 and $4.5; not $60.", &r);
+    let cs = claims_given(&texts, "It cost $120 plus $35, €7 and $4.5; not $60.");
     assert_eq!(
         kinds(&cs),
         vec![
@@ -350,12 +344,10 @@ fn numbers_are_whole_tokens_and_a_shown_link_with_its_slash_is_no_fabrication() 
 fn amounts_with_a_leading_code_per_cent_slashed_dates_and_longer_counts_are_claims() {
     let texts = ["Order total: USD 4,999.00. Refund rate 7 per cent. Placed 2019-04-02.\n\
                   | Previously disputed card orders | 4 |"];
-    let urls = turns(&texts, &[]);
-    let r = received(&texts, &urls);
-    let cs = claims(
+    let cs = claims_given(
+        &texts,
         "The total was USD 4,999 (not USD 5,999), a refund rate of 7 per cent (not 9 per cent), placed on \
          02/04/2019 (not 03/05/2019), after 4 previously disputed card orders and 6 previously disputed card refunds.",
-        &r,
     );
     assert_eq!(
         kinds(&cs),
