@@ -57,7 +57,8 @@ async fn judged(
 /// were (re)computed.
 ///
 /// The chunks go through a pipeline: while one is parsed and scored on every core, the
-/// next one's steps are read and the previous one's scores written, each on its own task.
+/// next one waits scored-to-be and the one after is read, and the previous one's scores
+/// are written, each on its own task.
 pub async fn score_run(
     store: &Arc<dyn Store>,
     world: &Arc<World>,
@@ -91,23 +92,13 @@ pub async fn score_run_as_of(
     let mut handled = finished.len() - todo.len();
     progress(handled, finished.len());
 
-    let read = |chunk: &[(usize, &TrialId)]| {
-        let (store, ids) = (store.clone(), chunk.iter().map(|(_, t)| (*t).clone()).collect::<Vec<_>>());
-        tokio::spawn(async move { store.trials_with_steps(&ids).await })
-    };
-    let chunks: Vec<&[(usize, &TrialId)]> = todo.chunks(CHUNK).collect();
-    let scoring = Scoring::start(world, &version, judge.asks_a_model());
-    let mut reading = chunks.first().map(|c| read(c));
+    let ids: Vec<(usize, TrialId)> = todo.iter().map(|(i, t)| (*i, (*t).clone())).collect();
+    let mut scoring = Scoring::start(store, world, &version, judge.asks_a_model(), ids);
     let mut writing: Option<tokio::task::JoinHandle<crate::db::StoreResult<()>>> = None;
-    for (n, chunk) in chunks.iter().enumerate() {
-        let mut read_now = reading.take().context("a read per chunk")?.await??;
-        reading = chunks.get(n + 1).map(|c| read(c));
-        let inputs: Vec<(usize, (TrialRow, String))> = chunk
-            .iter()
-            .map(|(i, id)| Ok((*i, read_now.remove(*id).with_context(|| format!("trial {id} is gone"))?)))
-            .collect::<anyhow::Result<_>>()?;
-        let mut rows = Vec::with_capacity(chunk.len());
-        for (i, result) in score_chunk(world, judge, &scoring, inputs).await? {
+    while let Some((inputs, scored)) = scoring.next().await {
+        let mut rows = Vec::with_capacity(inputs.len());
+        handled += inputs.len();
+        for (i, result) in judge_chunk(world, judge, inputs, scored).await {
             let (score, body) = result?;
             // A score the judge failed on is used now but not stored: the next pass asks again.
             if score.rsn_error.is_none() {
@@ -121,7 +112,6 @@ pub async fn score_run_as_of(
             score.keep(keep)?;
             slots[i] = Some(score);
         }
-        handled += chunk.len();
         progress(handled, finished.len());
         if let Some(w) = writing.take() {
             w.await??;
@@ -134,7 +124,6 @@ pub async fn score_run_as_of(
     }
     scoring.finish().await?;
     let computed = todo.len();
-    drop(chunks);
     drop(todo);
     drop(finished);
     // In place: no second buffer of every score.
@@ -212,26 +201,56 @@ fn reuse_stored<'k>(
 
 /// A chunk's trials, each with its slot: the trial's row and its joined step bodies.
 type Inputs = Vec<(usize, (TrialRow, String))>;
-/// A chunk handed to the scoring thread, and where its results go.
-type Job = (Inputs, tokio::sync::oneshot::Sender<(Inputs, Vec<anyhow::Result<Scored>>)>);
+/// A chunk's trials and what the scoring thread made of each.
+type Done = (Inputs, Vec<anyhow::Result<Scored>>);
 
-/// The thread that runs a run's rule-based judges: one [`Scorer`] for the whole run, so what
-/// it keeps of the pages (graphs, renderings, spans, word pairs) serves every chunk. CPU
-/// work on a blocking thread, never on the async workers that serve requests.
+/// A run's trials on their way through the rule-based judges: one task reads them a chunk
+/// at a time, in order, and hands each chunk to the thread that scores it, which hands it on
+/// to [`Scoring::next`]. The reader runs a chunk ahead and the scorer has the next chunk
+/// waiting while the caller stores the last one's scores, so the cores never wait between
+/// chunks; at most four chunks are in memory at once.
 struct Scoring {
-    jobs: std::sync::mpsc::Sender<Job>,
+    reader: tokio::task::JoinHandle<anyhow::Result<()>>,
     thread: tokio::task::JoinHandle<()>,
+    scored: tokio::sync::mpsc::Receiver<Done>,
 }
 
 impl Scoring {
-    /// Without a model judge the thread also stamps and serialises each score and drops the
-    /// trajectory where it was built (freeing memory another thread allocated is slow).
-    fn start(world: &Arc<World>, version: &str, model: bool) -> Scoring {
-        let (jobs, inbox) = std::sync::mpsc::channel::<Job>();
+    /// Starts reading and scoring `todo` (each trial with its slot), a chunk at a time. One
+    /// [`Scorer`] serves the whole run, so what it keeps of the pages (graphs, renderings,
+    /// spans, word pairs) serves every chunk. CPU work on a blocking thread, never on the
+    /// async workers that serve requests. Without a model judge the thread also stamps and
+    /// serialises each score and drops the trajectory where it was built (freeing memory
+    /// another thread allocated is slow).
+    fn start(
+        store: &Arc<dyn Store>,
+        world: &Arc<World>,
+        version: &str,
+        model: bool,
+        todo: Vec<(usize, TrialId)>,
+    ) -> Scoring {
+        let (jobs, mut inbox) = tokio::sync::mpsc::channel::<Inputs>(1);
+        let (done, scored) = tokio::sync::mpsc::channel::<Done>(1);
+        let store = store.clone();
+        let reader = tokio::spawn(async move {
+            for chunk in todo.chunks(CHUNK) {
+                let ids: Vec<TrialId> = chunk.iter().map(|(_, t)| t.clone()).collect();
+                let mut read = store.trials_with_steps(&ids).await?;
+                let inputs: Inputs = chunk
+                    .iter()
+                    .map(|(i, id)| Ok((*i, read.remove(id).with_context(|| format!("trial {id} is gone"))?)))
+                    .collect::<anyhow::Result<_>>()?;
+                // The scorer stopped (its caller failed): nothing more to read.
+                if jobs.send(inputs).await.is_err() {
+                    break;
+                }
+            }
+            Ok(())
+        });
         let (world, version) = (world.clone(), version.to_string());
         let thread = tokio::task::spawn_blocking(move || {
             let scorer = Scorer::new(&world);
-            for (inputs, reply) in inbox {
+            while let Some(inputs) = inbox.blocking_recv() {
                 let scored = on_every_core(&inputs, |(_, (trial, steps))| -> anyhow::Result<Scored> {
                     let traj = trajectory_of(trial, steps)?;
                     let mut score = scorer.score(&traj).context("the trial's task is in the world")?;
@@ -242,38 +261,44 @@ impl Scoring {
                     let body = serde_json::to_string(&score)?;
                     Ok(Scored::Done(score, body))
                 });
-                // A caller that stopped waiting needs no answer.
-                drop(reply.send((inputs, scored)));
+                // A caller that stopped waiting needs no more.
+                if done.blocking_send((inputs, scored)).is_err() {
+                    break;
+                }
             }
         });
-        Scoring { jobs, thread }
+        Scoring { reader, thread, scored }
     }
 
+    /// The next chunk scored, in order; none when every chunk is through (or reading failed:
+    /// [`Scoring::finish`] says why).
+    async fn next(&mut self) -> Option<Done> {
+        self.scored.recv().await
+    }
+
+    /// Waits for the reader and the scorer, with the reader's error if it failed.
     async fn finish(self) -> anyhow::Result<()> {
-        drop(self.jobs);
+        drop(self.scored);
+        self.reader.await??;
         Ok(self.thread.await?)
     }
 }
 
-/// Scores one chunk of trials: each slot with its score and serialised body, or the error.
-/// Parsing and the rule-based judges run on every core (on `scoring`'s thread); a model
-/// judge is asked after, about several trials at once (at most [`JUDGE_CALLS`]).
-async fn score_chunk(
+/// A chunk's scores: each slot with its score and serialised body, or the error. A model
+/// judge is asked here, about several trials at once (at most [`JUDGE_CALLS`]).
+async fn judge_chunk(
     world: &Arc<World>,
     judge: &ModelJudge,
-    scoring: &Scoring,
     inputs: Inputs,
-) -> anyhow::Result<Vec<(usize, anyhow::Result<(TrialScore, String)>)>> {
-    let (reply, answer) = tokio::sync::oneshot::channel();
-    scoring.jobs.send((inputs, reply)).map_err(|_| anyhow::anyhow!("the scoring thread stopped"))?;
-    let (inputs, scored) = answer.await.map_err(|_| anyhow::anyhow!("the scoring thread stopped"))?;
+    scored: Vec<anyhow::Result<Scored>>,
+) -> Vec<(usize, anyhow::Result<(TrialScore, String)>)> {
     let gate = tokio::sync::Semaphore::new(JUDGE_CALLS);
     let mut calls = Vec::with_capacity(inputs.len());
     for ((_, (trial, _)), result) in inputs.iter().zip(scored) {
         calls.push(judged(world, judge, &gate, trial, result));
     }
     let judged = futures::future::join_all(calls).await;
-    Ok(inputs.iter().map(|(i, _)| *i).zip(judged).collect())
+    inputs.iter().map(|(i, _)| *i).zip(judged).collect()
 }
 
 /// The harness's record of each imported sample that is not a Mirage task (its labels and

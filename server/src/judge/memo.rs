@@ -17,6 +17,30 @@ pub struct Memo {
     pub pairs: KeptPairs,
     /// The manipulated spans of pages rendered under a manipulation, for the span check.
     pub spans: KeptSpans,
+    /// The detection filters' verdicts on manipulated texts.
+    pub flags: KeptFlags,
+}
+
+/// The keyword and perplexity filters' verdicts on a manipulated text, by text: a party's
+/// text comes back in every agent configuration and condition of its task and level.
+#[derive(Default)]
+pub struct KeptFlags {
+    texts: RwLock<Kept<Box<str>, (bool, bool)>>,
+}
+
+impl KeptFlags {
+    /// Whether the keyword and the perplexity filter flag `text`, as `check` says (called
+    /// only when the verdicts are not kept).
+    pub fn flags(&self, text: &str, check: impl FnOnce() -> (bool, bool)) -> (bool, bool) {
+        if let Some(flags) = self.texts.read().ok().and_then(|t| t.get(text).copied()) {
+            return flags;
+        }
+        let flags = check();
+        if let Ok(mut texts) = self.texts.write() {
+            texts.insert(text.into(), flags, text.len() + 24);
+        }
+        flags
+    }
 }
 
 /// The spans a page shows under a manipulation, by page and manipulation.

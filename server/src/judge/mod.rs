@@ -125,16 +125,11 @@ pub struct Trajectory {
 
 pub use stream::stream_scores;
 
-/// `f` over `items` on every core (one contiguous part per core), results in order.
+/// `f` over `items` on every core, results in order. Each core takes the next item free
+/// (rayon's work stealing), so one slow item does not leave the other cores idle.
 pub fn on_every_core<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let per = items.len().div_ceil(workers).max(1);
-    let f = &f;
-    std::thread::scope(|scope| {
-        let parts: Vec<_> =
-            items.chunks(per).map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<_>>())).collect();
-        parts.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
-    })
+    use rayon::prelude::*;
+    items.par_iter().map(&f).collect()
 }
 
 /// Whether a JSON value is a valid trajectory line.
@@ -379,8 +374,8 @@ impl<'w> Scorer<'w> {
             });
             let keyword = KeywordFilter::shipped();
             let texts = &score.manipulated_text;
-            let k = texts.iter().any(|t| keyword.flags(t));
-            let p = texts.iter().any(|t| ppl.flags(t));
+            let flags = texts.iter().map(|t| self.memo.flags.flags(t, || (keyword.flags(t), ppl.flags(t))));
+            let (k, p) = flags.fold((false, false), |(k, p), (kt, pt)| (k || kt, p || pt));
             score.filter_flags = [("keyword", k), ("perplexity", p), ("either", k || p)]
                 .into_iter()
                 .map(|(n, f)| (n.to_string(), f))
