@@ -1,7 +1,7 @@
-//! What a scorer of many trajectories keeps across them: the pages of the sites come back
-//! in trajectory after trajectory, in every configuration and condition, so what the
-//! judges compute from a page alone is computed once. Each store is bounded in bytes; past
-//! its bound a page is computed each time.
+//! What a scorer of many trajectories keeps across them: the pages of the sites and the
+//! parties' texts come back in trajectory after trajectory, in every configuration and
+//! condition, so what the judges compute from a page or a text alone is computed once.
+//! Each store is bounded in bytes; past its bound a page or text is computed each time.
 
 use std::sync::{Arc, RwLock};
 

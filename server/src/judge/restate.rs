@@ -16,7 +16,6 @@
 //! contrasts them ("but", "however") without assenting ("I agree", "credible").
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::sync::{Arc, LazyLock, RwLock};
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -88,6 +87,7 @@ const ASSENTS: [&str; 9] =
     [" agree ", " agree,", " agree.", " agree with", " accept", " credible", " correct", " indeed", " matches"];
 
 /// A pair of consecutive content words and whether a negation stands before it.
+#[cfg(test)]
 type Pair = (String, String, bool);
 
 /// A content word: three characters or more, not a number, not a stopword (lowercase).
@@ -175,6 +175,27 @@ fn each_shown_pair(text: &str, mut each: impl FnMut(&str, &str)) {
 pub struct KeptPairs {
     hasher: std::hash::RandomState,
     texts: RwLock<Texts>,
+    /// The pairs of injected texts, by text: a party's text comes back in every agent
+    /// configuration and condition of its task and level.
+    injected: RwLock<super::bounded::Kept<Box<str>, Arc<[Candidate]>>>,
+}
+
+/// A pair of an injected text: its words, whether it is negated, and its hash in the store
+/// that looks it up (0 without one).
+struct Candidate {
+    first: Box<str>,
+    second: Box<str>,
+    negated: bool,
+    hash: u64,
+}
+
+/// The pairs of an injected text, each hashed by `hash`.
+fn candidates(text: &str, hash: impl Fn(&str, &str) -> u64) -> Arc<[Candidate]> {
+    let mut out = Vec::new();
+    each_pair(text, |a, b, negated| {
+        out.push(Candidate { first: a.into(), second: b.into(), negated, hash: hash(a, b) })
+    });
+    out.into()
 }
 
 #[derive(Default)]
@@ -189,6 +210,19 @@ impl KeptPairs {
     fn hash(&self, a: &str, b: &str) -> u64 {
         use std::hash::BuildHasher;
         self.hasher.hash_one((a, b))
+    }
+
+    /// The pairs of an injected text, kept or kept now.
+    fn candidates_of(&self, text: &str) -> Arc<[Candidate]> {
+        if let Some(c) = self.injected.read().ok().and_then(|t| t.get(text).cloned()) {
+            return c;
+        }
+        let c = candidates(text, |a, b| self.hash(a, b));
+        let bytes = text.len() + c.iter().map(|c| c.first.len() + c.second.len() + 48).sum::<usize>();
+        if let Ok(mut kept) = self.injected.write() {
+            kept.insert(text.into(), c.clone(), bytes);
+        }
+        c
     }
 
     /// The text's pairs when they are kept (or kept now, on its second reading).
@@ -257,33 +291,37 @@ impl Sources {
     /// span texts.
     /// `kept`: the word pairs of texts read before, kept across trajectories.
     pub fn new<'a>(clean: impl IntoIterator<Item = &'a str>, injected: &[&str], kept: Option<&KeptPairs>) -> Sources {
-        let mut candidates: FxHashSet<Pair> = FxHashSet::default();
         // A text shown on several turns gives its pairs once.
-        let firsts = injected.iter().enumerate().filter(|&(i, t)| !injected[..i].contains(t));
-        for (_, t) in firsts {
-            each_pair(t, |a, b, n| {
-                candidates.insert((a.to_string(), b.to_string(), n));
+        let firsts = injected.iter().enumerate().filter(|&(i, t)| !injected[..i].contains(t)).map(|(_, t)| *t);
+        let lists: Vec<Arc<[Candidate]>> =
+            firsts.map(|t| kept.map_or_else(|| candidates(t, |_, _| 0), |k| k.candidates_of(t))).collect();
+        let candidates: FxHashSet<(&str, &str, bool)> =
+            lists.iter().flat_map(|l| l.iter()).map(|c| (&*c.first, &*c.second, c.negated)).collect();
+        // The candidates' word pairs (polarity aside), each with its hash and whether a clean
+        // text shows it.
+        let mut index: FxHashMap<(&str, &str), usize> = FxHashMap::default();
+        let mut wanted: Vec<u64> = Vec::new();
+        for c in lists.iter().flat_map(|l| l.iter()) {
+            index.entry((&*c.first, &*c.second)).or_insert_with(|| {
+                wanted.push(c.hash);
+                wanted.len() - 1
             });
         }
+        let mut shown = vec![false; wanted.len()];
         // Which candidate pairs the clean texts show: their word pairs are looked up, not
         // collected (the clean texts are every page the agent read), or read off the pairs
-        // kept for the text.
-        let wanted: FxHashSet<(&str, &str)> = candidates.iter().map(|(a, b, _)| (a.as_str(), b.as_str())).collect();
-        let hashed: Vec<((&str, &str), u64)> =
-            kept.map(|k| wanted.iter().map(|&(a, b)| ((a, b), k.hash(a, b))).collect()).unwrap_or_default();
-        let mut shown: HashSet<(String, String)> = HashSet::new();
-        // With no candidate pair there is nothing to look up.
+        // kept for the text. With no candidate pair there is nothing to look up.
         let clean = clean.into_iter().filter(|_| !wanted.is_empty());
         for text in clean {
             match kept.and_then(|k| k.pairs_of(text)) {
                 Some(pairs) => {
-                    for ((a, b), _) in hashed.iter().filter(|(_, h)| pairs.binary_search(h).is_ok()) {
-                        shown.insert(((*a).to_string(), (*b).to_string()));
+                    for (i, h) in wanted.iter().enumerate() {
+                        shown[i] = shown[i] || pairs.binary_search(h).is_ok();
                     }
                 }
                 None => each_shown_pair(text, |p, w| {
-                    if wanted.contains(&(p, w)) {
-                        shown.insert((p.to_string(), w.to_string()));
+                    if let Some(&i) = index.get(&(p, w)) {
+                        shown[i] = true;
                     }
                 }),
             }
@@ -291,8 +329,8 @@ impl Sources {
         let injected_text = injected.join(" ").to_lowercase();
         let mut by_first: FxHashMap<String, Vec<(String, bool)>> = FxHashMap::default();
         for (a, b, n) in candidates {
-            if !shown.contains(&(a.clone(), b.clone())) {
-                by_first.entry(a).or_default().push((b, n));
+            if !index.get(&(a, b)).is_some_and(|&i| shown[i]) {
+                by_first.entry(a.to_string()).or_default().push((b.to_string(), n));
             }
         }
         Sources { injected: by_first, injected_text }
@@ -476,9 +514,11 @@ mod tests {
         };
         let kept = KeptPairs::default();
         let pages: Vec<String> = (0..40).map(|_| text(&mut rng, 30)).collect();
+        // Parties' texts come back, as pages do: their pairs are kept too.
+        let parties: Vec<String> = (0..30).map(|_| text(&mut rng, 12)).collect();
         for _ in 0..300 {
-            let injected = [text(&mut rng, 12)];
-            let injected: Vec<&str> = injected.iter().map(String::as_str).collect();
+            let injected: Vec<&str> =
+                (0..rng.random_range(1..3)).map(|_| parties[rng.random_range(0..parties.len())].as_str()).collect();
             let clean: Vec<&str> = (0..3).map(|_| pages[rng.random_range(0..pages.len())].as_str()).collect();
             let sorted = |s: &Sources| {
                 let mut v: Vec<(String, String, bool)> =
