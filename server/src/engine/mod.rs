@@ -171,13 +171,7 @@ impl Engine {
         {
             return Ok(s.clone());
         }
-        let gate = self
-            .scoring
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(run.clone())
-            .or_default()
-            .clone();
+        let gate = self.scoring_gate(run);
         let _scoring = gate.lock().await;
         // Someone may have scored while this request waited.
         if let Some((k, s)) = self.lock_cache().scores.get(&slot)
@@ -200,6 +194,12 @@ impl Engine {
         self.keep_pinned(run, key);
         self.lock_cache().scores.insert(slot, (key, scores.clone()));
         Ok(scores)
+    }
+
+    /// The gate a run's scoring goes through, one scoring at a time: while someone holds it,
+    /// the run is not scored and its pages answer with their progress line.
+    pub fn scoring_gate(&self, run: &RunId) -> Arc<tokio::sync::Mutex<()>> {
+        self.scoring.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(run.clone()).or_default().clone()
     }
 
     /// Before figures of a pinned generation are cached, those of the run's other pinned

@@ -95,7 +95,8 @@ pub async fn score_run_as_of(
     let ids: Vec<(usize, TrialId)> = todo.iter().map(|(i, t)| (*i, (*t).clone())).collect();
     let mut scoring = Scoring::start(store, world, &version, judge.asks_a_model(), ids);
     let mut writing: Option<tokio::task::JoinHandle<crate::db::StoreResult<()>>> = None;
-    while let Some((inputs, scored)) = scoring.next().await {
+    // The chunk's place in the pipeline is given back when this chunk is handled.
+    while let Some((inputs, scored, _place)) = scoring.next().await {
         let mut rows = Vec::with_capacity(inputs.len());
         handled += inputs.len();
         for (i, result) in judge_chunk(world, judge, inputs, scored).await {
@@ -201,14 +202,19 @@ fn reuse_stored<'k>(
 
 /// A chunk's trials, each with its slot: the trial's row and its joined step bodies.
 type Inputs = Vec<(usize, (TrialRow, String))>;
-/// A chunk's trials and what the scoring thread made of each.
-type Done = (Inputs, Vec<anyhow::Result<Scored>>);
+/// A chunk's trials and what the scoring thread made of each, with the chunk's place in the
+/// pipeline (given back when it is dropped).
+type Done = (Inputs, Vec<anyhow::Result<Scored>>, tokio::sync::OwnedSemaphorePermit);
+
+/// Chunks in the pipeline at once: one being stored, one scored, one read ahead.
+const IN_FLIGHT: usize = 3;
 
 /// A run's trials on their way through the rule-based judges: one task reads them a chunk
 /// at a time, in order, and hands each chunk to the thread that scores it, which hands it on
-/// to [`Scoring::next`]. The reader runs a chunk ahead and the scorer has the next chunk
-/// waiting while the caller stores the last one's scores, so the cores never wait between
-/// chunks; at most four chunks are in memory at once.
+/// to [`Scoring::next`]. The scorer has the next chunk waiting while the caller stores the
+/// last one's scores, so the cores never wait between chunks; a chunk is read only when
+/// fewer than [`IN_FLIGHT`] are between the reader and the caller, so memory holds at most
+/// that many chunks' steps.
 struct Scoring {
     reader: tokio::task::JoinHandle<anyhow::Result<()>>,
     thread: tokio::task::JoinHandle<()>,
@@ -229,11 +235,13 @@ impl Scoring {
         model: bool,
         todo: Vec<(usize, TrialId)>,
     ) -> Scoring {
-        let (jobs, mut inbox) = tokio::sync::mpsc::channel::<Inputs>(1);
+        let (jobs, mut inbox) = tokio::sync::mpsc::channel::<(Inputs, tokio::sync::OwnedSemaphorePermit)>(1);
         let (done, scored) = tokio::sync::mpsc::channel::<Done>(1);
         let store = store.clone();
+        let places = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
         let reader = tokio::spawn(async move {
             for chunk in todo.chunks(CHUNK) {
+                let place = places.clone().acquire_owned().await?;
                 let ids: Vec<TrialId> = chunk.iter().map(|(_, t)| t.clone()).collect();
                 let mut read = store.trials_with_steps(&ids).await?;
                 let inputs: Inputs = chunk
@@ -241,7 +249,7 @@ impl Scoring {
                     .map(|(i, id)| Ok((*i, read.remove(id).with_context(|| format!("trial {id} is gone"))?)))
                     .collect::<anyhow::Result<_>>()?;
                 // The scorer stopped (its caller failed): nothing more to read.
-                if jobs.send(inputs).await.is_err() {
+                if jobs.send((inputs, place)).await.is_err() {
                     break;
                 }
             }
@@ -250,7 +258,7 @@ impl Scoring {
         let (world, version) = (world.clone(), version.to_string());
         let thread = tokio::task::spawn_blocking(move || {
             let scorer = Scorer::new(&world);
-            while let Some(inputs) = inbox.blocking_recv() {
+            while let Some((inputs, place)) = inbox.blocking_recv() {
                 let scored = on_every_core(&inputs, |(_, (trial, steps))| -> anyhow::Result<Scored> {
                     let traj = trajectory_of(trial, steps)?;
                     let mut score = scorer.score(&traj).context("the trial's task is in the world")?;
@@ -262,7 +270,7 @@ impl Scoring {
                     Ok(Scored::Done(score, body))
                 });
                 // A caller that stopped waiting needs no more.
-                if done.blocking_send((inputs, scored)).is_err() {
+                if done.blocking_send((inputs, scored, place)).is_err() {
                     break;
                 }
             }

@@ -37,7 +37,8 @@ impl KeptFlags {
         }
         let flags = check();
         if let Ok(mut texts) = self.texts.write() {
-            texts.insert(text.into(), flags, text.len() + 24);
+            // The entry (24 bytes) and the text's own allocation with its header.
+            texts.insert(text.into(), flags, 24 + text.len() + 16);
         }
         flags
     }
