@@ -37,3 +37,21 @@ impl<K: std::hash::Hash + Eq, V> Kept<K, V> {
         }
     }
 }
+
+/// The value kept under `key` in `store`, else the one `make` gives with its size in bytes
+/// (kept now, when there is room): the read-or-fill of every store a scorer shares.
+pub fn kept_or<K, V, Q>(store: &std::sync::RwLock<Kept<K, V>>, key: &Q, make: impl FnOnce() -> (V, usize)) -> V
+where
+    K: std::hash::Hash + Eq + std::borrow::Borrow<Q> + for<'q> From<&'q Q>,
+    V: Clone,
+    Q: std::hash::Hash + Eq + ?Sized,
+{
+    if let Some(v) = store.read().ok().and_then(|s| s.get(key).cloned()) {
+        return v;
+    }
+    let (v, bytes) = make();
+    if let Ok(mut s) = store.write() {
+        s.insert(key.into(), v.clone(), bytes);
+    }
+    v
+}

@@ -32,15 +32,8 @@ impl KeptFlags {
     /// Whether the keyword and the perplexity filter flag `text`, as `check` says (called
     /// only when the verdicts are not kept).
     pub fn flags(&self, text: &str, check: impl FnOnce() -> (bool, bool)) -> (bool, bool) {
-        if let Some(flags) = self.texts.read().ok().and_then(|t| t.get(text).copied()) {
-            return flags;
-        }
-        let flags = check();
-        if let Ok(mut texts) = self.texts.write() {
-            // The entry (24 bytes) and the text's own allocation with its header.
-            texts.insert(text.into(), flags, 24 + text.len() + 16);
-        }
-        flags
+        // The entry (24 bytes) and the text's own allocation with its header.
+        super::bounded::kept_or(&self.texts, text, || (check(), 24 + text.len() + 16))
     }
 }
 

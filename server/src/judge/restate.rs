@@ -214,18 +214,13 @@ impl KeptPairs {
 
     /// The pairs of an injected text, kept or kept now.
     fn candidates_of(&self, text: &str) -> Arc<[Candidate]> {
-        if let Some(c) = self.injected.read().ok().and_then(|t| t.get(text).cloned()) {
-            return c;
-        }
-        let c = candidates(text, |a, b| self.hash(a, b));
-        // A pair takes 48 bytes in the list, and each of its words an allocation of its own
-        // (32 bytes at least, with the allocator's header).
-        let bytes =
-            text.len() + c.iter().map(|c| 48 + c.first.len().max(24) + c.second.len().max(24) + 16).sum::<usize>();
-        if let Ok(mut kept) = self.injected.write() {
-            kept.insert(text.into(), c.clone(), bytes);
-        }
-        c
+        super::bounded::kept_or(&self.injected, text, || {
+            let c = candidates(text, |a, b| self.hash(a, b));
+            // A pair takes 48 bytes in the list, and each of its words an allocation of its
+            // own (32 bytes at least, with the allocator's header).
+            let pairs: usize = c.iter().map(|c| 48 + c.first.len().max(24) + c.second.len().max(24) + 16).sum();
+            (c, text.len() + pairs)
+        })
     }
 
     /// The text's pairs when they are kept (or kept now, on its second reading).
