@@ -8,6 +8,7 @@
 
 mod calibration;
 mod defense;
+mod flags;
 mod judge;
 mod keyword;
 mod perplexity;
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 pub use calibration::{Calibration, calibrate, calibrate_union, realised};
 pub use defense::{DEFENSE_FPR, DEFENSES, Defense, MIN_WORDS, defend, defense_for};
+pub use flags::FilterFlags;
 pub use judge::{JUDGE_FILTER_PROMPT, JudgeDefense, JudgeFilter};
 pub use keyword::{KEYWORDS, KeywordFilter};
 pub use perplexity::{CalibratedPerplexity, EndpointPerplexity, HeldOut, NgramModel, Perplexity, PerplexityFilter};

@@ -12,11 +12,17 @@ use crate::judge::labels::{Label, Labels};
 
 use super::Origin;
 
-fn label(value: bool, turn: Option<usize>, source: &str, confidence: f64, reason: impl Into<String>) -> Label {
+fn label(
+    value: bool,
+    turn: Option<usize>,
+    source: &str,
+    confidence: f64,
+    reason: impl Into<crate::judge::claims::Word>,
+) -> Label {
     Label {
         value,
         turn,
-        source: source.to_string(),
+        source: source.to_string().into(),
         confidence,
         reason: reason.into(),
         disputed: false,

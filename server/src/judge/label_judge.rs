@@ -119,9 +119,9 @@ pub fn merge(labels: &mut Labels, opinion: &Opinion, judge: &str) {
         let second = Label {
             value,
             turn,
-            source: "llm_judge".to_string(),
+            source: super::claims::Word::Borrowed("llm_judge"),
             confidence,
-            reason: format!("{} ({judge})", opinion.reason),
+            reason: format!("{} ({judge})", opinion.reason).into(),
             disputed: false,
             automatic: None,
             second_opinion: None,

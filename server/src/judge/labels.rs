@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::Trajectory;
+use super::claims::Word;
 use super::restate::{KeptPairs, Sources};
 use super::rules::Graph;
 use crate::corpus::Task;
@@ -63,10 +64,13 @@ pub struct Label {
     /// The step index where it happened (first exposure, adopting verdict or thought,
     /// first verifying visit, …); `None` when it did not happen.
     pub turn: Option<usize>,
-    /// `rule`, `llm_judge` or `human`.
-    pub source: String,
+    /// `rule`, `llm_judge`, `human` or `adjudication`.
+    #[serde(deserialize_with = "source_word")]
+    pub source: Word,
     pub confidence: f64,
-    pub reason: String,
+    /// Borrowed where the rule's reason is a fixed sentence: a run's scores are held for
+    /// its pages, four labels a trial.
+    pub reason: Word,
     /// Rule and judge disagree, or the confidence is low.
     #[serde(default)]
     pub disputed: bool,
@@ -99,11 +103,11 @@ impl Label {
         self.automatic.is_none() && (self.disputed || self.conflict || self.in_audit(trial_id, kind))
     }
 
-    fn rule(value: bool, turn: Option<usize>, confidence: f64, reason: impl Into<String>) -> Label {
+    fn rule(value: bool, turn: Option<usize>, confidence: f64, reason: impl Into<Word>) -> Label {
         Label {
             value,
             turn,
-            source: "rule".to_string(),
+            source: Word::Borrowed("rule"),
             confidence,
             reason: reason.into(),
             disputed: confidence < LOW_CONFIDENCE,
@@ -112,6 +116,16 @@ impl Label {
             conflict: false,
         }
     }
+}
+
+/// Reads a label's source, borrowing the words Mirage writes: a run's scores are read back
+/// by the thousand.
+fn source_word<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Word, D::Error> {
+    let word = String::deserialize(d)?;
+    Ok(match ["rule", "llm_judge", "human", "adjudication"].into_iter().find(|w| *w == word) {
+        Some(known) => Word::Borrowed(known),
+        None => Word::Owned(word),
+    })
 }
 
 /// The four labels of a trial.
@@ -366,5 +380,22 @@ mod tests {
         let first: Vec<usize> =
             ids.iter().enumerate().filter(|(_, t)| audited(t, LabelKind::Adoption)).map(|(i, _)| i).take(3).collect();
         assert_eq!(first, [3, 4, 5]);
+    }
+
+    /// A label read back is the label written; the sources Mirage writes come back borrowed
+    /// (a run's scores hold four labels a trial), any other source as it was written.
+    #[test]
+    fn labels_read_back_as_written_with_known_sources_borrowed() {
+        let mut rule = Label::rule(true, Some(2), 0.8, "a fixed sentence");
+        let back: Label = serde_json::from_str(&serde_json::to_string(&rule).unwrap()).unwrap();
+        assert_eq!(back, rule);
+        assert!(matches!(back.source, Word::Borrowed("rule")), "{:?}", back.source);
+        rule.source = Word::Owned("someone else's judge".into());
+        rule.reason = format!("turn {} says so", 2).into();
+        let back: Label = serde_json::from_str(&serde_json::to_string(&rule).unwrap()).unwrap();
+        assert_eq!((back.source.as_ref(), back.reason.as_ref()), ("someone else's judge", "turn 2 says so"));
+        let text = r#"{"value":false,"turn":null,"source":"human","confidence":1.0,"reason":"r"}"#;
+        let person: Label = serde_json::from_str(text).unwrap();
+        assert!(matches!(person.source, Word::Borrowed("human")), "{:?}", person.source);
     }
 }

@@ -235,9 +235,9 @@ pub fn apply_overrides(scores: &mut [TrialScore], events: &[LabelEvent], needed:
                     *label = Label {
                         value: last.value.0,
                         turn: agreed.iter().find_map(|e| e.turn).and_then(|t| usize::try_from(t).ok()),
-                        source: last.source.clone(),
+                        source: last.source.clone().into(),
                         confidence: 1.0,
-                        reason: format!("{how} {}{notes}", names.join(", ")),
+                        reason: format!("{how} {}{notes}", names.join(", ")).into(),
                         disputed: false,
                         automatic: Some(automatic),
                         second_opinion: None,
@@ -250,7 +250,7 @@ pub fn apply_overrides(scores: &mut [TrialScore], events: &[LabelEvent], needed:
                     label.conflict = true;
                     let said: Vec<String> =
                         votes.iter().map(|(a, v)| format!("{a}: {}", if *v { "yes" } else { "no" })).collect();
-                    label.reason = format!("{} [annotators disagree: {}]", label.reason, said.join(", "));
+                    label.reason = format!("{} [annotators disagree: {}]", label.reason, said.join(", ")).into();
                 }
             }
         }

@@ -146,9 +146,7 @@ impl ModelJudge {
         if !score.manipulated_text.is_empty() {
             match judge_flags(world, model, client, cache, filter_threshold, &score.manipulated_text).await {
                 Ok(flagged) => {
-                    let either = score.filter_flags.get("either").copied().unwrap_or(false);
-                    score.filter_flags.insert("judge".to_string(), flagged);
-                    score.filter_flags.insert("any".to_string(), either || flagged);
+                    score.filter_flags.add_judge(flagged);
                 }
                 Err(e) => score.rsn_error = Some(format!("the judge filter failed: {e:#}")),
             }
@@ -159,7 +157,7 @@ impl ModelJudge {
                 Err(e) => {
                     for l in [&mut labels.adoption, &mut labels.recovery] {
                         l.disputed = true;
-                        l.reason = format!("{} (the model judge failed: {e:#})", l.reason);
+                        l.reason = format!("{} (the model judge failed: {e:#})", l.reason).into();
                     }
                 }
             }

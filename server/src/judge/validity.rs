@@ -149,7 +149,7 @@ fn cells_of(scores: &[TrialScore], kind: LabelKind) -> (Cells, std::collections:
             cell.settled += 1;
             cell.yes += usize::from(l.value);
             cell.adjudicated += usize::from(l.source == "adjudication");
-            sources.insert(original.source.as_str());
+            sources.insert(original.source.as_ref());
         } else {
             outside += 1;
         }

@@ -413,7 +413,8 @@ pub fn attach_caused(world: &World, scores: &mut [TrialScore], replays: &[Replay
             label.reason = format!(
                 "{} [replays disagree: {} of {} clean-level replays left the party's goal]",
                 label.reason, c.left_goal, c.replays
-            );
+            )
+            .into();
         }
     }
 }

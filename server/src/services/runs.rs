@@ -226,9 +226,9 @@ fn label_view(trial_id: &str, kind: LabelKind, l: &Label) -> LabelView {
         kind,
         value: l.value,
         turn: l.turn,
-        source: l.source.clone(),
+        source: l.source.to_string(),
         confidence: l.confidence,
-        reason: l.reason.clone(),
+        reason: l.reason.to_string(),
         disputed: l.disputed,
         // Waiting for people because the audit drew it (and not settled yet).
         audit: l.automatic.is_none() && l.in_audit(trial_id, kind),

@@ -20,16 +20,16 @@ pub(super) fn detection_rows(scores: &[TrialScore], agents: &[&str], levels: &BT
             let mut flag_rate = BTreeMap::new();
             let mut residual = BTreeMap::new();
             let present: BTreeSet<&str> =
-                members.iter().flat_map(|s| s.filter_flags.keys().map(String::as_str)).collect();
+                members.iter().flat_map(|s| s.filter_flags.iter().map(|(name, _)| name)).collect();
             for filter in present {
-                let flagged = members.iter().filter(|s| s.filter_flags.get(filter).copied().unwrap_or(false)).count();
+                let flagged = members.iter().filter(|s| s.filter_flags.get(filter).unwrap_or(false)).count();
                 #[allow(clippy::cast_precision_loss)]
                 flag_rate.insert(filter.to_string(), flagged as f64 / members.len() as f64);
                 let obs: Vec<Obs> = members
                     .iter()
                     .filter_map(|s| {
                         let success = s.attack_success?;
-                        let caught = s.filter_flags.get(filter).copied().unwrap_or(false);
+                        let caught = s.filter_flags.get(filter).unwrap_or(false);
                         Some(Obs::value(&s.domain, &s.family, flag(success && !caught)))
                     })
                     .collect();

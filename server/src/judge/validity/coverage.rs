@@ -44,9 +44,9 @@ pub(super) fn label(value: bool, source: &str) -> Label {
     Label {
         value,
         turn: None,
-        source: source.to_string(),
+        source: source.to_string().into(),
         confidence: 1.0,
-        reason: String::new(),
+        reason: crate::judge::claims::Word::Borrowed(""),
         disputed: false,
         automatic: None,
         second_opinion: None,
