@@ -17,6 +17,10 @@ apt_install() {
 rustup show active-toolchain >/dev/null
 rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 
+# A C compiler and make: SQLite and jemalloc are built from source with the binary.
+command -v cc >/dev/null || apt_install gcc libc6-dev
+command -v make >/dev/null || apt_install make
+
 if ! wasm-bindgen --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION\$"; then
   echo "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (a few minutes, once)"
   # Without --locked: its lock file names a registry version that is gone.

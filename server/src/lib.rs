@@ -37,8 +37,8 @@ pub use state::AppState;
 /// Every allocation of the binary, its tests and its benchmarks goes through jemalloc.
 /// Scoring, the search index, the database driver and the server each allocate on their own
 /// threads and free on others; glibc's allocator keeps what one thread's arena freed for that
-/// arena, so a large run's first view held far more than it used (682 MiB at 108,000 trials
-/// against 457–475 MiB with jemalloc, and slower). The measurements are in the book's
+/// arena, so a large run's first view held far more than it used (669–689 MiB at 108,000
+/// trials against 429–451 MiB with jemalloc, and slower). The measurements are in the book's
 /// benchmarks chapter.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

@@ -9,8 +9,10 @@ use serde::{Deserialize, Serialize};
 /// all where the trial showed no manipulated text.
 ///
 /// A score holds one for each of a run's trials, so it is five bytes in place rather than a
-/// map of strings.
+/// map of strings. A stored map naming another filter is refused, not dropped: no version of
+/// Mirage wrote one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FilterFlags {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     any: Option<bool>,
@@ -90,5 +92,27 @@ mod tests {
         assert!(FilterFlags::default().is_empty() && !flags.is_empty());
         assert_eq!(serde_json::to_string(&FilterFlags::default()).unwrap(), "{}");
         assert_eq!(FilterFlags::rules(false, false).get("judge"), None);
+    }
+
+    /// `any` is whether any filter flags: the judge's flag counts where the rules flag none.
+    #[test]
+    fn any_counts_the_judges_flag_and_the_rules() {
+        for (keyword, perplexity, judge) in [(false, false, true), (false, false, false), (true, false, false)] {
+            let mut flags = FilterFlags::rules(keyword, perplexity);
+            flags.add_judge(judge);
+            assert_eq!(flags.get("any"), Some(keyword || perplexity || judge), "{flags:?}");
+        }
+    }
+
+    /// A map of the rule filters alone reads back as theirs, with no judge; a filter no
+    /// version wrote is refused.
+    #[test]
+    fn a_partial_map_reads_back_and_an_unknown_filter_is_refused() {
+        let rules: FilterFlags =
+            serde_json::from_str(r#"{"either":false,"keyword":false,"perplexity":false}"#).unwrap();
+        assert_eq!(rules, FilterFlags::rules(false, false));
+        assert_eq!(rules.iter().map(|(n, _)| n).collect::<Vec<_>>(), ["either", "keyword", "perplexity"]);
+        let unknown = serde_json::from_str::<FilterFlags>(r#"{"keyword":true,"zeta":false}"#).unwrap_err();
+        assert!(unknown.to_string().contains("zeta"), "{unknown}");
     }
 }

@@ -64,7 +64,8 @@ pub struct Label {
     /// The step index where it happened (first exposure, adopting verdict or thought,
     /// first verifying visit, …); `None` when it did not happen.
     pub turn: Option<usize>,
-    /// `rule`, `llm_judge`, `human` or `adjudication`.
+    /// `rule`, `llm_judge`, `human` or `adjudication`, or what an imported harness's record
+    /// names (`agentdojo`, `none`, …).
     #[serde(deserialize_with = "source_word")]
     pub source: Word,
     pub confidence: f64,
@@ -394,8 +395,10 @@ mod tests {
         rule.reason = format!("turn {} says so", 2).into();
         let back: Label = serde_json::from_str(&serde_json::to_string(&rule).unwrap()).unwrap();
         assert_eq!((back.source.as_ref(), back.reason.as_ref()), ("someone else's judge", "turn 2 says so"));
-        let text = r#"{"value":false,"turn":null,"source":"human","confidence":1.0,"reason":"r"}"#;
-        let person: Label = serde_json::from_str(text).unwrap();
-        assert!(matches!(person.source, Word::Borrowed("human")), "{:?}", person.source);
+        for source in ["rule", "llm_judge", "human", "adjudication"] {
+            let text = format!(r#"{{"value":false,"turn":null,"source":"{source}","confidence":1.0,"reason":"r"}}"#);
+            let read: Label = serde_json::from_str(&text).unwrap();
+            assert!(matches!(read.source, Word::Borrowed(s) if s == source), "{:?}", read.source);
+        }
     }
 }

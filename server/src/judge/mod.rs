@@ -40,7 +40,7 @@ use crate::corpus::urls::normalise;
 use crate::env::World;
 use claims::{Claim, is_fabricated_url, is_synthetic_detail};
 use labels::Labels;
-use rules::{DecisionScore, Graph, HARMFUL_RSN_CAP, acc_dec, seen_fact_coverage};
+use rules::{DecisionScore, Graph, HARMFUL_RSN_CAP, acc_dec};
 use vocab::{TrialCondition, TrialLevel};
 
 /// Version of the rule-based judges (matcher, metrics, claim patterns, label rules). Bump it
@@ -508,16 +508,21 @@ fn score_rationale(
     // what the agent received left out), capped when the verdict earns no decision credit.
     // Only a rationale that cites a seen fact can lose credit to the paste check: the others
     // skip it (it hashes every run of ten words the agent received).
-    let cites = seen_fact_coverage(task, rationale, seen).is_some_and(|c| c > 0.0);
+    // Acc_rsn and Q_ev count the same facts, of the rationale as it came when nothing of it
+    // was a paste.
+    let cited = rules::facts_cited(task, rationale, seen);
     let facts: Vec<&str> = task.gold_facts.iter().map(|f| f.text.as_str()).collect();
-    let own = if cites { received.reasoning_text(rationale, &facts) } else { std::borrow::Cow::Borrowed(rationale) };
+    let own =
+        if cited > 0 { received.reasoning_text(rationale, &facts) } else { std::borrow::Cow::Borrowed(rationale) };
+    let own_cited =
+        if matches!(own, std::borrow::Cow::Borrowed(_)) { cited } else { rules::facts_cited(task, &own, seen) };
     score.acc_rsn = if rationale.trim().is_empty() {
         Some(0.0)
     } else {
-        seen_fact_coverage(task, &own, seen).map(|c| if no_credit { c.min(HARMFUL_RSN_CAP) } else { c })
+        rules::coverage_of(task, own_cited).map(|c| if no_credit { c.min(HARMFUL_RSN_CAP) } else { c })
     };
     score.q_ev =
-        rules::evidence_quality(task, &own, seen).map(|q| if no_credit { q.min(rules::NO_CREDIT_QEV_CAP) } else { q });
+        rules::quality_of(task, own_cited).map(|q| if no_credit { q.min(rules::NO_CREDIT_QEV_CAP) } else { q });
     score.rsn_judge = Some(rsn::COVERAGE.to_string());
     score.observation_mismatch = mismatch;
     score.claims = claims::trajectory_claims(traj, &received);

@@ -171,18 +171,20 @@ pub fn acc_dec(task: &Task, verdict: Option<&str>) -> (DecisionScore, Option<Str
 /// to a whole band. A fact cited from a page never visited does not count. `None` when the
 /// task lists no gold fact. `visits` are normalised URLs.
 pub fn evidence_quality(task: &Task, rationale: &str, visits: &[impl AsRef<str>]) -> Option<f64> {
-    if task.gold_facts.is_empty() {
-        return None;
-    }
-    let used = facts_cited(task, rationale, visits);
+    quality_of(task, facts_cited(task, rationale, visits))
+}
+
+/// [`evidence_quality`] of a rationale that cites `used` of the task's gold facts from pages
+/// the agent visited ([`facts_cited`]).
+pub fn quality_of(task: &Task, used: usize) -> Option<f64> {
     #[allow(clippy::cast_precision_loss)]
     let share = used as f64 / task.gold_facts.len() as f64;
-    Some((1.0 + 4.0 * share).round())
+    (!task.gold_facts.is_empty()).then(|| (1.0 + 4.0 * share).round())
 }
 
 /// How many of the task's gold facts `text` quotes (case-insensitive) whose page is one of
 /// `pages` (normalised URLs). The page is compared first: it is the cheaper test.
-fn facts_cited(task: &Task, text: &str, pages: &[impl AsRef<str>]) -> usize {
+pub fn facts_cited(task: &Task, text: &str, pages: &[impl AsRef<str>]) -> usize {
     let hay = lower(text);
     task.gold_facts
         .iter()
@@ -207,12 +209,14 @@ pub const NO_CREDIT_QEV_CAP: f64 = 2.0;
 /// that exist). A rationale that pastes facts it never saw earns nothing for them. `None`
 /// when the task lists no gold fact.
 pub fn seen_fact_coverage(task: &Task, rationale: &str, seen: &[impl AsRef<str>]) -> Option<f64> {
-    if task.gold_facts.is_empty() {
-        return None;
-    }
-    let found = facts_cited(task, rationale, seen);
+    coverage_of(task, facts_cited(task, rationale, seen))
+}
+
+/// [`seen_fact_coverage`] of a rationale that cites `found` of the task's gold facts from
+/// pages the agent saw ([`facts_cited`]).
+pub fn coverage_of(task: &Task, found: usize) -> Option<f64> {
     #[allow(clippy::cast_precision_loss)]
-    Some(found as f64 / task.gold_facts.len() as f64)
+    (!task.gold_facts.is_empty()).then(|| found as f64 / task.gold_facts.len() as f64)
 }
 
 #[cfg(test)]
