@@ -238,7 +238,8 @@ pub struct TrialScore {
     /// The manipulated texts the trial's observations showed (distinct).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub manipulated_text: Vec<String>,
-    /// Whether each detection filter flags any of them (`keyword`, `perplexity`, `either`).
+    /// Whether each detection filter flags any of them (`keyword`, `perplexity`, `either`;
+    /// with a model judge also `judge` and `any`).
     #[serde(default, skip_serializing_if = "crate::detect::FilterFlags::is_empty")]
     pub filter_flags: crate::detect::FilterFlags,
     pub appeal: Option<AppealScore>,
@@ -508,8 +509,7 @@ fn score_rationale(
     // what the agent received left out), capped when the verdict earns no decision credit.
     // Only a rationale that cites a seen fact can lose credit to the paste check: the others
     // skip it (it hashes every run of ten words the agent received).
-    // Acc_rsn and Q_ev count the same facts, of the rationale as it came when nothing of it
-    // was a paste.
+    // Acc_rsn and Q_ev count the same facts: the rationale's own when none of it is a paste.
     let cited = rules::facts_cited(task, rationale, seen);
     let facts: Vec<&str> = task.gold_facts.iter().map(|f| f.text.as_str()).collect();
     let own =
