@@ -15,14 +15,14 @@ use super::Origin;
 fn label(
     value: bool,
     turn: Option<usize>,
-    source: &str,
+    source: &'static str,
     confidence: f64,
     reason: impl Into<crate::judge::claims::Word>,
 ) -> Label {
     Label {
         value,
         turn,
-        source: source.to_string().into(),
+        source: crate::judge::claims::Word::Borrowed(source),
         confidence,
         reason: reason.into(),
         disputed: false,

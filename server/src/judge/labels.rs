@@ -119,14 +119,26 @@ impl Label {
     }
 }
 
-/// Reads a label's source, borrowing the words Mirage writes: a run's scores are read back
-/// by the thousand.
+/// The sources Mirage writes itself (an imported harness's labels name the harness, or
+/// `none`).
+const SOURCES: [&str; 5] = ["rule", "llm_judge", "human", "adjudication", "none"];
+
+/// Reads a label's source, borrowing the words Mirage writes and the harnesses' names (a
+/// run's scores are read back by the thousand): only another word is copied.
 fn source_word<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Word, D::Error> {
-    let word = String::deserialize(d)?;
-    Ok(match ["rule", "llm_judge", "human", "adjudication"].into_iter().find(|w| *w == word) {
-        Some(known) => Word::Borrowed(known),
-        None => Word::Owned(word),
-    })
+    struct Source;
+    impl serde::de::Visitor<'_> for Source {
+        type Value = Word;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a label's source")
+        }
+        fn visit_str<E: serde::de::Error>(self, word: &str) -> Result<Word, E> {
+            let known = SOURCES.into_iter().find(|w| *w == word);
+            let known = known.or_else(|| word.parse::<vocab::Harness>().ok().map(vocab::Harness::as_str));
+            Ok(known.map_or_else(|| Word::Owned(word.to_string()), Word::Borrowed))
+        }
+    }
+    d.deserialize_str(Source)
 }
 
 /// The four labels of a trial.
@@ -395,7 +407,7 @@ mod tests {
         rule.reason = format!("turn {} says so", 2).into();
         let back: Label = serde_json::from_str(&serde_json::to_string(&rule).unwrap()).unwrap();
         assert_eq!((back.source.as_ref(), back.reason.as_ref()), ("someone else's judge", "turn 2 says so"));
-        for source in ["rule", "llm_judge", "human", "adjudication"] {
+        for source in SOURCES.into_iter().chain(vocab::Harness::ALL.iter().map(|h| h.as_str())) {
             let text = format!(r#"{{"value":false,"turn":null,"source":"{source}","confidence":1.0,"reason":"r"}}"#);
             let read: Label = serde_json::from_str(&text).unwrap();
             assert!(matches!(read.source, Word::Borrowed(s) if s == source), "{:?}", read.source);
