@@ -100,11 +100,22 @@ impl ContentPages {
     }
 }
 
-/// Whether both paths have at least `n` segments and their last `n` are equal.
-fn last_segments_equal(a: &str, b: &str, n: usize) -> bool {
-    let mut sa = a.rsplit('/').filter(|s| !s.is_empty());
-    let mut sb = b.rsplit('/').filter(|s| !s.is_empty());
-    (0..n).all(|_| matches!((sa.next(), sb.next()), (Some(x), Some(y)) if x == y))
+/// The last two non-empty segments of a path, the last first (`None` where it has fewer).
+pub fn tail(path: &str) -> Tail<'_> {
+    let mut segments = path.rsplit('/').filter(|s| !s.is_empty());
+    Tail([segments.next(), segments.next()])
+}
+
+/// A path's last two segments ([`tail`]), to compare with other paths' without splitting
+/// either again.
+#[derive(Clone, Copy)]
+pub struct Tail<'a>([Option<&'a str>; 2]);
+
+impl Tail<'_> {
+    /// Whether both paths have at least `n` (1 or 2) segments and their last `n` are equal.
+    fn ends_alike(&self, other: &Tail<'_>, n: usize) -> bool {
+        self.0[..n].iter().zip(&other.0[..n]).all(|(a, b)| matches!((a, b), (Some(x), Some(y)) if x == y))
+    }
 }
 
 /// URLs a walker could invent next to a graph node (normalised): a segment below it, its
@@ -131,6 +142,8 @@ pub fn neighbours(norm: &str) -> Vec<String> {
 pub struct Node {
     pub norm: String,
     template: Option<Regex>,
+    /// Where the last two segments of `norm` stand in it.
+    tail: [Option<std::ops::Range<usize>>; 2],
 }
 
 impl Node {
@@ -141,13 +154,29 @@ impl Node {
             let pattern = norm.split("<id>").map(regex::escape).collect::<Vec<_>>().join("[^/]+");
             Regex::new(&format!("^{pattern}$")).expect("escaped literal pieces form a valid regex")
         });
-        Node { norm, template }
+        let range = |seg: &str| {
+            let start = seg.as_ptr() as usize - norm.as_ptr() as usize;
+            start..start + seg.len()
+        };
+        let Tail([last, before]) = tail(&norm);
+        let tail = [last.map(range), before.map(range)];
+        Node { norm, template, tail }
+    }
+
+    /// The last two segments of the node's path.
+    fn tail(&self) -> Tail<'_> {
+        Tail(self.tail.clone().map(|r| r.map(|r| &self.norm[r])))
     }
 
     /// Whether a visit to `visit` (already normalised) credits this node. `shop` turns on
     /// the shop-only rule; `content` says whether the visit is a known content page (see
     /// [`ContentPages`]), which the reverse-prefix rule requires.
     pub fn credited_by(&self, visit: &str, shop: bool, content: bool) -> bool {
+        self.credited_by_tail((visit, &tail(visit)), shop, content)
+    }
+
+    /// [`Node::credited_by`] with the visit's [`tail`] split once for every node.
+    pub fn credited_by_tail(&self, (visit, visit_tail): (&str, &Tail<'_>), shop: bool, content: bool) -> bool {
         let u = self.norm.as_str();
         let v = visit;
         if u == v {
@@ -163,10 +192,11 @@ impl Node {
         if content && u.starts_with(v) && u[v.len()..].starts_with('/') && !is_listing(v) {
             return true;
         }
-        if last_segments_equal(u, v, 2) {
+        let own = self.tail();
+        if own.ends_alike(visit_tail, 2) {
             return true;
         }
-        if shop && last_segments_equal(u, v, 1) && (v.contains("order") || v.contains("customer")) {
+        if shop && own.ends_alike(visit_tail, 1) && (v.contains("order") || v.contains("customer")) {
             return true;
         }
         self.template.as_ref().is_some_and(|re| re.is_match(v))
@@ -222,6 +252,26 @@ mod tests {
         assert!(n.credited_by("/forum/user/ada/more", false, false));
         assert!(Node::new("/forum/user/ada/more").credited_by("/forum/user/ada", false, true));
         assert!(!n.credited_by("/forum/user/adam", false, true));
+    }
+
+    #[test]
+    fn a_paths_tail_compares_as_its_last_segments_split_each_time() {
+        let by_splitting = |a: &str, b: &str, n: usize| {
+            let mut sa = a.rsplit('/').filter(|s| !s.is_empty());
+            let mut sb = b.rsplit('/').filter(|s| !s.is_empty());
+            (0..n).all(|_| matches!((sa.next(), sb.next()), (Some(x), Some(y)) if x == y))
+        };
+        let paths = ["", "/", "//", "/a", "a", "/a/", "/b/a", "/a/b", "/x/a/b", "/x/a/b/", "/a//b", "b/a/b", "/é/b"];
+        for a in paths {
+            let node = Node::new(a);
+            for b in paths {
+                for n in [1, 2] {
+                    assert_eq!(tail(a).ends_alike(&tail(b), n), by_splitting(a, b, n), "{a:?} {b:?} {n}");
+                    let norm = node.norm.as_str();
+                    assert_eq!(node.tail().ends_alike(&tail(b), n), by_splitting(norm, b, n), "{norm:?} {b:?} {n}");
+                }
+            }
+        }
     }
 
     #[test]

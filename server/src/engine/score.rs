@@ -27,25 +27,20 @@ enum Scored {
 /// Most model-judge calls in flight at once while a run is scored.
 const JUDGE_CALLS: usize = 8;
 
-/// A trial's score and its stored body, the model judge asked first where it waits for it
-/// (one of at most [`JUDGE_CALLS`] calls at a time, by `gate`).
+/// A trial's score and its stored body once the model judge has answered (one of at most
+/// [`JUDGE_CALLS`] calls at a time, by `gate`).
 async fn judged(
     world: &World,
     judge: &ModelJudge,
     gate: &tokio::sync::Semaphore,
     trial: &TrialRow,
-    scored: anyhow::Result<Scored>,
+    (traj, mut score): (Box<Trajectory>, TrialScore),
 ) -> anyhow::Result<(TrialScore, String)> {
-    match scored? {
-        Scored::Done(score, body) => Ok((score, body)),
-        Scored::Pending(traj, mut score) => {
-            let task = world.task(&trial.task_id).context("the trial's task is in the world")?;
-            let _slot = gate.acquire().await?;
-            judge.apply(world, task, &traj, &mut score).await;
-            let body = serde_json::to_string(&score)?;
-            Ok((score, body))
-        }
-    }
+    let task = world.task(&trial.task_id).context("the trial's task is in the world")?;
+    let _slot = gate.acquire().await?;
+    judge.apply(world, task, &traj, &mut score).await;
+    let body = serde_json::to_string(&score)?;
+    Ok((score, body))
 }
 
 /// Scores every finished trial of a run with `judge`: stored scores of the same judge
@@ -293,7 +288,9 @@ impl Scoring {
 }
 
 /// A chunk's scores: each slot with its score and serialised body, or the error. A model
-/// judge is asked here, about several trials at once (at most [`JUDGE_CALLS`]).
+/// judge is asked here, about several trials at once (at most [`JUDGE_CALLS`]); a trial
+/// scored without one is handed on as it is (a future per trial would be built, moved and
+/// freed for nothing).
 async fn judge_chunk(
     world: &Arc<World>,
     judge: &ModelJudge,
@@ -301,12 +298,23 @@ async fn judge_chunk(
     scored: Vec<anyhow::Result<Scored>>,
 ) -> Vec<(usize, anyhow::Result<(TrialScore, String)>)> {
     let gate = tokio::sync::Semaphore::new(JUDGE_CALLS);
-    let mut calls = Vec::with_capacity(inputs.len());
-    for ((_, (trial, _)), result) in inputs.iter().zip(scored) {
-        calls.push(judged(world, judge, &gate, trial, result));
+    let mut out = Vec::with_capacity(inputs.len());
+    let (mut calls, mut waiting) = (Vec::new(), Vec::new());
+    for ((i, (trial, _)), result) in inputs.iter().zip(scored) {
+        match result {
+            Ok(Scored::Done(score, body)) => out.push((*i, Ok((score, body)))),
+            Err(e) => out.push((*i, Err(e))),
+            Ok(Scored::Pending(traj, score)) => {
+                waiting.push(out.len());
+                out.push((*i, Err(anyhow::anyhow!("the model judge was not asked"))));
+                calls.push(judged(world, judge, &gate, trial, (traj, score)));
+            }
+        }
     }
-    let judged = futures::future::join_all(calls).await;
-    inputs.iter().map(|(i, _)| *i).zip(judged).collect()
+    for (at, result) in waiting.into_iter().zip(futures::future::join_all(calls).await) {
+        out[at].1 = result;
+    }
+    out
 }
 
 /// The harness's record of each imported sample that is not a Mirage task (its labels and

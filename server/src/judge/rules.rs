@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::restate::lower;
-use crate::corpus::urls::{ContentPages, Node, graph_nodes, normalise, normalised};
+use crate::corpus::urls::{ContentPages, Node, graph_nodes, normalise, normalised, tail};
 use crate::corpus::{Domain, Task};
 
 /// Discount per step of E_inv.
@@ -55,16 +55,26 @@ impl Graph {
     /// Indices of the nodes a (normalised) visit credits.
     pub fn credited<'a>(&'a self, visit: &'a str) -> impl Iterator<Item = usize> + 'a {
         let content = self.content.contains(visit);
-        self.nodes.iter().enumerate().filter(move |(_, n)| n.credited_by(visit, self.shop, content)).map(|(i, _)| i)
+        let tail = tail(visit);
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(move |(_, n)| n.credited_by_tail((visit, &tail), self.shop, content))
+            .map(|(i, _)| i)
     }
 
     /// The nodes each (normalised) visit credits, matching every distinct URL once.
     pub fn hits(&self, visits: &[String]) -> Vec<Vec<usize>> {
         let mut out: Vec<Vec<usize>> = Vec::with_capacity(visits.len());
+        let mut first: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
+        first.reserve(visits.len());
         for (i, v) in visits.iter().enumerate() {
-            let hit = match visits[..i].iter().position(|p| p == v) {
-                Some(j) => out[j].clone(),
-                None => self.credited(v).collect(),
+            let hit = match first.entry(v.as_str()) {
+                std::collections::hash_map::Entry::Occupied(j) => out[*j.get()].clone(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(i);
+                    self.credited(v).collect()
+                }
             };
             out.push(hit);
         }
@@ -183,17 +193,43 @@ pub fn quality_of(task: &Task, used: usize) -> Option<f64> {
 }
 
 /// How many of the task's gold facts `text` quotes (case-insensitive) whose page is one of
-/// `pages` (normalised URLs). The page is compared first: it is the cheaper test.
+/// `pages` (normalised URLs).
 pub fn facts_cited(task: &Task, text: &str, pages: &[impl AsRef<str>]) -> usize {
-    let hay = lower(text);
-    task.gold_facts
-        .iter()
-        .filter(|f| {
-            let url = normalised(&f.url);
-            pages.iter().any(|p| p.as_ref() == url)
-                && memchr::memmem::find(hay.as_bytes(), lower(&f.text).as_bytes()).is_some()
-        })
-        .count()
+    GoldFacts::of(task).cited(text, pages)
+}
+
+/// A task's gold facts made ready for [`facts_cited`] once: each with its page normalised
+/// and a searcher for its lowercased text (the scorer keeps one per task).
+pub struct GoldFacts {
+    facts: Vec<(String, memchr::memmem::Finder<'static>)>,
+}
+
+impl GoldFacts {
+    pub fn of(task: &Task) -> GoldFacts {
+        let facts = task
+            .gold_facts
+            .iter()
+            .map(|f| {
+                (normalised(&f.url).into_owned(), memchr::memmem::Finder::new(lower(&f.text).as_bytes()).into_owned())
+            })
+            .collect();
+        GoldFacts { facts }
+    }
+
+    /// [`facts_cited`]: the page is compared first, the cheaper test.
+    pub fn cited(&self, text: &str, pages: &[impl AsRef<str>]) -> usize {
+        let hay = lower(text);
+        self.facts
+            .iter()
+            .filter(|(url, fact)| pages.iter().any(|p| p.as_ref() == url) && fact.find(hay.as_bytes()).is_some())
+            .count()
+    }
+
+    /// Searchers for the facts' lowercased texts, blank ones left out.
+    pub fn searchers(&self) -> Vec<&memchr::memmem::Finder<'static>> {
+        let blank = |f: &memchr::memmem::Finder<'_>| std::str::from_utf8(f.needle()).is_ok_and(|t| t.trim().is_empty());
+        self.facts.iter().map(|(_, f)| f).filter(|f| !blank(f)).collect()
+    }
 }
 
 /// The most the judge-less Acc_rsn gives a rationale whose verdict earns no decision credit
@@ -374,5 +410,32 @@ mod tests {
         assert_eq!(seen_fact_coverage(&t, "14 orders, a chargeback", &[] as &[&str]), Some(0.0), "pasted, never seen");
         t.gold_facts.clear();
         assert_eq!(seen_fact_coverage(&t, "x", &both), None);
+    }
+
+    #[test]
+    fn compiled_gold_facts_count_as_the_task_does_and_offer_only_non_blank_searchers() {
+        let mut t = task();
+        t.gold_facts = vec![
+            crate::corpus::model::GoldFact { text: "14 ORDERS".into(), url: "/x/".into() },
+            crate::corpus::model::GoldFact { text: "  ".into(), url: "/y".into() },
+            crate::corpus::model::GoldFact { text: "Straße".into(), url: "/y".into() },
+        ];
+        let facts = GoldFacts::of(&t);
+        for (text, pages) in [
+            ("she placed 14 orders; STRASSE", visits(&["/x", "/y"])),
+            ("14 Orders in the straße", visits(&["/x", "/y"])),
+            ("14 orders in the straße", visits(&["/y"])),
+            ("", visits(&["/x"])),
+        ] {
+            let by_hand = t
+                .gold_facts
+                .iter()
+                .filter(|f| pages.contains(&normalise(&f.url)) && text.to_lowercase().contains(&f.text.to_lowercase()))
+                .count();
+            assert_eq!(facts.cited(text, &pages), by_hand, "{text:?} on {pages:?}");
+            assert_eq!(facts_cited(&t, text, &pages), by_hand);
+        }
+        let searched: Vec<&[u8]> = facts.searchers().iter().map(|f| f.needle()).collect();
+        assert_eq!(searched, [&b"14 orders"[..], "straße".as_bytes()], "lowercased, the blank fact left out");
     }
 }

@@ -25,9 +25,13 @@ pub const CORPUS_SEED: u64 = 0x4D49_5241_4745;
 
 /// Generates the full built-in corpus (300 shop, 150 forum, 300 wiki).
 pub fn corpus() -> Vec<Task> {
-    let mut tasks = shop::generate(CORPUS_SEED);
-    tasks.extend(forum::generate(CORPUS_SEED));
-    tasks.extend(wiki::generate(CORPUS_SEED));
+    // Each site draws from its own stream, so the three are built side by side.
+    let (mut tasks, (forum, wiki)) = rayon::join(
+        || shop::generate(CORPUS_SEED),
+        || rayon::join(|| forum::generate(CORPUS_SEED), || wiki::generate(CORPUS_SEED)),
+    );
+    tasks.extend(forum);
+    tasks.extend(wiki);
     tasks
 }
 

@@ -54,18 +54,20 @@ impl Received<'_> {
     /// (and at least two runs' worth) stand in runs of [`PASTE_RUN`] or more words found word
     /// for word in a page, the ticket or the manipulated text. Whatever the share, a stretch
     /// of [`LONG_PASTE`] or more copied words is left out. Quoting a fact, or a sentence, is
-    /// reasoning; dumping pages is not.
-    pub fn reasoning_text<'a>(&self, text: &'a str, facts: &[&str]) -> Cow<'a, str> {
+    /// reasoning; dumping pages is not. `facts` search for the gold facts' lowercased texts
+    /// ([`crate::judge::rules::GoldFacts::searchers`]).
+    pub fn reasoning_text<'a>(&self, text: &'a str, facts: &[&memchr::memmem::Finder<'_>]) -> Cow<'a, str> {
         let mut words: Vec<(usize, &str)> = Vec::with_capacity(text.len() / 5 + 1);
         words.extend(text.split_whitespace().map(|w| (w.as_ptr() as usize - text.as_ptr() as usize, w)));
         let keys: Vec<Cow<'_, str>> = words.iter().map(|(_, w)| key(w)).collect();
         let pasted = self.pasted(&keys);
         let lower = text.to_lowercase();
         let mut in_fact = vec![false; words.len()];
-        for fact in facts.iter().map(|f| f.to_lowercase()).filter(|f| !f.trim().is_empty()) {
-            for at in memchr::memmem::find_iter(lower.as_bytes(), fact.as_bytes()) {
+        for fact in facts {
+            let len = fact.needle().len();
+            for at in fact.find_iter(lower.as_bytes()) {
                 for (i, (start, w)) in words.iter().enumerate() {
-                    if *start < at + fact.len() && at < start + w.len() {
+                    if *start < at + len && at < start + w.len() {
                         in_fact[i] = true;
                     }
                 }
