@@ -1,4 +1,4 @@
-//! Benchmark of the judges and the statistics (issue targets: ≥ 20,000 trajectories/s of
+//! Benchmark of the judges and the statistics (targets: ≥ 25,000 trajectories/s of
 //! rule-based scoring on one core; < 2 s for the intervals of 20 configurations × 10,000
 //! trials).
 //!

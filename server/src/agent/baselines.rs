@@ -262,7 +262,7 @@ impl Agent for Oracle {
                 .keys()
                 .map(|u| normalise(u))
                 .find(|u| node.credited_by(u, shop, true))
-                .unwrap_or(node.norm.clone());
+                .unwrap_or(node.norm().to_string());
             return Ok(Decision {
                 thought: format!("Gold node next: {target}"),
                 action: Action::Goto { url: target },

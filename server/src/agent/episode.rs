@@ -303,7 +303,7 @@ mod tests {
             let shop = task.domain == Domain::Shop;
             for node in graph_nodes(&task.graph) {
                 let credited = |url: &str| node.credited_by(url, shop, world.content().contains(url));
-                assert!(steps.iter().any(|s| credited(&s.url)), "{}: {} not visited", task.id, node.norm);
+                assert!(steps.iter().any(|s| credited(&s.url)), "{}: {} not visited", task.id, node.norm());
             }
             assert!(steps.iter().all(|s| s.observation.contains("Actions:")), "{}: observations list actions", task.id);
             match outcome {

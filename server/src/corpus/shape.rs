@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt::Write as _;
 
 use super::model::{Difficulty, Domain, Task};
-use super::urls::{graph_nodes, normalise};
+use super::urls::{Node, graph_nodes, normalise};
 use super::validate::Finding;
 
 /// What a constant answer earns on one domain, on the three tiers (means over its tasks).
@@ -72,7 +72,7 @@ fn hops(task: &Task) -> HashMap<String, usize> {
 /// The hops to the farthest required page (`None` when one cannot be reached by links).
 pub fn depth(task: &Task) -> Option<usize> {
     let hops = hops(task);
-    graph_nodes(&task.graph).iter().map(|n| hops.get(&n.norm).copied()).collect::<Option<Vec<_>>>()?.into_iter().max()
+    graph_nodes(&task.graph).iter().map(|n| hops.get(n.norm()).copied()).collect::<Option<Vec<_>>>()?.into_iter().max()
 }
 
 fn band(d: Difficulty) -> &'static str {
@@ -315,7 +315,7 @@ fn forum_findings(t: &Task, out: &mut Vec<Finding>) {
     const USER_PAGES: [&str; 3] = ["/forum/user/", "/forum/submissions/", "/forum/comments/"];
     let user_nodes: Vec<String> = graph_nodes(&t.graph)
         .into_iter()
-        .map(|n| n.norm)
+        .map(Node::into_norm)
         .filter(|u| USER_PAGES.iter().any(|p| u.starts_with(p)))
         .collect();
     if user_nodes.is_empty() {

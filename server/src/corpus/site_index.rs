@@ -37,7 +37,7 @@ impl<'a> SiteIndex<'a> {
 
     /// Every page that some rule could credit to `node` (a superset; callers re-check).
     pub(super) fn candidates(&self, node: &Node, shop: bool) -> Vec<&'a str> {
-        let u = node.norm.as_str();
+        let u = node.norm();
         if u.contains("<id>") {
             return self.all.clone();
         }

@@ -100,8 +100,21 @@ impl ContentPages {
     }
 }
 
+/// A visited (normalised) path with its [`tail`], to match against every node of a graph.
+#[derive(Clone, Copy)]
+pub struct Visit<'a> {
+    path: &'a str,
+    tail: Tail<'a>,
+}
+
+impl Visit<'_> {
+    pub fn of(path: &str) -> Visit<'_> {
+        Visit { path, tail: tail(path) }
+    }
+}
+
 /// The last two non-empty segments of a path, the last first (`None` where it has fewer).
-pub fn tail(path: &str) -> Tail<'_> {
+fn tail(path: &str) -> Tail<'_> {
     let mut segments = path.rsplit('/').filter(|s| !s.is_empty());
     Tail([segments.next(), segments.next()])
 }
@@ -109,11 +122,13 @@ pub fn tail(path: &str) -> Tail<'_> {
 /// A path's last two segments ([`tail`]), to compare with other paths' without splitting
 /// either again.
 #[derive(Clone, Copy)]
-pub struct Tail<'a>([Option<&'a str>; 2]);
+struct Tail<'a>([Option<&'a str>; 2]);
 
 impl Tail<'_> {
-    /// Whether both paths have at least `n` (1 or 2) segments and their last `n` are equal.
+    /// Whether both paths have at least `n` segments and their last `n` are equal (`n` is 1
+    /// or 2: a tail holds two).
     fn ends_alike(&self, other: &Tail<'_>, n: usize) -> bool {
+        let n = n.min(self.0.len());
         self.0[..n].iter().zip(&other.0[..n]).all(|(a, b)| matches!((a, b), (Some(x), Some(y)) if x == y))
     }
 }
@@ -140,7 +155,8 @@ pub fn neighbours(norm: &str) -> Vec<String> {
 /// A compiled graph node: its normalised form and, when it holds `<id>` tokens, the pattern.
 #[derive(Clone, Debug)]
 pub struct Node {
-    pub norm: String,
+    /// Private, so that the segments found in it below stay true.
+    norm: String,
     template: Option<Regex>,
     /// Where the last two segments of `norm` stand in it.
     tail: [Option<std::ops::Range<usize>>; 2],
@@ -163,6 +179,16 @@ impl Node {
         Node { norm, template, tail }
     }
 
+    /// The node's normalised URL.
+    pub fn norm(&self) -> &str {
+        &self.norm
+    }
+
+    /// The node's normalised URL, owned.
+    pub fn into_norm(self) -> String {
+        self.norm
+    }
+
     /// The last two segments of the node's path.
     fn tail(&self) -> Tail<'_> {
         Tail(self.tail.clone().map(|r| r.map(|r| &self.norm[r])))
@@ -172,11 +198,12 @@ impl Node {
     /// the shop-only rule; `content` says whether the visit is a known content page (see
     /// [`ContentPages`]), which the reverse-prefix rule requires.
     pub fn credited_by(&self, visit: &str, shop: bool, content: bool) -> bool {
-        self.credited_by_tail((visit, &tail(visit)), shop, content)
+        self.credited_by_visit(&Visit::of(visit), shop, content)
     }
 
-    /// [`Node::credited_by`] with the visit's [`tail`] split once for every node.
-    pub fn credited_by_tail(&self, (visit, visit_tail): (&str, &Tail<'_>), shop: bool, content: bool) -> bool {
+    /// [`Node::credited_by`] for a visit split once for every node.
+    pub fn credited_by_visit(&self, visit: &Visit<'_>, shop: bool, content: bool) -> bool {
+        let Visit { path: visit, tail: visit_tail } = *visit;
         let u = self.norm.as_str();
         let v = visit;
         if u == v {
@@ -193,10 +220,10 @@ impl Node {
             return true;
         }
         let own = self.tail();
-        if own.ends_alike(visit_tail, 2) {
+        if own.ends_alike(&visit_tail, 2) {
             return true;
         }
-        if shop && own.ends_alike(visit_tail, 1) && (v.contains("order") || v.contains("customer")) {
+        if shop && own.ends_alike(&visit_tail, 1) && (v.contains("order") || v.contains("customer")) {
             return true;
         }
         self.template.as_ref().is_some_and(|re| re.is_match(v))

@@ -237,7 +237,7 @@ fn check_graph(task: &Task, domain: Domain, pages: &HashMap<String, &super::mode
         let resolved = if url.contains("<id>") {
             pages.keys().any(|p| node.credited_by(p, shop, true))
         } else {
-            pages.contains_key(&node.norm)
+            pages.contains_key(node.norm())
         };
         if !resolved {
             out.push(finding(task, format!("graph[{i}]"), format!("{url} does not resolve to a page of the task")));
@@ -262,7 +262,7 @@ fn check_page_credits(
 ) {
     let credited: Vec<&Node> = nodes.iter().filter(|n| n.credited_by(url, shop, content)).collect();
     if credited.len() > 1 {
-        let names: Vec<&str> = credited.iter().map(|n| n.norm.as_str()).collect();
+        let names: Vec<&str> = credited.iter().map(|n| n.norm()).collect();
         out.push(finding(
             task,
             field,
@@ -271,9 +271,13 @@ fn check_page_credits(
         return;
     }
     if let Some(node) = credited.first() {
-        let is_node = node.norm == url || (node.norm.contains("<id>") && node.credited_by(url, shop, content));
+        let is_node = node.norm() == url || (node.norm().contains("<id>") && node.credited_by(url, shop, content));
         if !is_node {
-            out.push(finding(task, field, format!("out-of-graph page {url} is credited to graph node {}", node.norm)));
+            out.push(finding(
+                task,
+                field,
+                format!("out-of-graph page {url} is credited to graph node {}", node.norm()),
+            ));
         }
     }
 }
@@ -335,7 +339,7 @@ pub fn validate_corpus(tasks: &[Task]) -> Vec<Finding> {
         // Neighbours a walker would invent: a non-page earns nothing (the scorer's page
         // check), a page of the site must not earn the node.
         for node in &nodes {
-            for near in super::urls::neighbours(&node.norm) {
+            for near in super::urls::neighbours(node.norm()) {
                 if own.contains(&near) || !site_pages.contains(&(task.domain, near.clone())) {
                     continue;
                 }
@@ -343,7 +347,7 @@ pub fn validate_corpus(tasks: &[Task]) -> Vec<Finding> {
                 if node.credited_by(&near, shop, content) {
                     out.push(finding(
                         task,
-                        format!("graph[{:?}]", node.norm),
+                        format!("graph[{:?}]", node.norm()),
                         format!("{near}, a page next to this node on the site, earns credit for it"),
                     ));
                 }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::restate::lower;
-use crate::corpus::urls::{ContentPages, Node, graph_nodes, normalise, normalised, tail};
+use crate::corpus::urls::{ContentPages, Node, Visit, graph_nodes, normalise, normalised};
 use crate::corpus::{Domain, Task};
 
 /// Discount per step of E_inv.
@@ -55,11 +55,11 @@ impl Graph {
     /// Indices of the nodes a (normalised) visit credits.
     pub fn credited<'a>(&'a self, visit: &'a str) -> impl Iterator<Item = usize> + 'a {
         let content = self.content.contains(visit);
-        let tail = tail(visit);
+        let visit = Visit::of(visit);
         self.nodes
             .iter()
             .enumerate()
-            .filter(move |(_, n)| n.credited_by_tail((visit, &tail), self.shop, content))
+            .filter(move |(_, n)| n.credited_by_visit(&visit, self.shop, content))
             .map(|(i, _)| i)
     }
 

@@ -110,7 +110,7 @@ pub fn correct_trajectory(task: &Task) -> Trajectory {
             .keys()
             .map(|u| normalise(u))
             .find(|u| node.credited_by(u, task.domain == crate::corpus::Domain::Shop, true))
-            .unwrap_or(node.norm.clone());
+            .unwrap_or(node.norm().to_string());
         if page != start && !urls.iter().any(|u| normalise(u) == page) {
             urls.push(page);
         }

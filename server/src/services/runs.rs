@@ -193,7 +193,7 @@ fn graph_view(world: &World, task: &crate::corpus::Task, steps: &[Step]) -> Vec<
         .iter()
         .map(|node| {
             let turn = visits.iter().position(|v| node.credited_by(v, shop, content.contains(v)));
-            NodeView { url: node.norm.clone(), visited: turn.is_some(), turn }
+            NodeView { url: node.norm().to_string(), visited: turn.is_some(), turn }
         })
         .collect()
 }

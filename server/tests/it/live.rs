@@ -21,7 +21,7 @@ async fn the_oracle_solves_tasks_through_the_live_adapter() {
         let shop = task.domain == server::corpus::Domain::Shop;
         for node in graph_nodes(&task.graph) {
             let credited = |url: &str| node.credited_by(url, shop, app.state.world.content().contains(url));
-            assert!(steps.iter().any(|s| credited(&s.url)), "{}: {} not visited", task.id, node.norm);
+            assert!(steps.iter().any(|s| credited(&s.url)), "{}: {} not visited", task.id, node.norm());
         }
         assert_eq!(
             outcome,

@@ -25,14 +25,17 @@ pub const CORPUS_SEED: u64 = 0x4D49_5241_4745;
 
 /// Generates the full built-in corpus (300 shop, 150 forum, 300 wiki).
 pub fn corpus() -> Vec<Task> {
-    // Each site draws from its own stream, so the three are built side by side.
-    let (mut tasks, (forum, wiki)) = rayon::join(
-        || shop::generate(CORPUS_SEED),
-        || rayon::join(|| forum::generate(CORPUS_SEED), || wiki::generate(CORPUS_SEED)),
-    );
-    tasks.extend(forum);
-    tasks.extend(wiki);
-    tasks
+    // Each site draws from its own stream, so the three are built side by side (on threads
+    // of their own: no pool whose waiting worker could run a job that needs the corpus).
+    std::thread::scope(|scope| {
+        let forum = scope.spawn(|| forum::generate(CORPUS_SEED));
+        let wiki = scope.spawn(|| wiki::generate(CORPUS_SEED));
+        let mut tasks = shop::generate(CORPUS_SEED);
+        for site in [forum, wiki] {
+            tasks.extend(site.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        }
+        tasks
+    })
 }
 
 /// Per-site generation state: the random stream, the id counter and the names in use.
