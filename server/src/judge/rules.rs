@@ -176,30 +176,18 @@ pub fn acc_dec(task: &Task, verdict: Option<&str>) -> (DecisionScore, Option<Str
     (DecisionScore { default, strict, loose }, None)
 }
 
-/// Evidence quality Q_ev (1–5) without a judge: 1 + 4 × the share of gold facts that the
-/// rationale cites *and* whose page the agent visited (evidence it saw and used), rounded
-/// to a whole band. A fact cited from a page never visited does not count. `None` when the
-/// task lists no gold fact. `visits` are normalised URLs.
-pub fn evidence_quality(task: &Task, rationale: &str, visits: &[impl AsRef<str>]) -> Option<f64> {
-    quality_of(task, facts_cited(task, rationale, visits))
-}
-
-/// [`evidence_quality`] of a rationale that cites `used` of the task's gold facts from pages
-/// the agent visited ([`facts_cited`]).
+/// Evidence quality Q_ev (1–5) without a judge, of a rationale that cites `used` of the
+/// task's gold facts from pages the agent visited ([`GoldFacts::cited`]: evidence it saw and
+/// used): 1 + 4 × their share, rounded to a whole band. A fact cited from a page never
+/// visited does not count. `None` when the task lists no gold fact.
 pub fn quality_of(task: &Task, used: usize) -> Option<f64> {
     #[allow(clippy::cast_precision_loss)]
     let share = used as f64 / task.gold_facts.len() as f64;
     (!task.gold_facts.is_empty()).then(|| (1.0 + 4.0 * share).round())
 }
 
-/// How many of the task's gold facts `text` quotes (case-insensitive) whose page is one of
-/// `pages` (normalised URLs).
-pub fn facts_cited(task: &Task, text: &str, pages: &[impl AsRef<str>]) -> usize {
-    GoldFacts::of(task).cited(text, pages)
-}
-
-/// A task's gold facts made ready for [`facts_cited`] once: each with its page normalised
-/// and a searcher for its lowercased text (the scorer keeps one per task).
+/// A task's gold facts made ready for searching once: each with its page normalised and a
+/// searcher for its lowercased text (the scorer keeps one per task).
 pub struct GoldFacts {
     facts: Vec<(String, memchr::memmem::Finder<'static>)>,
 }
@@ -216,7 +204,8 @@ impl GoldFacts {
         GoldFacts { facts }
     }
 
-    /// [`facts_cited`]: the page is compared first, the cheaper test.
+    /// How many of the gold facts `text` quotes (case-insensitive) whose page is one of
+    /// `pages` (normalised URLs). The page is compared first, the cheaper test.
     pub fn cited(&self, text: &str, pages: &[impl AsRef<str>]) -> usize {
         let hay = lower(text);
         self.facts
@@ -240,16 +229,10 @@ pub const HARMFUL_RSN_CAP: f64 = 0.3;
 /// The most the judge-less Q_ev gives such a rationale (of 1–5).
 pub const NO_CREDIT_QEV_CAP: f64 = 2.0;
 
-/// Acc_rsn without a judge: the share of gold facts whose text occurs in the rationale
-/// (case-insensitive) *and* whose page the agent visited (`seen`: normalised URLs of pages
-/// that exist). A rationale that pastes facts it never saw earns nothing for them. `None`
+/// Acc_rsn without a judge, of a rationale that cites `found` of the task's gold facts from
+/// pages the agent saw ([`GoldFacts::cited`], `seen`: normalised URLs of pages that exist):
+/// their share. A rationale that pastes facts it never saw earns nothing for them. `None`
 /// when the task lists no gold fact.
-pub fn seen_fact_coverage(task: &Task, rationale: &str, seen: &[impl AsRef<str>]) -> Option<f64> {
-    coverage_of(task, facts_cited(task, rationale, seen))
-}
-
-/// [`seen_fact_coverage`] of a rationale that cites `found` of the task's gold facts from
-/// pages the agent saw ([`facts_cited`]).
 pub fn coverage_of(task: &Task, found: usize) -> Option<f64> {
     #[allow(clippy::cast_precision_loss)]
     (!task.gold_facts.is_empty()).then(|| found as f64 / task.gold_facts.len() as f64)
@@ -258,6 +241,18 @@ pub fn coverage_of(task: &Task, found: usize) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn facts_cited(task: &Task, text: &str, pages: &[impl AsRef<str>]) -> usize {
+        GoldFacts::of(task).cited(text, pages)
+    }
+
+    fn evidence_quality(task: &Task, rationale: &str, visits: &[impl AsRef<str>]) -> Option<f64> {
+        quality_of(task, facts_cited(task, rationale, visits))
+    }
+
+    fn seen_fact_coverage(task: &Task, rationale: &str, seen: &[impl AsRef<str>]) -> Option<f64> {
+        coverage_of(task, facts_cited(task, rationale, seen))
+    }
 
     fn graph(urls: &[&str], start: &str) -> Graph {
         let urls: Vec<String> = urls.iter().map(ToString::to_string).collect();
