@@ -83,7 +83,7 @@ pub fn render_path(world: &World, path: &str, pattern: Option<&str>, ep: Option<
         }
         "/wiki/search" => {
             let pattern = pattern.unwrap_or_default();
-            let hits = if pattern.trim().is_empty() { Ok(Vec::new()) } else { world.wiki.search(pattern, 20) };
+            let hits = if pattern.trim().is_empty() { Ok(Vec::new()) } else { world.wiki_search(pattern, 20) };
             return match hits {
                 Ok(hits) => {
                     let intro = if pattern.trim().is_empty() {

@@ -1,4 +1,4 @@
-//! Full-text search over the wiki's pages (tantivy, in RAM; rebuilt with the world): the
+//! Full-text search over the wiki's pages (tantivy, in RAM; built on a world's first search): the
 //! wiki site's own search box. Search over tasks and trajectories for the dashboard is
 //! `crate::search`.
 

@@ -1,10 +1,13 @@
 //! One world per site, built from every stored task: a URL → page index, backlinks for
-//! index pages (a forum's listing, the review queue), and the wiki's full-text index.
+//! index pages (a forum's listing, the review queue), and the wiki's full-text index (built
+//! on the first search: scoring a file, say, never searches).
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
 
-use super::wiki_index::WikiIndex;
+use rustc_hash::FxHashMap;
+
+use super::wiki_index::{Hit, WikiIndex};
 use crate::corpus::model::{Domain, PageSpec, Task};
 use crate::corpus::urls::{ContentPages, normalise};
 
@@ -27,20 +30,23 @@ pub enum Resolved<'a> {
 
 /// The immutable world served to people and agents. Rebuilt whole after an import.
 pub struct World {
-    pages: HashMap<String, WorldPage>,
-    backlinks: HashMap<String, BTreeMap<String, String>>,
+    // Looked up for every step a scorer reads: hashed the fast way (the keys are the tasks'
+    // URLs, which the operator's corpus decides, not a trajectory file).
+    pages: FxHashMap<String, WorldPage>,
+    backlinks: FxHashMap<String, BTreeMap<String, String>>,
     tasks: BTreeMap<String, Arc<Task>>,
     task_order: Vec<String>,
     content: ContentPages,
-    pub wiki: WikiIndex,
+    /// The wiki's search index, or why it could not be built.
+    wiki: OnceLock<Result<WikiIndex, String>>,
 }
 
 impl World {
     /// Indexes the tasks; the first task to define a URL owns it (the validator ensures that
     /// later definitions are identical).
     pub fn build(tasks: Vec<Task>) -> anyhow::Result<World> {
-        let mut pages = HashMap::new();
-        let mut backlinks: HashMap<String, BTreeMap<String, String>> = HashMap::new();
+        let mut pages = FxHashMap::default();
+        let mut backlinks: FxHashMap<String, BTreeMap<String, String>> = FxHashMap::default();
         let mut by_id = BTreeMap::new();
         let mut task_order = Vec::new();
         for task in tasks {
@@ -60,14 +66,22 @@ impl World {
             task_order.push(task.id.clone());
             by_id.insert(task.id.clone(), Arc::new(task));
         }
-        let wiki = WikiIndex::build(
-            pages
-                .values()
-                .filter(|p| p.domain == Domain::Wiki)
-                .map(|p| (p.page.title.as_str(), p.page.text.as_str(), p.url.as_str())),
-        )?;
         let content = ContentPages::of(pages.keys().map(String::as_str));
-        Ok(World { pages, backlinks, tasks: by_id, task_order, content, wiki })
+        Ok(World { pages, backlinks, tasks: by_id, task_order, content, wiki: OnceLock::new() })
+    }
+
+    /// The best `limit` wiki pages for a free-text query (see [`WikiIndex::search`]); the
+    /// index is built on the first search.
+    pub fn wiki_search(&self, query: &str, limit: usize) -> anyhow::Result<Vec<Hit>> {
+        let index = self.wiki.get_or_init(|| {
+            let pages = self.pages.values().filter(|p| p.domain == Domain::Wiki);
+            WikiIndex::build(pages.map(|p| (p.page.title.as_str(), p.page.text.as_str(), p.url.as_str())))
+                .map_err(|e| e.to_string())
+        });
+        match index {
+            Ok(index) => Ok(index.search(query, limit)?),
+            Err(e) => anyhow::bail!("the wiki's search index could not be built: {e}"),
+        }
     }
 
     /// The task with this id.

@@ -7,6 +7,7 @@
 
 use std::collections::hash_map::Entry;
 use std::io::BufRead;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, mpsc};
 
 use serde_json::Value;
@@ -68,8 +69,20 @@ fn score_line(
     }
 }
 
-/// A chunk's lines, numbered, in file order: `(chunk, [(line number, text)])`.
-type Chunk = (usize, Vec<(usize, String)>);
+/// A chunk of lines in file order: its number, its lines back to back (each checked to be
+/// UTF-8), and each line's number and place among them. One buffer a chunk, not a string a
+/// line: a line of kilobytes read into a string of its own grows it again and again.
+struct Chunk {
+    n: usize,
+    text: Vec<u8>,
+    lines: Vec<(usize, Range<usize>)>,
+}
+
+impl Chunk {
+    fn new(n: usize, bytes: usize) -> Chunk {
+        Chunk { n, text: Vec::with_capacity(bytes), lines: Vec::with_capacity(CHUNK) }
+    }
+}
 /// A line's outcome: its trial id and score, or its problems.
 type Outcome = Result<(String, TrialScore), Vec<String>>;
 /// A chunk's outcomes, line by line.
@@ -151,16 +164,18 @@ pub fn stream_scores<R: BufRead>(
                             Ok(r) => r.recv(),
                             Err(_) => break,
                         };
-                        let Ok((n, lines)) = chunk else { break };
+                        let Ok(Chunk { n, text, lines }) = chunk else { break };
                         // After a failure the chunks are still taken, so the reader never waits.
                         if failed.is_some() {
                             continue;
                         }
-                        match lines
-                            .into_iter()
-                            .map(|(no, line)| Ok((no, score_line(file, no, &line, scorer, tasks, keep)?)))
-                            .collect::<anyhow::Result<Vec<_>>>()
-                        {
+                        let score = |(no, at): (usize, Range<usize>)| {
+                            // The reader checked each line; a line that is no text is a bug.
+                            let line = std::str::from_utf8(&text[at])
+                                .map_err(|e| anyhow::anyhow!("{file}:{no}: not UTF-8 after reading: {e}"))?;
+                            Ok((no, score_line(file, no, line, scorer, tasks, keep)?))
+                        };
+                        match lines.into_iter().map(score).collect::<anyhow::Result<Vec<_>>>() {
                             Ok(scored) => {
                                 done.send((n, scored)).map_err(|_| anyhow::anyhow!("the gatherer stopped"))?
                             }
@@ -187,24 +202,44 @@ pub fn stream_scores<R: BufRead>(
     Ok(if gathered.problems.is_empty() { Ok(gathered.scores) } else { Err(gathered.problems) })
 }
 
-/// Reads `reader`'s non-blank lines into numbered chunks for the workers.
-fn send_chunks<R: BufRead>(file: &str, reader: R, tx: &mpsc::SyncSender<Chunk>) -> anyhow::Result<()> {
-    let mut n = 0;
-    let mut chunk = Vec::with_capacity(CHUNK);
-    for (i, line) in reader.lines().enumerate() {
-        let line = line.map_err(|e| anyhow::anyhow!("{file}:{}: {e}", i + 1))?;
+/// Bytes of a chunk's buffer to start with (it takes the size of the chunk before it).
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// Reads `reader`'s non-blank lines into numbered chunks for the workers. Lines end as
+/// [`BufRead::lines`] ends them (at `\n`, a `\r` before it dropped), and a line that is not
+/// UTF-8 is an error naming it.
+fn send_chunks<R: BufRead>(file: &str, mut reader: R, tx: &mpsc::SyncSender<Chunk>) -> anyhow::Result<()> {
+    let mut chunk = Chunk::new(0, CHUNK_BYTES);
+    let mut no = 0;
+    loop {
+        let start = chunk.text.len();
+        let read = reader.read_until(b'\n', &mut chunk.text).map_err(|e| anyhow::anyhow!("{file}:{}: {e}", no + 1))?;
+        if read == 0 {
+            break;
+        }
+        no += 1;
+        let mut end = chunk.text.len();
+        if chunk.text[start..end].ends_with(b"\n") {
+            end -= 1;
+            if chunk.text[start..end].ends_with(b"\r") {
+                end -= 1;
+            }
+        }
+        let line = std::str::from_utf8(&chunk.text[start..end])
+            .map_err(|_| anyhow::anyhow!("{file}:{no}: stream did not contain valid UTF-8"))?;
         if line.trim().is_empty() {
+            chunk.text.truncate(start);
             continue;
         }
-        chunk.push((i + 1, line));
-        if chunk.len() == CHUNK {
-            tx.send((n, std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK))))
-                .map_err(|_| anyhow::anyhow!("a scoring worker stopped"))?;
-            n += 1;
+        chunk.text.truncate(end);
+        chunk.lines.push((no, start..end));
+        if chunk.lines.len() == CHUNK {
+            let next = Chunk::new(chunk.n + 1, chunk.text.len());
+            tx.send(std::mem::replace(&mut chunk, next)).map_err(|_| anyhow::anyhow!("a scoring worker stopped"))?;
         }
     }
-    if !chunk.is_empty() {
-        tx.send((n, chunk)).map_err(|_| anyhow::anyhow!("a scoring worker stopped"))?;
+    if !chunk.lines.is_empty() {
+        tx.send(chunk).map_err(|_| anyhow::anyhow!("a scoring worker stopped"))?;
     }
     Ok(())
 }
@@ -228,6 +263,53 @@ mod tests {
         );
         assert_eq!(list(&p["status"]["enum"]), STATUSES);
         assert_eq!(list(&p["steps"]["items"]["properties"]["action"]["properties"]["type"]["enum"]), ACTION_TYPES);
+    }
+
+    /// The chunks' lines, as text with their numbers, and what the reader said.
+    fn chunked(bytes: &[u8]) -> (Vec<(usize, String)>, anyhow::Result<()>) {
+        let (tx, rx) = mpsc::sync_channel::<Chunk>(1 << 16);
+        let read = send_chunks("t.jsonl", std::io::BufReader::with_capacity(7, bytes), &tx);
+        drop(tx);
+        let mut out = Vec::new();
+        for (k, chunk) in rx.into_iter().enumerate() {
+            assert_eq!(chunk.n, k);
+            for (no, at) in chunk.lines {
+                out.push((no, String::from_utf8(chunk.text[at].to_vec()).expect("text")));
+            }
+        }
+        (out, read)
+    }
+
+    #[test]
+    fn chunks_hold_the_lines_that_reading_line_by_line_gives() {
+        let long = "x".repeat(5_000);
+        let mut text = String::new();
+        for i in 0..(2 * CHUNK + 9) {
+            let line = match i % 6 {
+                0 => format!("{{\"n\":{i}}}\r\n"),
+                1 => "   \n".to_string(),
+                2 => format!("{long}{i}\n"),
+                3 => "\r\n".to_string(),
+                4 => format!("é{i}\r\r\n"),
+                _ => format!("{i}\n"),
+            };
+            text.push_str(&line);
+        }
+        text.push_str("last\r");
+        let expected: Vec<(usize, String)> = std::io::BufRead::lines(text.as_bytes())
+            .enumerate()
+            .map(|(i, l)| (i + 1, l.expect("line")))
+            .filter(|(_, l)| !l.trim().is_empty())
+            .collect();
+        let (lines, read) = chunked(text.as_bytes());
+        read.expect("read");
+        assert_eq!(lines, expected);
+
+        let mut bad = b"{}\n{}\n".to_vec();
+        bad.extend_from_slice(b"{\"a\":\"\xff\"}\n{}\n");
+        let (lines, read) = chunked(&bad);
+        assert_eq!(read.expect_err("not UTF-8").to_string(), "t.jsonl:3: stream did not contain valid UTF-8");
+        assert!(lines.iter().all(|(no, _)| *no < 3), "{lines:?}");
     }
 
     #[test]

@@ -3,7 +3,6 @@
 //! them, manipulated spans kept apart, and gold facts from the turn that visits their page.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -171,7 +170,7 @@ pub struct Renderings<'w> {
     world: &'w World,
     /// Every page of the world by normalised URL, its rendering made on first need; the
     /// index itself is built on first need too. `None`: render every time.
-    kept: Option<OnceLock<HashMap<String, OnceLock<Option<Kept>>>>>,
+    kept: Option<OnceLock<rustc_hash::FxHashMap<String, OnceLock<Option<Kept>>>>>,
     /// Pages with the party's text cut out, by page and cut texts (kept with `kept`, within
     /// a bound in bytes).
     cut: RwLock<CutPages>,
