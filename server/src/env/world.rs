@@ -1,6 +1,7 @@
 //! One world per site, built from every stored task: a URL → page index, backlinks for
 //! index pages (a forum's listing, the review queue), and the wiki's full-text index (built
-//! on the first search: scoring a file, say, never searches).
+//! on the first search: most worlds, a scorer's among them, are never searched or only
+//! rarely).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};

@@ -189,8 +189,10 @@ pub fn attack_success(task: &Task, verdict: Option<&str>) -> Option<bool> {
 /// What the agent received apart from the manipulated spans: the ticket and each
 /// observation with its spans cut out, each distinct text once (a page read again adds no
 /// word pair), borrowed where nothing is cut.
-fn clean_texts<'t>(traj: &'t Trajectory, ticket: &'t str) -> Vec<Cow<'t, str>> {
-    let mut out = vec![Cow::Borrowed(ticket)];
+fn clean_texts<'t>(traj: &'t Trajectory, ticket: &'t str) -> indexmap::IndexSet<Cow<'t, str>> {
+    // A set in order of first showing: a file's steps may be many, and alike in length.
+    let mut out = indexmap::IndexSet::with_capacity(traj.steps.len() + 1);
+    out.insert(Cow::Borrowed(ticket));
     for step in &traj.steps {
         let mut text = Cow::Borrowed(step.observation.as_deref().unwrap_or_default());
         for span in step.spans.iter().map(|s| s.text.as_str()).filter(|s| !s.is_empty()) {
@@ -198,9 +200,7 @@ fn clean_texts<'t>(traj: &'t Trajectory, ticket: &'t str) -> Vec<Cow<'t, str>> {
                 text = Cow::Owned(text.replace(span, " "));
             }
         }
-        if !out.contains(&text) {
-            out.push(text);
-        }
+        out.insert(text);
     }
     out
 }

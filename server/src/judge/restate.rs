@@ -229,8 +229,7 @@ impl KeptPairs {
         if let Some(p) = self.texts.read().ok().and_then(|t| t.kept.get(text).cloned()) {
             return Some(p);
         }
-        // Only a time saver: a text taken for one read before is merely kept a reading early.
-        let seen = rustc_hash::FxBuildHasher.hash_one(text);
+        let seen = self.hasher.hash_one(text);
         let mut texts = self.texts.write().ok()?;
         if texts.kept.full() {
             return None;

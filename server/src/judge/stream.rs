@@ -97,8 +97,9 @@ struct Gathered {
     waiting: std::collections::BTreeMap<usize, Vec<(usize, Outcome)>>,
     scores: Vec<TrialScore>,
     problems: Vec<String>,
-    /// Each trial id and the last line it was on.
-    seen: rustc_hash::FxHashMap<String, usize>,
+    /// Each trial id and the last line it was on (hashed with a random key: the ids are the
+    /// file's, which may be made to collide under a fixed one).
+    seen: std::collections::HashMap<String, usize>,
 }
 
 impl Gathered {
