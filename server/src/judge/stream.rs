@@ -83,6 +83,7 @@ impl Chunk {
         Chunk { n, text: Vec::with_capacity(bytes), lines: Vec::with_capacity(CHUNK) }
     }
 }
+
 /// A line's outcome: its trial id and score, or its problems.
 type Outcome = Result<(String, TrialScore), Vec<String>>;
 /// A chunk's outcomes, line by line.
@@ -203,8 +204,11 @@ pub fn stream_scores<R: BufRead>(
     Ok(if gathered.problems.is_empty() { Ok(gathered.scores) } else { Err(gathered.problems) })
 }
 
-/// Bytes of a chunk's buffer to start with (it takes the size of the chunk before it).
+/// Bytes of a chunk's buffer to start with; later chunks start at the size of the chunk
+/// before them, up to [`CHUNK_BYTES_MAX`] (a chunk that held a line of a gigabyte does not
+/// make the next one reserve as much).
 const CHUNK_BYTES: usize = 1 << 20;
+const CHUNK_BYTES_MAX: usize = 16 << 20;
 
 /// Reads `reader`'s non-blank lines into numbered chunks for the workers. Lines end as
 /// [`BufRead::lines`] ends them (at `\n`, a `\r` before it dropped), and a line that is not
@@ -235,7 +239,7 @@ fn send_chunks<R: BufRead>(file: &str, mut reader: R, tx: &mpsc::SyncSender<Chun
         chunk.text.truncate(end);
         chunk.lines.push((no, start..end));
         if chunk.lines.len() == CHUNK {
-            let next = Chunk::new(chunk.n + 1, chunk.text.len());
+            let next = Chunk::new(chunk.n + 1, chunk.text.len().min(CHUNK_BYTES_MAX));
             tx.send(std::mem::replace(&mut chunk, next)).map_err(|_| anyhow::anyhow!("a scoring worker stopped"))?;
         }
     }
