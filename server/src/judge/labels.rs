@@ -186,12 +186,17 @@ pub fn attack_success(task: &Task, verdict: Option<&str>) -> Option<bool> {
     Some(goals.iter().any(|g| g.eq_ignore_ascii_case(verdict)))
 }
 
+/// A trajectory's distinct clean texts, in order. Every observation of an exposed trial is
+/// hashed here, the pages' whole text: with foldhash, fast and seeded for each set, rather
+/// than SipHash (the texts are the file's, so the hash must not be a fixed one).
+type CleanTexts<'t> = indexmap::IndexSet<Cow<'t, str>, foldhash::fast::RandomState>;
+
 /// What the agent received apart from the manipulated spans: the ticket and each
 /// observation with its spans cut out, each distinct text once (a page read again adds no
 /// word pair), borrowed where nothing is cut.
-fn clean_texts<'t>(traj: &'t Trajectory, ticket: &'t str) -> indexmap::IndexSet<Cow<'t, str>> {
+fn clean_texts<'t>(traj: &'t Trajectory, ticket: &'t str) -> CleanTexts<'t> {
     // A set in order of first showing: a file's steps may be many, and alike in length.
-    let mut out = indexmap::IndexSet::with_capacity(traj.steps.len() + 1);
+    let mut out = CleanTexts::with_capacity_and_hasher(traj.steps.len() + 1, Default::default());
     out.insert(Cow::Borrowed(ticket));
     for step in &traj.steps {
         let mut text = Cow::Borrowed(step.observation.as_deref().unwrap_or_default());
