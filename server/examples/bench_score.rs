@@ -112,7 +112,7 @@ fn main() {
 
     // 20 configurations x 10,000 trials, clustered by task within three domains.
     let tasks: Vec<_> = world.tasks().cloned().collect();
-    let configs: Vec<Vec<Obs>> = (0..20)
+    let configs: Vec<Vec<Obs<'_>>> = (0..20)
         .map(|c| {
             (0..10_000)
                 .map(|i| {

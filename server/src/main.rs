@@ -33,13 +33,7 @@ async fn run() -> std::process::ExitCode {
     match server::cli::run(server::cli::Cli::parse()).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         // The reader of our output went away (`mirage corpus export | head`): quietly.
-        Err(e)
-            if e.chain().any(|c| {
-                c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            }) =>
-        {
-            std::process::ExitCode::from(BROKEN_PIPE)
-        }
+        Err(e) if server::cli::reader_went_away(&e) => std::process::ExitCode::from(BROKEN_PIPE),
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE

@@ -94,6 +94,17 @@ pub enum Command {
     },
 }
 
+/// Whether a command failed because the reader of its output went away (a broken pipe),
+/// also while JSON was being written: serde_json's error does not show the I/O error it
+/// wraps as its source, so the chain is asked for either.
+pub fn reader_went_away(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        let io = c.downcast_ref::<std::io::Error>().map(std::io::Error::kind);
+        let json = c.downcast_ref::<serde_json::Error>().and_then(serde_json::Error::io_error_kind);
+        io.or(json) == Some(std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// Runs a parsed command line.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Command::Geo { command } = cli.command {
@@ -128,5 +139,35 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             corpus::corpus(store.as_ref(), command).await
         }
         Command::Geo { .. } => unreachable!("answered before the database is opened"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A writer whose reader has gone.
+    struct Gone;
+
+    impl std::io::Write for Gone {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A broken pipe is told apart whether it came while writing bytes or JSON, with context
+    /// added or not; another I/O error is not one.
+    #[test]
+    fn a_broken_pipe_is_told_apart_in_bytes_and_in_json() {
+        use std::io::Write;
+        let bytes = anyhow::Error::from(Gone.write_all(b"x").expect_err("gone"));
+        let json = anyhow::Error::from(serde_json::to_writer(Gone, &[1, 2, 3]).expect_err("gone"));
+        assert!(super::reader_went_away(&bytes) && super::reader_went_away(&json));
+        assert!(super::reader_went_away(&json.context("writing the aggregate")));
+        let full = anyhow::Error::from(std::io::Error::from(std::io::ErrorKind::StorageFull));
+        assert!(!super::reader_went_away(&full));
+        let parse = anyhow::Error::from(serde_json::from_str::<u8>("x").expect_err("not JSON"));
+        assert!(!super::reader_went_away(&parse));
     }
 }

@@ -15,7 +15,7 @@ use crate::env::World;
 use crate::judge::aggregate::{Options, aggregate};
 use crate::judge::aside::{Keep, Spill};
 use crate::judge::rsn::ModelJudge;
-use crate::judge::{TrialScore, stream_scores};
+use crate::judge::{Scorer, TrialScore, stream_scores};
 use app::model::{RunId, TrialId};
 
 /// `mirage score`.
@@ -124,22 +124,46 @@ pub(super) async fn score(store: Arc<dyn Store>, args: ScoreArgs) -> anyhow::Res
     Ok(())
 }
 
+/// Records serialised side by side before they are written, in order: a window of them
+/// at a time, in pieces for whichever core is free (the aggregate is made beside them).
+const PRINT_WINDOW: usize = 1024;
+const PRINT_PIECE: usize = 32;
+
 /// `{"trials": [...], "aggregate":` on stdout, written as it is made: each record whole
 /// (its detail read back from `spill` into a copy) and then let go.
 fn print_trials(scores: &[TrialScore], spill: Option<&Spill>) -> anyhow::Result<()> {
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    out.write_all(b"{\"trials\":[")?;
-    for (i, s) in scores.iter().enumerate() {
-        if i > 0 {
-            out.write_all(b",")?;
-        }
+    use rayon::prelude::*;
+    let record = |s: &TrialScore, into: &mut Vec<u8>| -> anyhow::Result<()> {
         match spill {
             Some(spill) => {
                 let mut whole = s.clone();
                 spill.restore(&mut whole)?;
-                serde_json::to_writer(&mut out, &whole)?;
+                serde_json::to_writer(into, &whole)?;
             }
-            None => serde_json::to_writer(&mut out, s)?,
+            None => serde_json::to_writer(into, s)?,
+        }
+        Ok(())
+    };
+    let piece = |(k, records): (usize, &[TrialScore])| -> anyhow::Result<Vec<u8>> {
+        let mut bytes = Vec::with_capacity(records.len() << 12);
+        for (i, s) in records.iter().enumerate() {
+            if k + i > 0 {
+                bytes.push(b',');
+            }
+            record(s, &mut bytes)?;
+        }
+        Ok(bytes)
+    };
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    out.write_all(b"{\"trials\":[")?;
+    for (w, window) in scores.chunks(PRINT_WINDOW).enumerate() {
+        let pieces: Vec<Vec<u8>> = window
+            .par_chunks(PRINT_PIECE)
+            .enumerate()
+            .map(|(p, records)| piece((w * PRINT_WINDOW + p * PRINT_PIECE, records)))
+            .collect::<anyhow::Result<_>>()?;
+        for p in pieces {
+            out.write_all(&p)?;
         }
     }
     out.write_all(b"],\"aggregate\":")?;
@@ -252,9 +276,25 @@ async fn score_file(
         Ok(std::io::BufReader::with_capacity(1 << 20, file))
     };
     let (tasks, tasks_name) = load_tasks(tasks)?;
-    let world = World::build(tasks)?;
     let reader = open()?;
-    let streamed = tokio::task::block_in_place(|| stream_scores(&name, reader, &world, &tasks_name, keep))?;
+    let streamed = tokio::task::block_in_place(|| -> anyhow::Result<_> {
+        // The perplexity filter (which the first manipulated trial needs, and every worker
+        // would wait for) is trained from the tasks while the world is built from them.
+        let tasks: Vec<Arc<crate::corpus::Task>> = tasks.into_iter().map(Arc::new).collect();
+        let (world, filter) = std::thread::scope(|scope| {
+            let filter = scope.spawn(|| {
+                crate::detect::KeywordFilter::shipped();
+                let tasks = tasks.iter().map(|t| &**t);
+                crate::detect::CalibratedPerplexity::build(tasks, crate::detect::DEFENSE_FPR)
+            });
+            (World::build_shared(tasks.clone()), filter.join())
+        });
+        let world = world?;
+        let filter = filter.map_err(|_| anyhow::anyhow!("training the perplexity filter panicked"))?;
+        let scores = stream_scores(&name, reader, &Scorer::new(&world).with_perplexity(filter), &tasks_name, keep)?;
+        Ok((world, scores))
+    })?;
+    let (world, streamed) = streamed;
     let mut scores = match streamed {
         Ok(scores) => scores,
         Err(problems) => {

@@ -47,7 +47,7 @@ pub struct CleanCorpus {
 }
 
 impl CleanCorpus {
-    pub fn of(tasks: &[crate::corpus::Task]) -> CleanCorpus {
+    pub fn of<'t>(tasks: impl IntoIterator<Item = &'t crate::corpus::Task>) -> CleanCorpus {
         let mut pages = Vec::new();
         let mut originals = Vec::new();
         for t in tasks {

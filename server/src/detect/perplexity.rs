@@ -127,7 +127,7 @@ pub struct CalibratedPerplexity {
 
 impl CalibratedPerplexity {
     /// Trains on the tasks' clean text and calibrates to `fpr` on their clean originals.
-    pub fn build(tasks: &[crate::corpus::Task], fpr: f64) -> CalibratedPerplexity {
+    pub fn build<'t>(tasks: impl IntoIterator<Item = &'t crate::corpus::Task>, fpr: f64) -> CalibratedPerplexity {
         let clean = CleanCorpus::of(tasks);
         let filter = PerplexityFilter::train(&clean);
         let scores: Vec<(String, f64)> = clean.originals.iter().map(|(d, t)| (d.clone(), filter.score(t))).collect();

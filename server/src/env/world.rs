@@ -46,6 +46,11 @@ impl World {
     /// Indexes the tasks; the first task to define a URL owns it (the validator ensures that
     /// later definitions are identical).
     pub fn build(tasks: Vec<Task>) -> anyhow::Result<World> {
+        World::build_shared(tasks.into_iter().map(Arc::new).collect())
+    }
+
+    /// [`World::build`] of tasks already shared, which other work may read meanwhile.
+    pub fn build_shared(tasks: Vec<Arc<Task>>) -> anyhow::Result<World> {
         let mut pages = FxHashMap::default();
         let mut backlinks: FxHashMap<String, BTreeMap<String, String>> = FxHashMap::default();
         let mut by_id = BTreeMap::new();
@@ -65,7 +70,7 @@ impl World {
                 });
             }
             task_order.push(task.id.clone());
-            by_id.insert(task.id.clone(), Arc::new(task));
+            by_id.insert(task.id.clone(), task);
         }
         let content = ContentPages::of(pages.keys().map(String::as_str));
         Ok(World { pages, backlinks, tasks: by_id, task_order, content, wiki: OnceLock::new() })

@@ -423,11 +423,11 @@ pub fn summarise_weighted(scored: &[Scored], weight: crate::stats::Weight) -> Op
     use crate::stats::{Obs, Weight, interval_weighted, rate_interval_weighted};
     let flag = |b: bool| if b { 1.0 } else { 0.0 };
     let est = |f: &dyn Fn(&Scored) -> f64| {
-        let obs: Vec<Obs> = scored.iter().map(|s| Obs::value(&s.dataset, &s.list, f(s))).collect();
+        let obs: Vec<Obs<'_>> = scored.iter().map(|s| Obs::value(&s.dataset, &s.list, f(s))).collect();
         interval_weighted(&obs, weight)
     };
     let rate = |f: &dyn Fn(&Scored) -> bool| {
-        let obs: Vec<Obs> = scored.iter().map(|s| Obs::value(&s.dataset, &s.list, flag(f(s)))).collect();
+        let obs: Vec<Obs<'_>> = scored.iter().map(|s| Obs::value(&s.dataset, &s.list, flag(f(s)))).collect();
         rate_interval_weighted(&obs, weight)
     };
     let pooled = weight == Weight::Pooled;

@@ -423,7 +423,7 @@ fn paired_comparisons(
                         .collect()
                 };
                 let (ta, tb) = (by_target(a), by_target(b));
-                let diffs: Vec<Obs> =
+                let diffs: Vec<Obs<'_>> =
                     ta.iter().filter_map(|(k, (d, x))| tb.get(k).map(|(_, y)| Obs::value(d, &k.0, x - y))).collect();
                 let incomplete = |m: &String| {
                     tally.by_variant.get(&((*ranker).clone(), m.clone())).is_some_and(|v| v.errors + v.unfinished > 0)

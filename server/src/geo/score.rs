@@ -405,7 +405,7 @@ fn detection_row<'t>(
     let mut auc = Vec::new();
     let mut ratios = Vec::new();
     // Per filter: (flagged, NRG kept, promoted and passed) per target.
-    let mut effects: [[Vec<Obs>; 3]; 4] = Default::default();
+    let mut effects: [[Vec<Obs<'_>>; 3]; 4] = Default::default();
     let flag = |b: bool| f64::from(u8::from(b));
     for s in scored {
         let adv = edited(s);
@@ -469,7 +469,7 @@ fn detection_row<'t>(
 
 /// Each filter's effect with its interval, from its per-target (flagged, NRG kept,
 /// promoted and passed) observations, in the order of [`FILTERS`].
-fn filter_effects(effects: &[[Vec<Obs>; 3]; 4]) -> Vec<FilterEffect> {
+fn filter_effects(effects: &[[Vec<Obs<'_>>; 3]; 4]) -> Vec<FilterEffect> {
     FILTERS
         .iter()
         .zip(effects)

@@ -43,11 +43,11 @@ fn field(s: &TrialScore, run: &str, name: &str) -> String {
     }
 }
 
-fn observations<'a>(scores: impl Iterator<Item = &'a TrialScore>, metric: Metric) -> Vec<Obs> {
+fn observations<'a>(scores: impl Iterator<Item = &'a TrialScore>, metric: Metric) -> Vec<Obs<'a>> {
     scores
         .filter_map(|s| {
             let (num, den) = contribution(s, metric)?;
-            Some(Obs { domain: s.domain.clone(), cluster: s.family.clone(), num, den })
+            Some(Obs { domain: s.domain.as_str().into(), cluster: s.family.as_str().into(), num, den })
         })
         .collect()
 }
@@ -314,9 +314,10 @@ impl Options {
 }
 
 /// The mean of a metric over some trials with its 95 % interval over task families (the
-/// same trials give the same interval wherever they appear).
-fn estimate(scores: &[&TrialScore], metric: Metric) -> Option<Estimate> {
-    if metric.is_paired() && PairCounts::of(scores).incomplete() {
+/// same trials give the same interval wherever they appear). `pairing`: the trials' pairs
+/// where a row has counted them for all its metrics ([`PairCounts::of`] them otherwise).
+fn estimate(scores: &[&TrialScore], metric: Metric, pairing: Option<&PairCounts>) -> Option<Estimate> {
+    if metric.is_paired() && pairing.map_or_else(|| PairCounts::of(scores), |p| *p).incomplete() {
         return None;
     }
     if metric.is_appeal() && super::appeals::withheld(scores).is_some() {
@@ -337,7 +338,8 @@ pub fn groups(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Re
     // Each row on whichever core is free (rows are in key order whatever the timing).
     Ok(groups
         .par_iter()
-        .map(|(key, members)| Group {
+        .map(|(key, members)| (key, members, PairCounts::of(members)))
+        .map(|(key, members, pairing)| Group {
             key: options.by.iter().cloned().zip(key.iter().cloned()).collect(),
             trials: members.len(),
             errors: errors_in(members),
@@ -352,14 +354,14 @@ pub fn groups(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Re
             disagreeing: members.iter().filter(|s| !s.disagreements.is_empty()).count(),
             self_reported: members.iter().filter(|s| s.self_reported()).count(),
             appeal_note: super::appeals::withheld(members),
-            design: DesignGap::of(members),
-            design_note: DesignGap::of(members).note(),
-            pairing: PairCounts::of(members),
-            paired_note: PairCounts::of(members).note(),
+            design: pairing.design,
+            design_note: pairing.design.note(),
+            pairing,
+            paired_note: pairing.note(),
             metrics: Metric::ALL
                 .iter()
                 .filter(|m| options.metrics.is_empty() || options.metrics.contains(m))
-                .map(|&m| (m.as_str().to_string(), estimate(members, m)))
+                .map(|&m| (m.as_str().to_string(), estimate(members, m, Some(&pairing))))
                 .collect(),
         })
         .collect())
@@ -442,7 +444,7 @@ fn level_rows(scores: &[TrialScore], agents: &[&str], levels: &BTreeSet<&str>) -
                 continue;
             }
             let pairing = PairCounts::of(&members);
-            let m = |metric| estimate(&members, metric);
+            let m = |metric| estimate(&members, metric, Some(&pairing));
             rows.push(LevelRow {
                 agent: (*agent).to_string(),
                 level: (*level).to_string(),
@@ -479,7 +481,7 @@ fn comparisons(scores: &[TrialScore], agents: &[&str], options: &Options) -> Vec
     let mut comparisons = Vec::new();
     for (i, a) in agents.iter().enumerate() {
         for b in &agents[i + 1..] {
-            let diffs: Vec<Obs> = keyed[a]
+            let diffs: Vec<Obs<'_>> = keyed[a]
                 .iter()
                 .filter_map(|(k, sa)| {
                     let sb = keyed[b].get(k)?;
@@ -508,11 +510,11 @@ fn leaderboard(scores: &[TrialScore], agents: &[&str], comparisons: &[Comparison
             let all = of(scores, a, |_| true);
             let manipulated = of(scores, a, |s| !s.level.is_clean());
             let clean = of(scores, a, |s| s.level.is_clean());
-            let m = |metric| estimate(&manipulated, metric);
             let pairing = PairCounts::of(&manipulated);
+            let m = |metric| estimate(&manipulated, metric, Some(&pairing));
             Standing {
                 agent: (*a).to_string(),
-                utility: estimate(&clean, options.utility),
+                utility: estimate(&clean, options.utility, None),
                 robustness: m(Metric::Robustness),
                 goal_rate: m(Metric::GoalRate),
                 manipulation_effect: m(Metric::ManipulationEffect),
@@ -561,7 +563,7 @@ fn causal_row(agent: &str, replayed: &[&TrialScore]) -> Option<CausalRow> {
     let adopted = |s: &TrialScore| label_of(s, LabelKind::Adoption).is_some_and(|l| l.value);
     let caused = |s: &TrialScore| s.caused.as_ref().is_some_and(|c| c.value);
     let share = |given: &dyn Fn(&TrialScore) -> bool, hit: &dyn Fn(&TrialScore) -> bool| {
-        let obs: Vec<Obs> =
+        let obs: Vec<Obs<'_>> =
             replayed.iter().filter(|s| given(s)).map(|s| Obs::value(&s.domain, &s.family, flag(hit(s)))).collect();
         stats::rate_interval(&obs)
     };

@@ -151,7 +151,7 @@ fn metric_diff(metric: Metric, pairs: &[(&TrialScore, &TrialScore)]) -> Option<(
     }
     let mut families: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
     for d in &diffs {
-        families.entry(d.domain.as_str()).or_default().insert(d.cluster.as_str());
+        families.entry(d.domain.as_ref()).or_default().insert(d.cluster.as_ref());
     }
     let clusters = families.values().map(std::collections::BTreeSet::len).min().unwrap_or(0);
     let (ea, eb, p) = (stats::mean(&xa)?, stats::mean(&xb)?, stats::paired(&diffs)?);

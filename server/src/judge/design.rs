@@ -9,7 +9,10 @@
 //! - *unbalanced cells*: cells of the configuration whose number of trials differs from its
 //!   most common number (a seed deleted, or copies added under new seeds).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+// Maps keyed by a file's own names: foldhash, with a key drawn for each map.
+use foldhash::HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -79,7 +82,7 @@ type Cell<'a> = (&'a str, &'a str, &'a str);
 /// Records on every trial its configuration's gap in the design of `scores`.
 pub fn attach(scores: &mut [TrialScore]) {
     let mut counts: BTreeMap<&str, HashMap<Cell<'_>, usize>> = BTreeMap::new();
-    let mut seeds: HashMap<(&str, Cell<'_>), BTreeSet<i64>> = HashMap::new();
+    let mut seeds: HashMap<(&str, Cell<'_>), BTreeSet<i64>> = HashMap::default();
     for s in scores.iter() {
         let cell = (s.task_id.as_str(), s.level.as_str(), s.condition.as_str());
         *counts.entry(s.agent.as_str()).or_default().entry(cell).or_default() += 1;

@@ -213,7 +213,7 @@ fn deltas(scores: &[TrialScore]) -> (Vec<Delta>, Vec<String>) {
             continue;
         }
         for metric in DELTAS {
-            let diffs: Vec<Obs> = pairs
+            let diffs: Vec<Obs<'_>> = pairs
                 .iter()
                 .filter(|(k, _)| k.0 == agent && k.1 == domain)
                 .filter_map(|(_, (raw, hint))| {

@@ -169,11 +169,16 @@ fn each_shown_pair(text: &str, mut each: impl FnMut(&str, &str)) {
 /// trajectory after trajectory (and in every configuration), and its words are read once.
 /// A text is kept the second time it is read (texts that never come back, such as pages
 /// served to one episode, cost a hash); its pairs as sorted hashes under a key drawn for
-/// this store (a page's writer cannot aim a pair at another's hash). Within a bound in
-/// bytes; past it, texts are read each time.
+/// this store (a page's writer cannot aim a pair at another's hash, short of a chance of
+/// about one key in 10⁸: foldhash lets some 8-byte words collide with their bitwise
+/// complements under that share of keys, which at worst misses one restated pair). Within
+/// a bound in bytes; past it, texts are read each time. The key is foldhash's (its
+/// "quality" flavour, since a pair is known by its hash alone): every word pair of every
+/// page read for the first or second time is hashed, and every text once, which SipHash
+/// made a tenth of the adoption rule's time.
 #[derive(Default)]
 pub struct KeptPairs {
-    hasher: std::hash::RandomState,
+    hasher: foldhash::quality::RandomState,
     texts: RwLock<Texts>,
     /// The pairs of injected texts, by text: a party's text comes back in every agent
     /// configuration and condition of its task and level.

@@ -15,10 +15,9 @@ use serde_json::Value;
 use super::aside::Keep;
 use super::{Scorer, Trajectory, TrialScore, VALIDATOR};
 use crate::corpus::jsonl::read_line;
-use crate::env::World;
 
 /// Lines per chunk handed to a worker.
-const CHUNK: usize = 256;
+const CHUNK: usize = 128;
 
 /// The schema's enums, checked on the quick path (a test compares them with the schema).
 pub const ACTION_TYPES: [&str; 7] = ["goto", "click", "search", "back", "verdict", "tool", "answer"];
@@ -82,6 +81,21 @@ impl Chunk {
     fn new(n: usize, bytes: usize) -> Chunk {
         Chunk { n, text: Vec::with_capacity(bytes), lines: Vec::with_capacity(CHUNK) }
     }
+
+    /// Chunk `n` in the buffers of one a worker is done with, or in new ones of `bytes`.
+    /// Buffers go round between the reader and the workers: a chunk of a large file takes
+    /// megabytes, and new ones would be grown, copied and faulted in page by page.
+    fn next(n: usize, bytes: usize, done: &mpsc::Receiver<Chunk>) -> Chunk {
+        match done.try_recv() {
+            Ok(mut c) => {
+                c.text.clear();
+                c.lines.clear();
+                c.n = n;
+                c
+            }
+            Err(_) => Chunk::new(n, bytes),
+        }
+    }
 }
 
 /// A line's outcome: its trial id and score, or its problems.
@@ -130,24 +144,25 @@ impl Gathered {
     }
 }
 
-/// Scores every line of `reader` (a trajectory file named `file`) against `world`'s tasks
+/// Scores every line of `reader` (a trajectory file named `file`) against `scorer`'s tasks
 /// (named `tasks` in messages) with the rule-based judges, on every core, each score's
 /// detail handled as `keep` says. Returns the scores in line order, or every problem found
 /// (schema, unknown task, repeated trial id), each naming file, line and field.
 pub fn stream_scores<R: BufRead>(
     file: &str,
     reader: R,
-    world: &World,
+    scorer: &Scorer<'_>,
     tasks: &str,
     keep: Keep<'_>,
 ) -> anyhow::Result<Result<Vec<TrialScore>, Vec<String>>> {
-    let scorer = Scorer::new(world);
     let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let (tx, rx) = mpsc::sync_channel::<Chunk>(workers * 2);
     // The workers own the receiver: when the last one has stopped, for whatever reason, the
     // reader's next send fails instead of waiting for ever.
     let rx = Arc::new(Mutex::new(rx));
     let (done_tx, done_rx) = mpsc::channel::<Outcomes>();
+    // Chunks the workers are done with, back to the reader to be filled again.
+    let (free_tx, free_rx) = mpsc::channel::<Chunk>();
     let (read, worked, gathered) = std::thread::scope(|scope| {
         let gatherer = scope.spawn(move || {
             let mut gathered = Gathered::default();
@@ -158,7 +173,7 @@ pub fn stream_scores<R: BufRead>(
         });
         let handles: Vec<_> = (0..workers)
             .map(|_| {
-                let (rx, scorer, done) = (rx.clone(), &scorer, done_tx.clone());
+                let (rx, scorer, done, free) = (rx.clone(), scorer, done_tx.clone(), free_tx.clone());
                 scope.spawn(move || -> anyhow::Result<()> {
                     let mut failed = None;
                     loop {
@@ -166,22 +181,27 @@ pub fn stream_scores<R: BufRead>(
                             Ok(r) => r.recv(),
                             Err(_) => break,
                         };
-                        let Ok(Chunk { n, text, lines }) = chunk else { break };
+                        let Ok(chunk) = chunk else { break };
                         // After a failure the chunks are still taken, so the reader never waits.
                         if failed.is_some() {
                             continue;
                         }
-                        let score = |(no, at): (usize, Range<usize>)| {
+                        let score = |&(no, ref at): &(usize, Range<usize>)| {
                             // The reader checked each line; a line that is no text is a bug.
-                            let line = std::str::from_utf8(&text[at])
+                            let line = std::str::from_utf8(&chunk.text[at.clone()])
                                 .map_err(|e| anyhow::anyhow!("{file}:{no}: not UTF-8 after reading: {e}"))?;
                             Ok((no, score_line(file, no, line, scorer, tasks, keep)?))
                         };
-                        match lines.into_iter().map(score).collect::<anyhow::Result<Vec<_>>>() {
-                            Ok(scored) => {
-                                done.send((n, scored)).map_err(|_| anyhow::anyhow!("the gatherer stopped"))?
+                        let mut scored = Vec::with_capacity(chunk.lines.len());
+                        match chunk.lines.iter().try_for_each(|l| score(l).map(|s| scored.push(s))) {
+                            Ok(()) => {
+                                done.send((chunk.n, scored)).map_err(|_| anyhow::anyhow!("the gatherer stopped"))?
                             }
                             Err(e) => failed = Some(e),
+                        }
+                        // A buffer a line of a gigabyte grew is let go, not handed round.
+                        if chunk.text.capacity() <= CHUNK_BYTES_MAX {
+                            free.send(chunk).ok();
                         }
                     }
                     failed.map_or(Ok(()), Err)
@@ -190,7 +210,8 @@ pub fn stream_scores<R: BufRead>(
             .collect();
         drop(done_tx);
         drop(rx);
-        let read = send_chunks(file, reader, &tx);
+        drop(free_tx);
+        let read = send_chunks(file, reader, (&tx, &free_rx));
         drop(tx);
         let worked: anyhow::Result<()> = handles
             .into_iter()
@@ -206,14 +227,19 @@ pub fn stream_scores<R: BufRead>(
 
 /// Bytes of a chunk's buffer to start with; later chunks start at the size of the chunk
 /// before them, up to [`CHUNK_BYTES_MAX`] (a chunk that held a line of a gigabyte does not
-/// make the next one reserve as much).
+/// make the next one reserve as much, nor is its buffer handed round).
 const CHUNK_BYTES: usize = 1 << 20;
 const CHUNK_BYTES_MAX: usize = 16 << 20;
 
 /// Reads `reader`'s non-blank lines into numbered chunks for the workers. Lines end as
 /// [`BufRead::lines`] ends them (at `\n`, a `\r` before it dropped), and a line that is not
-/// UTF-8 is an error naming it.
-fn send_chunks<R: BufRead>(file: &str, mut reader: R, tx: &mpsc::SyncSender<Chunk>) -> anyhow::Result<()> {
+/// UTF-8 is an error naming it. Chunks are filled in the buffers of those handed back on
+/// `free` where there are any.
+fn send_chunks<R: BufRead>(
+    file: &str,
+    mut reader: R,
+    (tx, free): (&mpsc::SyncSender<Chunk>, &mpsc::Receiver<Chunk>),
+) -> anyhow::Result<()> {
     let mut chunk = Chunk::new(0, CHUNK_BYTES);
     let mut no = 0;
     loop {
@@ -239,7 +265,7 @@ fn send_chunks<R: BufRead>(file: &str, mut reader: R, tx: &mpsc::SyncSender<Chun
         chunk.text.truncate(end);
         chunk.lines.push((no, start..end));
         if chunk.lines.len() == CHUNK {
-            let next = Chunk::new(chunk.n + 1, chunk.text.len().min(CHUNK_BYTES_MAX));
+            let next = Chunk::next(chunk.n + 1, chunk.text.len().min(CHUNK_BYTES_MAX), free);
             tx.send(std::mem::replace(&mut chunk, next)).map_err(|_| anyhow::anyhow!("a scoring worker stopped"))?;
         }
     }
@@ -252,6 +278,7 @@ fn send_chunks<R: BufRead>(file: &str, mut reader: R, tx: &mpsc::SyncSender<Chun
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::env::World;
 
     #[test]
     fn the_quick_checks_use_the_schemas_own_enums() {
@@ -273,7 +300,15 @@ mod tests {
     /// The chunks' lines, as text with their numbers, and what the reader said.
     fn chunked(bytes: &[u8]) -> (Vec<(usize, String)>, anyhow::Result<()>) {
         let (tx, rx) = mpsc::sync_channel::<Chunk>(1 << 16);
-        let read = send_chunks("t.jsonl", std::io::BufReader::with_capacity(7, bytes), &tx);
+        // Buffers handed back dirty, as a worker leaves them, are filled afresh.
+        let (free_tx, free) = mpsc::channel::<Chunk>();
+        for n in [7, 8] {
+            let mut dirty = Chunk::new(n, 3);
+            dirty.text.extend_from_slice(b"left over\nfrom a chunk before");
+            dirty.lines.extend([(1, 0..9), (2, 10..14)]);
+            free_tx.send(dirty).expect("free");
+        }
+        let read = send_chunks("t.jsonl", std::io::BufReader::with_capacity(7, bytes), (&tx, &free));
         drop(tx);
         let mut out = Vec::new();
         for (k, chunk) in rx.into_iter().enumerate() {
@@ -327,9 +362,10 @@ mod tests {
         let error_without_reason = good.replace(r#""trial_id":"a""#, r#""trial_id":"d","status":"error""#);
         let unknown = good.replace(r#""trial_id":"a""#, r#""trial_id":"e""#).replace("shop-example-01", "nope");
         let text = [good, &bad_level, &bad_action, &error_without_reason, good, &unknown, "{oops"].join("\n");
-        let problems = stream_scores("t.jsonl", std::io::Cursor::new(text.clone()), &world, "the corpus", Keep::All)
-            .expect("read")
-            .expect_err("problems");
+        let problems =
+            stream_scores("t.jsonl", std::io::Cursor::new(text.clone()), &Scorer::new(&world), "the corpus", Keep::All)
+                .expect("read")
+                .expect_err("problems");
         // The schema's own messages for lines 2–4 and 7, as the whole-file reader gives them.
         let whole: Vec<String> = match super::super::read_trajectories("t.jsonl", &text) {
             Err(errors) => errors.iter().map(ToString::to_string).collect(),
@@ -340,9 +376,15 @@ mod tests {
         }
         assert!(problems.iter().any(|p| p.starts_with("t.jsonl:5:trial_id: \"a\" repeats line 1")), "{problems:?}");
         assert!(problems.iter().any(|p| p.starts_with("t.jsonl:6:task_id: task \"nope\"")), "{problems:?}");
-        let ok = stream_scores("t.jsonl", std::io::Cursor::new(good.to_string()), &world, "the corpus", Keep::All)
-            .expect("read")
-            .expect("scored");
+        let ok = stream_scores(
+            "t.jsonl",
+            std::io::Cursor::new(good.to_string()),
+            &Scorer::new(&world),
+            "the corpus",
+            Keep::All,
+        )
+        .expect("read")
+        .expect("scored");
         assert_eq!(ok.len(), 1);
         assert_eq!(ok[0].acc_dec.as_ref().map(|d| d.default), Some(1.0));
     }

@@ -19,7 +19,10 @@
 //! Pairs are formed before aggregation ([`attach`]), so every table, plot and download reads
 //! the same pairs; the twin-aware adoption label and outcome are recomputed there too.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+// Maps keyed by a file's own names: foldhash, with a key drawn for each map.
+use foldhash::HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -113,7 +116,7 @@ fn key(s: &TrialScore) -> Key<'_> {
 /// the adoption label and the outcome with it (a goal verdict is adoption only when the twin
 /// did not give it too). Trials without a twin keep the rule's label, marked uncertain.
 pub fn attach(scores: &mut [TrialScore]) {
-    let mut clean: HashMap<(&str, &str, &str, i64), Twin> = HashMap::new();
+    let mut clean: HashMap<(&str, &str, &str, i64), Twin> = HashMap::default();
     for s in scores.iter().filter(|s| s.level.is_clean()) {
         let twin = Twin {
             trial_id: s.trial_id.clone(),
@@ -129,7 +132,7 @@ pub fn attach(scores: &mut [TrialScore]) {
     }
     // A manipulated trial repeated under another id would count its pair twice: neither copy
     // pairs.
-    let mut manipulated: HashMap<(Key<'_>, &str), usize> = HashMap::new();
+    let mut manipulated: HashMap<(Key<'_>, &str), usize> = HashMap::default();
     for s in scores.iter().filter(|s| !s.level.is_clean()) {
         *manipulated.entry((key(s), s.level.as_str())).or_default() += 1;
     }
@@ -179,7 +182,7 @@ fn orphans(scores: &[TrialScore], manipulated: &HashMap<(Key<'_>, &str), usize>)
     for s in scores.iter().filter(|s| !s.level.is_clean()) {
         levels.entry(s.agent.as_str()).or_default().insert(s.level.as_str());
     }
-    let mut out: HashMap<(String, String), usize> = HashMap::new();
+    let mut out: HashMap<(String, String), usize> = HashMap::default();
     for c in scores.iter().filter(|s| s.level.is_clean() && s.attack_success.is_some()) {
         for level in levels.get(c.agent.as_str()).into_iter().flatten() {
             if !manipulated.contains_key(&(key(c), *level)) {
@@ -416,7 +419,7 @@ pub const MIN_MOVABLE: usize = 10;
 pub fn noise_floor(clean: &[&TrialScore]) -> Option<Estimate> {
     let cells = samples_by_cell(clean);
     let said = |s: &TrialScore| if failed(s) { None } else { s.verdict.as_deref().map(str::to_ascii_lowercase) };
-    let obs: Vec<Obs> = cells
+    let obs: Vec<Obs<'_>> = cells
         .values()
         .filter(|c| c.len() > 1)
         .map(|c| {
@@ -430,7 +433,12 @@ pub fn noise_floor(clean: &[&TrialScore]) -> Option<Estimate> {
             // A share of the cell's pairs of samples (whole counts: a rate, whose interval
             // stays inside [0, 1]); every cell of a run has as many samples as seeds.
             #[allow(clippy::cast_precision_loss)]
-            Obs { domain: c[0].domain.clone(), cluster: c[0].family.clone(), num: differ as f64, den: pairs as f64 }
+            Obs {
+                domain: c[0].domain.as_str().into(),
+                cluster: c[0].family.as_str().into(),
+                num: differ as f64,
+                den: pairs as f64,
+            }
         })
         .collect();
     stats::rate_interval(&obs)

@@ -264,7 +264,7 @@ fn rate_row(d: &Design, truths: (f64, f64), replicates: usize, kind: &'static st
             for c in 0..g {
                 let p = d.cluster_rate(truth, &mut rng);
                 for _ in 0..d.size(&mut rng) {
-                    obs.push(Obs::value(&format!("d{di}"), &format!("c{c}"), f64::from(u8::from(rng.random_bool(p)))));
+                    obs.push(Obs::value(format!("d{di}"), format!("c{c}"), f64::from(u8::from(rng.random_bool(p)))));
                 }
             }
         }
@@ -295,8 +295,8 @@ fn ratio_row(replicates: usize) -> Row {
                     let false_ = (0..claims).filter(|_| rng.random_bool(p)).count();
                     #[allow(clippy::cast_precision_loss)]
                     obs.push(Obs {
-                        domain: format!("d{di}"),
-                        cluster: format!("c{c}"),
+                        domain: format!("d{di}").into(),
+                        cluster: format!("c{c}").into(),
                         num: false_ as f64,
                         den: f64::from(claims),
                     });
@@ -322,7 +322,7 @@ fn score_row(replicates: usize) -> Row {
             let m = d.cluster_rate(truth, &mut rng);
             let beta = Beta::new(4.0 * m, 4.0 * (1.0 - m)).ok();
             for _ in 0..d.size(&mut rng) {
-                obs.push(Obs::value("d0", &format!("c{c}"), beta.map_or(m, |b| b.sample(&mut rng))));
+                obs.push(Obs::value("d0", format!("c{c}"), beta.map_or(m, |b| b.sample(&mut rng))));
             }
         }
         tally_est(&mut row, interval_weighted(&obs, Weight::Domain), truth);
@@ -333,7 +333,7 @@ fn score_row(replicates: usize) -> Row {
 /// Paired differences of two configurations on the same trials: each trial has its own
 /// rate around its cluster's (its difficulty, shared by both configurations), the second
 /// configuration's raised by `shift`, and each outcome is drawn on its own.
-fn paired_diffs(d: &Design, shift: f64, rng: &mut ChaCha8Rng) -> Vec<Obs> {
+fn paired_diffs(d: &Design, shift: f64, rng: &mut ChaCha8Rng) -> Vec<Obs<'static>> {
     let mut diffs = Vec::new();
     for (di, &g) in d.clusters.iter().enumerate() {
         for c in 0..g {
@@ -342,8 +342,8 @@ fn paired_diffs(d: &Design, shift: f64, rng: &mut ChaCha8Rng) -> Vec<Obs> {
                 let r = trial_rate(p, rng);
                 let (a, b) = (rng.random_bool((r + shift).clamp(0.0, 1.0)), rng.random_bool(r));
                 diffs.push(Obs::value(
-                    &format!("d{di}"),
-                    &format!("c{c}"),
+                    format!("d{di}"),
+                    format!("c{c}"),
                     f64::from(u8::from(a)) - f64::from(u8::from(b)),
                 ));
             }
@@ -439,7 +439,7 @@ fn holm_row(replicates: usize) -> Row {
         let mut ps = Vec::new();
         for a in 0..6 {
             for b in a + 1..6 {
-                let diffs: Vec<Obs> =
+                let diffs: Vec<Obs<'_>> =
                     outcomes[a].iter().zip(&outcomes[b]).map(|(x, y)| Obs::value(&x.0, &x.1, x.2 - y.2)).collect();
                 ps.push(paired(&diffs).map_or(1.0, |p| p.p));
             }
@@ -508,7 +508,7 @@ fn robustness_row(replicates: usize) -> Row {
                 let w_rate = d.cluster_rate(0.3, &mut rng);
                 for _ in 0..d.size(&mut rng) {
                     let (num, den) = pair(&mut rng, w_rate);
-                    obs.push(Obs { domain: format!("d{di}"), cluster: format!("c{c}"), num, den });
+                    obs.push(Obs { domain: format!("d{di}").into(), cluster: format!("c{c}").into(), num, den });
                 }
             }
         }

@@ -4,6 +4,7 @@
 //! ranks, and Spearman's rank correlation. Pure: the same inputs give the same numbers.
 //! Their coverage is measured by `cargo run --release -p server --example coverage`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -16,19 +17,21 @@ mod worst;
 pub const RESAMPLES: usize = 2_000;
 
 /// One observation: a ratio `num / den` (den = 1 for a per-trial value) in a cluster of a
-/// domain. Ratios let claim-level rates weigh trials by their number of claims.
+/// domain. Ratios let claim-level rates weigh trials by their number of claims. The names
+/// are borrowed from the trials where they can be: an aggregate reads each trial's domain
+/// and family once for every metric of every row.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Obs {
-    pub domain: String,
-    pub cluster: String,
+pub struct Obs<'a> {
+    pub domain: Cow<'a, str>,
+    pub cluster: Cow<'a, str>,
     pub num: f64,
     pub den: f64,
 }
 
-impl Obs {
+impl<'a> Obs<'a> {
     /// A per-trial value.
-    pub fn value(domain: &str, cluster: &str, value: f64) -> Obs {
-        Obs { domain: domain.to_string(), cluster: cluster.to_string(), num: value, den: 1.0 }
+    pub fn value(domain: impl Into<Cow<'a, str>>, cluster: impl Into<Cow<'a, str>>, value: f64) -> Obs<'a> {
+        Obs { domain: domain.into(), cluster: cluster.into(), num: value, den: 1.0 }
     }
 }
 
@@ -76,20 +79,25 @@ pub const COVERAGE_FLOOR: f64 = 0.93;
 impl Clusters {
     /// `obs` as clusters; `rate`: the mean is a share, whose interval is a proportion's when
     /// every observation is whole counts (otherwise the t interval).
-    fn of(obs: &[Obs], weight: Weight, rate: bool) -> Clusters {
-        let mut by: BTreeMap<&str, BTreeMap<&str, (f64, f64)>> = BTreeMap::new();
+    fn of(obs: &[Obs<'_>], weight: Weight, rate: bool) -> Clusters {
+        // Summed by hash, then put in (domain, cluster) order: an aggregate makes this of
+        // every metric of every row, and a search tree compared the long names again and
+        // again. Each cluster's sums still add its observations in their order.
+        let mut by: foldhash::HashMap<(&str, &str), (f64, f64)> = foldhash::HashMap::default();
         let mut proportion = true;
         let mut trials = 0.0;
         for o in obs {
-            let c = by.entry(&o.domain).or_default().entry(&o.cluster).or_insert((0.0, 0.0));
+            let c = by.entry((&o.domain, &o.cluster)).or_insert((0.0, 0.0));
             c.0 += o.num;
             c.1 += o.den;
             trials += o.den;
             proportion &= o.num >= 0.0 && o.num <= o.den && o.num.fract() == 0.0 && o.den.fract() == 0.0;
         }
-        let domains: Vec<Vec<(f64, f64)>> = by
-            .into_values()
-            .map(|m| m.into_values().collect::<Vec<_>>())
+        let mut sums: Vec<_> = by.into_iter().collect();
+        sums.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let domains: Vec<Vec<(f64, f64)>> = sums
+            .chunk_by(|a, b| a.0.0 == b.0.0)
+            .map(|d| d.iter().map(|(_, c)| *c).collect::<Vec<_>>())
             .filter(|cs: &Vec<(f64, f64)>| cs.iter().map(|c| c.1).sum::<f64>() > 0.0)
             .collect();
         Clusters { domains, weight, proportion: rate && proportion, trials }
@@ -238,13 +246,13 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// The equal-domain-weight mean alone (each domain's ratio of sums, then their mean).
-pub fn mean(obs: &[Obs]) -> Option<f64> {
+pub fn mean(obs: &[Obs<'_>]) -> Option<f64> {
     Clusters::of(obs, Weight::Domain, false).estimate()
 }
 
 /// The equal-domain-weight mean of a score with its 95 % interval (clusters within domains;
 /// see [`interval_weighted`]). `None` without observations.
-pub fn interval(obs: &[Obs]) -> Option<Estimate> {
+pub fn interval(obs: &[Obs<'_>]) -> Option<Estimate> {
     interval_weighted(obs, Weight::Domain)
 }
 
@@ -252,20 +260,20 @@ pub fn interval(obs: &[Obs]) -> Option<Estimate> {
 /// domains strata and their clusters the units sampled: a t interval on the design's
 /// degrees of freedom. A domain with one cluster has no spread to measure: the estimate
 /// then says `no_interval`.
-pub fn interval_weighted(obs: &[Obs], weight: Weight) -> Option<Estimate> {
+pub fn interval_weighted(obs: &[Obs<'_>], weight: Weight) -> Option<Estimate> {
     estimate(&Clusters::of(obs, weight, false), obs.len())
 }
 
 /// The equal-domain-weight share of a rate (observations of whole counts: yes/no trials,
 /// false claims of claims) with its 95 % interval (see [`rate_interval_weighted`]).
-pub fn rate_interval(obs: &[Obs]) -> Option<Estimate> {
+pub fn rate_interval(obs: &[Obs<'_>]) -> Option<Estimate> {
     rate_interval_weighted(obs, Weight::Domain)
 }
 
 /// [`interval_weighted`] for a rate: Korn and Graubard's interval of a proportion when
 /// every observation is whole counts (0 ≤ num ≤ den), which stays inside [0, 1] and is not
 /// empty at 0 or 1; the t interval otherwise.
-pub fn rate_interval_weighted(obs: &[Obs], weight: Weight) -> Option<Estimate> {
+pub fn rate_interval_weighted(obs: &[Obs<'_>], weight: Weight) -> Option<Estimate> {
     estimate(&Clusters::of(obs, weight, true), obs.len())
 }
 
@@ -290,12 +298,12 @@ pub struct Paired {
 /// Compares paired observations: `diffs` holds a − b per shared trial. Where a domain has
 /// fewer than two clusters its spread cannot be measured, so no test is possible: p is 1
 /// and the difference says `no_interval`.
-pub fn paired(diffs: &[Obs]) -> Option<Paired> {
+pub fn paired(diffs: &[Obs<'_>]) -> Option<Paired> {
     paired_weighted(diffs, Weight::Domain)
 }
 
 /// [`paired`] with domains weighted as `weight` says.
-pub fn paired_weighted(diffs: &[Obs], weight: Weight) -> Option<Paired> {
+pub fn paired_weighted(diffs: &[Obs<'_>], weight: Weight) -> Option<Paired> {
     let clusters = Clusters::of(diffs, weight, false);
     let mean = clusters.estimate()?;
     let spread = clusters.spread(mean);

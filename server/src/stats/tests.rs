@@ -9,18 +9,18 @@ use rand_chacha::ChaCha8Rng;
 /// stratum: two constant domains give a zero-width interval (one stratum would not).
 #[test]
 fn pooled_weighting_is_the_observation_mean_stratified_by_domain() {
-    let mut obs: Vec<Obs> = (0..2).map(|i| Obs::value("a", &format!("a{i}"), 1.0)).collect();
-    obs.extend((0..4).map(|i| Obs::value("b", &format!("b{i}"), 0.0)));
+    let mut obs: Vec<Obs<'static>> = (0..2).map(|i| Obs::value("a", format!("a{i}"), 1.0)).collect();
+    obs.extend((0..4).map(|i| Obs::value("b", format!("b{i}"), 0.0)));
     let domain = interval(&obs).expect("estimate");
     assert_eq!(domain.mean, 0.5);
     let pooled = interval_weighted(&obs, Weight::Pooled).expect("estimate");
     assert!((pooled.mean - 1.0 / 3.0).abs() < 1e-12, "{pooled:?}");
-    let one: Vec<Obs> = obs.iter().map(|o| Obs { domain: "all".into(), ..o.clone() }).collect();
+    let one: Vec<Obs<'static>> = obs.iter().map(|o| Obs { domain: "all".into(), ..o.clone() }).collect();
     let unstratified = interval(&one).expect("estimate");
     assert!(unstratified.hi - unstratified.lo > 0.2, "{unstratified:?}");
     // Constant values that are no proportion (0.7 is no share of whole counts): the
     // t interval has no width.
-    let c: Vec<Obs> = (0..6).map(|i| Obs::value(["a", "b"][i % 2], &format!("c{i}"), 0.7)).collect();
+    let c: Vec<Obs<'static>> = (0..6).map(|i| Obs::value(["a", "b"][i % 2], format!("c{i}"), 0.7)).collect();
     let e = interval_weighted(&c, Weight::Pooled).expect("estimate");
     assert!(e.lo == e.mean && e.hi == e.mean && !e.no_interval, "{e:?}");
 }
@@ -31,18 +31,18 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
 
 #[test]
 fn a_constant_score_has_a_degenerate_interval_and_a_constant_share_does_not() {
-    let obs: Vec<Obs> = (0..50).map(|i| Obs::value(["shop", "wiki"][i % 2], &format!("c{i}"), 0.7)).collect();
+    let obs: Vec<Obs<'static>> = (0..50).map(|i| Obs::value(["shop", "wiki"][i % 2], format!("c{i}"), 0.7)).collect();
     let e = interval(&obs).expect("estimate");
     assert!(close(e.mean, 0.7, 1e-12) && close(e.lo, 0.7, 1e-12) && close(e.hi, 0.7, 1e-12), "{e:?}");
     // Twenty trials in four families that all failed: a rate of 0 is not known to be
     // exactly 0. The upper bound is Jeffreys' at the effective n = 20 · (t19 / t3)² = 8.65
     // (the 97.5th percentile of Beta(0.5, 9.15), 0.2457).
-    let zero: Vec<Obs> = (0..20).map(|i| Obs::value("shop", &format!("c{}", i % 4), 0.0)).collect();
+    let zero: Vec<Obs<'static>> = (0..20).map(|i| Obs::value("shop", format!("c{}", i % 4), 0.0)).collect();
     let e = rate_interval(&zero).expect("estimate");
     assert!(e.mean == 0.0 && e.lo == 0.0 && close(e.hi, 0.2457, 1e-3), "{e:?}");
     // Twenty independent trials (twenty families): 1 − 0.025^(1/20)-like, Jeffreys at 20
     // · (t19 / t19)² = 20 (0.1165).
-    let apart: Vec<Obs> = (0..20).map(|i| Obs::value("shop", &format!("c{i}"), 0.0)).collect();
+    let apart: Vec<Obs<'static>> = (0..20).map(|i| Obs::value("shop", format!("c{i}"), 0.0)).collect();
     let e = rate_interval(&apart).expect("estimate");
     assert!(close(e.hi, 0.1165, 1e-3), "{e:?}");
     // The same zeros as a score (an NRG that never moved) have no spread at all.
@@ -55,8 +55,8 @@ fn a_large_sample_mean_lies_within_its_standard_error() {
     // 4,000 independent Bernoulli(0.3) trials in one domain: the interval should be
     // about ±1.96 standard errors around the sample mean.
     let mut rng = ChaCha8Rng::seed_from_u64(7);
-    let obs: Vec<Obs> =
-        (0..4000).map(|i| Obs::value("shop", &format!("c{i}"), if rng.random_bool(0.3) { 1.0 } else { 0.0 })).collect();
+    let obs: Vec<Obs<'static>> =
+        (0..4000).map(|i| Obs::value("shop", format!("c{i}"), if rng.random_bool(0.3) { 1.0 } else { 0.0 })).collect();
     let e = interval(&obs).expect("estimate");
     let se = (0.3f64 * 0.7 / 4000.0).sqrt();
     assert!(close(e.mean, 0.3, 3.0 * se), "{e:?}");
@@ -68,10 +68,10 @@ fn a_large_sample_mean_lies_within_its_standard_error() {
 /// 0.8: mean 0.5, se = sd/√4 with sd = 0.2582, on 3 degrees of freedom (t = 3.182).
 #[test]
 fn a_few_clusters_give_a_t_interval_on_their_degrees_of_freedom() {
-    let obs: Vec<Obs> = [0.2, 0.4, 0.6, 0.8]
+    let obs: Vec<Obs<'static>> = [0.2, 0.4, 0.6, 0.8]
         .iter()
         .enumerate()
-        .flat_map(|(c, &m)| (0..3).map(move |_| Obs::value("wiki", &format!("c{c}"), m)))
+        .flat_map(|(c, &m)| (0..3).map(move |_| Obs::value("wiki", format!("c{c}"), m)))
         .collect();
     let e = interval(&obs).expect("estimate");
     // sd of (0.2, 0.4, 0.6, 0.8) = 0.258199; se = 0.129099.
@@ -82,7 +82,8 @@ fn a_few_clusters_give_a_t_interval_on_their_degrees_of_freedom() {
 
 #[test]
 fn a_domain_with_one_cluster_has_no_interval() {
-    let mut obs: Vec<Obs> = (0..6).map(|i| Obs::value("shop", &format!("s{}", i % 3), f64::from(i % 2))).collect();
+    let mut obs: Vec<Obs<'static>> =
+        (0..6).map(|i| Obs::value("shop", format!("s{}", i % 3), f64::from(i % 2))).collect();
     obs.extend((0..3).map(|_| Obs::value("wiki", "only", 0.5)));
     let e = interval(&obs).expect("estimate");
     assert!(e.no_interval && e.lo == e.mean && e.hi == e.mean, "{e:?}");
@@ -92,8 +93,8 @@ fn a_domain_with_one_cluster_has_no_interval() {
 
 #[test]
 fn domains_weigh_equally() {
-    let mut obs: Vec<Obs> = (0..90).map(|i| Obs::value("shop", &format!("s{i}"), 1.0)).collect();
-    obs.extend((0..10).map(|i| Obs::value("wiki", &format!("w{i}"), 0.0)));
+    let mut obs: Vec<Obs<'static>> = (0..90).map(|i| Obs::value("shop", format!("s{i}"), 1.0)).collect();
+    obs.extend((0..10).map(|i| Obs::value("wiki", format!("w{i}"), 0.0)));
     assert!(close(interval(&obs).expect("estimate").mean, 0.5, 1e-12));
 }
 
@@ -101,7 +102,7 @@ fn domains_weigh_equally() {
 fn clusters_count_whole() {
     // Two clusters of 100 trials, one all yes and one all no: the spread is the two
     // clusters', so the interval spans [0, 1] (a trial-level one would be narrow).
-    let mut obs: Vec<Obs> = (0..100).map(|_| Obs::value("shop", "a", 1.0)).collect();
+    let mut obs: Vec<Obs<'static>> = (0..100).map(|_| Obs::value("shop", "a", 1.0)).collect();
     obs.extend((0..100).map(|_| Obs::value("shop", "b", 0.0)));
     for e in [interval(&obs), rate_interval(&obs)] {
         let e = e.expect("estimate");
@@ -131,11 +132,12 @@ fn wald_p_values() {
 
 #[test]
 fn paired_differences_detect_a_shift() {
-    let diffs: Vec<Obs> =
-        (0..200).map(|i| Obs::value("wiki", &format!("c{i}"), if i % 4 == 0 { 0.0 } else { 1.0 })).collect();
+    let diffs: Vec<Obs<'static>> =
+        (0..200).map(|i| Obs::value("wiki", format!("c{i}"), if i % 4 == 0 { 0.0 } else { 1.0 })).collect();
     let p = paired(&diffs).expect("paired");
     assert!(close(p.diff.mean, 0.75, 1e-12) && p.p < 1e-6, "{p:?}");
-    let none: Vec<Obs> = (0..200).map(|i| Obs::value("wiki", &format!("c{i}"), f64::from(i % 2) * 2.0 - 1.0)).collect();
+    let none: Vec<Obs<'static>> =
+        (0..200).map(|i| Obs::value("wiki", format!("c{i}"), f64::from(i % 2) * 2.0 - 1.0)).collect();
     assert!(paired(&none).expect("paired").p > 0.5);
 }
 
@@ -230,13 +232,13 @@ fn clusters_without_a_denominator_do_not_make_a_spread() {
 /// of forty clusters, or one domain of forty, carry no such mark.
 #[test]
 fn an_interval_says_its_worst_case_coverage_where_a_domain_has_few_clusters() {
-    let obs = |shape: &[usize]| -> Vec<Obs> {
+    let obs = |shape: &[usize]| -> Vec<Obs<'static>> {
         let mut out = Vec::new();
         for (d, &g) in shape.iter().enumerate() {
             for c in 0..g {
                 for t in 0..5 {
                     let v = f64::from(u8::try_from((c * 7 + t * 3 + d) % 5).expect("small"));
-                    out.push(Obs::value(&format!("d{d}"), &format!("l{c}"), v / 10.0));
+                    out.push(Obs::value(format!("d{d}"), format!("l{c}"), v / 10.0));
                 }
             }
         }

@@ -25,7 +25,7 @@ pub(super) fn detection_rows(scores: &[TrialScore], agents: &[&str], levels: &BT
                 let flagged = members.iter().filter(|s| s.filter_flags.get(filter).unwrap_or(false)).count();
                 #[allow(clippy::cast_precision_loss)]
                 flag_rate.insert(filter.to_string(), flagged as f64 / members.len() as f64);
-                let obs: Vec<Obs> = members
+                let obs: Vec<Obs<'_>> = members
                     .iter()
                     .filter_map(|s| {
                         let success = s.attack_success?;
@@ -39,7 +39,7 @@ pub(super) fn detection_rows(scores: &[TrialScore], agents: &[&str], levels: &BT
                 agent: (*agent).to_string(),
                 level: (*level).to_string(),
                 trials: members.len(),
-                goal_rate: estimate(&members, Metric::GoalRate),
+                goal_rate: estimate(&members, Metric::GoalRate, None),
                 flag_rate,
                 residual_goal_rate: residual,
             });

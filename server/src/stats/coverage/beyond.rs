@@ -54,7 +54,7 @@ pub(super) fn rare_score_row(replicates: usize) -> Row {
         for c in 0..4 {
             let p = d.cluster_rate(0.1, &mut rng);
             for _ in 0..5 {
-                obs.push(Obs::value("d", &format!("c{c}"), f64::from(u8::from(rng.random_bool(p)))));
+                obs.push(Obs::value("d", format!("c{c}"), f64::from(u8::from(rng.random_bool(p)))));
             }
         }
         tally_est(&mut row, interval_weighted(&obs, Weight::Domain), 0.1);

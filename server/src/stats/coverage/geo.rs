@@ -14,14 +14,14 @@ pub(super) fn over_lists(
     rng: &mut ChaCha8Rng,
     mut list: impl FnMut(usize, &mut ChaCha8Rng) -> f64,
     mut target: impl FnMut(f64, &mut ChaCha8Rng) -> f64,
-) -> Vec<Obs> {
+) -> Vec<Obs<'static>> {
     let mut obs = Vec::new();
     for (di, &g) in lists.iter().enumerate() {
         for l in 0..g {
             let p = list(di, rng);
             for _ in 0..5 {
                 let v = target(p, rng);
-                obs.push(Obs::value(&format!("d{di}"), &format!("l{l}"), v));
+                obs.push(Obs::value(format!("d{di}"), format!("l{l}"), v));
             }
         }
     }
