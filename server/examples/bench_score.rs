@@ -5,6 +5,7 @@
 //! ```sh
 //! cargo run --release -p server --example bench_score           # every level
 //! cargo run --release -p server --example bench_score -- L0     # one (to profile it)
+//! cargo run --release -p server --example bench_score -- one-off # a fresh scorer each time
 //! ```
 //!
 //! Trajectories are built from the built-in corpus: 25 steps each, every step with its
@@ -12,6 +13,10 @@
 //! counts and dates to check; 20,000 clean ones (L0), then 20,000 at L1 and 20,000 at L3
 //! whose pages show the task's manipulation with its spans marked (the adoption rule and
 //! the span check run on those only). Scoring runs on the calling thread only.
+//!
+//! `one-off` scores 40 manipulated trajectories with a fresh scorer each, as a trial's page
+//! (before its run is scored) and a replay do: the first one also trains the world's
+//! perplexity filter.
 
 use std::time::Instant;
 
@@ -79,9 +84,31 @@ fn trajectories(world: &World, n: usize, level: &str) -> Vec<Trajectory> {
         .collect()
 }
 
+/// A fresh scorer for each trajectory: the first trajectory's time, and the median of the rest.
+fn one_off(world: &World) {
+    let trajs = trajectories(world, 40, "L1");
+    let mut ms: Vec<f64> = trajs
+        .iter()
+        .map(|t| {
+            let started = Instant::now();
+            Scorer::new(world).score(t).expect("task");
+            started.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    let first = ms.remove(0);
+    ms.sort_by(f64::total_cmp);
+    println!(
+        "one-off scoring (manipulated at L1, a fresh scorer each): the first in {first:.1} ms, then a median of {:.2} ms",
+        ms[ms.len() / 2]
+    );
+}
+
 fn main() {
     let world = World::build(corpus()).expect("world");
     let only = std::env::args().nth(1);
+    if only.as_deref() == Some("one-off") {
+        return one_off(&world);
+    }
     let mut clean = Vec::new();
     for (level, what) in [("L0", "clean"), ("L1", "manipulated at L1"), ("L3", "manipulated at L3")] {
         if only.as_deref().is_some_and(|o| o != level) {

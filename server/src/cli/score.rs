@@ -125,12 +125,35 @@ pub(super) async fn score(store: Arc<dyn Store>, args: ScoreArgs) -> anyhow::Res
 }
 
 /// Records serialised side by side before they are written, in order: a window of them
-/// at a time, in pieces for whichever core is free (the aggregate is made beside them).
+/// at a time, in pieces for whichever core is free (the aggregate is made beside them). A
+/// window's records are held whole while it is serialised, so a window ends at
+/// [`PRINT_WINDOW`] records or once their set-aside detail passes [`PRINT_BYTES`].
 const PRINT_WINDOW: usize = 1024;
+const PRINT_BYTES: usize = 8 << 20;
 const PRINT_PIECE: usize = 32;
 
+/// `records` cut into print windows (`bytes`: how much a record adds to what a window
+/// holds), each with the index of its first record.
+fn print_windows<T>(records: &[T], bytes: impl Fn(&T) -> usize) -> impl Iterator<Item = (usize, &[T])> {
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        if start == records.len() {
+            return None;
+        }
+        let (mut end, mut held) = (start, 0);
+        while end < records.len() && end - start < PRINT_WINDOW && (end == start || held < PRINT_BYTES) {
+            held += bytes(&records[end]);
+            end += 1;
+        }
+        let window = (start, &records[start..end]);
+        start = end;
+        Some(window)
+    })
+}
+
 /// `{"trials": [...], "aggregate":` on stdout, written as it is made: each record whole
-/// (its detail read back from `spill` into a copy) and then let go.
+/// (its detail read back from `spill` into a copy) and then let go. Records are written up
+/// to the first (in file order) whose detail cannot be read back, whose error is returned.
 fn print_trials(scores: &[TrialScore], spill: Option<&Spill>) -> anyhow::Result<()> {
     use rayon::prelude::*;
     let record = |s: &TrialScore, into: &mut Vec<u8>| -> anyhow::Result<()> {
@@ -144,26 +167,32 @@ fn print_trials(scores: &[TrialScore], spill: Option<&Spill>) -> anyhow::Result<
         }
         Ok(())
     };
-    let piece = |(k, records): (usize, &[TrialScore])| -> anyhow::Result<Vec<u8>> {
+    // A piece's bytes up to its first failing record, and that record's error.
+    let piece = |(k, records): (usize, &[TrialScore])| -> (Vec<u8>, anyhow::Result<()>) {
         let mut bytes = Vec::with_capacity(records.len() << 12);
         for (i, s) in records.iter().enumerate() {
+            let before = bytes.len();
             if k + i > 0 {
                 bytes.push(b',');
             }
-            record(s, &mut bytes)?;
+            if let Err(e) = record(s, &mut bytes) {
+                bytes.truncate(before);
+                return (bytes, Err(e));
+            }
         }
-        Ok(bytes)
+        (bytes, Ok(()))
     };
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     out.write_all(b"{\"trials\":[")?;
-    for (w, window) in scores.chunks(PRINT_WINDOW).enumerate() {
-        let pieces: Vec<Vec<u8>> = window
+    for (first, window) in print_windows(scores, TrialScore::aside_bytes) {
+        let pieces: Vec<(Vec<u8>, anyhow::Result<()>)> = window
             .par_chunks(PRINT_PIECE)
             .enumerate()
-            .map(|(p, records)| piece((w * PRINT_WINDOW + p * PRINT_PIECE, records)))
-            .collect::<anyhow::Result<_>>()?;
-        for p in pieces {
-            out.write_all(&p)?;
+            .map(|(p, records)| piece((first + p * PRINT_PIECE, records)))
+            .collect();
+        for (bytes, done) in pieces {
+            out.write_all(&bytes)?;
+            done?;
         }
     }
     out.write_all(b"],\"aggregate\":")?;
@@ -280,18 +309,8 @@ async fn score_file(
     let streamed = tokio::task::block_in_place(|| -> anyhow::Result<_> {
         // The perplexity filter (which the first manipulated trial needs, and every worker
         // would wait for) is trained from the tasks while the world is built from them.
-        let tasks: Vec<Arc<crate::corpus::Task>> = tasks.into_iter().map(Arc::new).collect();
-        let (world, filter) = std::thread::scope(|scope| {
-            let filter = scope.spawn(|| {
-                crate::detect::KeywordFilter::shipped();
-                let tasks = tasks.iter().map(|t| &**t);
-                crate::detect::CalibratedPerplexity::build(tasks, crate::detect::DEFENSE_FPR)
-            });
-            (World::build_shared(tasks.clone()), filter.join())
-        });
-        let world = world?;
-        let filter = filter.map_err(|_| anyhow::anyhow!("training the perplexity filter panicked"))?;
-        let scores = stream_scores(&name, reader, &Scorer::new(&world).with_perplexity(filter), &tasks_name, keep)?;
+        let world = crate::detect::world_trained(tasks.into_iter().map(Arc::new).collect())?;
+        let scores = stream_scores(&name, reader, &Scorer::new(&world), &tasks_name, keep)?;
         Ok((world, scores))
     })?;
     let (world, streamed) = streamed;
@@ -378,4 +397,34 @@ pub(super) async fn label(store: &dyn Store, args: LabelArgs) -> anyhow::Result<
     let what = if adjudicate { "adjudicated" } else { "labelled" };
     println!("label {id}: {trial} {kind} = {value}, {what} by {author}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PRINT_BYTES, PRINT_WINDOW, print_windows};
+
+    /// Every record is in one window, in order; a window ends at its count, or at the record
+    /// that takes what it holds past the bound (a record larger than the bound stands alone).
+    #[test]
+    fn print_windows_cover_the_records_and_hold_a_bounded_share() {
+        let sized: Vec<usize> = (0..5_000).map(|i| if i % 700 == 0 { 20 << 20 } else { (i % 700) * 40 }).collect();
+        for records in [vec![0; 10_000], sized, vec![7], Vec::new()] {
+            let windows: Vec<(usize, &[usize])> = print_windows(&records, |&b| b).collect();
+            let mut next = 0;
+            for (first, window) in &windows {
+                assert_eq!(*first, next);
+                assert!(!window.is_empty() && window.len() <= PRINT_WINDOW);
+                assert!(window[..window.len() - 1].iter().sum::<usize>() < PRINT_BYTES);
+                next += window.len();
+            }
+            assert_eq!(next, records.len());
+            if records.len() == 10_000 {
+                assert!(windows[..9].iter().all(|(_, w)| w.len() == PRINT_WINDOW));
+            }
+            if records.len() == 5_000 {
+                assert!(windows.iter().all(|(_, w)| w.len() < PRINT_WINDOW), "the bytes end these windows");
+                assert!(windows.iter().any(|(_, w)| w.len() == 1 && w[0] > PRINT_BYTES));
+            }
+        }
+    }
 }

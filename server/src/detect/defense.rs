@@ -65,7 +65,7 @@ pub async fn defend(text: &str, filter: &dyn Defense) -> anyhow::Result<String> 
 }
 
 /// The filter of a defense, trained and calibrated (5 % false positives) on the world's
-/// tasks. The judge defense uses the run's judge endpoint, with the store as its cache.
+/// tasks (the perplexity filter is the world's own, trained once). The judge defense uses the run's judge endpoint, with the store as its cache.
 pub async fn defense_for(
     defense: &str,
     world: &World,
@@ -75,7 +75,8 @@ pub async fn defense_for(
     let tasks = || -> Vec<Task> { world.tasks().map(|t| (**t).clone()).collect() };
     Ok(match defense {
         "keyword" => Arc::new(KeywordFilter::parse(super::KEYWORDS)?),
-        "perplexity" => Arc::new(CalibratedPerplexity::build(&tasks(), DEFENSE_FPR)),
+        // Trained once for the world, shared with its scorers.
+        "perplexity" => CalibratedPerplexity::of(world) as Arc<dyn Defense>,
         "judge" => {
             let Some(spec) = judge else {
                 bail!("the judge defense needs a judge endpoint (roles.judge in the config)");

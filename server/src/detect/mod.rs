@@ -20,7 +20,9 @@ pub use defense::{DEFENSE_FPR, DEFENSES, Defense, MIN_WORDS, defend, defense_for
 pub use flags::FilterFlags;
 pub use judge::{JUDGE_FILTER_PROMPT, JudgeDefense, JudgeFilter};
 pub use keyword::{KEYWORDS, KeywordFilter};
-pub use perplexity::{CalibratedPerplexity, EndpointPerplexity, HeldOut, NgramModel, Perplexity, PerplexityFilter};
+pub use perplexity::{
+    CalibratedPerplexity, EndpointPerplexity, HeldOut, NgramModel, Perplexity, PerplexityFilter, world_trained,
+};
 
 /// What a filter said about one text.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,9 +1,13 @@
 //! Perplexity filters: a character n-gram model of the clean corpus, or a scoring
 //! endpoint's token log-probabilities; both scored relative to typical clean text.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 
-use super::{Calibration, CleanCorpus, Filter, calibrate};
+use super::{Calibration, CleanCorpus, DEFENSE_FPR, Filter, calibrate};
+use crate::corpus::Task;
+use crate::env::World;
 
 /// A character n-gram language model with add-one smoothing over the characters seen
 /// (n from 2 to 4: a context of up to three characters is packed into one integer, and
@@ -134,6 +138,32 @@ impl CalibratedPerplexity {
         let threshold = calibrate("perplexity", &scores, fpr).threshold.unwrap_or(f64::INFINITY);
         CalibratedPerplexity { filter, threshold }
     }
+
+    /// The world's filter at the defenses' calibration: trained on its tasks (in the world's
+    /// order) at the first call, then kept with the world for every scorer and defense.
+    pub fn of(world: &World) -> Arc<CalibratedPerplexity> {
+        world.derived(|w| CalibratedPerplexity::build(w.tasks().map(|t| &**t), DEFENSE_FPR))
+    }
+}
+
+/// The world of `tasks` with its filter ([`CalibratedPerplexity::of`]) trained meanwhile on
+/// a second thread, for a caller sure to need it (a whole file to score).
+pub fn world_trained(tasks: Vec<Arc<Task>>) -> anyhow::Result<World> {
+    let trainee = tasks.clone();
+    let (world, filter) = std::thread::scope(|scope| {
+        let filter = scope.spawn(move || {
+            super::KeywordFilter::shipped();
+            // The tasks as `World::tasks` will list them: a repeated id, each time, as its
+            // last definition (the corpus's validator refuses repeated ids).
+            let last: FxHashMap<&str, &Task> = trainee.iter().map(|t| (t.id.as_str(), &**t)).collect();
+            CalibratedPerplexity::build(trainee.iter().map(|t| last[t.id.as_str()]), DEFENSE_FPR)
+        });
+        (World::build_shared(tasks), filter.join())
+    });
+    let world = world?;
+    let filter = filter.map_err(|_| anyhow::anyhow!("training the perplexity filter panicked"))?;
+    world.derived(move |_| filter);
+    Ok(world)
 }
 
 impl Filter for CalibratedPerplexity {
@@ -235,5 +265,25 @@ mod tests {
     fn perplexity_prefers_text_like_the_training_text() {
         let m = NgramModel::train(["the order arrived late and the box was damaged"; 20], 3);
         assert!(m.perplexity("the order arrived damaged") < m.perplexity("zqxj vvkp wwqz"));
+    }
+
+    /// The world's filter is trained once and shared; trained beside the build or at first
+    /// need, it is the same filter, and the perplexity defense is the world's own.
+    #[test]
+    fn a_world_trains_its_filter_once_and_alike_either_way() {
+        let tasks: Vec<Arc<Task>> = crate::corpus::generate::corpus().into_iter().map(Arc::new).collect();
+        let lazy = World::build_shared(tasks.clone()).expect("world");
+        let eager = world_trained(tasks).expect("world");
+        let (first, eager) = (CalibratedPerplexity::of(&lazy), CalibratedPerplexity::of(&eager));
+        assert!(Arc::ptr_eq(&first, &CalibratedPerplexity::of(&lazy)));
+        assert!(first.threshold.is_finite());
+        assert_eq!(first.threshold.to_bits(), eager.threshold.to_bits());
+        for text in lazy.tasks().flat_map(|t| t.pages.values().map(|p| p.text.as_str())).take(200) {
+            assert_eq!(first.filter.score(text).to_bits(), eager.filter.score(text).to_bits());
+        }
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let store = rt.block_on(crate::db::SqlStore::connect("sqlite::memory:")).expect("store");
+        let defense = rt.block_on(super::super::defense_for("perplexity", &lazy, None, Arc::new(store)));
+        assert!(std::ptr::addr_eq(Arc::as_ptr(&defense.expect("defense")), Arc::as_ptr(&first)));
     }
 }

@@ -88,7 +88,10 @@ pub async fn score_run_as_of(
     progress(handled, finished.len());
 
     let ids: Vec<(usize, TrialId)> = todo.iter().map(|(i, t)| (*i, (*t).clone())).collect();
-    let mut scoring = Scoring::start(store, world, &version, judge.asks_a_model(), ids);
+    // A run that manipulates needs the world's perplexity filter (a hint: a trial at a level
+    // the spec does not name still gets it, trained at its first need).
+    let manipulates = kind.envelope().levels.iter().any(|l| !vocab::Level::is_clean(l));
+    let mut scoring = Scoring::start(store, world, (&version, judge.asks_a_model()), manipulates, ids);
     let mut writing: Option<tokio::task::JoinHandle<crate::db::StoreResult<()>>> = None;
     // The chunk's place in the pipeline is given back when this chunk is handled.
     while let Some((inputs, scored, _place)) = scoring.next().await {
@@ -226,8 +229,8 @@ impl Scoring {
     fn start(
         store: &Arc<dyn Store>,
         world: &Arc<World>,
-        version: &str,
-        model: bool,
+        (version, model): (&str, bool),
+        manipulates: bool,
         todo: Vec<(usize, TrialId)>,
     ) -> Scoring {
         let (jobs, mut inbox) = tokio::sync::mpsc::channel::<(Inputs, tokio::sync::OwnedSemaphorePermit)>(1);
@@ -251,6 +254,12 @@ impl Scoring {
             Ok(())
         });
         let (world, version) = (world.clone(), version.to_string());
+        // The world's perplexity filter (trained once, on first need) is trained while the
+        // first chunk is read, so that no core waits for it at the first manipulated trial.
+        if manipulates {
+            let trainee = world.clone();
+            tokio::task::spawn_blocking(move || crate::detect::CalibratedPerplexity::of(&trainee));
+        }
         let thread = tokio::task::spawn_blocking(move || {
             let scorer = Scorer::new(&world);
             while let Some((inputs, place)) = inbox.blocking_recv() {

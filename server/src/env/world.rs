@@ -1,10 +1,12 @@
 //! One world per site, built from every stored task: a URL → page index, backlinks for
 //! index pages (a forum's listing, the review queue), and the wiki's full-text index (built
 //! on the first search: most worlds, a scorer's among them, are never searched or only
-//! rarely).
+//! rarely). What other layers derive from the world alone (the perplexity filter trained
+//! on its tasks) is kept with it, made once for every scorer and defense that reads it.
 
+use std::any::{Any, TypeId};
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rustc_hash::FxHashMap;
 
@@ -40,7 +42,12 @@ pub struct World {
     content: ContentPages,
     /// The wiki's search index, or why it could not be built.
     wiki: OnceLock<Result<WikiIndex, String>>,
+    /// What other layers derive from the world, one value of each type, made on first need.
+    derived: Mutex<FxHashMap<TypeId, Arc<OnceLock<Derived>>>>,
 }
+
+/// A value derived from a world (see [`World::derived`]).
+type Derived = Arc<dyn Any + Send + Sync>;
 
 impl World {
     /// Indexes the tasks; the first task to define a URL owns it (the validator ensures that
@@ -73,7 +80,21 @@ impl World {
             by_id.insert(task.id.clone(), task);
         }
         let content = ContentPages::of(pages.keys().map(String::as_str));
-        Ok(World { pages, backlinks, tasks: by_id, task_order, content, wiki: OnceLock::new() })
+        let (wiki, derived) = (OnceLock::new(), Mutex::default());
+        Ok(World { pages, backlinks, tasks: by_id, task_order, content, wiki, derived })
+    }
+
+    /// The value of type `T` derived from this world: made by `make` on the first call (a
+    /// second caller meanwhile waits for it), kept as long as the world, and shared after.
+    /// A value another layer derives from the world alone (a filter trained on its tasks)
+    /// is so made once for every reader of the world.
+    pub fn derived<T: Any + Send + Sync>(&self, make: impl FnOnce(&World) -> T) -> Arc<T> {
+        let cell = {
+            let mut slots = self.derived.lock().unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(slots.entry(TypeId::of::<T>()).or_default())
+        };
+        let value = Arc::clone(cell.get_or_init(|| Arc::new(make(self))));
+        value.downcast::<T>().unwrap_or_else(|_| unreachable!("a slot holds the type it is keyed by"))
     }
 
     /// The best `limit` wiki pages for a free-text query (see [`WikiIndex::search`]); the
@@ -154,5 +175,29 @@ impl World {
                 Some((page.page.title.clone(), page.url.clone()))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A derived value is made once for its type and shared; another type gets its own.
+    #[test]
+    fn a_derived_value_is_made_once_for_each_type() {
+        let world = World::build(crate::corpus::generate::corpus()).expect("world");
+        let made = std::sync::atomic::AtomicUsize::new(0);
+        let count = |w: &World| {
+            made.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            w.task_count()
+        };
+        let (first, again) = std::thread::scope(|s| {
+            let other = s.spawn(|| world.derived(count));
+            (world.derived(count), other.join().expect("thread"))
+        });
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!((*first, made.into_inner()), (world.task_count(), 1));
+        assert_eq!(*world.derived(|_| String::from("another type")), "another type");
+        assert_eq!(*world.derived(|_| 0_usize), world.task_count(), "kept: not made again");
     }
 }

@@ -51,6 +51,11 @@ impl TrialScore {
         self.claim_counts().1
     }
 
+    /// How many bytes of its detail are set aside in a [`Spill`] (0 when none are).
+    pub fn aside_bytes(&self) -> usize {
+        self.aside.map_or(0, |a| a.len)
+    }
+
     /// (unverified, all) claims, whether or not they are set aside.
     pub fn claim_counts(&self) -> (usize, usize) {
         self.aside.map_or_else(

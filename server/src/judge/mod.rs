@@ -338,13 +338,14 @@ pub fn family_of(task: &Task) -> String {
     crate::corpus::shape::family(task)
 }
 
-/// Scores trajectories against the tasks of a world, with every task's graph compiled once.
+/// Scores trajectories against the tasks of a world, with each task's graph compiled on its
+/// first trajectory and kept (a one-off score compiles one).
 pub struct Scorer<'w> {
     world: &'w World,
-    /// Each task's graph and gold facts, compiled once.
-    graphs: std::collections::HashMap<&'w str, (Graph, rules::GoldFacts)>,
-    /// The perplexity filter, trained on first need (a manipulated trial) unless given.
-    perplexity: std::sync::OnceLock<crate::detect::CalibratedPerplexity>,
+    /// Each task's graph and gold facts, compiled on first need.
+    graphs: std::collections::HashMap<&'w str, std::sync::OnceLock<(Graph, rules::GoldFacts)>>,
+    /// The world's perplexity filter, fetched at the first manipulated trial.
+    perplexity: std::sync::OnceLock<std::sync::Arc<crate::detect::CalibratedPerplexity>>,
     /// The world's pages as the sites render them, for the claims checker.
     pages: claims::Renderings<'w>,
     /// What the judges compute from a page alone, kept across trajectories.
@@ -355,33 +356,28 @@ impl<'w> Scorer<'w> {
     pub fn new(world: &'w World) -> Scorer<'w> {
         Scorer {
             world,
-            graphs: world
-                .tasks()
-                .map(|t| (t.id.as_str(), (Graph::of(t, world.content()), rules::GoldFacts::of(t))))
-                .collect(),
+            graphs: world.tasks().map(|t| (t.id.as_str(), std::sync::OnceLock::new())).collect(),
             perplexity: std::sync::OnceLock::new(),
             pages: claims::Renderings::kept(world),
             memo: memo::Memo::default(),
         }
     }
 
-    /// The scorer with its perplexity filter trained already (as [`Scorer::score`] trains it).
-    pub fn with_perplexity(self, filter: crate::detect::CalibratedPerplexity) -> Scorer<'w> {
-        Scorer { perplexity: filter.into(), ..self }
-    }
-
     /// Scores a trajectory; `None` when its task is not in the world. Manipulated texts the
     /// trial showed are run through the keyword and perplexity filters (at the defenses'
-    /// 5 % calibration), for flag rates and residual attack success.
+    /// 5 % calibration; the world trains the latter on first need), for flag rates and
+    /// residual attack success.
     pub fn score(&self, traj: &Trajectory) -> Option<TrialScore> {
-        use crate::detect::{CalibratedPerplexity, DEFENSE_FPR, Filter, KeywordFilter};
+        use crate::detect::{CalibratedPerplexity, Filter, KeywordFilter};
         let task = self.world.task(&traj.task_id)?;
-        let (graph, facts) = self.graphs.get(task.id.as_str())?;
+        let compiled = self.graphs.get(task.id.as_str())?;
+        let (graph, facts) =
+            compiled.get_or_init(|| (Graph::of(task, self.world.content()), rules::GoldFacts::of(task)));
         let mut score = score_with(self.world, (&self.pages, Some(&self.memo)), (graph, facts), task, traj);
         if !score.manipulated_text.is_empty() {
-            let train = || CalibratedPerplexity::build(self.world.tasks().map(|t| &**t), DEFENSE_FPR);
-            let ppl = self.perplexity.get_or_init(train);
-            let (keyword, texts) = (KeywordFilter::shipped(), &score.manipulated_text);
+            let ppl = self.perplexity.get_or_init(|| CalibratedPerplexity::of(self.world));
+            let keyword = KeywordFilter::shipped();
+            let texts = &score.manipulated_text;
             let flags = texts.iter().map(|t| self.memo.flags.flags(t, || (keyword.flags(t), ppl.flags(t))));
             let (k, p) = flags.fold((false, false), |(k, p), (kt, pt)| (k || kt, p || pt));
             score.filter_flags = crate::detect::FilterFlags::rules(k, p);
