@@ -69,7 +69,7 @@ fn main() {
     let scores = server::judge::stream_scores(
         &path,
         std::io::BufReader::new(file),
-        &server::judge::Scorer::new(&world),
+        &world,
         "the built-in corpus",
         server::judge::aside::Keep::All,
     )

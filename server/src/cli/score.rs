@@ -15,7 +15,7 @@ use crate::env::World;
 use crate::judge::aggregate::{Options, aggregate};
 use crate::judge::aside::{Keep, Spill};
 use crate::judge::rsn::ModelJudge;
-use crate::judge::{Scorer, TrialScore, stream_scores};
+use crate::judge::{TrialScore, stream_scores};
 use app::model::{RunId, TrialId};
 
 /// `mirage score`.
@@ -306,14 +306,13 @@ async fn score_file(
     };
     let (tasks, tasks_name) = load_tasks(tasks)?;
     let reader = open()?;
-    let streamed = tokio::task::block_in_place(|| -> anyhow::Result<_> {
+    let (world, streamed) = tokio::task::block_in_place(|| -> anyhow::Result<_> {
         // The perplexity filter (which the first manipulated trial needs, and every worker
         // would wait for) is trained from the tasks while the world is built from them.
         let world = crate::detect::world_trained(tasks.into_iter().map(Arc::new).collect())?;
-        let scores = stream_scores(&name, reader, &Scorer::new(&world), &tasks_name, keep)?;
+        let scores = stream_scores(&name, reader, &world, &tasks_name, keep)?;
         Ok((world, scores))
     })?;
-    let (world, streamed) = streamed;
     let mut scores = match streamed {
         Ok(scores) => scores,
         Err(problems) => {

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 
 use super::{CalibratedPerplexity, Filter, JudgeDefense, JudgeFilter, KeywordFilter};
-use crate::corpus::Task;
 use crate::db::Store;
 use crate::env::World;
 use crate::llm::{EndpointSpec, HttpLlm};
@@ -65,14 +64,14 @@ pub async fn defend(text: &str, filter: &dyn Defense) -> anyhow::Result<String> 
 }
 
 /// The filter of a defense, trained and calibrated (5 % false positives) on the world's
-/// tasks (the perplexity filter is the world's own, trained once). The judge defense uses the run's judge endpoint, with the store as its cache.
+/// tasks (the perplexity filter is the world's own, trained once). The judge defense uses
+/// the run's judge endpoint, with the store as its cache.
 pub async fn defense_for(
     defense: &str,
     world: &World,
     judge: Option<&EndpointSpec>,
     cache: Arc<dyn Store>,
 ) -> anyhow::Result<Arc<dyn Defense>> {
-    let tasks = || -> Vec<Task> { world.tasks().map(|t| (**t).clone()).collect() };
     Ok(match defense {
         "keyword" => Arc::new(KeywordFilter::parse(super::KEYWORDS)?),
         // Trained once for the world, shared with its scorers.
@@ -86,7 +85,11 @@ pub async fn defense_for(
             let model = spec.model.clone();
             let client = Arc::new(HttpLlm::new(spec).context("judge endpoint")?);
             let filter = JudgeFilter { model, client, cache };
-            Arc::new(JudgeDefense::build(filter, &tasks(), DEFENSE_FPR).await.context("calibrating the judge defense")?)
+            Arc::new(
+                JudgeDefense::build(filter, world.tasks().map(|t| &**t), DEFENSE_FPR)
+                    .await
+                    .context("calibrating the judge defense")?,
+            )
         }
         other => bail!("defense {other:?} is not one of {}", DEFENSES.join(", ")),
     })

@@ -64,7 +64,11 @@ pub struct JudgeDefense {
 
 impl JudgeDefense {
     /// Scores the clean originals (cached) and calibrates to `fpr`.
-    pub async fn build(filter: JudgeFilter, tasks: &[crate::corpus::Task], fpr: f64) -> anyhow::Result<JudgeDefense> {
+    pub async fn build<'t>(
+        filter: JudgeFilter,
+        tasks: impl IntoIterator<Item = &'t crate::corpus::Task>,
+        fpr: f64,
+    ) -> anyhow::Result<JudgeDefense> {
         let threshold = filter.threshold(&CleanCorpus::of(tasks), fpr).await?;
         Ok(JudgeDefense { filter, threshold })
     }

@@ -338,31 +338,33 @@ pub fn groups(scores: &[TrialScore], run: &str, options: &Options) -> anyhow::Re
     // Each row on whichever core is free (rows are in key order whatever the timing).
     Ok(groups
         .par_iter()
-        .map(|(key, members)| (key, members, PairCounts::of(members)))
-        .map(|(key, members, pairing)| Group {
-            key: options.by.iter().cloned().zip(key.iter().cloned()).collect(),
-            trials: members.len(),
-            errors: errors_in(members),
-            error_rate: rate(errors_in(members), members.len()),
-            disputed: members
-                .iter()
-                .filter_map(|s| s.labels.as_ref())
-                .map(|l| labels::QUEUE_ORDER.iter().filter(|k| l.get(**k).disputed).count())
-                .sum(),
-            judge_errors: members.iter().filter(|s| s.rsn_error.is_some()).count(),
-            silent: members.iter().filter(|s| s.status != "error" && s.claim_count() == 0).count(),
-            disagreeing: members.iter().filter(|s| !s.disagreements.is_empty()).count(),
-            self_reported: members.iter().filter(|s| s.self_reported()).count(),
-            appeal_note: super::appeals::withheld(members),
-            design: pairing.design,
-            design_note: pairing.design.note(),
-            pairing,
-            paired_note: pairing.note(),
-            metrics: Metric::ALL
-                .iter()
-                .filter(|m| options.metrics.is_empty() || options.metrics.contains(m))
-                .map(|&m| (m.as_str().to_string(), estimate(members, m, Some(&pairing))))
-                .collect(),
+        .map(|(key, members)| {
+            let pairing = PairCounts::of(members);
+            Group {
+                key: options.by.iter().cloned().zip(key.iter().cloned()).collect(),
+                trials: members.len(),
+                errors: errors_in(members),
+                error_rate: rate(errors_in(members), members.len()),
+                disputed: members
+                    .iter()
+                    .filter_map(|s| s.labels.as_ref())
+                    .map(|l| labels::QUEUE_ORDER.iter().filter(|k| l.get(**k).disputed).count())
+                    .sum(),
+                judge_errors: members.iter().filter(|s| s.rsn_error.is_some()).count(),
+                silent: members.iter().filter(|s| s.status != "error" && s.claim_count() == 0).count(),
+                disagreeing: members.iter().filter(|s| !s.disagreements.is_empty()).count(),
+                self_reported: members.iter().filter(|s| s.self_reported()).count(),
+                appeal_note: super::appeals::withheld(members),
+                design: pairing.design,
+                design_note: pairing.design.note(),
+                pairing,
+                paired_note: pairing.note(),
+                metrics: Metric::ALL
+                    .iter()
+                    .filter(|m| options.metrics.is_empty() || options.metrics.contains(m))
+                    .map(|&m| (m.as_str().to_string(), estimate(members, m, Some(&pairing))))
+                    .collect(),
+            }
         })
         .collect())
 }

@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::aside::Keep;
 use super::{Scorer, Trajectory, TrialScore, VALIDATOR};
 use crate::corpus::jsonl::read_line;
+use crate::env::World;
 
 /// Lines per chunk handed to a worker.
 const CHUNK: usize = 128;
@@ -144,17 +145,18 @@ impl Gathered {
     }
 }
 
-/// Scores every line of `reader` (a trajectory file named `file`) against `scorer`'s tasks
+/// Scores every line of `reader` (a trajectory file named `file`) against `world`'s tasks
 /// (named `tasks` in messages) with the rule-based judges, on every core, each score's
 /// detail handled as `keep` says. Returns the scores in line order, or every problem found
 /// (schema, unknown task, repeated trial id), each naming file, line and field.
 pub fn stream_scores<R: BufRead>(
     file: &str,
     reader: R,
-    scorer: &Scorer<'_>,
+    world: &World,
     tasks: &str,
     keep: Keep<'_>,
 ) -> anyhow::Result<Result<Vec<TrialScore>, Vec<String>>> {
+    let scorer = Scorer::new(world);
     let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let (tx, rx) = mpsc::sync_channel::<Chunk>(workers * 2);
     // The workers own the receiver: when the last one has stopped, for whatever reason, the
@@ -173,7 +175,7 @@ pub fn stream_scores<R: BufRead>(
         });
         let handles: Vec<_> = (0..workers)
             .map(|_| {
-                let (rx, scorer, done, free) = (rx.clone(), scorer, done_tx.clone(), free_tx.clone());
+                let (rx, scorer, done, free) = (rx.clone(), &scorer, done_tx.clone(), free_tx.clone());
                 scope.spawn(move || -> anyhow::Result<()> {
                     let mut failed = None;
                     loop {
@@ -278,7 +280,6 @@ fn send_chunks<R: BufRead>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::env::World;
 
     #[test]
     fn the_quick_checks_use_the_schemas_own_enums() {
@@ -362,10 +363,9 @@ mod tests {
         let error_without_reason = good.replace(r#""trial_id":"a""#, r#""trial_id":"d","status":"error""#);
         let unknown = good.replace(r#""trial_id":"a""#, r#""trial_id":"e""#).replace("shop-example-01", "nope");
         let text = [good, &bad_level, &bad_action, &error_without_reason, good, &unknown, "{oops"].join("\n");
-        let problems =
-            stream_scores("t.jsonl", std::io::Cursor::new(text.clone()), &Scorer::new(&world), "the corpus", Keep::All)
-                .expect("read")
-                .expect_err("problems");
+        let problems = stream_scores("t.jsonl", std::io::Cursor::new(text.clone()), &world, "the corpus", Keep::All)
+            .expect("read")
+            .expect_err("problems");
         // The schema's own messages for lines 2–4 and 7, as the whole-file reader gives them.
         let whole: Vec<String> = match super::super::read_trajectories("t.jsonl", &text) {
             Err(errors) => errors.iter().map(ToString::to_string).collect(),
@@ -376,15 +376,9 @@ mod tests {
         }
         assert!(problems.iter().any(|p| p.starts_with("t.jsonl:5:trial_id: \"a\" repeats line 1")), "{problems:?}");
         assert!(problems.iter().any(|p| p.starts_with("t.jsonl:6:task_id: task \"nope\"")), "{problems:?}");
-        let ok = stream_scores(
-            "t.jsonl",
-            std::io::Cursor::new(good.to_string()),
-            &Scorer::new(&world),
-            "the corpus",
-            Keep::All,
-        )
-        .expect("read")
-        .expect("scored");
+        let ok = stream_scores("t.jsonl", std::io::Cursor::new(good.to_string()), &world, "the corpus", Keep::All)
+            .expect("read")
+            .expect("scored");
         assert_eq!(ok.len(), 1);
         assert_eq!(ok[0].acc_dec.as_ref().map(|d| d.default), Some(1.0));
     }
