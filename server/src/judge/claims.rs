@@ -42,10 +42,7 @@ use serde::{Deserialize, Serialize};
 use super::Trajectory;
 use crate::corpus::urls::normalise;
 use forms::{absolute, date_forms, host_of, is_loopback, number_forms, scaled, shows_id};
-use patterns::{
-    COUNT, DATE, ID, MONEY, NAME, PERCENT, URL, USERNAME, count_parts, digit_outside, id_number, may_be_money,
-    may_be_percent, may_name_places, may_name_users, name_of, username_of,
-};
+use patterns::{Found, Kind, URL, count_parts, id_number, name_of, scan, username_of};
 pub use received::{Renderings, received_of};
 
 /// A claim's source when clean received text supports it.
@@ -458,10 +455,10 @@ fn may_hold_names(bytes: &[u8]) -> bool {
 /// The claims of one text (the rationale or a thought), each checked against `scope`,
 /// appended to `out` unless `out[group..]` lists it already.
 fn extract(text: &str, scope: Scope<'_>, from: &'static str, turn: Option<usize>, group: usize, out: &mut Vec<Claim>) {
-    let numbers = has_digit(text.as_bytes());
-    if !numbers && !may_hold_names(text.as_bytes()) {
+    if !has_digit(text.as_bytes()) && !may_hold_names(text.as_bytes()) {
         return;
     }
+    let found = scan(text);
     let mut push = |claim: &str, kind: &'static str, source: &'static str| {
         let claim = claim.trim();
         if !claim.is_empty() && !out[group..].iter().any(|c| c.kind == kind && c.text.eq_ignore_ascii_case(claim)) {
@@ -476,44 +473,48 @@ fn extract(text: &str, scope: Scope<'_>, from: &'static str, turn: Option<usize>
         }
     };
     // A number inside a cited URL belongs to the URL claim.
-    let mut urls: Vec<Range<usize>> = Vec::new();
-    // Every form of a URL holds a slash.
-    for m in memchr::memchr(b'/', text.as_bytes()).is_some().then(|| URL.find_iter(text)).into_iter().flatten() {
-        let url = url_text(m.as_str());
-        urls.push(m.range());
+    let urls = found.of(Kind::Url);
+    for r in urls {
+        let url = url_text(&text[r.clone()]);
         push(url, "url", scope.url(&absolute(url)));
     }
-    if !numbers || !digit_outside(text, &urls) {
-        return names(text, scope, &mut push);
-    }
-    let outside = |r: Range<usize>| !urls.iter().any(|u| u.start < r.end && r.start < u.end);
-    let money = may_be_money(text).then(|| MONEY.find_iter(text)).into_iter().flatten();
-    for m in money.filter(|m| outside(m.range())) {
-        let digits: String = m.as_str().chars().filter(|c| c.is_ascii_digit() || *c == '.' || *c == ',').collect();
-        let digits = scaled(digits.trim_end_matches(['.', ',']), m.as_str());
+    let outside = |r: &&Range<usize>| !urls.iter().any(|u| u.start < r.end && r.start < u.end);
+    for r in found.of(Kind::Money).iter().filter(outside) {
+        let m = &text[r.clone()];
+        let digits: String = m.chars().filter(|c| c.is_ascii_digit() || *c == '.' || *c == ',').collect();
+        let digits = scaled(digits.trim_end_matches(['.', ',']), m);
         // A suffixed amount ("EUR 4m") is shown as written or in full.
-        let written = m.as_str().trim_end_matches(',');
+        let written = m.trim_end_matches(',');
         push(written, "money", scope.source(|hay| shows_money(hay, &digits) || occurs(hay, written)));
     }
-    for whole in ID.find_iter(text).filter(|m| outside(m.range())) {
-        push(whole.as_str(), "id", scope.source(|hay| shows_id(hay, id_number(whole.as_str()))));
+    for r in found.of(Kind::Id).iter().filter(outside) {
+        let whole = &text[r.clone()];
+        push(whole, "id", scope.source(|hay| shows_id(hay, id_number(whole))));
     }
-    let percent = may_be_percent(text).then(|| PERCENT.find_iter(text)).into_iter().flatten();
-    for m in percent.filter(|m| outside(m.range())) {
-        let number: String = m.as_str().chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
-        push(m.as_str(), "percent", scope.source(|hay| shows_percent(hay, &number)));
+    for r in found.of(Kind::Percent).iter().filter(outside) {
+        let m = &text[r.clone()];
+        let number: String = m.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+        push(m, "percent", scope.source(|hay| shows_percent(hay, &number)));
     }
-    for m in DATE.find_iter(text).filter(|m| outside(m.range())) {
-        let forms = date_forms(m.as_str());
+    for r in found.of(Kind::Date).iter().filter(outside) {
+        let m = &text[r.clone()];
+        let forms = date_forms(m);
         // A month without its day ("2011-03-") is any date of that month.
         let shows = |hay: &[u8], f: &String| {
             if f.ends_with('-') { memmem::find(hay, f.as_bytes()).is_some() } else { occurs(hay, f) }
         };
-        push(m.as_str(), "date", scope.source(|hay| forms.iter().any(|f| shows(hay, f))));
+        push(m, "date", scope.source(|hay| forms.iter().any(|f| shows(hay, f))));
     }
-    for whole in COUNT.find_iter(text) {
-        let (number, word) = count_parts(&text[whole.range()]);
-        let number = whole.start()..whole.start() + number.len();
+    counts(text, &found, scope, &mut push);
+    names(text, &found, scope, &mut push);
+}
+
+/// The count claims of `text`.
+fn counts(text: &str, found: &Found, scope: Scope<'_>, push: &mut impl FnMut(&str, &'static str, &'static str)) {
+    let urls = found.of(Kind::Url);
+    for whole in found.of(Kind::Count) {
+        let (number, word) = count_parts(&text[whole.clone()]);
+        let number = whole.start..whole.start + number.len();
         // A number is read whole: the end of a decimal, an amount or a date ("$14,788.69",
         // "2026-05-15") is no count.
         if !stands_alone(text.as_bytes(), &number) {
@@ -524,30 +525,25 @@ fn extract(text: &str, scope: Scope<'_>, from: &'static str, turn: Option<usize>
         if after.trim_start().starts_with('%') || text[..number.start].ends_with(['$', '€', '£']) {
             continue;
         }
-        if !outside(whole.range()) {
+        if urls.iter().any(|u| u.start < whole.end && whole.start < u.end) {
             continue;
         }
-        let rest = fold(&text[number.end..whole.end()]);
+        let rest = fold(&text[number.end..whole.end]);
         let stem: String = fold(word).chars().take(4).collect();
         let stem = memmem::Finder::new(stem.as_bytes());
-        push(whole.as_str(), "count", scope.source(|hay| shows_count(hay, &text[number.clone()], &rest, &stem)));
+        push(&text[whole.clone()], "count", scope.source(|hay| shows_count(hay, &text[number.clone()], &rest, &stem)));
     }
-    names(text, scope, &mut push);
 }
 
 /// The username and name claims of `text`.
-fn names(text: &str, scope: Scope<'_>, push: &mut impl FnMut(&str, &'static str, &'static str)) {
-    if may_name_users(text) {
-        for m in USERNAME.find_iter(text) {
-            let name = username_of(m.as_str());
-            push(name, "username", scope.source(|hay| occurs(hay, name)));
-        }
+fn names(text: &str, found: &Found, scope: Scope<'_>, push: &mut impl FnMut(&str, &'static str, &'static str)) {
+    for r in found.of(Kind::Username) {
+        let name = username_of(&text[r.clone()]);
+        push(name, "username", scope.source(|hay| occurs(hay, name)));
     }
-    if may_name_places(text) {
-        for m in NAME.find_iter(text) {
-            let name = name_of(m.as_str());
-            push(name, "name", scope.source(|hay| occurs(hay, name)));
-        }
+    for r in found.of(Kind::Name) {
+        let name = name_of(&text[r.clone()]);
+        push(name, "name", scope.source(|hay| occurs(hay, name)));
     }
 }
 

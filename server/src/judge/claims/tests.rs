@@ -500,25 +500,26 @@ fn the_parts_read_off_a_match_are_the_patterns_groups() {
         "2 of the items",
     ];
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(48);
+    let [count, id, username, name] = [Kind::Count, Kind::Id, Kind::Username, Kind::Name].map(super::patterns::pattern);
     let mut seen = [0usize; 4];
     for _ in 0..20_000 {
         let n = rng.random_range(1..12);
         let text: String = (0..n).map(|_| PIECES[rng.random_range(0..PIECES.len())]).collect();
-        for c in COUNT.captures_iter(&text) {
+        for c in count.captures_iter(&text) {
             let (whole, number, word) = (c.get(0).unwrap(), c.get(1).unwrap(), c.get(2).unwrap());
             assert_eq!(count_parts(whole.as_str()), (number.as_str(), word.as_str()), "{text:?}");
             seen[0] += 1;
         }
-        for c in ID.captures_iter(&text) {
+        for c in id.captures_iter(&text) {
             assert_eq!(id_number(c.get(0).unwrap().as_str()), c.get(1).unwrap().as_str(), "{text:?}");
             seen[1] += 1;
         }
-        for c in USERNAME.captures_iter(&text) {
+        for c in username.captures_iter(&text) {
             let group = c.get(1).or_else(|| c.get(2)).unwrap().as_str();
             assert_eq!(username_of(c.get(0).unwrap().as_str()), group, "{text:?}");
             seen[2] += 1;
         }
-        for c in NAME.captures_iter(&text) {
+        for c in name.captures_iter(&text) {
             let group = c.get(1).or_else(|| c.get(2)).unwrap().as_str();
             assert_eq!(name_of(c.get(0).unwrap().as_str()), group, "{text:?}");
             seen[3] += 1;
