@@ -19,6 +19,10 @@ pub const PASTE_SHARE: f64 = 0.8;
 /// shorter).
 pub const LONG_PASTE: usize = 25;
 
+// A text with fewer than two runs of its own words holds no long stretch either (see
+// [`Received::reasoning_text`]).
+const _: () = assert!(LONG_PASTE >= 2 * PASTE_RUN);
+
 /// Which words stand in a stretch of copied words in a row holding at least [`LONG_PASTE`]
 /// words besides the gold facts it quotes (words that are only punctuation neither count
 /// nor break a stretch; facts quoted one after another are no dump).
@@ -60,7 +64,6 @@ impl Received<'_> {
         let mut words: Vec<(usize, &str)> = Vec::with_capacity(text.len() / 5 + 1);
         words.extend(text.split_whitespace().map(|w| (w.as_ptr() as usize - text.as_ptr() as usize, w)));
         let keys: Vec<Cow<'_, str>> = words.iter().map(|(_, w)| key(w)).collect();
-        let pasted = self.pasted(&keys);
         let lower = text.to_lowercase();
         let mut in_fact = vec![false; words.len()];
         for fact in facts {
@@ -73,11 +76,16 @@ impl Received<'_> {
                 }
             }
         }
-        let outside: Vec<bool> =
-            (0..words.len()).filter(|&i| !in_fact[i] && !keys[i].is_empty()).map(|i| pasted[i]).collect();
-        let copied = outside.iter().filter(|p| **p).count();
+        let own: Vec<usize> = (0..words.len()).filter(|&i| !in_fact[i] && !keys[i].is_empty()).collect();
+        // Fewer words than two runs besides the facts: neither a paste (it needs two runs'
+        // worth copied) nor a long stretch (it needs more), so nothing received is read.
+        if own.len() < 2 * PASTE_RUN {
+            return Cow::Borrowed(text);
+        }
+        let pasted = self.pasted(&keys);
+        let copied = own.iter().filter(|&&i| pasted[i]).count();
         #[allow(clippy::cast_precision_loss)]
-        let dump = copied >= 2 * PASTE_RUN && copied as f64 >= PASTE_SHARE * outside.len() as f64;
+        let dump = copied >= 2 * PASTE_RUN && copied as f64 >= PASTE_SHARE * own.len() as f64;
         // A long copied stretch is a dump of its page whatever surrounds it: padding a paste
         // with words of one's own does not make the pasted facts reasoning.
         let long = long_stretches(&pasted, &keys, &in_fact);
@@ -273,6 +281,26 @@ impl Rolling {
 
 #[cfg(test)]
 mod tests {
+    use super::{PASTE_RUN, Received};
+
+    #[test]
+    fn two_runs_copied_word_for_word_are_a_paste_and_fewer_words_are_not() {
+        let ticket: Vec<String> = (0..40).map(|i| format!("word{i}")).collect();
+        let received = Received::new(&ticket.join(" "), &[]);
+        for n in [2 * PASTE_RUN - 1, 2 * PASTE_RUN, 2 * PASTE_RUN + 3] {
+            let copied = ticket[5..5 + n].join(" ");
+            let read = received.reasoning_text(&copied, &[]);
+            if n < 2 * PASTE_RUN {
+                assert_eq!(read, copied, "{n} words");
+            } else {
+                assert_eq!(read, "", "{n} copied words are all left out");
+            }
+            // As many words of its own, none copied, are reasoning.
+            let own: Vec<String> = copied.split(' ').enumerate().map(|(i, w)| format!("{w}{}", i % 5)).collect();
+            assert_eq!(received.reasoning_text(&own.join(" "), &[]), own.join(" "));
+        }
+    }
+
     #[test]
     fn words_split_where_split_whitespace_splits_them() {
         for text in ["a\u{b}b c", "A,  b\u{c}c\td\r\ne", "x\u{a0}y z", "(one) two. \u{b}three"] {
