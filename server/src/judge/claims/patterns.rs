@@ -4,6 +4,8 @@ use std::ops::Range;
 use std::sync::LazyLock;
 
 use regex::Regex;
+use regex_automata::nfa::thompson::{self, State};
+use regex_automata::util::primitives::StateID;
 use regex_automata::{Anchored, Input, PatternID, meta};
 
 /// The kinds of claim the patterns find; the scanner's patterns are numbered in this order.
@@ -61,8 +63,49 @@ pub(super) fn pattern(kind: Kind) -> Regex {
 /// The URL pattern on its own, for the addresses a ticket quotes.
 pub(super) static URL: LazyLock<Regex> = LazyLock::new(|| pattern(Kind::Url));
 
-/// Every pattern in one automaton: a search finds the leftmost start of any kind's match.
-static SCANNER: LazyLock<meta::Regex> = LazyLock::new(|| meta::Regex::new_many(&*SOURCES).expect("claim patterns"));
+/// Every pattern in one automaton (a search finds the leftmost start of any kind's match),
+/// and for each kind the bytes its matches can begin with.
+struct Scanner {
+    regex: meta::Regex,
+    starts: Vec<[bool; 256]>,
+}
+
+static SCANNER: LazyLock<Scanner> = LazyLock::new(|| {
+    let regex = meta::Regex::new_many(&*SOURCES).expect("claim patterns");
+    let nfa = thompson::NFA::new_many(&*SOURCES).expect("claim patterns");
+    let starts = (0..SOURCES.len()).map(|k| first_bytes(&nfa, PatternID::must(k))).collect();
+    Scanner { regex, starts }
+});
+
+/// The bytes a match of pattern `pid` of `nfa` can begin with (a look-around counts as met,
+/// so the set may hold more than the pattern ever starts with, never less).
+fn first_bytes(nfa: &thompson::NFA, pid: PatternID) -> [bool; 256] {
+    let mut can = [false; 256];
+    let mut todo: Vec<StateID> = nfa.start_pattern(pid).into_iter().collect();
+    let mut seen = vec![false; nfa.states().len()];
+    while let Some(id) = todo.pop() {
+        if std::mem::replace(&mut seen[id.as_usize()], true) {
+            continue;
+        }
+        let mut mark = |r: &thompson::Transition| can[usize::from(r.start)..=usize::from(r.end)].fill(true);
+        match nfa.state(id) {
+            State::ByteRange { trans } => mark(trans),
+            State::Sparse(sparse) => sparse.transitions.iter().for_each(mark),
+            State::Dense(dense) => {
+                for (b, next) in dense.transitions.iter().enumerate() {
+                    can[b] |= *next != StateID::ZERO;
+                }
+            }
+            State::Look { next, .. } | State::Capture { next, .. } => todo.push(*next),
+            State::Union { alternates } => todo.extend(alternates.iter().copied()),
+            State::BinaryUnion { alt1, alt2 } => todo.extend([*alt1, *alt2]),
+            State::Fail => {}
+            // An empty match begins anywhere.
+            State::Match { .. } => can = [true; 256],
+        }
+    }
+    can
+}
 
 /// The matches of every kind in one text, as each kind's pattern alone finds them.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -81,15 +124,16 @@ impl Found {
 ///
 /// One search finds the leftmost start `s` where any pattern matches and reports the
 /// first kind matching there; each later kind that is not still inside its previous match
-/// is then tried anchored at `s`, and the search goes on from `s + 1`. No kind can match
-/// earlier than `s`, so each kind's next match is found where its own search finds it.
+/// is then tried anchored at `s` (where its pattern can begin with the byte there), and the
+/// search goes on from `s + 1`. No kind can match earlier than `s`, so each kind's next
+/// match is found where its own search finds it.
 pub(super) fn scan(text: &str) -> Found {
     let mut found = Found::default();
     // Where each kind's previous match ended (its own search goes on from there).
     let mut free = [0usize; 8];
     let mut at = 0;
     while at <= text.len() {
-        let Some(m) = SCANNER.search(&Input::new(text).range(at..)) else { break };
+        let Some(m) = SCANNER.regex.search(&Input::new(text).range(at..)) else { break };
         let (s, first) = (m.start(), m.pattern().as_usize());
         if free[first] <= s {
             found.0[first].push(s..m.end());
@@ -97,11 +141,11 @@ pub(super) fn scan(text: &str) -> Found {
         }
         // A kind before `first` does not match at `s`: it would have been reported.
         for (k, (free, found)) in free.iter_mut().zip(&mut found.0).enumerate().skip(first + 1) {
-            if *free > s {
+            if *free > s || !SCANNER.starts[k][usize::from(text.as_bytes()[s])] {
                 continue;
             }
             let anchored = Input::new(text).range(s..).anchored(Anchored::Pattern(PatternID::must(k)));
-            if let Some(m) = SCANNER.search(&anchored) {
+            if let Some(m) = SCANNER.regex.search(&anchored) {
                 found.push(s..m.end());
                 *free = m.end();
             }
@@ -268,5 +312,17 @@ mod tests {
         // kind's match hide another's would fail above).
         assert!(seen.iter().all(|&n| n > 300), "{seen:?}");
         assert!(overlaps > 2_000, "{overlaps}");
+    }
+
+    #[test]
+    fn each_kind_is_tried_only_where_its_pattern_can_begin() {
+        let ascii = |k: Kind| -> String {
+            (0u8..128).filter(|&b| SCANNER.starts[k as usize][usize::from(b)]).map(char::from).collect()
+        };
+        assert_eq!(ascii(Kind::Count), "0123456789");
+        assert_eq!(ascii(Kind::Id), "ACDOPRTacdoprt");
+        assert_eq!(ascii(Kind::Money), "$0123456789EGUegu");
+        // Unicode spaces begin with 0xE2 (a URL may come after one); no id begins with it.
+        assert!(SCANNER.starts[Kind::Url as usize][0xE2] && !SCANNER.starts[Kind::Id as usize][0xE2]);
     }
 }
