@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 use super::Trajectory;
 use crate::corpus::urls::normalise;
 use forms::{absolute, date_forms, host_of, is_loopback, number_forms, scaled, shows_id};
-use patterns::{Found, Kind, URL, count_parts, id_number, name_of, scan, username_of};
+use patterns::{Found, Kind, alone, count_parts, id_number, name_of, scan, username_of};
 pub use received::{Renderings, received_of};
 
 /// A claim's source when clean received text supports it.
@@ -145,7 +145,7 @@ impl<'v> Received<'v> {
         let mut text = String::with_capacity(ticket.len() + 1);
         fold_into(ticket, &mut text);
         text.push('\n');
-        let ticket_urls = URL.find_iter(ticket).map(|m| normalise(url_text(m.as_str()))).collect();
+        let ticket_urls = alone(Kind::Url).find_iter(ticket).map(|m| normalise(url_text(m.as_str()))).collect();
         Received {
             text,
             injected: String::new(),
@@ -455,7 +455,8 @@ fn may_hold_names(bytes: &[u8]) -> bool {
 /// The claims of one text (the rationale or a thought), each checked against `scope`,
 /// appended to `out` unless `out[group..]` lists it already.
 fn extract(text: &str, scope: Scope<'_>, from: &'static str, turn: Option<usize>, group: usize, out: &mut Vec<Claim>) {
-    if !has_digit(text.as_bytes()) && !may_hold_names(text.as_bytes()) {
+    let numbers = has_digit(text.as_bytes());
+    if !numbers && !may_hold_names(text.as_bytes()) {
         return;
     }
     let found = scan(text);
@@ -478,6 +479,17 @@ fn extract(text: &str, scope: Scope<'_>, from: &'static str, turn: Option<usize>
         let url = url_text(&text[r.clone()]);
         push(url, "url", scope.url(&absolute(url)));
     }
+    // Numbers are read from a text that holds an ASCII digit (the patterns' `\d` also reads
+    // other scripts' digits there).
+    if numbers {
+        numeric(text, &found, scope, &mut push);
+    }
+    names(text, &found, scope, &mut push);
+}
+
+/// The money, id, percent, date and count claims of `text`.
+fn numeric(text: &str, found: &Found, scope: Scope<'_>, push: &mut impl FnMut(&str, &'static str, &'static str)) {
+    let urls = found.of(Kind::Url);
     let outside = |r: &&Range<usize>| !urls.iter().any(|u| u.start < r.end && r.start < u.end);
     for r in found.of(Kind::Money).iter().filter(outside) {
         let m = &text[r.clone()];
@@ -505,8 +517,7 @@ fn extract(text: &str, scope: Scope<'_>, from: &'static str, turn: Option<usize>
         };
         push(m, "date", scope.source(|hay| forms.iter().any(|f| shows(hay, f))));
     }
-    counts(text, &found, scope, &mut push);
-    names(text, &found, scope, &mut push);
+    counts(text, found, scope, push);
 }
 
 /// The count claims of `text`.

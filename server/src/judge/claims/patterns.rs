@@ -54,14 +54,15 @@ static SOURCES: LazyLock<[String; 8]> = LazyLock::new(|| {
     ]
 });
 
-/// One kind's pattern on its own (the scanner is what the checker runs; this is for quoted
-/// URLs of a ticket and for tests).
-pub(super) fn pattern(kind: Kind) -> Regex {
-    Regex::new(&SOURCES[kind as usize]).expect("claim pattern")
-}
+/// Each kind's pattern on its own: for the addresses a ticket quotes, and for a text the one
+/// scan would read too often (see [`scan`]).
+static ALONE: LazyLock<[Regex; 8]> =
+    LazyLock::new(|| std::array::from_fn(|k| Regex::new(&SOURCES[k]).expect("claim pattern")));
 
-/// The URL pattern on its own, for the addresses a ticket quotes.
-pub(super) static URL: LazyLock<Regex> = LazyLock::new(|| pattern(Kind::Url));
+/// The pattern of `kind` on its own.
+pub(super) fn alone(kind: Kind) -> &'static Regex {
+    &ALONE[kind as usize]
+}
 
 /// Every pattern in one automaton (a search finds the leftmost start of any kind's match),
 /// and for each kind the bytes its matches can begin with.
@@ -118,16 +119,37 @@ impl Found {
     }
 }
 
-/// Scans `text` once for every kind of claim. Each kind's matches are what its own pattern
-/// finds searching left to right (leftmost-first, without overlaps among themselves), so
-/// matches of different kinds may overlap: a date inside a count, a name inside a URL.
+/// Texts longer than this are searched kind by kind (see [`scan`]).
+const SCAN_BYTES: usize = 2048;
+
+/// The matches of every kind in `text`. Each kind's matches are what its own pattern finds
+/// searching left to right (leftmost-first, without overlaps among themselves), so matches
+/// of different kinds may overlap: a date inside a count, a name inside a URL.
+///
+/// Found in one scan (see [`scan_once`]) unless the text is long or the scan would read it
+/// many times over; then each kind's pattern searches it on its own, in time linear in it.
+pub(super) fn scan(text: &str) -> Found {
+    (text.len() <= SCAN_BYTES).then(|| scan_once(text)).flatten().unwrap_or_else(|| kind_by_kind(text))
+}
+
+/// Each kind's pattern run over `text` on its own.
+fn kind_by_kind(text: &str) -> Found {
+    Found(std::array::from_fn(|k| ALONE[k].find_iter(text).map(|m| m.range()).collect()))
+}
+
+/// [`scan`] in one pass, or `None` once its searches have read about four times the text.
 ///
 /// One search finds the leftmost start `s` where any pattern matches and reports the
 /// first kind matching there; each later kind that is not still inside its previous match
 /// is then tried anchored at `s` (where its pattern can begin with the byte there), and the
 /// search goes on from `s + 1`. No kind can match earlier than `s`, so each kind's next
-/// match is found where its own search finds it.
-pub(super) fn scan(text: &str) -> Found {
+/// match is found where its own search finds it. A search from `s + 1` reads to the end of
+/// the match it finds, so a text whose matches start again and again inside a long one (a
+/// run of numbers joined by commas, addresses joined together) would be read once per
+/// start: the budget stops that.
+fn scan_once(text: &str) -> Option<Found> {
+    let budget = 4 * text.len() + 256;
+    let mut read = 0;
     let mut found = Found::default();
     // Where each kind's previous match ended (its own search goes on from there).
     let mut free = [0usize; 8];
@@ -135,6 +157,7 @@ pub(super) fn scan(text: &str) -> Found {
     while at <= text.len() {
         let Some(m) = SCANNER.regex.search(&Input::new(text).range(at..)) else { break };
         let (s, first) = (m.start(), m.pattern().as_usize());
+        read += m.end() - at;
         if free[first] <= s {
             found.0[first].push(s..m.end());
             free[first] = m.end();
@@ -146,13 +169,17 @@ pub(super) fn scan(text: &str) -> Found {
             }
             let anchored = Input::new(text).range(s..).anchored(Anchored::Pattern(PatternID::must(k)));
             if let Some(m) = SCANNER.regex.search(&anchored) {
+                read += m.end() - s;
                 found.push(s..m.end());
                 *free = m.end();
             }
         }
+        if read > budget {
+            return None;
+        }
         at = s + 1;
     }
-    found
+    Some(found)
 }
 
 // The patterns' parts are read off their matches (a search for the groups would run a
@@ -212,10 +239,11 @@ mod tests {
     use super::*;
 
     /// Texts built from pieces near each pattern's literals, in every case and with every
-    /// separator the patterns read (a vertical tab included), beside the live digits, so
-    /// that matches of different kinds meet, overlap and share starts.
+    /// separator the patterns read (a vertical tab and Unicode spaces included), beside
+    /// digits of several scripts and letters that fold onto ASCII ones (the Kelvin sign, the
+    /// long s), so that matches of different kinds meet, overlap and share starts.
     fn texts() -> Vec<String> {
-        const PIECES: [&str; 56] = [
+        const PIECES: [&str; 63] = [
             "u/",
             "@",
             "user",
@@ -259,6 +287,13 @@ mod tests {
             "www.x.org/p",
             "shop/x",
             "kim_42",
+            "\u{212a}",
+            "\u{17f}ep 3",
+            "\u{ff13}",
+            "\u{661}\u{662}\u{663}\u{664}",
+            "\u{2003}",
+            "\u{3000}",
+            "\u{85}",
             "order 1234",
             "Post #5521",
             "page \"Dog care\"",
@@ -291,15 +326,14 @@ mod tests {
 
     #[test]
     fn one_scan_finds_what_each_pattern_finds_alone() {
-        let kinds =
-            [Kind::Url, Kind::Money, Kind::Percent, Kind::Date, Kind::Count, Kind::Id, Kind::Username, Kind::Name];
-        let alone: Vec<Regex> = kinds.into_iter().map(pattern).collect();
         let mut seen = [0usize; 8];
-        let mut overlaps = 0;
+        let (mut overlaps, mut read_too_often) = (0, 0);
         for text in texts() {
-            let want = Found(std::array::from_fn(|k| alone[k].find_iter(&text).map(|m| m.range()).collect()));
-            let got = scan(&text);
-            assert_eq!(got, want, "{text:?}");
+            let want = kind_by_kind(&text);
+            match scan_once(&text) {
+                Some(got) => assert_eq!(got, want, "{text:?}"),
+                None => read_too_often += 1,
+            }
             for (k, m) in want.0.iter().enumerate() {
                 seen[k] += m.len();
             }
@@ -312,6 +346,20 @@ mod tests {
         // kind's match hide another's would fail above).
         assert!(seen.iter().all(|&n| n > 300), "{seen:?}");
         assert!(overlaps > 2_000, "{overlaps}");
+        assert!(read_too_often < 40, "{read_too_often} of the texts were left to the patterns one by one");
+    }
+
+    #[test]
+    fn a_text_whose_matches_start_inside_each_other_is_searched_kind_by_kind() {
+        let numbers = format!("{}1 orders", "1,".repeat(400));
+        let addresses = format!("see {} end", "http://a,".repeat(100));
+        for text in [&numbers, &addresses] {
+            assert!(text.len() <= SCAN_BYTES && scan_once(text).is_none(), "{} bytes", text.len());
+            assert_eq!(scan(text), kind_by_kind(text));
+        }
+        let long = format!("Paid $120.50 on 2024-03-02 for 14 orders. {}", "x ".repeat(SCAN_BYTES));
+        assert!(scan_once(&long).is_some());
+        assert_eq!(scan(&long), kind_by_kind(&long));
     }
 
     #[test]

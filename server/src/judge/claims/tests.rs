@@ -196,6 +196,20 @@ fn amounts_in_digits_beyond_ascii_are_checked_as_written() {
 }
 
 #[test]
+fn a_text_without_an_ascii_digit_makes_no_number_claim_whatever_its_punctuation() {
+    // Digits of other scripts are read in a text that holds an ASCII digit (above); a text
+    // without one makes no number claim, with or without the marks that may start a name.
+    for rationale in [
+        "The customer has \u{ff13} orders.",
+        "The customer has \u{ff13} orders \u{2014} see above.",
+        "Order \u{661}\u{662}\u{663}\u{664} and $\u{ff15} on f/x, 'y' / @zed_q",
+    ] {
+        let cs = claims_given(&["ticket"], rationale);
+        assert!(cs.iter().all(|c| matches!(&*c.kind, "url" | "username" | "name")), "{rationale}: {:?}", kinds(&cs));
+    }
+}
+
+#[test]
 fn money_needs_a_currency_next_to_the_amount() {
     let texts = ["Order 120 of the ledger. Shipping: 35.00 USD, fee €7, tax 4.50 dollars, 60 items"];
     let cs = claims_given(&texts, "It cost $120 plus $35, €7 and $4.5; not $60.");
@@ -500,7 +514,7 @@ fn the_parts_read_off_a_match_are_the_patterns_groups() {
         "2 of the items",
     ];
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(48);
-    let [count, id, username, name] = [Kind::Count, Kind::Id, Kind::Username, Kind::Name].map(super::patterns::pattern);
+    let [count, id, username, name] = [Kind::Count, Kind::Id, Kind::Username, Kind::Name].map(super::patterns::alone);
     let mut seen = [0usize; 4];
     for _ in 0..20_000 {
         let n = rng.random_range(1..12);
