@@ -65,12 +65,21 @@ impl Received<'_> {
         words.extend(text.split_whitespace().map(|w| (w.as_ptr() as usize - text.as_ptr() as usize, w)));
         let keys: Vec<Cow<'_, str>> = words.iter().map(|(_, w)| key(w)).collect();
         let lower = text.to_lowercase();
+        // Where each word stands in the lowercased text, in which the facts are found: a
+        // letter's lower case may take more or fewer bytes (the Kelvin sign, `İ`), never
+        // another place among the words (no letter lowercases to a space, nor a space to
+        // anything else).
+        let places: Vec<(usize, usize)> = if lower.len() == text.len() {
+            words.iter().map(|(start, w)| (*start, w.len())).collect()
+        } else {
+            lower.split_whitespace().map(|w| (w.as_ptr() as usize - lower.as_ptr() as usize, w.len())).collect()
+        };
         let mut in_fact = vec![false; words.len()];
         for fact in facts {
             let len = fact.needle().len();
             for at in fact.find_iter(lower.as_bytes()) {
-                for (i, (start, w)) in words.iter().enumerate() {
-                    if *start < at + len && at < start + w.len() {
+                for (i, (start, n)) in places.iter().enumerate() {
+                    if *start < at + len && at < start + n {
                         in_fact[i] = true;
                     }
                 }
@@ -282,6 +291,21 @@ impl Rolling {
 #[cfg(test)]
 mod tests {
     use super::{PASTE_RUN, Received};
+
+    #[test]
+    fn a_fact_is_found_in_its_own_words_whatever_lowercasing_does_to_the_words_before_it() {
+        let ticket: Vec<String> = (0..60).map(|i| format!("word{i}")).collect();
+        let received = Received::new(&ticket.join(" "), &[]);
+        // A gold fact the rationale quotes (the ticket holds it too) after 100 Kelvin signs,
+        // each 3 bytes that lowercase to one: with the fact read 200 bytes too early, its
+        // last 28 words would count as copied words of the agent's own, a long stretch.
+        let fact = ticket.join(" ");
+        let finder = memchr::memmem::Finder::new(fact.as_bytes());
+        for before in ["\u{212a} ", "\u{130} ", "x "] {
+            let rationale = format!("{}{fact}", before.repeat(100));
+            assert_eq!(received.reasoning_text(&rationale, &[&finder]), rationale, "{before:?}");
+        }
+    }
 
     #[test]
     fn two_runs_copied_word_for_word_are_a_paste_and_fewer_words_are_not() {
