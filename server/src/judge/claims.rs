@@ -490,7 +490,7 @@ fn extract(text: &str, scope: Scope<'_>, from: &'static str, turn: Option<usize>
 /// The money, id, percent, date and count claims of `text`.
 fn numeric(text: &str, found: &Found, scope: Scope<'_>, push: &mut impl FnMut(&str, &'static str, &'static str)) {
     let urls = found.of(Kind::Url);
-    let outside = |r: &&Range<usize>| !urls.iter().any(|u| u.start < r.end && r.start < u.end);
+    let outside = |r: &&Range<usize>| !in_url(urls, r);
     for r in found.of(Kind::Money).iter().filter(outside) {
         let m = &text[r.clone()];
         let digits: String = m.chars().filter(|c| c.is_ascii_digit() || *c == '.' || *c == ',').collect();
@@ -520,6 +520,11 @@ fn numeric(text: &str, found: &Found, scope: Scope<'_>, push: &mut impl FnMut(&s
     counts(text, found, scope, push);
 }
 
+/// Whether `r` overlaps one of the cited URLs (a number there belongs to the URL claim).
+fn in_url(urls: &[Range<usize>], r: &Range<usize>) -> bool {
+    urls.iter().any(|u| u.start < r.end && r.start < u.end)
+}
+
 /// The count claims of `text`.
 fn counts(text: &str, found: &Found, scope: Scope<'_>, push: &mut impl FnMut(&str, &'static str, &'static str)) {
     let urls = found.of(Kind::Url);
@@ -536,7 +541,7 @@ fn counts(text: &str, found: &Found, scope: Scope<'_>, push: &mut impl FnMut(&st
         if after.trim_start().starts_with('%') || text[..number.start].ends_with(['$', '€', '£']) {
             continue;
         }
-        if urls.iter().any(|u| u.start < whole.end && whole.start < u.end) {
+        if in_url(urls, whole) {
             continue;
         }
         let rest = fold(&text[number.end..whole.end]);

@@ -61,25 +61,26 @@ impl Received<'_> {
     /// reasoning; dumping pages is not. `facts` search for the gold facts' lowercased texts
     /// ([`crate::judge::rules::GoldFacts::searchers`]).
     pub fn reasoning_text<'a>(&self, text: &'a str, facts: &[&memchr::memmem::Finder<'_>]) -> Cow<'a, str> {
-        let mut words: Vec<(usize, &str)> = Vec::with_capacity(text.len() / 5 + 1);
-        words.extend(text.split_whitespace().map(|w| (w.as_ptr() as usize - text.as_ptr() as usize, w)));
-        let keys: Vec<Cow<'_, str>> = words.iter().map(|(_, w)| key(w)).collect();
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let keys: Vec<Cow<'_, str>> = words.iter().map(|w| key(w)).collect();
         let lower = text.to_lowercase();
         // Where each word stands in the lowercased text, in which the facts are found: a
         // letter's lower case may take more or fewer bytes (the Kelvin sign, `İ`), never
         // another place among the words (no letter lowercases to a space, nor a space to
         // anything else).
-        let places: Vec<(usize, usize)> = if lower.len() == text.len() {
-            words.iter().map(|(start, w)| (*start, w.len())).collect()
-        } else {
-            lower.split_whitespace().map(|w| (w.as_ptr() as usize - lower.as_ptr() as usize, w.len())).collect()
-        };
+        let places: Vec<Range<usize>> = lower
+            .split_whitespace()
+            .map(|w| {
+                let start = w.as_ptr() as usize - lower.as_ptr() as usize;
+                start..start + w.len()
+            })
+            .collect();
         let mut in_fact = vec![false; words.len()];
         for fact in facts {
             let len = fact.needle().len();
             for at in fact.find_iter(lower.as_bytes()) {
-                for (i, (start, n)) in places.iter().enumerate() {
-                    if *start < at + len && at < start + n {
+                for (i, place) in places.iter().enumerate() {
+                    if place.start < at + len && at < place.end {
                         in_fact[i] = true;
                     }
                 }
@@ -102,7 +103,7 @@ impl Received<'_> {
         if !(0..words.len()).any(drop) {
             return Cow::Borrowed(text);
         }
-        Cow::Owned((0..words.len()).filter(|&i| !drop(i)).map(|i| words[i].1).collect::<Vec<_>>().join(" "))
+        Cow::Owned((0..words.len()).filter(|&i| !drop(i)).map(|i| words[i]).collect::<Vec<_>>().join(" "))
     }
 
     /// Which of `keys` (a text's words, lowercased, punctuation trimmed) stand in a run of

@@ -21,6 +21,9 @@ pub(super) enum Kind {
     Name,
 }
 
+/// How many kinds there are.
+const KINDS: usize = 8;
+
 /// Activity words that make a bare number a claim about the record.
 const ACTIVITY: &str = "orders?|refunds?|returns?|charge-?backs?|disputes?|purchases?|items?|logins?|sign-?ins?|devices?|addresses|accounts?|edits?|revisions?|reverts?|posts?|comments?|replies|reports?|warnings?|bans?|strikes?|complaints?|claims?|notes?|tickets?|times|days|weeks|months|years|hours|minutes|sources?|citations?|references?|contributions?|upvotes?|votes?|members?|users?|followers?";
 
@@ -38,7 +41,7 @@ const ACTIVITY: &str = "orders?|refunds?|returns?|charge-?backs?|disputes?|purch
 /// - `Username`: `@name`, `u/name`, or a name with a digit or `_` after user, editor or
 ///   account.
 /// - `Name`: an `f/` or `r/` forum, or a quoted article, page or forum name.
-static SOURCES: LazyLock<[String; 8]> = LazyLock::new(|| {
+static SOURCES: LazyLock<[String; KINDS]> = LazyLock::new(|| {
     let month = "(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)";
     [
         r#"(?i)\bhttps?://[^\s<>"'()\[\]]+|(?:^|[\s(\["'])(/[a-z][\w.-]*/[^\s<>"'()\[\],;]*|/(?:shop|forum|wiki)\b|//[a-z0-9-]+(?:\.[a-z0-9-]+)+[^\s<>"'()\[\],;]*|(?:shop|forum|wiki)/[a-z][^\s<>"'()\[\],;]*|(?:www\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}/[^\s<>"'()\[\],;]*)"#.to_string(),
@@ -56,7 +59,7 @@ static SOURCES: LazyLock<[String; 8]> = LazyLock::new(|| {
 
 /// Each kind's pattern on its own: for the addresses a ticket quotes, and for a text the one
 /// scan would read too often (see [`scan`]).
-static ALONE: LazyLock<[Regex; 8]> =
+static ALONE: LazyLock<[Regex; KINDS]> =
     LazyLock::new(|| std::array::from_fn(|k| Regex::new(&SOURCES[k]).expect("claim pattern")));
 
 /// The pattern of `kind` on its own.
@@ -68,13 +71,13 @@ pub(super) fn alone(kind: Kind) -> &'static Regex {
 /// and for each kind the bytes its matches can begin with.
 struct Scanner {
     regex: meta::Regex,
-    starts: Vec<[bool; 256]>,
+    starts: [[bool; 256]; KINDS],
 }
 
 static SCANNER: LazyLock<Scanner> = LazyLock::new(|| {
     let regex = meta::Regex::new_many(&*SOURCES).expect("claim patterns");
     let nfa = thompson::NFA::new_many(&*SOURCES).expect("claim patterns");
-    let starts = (0..SOURCES.len()).map(|k| first_bytes(&nfa, PatternID::must(k))).collect();
+    let starts = std::array::from_fn(|k| first_bytes(&nfa, PatternID::must(k)));
     Scanner { regex, starts }
 });
 
@@ -110,7 +113,7 @@ fn first_bytes(nfa: &thompson::NFA, pid: PatternID) -> [bool; 256] {
 
 /// The matches of every kind in one text, as each kind's pattern alone finds them.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(super) struct Found([Vec<Range<usize>>; 8]);
+pub(super) struct Found([Vec<Range<usize>>; KINDS]);
 
 impl Found {
     /// The matches of `kind`, in order.
@@ -152,7 +155,7 @@ fn scan_once(text: &str) -> Option<Found> {
     let mut read = 0;
     let mut found = Found::default();
     // Where each kind's previous match ended (its own search goes on from there).
-    let mut free = [0usize; 8];
+    let mut free = [0usize; KINDS];
     let mut at = 0;
     while at <= text.len() {
         let Some(m) = SCANNER.regex.search(&Input::new(text).range(at..)) else { break };
@@ -326,7 +329,7 @@ mod tests {
 
     #[test]
     fn one_scan_finds_what_each_pattern_finds_alone() {
-        let mut seen = [0usize; 8];
+        let mut seen = [0usize; KINDS];
         let (mut overlaps, mut read_too_often) = (0, 0);
         for text in texts() {
             let want = kind_by_kind(&text);
