@@ -30,7 +30,8 @@ pub struct ScoreArgs {
     /// Task file the trajectories refer to (default: the built-in corpus).
     #[arg(long, conflicts_with = "run")]
     pub tasks: Option<PathBuf>,
-    /// Score a stored run instead (scores are stored and reused until the judges change).
+    /// Score a stored run instead (scores are stored, by the run as its trials finish or by
+    /// the first scoring, and reused until the judges change).
     #[arg(long)]
     pub run: Option<RunId>,
     /// Print one JSON object: {"trials": [...], "aggregate": {...}}.

@@ -12,17 +12,10 @@ use crate::env::World;
 use crate::judge::aggregate::apply_overrides;
 use crate::judge::aside::Keep;
 use crate::judge::rsn::ModelJudge;
-use crate::judge::{Scorer, Trajectory, TrialScore, on_every_core};
-use crate::runs::export::trajectory_of;
+use crate::judge::{Trajectory, TrialScore};
+use crate::runs::scoring::{Inputs, Scored, Scoring};
 use crate::runs::{CHUNK, RunKind};
 use vocab::{RunId, TrialId};
-
-/// A trial scored on a worker: finished (its score and the score's stored body), or waiting
-/// for the model judge with its trajectory.
-enum Scored {
-    Done(TrialScore, String),
-    Pending(Box<Trajectory>, TrialScore),
-}
 
 /// Most model-judge calls in flight at once while a run is scored.
 const JUDGE_CALLS: usize = 8;
@@ -87,11 +80,13 @@ pub async fn score_run_as_of(
     let mut handled = finished.len() - todo.len();
     progress(handled, finished.len());
 
-    let ids: Vec<(usize, TrialId)> = todo.iter().map(|(i, t)| (*i, (*t).clone())).collect();
     // A run that manipulates needs the world's perplexity filter (a hint: a trial at a level
     // the spec does not name still gets it, trained at its first need).
     let manipulates = kind.envelope().levels.iter().any(|l| !vocab::Level::is_clean(l));
-    let mut scoring = Scoring::start(store, world, (&version, judge.asks_a_model()), manipulates, ids);
+    let chunks: Vec<Vec<(usize, TrialId)>> =
+        todo.chunks(CHUNK).map(|c| c.iter().map(|(i, t)| (*i, (*t).clone())).collect()).collect();
+    let chunks = futures::stream::iter(chunks);
+    let mut scoring = Scoring::start(store, world, (&version, judge.asks_a_model()), manipulates, chunks);
     let mut writing: Option<tokio::task::JoinHandle<crate::db::StoreResult<()>>> = None;
     // The chunk's place in the pipeline is given back when this chunk is handled.
     while let Some((inputs, scored, _place)) = scoring.next().await {
@@ -196,104 +191,6 @@ fn reuse_stored<'k>(
         }
     }
     Ok((slots, todo))
-}
-
-/// A chunk's trials, each with its slot: the trial's row and its joined step bodies.
-type Inputs = Vec<(usize, (TrialRow, String))>;
-/// A chunk's trials and what the scoring thread made of each, with the chunk's place in the
-/// pipeline (given back when it is dropped).
-type Done = (Inputs, Vec<anyhow::Result<Scored>>, tokio::sync::OwnedSemaphorePermit);
-
-/// Chunks in the pipeline at once: one being stored, one scored, one read ahead.
-const IN_FLIGHT: usize = 3;
-
-/// A run's trials on their way through the rule-based judges: one task reads them a chunk
-/// at a time, in order, and hands each chunk to the thread that scores it, which hands it on
-/// to [`Scoring::next`]. The scorer has the next chunk waiting while the caller stores the
-/// last one's scores, so the cores never wait between chunks; a chunk is read only when
-/// fewer than [`IN_FLIGHT`] are between the reader and the caller, so memory holds at most
-/// that many chunks' steps.
-struct Scoring {
-    reader: tokio::task::JoinHandle<anyhow::Result<()>>,
-    thread: tokio::task::JoinHandle<()>,
-    scored: tokio::sync::mpsc::Receiver<Done>,
-}
-
-impl Scoring {
-    /// Starts reading and scoring `todo` (each trial with its slot), a chunk at a time. One
-    /// [`Scorer`] serves the whole run, so what it keeps of the pages (graphs, renderings,
-    /// spans, word pairs) serves every chunk. CPU work on a blocking thread, never on the
-    /// async workers that serve requests. Without a model judge the thread also stamps and
-    /// serialises each score and drops the trajectory where it was built (freeing memory
-    /// another thread allocated is slow).
-    fn start(
-        store: &Arc<dyn Store>,
-        world: &Arc<World>,
-        (version, model): (&str, bool),
-        manipulates: bool,
-        todo: Vec<(usize, TrialId)>,
-    ) -> Scoring {
-        let (jobs, mut inbox) = tokio::sync::mpsc::channel::<(Inputs, tokio::sync::OwnedSemaphorePermit)>(1);
-        let (done, scored) = tokio::sync::mpsc::channel::<Done>(1);
-        let store = store.clone();
-        let places = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
-        let reader = tokio::spawn(async move {
-            for chunk in todo.chunks(CHUNK) {
-                let place = places.clone().acquire_owned().await?;
-                let ids: Vec<TrialId> = chunk.iter().map(|(_, t)| t.clone()).collect();
-                let mut read = store.trials_with_steps(&ids).await?;
-                let inputs: Inputs = chunk
-                    .iter()
-                    .map(|(i, id)| Ok((*i, read.remove(id).with_context(|| format!("trial {id} is gone"))?)))
-                    .collect::<anyhow::Result<_>>()?;
-                // The scorer stopped (its caller failed): nothing more to read.
-                if jobs.send((inputs, place)).await.is_err() {
-                    break;
-                }
-            }
-            Ok(())
-        });
-        let (world, version) = (world.clone(), version.to_string());
-        // The world's perplexity filter (trained once, on first need) is trained while the
-        // first chunk is read, so that no core waits for it at the first manipulated trial.
-        if manipulates {
-            let trainee = world.clone();
-            tokio::task::spawn_blocking(move || crate::detect::CalibratedPerplexity::of(&trainee));
-        }
-        let thread = tokio::task::spawn_blocking(move || {
-            let scorer = Scorer::new(&world);
-            while let Some((inputs, place)) = inbox.blocking_recv() {
-                let scored = on_every_core(&inputs, |(_, (trial, steps))| -> anyhow::Result<Scored> {
-                    let traj = trajectory_of(trial, steps)?;
-                    let mut score = scorer.score(&traj).context("the trial's task is in the world")?;
-                    if model {
-                        return Ok(Scored::Pending(Box::new(traj), score));
-                    }
-                    score.judge_version.clone_from(&version);
-                    let body = serde_json::to_string(&score)?;
-                    Ok(Scored::Done(score, body))
-                });
-                // A caller that stopped waiting needs no more.
-                if done.blocking_send((inputs, scored, place)).is_err() {
-                    break;
-                }
-            }
-        });
-        Scoring { reader, thread, scored }
-    }
-
-    /// The next chunk scored, in order; none when every chunk is through (or reading failed:
-    /// [`Scoring::finish`] says why).
-    async fn next(&mut self) -> Option<Done> {
-        self.scored.recv().await
-    }
-
-    /// Waits for the reader and the scorer, with the reader's error if it failed.
-    async fn finish(self) -> anyhow::Result<()> {
-        drop(self.scored);
-        self.reader.await??;
-        Ok(self.thread.await?)
-    }
 }
 
 /// A chunk's scores: each slot with its score and serialised body, or the error. A model

@@ -17,6 +17,7 @@ mod kind;
 mod pool;
 pub mod power;
 pub mod replay;
+pub(crate) mod scoring;
 
 pub use cost::{cost_rows, pricing, replay_use};
 pub use kind::{GeoRun, ImportedRun, RunKind, Unreadable, agent_runs, runs_of_kind};

@@ -144,7 +144,14 @@ async fn run_pool(
         }),
         None => None,
     };
+    // An agent run's trials are scored and their scores stored as they finish (a GEO run's
+    // trials are ranked, not scored).
+    let prescore = geo.is_none().then(|| {
+        let manipulates = spec.levels.iter().any(|l| !vocab::Level::is_clean(l));
+        super::scoring::Prescore::start(&store, &world, run_id, manipulates)
+    });
     let shared = Arc::new(Shared {
+        finished: prescore.as_ref().map(super::scoring::Prescore::sender),
         geo,
         attacker,
         store: store.clone(),
@@ -158,8 +165,15 @@ async fn run_pool(
         on_finish,
         claimed: std::sync::atomic::AtomicUsize::new(0),
     });
-    supervise(&shared, run_id).await?;
-    if shared.options.stop.is_cancelled() {
+    let supervised = supervise(&shared, run_id).await;
+    let stopping = shared.options.stop.is_cancelled();
+    // Every worker is gone: the last sender of finished trials goes with `shared`.
+    drop(shared);
+    if let Some(prescore) = prescore {
+        prescore.finish(run_id).await;
+    }
+    supervised?;
+    if stopping {
         // Stopping: the run stays active with its trials queued, for the next start.
         return Ok(());
     }
@@ -201,6 +215,8 @@ async fn supervise(shared: &Arc<Shared>, run_id: &RunId) -> anyhow::Result<()> {
 
 /// What every worker of one `execute` call shares.
 struct Shared {
+    /// Where each finished trial's id goes to be scored and its score stored (agent runs).
+    finished: Option<tokio::sync::mpsc::UnboundedSender<TrialId>>,
     /// A GEO ranking run's lists and rankers (its trials need no agent).
     geo: Option<Arc<super::geo::GeoExec>>,
     store: Arc<dyn Store>,
@@ -275,6 +291,10 @@ async fn work(shared: &Shared, run_id: &RunId, worker: &str) -> anyhow::Result<(
                 // The run is done the moment its last trial is, not when this pool stops: a
                 // process stopped in between would leave a finished run active.
                 super::close_finished(store.as_ref(), run_id).await;
+                if let Some(finished) = &shared.finished {
+                    // Gone only when the scoring failed; the trial is scored when read.
+                    let _ = finished.send(trial.trial_id.clone());
+                }
                 on_finish(&trial, &end)
             }
             false => {

@@ -128,6 +128,16 @@ fn the_grader_self_tests_run_from_the_command_line() {
     assert!(!o.status.success() && text(&o.stderr).contains("cannot be used with"), "{}", text(&o.stderr));
 }
 
+/// Deletes every stored score in the database at `db`.
+fn forget_scores(db: &std::path::Path) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.display())).await.expect("sqlite");
+        sqlx::query("delete from trial_score").execute(&pool).await.expect("delete");
+        pool.close().await;
+    });
+}
+
 #[test]
 fn run_scores_are_stored_reused_and_overridden_by_people() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -136,7 +146,8 @@ fn run_scores_are_stored_reused_and_overridden_by_people() {
     let v = json_of(&first);
     let n = v["trials"].as_array().map_or(0, Vec::len);
     assert!(n > 10);
-    assert!(text(&first.stderr).contains(&format!("{n} computed now, 0 reused")), "{}", text(&first.stderr));
+    // The run stored each trial's score as the trial finished: the first scoring reads them.
+    assert!(text(&first.stderr).contains(&format!("0 computed now, {n} reused")), "{}", text(&first.stderr));
     // The stored steps read as trajectories score exactly as the exported file does.
     let exported = temp_path(&dir, "exported.jsonl");
     let o = mirage(&db, &["runs", "export", &run, "--out", exported.to_str().expect("utf-8")]);
@@ -153,6 +164,11 @@ fn run_scores_are_stored_reused_and_overridden_by_people() {
     assert_eq!(without_provenance(&file), without_provenance(&v), "scores of the stored run and of its export differ");
     assert!(v["trials"].as_array().expect("trials").iter().all(|t| t["provenance"] == "executed"));
     assert!(file["trials"].as_array().expect("trials").iter().all(|t| t["provenance"] == "file"));
+    // Without them, the stored steps are scored again, stored, and give the same report.
+    forget_scores(&db);
+    let computed = mirage(&db, &["score", "--run", &run, "--json"]);
+    assert!(text(&computed.stderr).contains(&format!("{n} computed now, 0 reused")), "{}", text(&computed.stderr));
+    assert_eq!(first.stdout, computed.stdout, "scores stored as trials finished differ from scores computed later");
     let again = mirage(&db, &["score", "--run", &run, "--json"]);
     assert!(text(&again.stderr).contains(&format!("0 computed now, {n} reused")), "{}", text(&again.stderr));
     assert_eq!(first.stdout, again.stdout, "stored scores give the same report");
