@@ -253,13 +253,15 @@ fn derive_spans(
             }
             let spans = page_spans(world, task, &overlay, &norm, kept);
             let observation = step.observation.as_deref();
-            let withheld = |text: &str| observation.is_some_and(|o| o.contains("[withheld: the ") && !o.contains(text));
+            let shows = |o: &str, text: &str| memchr::memmem::find(o.as_bytes(), text.as_bytes());
+            let withheld =
+                |text: &str| observation.is_some_and(|o| o.contains("[withheld: the ") && shows(o, text).is_none());
             spans
                 .into_iter()
                 .filter(|s| !withheld(&s.text))
                 .map(|mut s| {
                     // Offsets into the line's own observation, where it shows the text.
-                    let at = observation.and_then(|o| o.find(&s.text));
+                    let at = observation.and_then(|o| shows(o, &s.text));
                     s.start = at;
                     s.end = at.map(|a| a + s.text.len());
                     s
@@ -320,9 +322,10 @@ fn overlay_of(task: &Task, traj: &Trajectory, level: Level, notes: &mut Vec<Stri
             named.filter(|n| known.contains(n)).into_iter().chain(known.iter().copied()).collect();
         let write = |s: &&str| crate::manip::overlay_for(task, level.as_str(), Some(s), traj.seed).ok();
         let observed = |o: &Overlay| {
-            o.edits
-                .iter()
-                .any(|e| traj.steps.iter().any(|s| s.observation.as_deref().is_some_and(|x| x.contains(&e.text))))
+            o.edits.iter().any(|e| {
+                let shows = |x: &str| memchr::memmem::find(x.as_bytes(), e.text.as_bytes()).is_some();
+                traj.steps.iter().any(|s| s.observation.as_deref().is_some_and(shows))
+            })
         };
         // The named strategy first; the others are written only when its texts are not the
         // ones the observations show (a mislabelled mark), so an honest line costs one.

@@ -191,6 +191,26 @@ pub fn attack_success(task: &Task, verdict: Option<&str>) -> Option<bool> {
 /// than SipHash (the texts are the file's, so the hash must not be a fixed one).
 type CleanTexts<'t> = indexmap::IndexSet<Cow<'t, str>, foldhash::fast::RandomState>;
 
+/// `text` with each place that shows `needle` (not empty) made one space, left to right as
+/// `str::replace` does; `None` when it shows none. One search (memchr's, which is built for
+/// long needles) rather than a test and a replacement that each build their own.
+pub(super) fn cut_out(text: &str, needle: &str) -> Option<String> {
+    if needle.is_empty() {
+        return None;
+    }
+    let mut at = memchr::memmem::find_iter(text.as_bytes(), needle.as_bytes()).peekable();
+    at.peek()?;
+    let (mut out, mut from) = (String::with_capacity(text.len()), 0);
+    for start in at {
+        // A needle that is text begins on a character of the text.
+        out.push_str(&text[from..start]);
+        out.push(' ');
+        from = start + needle.len();
+    }
+    out.push_str(&text[from..]);
+    Some(out)
+}
+
 /// What the agent received apart from the manipulated spans: the ticket and each
 /// observation with its spans cut out, each distinct text once (a page read again adds no
 /// word pair), borrowed where nothing is cut.
@@ -200,9 +220,9 @@ fn clean_texts<'t>(traj: &'t Trajectory, ticket: &'t str) -> CleanTexts<'t> {
     out.insert(Cow::Borrowed(ticket));
     for step in &traj.steps {
         let mut text = Cow::Borrowed(step.observation.as_deref().unwrap_or_default());
-        for span in step.spans.iter().map(|s| s.text.as_str()).filter(|s| !s.is_empty()) {
-            if text.contains(span) {
-                text = Cow::Owned(text.replace(span, " "));
+        for span in step.spans.iter().map(|s| s.text.as_str()) {
+            if let Some(cut) = cut_out(&text, span) {
+                text = Cow::Owned(cut);
             }
         }
         out.insert(text);
@@ -416,6 +436,18 @@ mod tests {
             let text = format!(r#"{{"value":false,"turn":null,"source":"{source}","confidence":1.0,"reason":"r"}}"#);
             let read: Label = serde_json::from_str(&text).unwrap();
             assert!(matches!(read.source, Word::Borrowed(s) if s == source), "{:?}", read.source);
+        }
+    }
+
+    #[test]
+    fn cutting_a_text_out_is_what_replacing_it_with_a_space_does() {
+        let texts = ["", "aaa", "aaaa", "a span, a span.", "zürich ß — ünïcödé ß", "no match here", "ab ab ab"];
+        let needles = ["", "a", "aa", "span", "ß", "ü", "ab ab", "missing", "—"];
+        for text in texts {
+            for needle in needles {
+                let expected = (!needle.is_empty() && text.contains(needle)).then(|| text.replace(needle, " "));
+                assert_eq!(cut_out(text, needle), expected, "{text:?} without {needle:?}");
+            }
         }
     }
 }

@@ -75,7 +75,12 @@ struct Scanner {
 }
 
 static SCANNER: LazyLock<Scanner> = LazyLock::new(|| {
-    let regex = meta::Regex::new_many(&*SOURCES).expect("claim patterns");
+    // Room for the lazy DFA of eight patterns over varied text (2 MiB by default): a cache
+    // that fills is cleared and its states built again.
+    let regex = meta::Regex::builder()
+        .configure(meta::Config::new().hybrid_cache_capacity(16 << 20))
+        .build_many(&*SOURCES)
+        .expect("claim patterns");
     let nfa = thompson::NFA::new_many(&*SOURCES).expect("claim patterns");
     let starts = std::array::from_fn(|k| first_bytes(&nfa, PatternID::must(k)));
     Scanner { regex, starts }

@@ -64,9 +64,9 @@ fn cut_spans<'a>(text: &'a str, spans: &[SpanMark]) -> Cow<'a, str> {
             out.replace_range(r, " ");
         }
     }
-    for s in spans.iter().filter(|s| !s.text.is_empty()) {
-        if out.contains(&s.text) {
-            out = out.replace(&s.text, " ");
+    for s in spans {
+        if let Some(cut) = crate::judge::labels::cut_out(&out, &s.text) {
+            out = cut;
         }
     }
     Cow::Owned(out)
