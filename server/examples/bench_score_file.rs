@@ -66,8 +66,9 @@ fn main() {
 
     let t = Instant::now();
     let file = std::fs::File::open(&path).expect("open");
+    let bytes = file.metadata().ok().map(|m| m.len());
     let scores = server::judge::stream_scores(
-        &path,
+        (&path, bytes),
         std::io::BufReader::new(file),
         &world,
         "the built-in corpus",

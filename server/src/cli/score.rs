@@ -307,11 +307,12 @@ async fn score_file(
     };
     let (tasks, tasks_name) = load_tasks(tasks)?;
     let reader = open()?;
+    let bytes = reader.get_ref().metadata().ok().map(|m| m.len());
     let (world, streamed) = tokio::task::block_in_place(|| -> anyhow::Result<_> {
         // The perplexity filter (which the first manipulated trial needs, and every worker
         // would wait for) is trained from the tasks while the world is built from them.
         let world = crate::detect::world_trained(tasks.into_iter().map(Arc::new).collect())?;
-        let scores = stream_scores(&name, reader, &world, &tasks_name, keep)?;
+        let scores = stream_scores((&name, bytes), reader, &world, &tasks_name, keep)?;
         Ok((world, scores))
     })?;
     let mut scores = match streamed {

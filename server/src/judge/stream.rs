@@ -102,13 +102,17 @@ impl Chunk {
 /// A line's outcome: its trial id and score, or its problems.
 type Outcome = Result<(String, TrialScore), Vec<String>>;
 /// A chunk's outcomes, line by line.
-type Outcomes = (usize, Vec<(usize, Outcome)>);
+type Outcomes = (usize, Vec<(usize, Outcome)>, usize);
 
 /// The scores in file order, gathered as the workers hand in their chunks: each chunk's
 /// scores are moved into one vector as soon as the chunks before it are in, so memory
 /// holds every score once and the chunks only while they wait.
 #[derive(Default)]
 struct Gathered {
+    /// The file's size in bytes, when known: the first chunk in tells how many scores to
+    /// make room for (a vector grown by doubling copies its scores and faults in new pages
+    /// again and again).
+    bytes: Option<u64>,
     next: usize,
     waiting: std::collections::BTreeMap<usize, Vec<(usize, Outcome)>>,
     scores: Vec<TrialScore>,
@@ -119,7 +123,12 @@ struct Gathered {
 }
 
 impl Gathered {
-    fn take(&mut self, file: &str, (n, outcomes): Outcomes) {
+    fn take(&mut self, file: &str, (n, outcomes, read): Outcomes) {
+        if let Some(bytes) = self.bytes.take()
+            && read > 0
+        {
+            self.scores.reserve(expected_lines(bytes, outcomes.len(), read));
+        }
         self.waiting.insert(n, outcomes);
         while let Some(outcomes) = self.waiting.remove(&self.next) {
             self.next += 1;
@@ -145,12 +154,25 @@ impl Gathered {
     }
 }
 
+/// Most scores [`Gathered`] makes room for from an estimate (256 MiB of them), whatever the
+/// file's size: past that the vector grows as it must.
+const EXPECT_AT_MOST: usize = (256 << 20) / std::mem::size_of::<TrialScore>();
+
+/// How many lines a file of `bytes` is likely to hold, from a chunk of `lines` lines that
+/// took `read` bytes (a tenth more, for lines longer than the chunk's).
+fn expected_lines(bytes: u64, lines: usize, read: usize) -> usize {
+    let per_line = (read / lines.max(1)).max(1) as u64;
+    let expected = bytes / per_line;
+    usize::try_from(expected.saturating_add(expected / 10)).unwrap_or(usize::MAX).min(EXPECT_AT_MOST)
+}
+
 /// Scores every line of `reader` (a trajectory file named `file`) against `world`'s tasks
-/// (named `tasks` in messages) with the rule-based judges, on every core, each score's
-/// detail handled as `keep` says. Returns the scores in line order, or every problem found
-/// (schema, unknown task, repeated trial id), each naming file, line and field.
+/// (named `tasks` in messages; `bytes`: its size, when known) with the rule-based judges,
+/// on every core, each score's detail handled as `keep` says. Returns the scores in line
+/// order, or every problem found (schema, unknown task, repeated trial id), each naming
+/// file, line and field.
 pub fn stream_scores<R: BufRead>(
-    file: &str,
+    (file, bytes): (&str, Option<u64>),
     reader: R,
     world: &World,
     tasks: &str,
@@ -167,7 +189,7 @@ pub fn stream_scores<R: BufRead>(
     let (free_tx, free_rx) = mpsc::channel::<Chunk>();
     let (read, worked, gathered) = std::thread::scope(|scope| {
         let gatherer = scope.spawn(move || {
-            let mut gathered = Gathered::default();
+            let mut gathered = Gathered { bytes, ..Gathered::default() };
             for outcomes in done_rx {
                 gathered.take(file, outcomes);
             }
@@ -197,7 +219,9 @@ pub fn stream_scores<R: BufRead>(
                         let mut scored = Vec::with_capacity(chunk.lines.len());
                         match chunk.lines.iter().try_for_each(|l| score(l).map(|s| scored.push(s))) {
                             Ok(()) => {
-                                done.send((chunk.n, scored)).map_err(|_| anyhow::anyhow!("the gatherer stopped"))?
+                                let read = chunk.text.len();
+                                done.send((chunk.n, scored, read))
+                                    .map_err(|_| anyhow::anyhow!("the gatherer stopped"))?
                             }
                             Err(e) => failed = Some(e),
                         }
@@ -363,9 +387,10 @@ mod tests {
         let error_without_reason = good.replace(r#""trial_id":"a""#, r#""trial_id":"d","status":"error""#);
         let unknown = good.replace(r#""trial_id":"a""#, r#""trial_id":"e""#).replace("shop-example-01", "nope");
         let text = [good, &bad_level, &bad_action, &error_without_reason, good, &unknown, "{oops"].join("\n");
-        let problems = stream_scores("t.jsonl", std::io::Cursor::new(text.clone()), &world, "the corpus", Keep::All)
-            .expect("read")
-            .expect_err("problems");
+        let problems =
+            stream_scores(("t.jsonl", None), std::io::Cursor::new(text.clone()), &world, "the corpus", Keep::All)
+                .expect("read")
+                .expect_err("problems");
         // The schema's own messages for lines 2–4 and 7, as the whole-file reader gives them.
         let whole: Vec<String> = match super::super::read_trajectories("t.jsonl", &text) {
             Err(errors) => errors.iter().map(ToString::to_string).collect(),
@@ -376,10 +401,19 @@ mod tests {
         }
         assert!(problems.iter().any(|p| p.starts_with("t.jsonl:5:trial_id: \"a\" repeats line 1")), "{problems:?}");
         assert!(problems.iter().any(|p| p.starts_with("t.jsonl:6:task_id: task \"nope\"")), "{problems:?}");
-        let ok = stream_scores("t.jsonl", std::io::Cursor::new(good.to_string()), &world, "the corpus", Keep::All)
-            .expect("read")
-            .expect("scored");
+        let ok =
+            stream_scores(("t.jsonl", None), std::io::Cursor::new(good.to_string()), &world, "the corpus", Keep::All)
+                .expect("read")
+                .expect("scored");
         assert_eq!(ok.len(), 1);
         assert_eq!(ok[0].acc_dec.as_ref().map(|d| d.default), Some(1.0));
+    }
+
+    #[test]
+    fn room_is_made_for_the_lines_a_file_of_its_size_holds_within_a_bound() {
+        assert_eq!(expected_lines(10_000, 10, 1_000), 110, "100 lines of 100 bytes, and a tenth more");
+        assert_eq!(expected_lines(0, 10, 1_000), 0);
+        assert_eq!(expected_lines(u64::MAX, 1_000, 1), EXPECT_AT_MOST, "a chunk of tiny lines in a huge file");
+        const { assert!(EXPECT_AT_MOST > 10_000) };
     }
 }
