@@ -1,6 +1,8 @@
 //! Stored scores of trials (per judge version), the append-only label events, and the
 //! locks annotators hold on disputed labels.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use sqlx::{Any, QueryBuilder};
@@ -107,6 +109,13 @@ pub trait ScoreStore: Send + Sync {
     /// Stores (or replaces) scores of a run's trials, in one transaction. A score carries
     /// its automatic labels; label events are people's (and tests').
     async fn put_scores(&self, run_id: &RunId, scores: &[StoredScore]) -> StoreResult<()>;
+    /// When each of these trials finished (ms), for those that have finished and not been
+    /// queued again since.
+    async fn finish_times(&self, trial_ids: &[TrialId]) -> StoreResult<HashMap<TrialId, i64>>;
+    /// Stores scores made as trials finished, each with when its trial had finished: a score
+    /// is stored only while its trial is still finished at that time (not queued again, not
+    /// finished again since), and never over a stored score. Returns how many were stored.
+    async fn put_finish_scores(&self, run_id: &RunId, scores: &[(StoredScore, i64)]) -> StoreResult<u64>;
     /// Appends one label event (labels are never updated in place); returns its id.
     async fn add_label(&self, event: &LabelEvent) -> StoreResult<i64>;
     /// Appends a person's label only while its author holds the label's unexpired lock at
@@ -188,8 +197,65 @@ impl ScoreStore for SqlStore {
             .await?)
     }
 
+    async fn finish_times(&self, trial_ids: &[TrialId]) -> StoreResult<HashMap<TrialId, i64>> {
+        let mut out = HashMap::with_capacity(trial_ids.len());
+        for chunk in trial_ids.chunks(BULK_ROWS) {
+            let mut b: QueryBuilder<'_, Any> = QueryBuilder::new(
+                "select trial_id, finished_at from trial where state in ('done', 'error') \
+                 and finished_at is not null and trial_id in (",
+            );
+            let mut ids = b.separated(", ");
+            for id in chunk {
+                ids.push_bind(id.as_str());
+            }
+            b.push(")");
+            let (sql, args) = numbered(&mut b, self.postgres)?;
+            let rows: Vec<(String, i64)> = sqlx::query_as_with(&sql, args).fetch_all(&self.pool).await?;
+            out.extend(rows.into_iter().map(|(id, at)| (TrialId::from(id), at)));
+        }
+        Ok(out)
+    }
+
+    async fn put_finish_scores(&self, run_id: &RunId, scores: &[(StoredScore, i64)]) -> StoreResult<u64> {
+        let now = now_ms();
+        // One order for every writer's rows: two transactions never wait on each other's.
+        let mut rows: Vec<&(StoredScore, i64)> = scores.iter().collect();
+        rows.sort_by(|a, b| a.0.trial_id.cmp(&b.0.trial_id));
+        let mut tx = self.pool.begin().await?;
+        let result: StoreResult<u64> = async {
+            let mut stored = 0;
+            for chunk in rows.chunks(BULK_ROWS) {
+                let mut b: QueryBuilder<'_, Any> = QueryBuilder::new(
+                    "insert into trial_score (trial_id, run_id, judge_version, body, created_at) \
+                     select column1, column2, column3, column4, column5 from (",
+                );
+                b.push_values(chunk, |mut row, (s, finished_at)| {
+                    row.push_bind(s.trial_id.as_str())
+                        .push_bind(run_id)
+                        .push_bind(s.judge_version.as_str())
+                        .push_bind(s.body.as_str())
+                        .push_bind(now)
+                        .push_bind(*finished_at);
+                });
+                b.push(
+                    ") v where exists (select 1 from trial t where t.trial_id = v.column1 \
+                     and t.state in ('done', 'error') and t.finished_at = v.column6) \
+                     on conflict (trial_id) do nothing",
+                );
+                let (sql, args) = numbered(&mut b, self.postgres)?;
+                stored += sqlx::query_with(&sql, args).execute(&mut *tx).await?.rows_affected();
+            }
+            Ok(stored)
+        }
+        .await;
+        finish(tx, result).await
+    }
+
     async fn put_scores(&self, run_id: &RunId, scores: &[StoredScore]) -> StoreResult<()> {
         let now = now_ms();
+        // One order for every writer's rows: two transactions never wait on each other's.
+        let mut scores: Vec<&StoredScore> = scores.iter().collect();
+        scores.sort_by(|a, b| a.trial_id.cmp(&b.trial_id));
         let mut tx = self.pool.begin().await?;
         let result: StoreResult<()> = async {
             for chunk in scores.chunks(BULK_ROWS) {

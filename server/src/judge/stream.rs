@@ -127,7 +127,9 @@ impl Gathered {
         if let Some(bytes) = self.bytes.take()
             && read > 0
         {
-            self.scores.reserve(expected_lines(bytes, outcomes.len(), read));
+            // Room that cannot be had (a limit on address space) is not needed: the vector
+            // grows as it must.
+            let _ = self.scores.try_reserve(expected_lines(bytes, outcomes.len(), read));
         }
         self.waiting.insert(n, outcomes);
         while let Some(outcomes) = self.waiting.remove(&self.next) {

@@ -23,11 +23,12 @@ pub(crate) enum Scored {
     Pending(Box<Trajectory>, TrialScore),
 }
 
-/// A chunk's trials, each with its slot: the trial's row and its joined step bodies.
-pub(crate) type Inputs = Vec<(usize, (TrialRow, String))>;
+/// A chunk's trials, each with its slot (what the caller needs back with it: its place in
+/// the run, or when it finished): the trial's row and its joined step bodies.
+pub(crate) type Inputs<S = usize> = Vec<(S, (TrialRow, String))>;
 /// A chunk's trials and what the scoring thread made of each, with the chunk's place in the
 /// pipeline (given back when it is dropped).
-pub(crate) type Done = (Inputs, Vec<anyhow::Result<Scored>>, tokio::sync::OwnedSemaphorePermit);
+pub(crate) type Done<S = usize> = (Inputs<S>, Vec<anyhow::Result<Scored>>, tokio::sync::OwnedSemaphorePermit);
 
 /// Chunks in the pipeline at once: one being stored, one scored, one read ahead.
 const IN_FLIGHT: usize = 3;
@@ -38,13 +39,13 @@ const IN_FLIGHT: usize = 3;
 /// last one's scores, so the cores never wait between chunks; a chunk is read only when
 /// fewer than [`IN_FLIGHT`] are between the reader and the caller, so memory holds at most
 /// that many chunks' steps.
-pub(crate) struct Scoring {
+pub(crate) struct Scoring<S = usize> {
     reader: tokio::task::JoinHandle<anyhow::Result<()>>,
     thread: tokio::task::JoinHandle<()>,
-    scored: tokio::sync::mpsc::Receiver<Done>,
+    scored: tokio::sync::mpsc::Receiver<Done<S>>,
 }
 
-impl Scoring {
+impl<S: Send + Sync + 'static> Scoring<S> {
     /// Starts reading and scoring the trials of `chunks` (each trial with its slot) as the
     /// chunks come. One [`Scorer`] serves them all, so what it keeps of the pages (graphs,
     /// renderings, spans, word pairs) serves every chunk. CPU work on a blocking thread,
@@ -56,10 +57,10 @@ impl Scoring {
         world: &Arc<World>,
         (version, model): (&str, bool),
         manipulates: bool,
-        chunks: impl Stream<Item = Vec<(usize, TrialId)>> + Send + 'static,
-    ) -> Scoring {
-        let (jobs, mut inbox) = tokio::sync::mpsc::channel::<(Inputs, tokio::sync::OwnedSemaphorePermit)>(1);
-        let (done, scored) = tokio::sync::mpsc::channel::<Done>(1);
+        chunks: impl Stream<Item = Vec<(S, TrialId)>> + Send + 'static,
+    ) -> Scoring<S> {
+        let (jobs, mut inbox) = tokio::sync::mpsc::channel::<(Inputs<S>, tokio::sync::OwnedSemaphorePermit)>(1);
+        let (done, scored) = tokio::sync::mpsc::channel::<Done<S>>(1);
         let store = store.clone();
         let places = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
         let reader = tokio::spawn(async move {
@@ -68,9 +69,9 @@ impl Scoring {
                 let place = places.clone().acquire_owned().await?;
                 let ids: Vec<TrialId> = chunk.iter().map(|(_, t)| t.clone()).collect();
                 let mut read = store.trials_with_steps(&ids).await?;
-                let inputs: Inputs = chunk
-                    .iter()
-                    .map(|(i, id)| Ok((*i, read.remove(id).with_context(|| format!("trial {id} is gone"))?)))
+                let inputs: Inputs<S> = chunk
+                    .into_iter()
+                    .map(|(i, id)| Ok((i, read.remove(&id).with_context(|| format!("trial {id} is gone"))?)))
                     .collect::<anyhow::Result<_>>()?;
                 // The scorer stopped (its caller failed): nothing more to read.
                 if jobs.send((inputs, place)).await.is_err() {
@@ -110,7 +111,7 @@ impl Scoring {
 
     /// The next chunk scored, in order; none when every chunk is through (or reading failed:
     /// [`Scoring::finish`] says why).
-    pub(crate) async fn next(&mut self) -> Option<Done> {
+    pub(crate) async fn next(&mut self) -> Option<Done<S>> {
         self.scored.recv().await
     }
 
@@ -122,6 +123,36 @@ impl Scoring {
     }
 }
 
+/// The next chunk of finished trials, each once with when it finished (read before its
+/// steps are: a score is stored only for the finish it was made from); `None` once every
+/// sender is gone. Trials that are no longer finished (queued again) are left out, so a
+/// chunk may be empty.
+async fn gather(
+    heard: &mut tokio::sync::mpsc::UnboundedReceiver<TrialId>,
+    store: &dyn Store,
+) -> Option<Vec<(i64, TrialId)>> {
+    // A trial finished again after a retry may come twice: it is read once.
+    let mut ids = indexmap::IndexSet::new();
+    ids.insert(heard.recv().await?);
+    let deadline = tokio::time::Instant::now() + GATHER;
+    while ids.len() < CHUNK {
+        match tokio::time::timeout_at(deadline, heard.recv()).await {
+            Ok(Some(id)) => {
+                ids.insert(id);
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+    let ids: Vec<TrialId> = ids.into_iter().collect();
+    match store.finish_times(&ids).await {
+        Ok(mut at) => Some(ids.into_iter().filter_map(|id| Some((at.remove(&id)?, id))).collect()),
+        Err(e) => {
+            tracing::warn!("{} finished trials were not scored as they finished: {e:#}", ids.len());
+            Some(Vec::new())
+        }
+    }
+}
+
 /// How long the first trial of a chunk waits for others before the chunk is scored: a quick
 /// run fills a chunk well within it, a slow one still has its scores stored within seconds.
 const GATHER: Duration = Duration::from_secs(2);
@@ -129,12 +160,14 @@ const GATHER: Duration = Duration::from_secs(2);
 /// The scores a worker pool stores as its trials finish: each finished trial's id is
 /// sent (by [`Prescore::sender`]), gathered into chunks (a full [`CHUNK`], or what came within
 /// [`GATHER`]), scored by the rule-based judges and stored with their judge version, one
-/// transaction a chunk. Scoring the run later reads these scores instead of computing them;
-/// a trial left out (the process stopped before its chunk was stored, or its scoring
-/// failed) is computed then, as before, so nothing here decides a figure.
+/// transaction a chunk. A score is stored only while its trial is still the finish it was
+/// made from (a retry queues it again and deletes its score), and never over a stored
+/// score. Scoring the run later reads these scores instead of computing them; a trial left
+/// out (the process stopped before its chunk was stored, its scoring failed, it was queued
+/// again) is computed then, as before, so nothing here decides a figure.
 pub(crate) struct Prescore {
     ids: tokio::sync::mpsc::UnboundedSender<TrialId>,
-    task: tokio::task::JoinHandle<anyhow::Result<usize>>,
+    task: tokio::task::JoinHandle<anyhow::Result<u64>>,
 }
 
 impl Prescore {
@@ -142,16 +175,13 @@ impl Prescore {
     /// the world's perplexity filter is trained at once).
     pub(crate) fn start(store: &Arc<dyn Store>, world: &Arc<World>, run_id: &RunId, manipulates: bool) -> Prescore {
         let (ids, heard) = tokio::sync::mpsc::unbounded_channel::<TrialId>();
-        let chunks = futures::stream::unfold(heard, |mut heard| async move {
-            let mut chunk = vec![(0, heard.recv().await?)];
-            let deadline = tokio::time::Instant::now() + GATHER;
-            while chunk.len() < CHUNK {
-                match tokio::time::timeout_at(deadline, heard.recv()).await {
-                    Ok(Some(id)) => chunk.push((chunk.len(), id)),
-                    Ok(None) | Err(_) => break,
+        let chunks = futures::stream::unfold((heard, store.clone()), |(mut heard, store)| async move {
+            loop {
+                let chunk = gather(&mut heard, store.as_ref()).await?;
+                if !chunk.is_empty() {
+                    return Some((chunk, (heard, store)));
                 }
             }
-            Some((chunk, heard))
         });
         let version = ModelJudge::Coverage.version();
         let mut scoring = Scoring::start(store, world, (&version, false), manipulates, chunks);
@@ -160,21 +190,21 @@ impl Prescore {
             let mut stored = 0;
             while let Some((inputs, scored, _place)) = scoring.next().await {
                 let mut rows = Vec::with_capacity(inputs.len());
-                for ((_, (trial, _)), result) in inputs.iter().zip(scored) {
+                for ((finished_at, (trial, _)), result) in inputs.iter().zip(scored) {
                     match result {
                         Ok(Scored::Done(_, body)) => {
-                            rows.push(StoredScore {
-                                trial_id: trial.trial_id.clone(),
-                                judge_version: version.clone(),
-                                body,
-                            });
+                            let trial_id = trial.trial_id.clone();
+                            rows.push((StoredScore { trial_id, judge_version: version.clone(), body }, *finished_at));
                         }
                         Ok(Scored::Pending(..)) => {}
                         Err(e) => tracing::warn!(trial.id = %trial.trial_id, "not scored as it finished: {e:#}"),
                     }
                 }
-                store.put_scores(&run_id, &rows).await?;
-                stored += rows.len();
+                // A chunk that cannot be stored is scored when the run is.
+                match store.put_finish_scores(&run_id, &rows).await {
+                    Ok(n) => stored += n,
+                    Err(e) => tracing::warn!(run = %run_id, "{} scores were not stored: {e:#}", rows.len()),
+                }
             }
             scoring.finish().await?;
             Ok(stored)
@@ -190,7 +220,7 @@ impl Prescore {
     /// Scores and stores what is left once every sender from [`Prescore::sender`] is gone;
     /// the number of scores stored. A failure is logged, not raised: the run's scores are
     /// then computed when it is first scored.
-    pub(crate) async fn finish(self, run_id: &RunId) -> usize {
+    pub(crate) async fn finish(self, run_id: &RunId) -> u64 {
         drop(self.ids);
         match self.task.await.map_err(anyhow::Error::from).and_then(|r| r) {
             Ok(n) => n,

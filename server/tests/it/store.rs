@@ -587,3 +587,62 @@ async fn postgres_stores_imported_trials_with_their_origin() {
         exercise_imports(&store).await;
     }
 }
+
+/// Scores made as trials finish are stored only for the finish they were made from, and
+/// never over a stored score.
+async fn exercise_finish_scores(store: &dyn Store) {
+    use server::db::{NewTrial, StoredScore, TrialEnd, now_ms};
+    let tasks: Vec<_> = corpus().into_iter().take(1).collect();
+    store.insert_tasks(&tasks, "test").await.expect("tasks");
+    let trial = |seed| NewTrial {
+        task_id: tasks[0].id.clone(),
+        agent: "a".into(),
+        level: "L0".into(),
+        condition: "raw".into(),
+        seed,
+    };
+    let run = RunId::from("f");
+    store.create_run(&run, "{}", "v", &[trial(0), trial(1)]).await.expect("run");
+    let a = store.claim_trial(&run, "w", now_ms() + 60_000).await.expect("claim").expect("a");
+    let b = store.claim_trial(&run, "w", now_ms() + 60_000).await.expect("claim").expect("b");
+    let ids = [a.trial_id.clone(), b.trial_id.clone()];
+    assert!(store.finish_times(&ids).await.expect("times").is_empty(), "nothing has finished");
+    assert!(store.finish_trial(&a.trial_id, "w", &TrialEnd::Error("down".into())).await.expect("finish"));
+    let first = store.finish_times(&ids).await.expect("times");
+    assert_eq!(first.keys().collect::<Vec<_>>(), [&a.trial_id], "only the finished trial");
+    let score = |body: &str| StoredScore { trial_id: a.trial_id.clone(), judge_version: "j".into(), body: body.into() };
+    // Queued again before its score is stored: the score is not stored.
+    assert_eq!(store.retry_errors(&run).await.expect("retry"), 1);
+    assert!(store.finish_times(&ids).await.expect("times").is_empty());
+    let stale = [(score("{\"attempt\":1}"), first[&a.trial_id])];
+    assert_eq!(store.put_finish_scores(&run, &stale).await.expect("put"), 0);
+    assert_eq!(store.trial_score(&a.trial_id).await.expect("score"), None);
+    // Finished again (a later time): the first finish's score is still refused, the second's stored.
+    let again = store.claim_trial(&run, "w", now_ms() + 60_000).await.expect("claim").expect("again");
+    assert_eq!(again.trial_id, a.trial_id);
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    assert!(store.finish_trial(&a.trial_id, "w", &TrialEnd::Error("down again".into())).await.expect("finish"));
+    let second = store.finish_times(&ids).await.expect("times")[&a.trial_id];
+    assert_ne!(second, first[&a.trial_id]);
+    assert_eq!(store.put_finish_scores(&run, &stale).await.expect("put"), 0);
+    let fresh = [(score("{\"attempt\":2}"), second)];
+    assert_eq!(store.put_finish_scores(&run, &fresh).await.expect("put"), 1);
+    assert_eq!(store.trial_score(&a.trial_id).await.expect("score"), Some(fresh[0].0.clone()));
+    // A stored score stands: another made as the trial finished does not replace it.
+    assert_eq!(store.put_finish_scores(&run, &[(score("{\"other\":1}"), second)]).await.expect("put"), 0);
+    assert_eq!(store.trial_score(&a.trial_id).await.expect("score"), Some(fresh[0].0.clone()));
+}
+
+#[tokio::test]
+async fn sqlite_stores_scores_made_as_trials_finish_for_that_finish_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = server::db::database_url(dir.path().join("f.db").to_str().expect("utf-8")).expect("url");
+    exercise_finish_scores(&SqlStore::connect(&url).await.expect("connect")).await;
+}
+
+#[tokio::test]
+async fn postgres_stores_scores_made_as_trials_finish_for_that_finish_alone() {
+    if let Some(store) = fresh_postgres().await {
+        exercise_finish_scores(&store).await;
+    }
+}
