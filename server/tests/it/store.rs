@@ -493,10 +493,9 @@ async fn seeding_an_empty_store_stores_the_built_in_corpus_with_its_fingerprint(
     assert_eq!(store.meta("builtin_corpus_version").await.expect("meta"), Some(server::corpus::fingerprint(&tasks)));
 }
 
-/// A trial whose lease keeps expiring waits longer each time and ends in `error` after the
-/// last allowed attempt.
-async fn exercise_retries(store: &dyn Store) {
-    use server::db::{MAX_ATTEMPTS, NewTrial, now_ms};
+/// Stores run `run` of two queued trials (seeds 0 and 1) of the corpus's first task.
+async fn two_trial_run(store: &dyn Store, run: &RunId) {
+    use server::db::NewTrial;
     let tasks: Vec<_> = corpus().into_iter().take(1).collect();
     store.insert_tasks(&tasks, "test").await.expect("tasks");
     let trial = |seed| NewTrial {
@@ -506,7 +505,14 @@ async fn exercise_retries(store: &dyn Store) {
         condition: "raw".into(),
         seed,
     };
-    store.create_run(&RunId::from("r"), "{}", "v", &[trial(0), trial(1)]).await.expect("run");
+    store.create_run(run, "{}", "v", &[trial(0), trial(1)]).await.expect("run");
+}
+
+/// A trial whose lease keeps expiring waits longer each time and ends in `error` after the
+/// last allowed attempt.
+async fn exercise_retries(store: &dyn Store) {
+    use server::db::{MAX_ATTEMPTS, now_ms};
+    two_trial_run(store, &RunId::from("r")).await;
     // The first trial's worker dies: it is requeued, but may not be claimed before its backoff.
     let a = store.claim_trial(&RunId::from("r"), "w", now_ms() - 20_000).await.expect("claim").expect("a");
     assert_eq!(store.requeue_expired(&RunId::from("r"), now_ms()).await.expect("requeue"), 1);
@@ -591,18 +597,9 @@ async fn postgres_stores_imported_trials_with_their_origin() {
 /// Scores made as trials finish are stored only for the finish they were made from, and
 /// never over a stored score.
 async fn exercise_finish_scores(store: &dyn Store) {
-    use server::db::{NewTrial, StoredScore, TrialEnd, now_ms};
-    let tasks: Vec<_> = corpus().into_iter().take(1).collect();
-    store.insert_tasks(&tasks, "test").await.expect("tasks");
-    let trial = |seed| NewTrial {
-        task_id: tasks[0].id.clone(),
-        agent: "a".into(),
-        level: "L0".into(),
-        condition: "raw".into(),
-        seed,
-    };
+    use server::db::{StoredScore, TrialEnd, now_ms};
     let run = RunId::from("f");
-    store.create_run(&run, "{}", "v", &[trial(0), trial(1)]).await.expect("run");
+    two_trial_run(store, &run).await;
     let a = store.claim_trial(&run, "w", now_ms() + 60_000).await.expect("claim").expect("a");
     let b = store.claim_trial(&run, "w", now_ms() + 60_000).await.expect("claim").expect("b");
     let ids = [a.trial_id.clone(), b.trial_id.clone()];
