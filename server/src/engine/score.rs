@@ -80,9 +80,7 @@ pub async fn score_run_as_of(
     let mut handled = finished.len() - todo.len();
     progress(handled, finished.len());
 
-    // A run that manipulates needs the world's perplexity filter (a hint: a trial at a level
-    // the spec does not name still gets it, trained at its first need).
-    let manipulates = kind.envelope().levels.iter().any(|l| !vocab::Level::is_clean(l));
+    let manipulates = kind.envelope().manipulates();
     let chunks: Vec<Vec<(usize, TrialId)>> =
         todo.chunks(CHUNK).map(|c| c.iter().map(|(i, t)| (*i, (*t).clone())).collect()).collect();
     let chunks = futures::stream::iter(chunks);

@@ -127,6 +127,12 @@ fn first_protocol() -> String {
 }
 
 impl RunSpec {
+    /// Whether the run has manipulated levels (its trials need the world's perplexity
+    /// filter; a hint: a trial at a level the spec does not name still gets it).
+    pub fn manipulates(&self) -> bool {
+        self.levels.iter().any(|l| !vocab::Level::is_clean(l))
+    }
+
     /// A spec with these tasks, configurations, levels, conditions and seeds, and nothing
     /// else (no endpoints, appeal, strategy, attacker or judge; the default L4 search).
     pub fn basic(tasks: &str, agents: &[&str], levels: &[&str], conditions: &[&str], seeds: Vec<i64>) -> RunSpec {

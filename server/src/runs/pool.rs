@@ -146,10 +146,7 @@ async fn run_pool(
     };
     // An agent run's trials are scored and their scores stored as they finish (a GEO run's
     // trials are ranked, not scored).
-    let prescore = geo.is_none().then(|| {
-        let manipulates = spec.levels.iter().any(|l| !vocab::Level::is_clean(l));
-        super::scoring::Prescore::start(&store, &world, run_id, manipulates)
-    });
+    let prescore = geo.is_none().then(|| super::scoring::Prescore::start(&store, &world, run_id, spec.manipulates()));
     let shared = Arc::new(Shared {
         finished: prescore.as_ref().map(super::scoring::Prescore::sender),
         geo,
