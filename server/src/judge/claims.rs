@@ -248,8 +248,8 @@ impl Scope<'_> {
     /// A URL is received when visited (or quoted by the ticket); a thought's also when a page
     /// showed it. One that only manipulated text showed is [`INJECTED`].
     fn url(&self, url: &str) -> &'static str {
-        let episode_path =
-            url.split_once("://").is_some_and(|(_, r)| r.find('/').is_some_and(|i| r[i..].starts_with("/ep/")));
+        let episode_path = crate::corpus::urls::split_scheme(url)
+            .is_some_and(|(_, r)| r.find('/').is_some_and(|i| r[i..].starts_with("/ep/")));
         if !episode_path && host_of(url).is_some_and(|h| !is_loopback(&h) && !self.hosts.contains(&h)) {
             // Another host's address is received only as written (the ticket or a page
             // quoting it), never by its path; an episode's address (`/ep/ID/…`) is Mirage's

@@ -192,23 +192,25 @@ pub fn attack_success(task: &Task, verdict: Option<&str>) -> Option<bool> {
 type CleanTexts<'t> = indexmap::IndexSet<Cow<'t, str>, foldhash::fast::RandomState>;
 
 /// `text` with each place that shows `needle` (not empty) made one space, left to right as
-/// `str::replace` does; `None` when it shows none. One search (memchr's, which is built for
-/// long needles) rather than a test and a replacement that each build their own.
+/// `str::replace` does; `None` when it shows none. One search (memchr's, kept per needle:
+/// see [`super::needles`]) rather than a test and a replacement that each build their own.
 pub(super) fn cut_out(text: &str, needle: &str) -> Option<String> {
     if needle.is_empty() {
         return None;
     }
-    let mut at = memchr::memmem::find_iter(text.as_bytes(), needle.as_bytes()).peekable();
-    at.peek()?;
-    let (mut out, mut from) = (String::with_capacity(text.len()), 0);
-    for start in at {
-        // A needle that is text begins on a character of the text.
-        out.push_str(&text[from..start]);
-        out.push(' ');
-        from = start + needle.len();
-    }
-    out.push_str(&text[from..]);
-    Some(out)
+    super::needles::with_finder(needle, |finder| {
+        let mut at = finder.find_iter(text.as_bytes()).peekable();
+        at.peek()?;
+        let (mut out, mut from) = (String::with_capacity(text.len()), 0);
+        for start in at {
+            // A needle that is text begins on a character of the text.
+            out.push_str(&text[from..start]);
+            out.push(' ');
+            from = start + needle.len();
+        }
+        out.push_str(&text[from..]);
+        Some(out)
+    })
 }
 
 /// What the agent received apart from the manipulated spans: the ticket and each

@@ -7,8 +7,8 @@ use std::sync::{Arc, RwLock};
 
 use super::bounded::Kept;
 use super::restate::KeptPairs;
+use crate::env::Span;
 use crate::env::overlay::Edit;
-use crate::env::{Overlay, Span};
 
 /// Everything kept across trajectories.
 #[derive(Default)]
@@ -44,19 +44,27 @@ pub struct KeptSpans {
 }
 
 /// A page's site and address, and every edit of its manipulation (compared whole: a line's
-/// own texts are part of it at L4).
-type SpansKey = (String, String, Vec<Edit>);
+/// own texts are part of it at L4), shared by the steps of a trajectory.
+type SpansKey = (String, String, Arc<[Edit]>);
 
 impl KeptSpans {
-    /// The spans of the page at `norm` on `site`, rendered under `overlay` by `render`
-    /// (which is called only when they are not kept).
-    pub fn spans(&self, site: &str, norm: &str, overlay: &Overlay, render: impl FnOnce() -> Vec<Span>) -> Vec<Span> {
-        let key: SpansKey = (site.to_string(), norm.to_string(), overlay.edits.clone());
+    /// The spans of the page at `norm` on `site`, rendered under the manipulation of `edits`
+    /// by `render` (which is called only when they are not kept).
+    pub fn spans(
+        &self,
+        site: &str,
+        norm: &str,
+        edits: &Arc<[Edit]>,
+        render: impl FnOnce() -> Vec<Span>,
+    ) -> Arc<[Span]> {
+        let key: SpansKey = (site.to_string(), norm.to_string(), edits.clone());
         if let Some(spans) = self.pages.read().ok().and_then(|p| p.get(&key).cloned()) {
-            return spans.to_vec();
+            return spans;
         }
-        let spans = render();
+        let spans: Arc<[Span]> = render().into();
         let size = |s: &str| s.len() + 24;
+        // The edits are counted with each page they are kept for: they are shared, so this
+        // overstates the store, never understates it.
         let bytes = size(&key.0)
             + size(&key.1)
             + key
@@ -66,7 +74,7 @@ impl KeptSpans {
                 .sum::<usize>()
             + spans.iter().map(|s| size(&s.id) + size(&s.injection) + size(&s.text) + 32).sum::<usize>();
         if let Ok(mut pages) = self.pages.write() {
-            pages.insert(key, spans.as_slice().into(), bytes);
+            pages.insert(key, spans.clone(), bytes);
         }
         spans
     }

@@ -18,6 +18,7 @@ pub mod label_judge;
 pub mod labels;
 pub mod memo;
 pub mod metric;
+pub mod needles;
 pub mod overrides;
 pub mod report;
 pub mod restate;
@@ -28,6 +29,7 @@ pub mod stream;
 pub mod twins;
 pub mod validation;
 pub mod validity;
+mod visits;
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -343,7 +345,7 @@ pub fn family_of(task: &Task) -> String {
 pub struct Scorer<'w> {
     world: &'w World,
     /// Each task's graph and gold facts, compiled on first need.
-    graphs: std::collections::HashMap<&'w str, std::sync::OnceLock<(Graph, rules::GoldFacts)>>,
+    graphs: std::collections::HashMap<&'w str, std::sync::OnceLock<(Graph, rules::GoldFacts, visits::KeptVisits)>>,
     /// The world's perplexity filter, fetched at the first manipulated trial.
     perplexity: std::sync::OnceLock<std::sync::Arc<crate::detect::CalibratedPerplexity>>,
     /// The world's pages as the sites render them, for the claims checker.
@@ -371,9 +373,11 @@ impl<'w> Scorer<'w> {
         use crate::detect::{CalibratedPerplexity, Filter, KeywordFilter};
         let task = self.world.task(&traj.task_id)?;
         let compiled = self.graphs.get(task.id.as_str())?;
-        let (graph, facts) =
-            compiled.get_or_init(|| (Graph::of(task, self.world.content()), rules::GoldFacts::of(task)));
-        let mut score = score_with(self.world, (&self.pages, Some(&self.memo)), (graph, facts), task, traj);
+        let (graph, facts, visits) = compiled.get_or_init(|| {
+            (Graph::of(task, self.world.content()), rules::GoldFacts::of(task), visits::KeptVisits::default())
+        });
+        let compiled = (graph, facts, Some(visits));
+        let mut score = score_with(self.world, (&self.pages, Some(&self.memo)), compiled, task, traj);
         if !score.manipulated_text.is_empty() {
             let ppl = self.perplexity.get_or_init(|| CalibratedPerplexity::of(self.world));
             let keyword = KeywordFilter::shipped();
@@ -409,53 +413,19 @@ fn appeal_score(task: &Task, verdict: Option<&str>, a: &Value) -> Result<AppealS
     Ok(AppealScore { kind: appeal.kind, outcome: outcome.to_string() })
 }
 
-/// Why a step's page is no page: it answered non-2xx, or the sites do not serve it.
-fn missing_page(world: &World, step: &TrajStep, norm: &str) -> Option<String> {
-    // What the sites serve is derived, not read from the file: a recorded 2xx does not make
-    // a page (a task's evidence lives on its site's pages only), and a page the sites serve
-    // is one whatever status the file recorded (a redirect to it, say; `derive` notes it).
-    if world.serves(norm) {
-        return None;
-    }
-    Some(match step.status {
-        Some(s) if !(200..300).contains(&s) => format!("{norm} answered {s}"),
-        _ => format!("{norm} is no page of the sites or of the task file"),
-    })
-}
-
-/// The graph nodes each step credits, with the page-existence rule applied: a step whose
-/// page answered non-2xx, or whose URL is neither a page of the built-in sites nor one the
-/// task file defines, credits nothing by any rule. Also returns the refused turns and why.
-fn page_hits(
-    world: &World,
-    graph: &Graph,
-    traj: &Trajectory,
-    visits: &[String],
-) -> (Vec<Vec<usize>>, Vec<(usize, String)>) {
-    let mut hits = graph.hits(visits);
-    let mut refused = Vec::new();
-    for (t, (step, norm)) in traj.steps.iter().zip(visits).enumerate() {
-        if let Some(why) = missing_page(world, step, norm) {
-            hits[t].clear();
-            refused.push((t, why));
-        }
-    }
-    (hits, refused)
-}
-
 /// Scores one trajectory against its task with the rule-based judges. Acc_rsn is
 /// gold-fact coverage here; [`rsn::ModelJudge::apply`] replaces it when an LLM judge is set.
 /// Claims are checked against the pages of `world` as the sites render them (see
 /// [`claims::received_of`]), steps without an observation included.
 pub fn score_trial(world: &World, task: &Task, traj: &Trajectory) -> TrialScore {
-    let compiled = (&Graph::of(task, world.content()), &rules::GoldFacts::of(task));
+    let compiled = (&Graph::of(task, world.content()), &rules::GoldFacts::of(task), None);
     score_with(world, (&claims::Renderings::each_time(world), None), compiled, task, traj)
 }
 
 fn score_with(
     world: &World,
     (pages, memo): (&claims::Renderings<'_>, Option<&memo::Memo>),
-    (graph, facts): (&Graph, &rules::GoldFacts),
+    (graph, facts, kept): (&Graph, &rules::GoldFacts, Option<&visits::KeptVisits>),
     task: &Task,
     traj: &Trajectory,
 ) -> TrialScore {
@@ -467,7 +437,7 @@ fn score_with(
     // A trial that failed is scored on what it did before failing, with no verdict: it
     // stays in every denominator (intent to treat) instead of vanishing from the means.
     let visits: Vec<String> = traj.steps.iter().map(|s| normalise(&s.url)).collect();
-    let (hits, refused) = page_hits(world, graph, traj, &visits);
+    let (hits, refused) = visits::page_hits(world, graph, kept, &traj.steps, &visits);
     if !refused.is_empty() {
         let turns: Vec<String> = refused.iter().map(|(t, why)| format!("turn {t} ({why})")).collect();
         score.notes.push(format!("no investigation credit for pages that do not exist: {}", turns.join(", ")));

@@ -22,7 +22,7 @@ pub(super) fn number_forms(number: &str) -> [String; 2] {
 
 /// The host of an absolute URL, lowercase and without its port or user.
 pub(super) fn host_of(url: &str) -> Option<String> {
-    let (_, rest) = url.split_once("://")?;
+    let (_, rest) = crate::corpus::urls::split_scheme(url)?;
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     let host = authority.rsplit('@').next().unwrap_or_default();
     let host = if host.starts_with('[') {

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, LazyLock, OnceLock, RwLock};
 
 use memchr::memmem;
 
@@ -77,8 +77,15 @@ fn is_action(line: &str) -> bool {
     crate::agent::protocol::is_footer_line(line)
 }
 
-fn collapse(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+/// `s` with its whitespace collapsed (words joined by one space), written into `out`.
+fn collapse_into(s: &str, out: &mut String) {
+    out.clear();
+    for (i, w) in s.split_whitespace().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
 }
 
 /// `s` with episode prefixes (`/ep/<id>/`) taken out of its paths.
@@ -108,15 +115,18 @@ fn without_episodes(s: &str) -> String {
 /// shows are taken, and nothing the chrome around them says.
 fn agrees<'r>(observation: &str, spans: &[SpanMark], rendering: &'r str, norm: &str) -> Option<Cow<'r, str>> {
     const ACTIONS: &str = "\nActions:\n";
+    // Built once: every observation is searched for the heading.
+    static HEADING: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(ACTIONS));
+    static LAST_HEADING: LazyLock<memmem::FinderRev<'static>> = LazyLock::new(|| memmem::FinderRev::new(ACTIONS));
     let shown = cut_spans(observation, spans);
     let mut body: &str = &shown;
     if body.starts_with("Note: ") {
         body = body.split_once("\n\n").map_or("", |(_, rest)| rest);
     }
     // The action list closes the page: its last heading, looked for only when there is one.
-    let found = memmem::find(body.as_bytes(), ACTIONS.as_bytes()).is_some();
+    let found = HEADING.find(body.as_bytes()).is_some();
     let (page, actions) = found
-        .then(|| memmem::rfind(body.as_bytes(), ACTIONS.as_bytes()))
+        .then(|| LAST_HEADING.rfind(body.as_bytes()))
         .flatten()
         .map_or((body, ""), |i| (&body[..i], &body[i + ACTIONS.len()..]));
     if !actions.lines().all(is_action) {
@@ -126,11 +136,13 @@ fn agrees<'r>(observation: &str, spans: &[SpanMark], rendering: &'r str, norm: &
     if page == rendering {
         return Some(Cow::Borrowed(rendering));
     }
-    let whole = collapse(rendering);
-    let mut kept = String::new();
+    let mut whole = String::with_capacity(rendering.len());
+    collapse_into(rendering, &mut whole);
+    let mut kept = String::with_capacity(page.len());
     let mut at = 0;
+    let mut l = String::new();
     for line in page.lines() {
-        let l = collapse(line);
+        collapse_into(line, &mut l);
         if l.is_empty() || l.starts_with("[withheld: ") && l.ends_with(']') {
             continue;
         }
@@ -174,7 +186,13 @@ pub struct Renderings<'w> {
     /// Pages with the party's text cut out, by page and cut texts (kept with `kept`, within
     /// a bound in bytes).
     cut: RwLock<CutPages>,
+    /// What the sites answer at addresses that are no page of the world, by site of the
+    /// trial and address as the file wrote it (kept with `kept`, within a bound in bytes).
+    served: RwLock<ServedPages>,
 }
+
+/// What the sites answer at addresses that are no page of the world, by site and address.
+type ServedPages = crate::judge::bounded::Kept<(Domain, Box<str>), Arc<str>>;
 
 /// Pages with text cut out, by page and the texts cut.
 type CutPages = crate::judge::bounded::Kept<(String, Vec<String>), Arc<Kept>>;
@@ -191,12 +209,12 @@ struct Kept {
 impl<'w> Renderings<'w> {
     /// Renderings kept across trajectories (for a scorer).
     pub fn kept(world: &'w World) -> Renderings<'w> {
-        Renderings { world, kept: Some(OnceLock::new()), cut: RwLock::default() }
+        Renderings { world, kept: Some(OnceLock::new()), cut: RwLock::default(), served: RwLock::default() }
     }
 
     /// Renderings made for each trajectory (one-off scoring: no index of the world to build).
     pub fn each_time(world: &'w World) -> Renderings<'w> {
-        Renderings { world, kept: None, cut: RwLock::default() }
+        Renderings { world, kept: None, cut: RwLock::default(), served: RwLock::default() }
     }
 
     /// The page at `norm` as shown in a trial on `site`, `cut` out of it; `None` when it is
@@ -243,6 +261,39 @@ impl<'w> Renderings<'w> {
     }
 }
 
+impl Renderings<'_> {
+    /// What the site of a trial on `site` answers at `raw` (normalised `norm`) when that is
+    /// no page of the world (a listing, a search page), if it answers with a page at all: a
+    /// 404, an invented path, another site's page or a URL no site serves verifies nothing,
+    /// whatever the file shows for it. Kept by address with the renderings: listings come
+    /// back in trajectory after trajectory.
+    fn served(&self, site: Domain, raw: &str, norm: &str) -> Arc<str> {
+        let render = || {
+            let pattern = raw.split_once('?').and_then(|(_, q)| {
+                url::form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "pattern").map(|(_, v)| v.into_owned())
+            });
+            let rendered = crate::env::site::render_path(self.world, raw, pattern.as_deref(), None);
+            let on_site = crate::env::site::domain_of(norm) == Some(site);
+            let text: Arc<str> =
+                if on_site && (200..300).contains(&rendered.status) { rendered.text.into() } else { "".into() };
+            text
+        };
+        if self.kept.is_none() {
+            return render();
+        }
+        let key = (site, Box::<str>::from(raw));
+        if let Some(text) = self.served.read().ok().and_then(|s| s.get(&key).cloned()) {
+            return text;
+        }
+        let text = render();
+        if let Ok(mut s) = self.served.write() {
+            let bytes = key.1.len() + text.len() + 64;
+            s.insert(key, text.clone(), bytes);
+        }
+        text
+    }
+}
+
 /// Whether two normalised paths are one: most differ in their last bytes (an id), which
 /// are compared first.
 fn same(a: &str, b: &str) -> bool {
@@ -264,7 +315,6 @@ fn visited_pages<'v, 'r>(
         .filter(|p| marked.contains(&p.id.as_str()))
         .map(|p| (normalise(&p.url), p.text.as_str()))
         .collect();
-    let world = pages_of.world;
     let mut pages: Vec<Page<'_, '_>> = Vec::new();
     let mut which: Vec<usize> = Vec::with_capacity(visits.len());
     for (step, url) in traj.steps.iter().zip(visits) {
@@ -275,16 +325,7 @@ fn visited_pages<'v, 'r>(
             pages.len() - 1
         });
         if pages[i].site.is_none() && pages[i].fallback.is_none() {
-            // What the task's site answers there (a listing, a search page), when it answers
-            // with a page at all: a 404, an invented path, another site's page or a URL no
-            // site serves verifies nothing, whatever the file shows for it.
-            let pattern = step.url.split_once('?').and_then(|(_, q)| {
-                url::form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "pattern").map(|(_, v)| v.into_owned())
-            });
-            let rendered = crate::env::site::render_path(world, &step.url, pattern.as_deref(), None);
-            let on_site = crate::env::site::domain_of(url) == Some(task.domain);
-            pages[i].fallback =
-                Some(if on_site && (200..300).contains(&rendered.status) { rendered.text } else { String::new() });
+            pages[i].fallback = Some(pages_of.served(task.domain, &step.url, url));
         }
         which.push(i);
     }
@@ -305,7 +346,7 @@ struct Page<'v, 'r> {
     /// The hashes of its words, when the rendering was kept.
     words: Option<Words>,
     /// What the sites answer there otherwise, for steps the file gave no observation.
-    fallback: Option<String>,
+    fallback: Option<Arc<str>>,
 }
 
 /// What the agent of `traj` received, turn by turn (`visits`: the steps' normalised URLs),
