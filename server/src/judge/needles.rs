@@ -11,9 +11,19 @@ use rustc_hash::FxHashMap;
 /// Needles shorter than this are built each time: their searchers are cheap.
 const LONG: usize = 64;
 
-/// Bytes of needles kept per thread (each kept twice: key and searcher); past them the
-/// store starts over.
+/// Needles longer than this are built each time: one would take a large share of the
+/// store, and its search costs more than its searcher anyway.
+const LONGEST: usize = 64 << 10;
+
+/// Bytes kept per thread, counted as [`size`] does; past them the store starts over. The
+/// threads that score live as long as the process where it serves, so this stays small.
 const KEPT_BYTES: usize = 4 << 20;
+
+/// What a kept needle takes: its text twice (the key and the searcher's own copy), the
+/// searcher's tables and the map's entry (about 1 KiB measured together for short needles).
+fn size(needle: &str) -> usize {
+    2 * needle.len() + 1024
+}
 
 #[derive(Default)]
 struct Kept {
@@ -26,9 +36,9 @@ thread_local! {
 }
 
 /// Calls `search` with a searcher for `needle`: kept for this thread when the needle is
-/// long, built now otherwise (or when `search` itself asks for one).
+/// long (but not huge), built now otherwise (or when `search` itself asks for one).
 pub fn with_finder<R>(needle: &str, search: impl FnOnce(&Finder<'_>) -> R) -> R {
-    if needle.len() < LONG {
+    if !(LONG..=LONGEST).contains(&needle.len()) {
         return search(&Finder::new(needle));
     }
     KEPT.with(|kept| {
@@ -36,10 +46,10 @@ pub fn with_finder<R>(needle: &str, search: impl FnOnce(&Finder<'_>) -> R) -> R 
             return search(&Finder::new(needle));
         };
         if !kept.finders.contains_key(needle) {
-            if kept.bytes + 2 * needle.len() > KEPT_BYTES {
+            if kept.bytes + size(needle) > KEPT_BYTES {
                 *kept = Kept::default();
             }
-            kept.bytes += 2 * needle.len();
+            kept.bytes += size(needle);
             kept.finders.insert(needle.into(), Finder::new(needle).into_owned());
         }
         search(&kept.finders[needle])
@@ -65,5 +75,22 @@ mod tests {
         // A search that asks for another searcher gets one.
         let nested = with_finder(&long, |f| with_finder(&long, |g| (f.find(page.as_bytes()), g.find(page.as_bytes()))));
         assert_eq!(nested, (Some(7), Some(7)));
+        // Neither a huge needle nor a short one is kept; many long ones stay within the bound.
+        for i in 0..20_000 {
+            with_finder(&format!("{i:>80}"), |f| f.find(page.as_bytes()));
+        }
+        let huge = "x".repeat(LONGEST + 1);
+        let haystack = format!("{huge}{huge}");
+        assert_eq!(with_finder(&huge, |f| f.find_iter(haystack.as_bytes()).count()), 2);
+        assert_eq!(with_finder("between", |f| f.find(page.as_bytes())), page.find("between"));
+        KEPT.with(|kept| {
+            let kept = kept.borrow();
+            assert!(
+                kept.bytes <= KEPT_BYTES
+                    && !kept.finders.contains_key(huge.as_str())
+                    && !kept.finders.contains_key("between")
+            );
+            assert_eq!(kept.bytes, kept.finders.keys().map(|k| size(k)).sum::<usize>());
+        });
     }
 }

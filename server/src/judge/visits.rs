@@ -13,13 +13,25 @@ use super::TrajStep;
 use super::rules::Graph;
 use crate::env::World;
 
-/// Addresses kept per task at most: past them an address is matched each time (a file
-/// that invents a fresh address at every step costs its matching, never memory).
-const KEPT_PER_TASK: usize = 512;
+/// Bytes kept per task at most, counted as [`size`] does: past them an address is matched
+/// each time (a file that invents a fresh address at every step, or very long ones, costs
+/// its matching, and at most this much memory a task: 12 MiB over the built-in corpus).
+const KEPT_PER_TASK: usize = 16 << 10;
+
+/// What an address kept takes: its text, the map's entry and the nodes' list.
+fn size(norm: &str, earned: &Earned) -> usize {
+    norm.len() + 64 + 8 * earned.nodes.len()
+}
 
 /// What a (normalised) address earns under one task, kept across trajectories.
 #[derive(Default)]
-pub struct KeptVisits(RwLock<FxHashMap<Box<str>, Earned>>);
+pub struct KeptVisits(RwLock<Kept>);
+
+#[derive(Default)]
+struct Kept {
+    earned: FxHashMap<Box<str>, Earned>,
+    bytes: usize,
+}
 
 /// What a visit to one address earns.
 #[derive(Clone)]
@@ -32,14 +44,16 @@ struct Earned {
 
 impl KeptVisits {
     fn earned(&self, norm: &str, make: impl FnOnce() -> Earned) -> Earned {
-        if let Some(e) = self.0.read().ok().and_then(|m| m.get(norm).cloned()) {
+        if let Some(e) = self.0.read().ok().and_then(|k| k.earned.get(norm).cloned()) {
             return e;
         }
         let e = make();
-        if let Ok(mut m) = self.0.write()
-            && m.len() < KEPT_PER_TASK
+        let bytes = size(norm, &e);
+        if let Ok(mut k) = self.0.write()
+            && k.bytes + bytes <= KEPT_PER_TASK
+            && k.earned.insert(norm.into(), e.clone()).is_none()
         {
-            m.insert(norm.into(), e.clone());
+            k.bytes += bytes;
         }
         e
     }
@@ -85,4 +99,22 @@ pub(super) fn page_hits(
         }
     }
     (hits, refused)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_or_long_addresses_stay_within_the_bound() {
+        let kept = KeptVisits::default();
+        for i in 0..5_000 {
+            let norm = format!("/shop/{}{i}", "x".repeat(i % 3_000));
+            let earned = kept.earned(&norm, || Earned { nodes: Arc::from([i, i + 1]), served: i % 2 == 0 });
+            assert_eq!((earned.nodes[0], earned.served), (i, i % 2 == 0), "{i}");
+        }
+        let k = kept.0.read().expect("lock");
+        assert!(!k.earned.is_empty() && k.bytes <= KEPT_PER_TASK, "{} bytes", k.bytes);
+        assert_eq!(k.bytes, k.earned.iter().map(|(n, e)| size(n, e)).sum::<usize>());
+    }
 }

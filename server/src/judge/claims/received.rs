@@ -278,7 +278,8 @@ impl Renderings<'_> {
                 if on_site && (200..300).contains(&rendered.status) { rendered.text.into() } else { "".into() };
             text
         };
-        if self.kept.is_none() {
+        // A very long address is rendered each time: most of its room would go to the key.
+        if self.kept.is_none() || raw.len() > 2048 {
             return render();
         }
         let key = (site, Box::<str>::from(raw));
