@@ -112,10 +112,13 @@ pub trait ScoreStore: Send + Sync {
     /// When each of these trials finished (ms), for those that have finished and not been
     /// queued again since.
     async fn finish_times(&self, trial_ids: &[TrialId]) -> StoreResult<HashMap<TrialId, i64>>;
-    /// Stores scores made as trials finished, each with when its trial had finished: a score
-    /// is stored only while its trial is still finished at that time (not queued again, not
-    /// finished again since), and never over a stored score. Returns how many were stored.
-    async fn put_finish_scores(&self, run_id: &RunId, scores: &[(StoredScore, i64)]) -> StoreResult<u64>;
+    /// Stores scores made from trials' steps, each with when its trial had finished as its
+    /// steps were read: a score is stored only while its trial is still finished at that
+    /// time (not queued again, not finished again since). `replace`: over a stored score (of
+    /// another judge version, when a run is scored again); otherwise never over one (the
+    /// scores made as trials finish). Returns how many were stored.
+    async fn put_finish_scores(&self, run_id: &RunId, scores: &[(StoredScore, i64)], replace: bool)
+    -> StoreResult<u64>;
     /// Appends one label event (labels are never updated in place); returns its id.
     async fn add_label(&self, event: &LabelEvent) -> StoreResult<i64>;
     /// Appends a person's label only while its author holds the label's unexpired lock at
@@ -163,6 +166,10 @@ pub trait ScoreStore: Send + Sync {
     /// Every grade of a run's trials, oldest first.
     async fn grades(&self, run_id: &RunId) -> StoreResult<Vec<ReasoningGrade>>;
 }
+
+/// What an insert of a score does where the trial has one: replaces it.
+const REPLACE_SCORE: &str =
+    "do update set judge_version = excluded.judge_version, body = excluded.body, created_at = excluded.created_at";
 
 const LABEL_COLUMNS: &str =
     "event_id, trial_id, kind, value, turn, source, confidence, reason, author, judge_version, created_at";
@@ -216,7 +223,12 @@ impl ScoreStore for SqlStore {
         Ok(out)
     }
 
-    async fn put_finish_scores(&self, run_id: &RunId, scores: &[(StoredScore, i64)]) -> StoreResult<u64> {
+    async fn put_finish_scores(
+        &self,
+        run_id: &RunId,
+        scores: &[(StoredScore, i64)],
+        replace: bool,
+    ) -> StoreResult<u64> {
         let now = now_ms();
         // One order for every writer's rows: two transactions never wait on each other's.
         let mut rows: Vec<&(StoredScore, i64)> = scores.iter().collect();
@@ -239,9 +251,9 @@ impl ScoreStore for SqlStore {
                 });
                 b.push(
                     ") v where exists (select 1 from trial t where t.trial_id = v.column1 \
-                     and t.state in ('done', 'error') and t.finished_at = v.column6) \
-                     on conflict (trial_id) do nothing",
+                     and t.state in ('done', 'error') and t.finished_at = v.column6) on conflict (trial_id) ",
                 );
+                b.push(if replace { REPLACE_SCORE } else { "do nothing" });
                 let (sql, args) = numbered(&mut b, self.postgres)?;
                 stored += sqlx::query_with(&sql, args).execute(&mut *tx).await?.rows_affected();
             }
@@ -268,10 +280,8 @@ impl ScoreStore for SqlStore {
                         .push_bind(s.body.as_str())
                         .push_bind(now);
                 });
-                b.push(
-                    " on conflict (trial_id) do update set judge_version = excluded.judge_version, body = excluded.body, \
-                     created_at = excluded.created_at",
-                );
+                b.push(" on conflict (trial_id) ");
+                b.push(REPLACE_SCORE);
                 let (sql, args) = numbered(&mut b, self.postgres)?;
                 sqlx::query_with(&sql, args).execute(&mut *tx).await?;
             }

@@ -83,22 +83,23 @@ pub async fn score_run_as_of(
     let manipulates = kind.envelope().manipulates();
     let chunks: Vec<Vec<(usize, TrialId)>> =
         todo.chunks(CHUNK).map(|c| c.iter().map(|(i, t)| (*i, (*t).clone())).collect()).collect();
-    let chunks = futures::stream::iter(chunks);
+    let times = store.clone();
+    let chunks = futures::StreamExt::then(futures::stream::iter(chunks), move |chunk| {
+        let store = times.clone();
+        async move { with_finish_times(store.as_ref(), chunk).await }
+    });
     let mut scoring = Scoring::start(store, world, (&version, judge.asks_a_model()), manipulates, chunks);
-    let mut writing: Option<tokio::task::JoinHandle<crate::db::StoreResult<()>>> = None;
+    let mut writing: Option<tokio::task::JoinHandle<crate::db::StoreResult<u64>>> = None;
     // The chunk's place in the pipeline is given back when this chunk is handled.
     while let Some((inputs, scored, _place)) = scoring.next().await {
         let mut rows = Vec::with_capacity(inputs.len());
         handled += inputs.len();
-        for (i, result) in judge_chunk(world, judge, inputs, scored).await {
+        for ((i, finished_at), result) in judge_chunk(world, judge, inputs, scored).await {
             let (score, body) = result?;
             // A score the judge failed on is used now but not stored: the next pass asks again.
-            if score.rsn_error.is_none() {
-                rows.push(StoredScore {
-                    trial_id: score.trial_id.clone().into(),
-                    judge_version: version.clone(),
-                    body,
-                });
+            if let Some(finished_at) = finished_at.filter(|_| score.rsn_error.is_none()) {
+                let trial_id = score.trial_id.clone().into();
+                rows.push((StoredScore { trial_id, judge_version: version.clone(), body }, finished_at));
             }
             let mut score = score;
             score.keep(keep)?;
@@ -109,7 +110,7 @@ pub async fn score_run_as_of(
             w.await??;
         }
         let (store, run) = (store.clone(), run_id.clone());
-        writing = Some(tokio::spawn(async move { store.put_scores(&run, &rows).await }));
+        writing = Some(tokio::spawn(async move { store.put_finish_scores(&run, &rows, true).await }));
     }
     if let Some(w) = writing {
         w.await??;
@@ -191,16 +192,29 @@ fn reuse_stored<'k>(
     Ok((slots, todo))
 }
 
+/// Each trial of a chunk with when it finished, read before its steps are: its score is
+/// stored only while the trial still stands finished at that time, so a score made from an
+/// attempt that a retry has since replaced is used now but never stored. `None` for a trial
+/// not finished now, or for every trial when the times cannot be read.
+async fn with_finish_times(store: &dyn Store, chunk: Vec<(usize, TrialId)>) -> Vec<((usize, Option<i64>), TrialId)> {
+    let ids: Vec<TrialId> = chunk.iter().map(|(_, t)| t.clone()).collect();
+    let mut times = store.finish_times(&ids).await.unwrap_or_else(|e| {
+        tracing::warn!("{} trials are scored without storing their scores: {e:#}", ids.len());
+        HashMap::new()
+    });
+    chunk.into_iter().map(|(i, t)| ((i, times.remove(&t)), t)).collect()
+}
+
 /// A chunk's scores: each slot with its score and serialised body, or the error. A model
 /// judge is asked here, about several trials at once (at most [`JUDGE_CALLS`]); a trial
 /// scored without one is handed on as it is (a future per trial would be built, moved and
 /// freed for nothing).
-async fn judge_chunk(
+async fn judge_chunk<S: Copy>(
     world: &Arc<World>,
     judge: &ModelJudge,
-    inputs: Inputs,
+    inputs: Inputs<S>,
     scored: Vec<anyhow::Result<Scored>>,
-) -> Vec<(usize, anyhow::Result<(TrialScore, String)>)> {
+) -> Vec<(S, anyhow::Result<(TrialScore, String)>)> {
     let gate = tokio::sync::Semaphore::new(JUDGE_CALLS);
     let mut out = Vec::with_capacity(inputs.len());
     let (mut calls, mut waiting) = (Vec::new(), Vec::new());

@@ -201,7 +201,7 @@ impl Prescore {
                     }
                 }
                 // A chunk that cannot be stored is scored when the run is.
-                match store.put_finish_scores(&run_id, &rows).await {
+                match store.put_finish_scores(&run_id, &rows, false).await {
                     Ok(n) => stored += n,
                     Err(e) => tracing::warn!(run = %run_id, "{} scores were not stored: {e:#}", rows.len()),
                 }

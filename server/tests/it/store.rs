@@ -594,8 +594,8 @@ async fn postgres_stores_imported_trials_with_their_origin() {
     }
 }
 
-/// Scores made as trials finish are stored only for the finish they were made from, and
-/// never over a stored score.
+/// Scores made from a trial's steps are stored only for the finish they were made from;
+/// those made as trials finish never over a stored score, those of a run scored again over it.
 async fn exercise_finish_scores(store: &dyn Store) {
     use server::db::{StoredScore, TrialEnd, now_ms};
     let run = RunId::from("f");
@@ -612,7 +612,7 @@ async fn exercise_finish_scores(store: &dyn Store) {
     assert_eq!(store.retry_errors(&run).await.expect("retry"), 1);
     assert!(store.finish_times(&ids).await.expect("times").is_empty());
     let stale = [(score("{\"attempt\":1}"), first[&a.trial_id])];
-    assert_eq!(store.put_finish_scores(&run, &stale).await.expect("put"), 0);
+    assert_eq!(store.put_finish_scores(&run, &stale, false).await.expect("put"), 0);
     assert_eq!(store.trial_score(&a.trial_id).await.expect("score"), None);
     // Finished again (a later time): the first finish's score is still refused, the second's stored.
     let again = store.claim_trial(&run, "w", now_ms() + 60_000).await.expect("claim").expect("again");
@@ -621,13 +621,27 @@ async fn exercise_finish_scores(store: &dyn Store) {
     assert!(store.finish_trial(&a.trial_id, "w", &TrialEnd::Error("down again".into())).await.expect("finish"));
     let second = store.finish_times(&ids).await.expect("times")[&a.trial_id];
     assert_ne!(second, first[&a.trial_id]);
-    assert_eq!(store.put_finish_scores(&run, &stale).await.expect("put"), 0);
+    assert_eq!(store.put_finish_scores(&run, &stale, false).await.expect("put"), 0);
     let fresh = [(score("{\"attempt\":2}"), second)];
-    assert_eq!(store.put_finish_scores(&run, &fresh).await.expect("put"), 1);
+    assert_eq!(store.put_finish_scores(&run, &fresh, false).await.expect("put"), 1);
     assert_eq!(store.trial_score(&a.trial_id).await.expect("score"), Some(fresh[0].0.clone()));
     // A stored score stands: another made as the trial finished does not replace it.
-    assert_eq!(store.put_finish_scores(&run, &[(score("{\"other\":1}"), second)]).await.expect("put"), 0);
+    assert_eq!(store.put_finish_scores(&run, &[(score("{\"other\":1}"), second)], false).await.expect("put"), 0);
     assert_eq!(store.trial_score(&a.trial_id).await.expect("score"), Some(fresh[0].0.clone()));
+    // A run scored again (another judge version) replaces it, for the same finish alone: a
+    // score made from the first attempt's steps, read before the retry, is not stored.
+    let rescored = |body: &str| StoredScore { judge_version: "j2".into(), ..score(body) };
+    assert_eq!(
+        store.put_finish_scores(&run, &[(rescored("{\"attempt\":1}"), first[&a.trial_id])], true).await.expect("put"),
+        0
+    );
+    assert_eq!(store.trial_score(&a.trial_id).await.expect("score"), Some(fresh[0].0.clone()));
+    let replaced = [(rescored("{\"attempt\":2}"), second)];
+    assert_eq!(store.put_finish_scores(&run, &replaced, true).await.expect("put"), 1);
+    assert_eq!(store.trial_score(&a.trial_id).await.expect("score"), Some(replaced[0].0.clone()));
+    // Queued again: nothing is stored for it, whatever the finish.
+    assert_eq!(store.retry_errors(&run).await.expect("retry"), 1);
+    assert_eq!(store.put_finish_scores(&run, &replaced, true).await.expect("put"), 0);
 }
 
 #[tokio::test]
