@@ -3,19 +3,30 @@
 use rustc_hash::FxHashMap;
 
 /// A bounded store: past [`Kept::BYTES`] of keys and values (about), nothing more is kept.
-pub struct Kept<K, V> {
+/// `BOUND` is 32 MiB unless a store asks for less (one kept per task, say).
+pub struct Kept<K, V, const BOUND: usize = { 32 << 20 }> {
     map: FxHashMap<K, V>,
     bytes: usize,
 }
 
-impl<K, V> Default for Kept<K, V> {
+impl<K, V, const BOUND: usize> Default for Kept<K, V, BOUND> {
     fn default() -> Self {
         Kept { map: FxHashMap::default(), bytes: 0 }
     }
 }
 
-impl<K: std::hash::Hash + Eq, V> Kept<K, V> {
-    pub const BYTES: usize = 32 << 20;
+impl<K: std::hash::Hash + Eq, V, const BOUND: usize> Kept<K, V, BOUND> {
+    pub const BYTES: usize = BOUND;
+
+    /// The bytes counted so far.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The keys and values kept.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.map.iter()
+    }
 
     pub fn get<Q: std::hash::Hash + Eq + ?Sized>(&self, key: &Q) -> Option<&V>
     where
@@ -40,7 +51,11 @@ impl<K: std::hash::Hash + Eq, V> Kept<K, V> {
 
 /// The value kept under `key` in `store`, else the one `make` gives with its size in bytes
 /// (kept now, when there is room): the read-or-fill of every store a scorer shares.
-pub fn kept_or<K, V, Q>(store: &std::sync::RwLock<Kept<K, V>>, key: &Q, make: impl FnOnce() -> (V, usize)) -> V
+pub fn kept_or<K, V, Q, const BOUND: usize>(
+    store: &std::sync::RwLock<Kept<K, V, BOUND>>,
+    key: &Q,
+    make: impl FnOnce() -> (V, usize),
+) -> V
 where
     K: std::hash::Hash + Eq + std::borrow::Borrow<Q> + for<'q> From<&'q Q>,
     V: Clone,

@@ -10,6 +10,7 @@ use std::sync::{Arc, RwLock};
 use rustc_hash::FxHashMap;
 
 use super::TrajStep;
+use super::bounded::Kept;
 use super::rules::Graph;
 use crate::env::World;
 
@@ -25,13 +26,7 @@ fn size(norm: &str, earned: &Earned) -> usize {
 
 /// What a (normalised) address earns under one task, kept across trajectories.
 #[derive(Default)]
-pub struct KeptVisits(RwLock<Kept>);
-
-#[derive(Default)]
-struct Kept {
-    earned: FxHashMap<Box<str>, Earned>,
-    bytes: usize,
-}
+pub struct KeptVisits(RwLock<Kept<Box<str>, Earned, KEPT_PER_TASK>>);
 
 /// What a visit to one address earns.
 #[derive(Clone)]
@@ -44,18 +39,11 @@ struct Earned {
 
 impl KeptVisits {
     fn earned(&self, norm: &str, make: impl FnOnce() -> Earned) -> Earned {
-        if let Some(e) = self.0.read().ok().and_then(|k| k.earned.get(norm).cloned()) {
-            return e;
-        }
-        let e = make();
-        let bytes = size(norm, &e);
-        if let Ok(mut k) = self.0.write()
-            && k.bytes + bytes <= KEPT_PER_TASK
-            && k.earned.insert(norm.into(), e.clone()).is_none()
-        {
-            k.bytes += bytes;
-        }
-        e
+        super::bounded::kept_or(&self.0, norm, || {
+            let e = make();
+            let bytes = size(norm, &e);
+            (e, bytes)
+        })
     }
 }
 
@@ -114,7 +102,7 @@ mod tests {
             assert_eq!((earned.nodes[0], earned.served), (i, i % 2 == 0), "{i}");
         }
         let k = kept.0.read().expect("lock");
-        assert!(!k.earned.is_empty() && k.bytes <= KEPT_PER_TASK, "{} bytes", k.bytes);
-        assert_eq!(k.bytes, k.earned.iter().map(|(n, e)| size(n, e)).sum::<usize>());
+        assert!(k.iter().next().is_some() && k.bytes() <= KEPT_PER_TASK, "{} bytes", k.bytes());
+        assert_eq!(k.bytes(), k.iter().map(|(n, e)| size(n, e)).sum::<usize>());
     }
 }

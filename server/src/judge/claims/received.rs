@@ -259,9 +259,7 @@ impl<'w> Renderings<'w> {
             None => page_text(self.world, norm, cut).map(|t| (Cow::Owned(t), None)),
         }
     }
-}
 
-impl Renderings<'_> {
     /// What the site of a trial on `site` answers at `raw` (normalised `norm`) when that is
     /// no page of the world (a listing, a search page), if it answers with a page at all: a
     /// 404, an invented path, another site's page or a URL no site serves verifies nothing,
