@@ -72,7 +72,7 @@ async fn main() {
     let before = mem_mib("VmRSS");
     let started = Instant::now();
     let (imported, n) = server::runs::harness::import_files(
-        store.as_ref(),
+        &state.store,
         &state.world,
         std::slice::from_ref(&log),
         None,

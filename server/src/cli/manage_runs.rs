@@ -56,8 +56,9 @@ pub enum RunsCommand {
     /// (for samples that are Mirage tasks) score them on the dashboard. Reads Mirage's own
     /// trajectory lines (schemas/trajectory.schema.json), Inspect AI logs (`.eval`, `.json`), ATIF trajectories
     /// and AgentDojo result files (directories are searched); the format is recognised from
-    /// each file's content. Nothing is stored unless every file reads cleanly. Prints the
-    /// run id.
+    /// each file's content. Nothing is stored unless every file reads cleanly. Samples of
+    /// Mirage tasks are scored by the rule-based judges as they are stored, so the run's
+    /// first scoring reads their scores. Prints the run id.
     Import {
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -129,7 +130,7 @@ pub(super) async fn runs(shared: std::sync::Arc<dyn Store>, command: RunsCommand
                 step_bytes: max_step_mib << 20,
                 trajectory_bytes: max_trajectory_mib << 20,
             };
-            import(store, &files, format, map.as_deref(), limits).await?;
+            import(&shared, &files, format, map.as_deref(), limits).await?;
         }
         RunsCommand::Bundle { run, out, config } => bundle(shared.clone(), &run, &out, config.as_deref()).await?,
         RunsCommand::Export { run, format, out } => {
@@ -256,13 +257,13 @@ async fn show(store: &dyn Store, run: &RunId) -> anyhow::Result<()> {
 /// `mirage runs import`: other harnesses' logs (or a Mirage export) stored as a run; the
 /// size of every file is checked first, so nothing is half-imported.
 async fn import(
-    store: &dyn Store,
+    store: &std::sync::Arc<dyn Store>,
     files: &[std::path::PathBuf],
     format: Option<crate::foreign::Format>,
     map: Option<&std::path::Path>,
     limits: crate::foreign::Limits,
 ) -> anyhow::Result<()> {
-    crate::db::seed_if_empty(store).await?;
+    crate::db::seed_if_empty(store.as_ref()).await?;
     let tasks = store.all_tasks().await?;
     let version = crate::corpus::fingerprint(&tasks);
     let world = std::sync::Arc::new(crate::env::World::build(tasks)?);

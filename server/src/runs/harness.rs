@@ -104,7 +104,7 @@ fn read_all(
 /// Imports other harnesses' files as one finished run; returns the run id and the number
 /// of trials. Nothing is stored unless every file reads cleanly.
 pub async fn import_files(
-    store: &dyn Store,
+    store: &std::sync::Arc<dyn Store>,
     world: &std::sync::Arc<World>,
     paths: &[PathBuf],
     forced: Option<Format>,
@@ -126,8 +126,8 @@ pub async fn import_files(
     drop(planned);
 
     // Second pass: the same samples in the same order, stored a batch at a time.
-    let (stored, outcome) = reading.store(store, &run_id, total).await?;
-    super::import::settle(store, &run_id, outcome, format!(" after {stored} of {total} samples")).await?;
+    let (stored, outcome) = reading.store(store, &run_id, (total, spec.manipulates())).await?;
+    super::import::settle(store.as_ref(), &run_id, outcome, format!(" after {stored} of {total} samples")).await?;
     Ok((run_id, total))
 }
 
@@ -181,11 +181,20 @@ impl Reading {
     /// pass completed (the files gave the same number of samples and every batch stored).
     async fn store(
         self,
-        store: &dyn Store,
+        store: &std::sync::Arc<dyn Store>,
         run_id: &RunId,
-        total: usize,
+        (total, manipulates): (usize, bool),
     ) -> anyhow::Result<(usize, anyhow::Result<()>)> {
-        let ids: Vec<TrialId> = store.trials(run_id).await?.into_iter().map(|t| t.trial_id).collect();
+        let trials = store.trials(run_id).await?;
+        // Samples of Mirage's own tasks are scored once stored; the others get their
+        // harness's record when the run is scored.
+        let wanted = trials
+            .iter()
+            .filter(|t| !vocab::TaskRef::is_foreign(&t.task_id) && self.world.task(&t.task_id).is_some())
+            .map(|t| t.trial_id.clone())
+            .collect();
+        let ids: Vec<TrialId> = trials.into_iter().map(|t| t.trial_id).collect();
+        let world = self.world.clone();
         let (tx, mut rx) = tokio::sync::mpsc::channel::<anyhow::Result<FinishedTrial>>(16);
         let reader = tokio::task::spawn_blocking(move || {
             let mut ids = ids.into_iter();
@@ -200,7 +209,7 @@ impl Reading {
                 let _ = tx.blocking_send(Err(e));
             }
         });
-        let mut batches = super::import::Batches::new(store, run_id);
+        let mut batches = super::import::Batches::new(store, run_id).scoring(&world, wanted, manipulates);
         let outcome: anyhow::Result<()> = async {
             while let Some(item) = rx.recv().await {
                 batches.push(item?).await?;
@@ -212,6 +221,7 @@ impl Reading {
             Ok(())
         }
         .await;
+        batches.scored().await;
         let stored = batches.stored;
         // A failed batch leaves the reader blocked on a full channel: closing it lets the
         // reader stop at its next sample.

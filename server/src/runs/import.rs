@@ -2,16 +2,18 @@
 //! compares them like its own (`mirage runs import FILE`).
 
 use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 
 use super::RunSpec;
+use super::scoring::Prescore;
 use crate::agent::{Action, Step};
 use crate::db::RunStatus;
 use crate::db::{FinishedTrial, NewTrial, Store, TrialEnd};
 use crate::env::World;
 use crate::judge::{Trajectory, read_trajectories};
-use vocab::RunId;
+use vocab::{RunId, TrialId};
 
 /// A trajectory's steps as Mirage's own, numbered in order (`place` names the line). Every
 /// line `mirage score` accepts is accepted: a step without an observation keeps none (the
@@ -66,8 +68,8 @@ fn end_of(t: &Trajectory) -> TrialEnd {
 /// line and field), checks that its tasks are in the corpus, and stores it as a finished run.
 /// Returns the run id and the number of trials.
 pub async fn import_run(
-    store: &dyn Store,
-    world: &World,
+    store: &Arc<dyn Store>,
+    world: &Arc<World>,
     file: &str,
     contents: &str,
     (corpus_version, limits): (&str, crate::foreign::Limits),
@@ -112,7 +114,9 @@ pub async fn import_run(
     let run_id = super::new_run_id();
     store.create_run(&run_id, &serde_json::to_string(&spec)?, corpus_version, &trials).await?;
     let ids = store.trial_keys(&run_id).await?;
-    let mut batches = Batches::new(store, &run_id);
+    // Every trajectory is of a Mirage task (checked above), so every trial is scored.
+    let wanted = ids.iter().map(|k| k.trial_id.clone()).collect();
+    let mut batches = Batches::new(store, &run_id).scoring(world, wanted, spec.manipulates());
     let stored: anyhow::Result<()> = async {
         if ids.len() != steps_of.len() {
             bail!("{} trials were stored for {} trajectories", ids.len(), steps_of.len());
@@ -124,7 +128,8 @@ pub async fn import_run(
         batches.flush().await
     }
     .await;
-    settle(store, &run_id, stored, String::new()).await?;
+    batches.scored().await;
+    settle(store.as_ref(), &run_id, stored, String::new()).await?;
     Ok((run_id, trials.len()))
 }
 
@@ -136,19 +141,32 @@ pub(super) const BATCH_BYTES: usize = 32 << 20;
 
 /// Finished trials stored into an imported run a batch at a time (every batch one
 /// transaction that also writes the run's row, so a run left by an interrupted import can
-/// be told); both importers store through it.
+/// be told); both importers store through it. With [`Batches::scoring`], the trials of
+/// Mirage's own tasks are scored once stored, as an executed run's are as they finish, so
+/// that the run's first scoring reads their scores instead of computing them.
 pub(super) struct Batches<'a> {
-    store: &'a dyn Store,
+    store: &'a Arc<dyn Store>,
     run: &'a RunId,
     batch: Vec<FinishedTrial>,
     bytes: usize,
     /// Trials stored so far.
     pub stored: usize,
+    /// The scoring pipeline, where each stored trial among the wanted ones is sent.
+    scores: Option<(Prescore, tokio::sync::mpsc::UnboundedSender<TrialId>, HashSet<TrialId>)>,
 }
 
 impl<'a> Batches<'a> {
-    pub(super) fn new(store: &'a dyn Store, run: &'a RunId) -> Batches<'a> {
-        Batches { store, run, batch: Vec::new(), bytes: 0, stored: 0 }
+    pub(super) fn new(store: &'a Arc<dyn Store>, run: &'a RunId) -> Batches<'a> {
+        Batches { store, run, batch: Vec::new(), bytes: 0, stored: 0, scores: None }
+    }
+
+    /// Scores the trials of `wanted` (those of tasks in `world`) once they are stored
+    /// (`manipulates`: the run has manipulated trials).
+    pub(super) fn scoring(mut self, world: &Arc<World>, wanted: HashSet<TrialId>, manipulates: bool) -> Batches<'a> {
+        let prescore = Prescore::start(self.store, world, self.run, manipulates);
+        let sender = prescore.sender();
+        self.scores = Some((prescore, sender, wanted));
+        self
     }
 
     /// Adds a trial, storing the batch when it is full.
@@ -166,10 +184,25 @@ impl<'a> Batches<'a> {
         if !self.batch.is_empty() {
             self.store.store_finished(self.run, &self.batch).await?;
             self.stored += self.batch.len();
+            if let Some((_, sender, wanted)) = &self.scores {
+                for t in self.batch.iter().filter(|t| wanted.contains(&t.trial_id)) {
+                    // The pipeline stopped (its failure is logged): the run is scored when shown.
+                    let _ = sender.send(t.trial_id.clone());
+                }
+            }
             self.batch.clear();
             self.bytes = 0;
         }
         Ok(())
+    }
+
+    /// Waits until the stored trials sent to be scored are scored and their scores stored
+    /// (a failure is logged: those trials are then scored when the run is).
+    pub(super) async fn scored(&mut self) {
+        if let Some((prescore, sender, _)) = self.scores.take() {
+            drop(sender);
+            prescore.finish(self.run).await;
+        }
     }
 }
 

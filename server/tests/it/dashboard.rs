@@ -287,7 +287,7 @@ async fn hostile_text_is_escaped_on_every_page_that_shows_it() {
     let app = TestApp::start().await;
     let line = hostile_trajectory("shop-example-01");
     let (run, n) = server::runs::import::import_run(
-        app.state.store.as_ref(),
+        &app.state.store,
         &app.state.world,
         "hostile.jsonl",
         &line,
@@ -979,7 +979,7 @@ async fn long_trajectories_come_a_page_of_turns_at_a_time() {
         "verdict": {"action": "APPROVE", "rationale": "walked"}})
     .to_string();
     let (run, _) = server::runs::import::import_run(
-        app.state.store.as_ref(),
+        &app.state.store,
         &app.state.world,
         "long.jsonl",
         &line,

@@ -80,7 +80,7 @@ async fn inspect_logs_import_in_every_layout_and_show_their_harness_record() {
 
     // Scoring the run: Mirage's judges for the Mirage task, the harness's record for the
     // others; every imported trial is searchable.
-    let (scores, _) = server::engine::score::score_run(
+    let (scores, computed) = server::engine::score::score_run(
         &app.state.store,
         &app.state.world,
         &RunId::from(run),
@@ -91,6 +91,11 @@ async fn inspect_logs_import_in_every_layout_and_show_their_harness_record() {
     .expect("score the run");
     let judged: Vec<(&str, bool, &str)> =
         scores.iter().map(|s| (s.task_id.as_str(), s.acc_dec.is_some(), s.judge_version.as_str())).collect();
+    // The Mirage task's score was stored by the import; the harness's records are not stored.
+    let stored: Vec<String> =
+        store.scores(&RunId::from(run)).await.expect("scores").into_iter().map(|s| s.trial_id.to_string()).collect();
+    assert_eq!(stored, [t[0].trial_id.to_string()]);
+    assert_eq!(computed, 0, "the stored score is read, not computed again");
     assert_eq!(judged[0].0, "shop-example-01");
     assert!(judged[0].1, "Mirage's judges score the Mirage task");
     assert_eq!(

@@ -212,6 +212,26 @@ fn run_scores_are_stored_reused_and_overridden_by_people() {
 }
 
 #[test]
+fn imported_runs_are_scored_as_they_are_stored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_, out, _) = baseline_run(&dir, "surface,explorer", "CONFLICT_OF_INTEREST");
+    let db = temp_path(&dir, "imported.db");
+    let o = mirage(&db, &["runs", "import", out.to_str().expect("utf-8")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let run = text(&o.stdout).trim().to_string();
+    // Every trial's score was stored by the import: the run's first scoring computes none.
+    let first = mirage(&db, &["score", "--run", &run, "--json"]);
+    let n = json_of(&first)["trials"].as_array().map_or(0, Vec::len);
+    assert!(n > 10);
+    assert!(text(&first.stderr).contains(&format!("0 computed now, {n} reused")), "{}", text(&first.stderr));
+    // They are the scores of the stored steps, as computed when none is stored.
+    forget_scores(&db);
+    let computed = mirage(&db, &["score", "--run", &run, "--json"]);
+    assert!(text(&computed.stderr).contains(&format!("{n} computed now, 0 reused")), "{}", text(&computed.stderr));
+    assert_eq!(first.stdout, computed.stdout, "scores stored by the import differ from scores computed later");
+}
+
+#[test]
 fn the_llm_judge_scores_reasoning_once_and_answers_from_its_cache() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let judge = rt.block_on(ScriptedServer::responding(std::time::Duration::ZERO, |_| {
