@@ -107,13 +107,13 @@ pub async fn score_run_as_of(
         }
         progress(handled, finished.len());
         if let Some(w) = writing.take() {
-            w.await??;
+            store_done(w, run_id).await?;
         }
         let (store, run) = (store.clone(), run_id.clone());
         writing = Some(tokio::spawn(async move { store.put_finish_scores(&run, &rows, true).await }));
     }
     if let Some(w) = writing {
-        w.await??;
+        store_done(w, run_id).await?;
     }
     scoring.finish().await?;
     let computed = todo.len();
@@ -130,6 +130,19 @@ pub async fn score_run_as_of(
     drop(keys);
     attach_run_facts(store.as_ref(), world, (run_id, &kind), &mut scores, as_of).await?;
     Ok((scores, computed))
+}
+
+/// Waits for a chunk's scores to be stored. A store that fails (a busy or full database) is
+/// logged, not raised: the scores are right as computed and are used now; their trials are
+/// computed again at the next scoring.
+async fn store_done(
+    writing: tokio::task::JoinHandle<crate::db::StoreResult<u64>>,
+    run_id: &RunId,
+) -> anyhow::Result<()> {
+    if let Err(e) = writing.await? {
+        tracing::warn!(run = %run_id, "scores were not stored (they are computed again at the next scoring): {e:#}");
+    }
+    Ok(())
 }
 
 /// What a trial's score learns from the rest of its run: its clean twin, the replays that

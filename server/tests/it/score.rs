@@ -128,14 +128,19 @@ fn the_grader_self_tests_run_from_the_command_line() {
     assert!(!o.status.success() && text(&o.stderr).contains("cannot be used with"), "{}", text(&o.stderr));
 }
 
-/// Deletes every stored score in the database at `db`.
-fn forget_scores(db: &std::path::Path) {
+/// Runs one SQL statement on the database at `db`.
+fn execute(db: &std::path::Path, sql: &str) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
         let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.display())).await.expect("sqlite");
-        sqlx::query("delete from trial_score").execute(&pool).await.expect("delete");
+        sqlx::query(sql).execute(&pool).await.expect(sql);
         pool.close().await;
     });
+}
+
+/// Deletes every stored score in the database at `db`.
+fn forget_scores(db: &std::path::Path) {
+    execute(db, "delete from trial_score");
 }
 
 #[test]
@@ -229,6 +234,31 @@ fn imported_runs_are_scored_as_they_are_stored() {
     let computed = mirage(&db, &["score", "--run", &run, "--json"]);
     assert!(text(&computed.stderr).contains(&format!("{n} computed now, 0 reused")), "{}", text(&computed.stderr));
     assert_eq!(first.stdout, computed.stdout, "scores stored by the import differ from scores computed later");
+}
+
+#[test]
+fn a_run_is_scored_even_when_its_scores_cannot_be_stored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, _, run) = baseline_run(&dir, "surface", "VIP_CUSTOMER");
+    let stored = mirage(&db, &["score", "--run", &run, "--json"]);
+    let n = json_of(&stored)["trials"].as_array().map_or(0, Vec::len);
+    assert!(n > 10);
+    // The database refuses every score from now on.
+    forget_scores(&db);
+    execute(&db, "create trigger refuse before insert on trial_score begin select raise(abort, 'disk says no'); end");
+    let refused = mirage(&db, &["score", "--run", &run, "--json"]);
+    let err = text(&refused.stderr);
+    assert!(
+        err.contains(&format!("{n} computed now")) && err.contains("were not stored") && err.contains("disk says no")
+    );
+    assert_eq!(stored.stdout, refused.stdout, "the same report, stored or not");
+    // Nothing was stored, so the next scoring computes them again, and stores them.
+    execute(&db, "drop trigger refuse");
+    let again = mirage(&db, &["score", "--run", &run, "--json"]);
+    assert!(text(&again.stderr).contains(&format!("{n} computed now, 0 reused")), "{}", text(&again.stderr));
+    let last = mirage(&db, &["score", "--run", &run, "--json"]);
+    assert!(text(&last.stderr).contains(&format!("0 computed now, {n} reused")), "{}", text(&last.stderr));
+    assert_eq!(stored.stdout, last.stdout);
 }
 
 #[test]
