@@ -58,7 +58,7 @@ pub enum RunsCommand {
     /// and AgentDojo result files (directories are searched); the format is recognised from
     /// each file's content. Nothing is stored unless every file reads cleanly. Samples of
     /// Mirage tasks are scored by the rule-based judges as they are stored, so the run's
-    /// first scoring reads their scores. Prints the run id.
+    /// first scoring with those judges reads their scores. Prints the run id.
     Import {
         #[arg(required = true)]
         files: Vec<PathBuf>,

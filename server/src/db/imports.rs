@@ -37,6 +37,11 @@ pub trait ImportStore: Send + Sync {
     /// [`super::RunStore::cancel_run`] only if the run is still active and its row still unwritten
     /// since `before` (ms), checked in the same transaction; whether it was cancelled.
     async fn cancel_if_idle(&self, run_id: &RunId, before: i64) -> StoreResult<bool>;
+    /// After a large write read alongside (an import scored as it is stored): SQLite's
+    /// write-ahead log, which readers kept from starting over, is copied into the database
+    /// and emptied, so the disk does not keep a second copy of what was written. Nothing on
+    /// PostgreSQL.
+    async fn shrink_journal(&self) -> StoreResult<()>;
 }
 
 #[async_trait]
@@ -49,6 +54,13 @@ impl ImportStore for SqlStore {
         .bind(before)
         .fetch_all(&self.pool)
         .await?)
+    }
+
+    async fn shrink_journal(&self) -> StoreResult<()> {
+        if !self.postgres {
+            sqlx::query("pragma wal_checkpoint(truncate)").execute(&self.pool).await?;
+        }
+        Ok(())
     }
 
     async fn cancel_if_idle(&self, run_id: &RunId, before: i64) -> StoreResult<bool> {

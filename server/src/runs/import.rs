@@ -208,15 +208,18 @@ impl<'a> Batches<'a> {
 
 /// Ends an import: the run is done when every trial was stored, else cancelled with what
 /// was stored (the files changed between readings, the database failed, or the run was
-/// cancelled meanwhile), and the error says so.
+/// cancelled meanwhile), its trials never stored cancelled too, and the error says so.
 pub(super) async fn settle(
     store: &dyn Store,
     run: &RunId,
     outcome: anyhow::Result<()>,
     what: String,
 ) -> anyhow::Result<()> {
+    if let Err(e) = store.shrink_journal().await {
+        tracing::warn!("the database's journal was not shrunk after the import: {e:#}");
+    }
     if let Err(e) = outcome {
-        store.set_run_status(run, RunStatus::Cancelled).await?;
+        store.cancel_run(run).await?;
         return Err(e.context(format!("run {run} was left cancelled{what}")));
     }
     store.set_run_status(run, RunStatus::Done).await?;

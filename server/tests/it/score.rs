@@ -234,6 +234,22 @@ fn imported_runs_are_scored_as_they_are_stored() {
     let computed = mirage(&db, &["score", "--run", &run, "--json"]);
     assert!(text(&computed.stderr).contains(&format!("{n} computed now, 0 reused")), "{}", text(&computed.stderr));
     assert_eq!(first.stdout, computed.stdout, "scores stored by the import differ from scores computed later");
+
+    // An import the database stops half-way leaves a cancelled run whose unstored trials
+    // are cancelled too, and which passes the run check.
+    let refusing = temp_path(&dir, "refusing.db");
+    assert!(mirage(&refusing, &["runs", "list"]).status.success());
+    execute(
+        &refusing,
+        "create trigger refuse before insert on trial_step when new.trial_id like '%-000007' \
+         begin select raise(abort, 'disk says no'); end",
+    );
+    let o = mirage(&refusing, &["runs", "import", out.to_str().expect("utf-8")]);
+    let err = text(&o.stderr);
+    assert!(!o.status.success() && err.contains("was left cancelled") && err.contains("disk says no"), "{err}");
+    let run = err.split(" was left cancelled").next().and_then(|h| h.rsplit(' ').next()).expect("the run is named");
+    let check = mirage(&refusing, &["runs", "check", run]);
+    assert!(check.status.success(), "{}{}", text(&check.stdout), text(&check.stderr));
 }
 
 #[test]
