@@ -83,11 +83,7 @@ pub async fn score_run_as_of(
     let manipulates = kind.envelope().manipulates();
     let chunks: Vec<Vec<(usize, TrialId)>> =
         todo.chunks(CHUNK).map(|c| c.iter().map(|(i, t)| (*i, (*t).clone())).collect()).collect();
-    let times = store.clone();
-    let chunks = futures::StreamExt::then(futures::stream::iter(chunks), move |chunk| {
-        let store = times.clone();
-        async move { with_finish_times(store.as_ref(), chunk).await }
-    });
+    let chunks = futures::stream::iter(chunks);
     let mut scoring = Scoring::start(store, world, (&version, judge.asks_a_model()), manipulates, chunks);
     let mut writing: Option<tokio::task::JoinHandle<crate::db::StoreResult<u64>>> = None;
     // The chunk's place in the pipeline is given back when this chunk is handled.
@@ -205,29 +201,16 @@ fn reuse_stored<'k>(
     Ok((slots, todo))
 }
 
-/// Each trial of a chunk with when it finished, read before its steps are: its score is
-/// stored only while the trial still stands finished at that time, so a score made from an
-/// attempt that a retry has since replaced is used now but never stored. `None` for a trial
-/// not finished now, or for every trial when the times cannot be read.
-async fn with_finish_times(store: &dyn Store, chunk: Vec<(usize, TrialId)>) -> Vec<((usize, Option<i64>), TrialId)> {
-    let ids: Vec<TrialId> = chunk.iter().map(|(_, t)| t.clone()).collect();
-    let mut times = store.finish_times(&ids).await.unwrap_or_else(|e| {
-        tracing::warn!("{} trials are scored without storing their scores: {e:#}", ids.len());
-        HashMap::new()
-    });
-    chunk.into_iter().map(|(i, t)| ((i, times.remove(&t)), t)).collect()
-}
-
-/// A chunk's scores: each slot with its score and serialised body, or the error. A model
-/// judge is asked here, about several trials at once (at most [`JUDGE_CALLS`]); a trial
-/// scored without one is handed on as it is (a future per trial would be built, moved and
-/// freed for nothing).
-async fn judge_chunk<S: Copy>(
+/// A chunk's scores: each trial's place in the run and finish time with its score and
+/// serialised body, or the error. A model judge is asked here, about several trials at once
+/// (at most [`JUDGE_CALLS`]); a trial scored without one is handed on as it is (a future per
+/// trial would be built, moved and freed for nothing).
+async fn judge_chunk(
     world: &Arc<World>,
     judge: &ModelJudge,
-    inputs: Inputs<S>,
+    inputs: Inputs<usize>,
     scored: Vec<anyhow::Result<Scored>>,
-) -> Vec<(S, anyhow::Result<(TrialScore, String)>)> {
+) -> Vec<((usize, Option<i64>), anyhow::Result<(TrialScore, String)>)> {
     let gate = tokio::sync::Semaphore::new(JUDGE_CALLS);
     let mut out = Vec::with_capacity(inputs.len());
     let (mut calls, mut waiting) = (Vec::new(), Vec::new());

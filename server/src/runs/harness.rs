@@ -209,7 +209,7 @@ impl Reading {
                 let _ = tx.blocking_send(Err(e));
             }
         });
-        let mut batches = super::import::Batches::new(store, run_id).scoring(&world, wanted, manipulates);
+        let mut batches = super::import::Batches::new(store, run_id, (&world, wanted, manipulates));
         let outcome: anyhow::Result<()> = async {
             while let Some(item) = rx.recv().await {
                 batches.push(item?).await?;
@@ -221,8 +221,7 @@ impl Reading {
             Ok(())
         }
         .await;
-        batches.scored().await;
-        let stored = batches.stored;
+        let stored = batches.scored().await;
         // A failed batch leaves the reader blocked on a full channel: closing it lets the
         // reader stop at its next sample.
         drop(rx);

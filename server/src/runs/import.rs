@@ -116,7 +116,7 @@ pub async fn import_run(
     let ids = store.trial_keys(&run_id).await?;
     // Every trajectory is of a Mirage task (checked above), so every trial is scored.
     let wanted = ids.iter().map(|k| k.trial_id.clone()).collect();
-    let mut batches = Batches::new(store, &run_id).scoring(world, wanted, spec.manipulates());
+    let mut batches = Batches::new(store, &run_id, (world, wanted, spec.manipulates()));
     let stored: anyhow::Result<()> = async {
         if ids.len() != steps_of.len() {
             bail!("{} trials were stored for {} trajectories", ids.len(), steps_of.len());
@@ -141,9 +141,9 @@ pub(super) const BATCH_BYTES: usize = 32 << 20;
 
 /// Finished trials stored into an imported run a batch at a time (every batch one
 /// transaction that also writes the run's row, so a run left by an interrupted import can
-/// be told); both importers store through it. With [`Batches::scoring`], the trials of
-/// Mirage's own tasks are scored once stored, as an executed run's are as they finish, so
-/// that the run's first scoring reads their scores instead of computing them.
+/// be told); both importers store through it. The stored trials of Mirage's own tasks are
+/// scored as an executed run's are as they finish, so that the run's first scoring reads
+/// their scores instead of computing them.
 pub(super) struct Batches<'a> {
     store: &'a Arc<dyn Store>,
     run: &'a RunId,
@@ -152,21 +152,22 @@ pub(super) struct Batches<'a> {
     /// Trials stored so far.
     pub stored: usize,
     /// The scoring pipeline, where each stored trial among the wanted ones is sent.
-    scores: Option<(Prescore, tokio::sync::mpsc::UnboundedSender<TrialId>, HashSet<TrialId>)>,
+    scoring: Prescore,
+    scored: tokio::sync::mpsc::UnboundedSender<TrialId>,
+    wanted: HashSet<TrialId>,
 }
 
 impl<'a> Batches<'a> {
-    pub(super) fn new(store: &'a Arc<dyn Store>, run: &'a RunId) -> Batches<'a> {
-        Batches { store, run, batch: Vec::new(), bytes: 0, stored: 0, scores: None }
-    }
-
-    /// Scores the trials of `wanted` (those of tasks in `world`) once they are stored
-    /// (`manipulates`: the run has manipulated trials).
-    pub(super) fn scoring(mut self, world: &Arc<World>, wanted: HashSet<TrialId>, manipulates: bool) -> Batches<'a> {
-        let prescore = Prescore::start(self.store, world, self.run, manipulates);
-        let sender = prescore.sender();
-        self.scores = Some((prescore, sender, wanted));
-        self
+    /// Stores into `run`, scoring the trials of `wanted` (those of tasks in `world`) once
+    /// they are stored (`manipulates`: the run has manipulated trials).
+    pub(super) fn new(
+        store: &'a Arc<dyn Store>,
+        run: &'a RunId,
+        (world, wanted, manipulates): (&Arc<World>, HashSet<TrialId>, bool),
+    ) -> Batches<'a> {
+        let scoring = Prescore::start(store, world, run, manipulates);
+        let scored = scoring.sender();
+        Batches { store, run, batch: Vec::new(), bytes: 0, stored: 0, scoring, scored, wanted }
     }
 
     /// Adds a trial, storing the batch when it is full.
@@ -184,11 +185,9 @@ impl<'a> Batches<'a> {
         if !self.batch.is_empty() {
             self.store.store_finished(self.run, &self.batch).await?;
             self.stored += self.batch.len();
-            if let Some((_, sender, wanted)) = &self.scores {
-                for t in self.batch.iter().filter(|t| wanted.contains(&t.trial_id)) {
-                    // The pipeline stopped (its failure is logged): the run is scored when shown.
-                    let _ = sender.send(t.trial_id.clone());
-                }
+            for t in self.batch.iter().filter(|t| self.wanted.contains(&t.trial_id)) {
+                // The pipeline stopped (its failure is logged): the run is scored when shown.
+                let _ = self.scored.send(t.trial_id.clone());
             }
             self.batch.clear();
             self.bytes = 0;
@@ -197,12 +196,12 @@ impl<'a> Batches<'a> {
     }
 
     /// Waits until the stored trials sent to be scored are scored and their scores stored
-    /// (a failure is logged: those trials are then scored when the run is).
-    pub(super) async fn scored(&mut self) {
-        if let Some((prescore, sender, _)) = self.scores.take() {
-            drop(sender);
-            prescore.finish(self.run).await;
-        }
+    /// (a failure is logged: those trials are then scored when the run is); the number of
+    /// trials stored.
+    pub(super) async fn scored(self) -> usize {
+        drop(self.scored);
+        self.scoring.finish(self.run).await;
+        self.stored
     }
 }
 

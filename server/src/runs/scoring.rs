@@ -23,12 +23,15 @@ pub(crate) enum Scored {
     Pending(Box<Trajectory>, TrialScore),
 }
 
-/// A chunk's trials, each with its slot (what the caller needs back with it: its place in
-/// the run, or when it finished): the trial's row and its joined step bodies.
-pub(crate) type Inputs<S = usize> = Vec<(S, (TrialRow, String))>;
+/// A chunk's trials, each with its slot (what the caller needs back with it, such as its
+/// place in the run) and when it finished, read before its steps (`None`: not finished now,
+/// or the times could not be read): the trial's row and its joined step bodies. A score is
+/// stored only while its trial still stands finished at that time, so a score made from an
+/// attempt that a retry has since replaced is never stored for it.
+pub(crate) type Inputs<S = ()> = Vec<((S, Option<i64>), (TrialRow, String))>;
 /// A chunk's trials and what the scoring thread made of each, with the chunk's place in the
 /// pipeline (given back when it is dropped).
-pub(crate) type Done<S = usize> = (Inputs<S>, Vec<anyhow::Result<Scored>>, tokio::sync::OwnedSemaphorePermit);
+pub(crate) type Done<S = ()> = (Inputs<S>, Vec<anyhow::Result<Scored>>, tokio::sync::OwnedSemaphorePermit);
 
 /// Chunks in the pipeline at once: one being stored, one scored, one read ahead.
 const IN_FLIGHT: usize = 3;
@@ -39,7 +42,7 @@ const IN_FLIGHT: usize = 3;
 /// last one's scores, so the cores never wait between chunks; a chunk is read only when
 /// fewer than [`IN_FLIGHT`] are between the reader and the caller, so memory holds at most
 /// that many chunks' steps.
-pub(crate) struct Scoring<S = usize> {
+pub(crate) struct Scoring<S = ()> {
     reader: tokio::task::JoinHandle<anyhow::Result<()>>,
     thread: tokio::task::JoinHandle<()>,
     scored: tokio::sync::mpsc::Receiver<Done<S>>,
@@ -68,10 +71,17 @@ impl<S: Send + Sync + 'static> Scoring<S> {
             while let Some(chunk) = chunks.next().await {
                 let place = places.clone().acquire_owned().await?;
                 let ids: Vec<TrialId> = chunk.iter().map(|(_, t)| t.clone()).collect();
+                let mut times = store.finish_times(&ids).await.unwrap_or_else(|e| {
+                    tracing::warn!("{} trials are scored without storing their scores: {e:#}", ids.len());
+                    std::collections::HashMap::new()
+                });
                 let mut read = store.trials_with_steps(&ids).await?;
                 let inputs: Inputs<S> = chunk
                     .into_iter()
-                    .map(|(i, id)| Ok((i, read.remove(&id).with_context(|| format!("trial {id} is gone"))?)))
+                    .map(|(i, id)| {
+                        let trial = read.remove(&id).with_context(|| format!("trial {id} is gone"))?;
+                        Ok(((i, times.remove(&id)), trial))
+                    })
                     .collect::<anyhow::Result<_>>()?;
                 // The scorer stopped (its caller failed): nothing more to read.
                 if jobs.send((inputs, place)).await.is_err() {
@@ -123,14 +133,8 @@ impl<S: Send + Sync + 'static> Scoring<S> {
     }
 }
 
-/// The next chunk of finished trials, each once with when it finished (read before its
-/// steps are: a score is stored only for the finish it was made from); `None` once every
-/// sender is gone. Trials that are no longer finished (queued again) are left out, so a
-/// chunk may be empty.
-async fn gather(
-    heard: &mut tokio::sync::mpsc::UnboundedReceiver<TrialId>,
-    store: &dyn Store,
-) -> Option<Vec<(i64, TrialId)>> {
+/// The next chunk of finished trials, each once; `None` once every sender is gone.
+async fn gather(heard: &mut tokio::sync::mpsc::UnboundedReceiver<TrialId>) -> Option<Vec<((), TrialId)>> {
     // A trial finished again after a retry may come twice: it is read once.
     let mut ids = indexmap::IndexSet::new();
     ids.insert(heard.recv().await?);
@@ -143,14 +147,7 @@ async fn gather(
             Ok(None) | Err(_) => break,
         }
     }
-    let ids: Vec<TrialId> = ids.into_iter().collect();
-    match store.finish_times(&ids).await {
-        Ok(mut at) => Some(ids.into_iter().filter_map(|id| Some((at.remove(&id)?, id))).collect()),
-        Err(e) => {
-            tracing::warn!("{} finished trials were not scored as they finished: {e:#}", ids.len());
-            Some(Vec::new())
-        }
-    }
+    Some(ids.into_iter().map(|id| ((), id)).collect())
 }
 
 /// How long the first trial of a chunk waits for others before the chunk is scored: a quick
@@ -175,14 +172,8 @@ impl Prescore {
     /// the world's perplexity filter is trained at once).
     pub(crate) fn start(store: &Arc<dyn Store>, world: &Arc<World>, run_id: &RunId, manipulates: bool) -> Prescore {
         let (ids, heard) = tokio::sync::mpsc::unbounded_channel::<TrialId>();
-        let chunks = futures::stream::unfold((heard, store.clone()), |(mut heard, store)| async move {
-            loop {
-                let chunk = gather(&mut heard, store.as_ref()).await?;
-                if !chunk.is_empty() {
-                    return Some((chunk, (heard, store)));
-                }
-            }
-        });
+        let chunks =
+            futures::stream::unfold(heard, |mut heard| async move { Some((gather(&mut heard).await?, heard)) });
         let version = ModelJudge::Coverage.version();
         let mut scoring = Scoring::start(store, world, (&version, false), manipulates, chunks);
         let (store, run_id) = (store.clone(), run_id.clone());
@@ -190,14 +181,15 @@ impl Prescore {
             let mut stored = 0;
             while let Some((inputs, scored, _place)) = scoring.next().await {
                 let mut rows = Vec::with_capacity(inputs.len());
-                for ((finished_at, (trial, _)), result) in inputs.iter().zip(scored) {
-                    match result {
-                        Ok(Scored::Done(_, body)) => {
+                for ((((), finished_at), (trial, _)), result) in inputs.iter().zip(scored) {
+                    match (result, finished_at) {
+                        (Ok(Scored::Done(_, body)), Some(at)) => {
                             let trial_id = trial.trial_id.clone();
-                            rows.push((StoredScore { trial_id, judge_version: version.clone(), body }, *finished_at));
+                            rows.push((StoredScore { trial_id, judge_version: version.clone(), body }, *at));
                         }
-                        Ok(Scored::Pending(..)) => {}
-                        Err(e) => tracing::warn!(trial.id = %trial.trial_id, "not scored as it finished: {e:#}"),
+                        // Queued again since it finished: scored when it next finishes.
+                        (Ok(_), _) => {}
+                        (Err(e), _) => tracing::warn!(trial.id = %trial.trial_id, "not scored as it finished: {e:#}"),
                     }
                 }
                 // A chunk that cannot be stored is scored when the run is.
